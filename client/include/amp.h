@@ -1,0 +1,166 @@
+/* amp.h: libampclient, the C client of the ampd GPU job service.
+ *
+ * Conventions (the whole contract is this header):
+ * - Every public name starts with amp_ / AMP_.
+ * - Functions that can fail return 0 on success or a negative AMP_E* code;
+ *   amp_strerror() names any code. When the daemon sent a detail message
+ *   with a failure, amp_last_message() returns it.
+ * - Buffers returned through `void **out` are malloc'd by the library and
+ *   owned by the caller, who releases them with amp_free().
+ * - An amp_conn is not thread-safe: use one per thread, or serialise calls.
+ *   Different connections are independent.
+ */
+#ifndef AMP_H
+#define AMP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define AMP_EXTERN __attribute__((visibility("default")))
+#else
+#define AMP_EXTERN
+#endif
+
+/* Error codes. The AMP_E* that mirror gRPC statuses are what the daemon
+ * answered; the others are local failures. */
+enum {
+    AMP_OK = 0,
+    AMP_EINVAL = -1,       /* invalid argument (local check or INVALID_ARGUMENT) */
+    AMP_ENOMEM = -2,       /* out of memory */
+    AMP_EADDR = -3,        /* address could not be parsed or resolved */
+    AMP_ECONNECT = -4,     /* could not connect to the daemon */
+    AMP_EIO = -5,          /* connection broke while talking to the daemon */
+    AMP_EPROTO = -6,       /* the peer broke the HTTP/2 or gRPC protocol */
+    AMP_ECANCELLED = -7,   /* CANCELLED */
+    AMP_EDEADLINE = -8,    /* DEADLINE_EXCEEDED */
+    AMP_EEXHAUSTED = -9,   /* RESOURCE_EXHAUSTED: a limit was hit */
+    AMP_EUNIMPL = -10,     /* UNIMPLEMENTED */
+    AMP_EUNAVAIL = -11,    /* UNAVAILABLE: no device could take the job */
+    AMP_EINTERNAL = -12,   /* INTERNAL */
+    AMP_EUNKNOWN = -13,    /* any other gRPC status */
+    AMP_ENOTFOUND = -14,   /* NOT_FOUND */
+};
+
+/* Default address of the daemon: its Unix socket. */
+#define AMP_DEFAULT_ADDRESS "unix:/run/ampd/ampd.sock"
+
+typedef struct amp_conn amp_conn;
+
+/* Per-call options; pass NULL for the defaults. */
+typedef struct amp_opts {
+    const char *device;    /* "" or NULL: daemon's choice; "gpu", "cpu", or an index */
+    int timeout_ms;        /* 0: no deadline */
+} amp_opts;
+
+/* Returns a static string naming code. Never NULL. */
+AMP_EXTERN const char *amp_strerror(int code);
+
+/* Connects to address: "unix:/path", "unix:///path", "HOST:PORT" or
+ * "[V6]:PORT" (gRPC target syntax); NULL means AMP_DEFAULT_ADDRESS.
+ * On success *out is a new connection the caller closes with amp_close(). */
+AMP_EXTERN int amp_connect(const char *address, amp_conn **out);
+
+/* Closes the connection and frees it. NULL is a no-op. */
+AMP_EXTERN void amp_close(amp_conn *c);
+
+/* The daemon's message for the last failed call on c, or a local
+ * description; "" when there is none. Valid until the next call on c. */
+AMP_EXTERN const char *amp_last_message(const amp_conn *c);
+
+/* Name of the device that ran the last successful job on c ("" if none).
+ * Valid until the next call on c. */
+AMP_EXTERN const char *amp_last_device(const amp_conn *c);
+
+/* Frees memory the library returned. NULL is a no-op. */
+AMP_EXTERN void amp_free(void *p);
+
+/* --- jobs ------------------------------------------------------------------ */
+
+typedef enum amp_op {
+    AMP_OP_ADD = 1, AMP_OP_XOR, AMP_OP_AND, AMP_OP_OR, AMP_OP_SET, AMP_OP_MAP
+} amp_op;
+
+typedef enum amp_type {
+    AMP_TYPE_UINT8 = 1, AMP_TYPE_UINT32, AMP_TYPE_INT32, AMP_TYPE_FLOAT32, AMP_TYPE_INT64
+} amp_type;
+
+typedef struct amp_transform_params {
+    amp_op op;
+    uint8_t value;          /* add/xor/and/or/set operand */
+    const uint8_t *table;   /* map: table_len bytes (the daemon wants 256) */
+    size_t table_len;
+    uint64_t offset;        /* sub-range start */
+    uint64_t length;        /* sub-range length, if has_length */
+    int has_length;         /* 0: the range runs to the end of the data */
+} amp_transform_params;
+
+typedef struct amp_hist_params {
+    amp_type type;          /* AMP_TYPE_UINT8: 256 bins; or UINT32/INT32/FLOAT32 */
+    uint32_t bins;
+    double lo, hi;          /* bin range [lo, hi) */
+    int clamp;              /* nonzero: out-of-range values go to the edge bins */
+} amp_hist_params;
+
+typedef struct amp_hist {
+    uint64_t *counts;       /* bins entries; free with amp_hist_free() */
+    uint32_t bins;
+    uint64_t below, above, nan;
+} amp_hist;
+
+typedef struct amp_fill_params {
+    amp_type type;          /* INT32, UINT32, INT64 or FLOAT32 */
+    uint64_t count;
+    uint32_t tile;          /* work-group size, 0: daemon's choice */
+    int64_t start, step;    /* integer types (wrapping) */
+    float start_f, step_f;  /* FLOAT32 */
+} amp_fill_params;
+
+/* Frees h->counts and clears *h. */
+AMP_EXTERN void amp_hist_free(amp_hist *h);
+
+/* Reverses len bytes of in. On success *out (malloc'd, caller frees with
+ * amp_free) holds *out_len == len bytes. */
+AMP_EXTERN int amp_reverse(amp_conn *c, const amp_opts *o, const void *in, size_t len,
+                           void **out, size_t *out_len);
+
+/* Applies p to the bytes of in; *out as for amp_reverse. */
+AMP_EXTERN int amp_transform(amp_conn *c, const amp_opts *o, const amp_transform_params *p,
+                             const void *in, size_t len, void **out, size_t *out_len);
+
+/* Histogram of in (little-endian elements of p->type) into *h, which the
+ * caller releases with amp_hist_free(). */
+AMP_EXTERN int amp_histogram(amp_conn *c, const amp_opts *o, const amp_hist_params *p,
+                             const void *in, size_t len, amp_hist *h);
+
+/* Fills p->count elements (little-endian) into *out. */
+AMP_EXTERN int amp_fill(amp_conn *c, const amp_opts *o, const amp_fill_params *p,
+                        void **out, size_t *out_len);
+
+/* --- devices ---------------------------------------------------------------- */
+
+typedef struct amp_device {
+    uint32_t index;
+    char name[128];
+    char vendor[64];
+    char platform[64];
+    char type[16];          /* "gpu", "cpu" or "accelerator" */
+    uint64_t global_mem_size;
+    uint64_t max_constant_buffer_size;
+    uint64_t max_work_group_size;
+    uint32_t compute_units;
+    int is_default;
+} amp_device;
+
+/* Lists the daemon's devices into *list (*n entries, caller frees with
+ * amp_free). */
+AMP_EXTERN int amp_devices(amp_conn *c, amp_device **list, size_t *n);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

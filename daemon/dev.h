@@ -1,0 +1,52 @@
+/* dev.h: one OpenCL device: discovery, its context, queues and programs,
+ * and running a job's steps on it.
+ *
+ * Nothing here knows about sockets or gRPC. dev_run() blocks, so only a
+ * device's runner thread (runner.c) or a test calls it, never the loop.
+ */
+#ifndef AMPD_DEV_H
+#define AMPD_DEV_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "job.h"
+
+enum dev_type { DEV_GPU, DEV_CPU, DEV_ACCEL };
+
+struct dev_info {
+    unsigned index;               /* position in the daemon's device list */
+    char name[128];
+    char vendor[64];
+    char platform[64];
+    enum dev_type type;
+    uint64_t global_mem_size;
+    uint64_t max_constant_buffer_size; /* refused above this: see job params */
+    uint64_t max_work_group_size;
+    uint64_t max_mem_alloc_size;
+    unsigned compute_units;
+};
+
+struct dev;
+
+/* Finds every OpenCL device of every platform and opens it (context, queues,
+ * programs built). *devs is a malloc'd array of *n devices ordered GPUs
+ * first, then accelerators, then CPUs; index i of the list is dev_info()->index.
+ * Returns 0, or -1 with a message in err when no device can be opened. */
+int dev_open_all(struct dev ***devs, size_t *n, char *err, size_t errlen);
+
+/* Closes every device of a list from dev_open_all() and frees the list. */
+void dev_close_all(struct dev **devs, size_t n);
+
+const struct dev_info *dev_info(const struct dev *d);
+
+/* Type name as shown to clients: "gpu", "cpu" or "accelerator". */
+const char *dev_type_name(enum dev_type t);
+
+/* Runs every step of job on d, blocking until done. Sets job->status (and
+ * job->msg on failure), job->device, and job->results (nsteps entries)
+ * on success. Device-dependent validation (constant buffer size, tile
+ * size) happens here and fails with STATUS_INVALID_ARGUMENT. */
+void dev_run(struct dev *d, struct job *job);
+
+#endif

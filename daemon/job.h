@@ -1,0 +1,97 @@
+/* job.h: a job as the device runner sees it, independent of gRPC.
+ *
+ * rpc_*.c decode and validate requests into a struct job; the scheduler
+ * hands it to a device runner; the runner fills in results and status and
+ * hands it back. Every job is a list of steps over device-resident bytes:
+ * the data output of step i is the input of step i+1, so a one-step job
+ * and a pipeline are the same thing.
+ */
+#ifndef AMPD_JOB_H
+#define AMPD_JOB_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "status.h"
+
+enum step_kind { STEP_REVERSE, STEP_TRANSFORM, STEP_HISTOGRAM, STEP_FILL };
+
+enum transform_op { XFORM_ADD, XFORM_XOR, XFORM_AND, XFORM_OR, XFORM_SET, XFORM_MAP };
+
+enum elem_type { ELEM_U8, ELEM_U32, ELEM_I32, ELEM_F32, ELEM_I64 };
+
+/* Bytes of one element of each elem_type. */
+size_t elem_size(enum elem_type t);
+
+struct transform_params {
+    enum transform_op op;
+    uint8_t value;        /* operand of add/xor/and/or/set */
+    uint8_t table[256];   /* map only */
+    uint64_t offset;      /* sub-range [offset, offset+length) of the input */
+    uint64_t length;      /* offset + length <= input length (validated) */
+};
+
+struct hist_params {
+    enum elem_type type;  /* ELEM_U8: 256 bins, one per byte; else U32/I32/F32 */
+    uint32_t bins;        /* >= 1; 256 for ELEM_U8 */
+    double lo, hi;        /* lo < hi; unused for ELEM_U8 */
+    bool clamp;           /* also count out-of-range values in the edge bins */
+};
+
+struct fill_params {
+    enum elem_type type;  /* ELEM_I32, ELEM_U32, ELEM_I64 or ELEM_F32 */
+    uint64_t count;       /* elements to write */
+    uint32_t tile;        /* work-group size; 0 lets the runner choose */
+    int64_t start, step;  /* integer types; arithmetic wraps to the width */
+    float start_f, step_f;/* ELEM_F32: A[k] = fma((float)k, step_f, start_f) */
+};
+
+struct step {
+    enum step_kind kind;
+    union {
+        struct transform_params transform;
+        struct hist_params hist;
+        struct fill_params fill;
+    } u;
+};
+
+struct hist_result {
+    uint64_t *counts;     /* bins entries, malloc'd; owned by the step_result */
+    uint32_t bins;
+    uint64_t below, above, nan;
+};
+
+struct step_result {
+    uint8_t *data;        /* malloc'd output bytes (reverse/transform/fill) */
+    size_t len;
+    struct hist_result hist; /* histogram steps */
+};
+
+struct job {
+    struct step *steps;   /* nsteps >= 1, malloc'd, owned by the job */
+    size_t nsteps;
+    uint8_t *in;          /* input bytes, malloc'd, owned by the job; may be NULL if in_len == 0 */
+    size_t in_len;
+    char device_req[32];  /* "", "gpu", "cpu" or a device index */
+
+    /* Filled by the runner. results has nsteps entries once status is set. */
+    struct step_result *results;
+    enum status_code status;
+    char msg[STATUS_MSG_MAX];
+    char device[128];     /* "index: name" of the device that ran the job */
+
+    /* Scheduler bookkeeping: the loop side's completion hook. */
+    void (*done)(struct job *job);
+    void *owner;          /* what done() reports to, e.g. the waiting stream */
+    struct job *next;     /* queue link; owned by whichever queue holds the job */
+};
+
+struct job *job_new(size_t nsteps);
+/* Frees the job, its input, steps and every result. NULL is a no-op. */
+void job_free(struct job *job);
+/* Sets status and a printf-style message; returns the status for chaining. */
+enum status_code job_fail(struct job *job, enum status_code code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+#endif
