@@ -1,0 +1,26 @@
+/* address.h: gRPC target syntax shared by ampd --listen and ampctl --address.
+ *
+ *   unix:/abs/path  unix:///abs/path  unix:rel/path   a Unix socket
+ *   HOST:PORT  [V6ADDR]:PORT  :PORT                   TCP (":PORT" = loopback)
+ */
+#ifndef AMP_ADDRESS_H
+#define AMP_ADDRESS_H
+
+#include <stddef.h>
+
+enum address_kind { ADDRESS_UNIX, ADDRESS_TCP };
+
+#define ADDRESS_PATH_MAX 108 /* sizeof(sockaddr_un.sun_path) */
+#define ADDRESS_HOST_MAX 256
+
+struct address {
+    enum address_kind kind;
+    char path[ADDRESS_PATH_MAX]; /* ADDRESS_UNIX: NUL-terminated */
+    char host[ADDRESS_HOST_MAX]; /* ADDRESS_TCP: without brackets */
+    int port;                    /* ADDRESS_TCP: 0..65535 */
+};
+
+/* Parses text into *out. Returns 0, or -1 with a reason in err. */
+int address_parse(const char *text, struct address *out, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,49 @@
+/* grpc_frame.h: gRPC's length-prefixed message framing, with no I/O.
+ *
+ * A gRPC message on the wire is 1 byte compressed-flag, 4 bytes big-endian
+ * length, then the message. The reader is fed arbitrary slices of a
+ * stream's DATA and yields whole messages; used by daemon and client alike.
+ */
+#ifndef AMP_GRPC_FRAME_H
+#define AMP_GRPC_FRAME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define GRPC_FRAME_HEADER 5
+
+enum grpc_frame_err {
+    GRPC_FRAME_OK = 0,
+    GRPC_FRAME_TOO_LARGE = -1,   /* declared length over the reader's limit */
+    GRPC_FRAME_COMPRESSED = -2,  /* compressed flag set: we offer no encodings */
+    GRPC_FRAME_BAD_FLAG = -3,    /* flag byte other than 0 or 1 */
+    GRPC_FRAME_NOMEM = -4,
+};
+
+struct grpc_frame_reader {
+    size_t max_len;       /* largest message accepted */
+    uint8_t hdr[GRPC_FRAME_HEADER];
+    size_t hdr_have;      /* < GRPC_FRAME_HEADER while reading the header */
+    uint8_t *msg;         /* malloc'd body of the message being read */
+    size_t msg_len;       /* declared length of that message */
+    size_t msg_have;      /* msg_have <= msg_len */
+};
+
+typedef int (*grpc_frame_msg_cb)(const uint8_t *msg, size_t len, void *ctx);
+
+void grpc_frame_reader_init(struct grpc_frame_reader *r, size_t max_len);
+void grpc_frame_reader_free(struct grpc_frame_reader *r);
+
+/* Consumes len bytes, calling cb for each complete message (the buffer is
+ * valid only during the call). Returns GRPC_FRAME_OK, a negative
+ * grpc_frame_err, or the first nonzero value cb returned. */
+int grpc_frame_feed(struct grpc_frame_reader *r, const uint8_t *data, size_t len,
+                    grpc_frame_msg_cb cb, void *ctx);
+
+/* True when a message is partly read: a stream ending now was truncated. */
+int grpc_frame_pending(const struct grpc_frame_reader *r);
+
+/* Writes the 5-byte prefix for a len-byte uncompressed message. */
+void grpc_frame_header(uint8_t out[GRPC_FRAME_HEADER], size_t len);
+
+#endif
