@@ -1,0 +1,32 @@
+/* daemon_proc.h: run a real ampd for integration tests.
+ *
+ * Starts $AMPD_BIN listening on a Unix socket in a fresh temporary
+ * directory, waits until it accepts connections, and stops it with SIGTERM,
+ * reporting how it exited (a leak found by LeakSanitizer at exit makes the
+ * exit status nonzero, so tests that check it catch leaks in the daemon).
+ */
+#ifndef AMP_TEST_DAEMON_PROC_H
+#define AMP_TEST_DAEMON_PROC_H
+
+#include <sys/types.h>
+
+struct daemon_proc {
+    pid_t pid;
+    char dir[256];       /* temporary directory, removed by daemon_stop() */
+    char address[300];   /* "unix:<dir>/ampd.sock", for amp_connect / --address */
+    char sock_path[280]; /* "<dir>/ampd.sock" */
+};
+
+/* Starts ampd with extra_args (NULL-terminated argv tail, may be NULL).
+ * Returns 0 once the socket accepts a connection, -1 if ampd exited or did
+ * not become ready within the timeout. */
+int daemon_start(struct daemon_proc *d, const char *const *extra_args);
+
+/* True while the daemon process is still running. */
+int daemon_alive(struct daemon_proc *d);
+
+/* SIGTERM, wait, clean up. Returns the exit status (0 for a clean drain),
+ * 128+signal if it died of a signal, -1 on error. */
+int daemon_stop(struct daemon_proc *d);
+
+#endif
