@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Installs the Debian packages ampd builds and tests with. Idempotent: only
+# packages that are missing are installed, so a second run does nothing.
+set -euo pipefail
+
+PACKAGES=(
+  build-essential cmake pkg-config
+  libuv1-dev libnghttp2-dev libprotobuf-c-dev protobuf-c-compiler
+  ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo
+  check libsubunit-dev
+  python3-grpcio
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+echo "deps: installing ${missing[*]}" >&2
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2

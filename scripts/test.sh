@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Installs dependencies, builds, and runs the whole suite twice: a plain
+# build and one under AddressSanitizer + UndefinedBehaviorSanitizer.
+# Set AMP_TEST_SANITIZE=0 to skip the sanitizer pass.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/deps.sh
+
+export CTEST_OUTPUT_ON_FAILURE=1
+jobs=$(nproc)
+
+scripts/build.sh build
+(cd build && ctest -j"$jobs" --timeout 900)
+
+if [ "${AMP_TEST_SANITIZE:-1}" != 0 ]; then
+  scripts/build.sh build-asan -DAMP_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
+  export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:strict_string_checks=1
+  export LSAN_OPTIONS=suppressions=$PWD/tests/lsan.supp:print_suppressions=0
+  export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+  (cd build-asan && ctest -j"$jobs" --timeout 900)
+fi
