@@ -1,0 +1,148 @@
+/* address.c: parse gRPC target syntax (see address.h) for ampd --listen and
+ * the client's amp_connect. Only parsing: no name resolution, no sockets.
+ *
+ * Accepted forms:
+ *   unix:PATH, unix:///ABS       Unix socket (unix://x with a relative x is
+ *                                refused, as gRPC does)
+ *   HOST:PORT, [V6]:PORT         TCP; the port is required
+ *   :PORT                        TCP on the loopback address
+ *   dns:HOST:PORT, dns:///HOST:PORT   the same, with gRPC's resolver prefix
+ */
+#include "address.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#define ADDRESS_UNIX_PREFIX "unix:"
+#define ADDRESS_UNIX_AUTHORITY "//"
+#define ADDRESS_DNS_PREFIX "dns:"
+#define ADDRESS_DNS_AUTHORITY "///"
+#define ADDRESS_LOOPBACK "127.0.0.1"
+#define ADDRESS_PORT_MAX 65535
+
+static int address_fail(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static int address_fail(char *err, size_t errlen, const char *fmt, ...)
+{
+    if (err && errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return -1;
+}
+
+static int address_starts(const char *s, const char *prefix)
+{
+    return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+static int address_parse_unix(const char *rest, struct address *out, char *err, size_t errlen)
+{
+    const char *path = rest;
+    if (address_starts(rest, ADDRESS_UNIX_AUTHORITY)) {
+        /* unix://ABS: the authority must be empty, i.e. a third slash. */
+        path = rest + strlen(ADDRESS_UNIX_AUTHORITY);
+        if (path[0] != '/')
+            return address_fail(err, errlen,
+                                "unix:// needs an absolute path (unix:///path or unix:path)");
+    }
+    if (path[0] == '\0')
+        return address_fail(err, errlen, "unix: address has an empty path");
+    if (strlen(path) >= ADDRESS_PATH_MAX)
+        return address_fail(err, errlen, "unix socket path longer than %d bytes",
+                            ADDRESS_PATH_MAX - 1);
+    out->kind = ADDRESS_UNIX;
+    memcpy(out->path, path, strlen(path) + 1);
+    return 0;
+}
+
+/* Parses a decimal port 0..65535 (digits only, no sign or spaces). */
+static int address_parse_port(const char *s, int *port, char *err, size_t errlen)
+{
+    if (*s == '\0')
+        return address_fail(err, errlen, "missing port after ':'");
+    long v = 0;
+    for (const char *p = s; *p; p++) {
+        if (*p < '0' || *p > '9')
+            return address_fail(err, errlen, "port '%s' is not a number", s);
+        v = v * 10 + (*p - '0');
+        if (v > ADDRESS_PORT_MAX)
+            return address_fail(err, errlen, "port '%s' is out of range 0..%d", s,
+                                ADDRESS_PORT_MAX);
+    }
+    *port = (int)v;
+    return 0;
+}
+
+static int address_set_host(struct address *out, const char *host, size_t len, char *err,
+                            size_t errlen)
+{
+    if (len >= ADDRESS_HOST_MAX)
+        return address_fail(err, errlen, "host name longer than %d bytes", ADDRESS_HOST_MAX - 1);
+    memcpy(out->host, host, len);
+    out->host[len] = '\0';
+    return 0;
+}
+
+/* [V6]:PORT */
+static int address_parse_bracketed(const char *text, struct address *out, char *err,
+                                   size_t errlen)
+{
+    const char *close = strchr(text, ']');
+    if (!close)
+        return address_fail(err, errlen, "missing ']' in '%s'", text);
+    size_t hlen = (size_t)(close - text - 1);
+    if (hlen == 0)
+        return address_fail(err, errlen, "empty IPv6 address in '%s'", text);
+    if (close[1] != ':')
+        return address_fail(err, errlen, "expected ':PORT' after ']' in '%s'", text);
+    if (memchr(text + 1, '[', hlen))
+        return address_fail(err, errlen, "unexpected '[' in '%s'", text);
+    if (address_parse_port(close + 2, &out->port, err, errlen) != 0)
+        return -1;
+    return address_set_host(out, text + 1, hlen, err, errlen);
+}
+
+static int address_parse_tcp(const char *text, struct address *out, char *err, size_t errlen)
+{
+    out->kind = ADDRESS_TCP;
+    if (text[0] == '[')
+        return address_parse_bracketed(text, out, err, errlen);
+    const char *colon = strrchr(text, ':');
+    if (!colon)
+        return address_fail(err, errlen,
+                            "'%s' is not an address: use unix:PATH or HOST:PORT", text);
+    if (memchr(text, ':', (size_t)(colon - text)))
+        return address_fail(err, errlen, "IPv6 addresses need brackets: [%.*s]:PORT",
+                            (int)(colon - text), text);
+    if (strpbrk(text, "[]/ "))
+        return address_fail(err, errlen, "bad character in host of '%s'", text);
+    if (address_parse_port(colon + 1, &out->port, err, errlen) != 0)
+        return -1;
+    if (colon == text)
+        return address_set_host(out, ADDRESS_LOOPBACK, strlen(ADDRESS_LOOPBACK), err, errlen);
+    return address_set_host(out, text, (size_t)(colon - text), err, errlen);
+}
+
+int address_parse(const char *text, struct address *out, char *err, size_t errlen)
+{
+    if (!text || !out)
+        return address_fail(err, errlen, "no address given");
+    memset(out, 0, sizeof *out);
+    if (text[0] == '\0')
+        return address_fail(err, errlen, "empty address");
+    if (address_starts(text, ADDRESS_UNIX_PREFIX))
+        return address_parse_unix(text + strlen(ADDRESS_UNIX_PREFIX), out, err, errlen);
+    if (address_starts(text, ADDRESS_DNS_PREFIX)) {
+        text += strlen(ADDRESS_DNS_PREFIX);
+        if (address_starts(text, ADDRESS_DNS_AUTHORITY))
+            text += strlen(ADDRESS_DNS_AUTHORITY);
+        else if (address_starts(text, "//"))
+            return address_fail(err, errlen, "dns: authorities are not supported; use dns:///HOST:PORT");
+    }
+    return address_parse_tcp(text, out, err, errlen);
+}

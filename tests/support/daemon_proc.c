@@ -1,0 +1,198 @@
+/* daemon_proc.c: start and stop a real ampd for integration tests.
+ *
+ * The daemon runs as a child process listening on a Unix socket in a fresh
+ * mkdtemp directory. Readiness is "the socket accepts a connection": PoCL
+ * compiles the kernels at startup, which can take tens of seconds under
+ * ASan, so the wait is long but polls often. Liveness checks use
+ * waitid(WNOWAIT) so that the exit status stays for daemon_stop() to reap.
+ */
+#define _GNU_SOURCE
+#include "daemon_proc.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define DAEMON_START_TIMEOUT_MS 120000 /* PoCL kernel builds under ASan are slow */
+#define DAEMON_STOP_TIMEOUT_MS 60000   /* graceful drain, then SIGKILL */
+#define DAEMON_POLL_MS 50
+#define DAEMON_MAX_ARGS 64
+
+static long long daemon_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void daemon_sleep_ms(int ms)
+{
+    struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+}
+
+/* 1 if something accepts connections on path, else 0. */
+static int daemon_can_connect(const char *path)
+{
+    struct sockaddr_un sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sun_family = AF_UNIX;
+    snprintf(sa.sun_path, sizeof sa.sun_path, "%s", path);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return 0;
+    int ok = connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0;
+    close(fd);
+    return ok;
+}
+
+static void daemon_cleanup_dir(struct daemon_proc *d)
+{
+    if (d->sock_path[0])
+        unlink(d->sock_path);
+    if (d->dir[0])
+        rmdir(d->dir);
+    d->dir[0] = '\0';
+}
+
+/* Child side of fork: exec ampd with --listen and the extra arguments. */
+static void daemon_exec(const char *bin, const char *address, const char *const *extra)
+{
+    const char *argv[DAEMON_MAX_ARGS + 4];
+    size_t n = 0;
+    argv[n++] = bin;
+    argv[n++] = "--listen";
+    argv[n++] = address;
+    for (size_t i = 0; extra && extra[i] && i < DAEMON_MAX_ARGS; i++)
+        argv[n++] = extra[i];
+    argv[n] = NULL;
+    /* A test that crashes must not leave its daemon behind. */
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    execv(bin, (char *const *)argv);
+    fprintf(stderr, "daemon_proc: exec %s: %s\n", bin, strerror(errno));
+    _exit(127);
+}
+
+static int daemon_prepare_dir(struct daemon_proc *d)
+{
+    const char *tmp = getenv("TMPDIR");
+    if (!tmp || !*tmp)
+        tmp = "/tmp";
+    int n = snprintf(d->dir, sizeof d->dir, "%s/ampd-test-XXXXXX", tmp);
+    if (n < 0 || (size_t)n >= sizeof d->dir || !mkdtemp(d->dir)) {
+        fprintf(stderr, "daemon_proc: mkdtemp under %s failed\n", tmp);
+        d->dir[0] = '\0';
+        return -1;
+    }
+    /* The socket path must fit sockaddr_un.sun_path (108 bytes). */
+    n = snprintf(d->sock_path, sizeof d->sock_path, "%s/ampd.sock", d->dir);
+    if (n < 0 || (size_t)n >= sizeof ((struct sockaddr_un *)0)->sun_path) {
+        fprintf(stderr, "daemon_proc: socket path too long under %s\n", tmp);
+        daemon_cleanup_dir(d);
+        return -1;
+    }
+    snprintf(d->address, sizeof d->address, "unix:%s", d->sock_path);
+    return 0;
+}
+
+/* Waits for the socket to accept; returns 0 ready, -1 exited or timed out. */
+static int daemon_wait_ready(struct daemon_proc *d)
+{
+    long long deadline = daemon_now_ms() + DAEMON_START_TIMEOUT_MS;
+    while (daemon_now_ms() < deadline) {
+        if (!daemon_alive(d)) {
+            fprintf(stderr, "daemon_proc: ampd exited during startup\n");
+            return -1;
+        }
+        if (daemon_can_connect(d->sock_path))
+            return 0;
+        daemon_sleep_ms(DAEMON_POLL_MS);
+    }
+    fprintf(stderr, "daemon_proc: ampd not ready after %d ms\n", DAEMON_START_TIMEOUT_MS);
+    return -1;
+}
+
+int daemon_start(struct daemon_proc *d, const char *const *extra_args)
+{
+    memset(d, 0, sizeof *d);
+    d->pid = -1;
+    const char *bin = getenv("AMPD_BIN");
+    if (!bin || !*bin) {
+        fprintf(stderr, "daemon_proc: AMPD_BIN is not set\n");
+        return -1;
+    }
+    if (daemon_prepare_dir(d) != 0)
+        return -1;
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        daemon_cleanup_dir(d);
+        return -1;
+    }
+    if (pid == 0)
+        daemon_exec(bin, d->address, extra_args);
+    d->pid = pid;
+    if (daemon_wait_ready(d) != 0) {
+        daemon_stop(d);
+        return -1;
+    }
+    return 0;
+}
+
+int daemon_alive(struct daemon_proc *d)
+{
+    if (d->pid <= 0)
+        return 0;
+    siginfo_t si;
+    memset(&si, 0, sizeof si);
+    if (waitid(P_PID, (id_t)d->pid, &si, WEXITED | WNOHANG | WNOWAIT) != 0)
+        return 0;
+    return si.si_pid == 0; /* 0: no state change, still running */
+}
+
+/* waitpid with a deadline; returns 0 and the status, or -1 on timeout. */
+static int daemon_wait_exit(pid_t pid, int timeout_ms, int *status)
+{
+    long long deadline = daemon_now_ms() + timeout_ms;
+    for (;;) {
+        pid_t r = waitpid(pid, status, WNOHANG);
+        if (r == pid)
+            return 0;
+        if (r < 0 && errno != EINTR)
+            return -1;
+        if (daemon_now_ms() >= deadline)
+            return -1;
+        daemon_sleep_ms(DAEMON_POLL_MS);
+    }
+}
+
+int daemon_stop(struct daemon_proc *d)
+{
+    int result = -1;
+    if (d->pid > 0) {
+        int status = 0;
+        kill(d->pid, SIGTERM);
+        if (daemon_wait_exit(d->pid, DAEMON_STOP_TIMEOUT_MS, &status) != 0) {
+            fprintf(stderr, "daemon_proc: ampd ignored SIGTERM, killing it\n");
+            kill(d->pid, SIGKILL);
+            waitpid(d->pid, &status, 0);
+            result = -1;
+        } else if (WIFEXITED(status)) {
+            result = WEXITSTATUS(status);
+        } else if (WIFSIGNALED(status)) {
+            result = 128 + WTERMSIG(status);
+        }
+        d->pid = -1;
+    }
+    daemon_cleanup_dir(d);
+    return result;
+}
