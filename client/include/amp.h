@@ -69,7 +69,10 @@ AMP_EXTERN int amp_connect(const char *address, amp_conn **out);
 AMP_EXTERN void amp_close(amp_conn *c);
 
 /* The daemon's message for the last failed call on c, or a local
- * description; "" when there is none. Valid until the next call on c. */
+ * description; "" when there is none. Valid until the next call on c.
+ * With c == NULL: why the calling thread's last amp_connect() failed
+ * (e.g. "connect to unix:/x.sock: No such file or directory"), valid until
+ * its next amp_connect(). */
 AMP_EXTERN const char *amp_last_message(const amp_conn *c);
 
 /* Name of the device that ran the last successful job on c ("" if none).
@@ -159,6 +162,34 @@ typedef struct amp_device {
 /* Lists the daemon's devices into *list (*n entries, caller frees with
  * amp_free). */
 AMP_EXTERN int amp_devices(amp_conn *c, amp_device **list, size_t *n);
+
+/* --- daemon status and health -------------------------------------------- */
+
+typedef struct amp_daemon_status {
+    char version[32];
+    uint64_t uptime_ms;
+    uint32_t connections;
+    uint32_t jobs_in_flight;
+    uint64_t jobs_completed;
+    uint64_t jobs_failed;
+} amp_daemon_status;
+
+/* Asks the daemon for its counters (amp.v1.Amp/Status) into *st.
+ * o may be NULL; only o->timeout_ms is used. */
+AMP_EXTERN int amp_status(amp_conn *c, const amp_opts *o, amp_daemon_status *st);
+
+/* grpc.health.v1 serving states, as the daemon reports them. */
+enum {
+    AMP_HEALTH_UNKNOWN = 0,
+    AMP_HEALTH_SERVING = 1,
+    AMP_HEALTH_NOT_SERVING = 2,
+    AMP_HEALTH_SERVICE_UNKNOWN = 3,
+};
+
+/* Standard health check (grpc.health.v1.Health/Check) of service ("" or
+ * NULL: the whole daemon). On success *serving holds an AMP_HEALTH_* value.
+ * o may be NULL; only o->timeout_ms is used. */
+AMP_EXTERN int amp_health(amp_conn *c, const amp_opts *o, const char *service, int *serving);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,97 @@
+/* cmd_devices.c: `ampctl devices`: the daemon's OpenCL devices, as a table
+ * or (--json) an array of objects. */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ampctl.h"
+
+#define DEVICES_MEM_TEXT 32
+
+static void devices_usage(FILE *f)
+{
+    fprintf(f, "Usage: ampctl [--json] devices\n"
+               "Lists the daemon's devices: index (for --device), type, name, global memory,\n"
+               "compute units, and '*' on the default device.\n"
+               "\n"
+               "  -h, --help  this help\n");
+}
+
+static void devices_mem(char *buf, size_t cap, uint64_t bytes)
+{
+    static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+    double v = (double)bytes;
+    size_t u = 0;
+    while (v >= 1024 && u + 1 < sizeof units / sizeof units[0]) {
+        v /= 1024;
+        u++;
+    }
+    snprintf(buf, cap, u ? "%.1f %s" : "%.0f %s", v, units[u]);
+}
+
+static void devices_table(const amp_device *d, size_t n)
+{
+    printf("%-5s %-11s %-40s %10s %4s %s\n", "INDEX", "TYPE", "NAME", "MEMORY", "CU", "DEFAULT");
+    for (size_t i = 0; i < n; i++) {
+        char mem[DEVICES_MEM_TEXT];
+        devices_mem(mem, sizeof mem, d[i].global_mem_size);
+        printf("%-5" PRIu32 " %-11s %-40s %10s %4" PRIu32 " %s\n", d[i].index, d[i].type,
+               d[i].name, mem, d[i].compute_units, d[i].is_default ? "*" : "");
+    }
+}
+
+static void devices_json_one(const amp_device *d)
+{
+    printf("{\"index\":%" PRIu32 ",\"name\":", d->index);
+    json_string(stdout, d->name);
+    fputs(",\"vendor\":", stdout);
+    json_string(stdout, d->vendor);
+    fputs(",\"platform\":", stdout);
+    json_string(stdout, d->platform);
+    fputs(",\"type\":", stdout);
+    json_string(stdout, d->type);
+    printf(",\"global_mem_size\":%" PRIu64 ",\"max_constant_buffer_size\":%" PRIu64
+           ",\"max_work_group_size\":%" PRIu64 ",\"compute_units\":%" PRIu32
+           ",\"default\":%s}",
+           d->global_mem_size, d->max_constant_buffer_size, d->max_work_group_size,
+           d->compute_units, d->is_default ? "true" : "false");
+}
+
+static void devices_json(const amp_device *d, size_t n)
+{
+    putchar('[');
+    for (size_t i = 0; i < n; i++) {
+        if (i)
+            putchar(',');
+        devices_json_one(&d[i]);
+    }
+    puts("]");
+}
+
+static int devices_run(struct ampctl *ctx, int argc, char **argv)
+{
+    int rc = ampctl_parse_none(&cmd_devices, argc, argv);
+    if (rc >= 0)
+        return rc;
+    rc = ampctl_connect(ctx);
+    if (rc != AMPCTL_OK)
+        return rc;
+    amp_device *list;
+    size_t n;
+    int r = amp_devices(ctx->conn, &list, &n);
+    if (r != 0)
+        return ampctl_fail(ctx, r);
+    if (ctx->json)
+        devices_json(list, n);
+    else
+        devices_table(list, n);
+    amp_free(list);
+    return io_close_output(NULL, stdout);
+}
+
+const struct ampctl_cmd cmd_devices = {
+    .name = "devices",
+    .summary = "list the daemon's devices",
+    .run = devices_run,
+    .usage = devices_usage,
+};

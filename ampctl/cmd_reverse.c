@@ -1,0 +1,88 @@
+/* cmd_reverse.c: `ampctl reverse`: reverse bytes on the daemon.
+ *
+ * Output is always the exact reversed bytes, with no newline added, even
+ * for a TEXT argument on a terminal: a script that pipes or redirects gets
+ * what it sent, reversed, and nothing else (scripts/demo.sh adds its own
+ * newline).
+ */
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ampctl.h"
+
+static void reverse_usage(FILE *f)
+{
+    fprintf(f, "Usage: ampctl reverse [TEXT] [-i FILE] [-o FILE]\n"
+               "Reverses the bytes of TEXT, of FILE, or of stdin (the default; FILE '-' is stdin).\n"
+               "\n"
+               "  -i, --input FILE   read the input from FILE\n"
+               "  -o, --output FILE  write the result to FILE instead of stdout\n"
+               "  -h, --help         this help\n"
+               "\n"
+               "The result is the exact bytes, with no newline added.\n");
+}
+
+struct reverse_args {
+    const char *text;   /* TEXT argument or NULL */
+    const char *input;  /* -i FILE or NULL */
+    const char *output; /* -o FILE or NULL */
+};
+
+/* Returns -1 to go on, or an exit code. */
+static int reverse_parse(int argc, char **argv, struct reverse_args *a)
+{
+    static const struct option opts[] = {
+        { "input", required_argument, NULL, 'i' }, { "output", required_argument, NULL, 'o' },
+        { "help", no_argument, NULL, 'h' },        { NULL, 0, NULL, 0 },
+    };
+    int ch;
+    while ((ch = getopt_long(argc, argv, "i:o:h", opts, NULL)) != -1) {
+        switch (ch) {
+        case 'i': a->input = optarg; break;
+        case 'o': a->output = optarg; break;
+        case 'h': reverse_usage(stdout); return AMPCTL_OK;
+        default: return ampctl_bad_option("reverse");
+        }
+    }
+    if (argc - optind > 1)
+        return ampctl_usage_error("reverse", "one TEXT argument at most (quote it)");
+    if (optind < argc)
+        a->text = argv[optind];
+    if (a->text && a->input)
+        return ampctl_usage_error("reverse", "give TEXT or -i FILE, not both");
+    return -1;
+}
+
+static int reverse_run(struct ampctl *ctx, int argc, char **argv)
+{
+    struct reverse_args a = { 0 };
+    int rc = reverse_parse(argc, argv, &a);
+    if (rc >= 0)
+        return rc;
+    uint8_t *in = NULL;
+    size_t len = 0;
+    if (a.text) {
+        len = strlen(a.text);
+    } else if ((rc = io_read_all(a.input, &in, &len)) != AMPCTL_OK) {
+        return rc;
+    }
+    rc = ampctl_connect(ctx);
+    void *out = NULL;
+    size_t out_len = 0;
+    if (rc == AMPCTL_OK) {
+        int r = amp_reverse(ctx->conn, &ctx->opts, a.text ? (const void *)a.text : in, len, &out,
+                            &out_len);
+        rc = r == 0 ? io_write_all(a.output, out, out_len) : ampctl_fail(ctx, r);
+    }
+    amp_free(out);
+    free(in);
+    return rc;
+}
+
+const struct ampctl_cmd cmd_reverse = {
+    .name = "reverse",
+    .summary = "reverse bytes (TEXT, -i FILE or stdin)",
+    .run = reverse_run,
+    .usage = reverse_usage,
+};

@@ -1,0 +1,59 @@
+/* cmd_status.c: `ampctl status`: the daemon's version and counters. */
+#include <inttypes.h>
+
+#include "ampctl.h"
+
+#define STATUS_MS_PER_S 1000
+
+static void status_usage(FILE *f)
+{
+    fprintf(f, "Usage: ampctl [--json] status\n"
+               "Prints the daemon's version, uptime, connections and job counters.\n"
+               "\n"
+               "  -h, --help  this help\n");
+}
+
+static void status_print(const amp_daemon_status *st, int json)
+{
+    if (json) {
+        fputs("{\"version\":", stdout);
+        json_string(stdout, st->version);
+        printf(",\"uptime_ms\":%" PRIu64 ",\"connections\":%" PRIu32
+               ",\"jobs_in_flight\":%" PRIu32 ",\"jobs_completed\":%" PRIu64
+               ",\"jobs_failed\":%" PRIu64 "}\n",
+               st->uptime_ms, st->connections, st->jobs_in_flight, st->jobs_completed,
+               st->jobs_failed);
+        return;
+    }
+    printf("version         %s\n"
+           "uptime          %" PRIu64 ".%03" PRIu64 " s\n"
+           "connections     %" PRIu32 "\n"
+           "jobs in flight  %" PRIu32 "\n"
+           "jobs completed  %" PRIu64 "\n"
+           "jobs failed     %" PRIu64 "\n",
+           st->version, st->uptime_ms / STATUS_MS_PER_S, st->uptime_ms % STATUS_MS_PER_S,
+           st->connections, st->jobs_in_flight, st->jobs_completed, st->jobs_failed);
+}
+
+static int status_run(struct ampctl *ctx, int argc, char **argv)
+{
+    int rc = ampctl_parse_none(&cmd_status, argc, argv);
+    if (rc >= 0)
+        return rc;
+    rc = ampctl_connect(ctx);
+    if (rc != AMPCTL_OK)
+        return rc;
+    amp_daemon_status st;
+    int r = amp_status(ctx->conn, &ctx->opts, &st);
+    if (r != 0)
+        return ampctl_fail(ctx, r);
+    status_print(&st, ctx->json);
+    return io_close_output(NULL, stdout);
+}
+
+const struct ampctl_cmd cmd_status = {
+    .name = "status",
+    .summary = "daemon version, uptime and job counters",
+    .run = status_run,
+    .usage = status_usage,
+};

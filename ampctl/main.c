@@ -1,0 +1,236 @@
+/* main.c: ampctl's entry point: common options, the command table, and the
+ * mapping from library errors to exit codes. Each command lives in its own
+ * cmd_*.c and parses its own options.
+ */
+#include <getopt.h>
+#include <locale.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "address.h"
+#include "ampctl.h"
+
+#define AMPCTL_ENV_ADDRESS "AMP_ADDRESS"
+#define AMPCTL_PROG "ampctl"
+#define AMPCTL_ARGV0_MAX 64
+
+static const struct ampctl_cmd *const ampctl_cmds[] = {
+    &cmd_reverse, &cmd_transform, &cmd_hist, &cmd_fill,
+    &cmd_devices, &cmd_status,    &cmd_health,
+};
+#define AMPCTL_NCMDS (sizeof ampctl_cmds / sizeof ampctl_cmds[0])
+
+static void ampctl_usage(FILE *f)
+{
+    fprintf(f,
+            "Usage: ampctl [OPTIONS] COMMAND [ARGS...]\n"
+            "Runs jobs on ampd, the GPU job service.\n"
+            "\n"
+            "Options:\n"
+            "  -a, --address ADDR  daemon address: unix:PATH, HOST:PORT or [V6]:PORT\n"
+            "                      (default $%s, else %s)\n"
+            "  -d, --device SEL    device for jobs: gpu, cpu or an index from `devices`\n"
+            "                      (default: the daemon's choice)\n"
+            "  -t, --timeout MS    deadline per call in milliseconds (default: none)\n"
+            "  -j, --json          machine-readable output (devices, hist, status, health)\n"
+            "  -h, --help          this help; `ampctl COMMAND --help` for a command's\n"
+            "  -V, --version       print the version\n"
+            "\n"
+            "Commands:\n",
+            AMPCTL_ENV_ADDRESS, AMP_DEFAULT_ADDRESS);
+    for (size_t i = 0; i < AMPCTL_NCMDS; i++)
+        fprintf(f, "  %-10s %s\n", ampctl_cmds[i]->name, ampctl_cmds[i]->summary);
+    fprintf(f,
+            "\n"
+            "Exit status:\n"
+            "  0  success\n"
+            "  1  the daemon refused the job (its message is printed), or health: not serving\n"
+            "  2  usage error (bad command line or option value)\n"
+            "  3  cannot connect to the daemon, or the connection was lost\n"
+            "  4  local I/O error (reading or writing a file) or out of memory\n");
+}
+
+void ampctl_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs(AMPCTL_PROG ": ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+int ampctl_usage_error(const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs(AMPCTL_PROG ": ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    return ampctl_bad_option(cmd);
+}
+
+int ampctl_bad_option(const char *cmd)
+{
+    if (cmd)
+        fprintf(stderr, "Try '" AMPCTL_PROG " %s --help'.\n", cmd);
+    else
+        fprintf(stderr, "Try '" AMPCTL_PROG " --help'.\n");
+    return AMPCTL_EUSAGE;
+}
+
+int ampctl_parse_none(const struct ampctl_cmd *cmd, int argc, char **argv)
+{
+    static const struct option opts[] = {
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
+    };
+    int ch = getopt_long(argc, argv, "h", opts, NULL);
+    if (ch == 'h') {
+        cmd->usage(stdout);
+        return AMPCTL_OK;
+    }
+    if (ch != -1)
+        return ampctl_bad_option(cmd->name);
+    if (optind < argc)
+        return ampctl_usage_error(cmd->name, "unexpected argument '%s'", argv[optind]);
+    return -1;
+}
+
+/* The exit code for a library error. Statuses the daemon answered are 1;
+ * failures to reach or talk to it are 3. */
+static int ampctl_exit_code(int rc)
+{
+    switch (rc) {
+    case AMP_OK: return AMPCTL_OK;
+    case AMP_EADDR:
+    case AMP_ECONNECT:
+    case AMP_EIO:
+    case AMP_EPROTO: return AMPCTL_ECONNECT;
+    case AMP_ENOMEM: return AMPCTL_EIO;
+    default: return AMPCTL_EREFUSED;
+    }
+}
+
+int ampctl_fail(struct ampctl *ctx, int rc)
+{
+    const char *msg = ctx->conn ? amp_last_message(ctx->conn) : "";
+    if (msg[0])
+        ampctl_error("%s", msg);
+    else
+        ampctl_error("%s", amp_strerror(rc));
+    return ampctl_exit_code(rc);
+}
+
+static int ampctl_check_address(const char *text)
+{
+    struct address a;
+    char err[160];
+    if (address_parse(text, &a, err, sizeof err) != 0)
+        return ampctl_usage_error(NULL, "address '%s': %s", text, err);
+    return AMPCTL_OK;
+}
+
+int ampctl_connect(struct ampctl *ctx)
+{
+    if (ctx->conn)
+        return AMPCTL_OK;
+    /* A malformed address is a usage error (2), not a connection failure (3). */
+    int rc = ampctl_check_address(ctx->address);
+    if (rc != AMPCTL_OK)
+        return rc;
+    rc = amp_connect(ctx->address, &ctx->conn);
+    if (rc != 0) {
+        ampctl_error("%s (%s)", amp_last_message(NULL), amp_strerror(rc));
+        return ampctl_exit_code(rc);
+    }
+    return AMPCTL_OK;
+}
+
+static const struct ampctl_cmd *ampctl_find(const char *name)
+{
+    for (size_t i = 0; i < AMPCTL_NCMDS; i++)
+        if (strcmp(ampctl_cmds[i]->name, name) == 0)
+            return ampctl_cmds[i];
+    return NULL;
+}
+
+/* Parses the options before the command; returns -1 to go on, or an exit code. */
+static int ampctl_parse_common(struct ampctl *ctx, int argc, char **argv)
+{
+    static const struct option opts[] = {
+        { "address", required_argument, NULL, 'a' }, { "device", required_argument, NULL, 'd' },
+        { "timeout", required_argument, NULL, 't' }, { "json", no_argument, NULL, 'j' },
+        { "help", no_argument, NULL, 'h' },          { "version", no_argument, NULL, 'V' },
+        { NULL, 0, NULL, 0 },
+    };
+    uint32_t ms;
+    int ch;
+    /* '+': stop at the command name; its options are its own. */
+    while ((ch = getopt_long(argc, argv, "+a:d:t:jhV", opts, NULL)) != -1) {
+        switch (ch) {
+        case 'a': ctx->address = optarg; break;
+        case 'd': ctx->opts.device = optarg; break;
+        case 't':
+            if (parse_u32(optarg, INT32_MAX, &ms) != 0)
+                return ampctl_usage_error(NULL, "--timeout: '%s' is not a number of ms", optarg);
+            ctx->opts.timeout_ms = (int)ms;
+            break;
+        case 'j': ctx->json = 1; break;
+        case 'h': ampctl_usage(stdout); return AMPCTL_OK;
+        case 'V': printf(AMPCTL_PROG " %s\n", AMP_VERSION); return AMPCTL_OK;
+        default: return ampctl_bad_option(NULL);
+        }
+    }
+    return -1;
+}
+
+/* `ampctl help [COMMAND]` */
+static int ampctl_help(int argc, char **argv)
+{
+    if (argc < 2) {
+        ampctl_usage(stdout);
+        return AMPCTL_OK;
+    }
+    const struct ampctl_cmd *cmd = ampctl_find(argv[1]);
+    if (!cmd)
+        return ampctl_usage_error(NULL, "unknown command '%s'", argv[1]);
+    cmd->usage(stdout);
+    return AMPCTL_OK;
+}
+
+static int ampctl_run(struct ampctl *ctx, int argc, char **argv)
+{
+    if (strcmp(argv[0], "help") == 0)
+        return ampctl_help(argc, argv);
+    const struct ampctl_cmd *cmd = ampctl_find(argv[0]);
+    if (!cmd)
+        return ampctl_usage_error(NULL, "unknown command '%s'", argv[0]);
+    /* getopt messages then read "ampctl NAME: ..." */
+    char argv0[AMPCTL_ARGV0_MAX];
+    snprintf(argv0, sizeof argv0, AMPCTL_PROG " %s", cmd->name);
+    argv[0] = argv0;
+    optind = 0; /* re-initialise getopt for the command's own options */
+    return cmd->run(ctx, argc, argv);
+}
+
+int main(int argc, char **argv)
+{
+    setlocale(LC_CTYPE, ""); /* chart.c draws with Unicode blocks in UTF-8 locales */
+    struct ampctl ctx;
+    memset(&ctx, 0, sizeof ctx);
+    ctx.address = getenv(AMPCTL_ENV_ADDRESS);
+    if (!ctx.address || !*ctx.address)
+        ctx.address = AMP_DEFAULT_ADDRESS;
+    argv[0] = AMPCTL_PROG;
+    int rc = ampctl_parse_common(&ctx, argc, argv);
+    if (rc >= 0)
+        return rc;
+    if (optind >= argc)
+        return ampctl_usage_error(NULL, "no command given");
+    rc = ampctl_run(&ctx, argc - optind, argv + optind);
+    amp_close(ctx.conn);
+    return rc;
+}

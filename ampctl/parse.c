@@ -1,0 +1,121 @@
+/* parse.c: option values from text. Whole-string parses only: "12x",
+ * "", " 5" and out-of-range values are refused, so a typo is a usage
+ * error instead of a silently different job. Integers take C prefixes
+ * (0x1f, 017 is decimal 17: base 10 unless 0x).
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ampctl.h"
+
+static int parse_base(const char *text)
+{
+    const char *p = text;
+    if (*p == '-' || *p == '+')
+        p++;
+    return (p[0] == '0' && (p[1] == 'x' || p[1] == 'X')) ? 16 : 10;
+}
+
+int parse_u64(const char *text, uint64_t *out)
+{
+    if (!text || !*text || text[0] == '-' || text[0] == ' ')
+        return -1;
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(text, &end, parse_base(text));
+    if (errno || *end)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+int parse_i64(const char *text, int64_t *out)
+{
+    if (!text || !*text || text[0] == ' ')
+        return -1;
+    char *end;
+    errno = 0;
+    long long v = strtoll(text, &end, parse_base(text));
+    if (errno || *end)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+int parse_u32(const char *text, uint32_t max, uint32_t *out)
+{
+    uint64_t v;
+    if (parse_u64(text, &v) != 0 || v > max)
+        return -1;
+    *out = (uint32_t)v;
+    return 0;
+}
+
+int parse_double(const char *text, double *out)
+{
+    if (!text || !*text || text[0] == ' ')
+        return -1;
+    char *end;
+    errno = 0;
+    double v = strtod(text, &end);
+    if (errno == ERANGE && isinf(v))
+        return -1;
+    if (*end || isnan(v))
+        return -1;
+    *out = v;
+    return 0;
+}
+
+int parse_float(const char *text, float *out)
+{
+    double d;
+    if (parse_double(text, &d) != 0 || !isfinite((float)d))
+        return -1;
+    *out = (float)d;
+    return 0;
+}
+
+int parse_range(const char *text, double *lo, double *hi)
+{
+    /* The separator is the first ':' after the first character, so a
+     * leading minus sign or exponent never confuses it. */
+    const char *colon = text && *text ? strchr(text + 1, ':') : NULL;
+    if (!colon)
+        return -1;
+    size_t n = (size_t)(colon - text);
+    char left[64];
+    if (n >= sizeof left)
+        return -1;
+    memcpy(left, text, n);
+    left[n] = '\0';
+    return parse_double(left, lo) == 0 && parse_double(colon + 1, hi) == 0 ? 0 : -1;
+}
+
+static const struct {
+    const char *name;
+    amp_type type;
+} parse_types[] = {
+    { "uint8", AMP_TYPE_UINT8 },     { "uint32", AMP_TYPE_UINT32 }, { "int32", AMP_TYPE_INT32 },
+    { "float32", AMP_TYPE_FLOAT32 }, { "int64", AMP_TYPE_INT64 },
+};
+
+int parse_type(const char *text, amp_type *out)
+{
+    for (size_t i = 0; i < sizeof parse_types / sizeof parse_types[0]; i++) {
+        if (strcmp(text, parse_types[i].name) == 0) {
+            *out = parse_types[i].type;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+const char *parse_type_name(amp_type t)
+{
+    for (size_t i = 0; i < sizeof parse_types / sizeof parse_types[0]; i++)
+        if (parse_types[i].type == t)
+            return parse_types[i].name;
+    return "?";
+}

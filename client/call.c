@@ -1,0 +1,355 @@
+/* call.c: one unary gRPC call on a new HTTP/2 stream of an amp_conn.
+ *
+ * Request: HEADERS (:method POST, :scheme http, :path, content-type
+ * application/grpc, te trailers, grpc-timeout when there is a deadline),
+ * then one length-prefixed protobuf message and END_STREAM. Reply: HEADERS,
+ * DATA holding one length-prefixed message (common/grpc_frame.c
+ * reassembles it), then trailers with grpc-status and a percent-encoded
+ * grpc-message; or a trailers-only reply for errors. The session callbacks
+ * below fill a struct call; conn.c moves the bytes.
+ */
+#include "call.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+#include "grpc_frame.h"
+
+#define CALL_USER_AGENT "ampclient/" AMP_VERSION
+#define CALL_TIMEOUT_MAX_DIGITS 99999999 /* grpc-timeout allows at most 8 digits */
+#define CALL_HTTP_OK 200
+
+struct call {
+    int32_t stream_id;          /* > 0 once submitted */
+    int done;                   /* the reply ended (END_STREAM seen or stream closed) */
+    int closed;                 /* nghttp2 closed the stream */
+    uint32_t reset_code;        /* HTTP/2 error code the stream closed with */
+    const uint8_t *req;         /* framed request; req_pos <= req_len; owned by call_unary */
+    size_t req_len, req_pos;
+    struct grpc_frame_reader reader;
+    uint8_t *reply;             /* malloc'd copy of the one reply message, owned */
+    size_t reply_len;
+    int nreplies;               /* messages seen: a unary reply has exactly one */
+    int http_status;            /* 0 until :status arrived */
+    int grpc_status;            /* -1 until grpc-status arrived */
+    int content_type_ok;        /* content-type was application/grpc[+...] */
+    int err;                    /* a local failure inside a callback (AMP_E*), or 0 */
+    char grpc_message[CONN_MESSAGE_MAX]; /* percent-decoded grpc-message */
+};
+
+/* The call that owns stream_id, or NULL for streams of abandoned calls. */
+static struct call *call_of(void *user_data, int32_t stream_id)
+{
+    amp_conn *c = user_data;
+    struct call *call = c->call;
+    return call && call->stream_id == stream_id ? call : NULL;
+}
+
+static int call_hexval(char ch)
+{
+    if (ch >= '0' && ch <= '9')
+        return ch - '0';
+    if (ch >= 'a' && ch <= 'f')
+        return ch - 'a' + 10;
+    if (ch >= 'A' && ch <= 'F')
+        return ch - 'A' + 10;
+    return -1;
+}
+
+/* grpc-message is percent-encoded; malformed escapes are kept verbatim. */
+static void call_percent_decode(char *dst, size_t cap, const uint8_t *src, size_t len)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < len && o + 1 < cap; i++) {
+        int hi, lo;
+        if (src[i] == '%' && i + 2 < len && (hi = call_hexval((char)src[i + 1])) >= 0 &&
+            (lo = call_hexval((char)src[i + 2])) >= 0) {
+            dst[o++] = (char)(hi * 16 + lo);
+            i += 2;
+        } else {
+            dst[o++] = (char)src[i];
+        }
+    }
+    dst[o] = '\0';
+}
+
+/* Non-negative decimal header value, or -1. */
+static int call_parse_int(const uint8_t *v, size_t len)
+{
+    if (len == 0 || len > 9)
+        return -1;
+    int n = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (v[i] < '0' || v[i] > '9')
+            return -1;
+        n = n * 10 + (v[i] - '0');
+    }
+    return n;
+}
+
+static int call_name_is(const uint8_t *name, size_t len, const char *want)
+{
+    return len == strlen(want) && memcmp(name, want, len) == 0;
+}
+
+/* --- nghttp2 callbacks ------------------------------------------------------ */
+
+static int call_on_header(nghttp2_session *s, const nghttp2_frame *frame, const uint8_t *name,
+                          size_t namelen, const uint8_t *value, size_t valuelen, uint8_t flags,
+                          void *user_data)
+{
+    (void)s;
+    (void)flags;
+    struct call *call = call_of(user_data, frame->hd.stream_id);
+    if (!call || frame->hd.type != NGHTTP2_HEADERS)
+        return 0;
+    if (call_name_is(name, namelen, ":status")) {
+        call->http_status = call_parse_int(value, valuelen);
+    } else if (call_name_is(name, namelen, "grpc-status")) {
+        call->grpc_status = call_parse_int(value, valuelen);
+        if (call->grpc_status < 0)
+            call->err = conn_fail(user_data, AMP_EPROTO, "bad grpc-status '%.*s'",
+                                  (int)(valuelen > 32 ? 32 : valuelen), (const char *)value);
+    } else if (call_name_is(name, namelen, "grpc-message")) {
+        call_percent_decode(call->grpc_message, sizeof call->grpc_message, value, valuelen);
+    } else if (call_name_is(name, namelen, "content-type")) {
+        static const char grpc_type[] = "application/grpc";
+        size_t n = sizeof grpc_type - 1;
+        call->content_type_ok = valuelen >= n && memcmp(value, grpc_type, n) == 0 &&
+                                (valuelen == n || value[n] == '+' || value[n] == ';');
+    }
+    return 0;
+}
+
+/* grpc_frame_feed callback: keep a copy of the (single) reply message. */
+static int call_on_message(const uint8_t *msg, size_t len, void *ctx)
+{
+    struct call *call = ctx;
+    if (++call->nreplies > 1)
+        return AMP_EPROTO;
+    call->reply = malloc(len ? len : 1);
+    if (!call->reply)
+        return AMP_ENOMEM;
+    memcpy(call->reply, msg, len);
+    call->reply_len = len;
+    return 0;
+}
+
+static const char *call_frame_error(int rc)
+{
+    switch (rc) {
+    case GRPC_FRAME_TOO_LARGE: return "reply message too large";
+    case GRPC_FRAME_COMPRESSED: return "compressed reply (no encoding was offered)";
+    case GRPC_FRAME_BAD_FLAG: return "bad gRPC message flag";
+    case GRPC_FRAME_NOMEM: return "out of memory";
+    case AMP_EPROTO: return "more than one message in a unary reply";
+    default: return "out of memory";
+    }
+}
+
+static int call_on_data(nghttp2_session *s, uint8_t flags, int32_t stream_id,
+                        const uint8_t *data, size_t len, void *user_data)
+{
+    (void)flags;
+    struct call *call = call_of(user_data, stream_id);
+    if (!call || call->err)
+        return 0;
+    int rc = grpc_frame_feed(&call->reader, data, len, call_on_message, call);
+    if (rc != 0) {
+        int code = rc == GRPC_FRAME_NOMEM || rc == AMP_ENOMEM ? AMP_ENOMEM : AMP_EPROTO;
+        call->err = conn_fail(user_data, code, "%s", call_frame_error(rc));
+        nghttp2_submit_rst_stream(s, NGHTTP2_FLAG_NONE, stream_id, NGHTTP2_CANCEL);
+    }
+    return 0;
+}
+
+static int call_on_frame(nghttp2_session *s, const nghttp2_frame *frame, void *user_data)
+{
+    (void)s;
+    struct call *call = call_of(user_data, frame->hd.stream_id);
+    if (!call)
+        return 0;
+    if ((frame->hd.type == NGHTTP2_HEADERS || frame->hd.type == NGHTTP2_DATA) &&
+        (frame->hd.flags & NGHTTP2_FLAG_END_STREAM))
+        call->done = 1;
+    return 0;
+}
+
+static int call_on_close(nghttp2_session *s, int32_t stream_id, uint32_t error_code,
+                         void *user_data)
+{
+    (void)s;
+    struct call *call = call_of(user_data, stream_id);
+    if (call) {
+        call->closed = 1;
+        call->done = 1;
+        call->reset_code = error_code;
+    }
+    return 0;
+}
+
+/* Supplies the framed request as DATA. Looked up through the connection,
+ * not the source pointer, so an abandoned call's stack is never touched. */
+static ssize_t call_read_body(nghttp2_session *s, int32_t stream_id, uint8_t *buf, size_t length,
+                              uint32_t *data_flags, nghttp2_data_source *source, void *user_data)
+{
+    (void)s;
+    (void)source;
+    struct call *call = call_of(user_data, stream_id);
+    if (!call)
+        return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+    size_t n = call->req_len - call->req_pos;
+    if (n > length)
+        n = length;
+    memcpy(buf, call->req + call->req_pos, n);
+    call->req_pos += n;
+    if (call->req_pos == call->req_len)
+        *data_flags |= NGHTTP2_DATA_FLAG_EOF;
+    return (ssize_t)n;
+}
+
+void call_session_callbacks(nghttp2_session_callbacks *cbs)
+{
+    nghttp2_session_callbacks_set_on_header_callback(cbs, call_on_header);
+    nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, call_on_data);
+    nghttp2_session_callbacks_set_on_frame_recv_callback(cbs, call_on_frame);
+    nghttp2_session_callbacks_set_on_stream_close_callback(cbs, call_on_close);
+}
+
+/* --- the call ------------------------------------------------------------- */
+
+/* Packs req behind a gRPC message prefix into a malloc'd buffer. */
+static int call_encode(amp_conn *c, const ProtobufCMessage *req, uint8_t **buf, size_t *len)
+{
+    size_t n = protobuf_c_message_get_packed_size(req);
+    if (n > UINT32_MAX)
+        return conn_fail(c, AMP_EINVAL, "request of %zu bytes exceeds gRPC's 4 GiB message limit",
+                         n);
+    *buf = malloc(GRPC_FRAME_HEADER + n);
+    if (!*buf)
+        return conn_fail(c, AMP_ENOMEM, "out of memory for a %zu-byte request", n);
+    grpc_frame_header(*buf, n);
+    protobuf_c_message_pack(req, *buf + GRPC_FRAME_HEADER);
+    *len = GRPC_FRAME_HEADER + n;
+    return 0;
+}
+
+#define CALL_NV(n, v) \
+    { (uint8_t *)(n), (uint8_t *)(v), sizeof(n) - 1, strlen(v), NGHTTP2_NV_FLAG_NONE }
+
+static int call_submit(amp_conn *c, struct call *call, const char *path, int timeout_ms)
+{
+    char timeout[24];
+    if (timeout_ms > CALL_TIMEOUT_MAX_DIGITS)
+        snprintf(timeout, sizeof timeout, "%dS", timeout_ms / 1000);
+    else
+        snprintf(timeout, sizeof timeout, "%dm", timeout_ms);
+    nghttp2_nv nv[] = {
+        CALL_NV(":method", "POST"),
+        CALL_NV(":scheme", "http"),
+        CALL_NV(":path", path),
+        CALL_NV(":authority", "ampd"),
+        CALL_NV("content-type", "application/grpc"),
+        CALL_NV("te", "trailers"),
+        CALL_NV("user-agent", CALL_USER_AGENT),
+        CALL_NV("grpc-timeout", timeout),
+    };
+    size_t nnv = sizeof nv / sizeof nv[0] - (timeout_ms > 0 ? 0 : 1);
+    nghttp2_data_provider body = { .source = { .ptr = call }, .read_callback = call_read_body };
+    int32_t id = nghttp2_submit_request(c->h2, NULL, nv, nnv, &body, NULL);
+    if (id < 0) {
+        /* Out of stream ids or memory: this session cannot start calls. */
+        c->broken = 1;
+        return conn_fail(c, id == NGHTTP2_ERR_NOMEM ? AMP_ENOMEM : AMP_EIO,
+                         "cannot start a call: %s", nghttp2_strerror(id));
+    }
+    call->stream_id = id;
+    return 0;
+}
+
+/* Turns the reply's headers, trailers and body into 0 or an AMP_E* code. */
+static int call_outcome(amp_conn *c, struct call *call)
+{
+    if (call->err)
+        return call->err;
+    if (call->grpc_status > 0) {
+        int code = error_from_grpc(call->grpc_status);
+        if (call->grpc_message[0])
+            return conn_fail(c, code, "%s", call->grpc_message);
+        return conn_fail(c, code, "the daemon answered %s", error_grpc_name(call->grpc_status));
+    }
+    if (call->grpc_status < 0) {
+        if (call->http_status > 0 && call->http_status != CALL_HTTP_OK) {
+            int g = error_grpc_from_http(call->http_status);
+            return conn_fail(c, error_from_grpc(g), "HTTP status %d from the daemon",
+                             call->http_status);
+        }
+        if (call->reset_code == NGHTTP2_REFUSED_STREAM)
+            return conn_fail(c, AMP_EUNAVAIL, "the daemon refused the call (shutting down?)");
+        if (call->reset_code == NGHTTP2_CANCEL)
+            return conn_fail(c, AMP_ECANCELLED, "the daemon cancelled the call");
+        if (call->reset_code != NGHTTP2_NO_ERROR)
+            return conn_fail(c, AMP_EPROTO, "the daemon reset the call: %s",
+                             nghttp2_http2_strerror(call->reset_code));
+        return conn_fail(c, AMP_EPROTO, "reply ended without grpc-status");
+    }
+    if (!call->content_type_ok)
+        return conn_fail(c, AMP_EPROTO, "reply content-type is not application/grpc");
+    if (grpc_frame_pending(&call->reader) || call->nreplies != 1)
+        return conn_fail(c, AMP_EPROTO, "reply has %s message", call->nreplies ? "a truncated" : "no");
+    return 0;
+}
+
+static int call_decode(amp_conn *c, struct call *call, const ProtobufCMessageDescriptor *desc,
+                       ProtobufCMessage **reply)
+{
+    *reply = protobuf_c_message_unpack(desc, NULL, call->reply_len, call->reply);
+    if (!*reply)
+        return conn_fail(c, AMP_EPROTO, "cannot decode the %s reply", desc->name);
+    return 0;
+}
+
+/* Drives the submitted call to its end; gives up on the stream on failure. */
+static int call_run(amp_conn *c, struct call *call, int timeout_ms)
+{
+    long long deadline = timeout_ms > 0 ? conn_now_ms() + timeout_ms : 0;
+    c->call = call;
+    int rc = conn_pump(c, deadline, &call->done);
+    c->call = NULL;
+    if (!c->broken && !call->closed) {
+        /* Deadline, or trailers before our request was all sent: stop the stream. */
+        nghttp2_submit_rst_stream(c->h2, NGHTTP2_FLAG_NONE, call->stream_id, NGHTTP2_CANCEL);
+        conn_flush_nowait(c);
+    }
+    return rc;
+}
+
+int call_unary(amp_conn *c, const char *path, const ProtobufCMessage *req, int timeout_ms,
+               const ProtobufCMessageDescriptor *reply_desc, ProtobufCMessage **reply)
+{
+    *reply = NULL;
+    conn_begin(c);
+    if (c->broken)
+        return conn_fail(c, AMP_EIO, "the connection to the daemon broke earlier; reconnect");
+    struct call call;
+    memset(&call, 0, sizeof call);
+    call.grpc_status = -1;
+    grpc_frame_reader_init(&call.reader, CALL_MAX_REPLY);
+    uint8_t *buf = NULL;
+    int rc = call_encode(c, req, &buf, &call.req_len);
+    call.req = buf;
+    if (rc == 0)
+        rc = call_submit(c, &call, path, timeout_ms);
+    if (rc == 0)
+        rc = call_run(c, &call, timeout_ms);
+    if (rc == 0)
+        rc = call_outcome(c, &call);
+    if (rc == 0)
+        rc = call_decode(c, &call, reply_desc, reply);
+    grpc_frame_reader_free(&call.reader);
+    free(call.reply);
+    free(buf);
+    return rc;
+}

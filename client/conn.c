@@ -1,0 +1,337 @@
+/* conn.c: a libampclient connection: one socket and one nghttp2 client
+ * session. This is the only file of the library that touches the socket.
+ *
+ * The socket is non-blocking and driven by poll(): conn_pump() writes what
+ * the session queued and feeds what arrives back into it, in both
+ * directions at once, so a large request never deadlocks against a daemon
+ * that is sending window updates or an early error. Calls (call.c) are
+ * sequential; each opens a new stream on the same session.
+ */
+#include "conn.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "address.h"
+#include "call.h"
+
+#define CONN_OUT_BATCH (1024 * 1024)     /* stop pulling frames from nghttp2 past this */
+#define CONN_OUT_INITIAL (64 * 1024)
+/* Receive windows: large, so a big reply streams without waiting for a
+ * WINDOW_UPDATE round trip every 64 KiB. Memory stays bounded because
+ * nghttp2 hands data to call.c as it arrives. */
+#define CONN_STREAM_WINDOW (16 * 1024 * 1024)
+#define CONN_SESSION_WINDOW (64 * 1024 * 1024)
+
+/* Why this thread's last amp_connect() failed: its amp_conn is gone by
+ * the time the caller asks, so the message is kept here. */
+static _Thread_local char conn_connect_message[CONN_MESSAGE_MAX];
+
+long long conn_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+int conn_fail(amp_conn *c, int code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c->message, sizeof c->message, fmt, ap);
+    va_end(ap);
+    return code;
+}
+
+void conn_begin(amp_conn *c)
+{
+    c->message[0] = '\0';
+    c->device[0] = '\0';
+}
+
+/* --- socket set-up ---------------------------------------------------------- */
+
+static int conn_set_nonblock(int fd)
+{
+    int fl = fcntl(fd, F_GETFL);
+    return fl < 0 ? -1 : fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+}
+
+static int conn_open_unix(amp_conn *c, const struct address *a)
+{
+    struct sockaddr_un sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sun_family = AF_UNIX;
+    memcpy(sa.sun_path, a->path, strlen(a->path) + 1);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return conn_fail(c, AMP_ECONNECT, "socket: %s", strerror(errno));
+    if (connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
+        int e = errno;
+        close(fd);
+        return conn_fail(c, AMP_ECONNECT, "connect to unix:%s: %s", a->path, strerror(e));
+    }
+    c->fd = fd;
+    return 0;
+}
+
+static int conn_open_tcp(amp_conn *c, const struct address *a)
+{
+    char port[16];
+    snprintf(port, sizeof port, "%d", a->port);
+    struct addrinfo hints, *res = NULL;
+    memset(&hints, 0, sizeof hints);
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    int gai = getaddrinfo(a->host, port, &hints, &res);
+    if (gai != 0)
+        return conn_fail(c, AMP_EADDR, "cannot resolve %s: %s", a->host, gai_strerror(gai));
+    int err = 0;
+    for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
+        int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
+        if (fd < 0) {
+            err = errno;
+            continue;
+        }
+        if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0) {
+            int one = 1;
+            /* gRPC messages are small frames written back to back. */
+            setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+            c->fd = fd;
+            freeaddrinfo(res);
+            return 0;
+        }
+        err = errno;
+        close(fd);
+    }
+    freeaddrinfo(res);
+    return conn_fail(c, AMP_ECONNECT, "connect to %s:%d: %s", a->host, a->port, strerror(err));
+}
+
+static int conn_open_session(amp_conn *c)
+{
+    nghttp2_session_callbacks *cbs;
+    if (nghttp2_session_callbacks_new(&cbs) != 0)
+        return conn_fail(c, AMP_ENOMEM, "out of memory");
+    call_session_callbacks(cbs);
+    int rv = nghttp2_session_client_new(&c->h2, cbs, c);
+    nghttp2_session_callbacks_del(cbs);
+    if (rv != 0)
+        return conn_fail(c, AMP_ENOMEM, "nghttp2: %s", nghttp2_strerror(rv));
+    nghttp2_settings_entry iv[] = {
+        { NGHTTP2_SETTINGS_ENABLE_PUSH, 0 },
+        { NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, CONN_STREAM_WINDOW },
+    };
+    rv = nghttp2_submit_settings(c->h2, NGHTTP2_FLAG_NONE, iv, sizeof iv / sizeof iv[0]);
+    if (rv == 0)
+        rv = nghttp2_session_set_local_window_size(c->h2, NGHTTP2_FLAG_NONE, 0,
+                                                   CONN_SESSION_WINDOW);
+    if (rv != 0)
+        return conn_fail(c, AMP_ENOMEM, "nghttp2: %s", nghttp2_strerror(rv));
+    return 0;
+}
+
+int amp_connect(const char *address, amp_conn **out)
+{
+    if (!out) {
+        snprintf(conn_connect_message, sizeof conn_connect_message, "out must not be NULL");
+        return AMP_EINVAL;
+    }
+    *out = NULL;
+    snprintf(conn_connect_message, sizeof conn_connect_message, "out of memory");
+    amp_conn *c = calloc(1, sizeof *c);
+    if (!c)
+        return AMP_ENOMEM;
+    c->fd = -1;
+    c->in = malloc(CONN_READ_CHUNK);
+    if (!c->in) {
+        free(c);
+        return AMP_ENOMEM;
+    }
+    struct address a;
+    char err[160];
+    int rc;
+    if (address_parse(address ? address : AMP_DEFAULT_ADDRESS, &a, err, sizeof err) != 0)
+        rc = conn_fail(c, AMP_EADDR, "%s", err);
+    else
+        rc = a.kind == ADDRESS_UNIX ? conn_open_unix(c, &a) : conn_open_tcp(c, &a);
+    if (rc == 0 && conn_set_nonblock(c->fd) != 0)
+        rc = conn_fail(c, AMP_ECONNECT, "fcntl: %s", strerror(errno));
+    if (rc == 0)
+        rc = conn_open_session(c);
+    if (rc != 0) {
+        snprintf(conn_connect_message, sizeof conn_connect_message, "%s", c->message);
+        amp_close(c);
+        return rc;
+    }
+    conn_connect_message[0] = '\0';
+    /* Send the preface and settings now; replies are read with the first call. */
+    conn_flush_nowait(c);
+    *out = c;
+    return 0;
+}
+
+void amp_close(amp_conn *c)
+{
+    if (!c)
+        return;
+    if (c->h2 && !c->broken) {
+        nghttp2_session_terminate_session(c->h2, NGHTTP2_NO_ERROR);
+        conn_flush_nowait(c);
+    }
+    nghttp2_session_del(c->h2);
+    if (c->fd >= 0)
+        close(c->fd);
+    free(c->out);
+    free(c->in);
+    free(c);
+}
+
+const char *amp_last_message(const amp_conn *c)
+{
+    return c ? c->message : conn_connect_message;
+}
+
+const char *amp_last_device(const amp_conn *c)
+{
+    return c ? c->device : "";
+}
+
+void amp_free(void *p)
+{
+    free(p);
+}
+
+/* --- moving bytes ------------------------------------------------------------ */
+
+static int conn_broke(amp_conn *c, int code, const char *what, int err)
+{
+    c->broken = 1;
+    if (err)
+        return conn_fail(c, code, "%s: %s", what, strerror(err));
+    return conn_fail(c, code, "%s", what);
+}
+
+/* Appends the session's pending frames to c->out (up to a batch). */
+static int conn_fill_out(amp_conn *c)
+{
+    if (c->out_pos == c->out_len)
+        c->out_pos = c->out_len = 0;
+    while (c->out_len < CONN_OUT_BATCH) {
+        const uint8_t *data;
+        ssize_t n = nghttp2_session_mem_send(c->h2, &data);
+        if (n < 0)
+            return conn_broke(c, AMP_EPROTO, nghttp2_strerror((int)n), 0);
+        if (n == 0)
+            break;
+        if (c->out_len + (size_t)n > c->out_cap) {
+            size_t cap = c->out_cap ? c->out_cap : CONN_OUT_INITIAL;
+            while (cap < c->out_len + (size_t)n)
+                cap *= 2;
+            uint8_t *p = realloc(c->out, cap);
+            if (!p)
+                return conn_broke(c, AMP_ENOMEM, "out of memory", 0);
+            c->out = p;
+            c->out_cap = cap;
+        }
+        memcpy(c->out + c->out_len, data, (size_t)n);
+        c->out_len += (size_t)n;
+    }
+    return 0;
+}
+
+/* Writes as much of c->out as the socket takes now. */
+static int conn_write_some(amp_conn *c)
+{
+    while (c->out_pos < c->out_len) {
+        ssize_t n = send(c->fd, c->out + c->out_pos, c->out_len - c->out_pos,
+                         MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno == EAGAIN || errno == EWOULDBLOCK)
+                return 0;
+            return conn_broke(c, AMP_EIO, "write to daemon", errno);
+        }
+        c->out_pos += (size_t)n;
+    }
+    return 0;
+}
+
+/* Reads what is available and feeds it to the session. */
+static int conn_read_some(amp_conn *c)
+{
+    ssize_t n = recv(c->fd, c->in, CONN_READ_CHUNK, MSG_DONTWAIT);
+    if (n < 0) {
+        if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)
+            return 0;
+        return conn_broke(c, AMP_EIO, "read from daemon", errno);
+    }
+    if (n == 0)
+        return conn_broke(c, AMP_EIO, "the daemon closed the connection", 0);
+    ssize_t used = nghttp2_session_mem_recv(c->h2, c->in, (size_t)n);
+    if (used < 0)
+        return conn_broke(c, AMP_EPROTO, nghttp2_strerror((int)used), 0);
+    return 0;
+}
+
+void conn_flush_nowait(amp_conn *c)
+{
+    if (c->broken)
+        return;
+    if (conn_fill_out(c) == 0)
+        conn_write_some(c);
+}
+
+static int conn_poll_timeout(long long deadline_ms)
+{
+    if (deadline_ms == 0)
+        return -1;
+    long long left = deadline_ms - conn_now_ms();
+    return left <= 0 ? 0 : left > INT32_MAX ? INT32_MAX : (int)left;
+}
+
+int conn_pump(amp_conn *c, long long deadline_ms, const int *done)
+{
+    for (;;) {
+        if (c->broken)
+            return conn_fail(c, AMP_EIO, "the connection to the daemon broke earlier; reconnect");
+        int rc = conn_fill_out(c);
+        if (rc != 0)
+            return rc;
+        if (*done) {
+            conn_write_some(c); /* window updates etc.; the rest goes with the next call */
+            return 0;
+        }
+        int pending = c->out_pos < c->out_len;
+        if (!pending && !nghttp2_session_want_read(c->h2))
+            return conn_broke(c, AMP_EIO, "the daemon ended the HTTP/2 session", 0);
+        struct pollfd pfd = { c->fd, (short)(POLLIN | (pending ? POLLOUT : 0)), 0 };
+        int timeout = conn_poll_timeout(deadline_ms);
+        int n = poll(&pfd, 1, timeout);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return conn_broke(c, AMP_EIO, "poll", errno);
+        if (n == 0 && timeout >= 0)
+            return conn_fail(c, AMP_EDEADLINE, "deadline exceeded waiting for the daemon");
+        if (pfd.revents & POLLOUT)
+            rc = conn_write_some(c);
+        if (rc == 0 && (pfd.revents & (POLLIN | POLLHUP | POLLERR)))
+            rc = conn_read_some(c);
+        if (rc != 0)
+            return rc;
+    }
+}

@@ -1,0 +1,55 @@
+/* conn.h: libampclient's connection, internal to the library.
+ *
+ * conn.c owns the socket and the nghttp2 client session and is the only
+ * file that does I/O; call.c runs one gRPC call over it; jobs.c and
+ * devices.c encode requests and decode replies.
+ */
+#ifndef AMP_CLIENT_CONN_H
+#define AMP_CLIENT_CONN_H
+
+#include <nghttp2/nghttp2.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "amp.h"
+
+#define CONN_MESSAGE_MAX 512 /* longest kept detail message, NUL included */
+#define CONN_DEVICE_MAX 128  /* longest kept device name, NUL included */
+#define CONN_READ_CHUNK (256 * 1024) /* bytes read from the socket at once */
+
+struct call;
+
+struct amp_conn {
+    int fd;                /* non-blocking socket, owned */
+    nghttp2_session *h2;   /* client session, owned; does no I/O itself */
+    int broken;            /* set after an I/O or protocol failure: later calls fail fast */
+    struct call *call;     /* the call in progress or NULL; owned by its caller's stack */
+    uint8_t *out;          /* bytes nghttp2 produced, not yet written: out_pos <= out_len <= out_cap */
+    size_t out_pos, out_len, out_cap;
+    uint8_t *in;           /* read buffer of CONN_READ_CHUNK bytes, owned */
+    char message[CONN_MESSAGE_MAX]; /* amp_last_message() */
+    char device[CONN_DEVICE_MAX];   /* amp_last_device() */
+};
+
+/* Sets c->message (printf-style) and returns code, so callers can write
+ * `return conn_fail(c, AMP_EINVAL, "...")`. */
+int conn_fail(amp_conn *c, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* Clears the per-call state (message, device) before a new call. */
+void conn_begin(amp_conn *c);
+
+/* Moves bytes between the socket and the session until *done becomes
+ * nonzero (set by session callbacks). deadline_ms is a CLOCK_MONOTONIC
+ * time in ms, or 0 for none. Returns 0, AMP_EDEADLINE when the deadline
+ * passed, AMP_EIO when the connection broke (c->broken is then set),
+ * AMP_EPROTO when the peer broke HTTP/2, AMP_ENOMEM. */
+int conn_pump(amp_conn *c, long long deadline_ms, const int *done);
+
+/* Writes whatever the session has queued without waiting (used after a
+ * call gave up on its stream). Errors are left for the next call. */
+void conn_flush_nowait(amp_conn *c);
+
+/* Now on CLOCK_MONOTONIC, in ms. */
+long long conn_now_ms(void);
+
+#endif

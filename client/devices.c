@@ -1,0 +1,111 @@
+/* devices.c: the daemon's introspection calls: ListDevices and Status of
+ * amp.v1.Amp, and the standard grpc.health.v1.Health/Check. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "amp.pb-c.h"
+#include "call.h"
+#include "conn.h"
+#include "grpc/health/v1/health.pb-c.h"
+#include "jobs.h"
+
+#define DEVICES_PATH_LIST "/amp.v1.Amp/ListDevices"
+#define DEVICES_PATH_STATUS "/amp.v1.Amp/Status"
+#define DEVICES_PATH_HEALTH "/grpc.health.v1.Health/Check"
+
+#define DEVICES_COPY(dst, src) snprintf((dst), sizeof(dst), "%s", (src) ? (src) : "")
+
+static void devices_copy_one(amp_device *d, const Amp__V1__Device *s)
+{
+    d->index = s->index;
+    DEVICES_COPY(d->name, s->name);
+    DEVICES_COPY(d->vendor, s->vendor);
+    DEVICES_COPY(d->platform, s->platform);
+    DEVICES_COPY(d->type, s->type);
+    d->global_mem_size = s->global_mem_size;
+    d->max_constant_buffer_size = s->max_constant_buffer_size;
+    d->max_work_group_size = s->max_work_group_size;
+    d->compute_units = s->compute_units;
+    d->is_default = s->is_default ? 1 : 0;
+}
+
+int amp_devices(amp_conn *c, amp_device **list, size_t *n)
+{
+    if (!c)
+        return AMP_EINVAL;
+    conn_begin(c);
+    if (!list || !n)
+        return conn_fail(c, AMP_EINVAL, "list and n must not be NULL");
+    *list = NULL;
+    *n = 0;
+    Amp__V1__ListDevicesRequest req = AMP__V1__LIST_DEVICES_REQUEST__INIT;
+    ProtobufCMessage *msg;
+    int rc = call_unary(c, DEVICES_PATH_LIST, &req.base, 0,
+                        &amp__v1__list_devices_reply__descriptor, &msg);
+    if (rc != 0)
+        return rc;
+    Amp__V1__ListDevicesReply *r = (Amp__V1__ListDevicesReply *)msg;
+    amp_device *out = calloc(r->n_devices ? r->n_devices : 1, sizeof *out);
+    if (!out) {
+        protobuf_c_message_free_unpacked(msg, NULL);
+        return conn_fail(c, AMP_ENOMEM, "out of memory for %zu devices", r->n_devices);
+    }
+    for (size_t i = 0; i < r->n_devices; i++)
+        devices_copy_one(&out[i], r->devices[i]);
+    *list = out;
+    *n = r->n_devices;
+    protobuf_c_message_free_unpacked(msg, NULL);
+    return 0;
+}
+
+int amp_status(amp_conn *c, const amp_opts *o, amp_daemon_status *st)
+{
+    if (!c)
+        return AMP_EINVAL;
+    conn_begin(c);
+    if (!st)
+        return conn_fail(c, AMP_EINVAL, "st must not be NULL");
+    memset(st, 0, sizeof *st);
+    int rc = jobs_check_opts(c, o);
+    if (rc != 0)
+        return rc;
+    Amp__V1__StatusRequest req = AMP__V1__STATUS_REQUEST__INIT;
+    ProtobufCMessage *msg;
+    rc = call_unary(c, DEVICES_PATH_STATUS, &req.base, jobs_timeout(o),
+                    &amp__v1__status_reply__descriptor, &msg);
+    if (rc != 0)
+        return rc;
+    Amp__V1__StatusReply *r = (Amp__V1__StatusReply *)msg;
+    DEVICES_COPY(st->version, r->version);
+    st->uptime_ms = r->uptime_ms;
+    st->connections = r->connections;
+    st->jobs_in_flight = r->jobs_in_flight;
+    st->jobs_completed = r->jobs_completed;
+    st->jobs_failed = r->jobs_failed;
+    protobuf_c_message_free_unpacked(msg, NULL);
+    return 0;
+}
+
+int amp_health(amp_conn *c, const amp_opts *o, const char *service, int *serving)
+{
+    if (!c)
+        return AMP_EINVAL;
+    conn_begin(c);
+    if (!serving)
+        return conn_fail(c, AMP_EINVAL, "serving must not be NULL");
+    *serving = AMP_HEALTH_UNKNOWN;
+    int rc = jobs_check_opts(c, o);
+    if (rc != 0)
+        return rc;
+    Grpc__Health__V1__HealthCheckRequest req = GRPC__HEALTH__V1__HEALTH_CHECK_REQUEST__INIT;
+    req.service = (char *)(service ? service : "");
+    ProtobufCMessage *msg;
+    rc = call_unary(c, DEVICES_PATH_HEALTH, &req.base, jobs_timeout(o),
+                    &grpc__health__v1__health_check_response__descriptor, &msg);
+    if (rc != 0)
+        return rc;
+    *serving = (int)((Grpc__Health__V1__HealthCheckResponse *)msg)->status;
+    protobuf_c_message_free_unpacked(msg, NULL);
+    return 0;
+}

@@ -1,0 +1,277 @@
+/* jobs.c: the job calls of libampclient (reverse, transform, histogram,
+ * fill): check the caller's arguments, encode the amp.v1 request, run it
+ * through call.c, and hand the reply back in caller-owned memory.
+ *
+ * Local checks catch what the C API can get wrong (NULL pointers, enum
+ * values out of range, a map without its 256-byte table); the daemon
+ * validates the rest (bins, ranges, lengths) and its INVALID_ARGUMENT
+ * message comes back through amp_last_message().
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "amp.pb-c.h"
+#include "call.h"
+#include "conn.h"
+#include "jobs.h"
+
+#define JOBS_MAP_TABLE_LEN 256
+#define JOBS_PATH_REVERSE "/amp.v1.Amp/Reverse"
+#define JOBS_PATH_TRANSFORM "/amp.v1.Amp/Transform"
+#define JOBS_PATH_HISTOGRAM "/amp.v1.Amp/Histogram"
+#define JOBS_PATH_FILL "/amp.v1.Amp/Fill"
+
+int jobs_check_opts(amp_conn *c, const amp_opts *o)
+{
+    if (o && o->timeout_ms < 0)
+        return conn_fail(c, AMP_EINVAL, "opts.timeout_ms must be >= 0, got %d", o->timeout_ms);
+    return 0;
+}
+
+int jobs_timeout(const amp_opts *o)
+{
+    return o ? o->timeout_ms : 0;
+}
+
+/* protobuf-c wants a mutable char * even for fields it only reads. */
+static char *jobs_device(const amp_opts *o)
+{
+    return (char *)(o && o->device ? o->device : "");
+}
+
+void jobs_set_device(amp_conn *c, const char *device)
+{
+    snprintf(c->device, sizeof c->device, "%s", device ? device : "");
+}
+
+/* Common checks of a data-producing call; clears *out. */
+static int jobs_check_data_call(amp_conn *c, const amp_opts *o, const void *in, size_t len,
+                                void **out, size_t *out_len)
+{
+    if (!out || !out_len)
+        return conn_fail(c, AMP_EINVAL, "out and out_len must not be NULL");
+    *out = NULL;
+    *out_len = 0;
+    if (!in && len > 0)
+        return conn_fail(c, AMP_EINVAL, "in is NULL but len is %zu", len);
+    return jobs_check_opts(c, o);
+}
+
+/* Copies a DataReply's bytes into a malloc'd buffer for the caller. */
+static int jobs_take_data(amp_conn *c, ProtobufCMessage *msg, void **out, size_t *out_len)
+{
+    Amp__V1__DataReply *r = (Amp__V1__DataReply *)msg;
+    void *p = malloc(r->data.len ? r->data.len : 1);
+    if (!p) {
+        protobuf_c_message_free_unpacked(msg, NULL);
+        return conn_fail(c, AMP_ENOMEM, "out of memory for a %zu-byte reply", r->data.len);
+    }
+    if (r->data.len)
+        memcpy(p, r->data.data, r->data.len);
+    *out = p;
+    *out_len = r->data.len;
+    jobs_set_device(c, r->device);
+    protobuf_c_message_free_unpacked(msg, NULL);
+    return 0;
+}
+
+static ProtobufCBinaryData jobs_bytes(const void *in, size_t len)
+{
+    ProtobufCBinaryData b = { len, (uint8_t *)(uintptr_t)in };
+    return b;
+}
+
+int amp_reverse(amp_conn *c, const amp_opts *o, const void *in, size_t len, void **out,
+                size_t *out_len)
+{
+    if (!c)
+        return AMP_EINVAL;
+    conn_begin(c);
+    int rc = jobs_check_data_call(c, o, in, len, out, out_len);
+    if (rc != 0)
+        return rc;
+    Amp__V1__ReverseRequest req = AMP__V1__REVERSE_REQUEST__INIT;
+    req.data = jobs_bytes(in, len);
+    req.device = jobs_device(o);
+    ProtobufCMessage *reply;
+    rc = call_unary(c, JOBS_PATH_REVERSE, &req.base, jobs_timeout(o),
+                    &amp__v1__data_reply__descriptor, &reply);
+    return rc != 0 ? rc : jobs_take_data(c, reply, out, out_len);
+}
+
+/* --- transform ---------------------------------------------------------------- */
+
+static int jobs_op(amp_op op, Amp__V1__TransformOp *out)
+{
+    switch (op) {
+    case AMP_OP_ADD: *out = AMP__V1__TRANSFORM_OP__TRANSFORM_OP_ADD; return 0;
+    case AMP_OP_XOR: *out = AMP__V1__TRANSFORM_OP__TRANSFORM_OP_XOR; return 0;
+    case AMP_OP_AND: *out = AMP__V1__TRANSFORM_OP__TRANSFORM_OP_AND; return 0;
+    case AMP_OP_OR: *out = AMP__V1__TRANSFORM_OP__TRANSFORM_OP_OR; return 0;
+    case AMP_OP_SET: *out = AMP__V1__TRANSFORM_OP__TRANSFORM_OP_SET; return 0;
+    case AMP_OP_MAP: *out = AMP__V1__TRANSFORM_OP__TRANSFORM_OP_MAP; return 0;
+    }
+    return -1;
+}
+
+static int jobs_transform_params(amp_conn *c, const amp_transform_params *p,
+                                 Amp__V1__TransformParams *tp)
+{
+    if (!p)
+        return conn_fail(c, AMP_EINVAL, "params must not be NULL");
+    if (jobs_op(p->op, &tp->op) != 0)
+        return conn_fail(c, AMP_EINVAL, "params.op: %d is not an amp_op", (int)p->op);
+    if (p->op == AMP_OP_MAP) {
+        if (!p->table)
+            return conn_fail(c, AMP_EINVAL, "params.table: map needs a table, got NULL");
+        if (p->table_len != JOBS_MAP_TABLE_LEN)
+            return conn_fail(c, AMP_EINVAL, "params.table_len: map needs exactly %d bytes, got %zu",
+                             JOBS_MAP_TABLE_LEN, p->table_len);
+        tp->table = jobs_bytes(p->table, p->table_len);
+    }
+    tp->value = p->value;
+    tp->offset = p->offset;
+    if (p->has_length) {
+        tp->has_length_case = AMP__V1__TRANSFORM_PARAMS__HAS_LENGTH_LENGTH;
+        tp->length = p->length;
+    }
+    return 0;
+}
+
+int amp_transform(amp_conn *c, const amp_opts *o, const amp_transform_params *p, const void *in,
+                  size_t len, void **out, size_t *out_len)
+{
+    if (!c)
+        return AMP_EINVAL;
+    conn_begin(c);
+    int rc = jobs_check_data_call(c, o, in, len, out, out_len);
+    Amp__V1__TransformParams tp = AMP__V1__TRANSFORM_PARAMS__INIT;
+    if (rc == 0)
+        rc = jobs_transform_params(c, p, &tp);
+    if (rc != 0)
+        return rc;
+    Amp__V1__TransformRequest req = AMP__V1__TRANSFORM_REQUEST__INIT;
+    req.data = jobs_bytes(in, len);
+    req.params = &tp;
+    req.device = jobs_device(o);
+    ProtobufCMessage *reply;
+    rc = call_unary(c, JOBS_PATH_TRANSFORM, &req.base, jobs_timeout(o),
+                    &amp__v1__data_reply__descriptor, &reply);
+    return rc != 0 ? rc : jobs_take_data(c, reply, out, out_len);
+}
+
+/* --- histogram ---------------------------------------------------------------- */
+
+static int jobs_type(amp_type t, int *out)
+{
+    switch (t) {
+    case AMP_TYPE_UINT8: *out = AMP__V1__ELEMENT_TYPE__ELEMENT_TYPE_UINT8; return 0;
+    case AMP_TYPE_UINT32: *out = AMP__V1__ELEMENT_TYPE__ELEMENT_TYPE_UINT32; return 0;
+    case AMP_TYPE_INT32: *out = AMP__V1__ELEMENT_TYPE__ELEMENT_TYPE_INT32; return 0;
+    case AMP_TYPE_FLOAT32: *out = AMP__V1__ELEMENT_TYPE__ELEMENT_TYPE_FLOAT32; return 0;
+    case AMP_TYPE_INT64: *out = AMP__V1__ELEMENT_TYPE__ELEMENT_TYPE_INT64; return 0;
+    }
+    return -1;
+}
+
+static int jobs_take_hist(amp_conn *c, ProtobufCMessage *msg, amp_hist *h)
+{
+    Amp__V1__HistogramReply *r = (Amp__V1__HistogramReply *)msg;
+    int rc = 0;
+    const Amp__V1__Histogram *src = r->histogram;
+    if (!src)
+        rc = conn_fail(c, AMP_EPROTO, "histogram reply has no histogram");
+    else if (src->n_counts > UINT32_MAX)
+        rc = conn_fail(c, AMP_EPROTO, "histogram reply has %zu bins", src->n_counts);
+    else if (!(h->counts = malloc(src->n_counts ? src->n_counts * sizeof *h->counts : 1)))
+        rc = conn_fail(c, AMP_ENOMEM, "out of memory for %zu bins", src->n_counts);
+    if (rc == 0) {
+        if (src->n_counts)
+            memcpy(h->counts, src->counts, src->n_counts * sizeof *h->counts);
+        h->bins = (uint32_t)src->n_counts;
+        h->below = src->below;
+        h->above = src->above;
+        h->nan = src->nan;
+        jobs_set_device(c, r->device);
+    }
+    protobuf_c_message_free_unpacked(msg, NULL);
+    return rc;
+}
+
+int amp_histogram(amp_conn *c, const amp_opts *o, const amp_hist_params *p, const void *in,
+                  size_t len, amp_hist *h)
+{
+    if (!c)
+        return AMP_EINVAL;
+    conn_begin(c);
+    if (!h)
+        return conn_fail(c, AMP_EINVAL, "h must not be NULL");
+    memset(h, 0, sizeof *h);
+    if (!p)
+        return conn_fail(c, AMP_EINVAL, "params must not be NULL");
+    if (!in && len > 0)
+        return conn_fail(c, AMP_EINVAL, "in is NULL but len is %zu", len);
+    int rc = jobs_check_opts(c, o);
+    if (rc != 0)
+        return rc;
+    Amp__V1__HistogramParams hp = AMP__V1__HISTOGRAM_PARAMS__INIT;
+    int type;
+    if (jobs_type(p->type, &type) != 0)
+        return conn_fail(c, AMP_EINVAL, "params.type: %d is not an amp_type", (int)p->type);
+    hp.type = (Amp__V1__ElementType)type;
+    hp.bins = p->bins;
+    hp.lo = p->lo;
+    hp.hi = p->hi;
+    hp.out_of_range = p->clamp ? AMP__V1__OUT_OF_RANGE__OUT_OF_RANGE_CLAMP
+                               : AMP__V1__OUT_OF_RANGE__OUT_OF_RANGE_DROP;
+    Amp__V1__HistogramRequest req = AMP__V1__HISTOGRAM_REQUEST__INIT;
+    req.data = jobs_bytes(in, len);
+    req.params = &hp;
+    req.device = jobs_device(o);
+    ProtobufCMessage *reply;
+    rc = call_unary(c, JOBS_PATH_HISTOGRAM, &req.base, jobs_timeout(o),
+                    &amp__v1__histogram_reply__descriptor, &reply);
+    return rc != 0 ? rc : jobs_take_hist(c, reply, h);
+}
+
+void amp_hist_free(amp_hist *h)
+{
+    if (!h)
+        return;
+    free(h->counts);
+    memset(h, 0, sizeof *h);
+}
+
+/* --- fill --------------------------------------------------------------------- */
+
+int amp_fill(amp_conn *c, const amp_opts *o, const amp_fill_params *p, void **out,
+             size_t *out_len)
+{
+    if (!c)
+        return AMP_EINVAL;
+    conn_begin(c);
+    int rc = jobs_check_data_call(c, o, NULL, 0, out, out_len);
+    if (rc != 0)
+        return rc;
+    if (!p)
+        return conn_fail(c, AMP_EINVAL, "params must not be NULL");
+    Amp__V1__FillParams fp = AMP__V1__FILL_PARAMS__INIT;
+    int type;
+    if (jobs_type(p->type, &type) != 0)
+        return conn_fail(c, AMP_EINVAL, "params.type: %d is not an amp_type", (int)p->type);
+    fp.type = (Amp__V1__ElementType)type;
+    fp.count = p->count;
+    fp.tile = p->tile;
+    fp.start = p->start;
+    fp.step = p->step;
+    fp.start_float = p->start_f;
+    fp.step_float = p->step_f;
+    Amp__V1__FillRequest req = AMP__V1__FILL_REQUEST__INIT;
+    req.params = &fp;
+    req.device = jobs_device(o);
+    ProtobufCMessage *reply;
+    rc = call_unary(c, JOBS_PATH_FILL, &req.base, jobs_timeout(o),
+                    &amp__v1__data_reply__descriptor, &reply);
+    return rc != 0 ? rc : jobs_take_data(c, reply, out, out_len);
+}
