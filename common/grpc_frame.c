@@ -1,0 +1,113 @@
+/* grpc_frame.c: gRPC length-prefixed message reader (see grpc_frame.h).
+ *
+ * A small state machine: collect the 5-byte prefix, check it, then collect
+ * the body into one malloc'd buffer and hand it to the callback. The declared
+ * length is checked against the limit as soon as the prefix is whole, so an
+ * oversized message is refused before a byte of its body is buffered.
+ * Used by daemon/h2.c and by the client library; it does no I/O.
+ */
+#include "grpc_frame.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define GRPC_FLAG_UNCOMPRESSED 0
+#define GRPC_FLAG_COMPRESSED 1
+
+void grpc_frame_reader_init(struct grpc_frame_reader *r, size_t max_len)
+{
+    memset(r, 0, sizeof(*r));
+    r->max_len = max_len;
+}
+
+void grpc_frame_reader_free(struct grpc_frame_reader *r)
+{
+    free(r->msg);
+    r->msg = NULL;
+    r->hdr_have = 0;
+    r->msg_len = 0;
+    r->msg_have = 0;
+}
+
+int grpc_frame_pending(const struct grpc_frame_reader *r)
+{
+    return r->hdr_have > 0;
+}
+
+void grpc_frame_header(uint8_t out[GRPC_FRAME_HEADER], size_t len)
+{
+    out[0] = GRPC_FLAG_UNCOMPRESSED;
+    out[1] = (uint8_t)(len >> 24);
+    out[2] = (uint8_t)(len >> 16);
+    out[3] = (uint8_t)(len >> 8);
+    out[4] = (uint8_t)len;
+}
+
+/* The prefix is whole: check it and get ready for the body. msg_len keeps
+ * the declared length even on error, so callers can report it. */
+static int grpc_frame_start_body(struct grpc_frame_reader *r)
+{
+    const uint8_t *h = r->hdr;
+    r->msg_len = ((size_t)h[1] << 24) | ((size_t)h[2] << 16) | ((size_t)h[3] << 8) | h[4];
+    r->msg_have = 0;
+    if (h[0] == GRPC_FLAG_COMPRESSED)
+        return GRPC_FRAME_COMPRESSED;
+    if (h[0] != GRPC_FLAG_UNCOMPRESSED)
+        return GRPC_FRAME_BAD_FLAG;
+    if (r->msg_len > r->max_len)
+        return GRPC_FRAME_TOO_LARGE;
+    /* +1 so that a zero-length message still gets a non-NULL buffer. */
+    r->msg = malloc(r->msg_len + 1);
+    if (!r->msg)
+        return GRPC_FRAME_NOMEM;
+    return GRPC_FRAME_OK;
+}
+
+/* The body is whole: deliver it and reset for the next prefix. */
+static int grpc_frame_deliver(struct grpc_frame_reader *r, grpc_frame_msg_cb cb, void *ctx)
+{
+    uint8_t *msg = r->msg;
+    size_t len = r->msg_len;
+    r->msg = NULL;
+    r->hdr_have = 0;
+    r->msg_len = 0;
+    r->msg_have = 0;
+    int rv = cb(msg, len, ctx);
+    free(msg);
+    return rv;
+}
+
+int grpc_frame_feed(struct grpc_frame_reader *r, const uint8_t *data, size_t len,
+                    grpc_frame_msg_cb cb, void *ctx)
+{
+    while (len > 0) {
+        if (r->hdr_have < GRPC_FRAME_HEADER) {
+            size_t n = GRPC_FRAME_HEADER - r->hdr_have;
+            if (n > len)
+                n = len;
+            memcpy(r->hdr + r->hdr_have, data, n);
+            r->hdr_have += n;
+            data += n;
+            len -= n;
+            if (r->hdr_have < GRPC_FRAME_HEADER)
+                break;
+            int rv = grpc_frame_start_body(r);
+            if (rv != GRPC_FRAME_OK)
+                return rv;
+        } else {
+            size_t n = r->msg_len - r->msg_have;
+            if (n > len)
+                n = len;
+            memcpy(r->msg + r->msg_have, data, n);
+            r->msg_have += n;
+            data += n;
+            len -= n;
+        }
+        if (r->hdr_have == GRPC_FRAME_HEADER && r->msg_have == r->msg_len) {
+            int rv = grpc_frame_deliver(r, cb, ctx);
+            if (rv != 0)
+                return rv;
+        }
+    }
+    return GRPC_FRAME_OK;
+}

@@ -1,0 +1,301 @@
+/* config.c: parse ampd's options and config file (see config.h).
+ *
+ * One table describes every setting: its name (the long option and the
+ * config-file key alike), its kind and where it goes in struct config, so
+ * the file and the command line cannot drift apart. Sizes take an optional
+ * K, M or G suffix (powers of 1024).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "address.h"
+
+#define CONFIG_LINE_MAX 1024
+#define CONFIG_MS_PER_S 1000
+
+enum config_kind { CFG_LISTEN, CFG_DEVICE, CFG_U64, CFG_U32, CFG_SECONDS };
+
+struct config_opt {
+    const char *name;
+    enum config_kind kind;
+    size_t offset;       /* into struct config */
+    uint64_t min, max;   /* numeric kinds */
+    const char *help;
+};
+
+#define CFG_OFF(field) offsetof(struct config, field)
+
+static const struct config_opt config_opts[] = {
+    { "listen", CFG_LISTEN, 0, 0, 0,
+      "ADDR  listen on ADDR: unix:/path or HOST:PORT, \":PORT\" for loopback;\n"
+      "                            repeatable (default " AMPD_DEFAULT_LISTEN ")" },
+    { "device", CFG_DEVICE, 0, 0, 0,
+      "SEL   default device: an index, \"gpu\" or \"cpu\" (default: the first GPU)" },
+    { "max-message-bytes", CFG_U64, CFG_OFF(max_message_bytes), 1, AMPD_MAX_MESSAGE_BYTES_LIMIT,
+      "N  largest request or reply message (default 64M)" },
+    { "max-connections", CFG_U32, CFG_OFF(max_connections), 1, UINT32_MAX,
+      "N  connections served at once (default 256)" },
+    { "max-jobs", CFG_U32, CFG_OFF(max_jobs), 1, UINT32_MAX,
+      "N  jobs queued or running, daemon-wide (default 64)" },
+    { "max-streams", CFG_U32, CFG_OFF(max_streams), 1, INT32_MAX,
+      "N  concurrent calls per connection (default 32)" },
+    { "max-job-memory", CFG_U64, CFG_OFF(max_job_memory), 1, UINT64_MAX,
+      "N  bytes of job input and output held at once (default 1G)" },
+    { "drain-timeout", CFG_SECONDS, CFG_OFF(drain_timeout_ms), 0, UINT32_MAX / CONFIG_MS_PER_S,
+      "S  on SIGTERM, wait at most S seconds for calls in flight (default 30)" },
+};
+
+#define CONFIG_NOPTS (sizeof(config_opts) / sizeof(config_opts[0]))
+
+static void config_usage(void)
+{
+    printf("usage: ampd [options]\n"
+           "Runs data-parallel byte jobs on OpenCL devices for gRPC clients.\n\n"
+           "  --config FILE             read \"key = value\" lines; keys are the long\n"
+           "                            option names; the command line overrides them\n");
+    for (size_t i = 0; i < CONFIG_NOPTS; i++)
+        printf("  --%s %s\n", config_opts[i].name, config_opts[i].help);
+    printf("  --help                    show this help\n"
+           "  --version                 show the version\n"
+           "Sizes take a K, M or G suffix (powers of 1024).\n");
+}
+
+static const struct config_opt *config_find(const char *name, size_t namelen)
+{
+    for (size_t i = 0; i < CONFIG_NOPTS; i++)
+        if (strlen(config_opts[i].name) == namelen && strncmp(config_opts[i].name, name, namelen) == 0)
+            return &config_opts[i];
+    return NULL;
+}
+
+/* Parses a decimal number with an optional K/M/G suffix. */
+static int config_number(const char *text, uint64_t *out)
+{
+    if (*text < '0' || *text > '9')
+        return -1;
+    errno = 0;
+    char *end;
+    unsigned long long v = strtoull(text, &end, 10);
+    if (errno != 0)
+        return -1;
+    unsigned shift = 0;
+    switch (*end) {
+    case 'K': case 'k': shift = 10; end++; break;
+    case 'M': case 'm': shift = 20; end++; break;
+    case 'G': case 'g': shift = 30; end++; break;
+    default: break;
+    }
+    if (*end != '\0' || (shift && v > (UINT64_MAX >> shift)))
+        return -1;
+    *out = (uint64_t)v << shift;
+    return 0;
+}
+
+static int config_set_number(struct config *cfg, const struct config_opt *o, const char *value,
+                             char *err, size_t errlen)
+{
+    uint64_t v;
+    if (config_number(value, &v) != 0 || v < o->min || v > o->max) {
+        snprintf(err, errlen, "--%s: \"%s\" is not a number in %" PRIu64 "..%" PRIu64, o->name,
+                 value, o->min, o->max);
+        return -1;
+    }
+    char *field = (char *)cfg + o->offset;
+    if (o->kind == CFG_U64)
+        *(uint64_t *)field = v;
+    else if (o->kind == CFG_U32)
+        *(uint32_t *)field = (uint32_t)v;
+    else
+        *(uint32_t *)field = (uint32_t)(v * CONFIG_MS_PER_S);
+    return 0;
+}
+
+static int config_set(struct config *cfg, const struct config_opt *o, const char *value,
+                      char *err, size_t errlen)
+{
+    struct address addr;
+    char why[128];
+    switch (o->kind) {
+    case CFG_LISTEN:
+        if (cfg->nlisten == AMPD_MAX_LISTEN) {
+            snprintf(err, errlen, "--listen: at most %d addresses", AMPD_MAX_LISTEN);
+            return -1;
+        }
+        if (strlen(value) >= AMPD_ADDRESS_MAX || address_parse(value, &addr, why, sizeof(why)) != 0) {
+            snprintf(err, errlen, "--listen %s: %s", value,
+                     strlen(value) >= AMPD_ADDRESS_MAX ? "too long" : why);
+            return -1;
+        }
+        snprintf(cfg->listen[cfg->nlisten++], AMPD_ADDRESS_MAX, "%s", value);
+        return 0;
+    case CFG_DEVICE:
+        if (strlen(value) >= sizeof(cfg->device)) {
+            snprintf(err, errlen, "--device: \"%s\" is too long", value);
+            return -1;
+        }
+        snprintf(cfg->device, sizeof(cfg->device), "%s", value);
+        return 0;
+    default:
+        return config_set_number(cfg, o, value, err, errlen);
+    }
+}
+
+static void config_defaults(struct config *cfg)
+{
+    memset(cfg, 0, sizeof(*cfg));
+    cfg->max_message_bytes = AMPD_DEFAULT_MAX_MESSAGE_BYTES;
+    cfg->max_connections = AMPD_DEFAULT_MAX_CONNECTIONS;
+    cfg->max_jobs = AMPD_DEFAULT_MAX_JOBS;
+    cfg->max_streams = AMPD_DEFAULT_MAX_STREAMS;
+    cfg->max_job_memory = AMPD_DEFAULT_MAX_JOB_MEMORY;
+    cfg->drain_timeout_ms = AMPD_DEFAULT_DRAIN_TIMEOUT_MS;
+}
+
+static char *config_trim(char *s)
+{
+    while (*s == ' ' || *s == '\t')
+        s++;
+    char *end = s + strlen(s);
+    while (end > s && (end[-1] == ' ' || end[-1] == '\t' || end[-1] == '\n' || end[-1] == '\r'))
+        *--end = '\0';
+    return s;
+}
+
+/* One "key = value" line; blank lines and # comments are skipped. */
+static int config_file_line(struct config *cfg, char *line, const char *path, int lineno,
+                            char *err, size_t errlen)
+{
+    char *s = config_trim(line);
+    if (!*s || *s == '#')
+        return 0;
+    char *eq = strchr(s, '=');
+    if (!eq) {
+        snprintf(err, errlen, "%s:%d: expected \"key = value\"", path, lineno);
+        return -1;
+    }
+    *eq = '\0';
+    char *key = config_trim(s), *value = config_trim(eq + 1);
+    const struct config_opt *o = config_find(key, strlen(key));
+    if (!o) {
+        snprintf(err, errlen, "%s:%d: unknown key \"%s\"", path, lineno, key);
+        return -1;
+    }
+    char why[256];
+    if (config_set(cfg, o, value, why, sizeof(why)) != 0) {
+        snprintf(err, errlen, "%s:%d: %s", path, lineno, why);
+        return -1;
+    }
+    return 0;
+}
+
+static int config_file(struct config *cfg, const char *path, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        snprintf(err, errlen, "--config %s: %s", path, strerror(errno));
+        return -1;
+    }
+    char line[CONFIG_LINE_MAX];
+    int lineno = 0, rv = 0;
+    while (rv == 0 && fgets(line, sizeof(line), f)) {
+        lineno++;
+        rv = config_file_line(cfg, line, path, lineno, err, errlen);
+    }
+    fclose(f);
+    return rv;
+}
+
+/* Splits argv[*i] into an option and its value ("--k v" or "--k=v"). */
+static int config_arg(int argc, char **argv, int *i, const char **name, size_t *namelen,
+                      const char **value, char *err, size_t errlen)
+{
+    const char *a = argv[*i];
+    if (strncmp(a, "--", 2) != 0) {
+        snprintf(err, errlen, "unexpected argument \"%s\"", a);
+        return -1;
+    }
+    *name = a + 2;
+    const char *eq = strchr(*name, '=');
+    *namelen = eq ? (size_t)(eq - *name) : strlen(*name);
+    if (eq) {
+        *value = eq + 1;
+    } else if (*i + 1 < argc) {
+        *value = argv[++*i];
+    } else {
+        snprintf(err, errlen, "%s needs a value", a);
+        return -1;
+    }
+    return 0;
+}
+
+static bool config_flag(const char *arg, const char *name)
+{
+    return strcmp(arg, name) == 0;
+}
+
+/* Handles --help/--version and finds --config before anything else. */
+static enum config_result config_prescan(int argc, char **argv, const char **file)
+{
+    for (int i = 1; i < argc; i++) {
+        if (config_flag(argv[i], "--help") || config_flag(argv[i], "-h")) {
+            config_usage();
+            return CONFIG_EXIT;
+        }
+        if (config_flag(argv[i], "--version")) {
+            printf("ampd %s\n", AMP_VERSION);
+            return CONFIG_EXIT;
+        }
+        if (config_flag(argv[i], "--config") && i + 1 < argc)
+            *file = argv[i + 1];
+        else if (strncmp(argv[i], "--config=", 9) == 0)
+            *file = argv[i] + 9;
+    }
+    return CONFIG_RUN;
+}
+
+static int config_argv(struct config *cfg, int argc, char **argv, char *err, size_t errlen)
+{
+    bool cli_listen = false;
+    for (int i = 1; i < argc; i++) {
+        const char *name, *value;
+        size_t namelen;
+        if (config_arg(argc, argv, &i, &name, &namelen, &value, err, errlen) != 0)
+            return -1;
+        if (namelen == strlen("config") && strncmp(name, "config", namelen) == 0)
+            continue;
+        const struct config_opt *o = config_find(name, namelen);
+        if (!o) {
+            snprintf(err, errlen, "unknown option --%.*s (see --help)", (int)namelen, name);
+            return -1;
+        }
+        if (o->kind == CFG_LISTEN && !cli_listen) {
+            cfg->nlisten = 0; /* the command line's addresses replace the file's */
+            cli_listen = true;
+        }
+        if (config_set(cfg, o, value, err, errlen) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+enum config_result config_load(struct config *cfg, int argc, char **argv, char *err, size_t errlen)
+{
+    config_defaults(cfg);
+    const char *file = NULL;
+    if (config_prescan(argc, argv, &file) == CONFIG_EXIT)
+        return CONFIG_EXIT;
+    if (file && config_file(cfg, file, err, errlen) != 0)
+        return CONFIG_ERROR;
+    if (config_argv(cfg, argc, argv, err, errlen) != 0)
+        return CONFIG_ERROR;
+    if (cfg->nlisten == 0)
+        snprintf(cfg->listen[cfg->nlisten++], AMPD_ADDRESS_MAX, "%s", AMPD_DEFAULT_LISTEN);
+    return CONFIG_RUN;
+}

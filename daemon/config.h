@@ -1,0 +1,50 @@
+/* config.h: ampd's settings, from the command line and a config file.
+ *
+ * Every setting is a long option; a config file (--config FILE) holds lines
+ * "key = value" with the same names, and the command line overrides it.
+ * The defaults below are the daemon's documented limits.
+ */
+#ifndef AMPD_CONFIG_H
+#define AMPD_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Must equal AMP_DEFAULT_ADDRESS in client/include/amp.h. */
+#define AMPD_DEFAULT_LISTEN "unix:/run/ampd/ampd.sock"
+
+#define AMPD_DEFAULT_MAX_MESSAGE_BYTES (64ull * 1024 * 1024)
+#define AMPD_DEFAULT_MAX_CONNECTIONS 256
+#define AMPD_DEFAULT_MAX_JOBS 64
+#define AMPD_DEFAULT_MAX_STREAMS 32
+#define AMPD_DEFAULT_MAX_JOB_MEMORY (1024ull * 1024 * 1024)
+#define AMPD_DEFAULT_DRAIN_TIMEOUT_MS 30000
+
+/* gRPC's length prefix is 32 bits: no message can be larger. */
+#define AMPD_MAX_MESSAGE_BYTES_LIMIT 0xffffffffull
+#define AMPD_MAX_LISTEN 16
+#define AMPD_ADDRESS_MAX 300
+#define AMPD_DEVICE_SEL_MAX 32
+
+struct config {
+    char listen[AMPD_MAX_LISTEN][AMPD_ADDRESS_MAX]; /* nlisten >= 1 after config_load */
+    size_t nlisten;
+    char device[AMPD_DEVICE_SEL_MAX];  /* --device: "", an index, "gpu" or "cpu" */
+    uint64_t max_message_bytes;
+    uint32_t max_connections;
+    uint32_t max_jobs;
+    uint32_t max_streams;
+    uint64_t max_job_memory;
+    uint32_t drain_timeout_ms;
+};
+
+enum config_result {
+    CONFIG_RUN = 0,    /* settings ready: start the daemon */
+    CONFIG_EXIT = 1,   /* --help or --version printed: exit 0 */
+    CONFIG_ERROR = -1, /* message in err: exit with a usage error */
+};
+
+/* Fills cfg from defaults, then --config FILE if given, then argv. */
+enum config_result config_load(struct config *cfg, int argc, char **argv, char *err, size_t errlen);
+
+#endif

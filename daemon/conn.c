@@ -1,0 +1,257 @@
+/* conn.c: a connection's life: accept, bytes in, bytes out, close.
+ *
+ * Reads go straight into h2_session_recv(). Writes gather what the session
+ * has queued into one buffer (up to CONN_WRITE_MAX) and hand it to
+ * listen_sock_write(); the next buffer is gathered when that write finishes,
+ * so a slow reader holds at most one buffer here and nghttp2 keeps the rest
+ * as unsent frames. A connection ends when the session wants neither to
+ * read nor to write, when the peer goes away, or on a fatal protocol error
+ * (after the GOAWAY is flushed). The h2 session, and with it every call,
+ * is freed only in the socket's closed callback.
+ */
+#include "conn.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CONN_WRITE_FIRST (64 * 1024)   /* first size of a gathered write buffer */
+#define CONN_WRITE_MAX (1024 * 1024)   /* stop gathering past this */
+#define CONN_LINGER_MS 2000            /* graceful close: wait this long for the peer's EOF */
+#define CONN_REASON_MAX 128
+
+struct conn {
+    struct conn_set *set;
+    struct conn *prev, *next;   /* set->head list */
+    struct listen_sock *sock;   /* valid until closed() */
+    struct h2_session *h2;      /* freed in closed() */
+    bool counted;               /* counts toward set->count */
+    bool writing;               /* a listen_sock_write() is in flight */
+    bool closing;               /* listen_sock_close() called: no more I/O */
+    bool fatal;                 /* protocol error: close once the GOAWAY is out */
+};
+
+static void conn_flush(struct conn *c);
+
+/* --- h2 handlers: rpc with the set's env, and flush on late output ------- */
+
+static enum status_code conn_h2_start(struct h2_call *call, const char *path,
+                                      enum h2_call_kind *kind, char *msg, size_t msglen, void *ctx)
+{
+    struct conn *c = ctx;
+    return rpc_h2_start(call, path, kind, msg, msglen, c->set->env);
+}
+
+static enum status_code conn_h2_message(struct h2_call *call, const uint8_t *msg, size_t len,
+                                        char *err, size_t errlen, void *ctx)
+{
+    struct conn *c = ctx;
+    return rpc_h2_message(call, msg, len, err, errlen, c->set->env);
+}
+
+static void conn_h2_end(struct h2_call *call, void *ctx)
+{
+    struct conn *c = ctx;
+    rpc_h2_end(call, c->set->env);
+}
+
+static void conn_h2_closed(struct h2_call *call, void *ctx)
+{
+    struct conn *c = ctx;
+    rpc_h2_closed(call, c->set->env);
+}
+
+static void conn_h2_want_write(void *ctx)
+{
+    conn_flush(ctx);
+}
+
+static const struct h2_handlers conn_h2_handlers = {
+    .start = conn_h2_start,
+    .message = conn_h2_message,
+    .end = conn_h2_end,
+    .closed = conn_h2_closed,
+    .want_write = conn_h2_want_write,
+};
+
+/* --- closing -------------------------------------------------------------- */
+
+static void conn_close(struct conn *c, unsigned linger_ms)
+{
+    if (c->closing)
+        return;
+    c->closing = true;
+    listen_sock_close(c->sock, linger_ms);
+}
+
+static void conn_sock_closed(void *ctx)
+{
+    struct conn *c = ctx;
+    struct conn_set *set = c->set;
+    h2_session_free(c->h2); /* closes every call; jobs in flight lose their owner */
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        set->head = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    if (c->counted) {
+        set->count--;
+        set->env->connections = set->count;
+    }
+    free(c);
+    if (set->draining && !set->head && set->empty)
+        set->empty(set->ctx);
+}
+
+/* --- bytes ---------------------------------------------------------------- */
+
+/* Gathers queued output into one malloc'd buffer. Returns its length (0:
+ * nothing queued) or -1 on a fatal session error. */
+static ssize_t conn_gather(struct conn *c, uint8_t **out)
+{
+    uint8_t *buf = NULL;
+    size_t len = 0, cap = 0;
+    for (;;) {
+        const uint8_t *p;
+        ssize_t n = h2_session_send(c->h2, &p);
+        if (n < 0) {
+            free(buf);
+            return -1;
+        }
+        if (n == 0)
+            break;
+        if (len + (size_t)n > cap) {
+            size_t ncap = cap ? cap * 2 : CONN_WRITE_FIRST;
+            while (ncap < len + (size_t)n)
+                ncap *= 2;
+            uint8_t *nb = realloc(buf, ncap);
+            if (!nb) {
+                free(buf);
+                return -1;
+            }
+            buf = nb;
+            cap = ncap;
+        }
+        memcpy(buf + len, p, (size_t)n);
+        len += (size_t)n;
+        if (len >= CONN_WRITE_MAX)
+            break;
+    }
+    *out = buf;
+    return (ssize_t)len;
+}
+
+static void conn_flush(struct conn *c)
+{
+    if (c->writing || c->closing)
+        return;
+    uint8_t *buf = NULL;
+    ssize_t n = conn_gather(c, &buf);
+    if (n < 0) {
+        conn_close(c, 0);
+        return;
+    }
+    if (n > 0) {
+        if (listen_sock_write(c->sock, buf, (size_t)n) != 0) {
+            conn_close(c, 0);
+            return;
+        }
+        c->writing = true;
+        return;
+    }
+    if (c->fatal || (!h2_session_want_read(c->h2) && !h2_session_want_write(c->h2)))
+        conn_close(c, CONN_LINGER_MS);
+}
+
+static void conn_sock_read(void *ctx, const uint8_t *data, size_t len)
+{
+    struct conn *c = ctx;
+    if (c->fatal)
+        return;
+    if (h2_session_recv(c->h2, data, len) != 0)
+        c->fatal = true;
+    conn_flush(c);
+}
+
+static void conn_sock_eof(void *ctx)
+{
+    conn_close(ctx, 0);
+}
+
+static void conn_sock_written(void *ctx, int status)
+{
+    struct conn *c = ctx;
+    c->writing = false;
+    if (status != 0) {
+        conn_close(c, 0);
+        return;
+    }
+    conn_flush(c);
+}
+
+static const struct listen_sock_cbs conn_sock_cbs = {
+    .read = conn_sock_read,
+    .eof = conn_sock_eof,
+    .written = conn_sock_written,
+    .closed = conn_sock_closed,
+};
+
+/* --- accept and drain ----------------------------------------------------- */
+
+void conn_accept(struct conn_set *set, struct listen_sock *sock)
+{
+    struct conn *c = calloc(1, sizeof(*c));
+    if (c)
+        c->h2 = h2_session_new(&set->h2cfg, &conn_h2_handlers, c);
+    if (!c || !c->h2) {
+        free(c);
+        listen_sock_close(sock, 0);
+        return;
+    }
+    c->set = set;
+    c->sock = sock;
+    c->next = set->head;
+    if (set->head)
+        set->head->prev = c;
+    set->head = c;
+    if (set->draining) {
+        h2_session_refuse(c->h2, "server is shutting down");
+    } else if (set->count >= set->max) {
+        char reason[CONN_REASON_MAX];
+        snprintf(reason, sizeof(reason), "RESOURCE_EXHAUSTED: --max-connections (%u) reached",
+                 set->max);
+        h2_session_refuse(c->h2, reason);
+    } else {
+        c->counted = true;
+        set->count++;
+        set->env->connections = set->count;
+    }
+    if (listen_sock_start(sock, &conn_sock_cbs, c) != 0) {
+        conn_close(c, 0);
+        return;
+    }
+    conn_flush(c);
+}
+
+void conn_drain_all(struct conn_set *set)
+{
+    set->draining = true;
+    if (!set->head) {
+        if (set->empty)
+            set->empty(set->ctx);
+        return;
+    }
+    for (struct conn *c = set->head; c; c = c->next) {
+        if (c->closing)
+            continue;
+        h2_session_goaway(c->h2);
+        conn_flush(c);
+    }
+}
+
+void conn_close_all(struct conn_set *set)
+{
+    for (struct conn *c = set->head; c; c = c->next)
+        conn_close(c, 0);
+}

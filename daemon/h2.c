@@ -1,0 +1,569 @@
+/* h2.c: HTTP/2 + gRPC server session over nghttp2, with no I/O (see h2.h).
+ *
+ * nghttp2 parses frames and enforces HTTP/2; this file adds gRPC on top:
+ * request headers are checked when the HEADERS frame is whole, DATA goes
+ * through a grpc_frame_reader per call, and answers are either a normal
+ * response (headers, one message, trailers) or Trailers-Only. Every call
+ * becomes a struct h2_call hung on its nghttp2 stream, freed when nghttp2
+ * closes the stream. Neighbours: conn.c moves the bytes, rpc.c handles calls.
+ */
+#include "h2.h"
+
+#include <nghttp2/nghttp2.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "grpc_frame.h"
+
+#define H2_PATH_MAX 256
+/* Per-stream receive window we advertise, and the connection's: large
+ * enough that a 64 MiB request is not throttled by round trips. */
+#define H2_STREAM_WINDOW (4 * 1024 * 1024)
+#define H2_CONN_WINDOW (16 * 1024 * 1024)
+/* Request header block limit: gRPC metadata is small. */
+#define H2_MAX_HEADER_LIST (64 * 1024)
+/* grpc-message after percent-encoding (at most 3 bytes per input byte). */
+#define H2_GRPC_MESSAGE_MAX (3 * STATUS_MSG_MAX + 1)
+
+#define GRPC_CONTENT_TYPE "application/grpc"
+#define HTTP_STATUS_OK "200"
+#define HTTP_STATUS_BAD_METHOD "405"
+#define HTTP_STATUS_BAD_MEDIA "415"
+
+struct h2_call {
+    struct h2_session *s;
+    int32_t stream_id;
+    struct h2_call *prev, *next;  /* the session's list of calls */
+    void *user;                   /* handler's state; handler frees it in closed() */
+    enum h2_call_kind kind;
+    bool started;                 /* start() accepted: closed() is owed */
+    bool answered;                /* a response was submitted: input is ignored */
+    bool remote_ended;            /* the client half-closed */
+    size_t nmessages;             /* request messages delivered */
+    struct grpc_frame_reader reader;
+    /* Request headers, as collected until the HEADERS frame is whole. */
+    char path[H2_PATH_MAX];
+    bool path_too_long;
+    bool is_post;
+    char content_type[64];
+    /* A failure found while feeding the reader, reported after it returns. */
+    enum status_code feed_status;
+    char feed_msg[STATUS_MSG_MAX];
+    /* The reply: prefix + message, sent from out_pos; owned by the call. */
+    uint8_t *out;
+    size_t out_len, out_pos;
+};
+
+struct h2_session {
+    nghttp2_session *ng;
+    const struct h2_handlers *h;
+    void *ctx;
+    struct h2_config cfg;
+    struct h2_call *calls;   /* every call not yet closed by nghttp2 */
+    size_t ncalls;
+    bool in_recv;            /* inside nghttp2_session_mem_recv: the owner flushes after */
+};
+
+/* --- calls ---------------------------------------------------------------- */
+
+static struct h2_call *h2_call_new(struct h2_session *s, int32_t stream_id)
+{
+    struct h2_call *c = calloc(1, sizeof(*c));
+    if (!c)
+        return NULL;
+    c->s = s;
+    c->stream_id = stream_id;
+    grpc_frame_reader_init(&c->reader, s->cfg.max_message_bytes);
+    c->next = s->calls;
+    if (s->calls)
+        s->calls->prev = c;
+    s->calls = c;
+    s->ncalls++;
+    return c;
+}
+
+/* Tells the handler (if it took the call) and frees the call. */
+static void h2_call_release(struct h2_call *c)
+{
+    struct h2_session *s = c->s;
+    if (c->started && s->h->closed)
+        s->h->closed(c, s->ctx);
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        s->calls = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    s->ncalls--;
+    grpc_frame_reader_free(&c->reader);
+    free(c->out);
+    free(c);
+}
+
+void *h2_call_user(const struct h2_call *call)
+{
+    return call->user;
+}
+
+void h2_call_set_user(struct h2_call *call, void *user)
+{
+    call->user = user;
+}
+
+static void h2_session_wake(struct h2_session *s)
+{
+    if (!s->in_recv && s->h->want_write)
+        s->h->want_write(s->ctx);
+}
+
+#define H2_NV(name, value)                                                      \
+    {                                                                            \
+        (uint8_t *)(name), (uint8_t *)(value), sizeof(name) - 1, strlen(value), \
+            NGHTTP2_NV_FLAG_NO_COPY_NAME                                         \
+    }
+
+size_t h2_percent_encode(const char *msg, char *out, size_t outlen)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    size_t o = 0;
+    if (outlen == 0)
+        return 0;
+    for (const unsigned char *p = (const unsigned char *)msg; *p; p++) {
+        bool plain = *p >= 0x20 && *p <= 0x7e && *p != '%';
+        size_t need = plain ? 1 : 3;
+        if (o + need >= outlen)
+            break;
+        if (plain) {
+            out[o++] = (char)*p;
+        } else {
+            out[o++] = '%';
+            out[o++] = hex[*p >> 4];
+            out[o++] = hex[*p & 0xf];
+        }
+    }
+    out[o] = '\0';
+    return o;
+}
+
+/* Submits a Trailers-Only response (or a bare HTTP error with gRPC status
+ * fields, for requests that are not gRPC at all). */
+static int h2_call_answer_status(struct h2_call *c, const char *http_status,
+                                 enum status_code code, const char *msg)
+{
+    if (c->answered)
+        return -1;
+    c->answered = true;
+    char status[16], encoded[H2_GRPC_MESSAGE_MAX];
+    snprintf(status, sizeof(status), "%d", (int)code);
+    h2_percent_encode(msg ? msg : "", encoded, sizeof(encoded));
+    nghttp2_nv nv[] = {
+        H2_NV(":status", http_status),
+        H2_NV("content-type", GRPC_CONTENT_TYPE),
+        H2_NV("grpc-status", status),
+        H2_NV("grpc-message", encoded),
+    };
+    size_t n = sizeof(nv) / sizeof(nv[0]);
+    if (!encoded[0])
+        n--;
+    int rv = nghttp2_submit_response(c->s->ng, c->stream_id, nv, n, NULL);
+    if (rv != 0)
+        return -1;
+    h2_session_wake(c->s);
+    return 0;
+}
+
+int h2_call_fail(struct h2_call *call, enum status_code code, const char *msg)
+{
+    return h2_call_answer_status(call, HTTP_STATUS_OK, code, msg);
+}
+
+static ssize_t h2_reply_read(nghttp2_session *ng, int32_t stream_id, uint8_t *buf, size_t length,
+                             uint32_t *flags, nghttp2_data_source *source, void *user_data)
+{
+    (void)user_data;
+    struct h2_call *c = source->ptr;
+    size_t n = c->out_len - c->out_pos;
+    if (n > length)
+        n = length;
+    memcpy(buf, c->out + c->out_pos, n);
+    c->out_pos += n;
+    if (c->out_pos == c->out_len) {
+        *flags |= NGHTTP2_DATA_FLAG_EOF | NGHTTP2_DATA_FLAG_NO_END_STREAM;
+        nghttp2_nv trailers[] = { H2_NV("grpc-status", "0") };
+        if (nghttp2_submit_trailer(ng, stream_id, trailers, 1) != 0)
+            return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+    }
+    return (ssize_t)n;
+}
+
+int h2_call_reply(struct h2_call *call, uint8_t *buf, size_t len)
+{
+    if (call->answered) {
+        free(buf);
+        return -1;
+    }
+    if (len > call->s->cfg.max_message_bytes) {
+        free(buf);
+        char msg[STATUS_MSG_MAX];
+        snprintf(msg, sizeof(msg), "reply message of %zu bytes exceeds --max-message-bytes (%zu)",
+                 len, call->s->cfg.max_message_bytes);
+        h2_call_fail(call, STATUS_RESOURCE_EXHAUSTED, msg);
+        return -1;
+    }
+    grpc_frame_header(buf, len);
+    call->out = buf;
+    call->out_len = len + GRPC_FRAME_HEADER;
+    call->out_pos = 0;
+    call->answered = true;
+    nghttp2_nv nv[] = {
+        H2_NV(":status", HTTP_STATUS_OK),
+        H2_NV("content-type", GRPC_CONTENT_TYPE),
+        H2_NV("grpc-accept-encoding", "identity"),
+    };
+    nghttp2_data_provider dp = { .source.ptr = call, .read_callback = h2_reply_read };
+    if (nghttp2_submit_response(call->s->ng, call->stream_id, nv, sizeof(nv) / sizeof(nv[0]), &dp)
+        != 0)
+        return -1;
+    h2_session_wake(call->s);
+    return 0;
+}
+
+/* --- request side ------------------------------------------------------- */
+
+static void h2_call_failf(struct h2_call *c, enum status_code code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void h2_call_failf(struct h2_call *c, enum status_code code, const char *fmt, ...)
+{
+    char msg[STATUS_MSG_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    h2_call_fail(c, code, msg);
+}
+
+static bool h2_content_type_ok(const char *ct)
+{
+    /* "application/grpc" alone or with a subtype: +proto, ;params. */
+    size_t n = strlen(GRPC_CONTENT_TYPE);
+    if (strncmp(ct, GRPC_CONTENT_TYPE, n) != 0)
+        return false;
+    return ct[n] == '\0' || ct[n] == '+' || ct[n] == ';';
+}
+
+/* The HEADERS frame of a request is whole: is it a gRPC call we serve? */
+static void h2_call_headers_done(struct h2_call *c)
+{
+    struct h2_session *s = c->s;
+    if (!c->is_post) {
+        h2_call_answer_status(c, HTTP_STATUS_BAD_METHOD, STATUS_INTERNAL,
+                              "gRPC requires the POST method");
+        return;
+    }
+    if (!h2_content_type_ok(c->content_type)) {
+        char msg[STATUS_MSG_MAX];
+        snprintf(msg, sizeof(msg), "content-type \"%s\" is not application/grpc", c->content_type);
+        h2_call_answer_status(c, HTTP_STATUS_BAD_MEDIA, STATUS_INTERNAL, msg);
+        return;
+    }
+    if (c->path_too_long) {
+        h2_call_fail(c, STATUS_UNIMPLEMENTED, "unknown method (path too long)");
+        return;
+    }
+    char msg[STATUS_MSG_MAX] = "";
+    enum status_code code = s->h->start(c, c->path, &c->kind, msg, sizeof(msg), s->ctx);
+    if (code != STATUS_OK) {
+        h2_call_fail(c, code, msg);
+        return;
+    }
+    c->started = true;
+}
+
+/* The client half-closed: check the request's shape and let the handler answer. */
+static void h2_call_remote_end(struct h2_call *c)
+{
+    c->remote_ended = true;
+    if (c->answered || !c->started)
+        return;
+    if (grpc_frame_pending(&c->reader)) {
+        h2_call_failf(c, STATUS_INTERNAL,
+                      "request stream ended inside a message (declared %zu bytes, got %zu)",
+                      c->reader.hdr_have < GRPC_FRAME_HEADER ? (size_t)0 : c->reader.msg_len,
+                      c->reader.msg_have);
+        return;
+    }
+    if (c->kind == H2_UNARY && c->nmessages != 1) {
+        h2_call_failf(c, STATUS_UNIMPLEMENTED,
+                      "unary method needs exactly one request message, got %zu", c->nmessages);
+        return;
+    }
+    c->s->h->end(c, c->s->ctx);
+}
+
+static int h2_on_message(const uint8_t *msg, size_t len, void *ctx)
+{
+    struct h2_call *c = ctx;
+    struct h2_session *s = c->s;
+    c->nmessages++;
+    if (c->kind == H2_UNARY && c->nmessages > 1) {
+        c->feed_status = STATUS_UNIMPLEMENTED;
+        snprintf(c->feed_msg, sizeof(c->feed_msg),
+                 "unary method needs exactly one request message, got more");
+        return 1;
+    }
+    c->feed_status = s->h->message(c, msg, len, c->feed_msg, sizeof(c->feed_msg), s->ctx);
+    return c->feed_status != STATUS_OK;
+}
+
+/* Turns a grpc_frame_feed() error into the call's status (gRPC's status
+ * code table: oversize is RESOURCE_EXHAUSTED, an unsupported compression
+ * UNIMPLEMENTED, a broken prefix INTERNAL). */
+static void h2_call_feed_error(struct h2_call *c, int err)
+{
+    size_t max = c->s->cfg.max_message_bytes;
+    switch (err) {
+    case GRPC_FRAME_TOO_LARGE:
+        h2_call_failf(c, STATUS_RESOURCE_EXHAUSTED,
+                      "request message of %zu bytes exceeds --max-message-bytes (%zu)",
+                      c->reader.msg_len, max);
+        break;
+    case GRPC_FRAME_COMPRESSED:
+        h2_call_fail(c, STATUS_UNIMPLEMENTED,
+                     "compressed messages are not supported (grpc-accept-encoding: identity)");
+        break;
+    case GRPC_FRAME_BAD_FLAG:
+        h2_call_failf(c, STATUS_INTERNAL, "invalid message flag byte 0x%02x", c->reader.hdr[0]);
+        break;
+    case GRPC_FRAME_NOMEM:
+        h2_call_fail(c, STATUS_RESOURCE_EXHAUSTED, "out of memory for the request message");
+        break;
+    default:
+        h2_call_fail(c, c->feed_status, c->feed_msg);
+        break;
+    }
+    grpc_frame_reader_free(&c->reader);
+}
+
+/* --- nghttp2 callbacks ---------------------------------------------------- */
+
+static struct h2_call *h2_stream_call(nghttp2_session *ng, int32_t stream_id)
+{
+    return nghttp2_session_get_stream_user_data(ng, stream_id);
+}
+
+static int h2_on_begin_headers(nghttp2_session *ng, const nghttp2_frame *frame, void *user_data)
+{
+    struct h2_session *s = user_data;
+    if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST)
+        return 0;
+    struct h2_call *c = h2_call_new(s, frame->hd.stream_id);
+    if (!c)
+        return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE; /* resets the stream */
+    nghttp2_session_set_stream_user_data(ng, frame->hd.stream_id, c);
+    return 0;
+}
+
+static bool h2_name_is(const uint8_t *name, size_t namelen, const char *want)
+{
+    return namelen == strlen(want) && memcmp(name, want, namelen) == 0;
+}
+
+static int h2_on_header(nghttp2_session *ng, const nghttp2_frame *frame, const uint8_t *name,
+                        size_t namelen, const uint8_t *value, size_t valuelen, uint8_t flags,
+                        void *user_data)
+{
+    (void)flags;
+    (void)user_data;
+    if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST)
+        return 0;
+    struct h2_call *c = h2_stream_call(ng, frame->hd.stream_id);
+    if (!c)
+        return 0;
+    if (h2_name_is(name, namelen, ":method")) {
+        c->is_post = valuelen == 4 && memcmp(value, "POST", 4) == 0;
+    } else if (h2_name_is(name, namelen, ":path")) {
+        if (valuelen >= sizeof(c->path)) {
+            c->path_too_long = true;
+        } else {
+            memcpy(c->path, value, valuelen);
+            c->path[valuelen] = '\0';
+        }
+    } else if (h2_name_is(name, namelen, "content-type")) {
+        size_t n = valuelen < sizeof(c->content_type) - 1 ? valuelen : sizeof(c->content_type) - 1;
+        memcpy(c->content_type, value, n);
+        c->content_type[n] = '\0';
+    }
+    return 0;
+}
+
+static int h2_on_frame_recv(nghttp2_session *ng, const nghttp2_frame *frame, void *user_data)
+{
+    (void)user_data;
+    if (frame->hd.type != NGHTTP2_HEADERS && frame->hd.type != NGHTTP2_DATA)
+        return 0;
+    struct h2_call *c = h2_stream_call(ng, frame->hd.stream_id);
+    if (!c)
+        return 0;
+    if (frame->hd.type == NGHTTP2_HEADERS && frame->headers.cat == NGHTTP2_HCAT_REQUEST)
+        h2_call_headers_done(c);
+    if (frame->hd.flags & NGHTTP2_FLAG_END_STREAM)
+        h2_call_remote_end(c);
+    return 0;
+}
+
+static int h2_on_data_chunk(nghttp2_session *ng, uint8_t flags, int32_t stream_id,
+                            const uint8_t *data, size_t len, void *user_data)
+{
+    (void)flags;
+    (void)user_data;
+    /* Taken in at once for unary calls; streaming will defer this to push
+     * back on the sender. */
+    nghttp2_session_consume(ng, stream_id, len);
+    struct h2_call *c = h2_stream_call(ng, stream_id);
+    if (!c || c->answered || !c->started)
+        return 0;
+    int rv = grpc_frame_feed(&c->reader, data, len, h2_on_message, c);
+    if (rv != GRPC_FRAME_OK)
+        h2_call_feed_error(c, rv);
+    return 0;
+}
+
+static int h2_on_frame_send(nghttp2_session *ng, const nghttp2_frame *frame, void *user_data)
+{
+    (void)user_data;
+    if (!(frame->hd.flags & NGHTTP2_FLAG_END_STREAM))
+        return 0;
+    struct h2_call *c = h2_stream_call(ng, frame->hd.stream_id);
+    /* Answered before the client finished sending (an early error): tell it
+     * to stop, as HTTP/2 allows with NO_ERROR. */
+    if (c && !c->remote_ended)
+        nghttp2_submit_rst_stream(ng, NGHTTP2_FLAG_NONE, frame->hd.stream_id, NGHTTP2_NO_ERROR);
+    return 0;
+}
+
+static int h2_on_stream_close(nghttp2_session *ng, int32_t stream_id, uint32_t error_code,
+                              void *user_data)
+{
+    (void)error_code;
+    (void)user_data;
+    struct h2_call *c = h2_stream_call(ng, stream_id);
+    if (!c)
+        return 0;
+    nghttp2_session_set_stream_user_data(ng, stream_id, NULL);
+    h2_call_release(c);
+    return 0;
+}
+
+/* --- session -------------------------------------------------------------- */
+
+static int h2_session_setup(struct h2_session *s)
+{
+    nghttp2_session_callbacks *cbs;
+    if (nghttp2_session_callbacks_new(&cbs) != 0)
+        return -1;
+    nghttp2_session_callbacks_set_on_begin_headers_callback(cbs, h2_on_begin_headers);
+    nghttp2_session_callbacks_set_on_header_callback(cbs, h2_on_header);
+    nghttp2_session_callbacks_set_on_frame_recv_callback(cbs, h2_on_frame_recv);
+    nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, h2_on_data_chunk);
+    nghttp2_session_callbacks_set_on_frame_send_callback(cbs, h2_on_frame_send);
+    nghttp2_session_callbacks_set_on_stream_close_callback(cbs, h2_on_stream_close);
+    nghttp2_option *opt;
+    if (nghttp2_option_new(&opt) != 0) {
+        nghttp2_session_callbacks_del(cbs);
+        return -1;
+    }
+    nghttp2_option_set_no_auto_window_update(opt, 1);
+    int rv = nghttp2_session_server_new2(&s->ng, cbs, s, opt);
+    nghttp2_option_del(opt);
+    nghttp2_session_callbacks_del(cbs);
+    if (rv != 0)
+        return -1;
+    nghttp2_settings_entry iv[] = {
+        { NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, s->cfg.max_streams },
+        { NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, H2_STREAM_WINDOW },
+        { NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, H2_MAX_HEADER_LIST },
+    };
+    if (nghttp2_submit_settings(s->ng, NGHTTP2_FLAG_NONE, iv, sizeof(iv) / sizeof(iv[0])) != 0)
+        return -1;
+    if (nghttp2_session_set_local_window_size(s->ng, NGHTTP2_FLAG_NONE, 0, H2_CONN_WINDOW) != 0)
+        return -1;
+    return 0;
+}
+
+struct h2_session *h2_session_new(const struct h2_config *cfg, const struct h2_handlers *handlers,
+                                  void *ctx)
+{
+    struct h2_session *s = calloc(1, sizeof(*s));
+    if (!s)
+        return NULL;
+    s->h = handlers;
+    s->ctx = ctx;
+    s->cfg = *cfg;
+    if (h2_session_setup(s) != 0) {
+        h2_session_free(s);
+        return NULL;
+    }
+    return s;
+}
+
+void h2_session_free(struct h2_session *s)
+{
+    if (!s)
+        return;
+    /* nghttp2_session_del() frees streams without close callbacks. */
+    while (s->calls)
+        h2_call_release(s->calls);
+    nghttp2_session_del(s->ng);
+    free(s);
+}
+
+int h2_session_recv(struct h2_session *s, const uint8_t *data, size_t len)
+{
+    s->in_recv = true;
+    ssize_t rv = nghttp2_session_mem_recv(s->ng, data, len);
+    s->in_recv = false;
+    if (rv < 0) {
+        /* Bad preface or an error nghttp2 could not turn into a GOAWAY
+         * itself: send one, then the owner closes after flushing. */
+        nghttp2_session_terminate_session(s->ng, NGHTTP2_PROTOCOL_ERROR);
+        return -1;
+    }
+    return 0;
+}
+
+ssize_t h2_session_send(struct h2_session *s, const uint8_t **out)
+{
+    ssize_t n = nghttp2_session_mem_send(s->ng, out);
+    return n < 0 ? -1 : n;
+}
+
+int h2_session_want_read(const struct h2_session *s)
+{
+    return nghttp2_session_want_read(s->ng);
+}
+
+int h2_session_want_write(const struct h2_session *s)
+{
+    return nghttp2_session_want_write(s->ng);
+}
+
+void h2_session_goaway(struct h2_session *s)
+{
+    int32_t last = nghttp2_session_get_last_proc_stream_id(s->ng);
+    nghttp2_submit_goaway(s->ng, NGHTTP2_FLAG_NONE, last, NGHTTP2_NO_ERROR, NULL, 0);
+}
+
+void h2_session_refuse(struct h2_session *s, const char *reason)
+{
+    nghttp2_submit_goaway(s->ng, NGHTTP2_FLAG_NONE, 0, NGHTTP2_ENHANCE_YOUR_CALM,
+                          (const uint8_t *)reason, strlen(reason));
+}
+
+size_t h2_session_calls(const struct h2_session *s)
+{
+    return s->ncalls;
+}

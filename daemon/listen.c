@@ -1,0 +1,321 @@
+/* listen.c: listeners and accepted sockets on libuv (see listen.h).
+ *
+ * Unix and TCP sockets are both uv_stream_t underneath, so everything past
+ * binding is shared. A listen_sock carries its own read buffer (reused for
+ * every read; the h2 layer copies what it keeps) and a timer for lingering
+ * closes. Handles are freed only in their close callbacks.
+ */
+#include "listen.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#define LISTEN_BACKLOG 511
+#define LISTEN_READ_BUF (64 * 1024)
+
+union listen_handle {
+    uv_handle_t handle;
+    uv_stream_t stream;
+    uv_pipe_t pipe;
+    uv_tcp_t tcp;
+};
+
+struct listener {
+    union listen_handle h;
+    char unix_path[ADDRESS_PATH_MAX]; /* removed on close; "" for TCP */
+    listen_accept_cb accept;
+    void *ctx;
+};
+
+struct listen_sock {
+    union listen_handle h;
+    uv_timer_t linger;         /* bounds a graceful close */
+    uv_shutdown_t shutdown;
+    uv_write_t write;
+    uint8_t *wbuf;             /* buffer of the write in flight, owned; NULL when idle */
+    bool closing;              /* listen_sock_close() was called: no read()/eof() */
+    bool shutdown_pending;     /* shut down the write side once the write completes */
+    int handles_open;          /* h and linger: freed when both are closed */
+    const struct listen_sock_cbs *cbs;
+    void *ctx;
+    uint8_t rbuf[LISTEN_READ_BUF];
+};
+
+/* --- accepted sockets ----------------------------------------------------- */
+
+static void listen_sock_handle_closed(uv_handle_t *h)
+{
+    struct listen_sock *s = h->data;
+    if (--s->handles_open > 0)
+        return;
+    free(s->wbuf);
+    if (s->cbs && s->cbs->closed)
+        s->cbs->closed(s->ctx);
+    free(s);
+}
+
+static void listen_sock_close_now(struct listen_sock *s)
+{
+    if (!uv_is_closing(&s->h.handle))
+        uv_close(&s->h.handle, listen_sock_handle_closed);
+    if (!uv_is_closing((uv_handle_t *)&s->linger))
+        uv_close((uv_handle_t *)&s->linger, listen_sock_handle_closed);
+}
+
+static void listen_sock_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+    (void)suggested;
+    struct listen_sock *s = h->data;
+    *buf = uv_buf_init((char *)s->rbuf, sizeof(s->rbuf));
+}
+
+static void listen_sock_on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
+{
+    (void)buf;
+    struct listen_sock *s = stream->data;
+    if (nread == 0)
+        return;
+    if (s->closing) {
+        /* Lingering: drop the peer's bytes until it closes. */
+        if (nread < 0)
+            listen_sock_close_now(s);
+        return;
+    }
+    if (nread < 0) {
+        uv_read_stop(stream);
+        s->cbs->eof(s->ctx);
+        return;
+    }
+    s->cbs->read(s->ctx, s->rbuf, (size_t)nread);
+}
+
+int listen_sock_start(struct listen_sock *s, const struct listen_sock_cbs *cbs, void *ctx)
+{
+    s->cbs = cbs;
+    s->ctx = ctx;
+    return uv_read_start(&s->h.stream, listen_sock_alloc, listen_sock_on_read);
+}
+
+static void listen_sock_on_shutdown(uv_shutdown_t *req, int status)
+{
+    struct listen_sock *s = req->data;
+    if (status != 0)
+        listen_sock_close_now(s);
+}
+
+static void listen_sock_start_shutdown(struct listen_sock *s)
+{
+    s->shutdown.data = s;
+    if (uv_shutdown(&s->shutdown, &s->h.stream, listen_sock_on_shutdown) != 0)
+        listen_sock_close_now(s);
+}
+
+static void listen_sock_on_write(uv_write_t *req, int status)
+{
+    struct listen_sock *s = req->data;
+    free(s->wbuf);
+    s->wbuf = NULL;
+    if (s->closing) {
+        if (!s->shutdown_pending)
+            return;
+        s->shutdown_pending = false;
+        if (status == 0 && !uv_is_closing(&s->h.handle))
+            listen_sock_start_shutdown(s);
+        else
+            listen_sock_close_now(s);
+        return;
+    }
+    s->cbs->written(s->ctx, status);
+}
+
+int listen_sock_write(struct listen_sock *s, uint8_t *buf, size_t len)
+{
+    uv_buf_t b = uv_buf_init((char *)buf, (unsigned)len);
+    s->wbuf = buf;
+    s->write.data = s;
+    int rv = uv_write(&s->write, &s->h.stream, &b, 1, listen_sock_on_write);
+    if (rv != 0) {
+        free(buf);
+        s->wbuf = NULL;
+    }
+    return rv;
+}
+
+static void listen_sock_on_linger(uv_timer_t *t)
+{
+    listen_sock_close_now(t->data);
+}
+
+void listen_sock_close(struct listen_sock *s, unsigned linger_ms)
+{
+    if (s->closing)
+        return;
+    s->closing = true;
+    if (linger_ms == 0 || uv_is_closing(&s->h.handle)) {
+        listen_sock_close_now(s);
+        return;
+    }
+    /* Keep reading (and discarding) so the peer's close is seen. */
+    uv_read_start(&s->h.stream, listen_sock_alloc, listen_sock_on_read);
+    uv_timer_start(&s->linger, listen_sock_on_linger, linger_ms, 0);
+    if (s->wbuf)
+        s->shutdown_pending = true;
+    else
+        listen_sock_start_shutdown(s);
+}
+
+/* --- listeners ------------------------------------------------------------ */
+
+static struct listen_sock *listen_sock_new(uv_loop_t *loop, bool is_unix)
+{
+    struct listen_sock *s = calloc(1, sizeof(*s));
+    if (!s)
+        return NULL;
+    int rv = is_unix ? uv_pipe_init(loop, &s->h.pipe, 0) : uv_tcp_init(loop, &s->h.tcp);
+    if (rv != 0) {
+        free(s);
+        return NULL;
+    }
+    uv_timer_init(loop, &s->linger);
+    s->h.handle.data = s;
+    s->linger.data = s;
+    s->handles_open = 2;
+    return s;
+}
+
+static void listen_on_connection(uv_stream_t *server, int status)
+{
+    struct listener *l = server->data;
+    if (status != 0)
+        return;
+    struct listen_sock *s = listen_sock_new(server->loop, l->unix_path[0] != '\0');
+    if (!s)
+        return; /* out of memory: the connection waits in the backlog */
+    if (uv_accept(server, &s->h.stream) != 0) {
+        listen_sock_close_now(s);
+        return;
+    }
+    if (!l->unix_path[0])
+        uv_tcp_nodelay(&s->h.tcp, 1);
+    l->accept(s, l->ctx);
+}
+
+/* A Unix socket file nobody accepts on is left over from a crash: remove
+ * it. A live one, or a file that is not a socket, is not ours to delete. */
+static int listen_clear_stale(const char *path, char *err, size_t errlen)
+{
+    struct stat st;
+    if (lstat(path, &st) != 0)
+        return 0;
+    if (!S_ISSOCK(st.st_mode)) {
+        snprintf(err, errlen, "%s exists and is not a socket", path);
+        return -1;
+    }
+    struct sockaddr_un sa = { .sun_family = AF_UNIX };
+    snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        snprintf(err, errlen, "socket: %s", strerror(errno));
+        return -1;
+    }
+    int live = connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
+    close(fd);
+    if (live) {
+        snprintf(err, errlen, "%s is in use by another server", path);
+        return -1;
+    }
+    if (unlink(path) != 0) {
+        snprintf(err, errlen, "cannot remove stale socket %s: %s", path, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+static int listen_bind_unix(uv_loop_t *loop, struct listener *l, const char *path, char *err,
+                            size_t errlen)
+{
+    if (listen_clear_stale(path, err, errlen) != 0)
+        return -1;
+    uv_pipe_init(loop, &l->h.pipe, 0);
+    int rv = uv_pipe_bind(&l->h.pipe, path);
+    if (rv != 0) {
+        snprintf(err, errlen, "bind %s: %s", path, uv_strerror(rv));
+        return -1;
+    }
+    snprintf(l->unix_path, sizeof(l->unix_path), "%s", path);
+    return 0;
+}
+
+static int listen_bind_tcp(uv_loop_t *loop, struct listener *l, const struct address *addr,
+                           char *err, size_t errlen)
+{
+    /* Startup only, before the loop runs: a blocking lookup is fine here. */
+    uv_getaddrinfo_t req;
+    char port[16];
+    snprintf(port, sizeof(port), "%d", addr->port);
+    struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+                              .ai_flags = AI_PASSIVE | AI_NUMERICSERV };
+    int rv = uv_getaddrinfo(loop, &req, NULL, addr->host, port, &hints);
+    if (rv != 0) {
+        snprintf(err, errlen, "%s: %s", addr->host, uv_strerror(rv));
+        return -1;
+    }
+    uv_tcp_init(loop, &l->h.tcp);
+    rv = uv_tcp_bind(&l->h.tcp, req.addrinfo->ai_addr, 0);
+    uv_freeaddrinfo(req.addrinfo);
+    if (rv != 0) {
+        snprintf(err, errlen, "bind %s:%d: %s", addr->host, addr->port, uv_strerror(rv));
+        return -1;
+    }
+    return 0;
+}
+
+static void listen_on_closed(uv_handle_t *h)
+{
+    free(h->data);
+}
+
+int listen_open(uv_loop_t *loop, const struct address *addr, listen_accept_cb cb, void *ctx,
+                struct listener **out, char *err, size_t errlen)
+{
+    struct listener *l = calloc(1, sizeof(*l));
+    if (!l) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    l->accept = cb;
+    l->ctx = ctx;
+    l->h.handle.data = l;
+    int rv = addr->kind == ADDRESS_UNIX ? listen_bind_unix(loop, l, addr->path, err, errlen)
+                                        : listen_bind_tcp(loop, l, addr, err, errlen);
+    if (rv == 0) {
+        l->h.handle.data = l;
+        rv = uv_listen(&l->h.stream, LISTEN_BACKLOG, listen_on_connection);
+        if (rv != 0)
+            snprintf(err, errlen, "listen: %s", uv_strerror(rv));
+    }
+    if (rv != 0) {
+        if (uv_is_active(&l->h.handle) || l->h.handle.loop)
+            listen_close(l);
+        else
+            free(l);
+        return -1;
+    }
+    *out = l;
+    return 0;
+}
+
+void listen_close(struct listener *l)
+{
+    if (l->unix_path[0])
+        unlink(l->unix_path);
+    l->h.handle.data = l;
+    uv_close(&l->h.handle, listen_on_closed);
+}

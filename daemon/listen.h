@@ -1,0 +1,56 @@
+/* listen.h: every socket of the daemon, on the libuv loop.
+ *
+ * A listener is one bound Unix or TCP socket; each connection it accepts
+ * becomes a listen_sock, handed to the accept callback (conn.c). A
+ * listen_sock reads into its callbacks, writes whole malloc'd buffers one at
+ * a time, and closes either at once or gracefully (shut down the write side,
+ * drain the peer's bytes until EOF or a linger timeout) so that a last
+ * GOAWAY is not lost to a TCP reset. This is the only file with socket I/O.
+ */
+#ifndef AMPD_LISTEN_H
+#define AMPD_LISTEN_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "address.h"
+
+struct listener;
+struct listen_sock;
+
+/* Called with a freshly accepted socket; the callee must call
+ * listen_sock_start() on it (or close it). */
+typedef void (*listen_accept_cb)(struct listen_sock *sock, void *ctx);
+
+struct listen_sock_cbs {
+    void (*read)(void *ctx, const uint8_t *data, size_t len); /* bytes from the peer */
+    void (*eof)(void *ctx);          /* peer closed or the socket failed */
+    void (*written)(void *ctx, int status); /* the write in flight finished (0 or uv error) */
+    void (*closed)(void *ctx);       /* the socket is gone; last callback */
+};
+
+/* Binds and listens on addr. A stale Unix socket file (nothing accepting
+ * on it) is removed first; a live one is an error. Returns 0, or -1 with a
+ * reason in err. */
+int listen_open(uv_loop_t *loop, const struct address *addr, listen_accept_cb cb, void *ctx,
+                struct listener **out, char *err, size_t errlen);
+
+/* Stops accepting, removes a Unix socket file, and frees the listener once
+ * libuv has closed it. */
+void listen_close(struct listener *l);
+
+/* Starts reading; cbs and ctx must stay valid until closed() ran. */
+int listen_sock_start(struct listen_sock *s, const struct listen_sock_cbs *cbs, void *ctx);
+
+/* Writes len bytes of buf, taking ownership of it. One write at a time:
+ * wait for written() before the next. Returns 0 or a uv error. */
+int listen_sock_write(struct listen_sock *s, uint8_t *buf, size_t len);
+
+/* Closes the socket. linger_ms > 0: shut down the write side (after the
+ * write in flight), discard what the peer still sends until it closes or
+ * linger_ms pass, then close. closed() follows either way; read() and eof()
+ * are not called after this. */
+void listen_sock_close(struct listen_sock *s, unsigned linger_ms);
+
+#endif

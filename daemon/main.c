@@ -1,0 +1,61 @@
+/* main.c: ampd's entry point: settings, devices, then the server loop.
+ *
+ * Opening the devices (dev_open_all) builds every kernel, which can take a
+ * while on PoCL; it happens before any socket is bound, so a client that
+ * can connect can also run jobs. The device list is printed to stderr
+ * (the journal under systemd), then server.c runs until a drain completes.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "config.h"
+#include "dev.h"
+#include "scheduler.h"
+#include "server.h"
+
+#define MAIN_ERR_MAX 512
+#define MAIN_EXIT_USAGE 2
+
+static void main_print_devices(struct dev **devs, size_t n, size_t default_index)
+{
+    for (size_t i = 0; i < n; i++) {
+        const struct dev_info *di = dev_info(devs[i]);
+        fprintf(stderr, "ampd: device %u: %s (%s, %s, %s)%s\n", di->index, di->name,
+                dev_type_name(di->type), di->vendor, di->platform,
+                i == default_index ? " [default]" : "");
+    }
+}
+
+int main(int argc, char **argv)
+{
+    struct config cfg;
+    char err[MAIN_ERR_MAX];
+    enum config_result cr = config_load(&cfg, argc, argv, err, sizeof(err));
+    if (cr == CONFIG_EXIT)
+        return 0;
+    if (cr == CONFIG_ERROR) {
+        fprintf(stderr, "ampd: %s\n", err);
+        return MAIN_EXIT_USAGE;
+    }
+    /* A client that vanishes mid-write must not kill the daemon. */
+    signal(SIGPIPE, SIG_IGN);
+
+    struct dev **devs = NULL;
+    size_t ndevs = 0;
+    if (dev_open_all(&devs, &ndevs, err, sizeof(err)) != 0 || ndevs == 0) {
+        fprintf(stderr, "ampd: no OpenCL device: %s\n", ndevs == 0 && devs ? "none found" : err);
+        dev_close_all(devs, ndevs);
+        return 1;
+    }
+    size_t default_index;
+    if (sched_pick_default(devs, ndevs, cfg.device, &default_index, err, sizeof(err)) != 0) {
+        fprintf(stderr, "ampd: %s\n", err);
+        dev_close_all(devs, ndevs);
+        return 1;
+    }
+    main_print_devices(devs, ndevs, default_index);
+    int status = server_run(&cfg, devs, ndevs, default_index);
+    dev_close_all(devs, ndevs);
+    return status;
+}

@@ -1,0 +1,181 @@
+/* rpc.c: method table, request decoding, and answering calls.
+ *
+ * The layer between h2.c (which hands over whole request messages) and the
+ * method families in rpc_*.c. It owns struct rpc_call: created when a call
+ * for a known method starts, freed when h2.c says the call closed. A job in
+ * flight points back at its call through job->owner; closing the call clears
+ * that pointer, so a completion for a vanished client just frees the job.
+ */
+#include "rpc.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "amp.pb-c.h"
+#include "grpc/health/v1/health.pb-c.h"
+#include "grpc_frame.h"
+#include "scheduler.h"
+
+#define RPC_STREAM_UNIMPLEMENTED "streaming arrives with the scheduler issue"
+
+static const struct rpc_method rpc_methods[] = {
+    { "/amp.v1.Amp/Reverse", &amp__v1__reverse_request__descriptor, rpc_reverse },
+    { "/amp.v1.Amp/Transform", &amp__v1__transform_request__descriptor, rpc_transform },
+    { "/amp.v1.Amp/Histogram", &amp__v1__histogram_request__descriptor, rpc_histogram },
+    { "/amp.v1.Amp/Fill", &amp__v1__fill_request__descriptor, rpc_fill },
+    { "/amp.v1.Amp/Pipeline", &amp__v1__pipeline_request__descriptor, rpc_pipeline },
+    { "/amp.v1.Amp/Stream", NULL, NULL },
+    { "/amp.v1.Amp/ListDevices", &amp__v1__list_devices_request__descriptor, rpc_list_devices },
+    { "/amp.v1.Amp/Status", &amp__v1__status_request__descriptor, rpc_status },
+    { "/grpc.health.v1.Health/Check", &grpc__health__v1__health_check_request__descriptor,
+      rpc_health_check },
+};
+
+const struct rpc_method *rpc_method_find(const char *path)
+{
+    for (size_t i = 0; i < sizeof(rpc_methods) / sizeof(rpc_methods[0]); i++)
+        if (strcmp(rpc_methods[i].path, path) == 0)
+            return &rpc_methods[i];
+    return NULL;
+}
+
+uint64_t rpc_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* --- h2 handlers ---------------------------------------------------------- */
+
+enum status_code rpc_h2_start(struct h2_call *call, const char *path, enum h2_call_kind *kind,
+                              char *msg, size_t msglen, struct rpc_env *env)
+{
+    const struct rpc_method *m = rpc_method_find(path);
+    if (!m) {
+        snprintf(msg, msglen, "unknown method %s", path);
+        return STATUS_UNIMPLEMENTED;
+    }
+    if (!m->request) {
+        snprintf(msg, msglen, "%s: %s", path, RPC_STREAM_UNIMPLEMENTED);
+        return STATUS_UNIMPLEMENTED;
+    }
+    struct rpc_call *rc = calloc(1, sizeof(*rc));
+    if (!rc) {
+        snprintf(msg, msglen, "out of memory");
+        return STATUS_RESOURCE_EXHAUSTED;
+    }
+    rc->h2 = call;
+    rc->env = env;
+    rc->method = m;
+    h2_call_set_user(call, rc);
+    *kind = H2_UNARY;
+    return STATUS_OK;
+}
+
+enum status_code rpc_h2_message(struct h2_call *call, const uint8_t *msg, size_t len, char *err,
+                                size_t errlen, struct rpc_env *env)
+{
+    (void)env;
+    struct rpc_call *rc = h2_call_user(call);
+    rc->req = protobuf_c_message_unpack(rc->method->request, NULL, len, msg);
+    if (!rc->req) {
+        /* gRPC's status table: a server failing to parse a request says INTERNAL. */
+        snprintf(err, errlen, "request is not a valid %s message", rc->method->request->name);
+        return STATUS_INTERNAL;
+    }
+    return STATUS_OK;
+}
+
+void rpc_h2_end(struct h2_call *call, struct rpc_env *env)
+{
+    (void)env;
+    struct rpc_call *rc = h2_call_user(call);
+    rc->method->handle(rc, rc->req);
+}
+
+void rpc_h2_closed(struct h2_call *call, struct rpc_env *env)
+{
+    (void)env;
+    struct rpc_call *rc = h2_call_user(call);
+    if (!rc)
+        return;
+    if (rc->job)
+        rc->job->owner = NULL; /* the completion will find the call gone */
+    if (rc->req)
+        protobuf_c_message_free_unpacked(rc->req, NULL);
+    free(rc);
+}
+
+/* --- answering ------------------------------------------------------------ */
+
+void rpc_reply(struct rpc_call *rc, const ProtobufCMessage *reply)
+{
+    size_t len = protobuf_c_message_get_packed_size(reply);
+    if (len > rc->env->max_message_bytes) {
+        rpc_fail(rc, STATUS_RESOURCE_EXHAUSTED,
+                 "reply message of %zu bytes exceeds --max-message-bytes (%zu)", len,
+                 rc->env->max_message_bytes);
+        return;
+    }
+    uint8_t *buf = malloc(GRPC_FRAME_HEADER + len);
+    if (!buf) {
+        rpc_fail(rc, STATUS_RESOURCE_EXHAUSTED, "out of memory for a %zu-byte reply", len);
+        return;
+    }
+    protobuf_c_message_pack(reply, buf + GRPC_FRAME_HEADER);
+    h2_call_reply(rc->h2, buf, len);
+}
+
+void rpc_fail(struct rpc_call *rc, enum status_code code, const char *fmt, ...)
+{
+    char msg[STATUS_MSG_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    h2_call_fail(rc->h2, code, msg);
+}
+
+/* --- jobs ----------------------------------------------------------------- */
+
+void rpc_submit(struct rpc_call *rc, struct job *job, void (*done)(struct job *job))
+{
+    if (!rc->env->sched) {
+        job_free(job);
+        rpc_fail(rc, STATUS_UNAVAILABLE, "no device: this daemon has no OpenCL device");
+        return;
+    }
+    job->owner = rc;
+    job->done = done;
+    char msg[STATUS_MSG_MAX];
+    enum status_code code = sched_submit(rc->env->sched, job, msg, sizeof(msg));
+    if (code != STATUS_OK) {
+        job_free(job);
+        rpc_fail(rc, code, "%s", msg);
+        return;
+    }
+    rc->job = job;
+}
+
+struct rpc_call *rpc_job_call(struct job *job)
+{
+    struct rpc_call *rc = job->owner;
+    if (!rc) {
+        job_free(job);
+        return NULL;
+    }
+    rc->job = NULL;
+    if (job->status != STATUS_OK) {
+        enum status_code code = job->status;
+        char msg[STATUS_MSG_MAX];
+        snprintf(msg, sizeof(msg), "%s", job->msg);
+        job_free(job);
+        rpc_fail(rc, code, "%s", msg);
+        return NULL;
+    }
+    return rc;
+}

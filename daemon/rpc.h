@@ -1,0 +1,95 @@
+/* rpc.h: the gRPC method table and what handlers share.
+ *
+ * rpc.c maps a request's :path to a method, decodes its one request message
+ * with protobuf-c and calls the method's handler; rpc_jobs.c, rpc_info.c
+ * and rpc_health.c are the handlers, one file per method family. They answer
+ * through rpc_reply() / rpc_fail(), or hand a job to the scheduler and answer
+ * when it completes. The rpc_h2_* functions are what a connection plugs into
+ * its h2_handlers (conn.c, and the h2 tests).
+ */
+#ifndef AMPD_RPC_H
+#define AMPD_RPC_H
+
+#include <protobuf-c/protobuf-c.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "h2.h"
+#include "job.h"
+#include "status.h"
+
+struct sched;
+
+/* What handlers may look at: set up by server.c, shared by every call. */
+struct rpc_env {
+    struct sched *sched;       /* NULL when there are no devices (h2 tests): jobs get UNAVAILABLE */
+    size_t max_message_bytes;  /* --max-message-bytes: request and reply messages */
+    bool draining;             /* shutting down: health checks say NOT_SERVING */
+    uint64_t start_ms;         /* rpc_now_ms() at startup, for Status.uptime_ms */
+    uint32_t connections;      /* connections open now; kept by conn.c */
+};
+
+struct rpc_call;
+
+struct rpc_method {
+    const char *path;                              /* "/amp.v1.Amp/Reverse" */
+    const ProtobufCMessageDescriptor *request;     /* NULL: a streaming method (not served yet) */
+    /* Answers the decoded request, now or later. Must not free req, but may
+     * take a bytes field (leaving it empty) to avoid a copy. */
+    void (*handle)(struct rpc_call *rc, ProtobufCMessage *req);
+};
+
+/* One call as the rpc layer sees it; hung on its h2_call. */
+struct rpc_call {
+    struct h2_call *h2;                 /* valid until the call closes; rpc_call is freed then */
+    struct rpc_env *env;
+    const struct rpc_method *method;
+    ProtobufCMessage *req;              /* decoded request, owned; freed with the call */
+    struct job *job;                    /* submitted, not yet completed; job->owner == this */
+};
+
+/* The method for path, or NULL. */
+const struct rpc_method *rpc_method_find(const char *path);
+
+/* h2_handlers callbacks, with the env as their context. */
+enum status_code rpc_h2_start(struct h2_call *call, const char *path, enum h2_call_kind *kind,
+                              char *msg, size_t msglen, struct rpc_env *env);
+enum status_code rpc_h2_message(struct h2_call *call, const uint8_t *msg, size_t len, char *err,
+                                size_t errlen, struct rpc_env *env);
+void rpc_h2_end(struct h2_call *call, struct rpc_env *env);
+void rpc_h2_closed(struct h2_call *call, struct rpc_env *env);
+
+/* Packs reply and answers the call with it; a reply over --max-message-bytes
+ * becomes RESOURCE_EXHAUSTED. The call may be closed and rc freed by the
+ * time this returns: don't touch rc after it. */
+void rpc_reply(struct rpc_call *rc, const ProtobufCMessage *reply);
+
+/* Answers the call with an error status; same lifetime rule as rpc_reply. */
+void rpc_fail(struct rpc_call *rc, enum status_code code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Submits job for rc: the scheduler calls done(job) on the loop when it
+ * completes, with job->owner set to rc, or NULL if the call went away. On
+ * refusal the call is failed and the job freed. */
+void rpc_submit(struct rpc_call *rc, struct job *job, void (*done)(struct job *job));
+
+/* In a done() hook: the call the job answers, or NULL when the job failed
+ * (the call has been answered with its status) or the call is gone. In both
+ * NULL cases the job has been freed. */
+struct rpc_call *rpc_job_call(struct job *job);
+
+/* Milliseconds on a monotonic clock. */
+uint64_t rpc_now_ms(void);
+
+/* Method families. */
+void rpc_reverse(struct rpc_call *rc, ProtobufCMessage *req);
+void rpc_transform(struct rpc_call *rc, ProtobufCMessage *req);
+void rpc_histogram(struct rpc_call *rc, ProtobufCMessage *req);
+void rpc_fill(struct rpc_call *rc, ProtobufCMessage *req);
+void rpc_pipeline(struct rpc_call *rc, ProtobufCMessage *req);
+void rpc_list_devices(struct rpc_call *rc, ProtobufCMessage *req);
+void rpc_status(struct rpc_call *rc, ProtobufCMessage *req);
+void rpc_health_check(struct rpc_call *rc, ProtobufCMessage *req);
+
+#endif

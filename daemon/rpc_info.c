@@ -1,0 +1,64 @@
+/* rpc_info.c: ListDevices and Status, the daemon describing itself.
+ *
+ * Both answer at once from the loop thread: device facts were gathered by
+ * dev_open_all() at startup, counters live in the scheduler and the env.
+ */
+#include "rpc.h"
+
+#include <stdlib.h>
+
+#include "amp.pb-c.h"
+#include "scheduler.h"
+
+void rpc_list_devices(struct rpc_call *rc, ProtobufCMessage *req)
+{
+    (void)req;
+    struct sched *s = rc->env->sched;
+    size_t n = s ? sched_ndevs(s) : 0;
+    Amp__V1__Device *devs = calloc(n ? n : 1, sizeof(*devs));
+    Amp__V1__Device **ptrs = calloc(n ? n : 1, sizeof(*ptrs));
+    if (!devs || !ptrs) {
+        free(devs);
+        free(ptrs);
+        rpc_fail(rc, STATUS_RESOURCE_EXHAUSTED, "out of memory listing devices");
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const struct dev_info *di = sched_dev_info(s, i);
+        Amp__V1__Device *d = &devs[i];
+        amp__v1__device__init(d);
+        d->index = di->index;
+        d->name = (char *)di->name;
+        d->vendor = (char *)di->vendor;
+        d->platform = (char *)di->platform;
+        d->type = (char *)dev_type_name(di->type);
+        d->global_mem_size = di->global_mem_size;
+        d->max_constant_buffer_size = di->max_constant_buffer_size;
+        d->max_work_group_size = di->max_work_group_size;
+        d->compute_units = di->compute_units;
+        d->is_default = i == sched_default(s);
+        ptrs[i] = d;
+    }
+    Amp__V1__ListDevicesReply reply = AMP__V1__LIST_DEVICES_REPLY__INIT;
+    reply.n_devices = n;
+    reply.devices = ptrs;
+    rpc_reply(rc, &reply.base);
+    free(ptrs);
+    free(devs);
+}
+
+void rpc_status(struct rpc_call *rc, ProtobufCMessage *req)
+{
+    (void)req;
+    struct sched_stats st = { 0 };
+    if (rc->env->sched)
+        sched_stats(rc->env->sched, &st);
+    Amp__V1__StatusReply reply = AMP__V1__STATUS_REPLY__INIT;
+    reply.version = (char *)AMP_VERSION;
+    reply.uptime_ms = rpc_now_ms() - rc->env->start_ms;
+    reply.connections = rc->env->connections;
+    reply.jobs_in_flight = st.jobs_in_flight;
+    reply.jobs_completed = st.jobs_completed;
+    reply.jobs_failed = st.jobs_failed;
+    rpc_reply(rc, &reply.base);
+}

@@ -1,0 +1,274 @@
+/* rpc_jobs.c: Reverse, Transform, Histogram, Fill and Pipeline.
+ *
+ * Each handler turns its request into a struct job (rpc_params.c validates
+ * the steps), takes the request's data bytes without copying them, and
+ * submits the job; its done hook encodes the reply when the runner is
+ * finished. All five are the same thing underneath: a list of steps.
+ */
+#include "rpc.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "amp.pb-c.h"
+#include "rpc_params.h"
+
+/* Longest pipeline accepted: each step holds a result until the reply. */
+#define RPC_PIPELINE_MAX_STEPS 64
+#define RPC_FIELD_MAX 48
+
+/* Makes a job of nsteps that owns data's bytes (data is left empty). */
+static struct job *rpc_job_new(struct rpc_call *rc, size_t nsteps, ProtobufCBinaryData *data)
+{
+    struct job *job = job_new(nsteps);
+    if (!job) {
+        rpc_fail(rc, STATUS_RESOURCE_EXHAUSTED, "out of memory for a job");
+        return NULL;
+    }
+    if (data) {
+        job->in = data->data;
+        job->in_len = data->len;
+        data->data = NULL;
+        data->len = 0;
+    }
+    return job;
+}
+
+/* Fails the call with a validation status and frees the job. */
+static void rpc_job_refuse(struct rpc_call *rc, struct job *job, enum status_code code,
+                           const char *msg)
+{
+    job_free(job);
+    rpc_fail(rc, code, "%s", msg);
+}
+
+/* --- replies -------------------------------------------------------------- */
+
+static void rpc_hist_to_proto(const struct hist_result *h, Amp__V1__Histogram *out)
+{
+    amp__v1__histogram__init(out);
+    out->n_counts = h->bins;
+    out->counts = h->counts;
+    out->below = h->below;
+    out->above = h->above;
+    out->nan = h->nan;
+}
+
+static void rpc_data_done(struct job *job)
+{
+    struct rpc_call *rc = rpc_job_call(job);
+    if (!rc)
+        return;
+    Amp__V1__DataReply reply = AMP__V1__DATA_REPLY__INIT;
+    reply.data.data = job->results[0].data;
+    reply.data.len = job->results[0].len;
+    reply.device = job->device;
+    rpc_reply(rc, &reply.base);
+    job_free(job);
+}
+
+static void rpc_hist_done(struct job *job)
+{
+    struct rpc_call *rc = rpc_job_call(job);
+    if (!rc)
+        return;
+    Amp__V1__Histogram hist;
+    rpc_hist_to_proto(&job->results[0].hist, &hist);
+    Amp__V1__HistogramReply reply = AMP__V1__HISTOGRAM_REPLY__INIT;
+    reply.histogram = &hist;
+    reply.device = job->device;
+    rpc_reply(rc, &reply.base);
+    job_free(job);
+}
+
+static void rpc_pipeline_done(struct job *job)
+{
+    struct rpc_call *rc = rpc_job_call(job);
+    if (!rc)
+        return;
+    size_t n = job->nsteps;
+    Amp__V1__StepResult *res = calloc(n, sizeof(*res));
+    Amp__V1__StepResult **ptrs = calloc(n, sizeof(*ptrs));
+    Amp__V1__Histogram *hists = calloc(n, sizeof(*hists));
+    if (!res || !ptrs || !hists) {
+        rpc_fail(rc, STATUS_RESOURCE_EXHAUSTED, "out of memory encoding the pipeline reply");
+    } else {
+        for (size_t i = 0; i < n; i++) {
+            amp__v1__step_result__init(&res[i]);
+            if (job->steps[i].kind == STEP_HISTOGRAM) {
+                rpc_hist_to_proto(&job->results[i].hist, &hists[i]);
+                res[i].histogram = &hists[i];
+            } else {
+                res[i].data.data = job->results[i].data;
+                res[i].data.len = job->results[i].len;
+            }
+            ptrs[i] = &res[i];
+        }
+        Amp__V1__PipelineReply reply = AMP__V1__PIPELINE_REPLY__INIT;
+        reply.n_results = n;
+        reply.results = ptrs;
+        reply.device = job->device;
+        rpc_reply(rc, &reply.base);
+    }
+    free(hists);
+    free(ptrs);
+    free(res);
+    job_free(job);
+}
+
+/* --- unary job methods ---------------------------------------------------- */
+
+void rpc_reverse(struct rpc_call *rc, ProtobufCMessage *req)
+{
+    Amp__V1__ReverseRequest *r = (Amp__V1__ReverseRequest *)req;
+    struct job *job = rpc_job_new(rc, 1, &r->data);
+    if (!job)
+        return;
+    char err[STATUS_MSG_MAX];
+    job->steps[0].kind = STEP_REVERSE;
+    enum status_code code = rpc_params_device(r->device, job, err, sizeof(err));
+    if (code != STATUS_OK) {
+        rpc_job_refuse(rc, job, code, err);
+        return;
+    }
+    rpc_submit(rc, job, rpc_data_done);
+}
+
+void rpc_transform(struct rpc_call *rc, ProtobufCMessage *req)
+{
+    Amp__V1__TransformRequest *r = (Amp__V1__TransformRequest *)req;
+    struct job *job = rpc_job_new(rc, 1, &r->data);
+    if (!job)
+        return;
+    char err[STATUS_MSG_MAX];
+    enum status_code code =
+        rpc_params_transform(r->params, "params", job->in_len, &job->steps[0], err, sizeof(err));
+    if (code == STATUS_OK)
+        code = rpc_params_device(r->device, job, err, sizeof(err));
+    if (code != STATUS_OK) {
+        rpc_job_refuse(rc, job, code, err);
+        return;
+    }
+    rpc_submit(rc, job, rpc_data_done);
+}
+
+void rpc_histogram(struct rpc_call *rc, ProtobufCMessage *req)
+{
+    Amp__V1__HistogramRequest *r = (Amp__V1__HistogramRequest *)req;
+    struct job *job = rpc_job_new(rc, 1, &r->data);
+    if (!job)
+        return;
+    char err[STATUS_MSG_MAX];
+    enum status_code code = rpc_params_histogram(r->params, "params", job->in_len,
+                                                 rc->env->max_message_bytes, &job->steps[0], err,
+                                                 sizeof(err));
+    if (code == STATUS_OK)
+        code = rpc_params_device(r->device, job, err, sizeof(err));
+    if (code != STATUS_OK) {
+        rpc_job_refuse(rc, job, code, err);
+        return;
+    }
+    rpc_submit(rc, job, rpc_hist_done);
+}
+
+void rpc_fill(struct rpc_call *rc, ProtobufCMessage *req)
+{
+    Amp__V1__FillRequest *r = (Amp__V1__FillRequest *)req;
+    struct job *job = rpc_job_new(rc, 1, NULL);
+    if (!job)
+        return;
+    char err[STATUS_MSG_MAX];
+    enum status_code code = rpc_params_fill(r->params, "params", rc->env->max_message_bytes,
+                                            &job->steps[0], err, sizeof(err));
+    if (code == STATUS_OK)
+        code = rpc_params_device(r->device, job, err, sizeof(err));
+    if (code != STATUS_OK) {
+        rpc_job_refuse(rc, job, code, err);
+        return;
+    }
+    rpc_submit(rc, job, rpc_data_done);
+}
+
+/* --- pipelines ------------------------------------------------------------ */
+
+/* One pipeline step; *len is the data length it sees, updated to what the
+ * next step sees. *reply adds the bytes this step puts in the reply. */
+static enum status_code rpc_pipeline_step(const Amp__V1__Step *ps, size_t i, size_t max_message,
+                                          struct step *st, uint64_t *len, uint64_t *reply,
+                                          char *err, size_t errlen)
+{
+    char f[RPC_FIELD_MAX];
+    enum status_code code = STATUS_OK;
+    switch (ps->kind_case) {
+    case AMP__V1__STEP__KIND_REVERSE:
+        st->kind = STEP_REVERSE;
+        break;
+    case AMP__V1__STEP__KIND_TRANSFORM:
+        snprintf(f, sizeof(f), "steps[%zu].transform", i);
+        code = rpc_params_transform(ps->transform, f, *len, st, err, errlen);
+        break;
+    case AMP__V1__STEP__KIND_HISTOGRAM:
+        snprintf(f, sizeof(f), "steps[%zu].histogram", i);
+        code = rpc_params_histogram(ps->histogram, f, *len, max_message, st, err, errlen);
+        break;
+    case AMP__V1__STEP__KIND_FILL:
+        snprintf(f, sizeof(f), "steps[%zu].fill", i);
+        code = rpc_params_fill(ps->fill, f, max_message, st, err, errlen);
+        break;
+    default:
+        snprintf(err, errlen, "steps[%zu]: no step kind set", i);
+        return STATUS_INVALID_ARGUMENT;
+    }
+    if (code != STATUS_OK)
+        return code;
+    *len = rpc_step_output_len(st, *len);
+    *reply += st->kind == STEP_HISTOGRAM ? (uint64_t)st->u.hist.bins * sizeof(uint64_t) : *len;
+    return STATUS_OK;
+}
+
+static enum status_code rpc_pipeline_steps(const Amp__V1__PipelineRequest *r, struct job *job,
+                                           size_t max_message, char *err, size_t errlen)
+{
+    uint64_t len = job->in_len, reply = 0;
+    for (size_t i = 0; i < r->n_steps; i++) {
+        enum status_code code = rpc_pipeline_step(r->steps[i], i, max_message, &job->steps[i],
+                                                  &len, &reply, err, errlen);
+        if (code != STATUS_OK)
+            return code;
+    }
+    if (reply > max_message) {
+        snprintf(err, errlen,
+                 "steps: the results (%" PRIu64 " bytes) would exceed --max-message-bytes (%zu)",
+                 reply, max_message);
+        return STATUS_INVALID_ARGUMENT;
+    }
+    return STATUS_OK;
+}
+
+void rpc_pipeline(struct rpc_call *rc, ProtobufCMessage *req)
+{
+    Amp__V1__PipelineRequest *r = (Amp__V1__PipelineRequest *)req;
+    if (r->n_steps == 0) {
+        rpc_fail(rc, STATUS_INVALID_ARGUMENT, "steps: a pipeline needs at least one step");
+        return;
+    }
+    if (r->n_steps > RPC_PIPELINE_MAX_STEPS) {
+        rpc_fail(rc, STATUS_INVALID_ARGUMENT, "steps: at most %d steps, got %zu",
+                 RPC_PIPELINE_MAX_STEPS, r->n_steps);
+        return;
+    }
+    struct job *job = rpc_job_new(rc, r->n_steps, &r->data);
+    if (!job)
+        return;
+    char err[STATUS_MSG_MAX];
+    enum status_code code =
+        rpc_pipeline_steps(r, job, rc->env->max_message_bytes, err, sizeof(err));
+    if (code == STATUS_OK)
+        code = rpc_params_device(r->device, job, err, sizeof(err));
+    if (code != STATUS_OK) {
+        rpc_job_refuse(rc, job, code, err);
+        return;
+    }
+    rpc_submit(rc, job, rpc_pipeline_done);
+}

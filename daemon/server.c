@@ -1,0 +1,165 @@
+/* server.c: wiring and the daemon's life on the loop (see server.h).
+ *
+ * Shutdown order matters: listeners close first (no new sockets), then
+ * connections get GOAWAY and close as their calls finish; once none is left
+ * (or the drain timer fires and they are closed by force) the scheduler
+ * stops its runners, which finish the job in hand and cancel queued ones,
+ * and the loop runs until every handle's close callback has freed it.
+ */
+#include "server.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <uv.h>
+
+#include "conn.h"
+#include "listen.h"
+#include "rpc.h"
+#include "scheduler.h"
+
+struct server {
+    uv_loop_t loop;
+    const struct config *cfg;
+    struct rpc_env env;
+    struct conn_set conns;
+    struct sched *sched;
+    struct listener *listeners[AMPD_MAX_LISTEN];
+    size_t nlisteners;
+    uv_signal_t sigterm, sigint;
+    uv_timer_t drain_timer;
+    bool draining;
+    bool stopped;           /* final teardown started */
+};
+
+static void server_on_accept(struct listen_sock *sock, void *ctx)
+{
+    struct server *srv = ctx;
+    conn_accept(&srv->conns, sock);
+}
+
+static int server_listen(struct server *srv)
+{
+    for (size_t i = 0; i < srv->cfg->nlisten; i++) {
+        const char *text = srv->cfg->listen[i];
+        struct address addr;
+        char err[256];
+        if (address_parse(text, &addr, err, sizeof(err)) != 0
+            || listen_open(&srv->loop, &addr, server_on_accept, srv, &srv->listeners[i], err,
+                           sizeof(err))
+                   != 0) {
+            fprintf(stderr, "ampd: --listen %s: %s\n", text, err);
+            return -1;
+        }
+        srv->nlisteners++;
+        fprintf(stderr, "ampd: listening on %s\n", text);
+    }
+    return 0;
+}
+
+static void server_close_listeners(struct server *srv)
+{
+    for (size_t i = 0; i < srv->nlisteners; i++)
+        listen_close(srv->listeners[i]);
+    srv->nlisteners = 0;
+}
+
+/* Everything is drained or given up on: close the remaining handles. */
+static void server_stop(struct server *srv)
+{
+    if (srv->stopped)
+        return;
+    srv->stopped = true;
+    uv_timer_stop(&srv->drain_timer);
+    conn_close_all(&srv->conns);
+    if (srv->sched) {
+        sched_close(srv->sched);
+        srv->sched = NULL;
+        srv->env.sched = NULL;
+    }
+    uv_close((uv_handle_t *)&srv->sigterm, NULL);
+    uv_close((uv_handle_t *)&srv->sigint, NULL);
+    uv_close((uv_handle_t *)&srv->drain_timer, NULL);
+}
+
+static void server_on_conns_empty(void *ctx)
+{
+    server_stop(ctx);
+}
+
+static void server_on_drain_timeout(uv_timer_t *t)
+{
+    struct server *srv = t->data;
+    fprintf(stderr, "ampd: drain timeout: closing %u remaining connections\n", srv->conns.count);
+    server_stop(srv);
+}
+
+static void server_on_signal(uv_signal_t *h, int signum)
+{
+    struct server *srv = h->data;
+    if (srv->draining) {
+        fprintf(stderr, "ampd: signal %d again: stopping now\n", signum);
+        server_stop(srv);
+        return;
+    }
+    fprintf(stderr, "ampd: signal %d: draining\n", signum);
+    srv->draining = true;
+    srv->env.draining = true;
+    server_close_listeners(srv);
+    uv_timer_start(&srv->drain_timer, server_on_drain_timeout, srv->cfg->drain_timeout_ms, 0);
+    conn_drain_all(&srv->conns); /* may call server_on_conns_empty at once */
+}
+
+static void server_init(struct server *srv, const struct config *cfg)
+{
+    srv->cfg = cfg;
+    srv->env.max_message_bytes = (size_t)cfg->max_message_bytes;
+    srv->env.start_ms = rpc_now_ms();
+    srv->conns.max = cfg->max_connections;
+    srv->conns.h2cfg.max_message_bytes = (size_t)cfg->max_message_bytes;
+    srv->conns.h2cfg.max_streams = cfg->max_streams;
+    srv->conns.env = &srv->env;
+    srv->conns.empty = server_on_conns_empty;
+    srv->conns.ctx = srv;
+    uv_signal_init(&srv->loop, &srv->sigterm);
+    uv_signal_init(&srv->loop, &srv->sigint);
+    uv_timer_init(&srv->loop, &srv->drain_timer);
+    srv->sigterm.data = srv->sigint.data = srv->drain_timer.data = srv;
+}
+
+int server_run(const struct config *cfg, struct dev **devs, size_t ndevs, size_t default_index)
+{
+    struct server *srv = calloc(1, sizeof(*srv));
+    if (!srv || uv_loop_init(&srv->loop) != 0) {
+        fprintf(stderr, "ampd: cannot start the event loop\n");
+        free(srv);
+        return 1;
+    }
+    server_init(srv, cfg);
+    int status = 0;
+    char err[256];
+    struct sched_limits limits = { cfg->max_jobs, cfg->max_job_memory };
+    if (sched_new(&srv->loop, devs, ndevs, default_index, &limits, &srv->sched, err, sizeof(err))
+        != 0) {
+        fprintf(stderr, "ampd: %s\n", err);
+        status = 1;
+    } else {
+        srv->env.sched = srv->sched;
+        if (server_listen(srv) != 0)
+            status = 1;
+    }
+    if (status == 0) {
+        uv_signal_start(&srv->sigterm, server_on_signal, SIGTERM);
+        uv_signal_start(&srv->sigint, server_on_signal, SIGINT);
+        uv_run(&srv->loop, UV_RUN_DEFAULT);
+    } else {
+        server_close_listeners(srv);
+        server_stop(srv);
+    }
+    /* Close callbacks still pending run here. */
+    uv_run(&srv->loop, UV_RUN_DEFAULT);
+    if (uv_loop_close(&srv->loop) != 0)
+        fprintf(stderr, "ampd: warning: handles left open at exit\n");
+    free(srv);
+    return status;
+}
