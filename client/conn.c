@@ -120,12 +120,28 @@ static int conn_open_tcp(amp_conn *c, const struct address *a)
     return conn_fail(c, AMP_ECONNECT, "connect to %s:%d: %s", a->host, a->port, strerror(err));
 }
 
+/* nghttp2 found the peer breaking HTTP/2 (it then ends the session with
+ * GOAWAY): remember why, so the call reports AMP_EPROTO with a reason
+ * instead of a bare "session ended". */
+static int conn_on_error(nghttp2_session *s, int lib_error_code, const char *msg, size_t len,
+                         void *user_data)
+{
+    (void)s;
+    (void)lib_error_code;
+    amp_conn *c = user_data;
+    c->proto_error = 1;
+    snprintf(c->proto_message, sizeof c->proto_message, "HTTP/2 error from the daemon: %.*s",
+             (int)len, msg);
+    return 0;
+}
+
 static int conn_open_session(amp_conn *c)
 {
     nghttp2_session_callbacks *cbs;
     if (nghttp2_session_callbacks_new(&cbs) != 0)
         return conn_fail(c, AMP_ENOMEM, "out of memory");
     call_session_callbacks(cbs);
+    nghttp2_session_callbacks_set_error_callback2(cbs, conn_on_error);
     int rv = nghttp2_session_client_new(&c->h2, cbs, c);
     nghttp2_session_callbacks_del(cbs);
     if (rv != 0)
@@ -316,8 +332,11 @@ int conn_pump(amp_conn *c, long long deadline_ms, const int *done)
             return 0;
         }
         int pending = c->out_pos < c->out_len;
-        if (!pending && !nghttp2_session_want_read(c->h2))
+        if (!pending && !nghttp2_session_want_read(c->h2)) {
+            if (c->proto_error)
+                return conn_broke(c, AMP_EPROTO, c->proto_message, 0);
             return conn_broke(c, AMP_EIO, "the daemon ended the HTTP/2 session", 0);
+        }
         struct pollfd pfd = { c->fd, (short)(POLLIN | (pending ? POLLOUT : 0)), 0 };
         int timeout = conn_poll_timeout(deadline_ms);
         int n = poll(&pfd, 1, timeout);

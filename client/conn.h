@@ -23,6 +23,8 @@ struct amp_conn {
     int fd;                /* non-blocking socket, owned */
     nghttp2_session *h2;   /* client session, owned; does no I/O itself */
     int broken;            /* set after an I/O or protocol failure: later calls fail fast */
+    int proto_error;       /* nghttp2 saw the peer break HTTP/2; proto_message says how */
+    char proto_message[CONN_MESSAGE_MAX];
     struct call *call;     /* the call in progress or NULL; owned by its caller's stack */
     uint8_t *out;          /* bytes nghttp2 produced, not yet written: out_pos <= out_len <= out_cap */
     size_t out_pos, out_len, out_cap;

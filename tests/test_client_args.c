@@ -1,0 +1,215 @@
+/* test_client_args.c: libampclient refuses bad arguments locally with
+ * AMP_EINVAL and a message naming the argument, before sending anything.
+ *
+ * The connection goes to a listening Unix socket that never accepts: the
+ * kernel completes connect() from its backlog, so amp_connect succeeds,
+ * and any call that did reach the wire would hang instead of failing fast
+ * (each call also carries a deadline, so such a bug fails, not hangs).
+ */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "amp.h"
+
+#define ARGS_DEADLINE_MS 2000
+
+static char dir[64];
+static char sock_path[100];
+static char address[220];
+static int listen_fd = -1;
+static amp_conn *conn;
+static const amp_opts deadline_opts = { NULL, ARGS_DEADLINE_MS };
+
+static void setup(void)
+{
+    snprintf(dir, sizeof dir, "/tmp/amp-args-XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(sock_path, sizeof sock_path, "%s/s.sock", dir);
+    snprintf(address, sizeof address, "unix:%s", sock_path);
+    struct sockaddr_un sa = { .sun_family = AF_UNIX };
+    snprintf(sa.sun_path, sizeof sa.sun_path, "%s", sock_path);
+    listen_fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    ck_assert_int_ge(listen_fd, 0);
+    ck_assert_int_eq(bind(listen_fd, (struct sockaddr *)&sa, sizeof sa), 0);
+    ck_assert_int_eq(listen(listen_fd, 16), 0);
+    ck_assert_int_eq(amp_connect(address, &conn), 0);
+}
+
+static void teardown(void)
+{
+    amp_close(conn);
+    conn = NULL;
+    close(listen_fd);
+    unlink(sock_path);
+    rmdir(dir);
+}
+
+/* rc must be AMP_EINVAL and the message must mention what. */
+static void expect_einval(int rc, const char *what)
+{
+    ck_assert_msg(rc == AMP_EINVAL, "rc %d (%s), want AMP_EINVAL for %s", rc, amp_strerror(rc),
+                  what);
+    const char *msg = amp_last_message(conn);
+    ck_assert_msg(strstr(msg, what), "message '%s' does not name '%s'", msg, what);
+}
+
+START_TEST(strerror_names_every_code)
+{
+    const char *seen[16] = { 0 };
+    for (int code = AMP_OK; code >= AMP_ENOTFOUND; code--) {
+        const char *s = amp_strerror(code);
+        ck_assert_ptr_nonnull(s);
+        ck_assert_msg(strcmp(s, amp_strerror(-1000)) != 0, "code %d has no name", code);
+        for (int j = 0; j < -code; j++)
+            ck_assert_msg(strcmp(seen[j], s) != 0, "codes %d and %d share '%s'", -j, code, s);
+        seen[-code] = s;
+    }
+    ck_assert_ptr_nonnull(amp_strerror(1));
+    ck_assert_ptr_nonnull(amp_strerror(-1000));
+}
+END_TEST
+
+START_TEST(null_connection)
+{
+    void *out;
+    size_t n;
+    amp_hist h;
+    amp_device *list;
+    amp_daemon_status st;
+    int serving;
+    amp_transform_params tp = { .op = AMP_OP_ADD };
+    amp_hist_params hp = { .type = AMP_TYPE_UINT8 };
+    amp_fill_params fp = { .type = AMP_TYPE_INT32, .count = 1 };
+    ck_assert_int_eq(amp_reverse(NULL, NULL, "a", 1, &out, &n), AMP_EINVAL);
+    ck_assert_int_eq(amp_transform(NULL, NULL, &tp, "a", 1, &out, &n), AMP_EINVAL);
+    ck_assert_int_eq(amp_histogram(NULL, NULL, &hp, "a", 1, &h), AMP_EINVAL);
+    ck_assert_int_eq(amp_fill(NULL, NULL, &fp, &out, &n), AMP_EINVAL);
+    ck_assert_int_eq(amp_devices(NULL, &list, &n), AMP_EINVAL);
+    ck_assert_int_eq(amp_status(NULL, NULL, &st), AMP_EINVAL);
+    ck_assert_int_eq(amp_health(NULL, NULL, "", &serving), AMP_EINVAL);
+    ck_assert_int_eq(amp_connect(address, NULL), AMP_EINVAL);
+    ck_assert_str_eq(amp_last_device(NULL), "");
+    /* Releasing nothing is fine. */
+    amp_close(NULL);
+    amp_free(NULL);
+    amp_hist_free(NULL);
+}
+END_TEST
+
+START_TEST(reverse_args)
+{
+    void *out = (void *)1;
+    size_t n = 99;
+    expect_einval(amp_reverse(conn, &deadline_opts, "abc", 3, NULL, &n), "out");
+    expect_einval(amp_reverse(conn, &deadline_opts, "abc", 3, &out, NULL), "out_len");
+    expect_einval(amp_reverse(conn, &deadline_opts, NULL, 3, &out, &n), "in is NULL");
+    ck_assert_ptr_null(out); /* cleared even on failure */
+    ck_assert_uint_eq(n, 0);
+    amp_opts bad = { NULL, -5 };
+    expect_einval(amp_reverse(conn, &bad, "abc", 3, &out, &n), "timeout_ms");
+    ck_assert_str_eq(amp_last_device(conn), "");
+}
+END_TEST
+
+START_TEST(transform_args)
+{
+    void *out;
+    size_t n;
+    uint8_t table[256] = { 0 };
+    amp_transform_params p = { .op = AMP_OP_XOR, .value = 1 };
+    expect_einval(amp_transform(conn, &deadline_opts, NULL, "ab", 2, &out, &n), "params");
+    expect_einval(amp_transform(conn, &deadline_opts, &p, NULL, 2, &out, &n), "in is NULL");
+    expect_einval(amp_transform(conn, &deadline_opts, &p, "ab", 2, NULL, &n), "out");
+    p.op = 0;
+    expect_einval(amp_transform(conn, &deadline_opts, &p, "ab", 2, &out, &n), "params.op");
+    p.op = (amp_op)77;
+    expect_einval(amp_transform(conn, &deadline_opts, &p, "ab", 2, &out, &n), "params.op");
+    p.op = AMP_OP_MAP;
+    p.table_len = sizeof table;
+    expect_einval(amp_transform(conn, &deadline_opts, &p, "ab", 2, &out, &n), "params.table");
+    p.table = table;
+    p.table_len = 255;
+    expect_einval(amp_transform(conn, &deadline_opts, &p, "ab", 2, &out, &n),
+                  "params.table_len");
+    p.table_len = 257;
+    expect_einval(amp_transform(conn, &deadline_opts, &p, "ab", 2, &out, &n),
+                  "params.table_len");
+}
+END_TEST
+
+START_TEST(histogram_args)
+{
+    amp_hist h;
+    amp_hist_params p = { .type = AMP_TYPE_FLOAT32, .bins = 4, .lo = 0, .hi = 1 };
+    expect_einval(amp_histogram(conn, &deadline_opts, &p, "abcd", 4, NULL), "h must not");
+    expect_einval(amp_histogram(conn, &deadline_opts, NULL, "abcd", 4, &h), "params");
+    ck_assert_ptr_null(h.counts);
+    expect_einval(amp_histogram(conn, &deadline_opts, &p, NULL, 4, &h), "in is NULL");
+    p.type = 0;
+    expect_einval(amp_histogram(conn, &deadline_opts, &p, "abcd", 4, &h), "params.type");
+    p.type = (amp_type)9;
+    expect_einval(amp_histogram(conn, &deadline_opts, &p, "abcd", 4, &h), "params.type");
+    amp_hist_free(&h); /* a cleared result frees cleanly */
+}
+END_TEST
+
+START_TEST(fill_args)
+{
+    void *out;
+    size_t n;
+    amp_fill_params p = { .type = AMP_TYPE_INT32, .count = 4 };
+    expect_einval(amp_fill(conn, &deadline_opts, NULL, &out, &n), "params");
+    expect_einval(amp_fill(conn, &deadline_opts, &p, NULL, &n), "out");
+    p.type = 0;
+    expect_einval(amp_fill(conn, &deadline_opts, &p, &out, &n), "params.type");
+    p.type = (amp_type)-3;
+    expect_einval(amp_fill(conn, &deadline_opts, &p, &out, &n), "params.type");
+}
+END_TEST
+
+START_TEST(introspection_args)
+{
+    amp_device *list;
+    size_t n;
+    expect_einval(amp_devices(conn, NULL, &n), "list");
+    expect_einval(amp_devices(conn, &list, NULL), "n must not");
+    expect_einval(amp_status(conn, &deadline_opts, NULL), "st");
+    expect_einval(amp_health(conn, &deadline_opts, "", NULL), "serving");
+}
+END_TEST
+
+START_TEST(message_cleared_by_next_call)
+{
+    void *out;
+    size_t n;
+    expect_einval(amp_reverse(conn, &deadline_opts, NULL, 1, &out, &n), "in is NULL");
+    expect_einval(amp_fill(conn, &deadline_opts, NULL, &out, &n), "params");
+    ck_assert_ptr_null(strstr(amp_last_message(conn), "in is NULL"));
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("client_args");
+    TCase *tc = tcase_create("local checks");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, strerror_names_every_code);
+    tcase_add_test(tc, null_connection);
+    tcase_add_test(tc, reverse_args);
+    tcase_add_test(tc, transform_args);
+    tcase_add_test(tc, histogram_args);
+    tcase_add_test(tc, fill_args);
+    tcase_add_test(tc, introspection_args);
+    tcase_add_test(tc, message_cleared_by_next_call);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
