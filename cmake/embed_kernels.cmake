@@ -1,7 +1,7 @@
 # Writes OUT, a C file holding every kernel source in FILES as a string:
 #   const struct kernel_source kernel_sources[] = {{"reverse", "..."}, ...};
 # so the daemon needs no kernel files at run time. Run with cmake -P.
-set(body "/* Generated from kernels/*.cl by cmake/embed_kernels.cmake. */\n#include \"kernels.h\"\n\n")
+set(body "/* Generated from kernels/NAME.cl by cmake/embed_kernels.cmake. */\n#include \"kernels.h\"\n\n")
 set(table "const struct kernel_source kernel_sources[] = {\n")
 foreach(f ${FILES})
   get_filename_component(name ${f} NAME_WE)

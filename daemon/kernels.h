@@ -1,4 +1,4 @@
-/* kernels.h: the OpenCL C sources of kernels/*.cl, embedded at build time
+/* kernels.h: the OpenCL C sources of kernels/NAME.cl, embedded at build time
  * by cmake/embed_kernels.cmake (one entry per file, named after it). */
 #ifndef AMPD_KERNELS_H
 #define AMPD_KERNELS_H
