@@ -1,0 +1,176 @@
+/* dev.c: running a job's steps on one device (dev_run, see dev.h).
+ *
+ * The input is copied in once; each data step writes a new device buffer
+ * that becomes the next step's input and is copied back as that step's
+ * result; histogram steps only read. All commands go through dev_exec.c,
+ * whose hazard tracking lets step i's copy out run while step i+1 reads the
+ * same buffer. Steps are validated against the device before anything is
+ * enqueued. The kernels themselves are driven by op_*.c.
+ */
+#include "op.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Checks every step and computes the data length flowing out of each. */
+static enum status_code dev_check_steps(struct dev *d, struct job *job, size_t *out_len)
+{
+    size_t len = job->in_len;
+    for (size_t i = 0; i < job->nsteps; i++) {
+        const struct step *s = &job->steps[i];
+        enum status_code st = STATUS_OK;
+        switch (s->kind) {
+        case STEP_REVERSE:
+            break;
+        case STEP_TRANSFORM:
+            st = op_transform_check(d, &s->u.transform, len, job);
+            break;
+        case STEP_HISTOGRAM:
+            st = op_hist_check(d, &s->u.hist, len, job);
+            break;
+        case STEP_FILL:
+            st = op_fill_check(d, &s->u.fill, job);
+            if (st == STATUS_OK)
+                len = (size_t)(s->u.fill.count * elem_size(s->u.fill.type));
+            break;
+        default:
+            st = job_fail(job, STATUS_INVALID_ARGUMENT, "steps[%zu]: unknown step kind %d", i,
+                          (int)s->kind);
+        }
+        if (st != STATUS_OK)
+            return st;
+        out_len[i] = len;
+    }
+    return STATUS_OK;
+}
+
+/* Host memory for a data result; never NULL, even for 0 bytes, so that
+ * callers may pass it to memcpy. */
+static enum status_code dev_result_alloc(struct dev_exec *x, struct step_result *r, size_t len)
+{
+    r->len = len;
+    r->data = malloc(len ? len : 1);
+    if (!r->data) {
+        x->failed = true;
+        return job_fail(x->job, STATUS_RESOURCE_EXHAUSTED, "no host memory for a %zu-byte result",
+                        len);
+    }
+    return STATUS_OK;
+}
+
+/* Runs a data-producing step from *cur into a new buffer, queues its copy
+ * out, and makes the new buffer *cur. */
+static enum status_code dev_data_step(struct dev_exec *x, const struct step *s,
+                                      struct dev_buf *cur, bool cur_is_result, size_t out_len,
+                                      struct step_result *r)
+{
+    struct dev_buf out;
+    enum status_code st;
+    if (s->kind == STEP_TRANSFORM && !cur_is_result) {
+        /* Nobody else reads cur: transform it in place, touching only the
+         * sub-range. */
+        out = *cur;
+        memset(cur, 0, sizeof(*cur));
+        st = op_transform(x, &s->u.transform, &out, &out);
+    } else {
+        st = dev_buf_create(x, &out, out_len, "a step's output buffer");
+        if (st == STATUS_OK) {
+            if (s->kind == STEP_REVERSE)
+                st = op_reverse(x, cur, &out);
+            else if (s->kind == STEP_TRANSFORM)
+                st = op_transform(x, &s->u.transform, cur, &out);
+            else
+                st = op_fill(x, &s->u.fill, &out);
+        }
+        /* Deferred by OpenCL until the commands using it have run. */
+        dev_buf_release(cur);
+    }
+    *cur = out;
+    if (st == STATUS_OK)
+        st = dev_result_alloc(x, r, out_len);
+    if (st == STATUS_OK)
+        st = dev_exec_read(x, cur, r->data, 0, out_len);
+    return st;
+}
+
+static void dev_free_slots(uint64_t **slots, size_t n)
+{
+    if (!slots)
+        return;
+    for (size_t i = 0; i < n; i++)
+        free(slots[i]);
+    free(slots);
+}
+
+static enum status_code dev_enqueue_steps(struct dev_exec *x, const size_t *out_len,
+                                          uint64_t **slots)
+{
+    struct job *job = x->job;
+    struct dev_buf cur;
+    bool cur_is_result = false;
+    enum status_code st = dev_buf_create(x, &cur, job->in_len, "the job's input");
+    if (st == STATUS_OK && job->steps[0].kind != STEP_FILL)
+        st = dev_exec_write(x, &cur, job->in, job->in_len);
+    for (size_t i = 0; i < job->nsteps && st == STATUS_OK; i++) {
+        const struct step *s = &job->steps[i];
+        if (s->kind == STEP_HISTOGRAM) {
+            slots[i] = calloc(OP_HIST_SLOTS(s->u.hist.bins), sizeof(uint64_t));
+            if (!slots[i]) {
+                x->failed = true;
+                st = job_fail(job, STATUS_RESOURCE_EXHAUSTED, "no host memory for %u bins",
+                              s->u.hist.bins);
+                break;
+            }
+            st = op_hist(x, &s->u.hist, &cur, slots[i]);
+            continue;
+        }
+        st = dev_data_step(x, s, &cur, cur_is_result, out_len[i], &job->results[i]);
+        cur_is_result = true;
+    }
+    dev_buf_release(&cur);
+    return st;
+}
+
+static void dev_collect_hists(struct job *job, uint64_t **slots)
+{
+    for (size_t i = 0; i < job->nsteps && job->status == STATUS_OK; i++)
+        if (job->steps[i].kind == STEP_HISTOGRAM)
+            op_hist_result(&job->steps[i].u.hist, slots[i], &job->results[i].hist, job);
+}
+
+/* On failure a job keeps its results array but no result data. */
+static void dev_drop_results(struct job *job)
+{
+    for (size_t i = 0; i < job->nsteps; i++) {
+        free(job->results[i].data);
+        free(job->results[i].hist.counts);
+        memset(&job->results[i], 0, sizeof(job->results[i]));
+    }
+}
+
+void dev_run(struct dev *d, struct job *job)
+{
+    snprintf(job->device, sizeof job->device, "%u: %.100s", d->info.index, d->info.name);
+    job->status = STATUS_OK;
+    job->msg[0] = '\0';
+    if (!job->results)
+        job->results = calloc(job->nsteps ? job->nsteps : 1, sizeof(*job->results));
+    size_t *out_len = calloc(job->nsteps ? job->nsteps : 1, sizeof(*out_len));
+    uint64_t **slots = calloc(job->nsteps ? job->nsteps : 1, sizeof(*slots));
+    if (!job->results || !out_len || !slots) {
+        job_fail(job, STATUS_RESOURCE_EXHAUSTED, "out of host memory");
+    } else if (job->nsteps == 0) {
+        job_fail(job, STATUS_INVALID_ARGUMENT, "steps: a job needs at least one step");
+    } else if (dev_check_steps(d, job, out_len) == STATUS_OK) {
+        struct dev_exec x;
+        dev_exec_init(&x, d, job);
+        dev_enqueue_steps(&x, out_len, slots);
+        if (dev_exec_finish(&x) == STATUS_OK)
+            dev_collect_hists(job, slots);
+    }
+    if (job->status != STATUS_OK && job->results)
+        dev_drop_results(job);
+    dev_free_slots(slots, job->nsteps);
+    free(out_len);
+}

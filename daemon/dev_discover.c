@@ -1,0 +1,342 @@
+/* dev_discover.c: finding and opening OpenCL devices (dev.h).
+ *
+ * Every device of every platform is opened: a context, three in-order
+ * queues (dev_internal.h) and every program of kernels/NAME.cl built for it.
+ * The list is ordered GPUs, then accelerators, then CPUs, whatever order the
+ * ICD loader reports platforms in (on a GPU host PoCL may come first). A
+ * device that cannot be opened is skipped with a warning; dev.c and op_*.c
+ * run jobs on the devices opened here.
+ */
+#include "dev_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels.h"
+
+/* OpenCL C 1.2 everywhere: NVIDIA's driver offers no more to C kernels. */
+#define DEV_BUILD_OPTIONS "-cl-std=CL1.2"
+/* Default cap on work-items per launch; far below any device's limit on a
+ * global size, large enough that splitting is rare. */
+#define DEV_LAUNCH_ITEMS_DEFAULT (1ull << 30)
+#define DEV_MAX_PLATFORMS 16
+#define DEV_MAX_DEVICES_PER_PLATFORM 64
+
+struct dev_candidate {
+    cl_platform_id platform;
+    cl_device_id id;
+    enum dev_type type;
+};
+
+const char *dev_type_name(enum dev_type t)
+{
+    switch (t) {
+    case DEV_GPU: return "gpu";
+    case DEV_CPU: return "cpu";
+    case DEV_ACCEL: return "accelerator";
+    }
+    return "unknown";
+}
+
+const struct dev_info *dev_info(const struct dev *d)
+{
+    return &d->info;
+}
+
+void dev_set_constant_limit_for_test(struct dev *d, uint64_t bytes)
+{
+    d->info.max_constant_buffer_size = bytes;
+}
+
+void dev_set_launch_items_max_for_test(struct dev *d, uint64_t items)
+{
+    d->launch_items_max = items ? items : 1;
+}
+
+cl_kernel dev_kernel(const struct dev *d, const char *name)
+{
+    for (size_t i = 0; i < d->nkernels; i++)
+        if (strcmp(d->kernels[i].name, name) == 0)
+            return d->kernels[i].k;
+    return NULL;
+}
+
+static enum dev_type dev_type_of(cl_device_type t)
+{
+    if (t & CL_DEVICE_TYPE_GPU)
+        return DEV_GPU;
+    if (t & CL_DEVICE_TYPE_CPU)
+        return DEV_CPU;
+    return DEV_ACCEL;
+}
+
+/* Rank in the device list: GPUs, then accelerators, then CPUs. */
+static int dev_type_rank(enum dev_type t)
+{
+    switch (t) {
+    case DEV_GPU: return 0;
+    case DEV_ACCEL: return 1;
+    case DEV_CPU: return 2;
+    }
+    return 3;
+}
+
+static void dev_get_string(cl_device_id id, cl_device_info what, char *buf, size_t len)
+{
+    buf[0] = '\0';
+    if (clGetDeviceInfo(id, what, len, buf, NULL) != CL_SUCCESS)
+        snprintf(buf, len, "?");
+    buf[len - 1] = '\0';
+}
+
+static uint64_t dev_get_u64(cl_device_id id, cl_device_info what)
+{
+    cl_ulong v = 0;
+    clGetDeviceInfo(id, what, sizeof v, &v, NULL);
+    return v;
+}
+
+static void dev_fill_info(struct dev *d)
+{
+    struct dev_info *in = &d->info;
+    dev_get_string(d->id, CL_DEVICE_NAME, in->name, sizeof in->name);
+    dev_get_string(d->id, CL_DEVICE_VENDOR, in->vendor, sizeof in->vendor);
+    in->platform[0] = '\0';
+    clGetPlatformInfo(d->platform, CL_PLATFORM_NAME, sizeof in->platform, in->platform, NULL);
+    in->platform[sizeof in->platform - 1] = '\0';
+    in->global_mem_size = dev_get_u64(d->id, CL_DEVICE_GLOBAL_MEM_SIZE);
+    in->max_constant_buffer_size = dev_get_u64(d->id, CL_DEVICE_MAX_CONSTANT_BUFFER_SIZE);
+    in->max_mem_alloc_size = dev_get_u64(d->id, CL_DEVICE_MAX_MEM_ALLOC_SIZE);
+    size_t wg = 0;
+    clGetDeviceInfo(d->id, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof wg, &wg, NULL);
+    in->max_work_group_size = wg;
+    cl_uint cu = 0;
+    clGetDeviceInfo(d->id, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof cu, &cu, NULL);
+    in->compute_units = cu ? cu : 1;
+    d->local_mem_size = dev_get_u64(d->id, CL_DEVICE_LOCAL_MEM_SIZE);
+    d->shape = in->type == DEV_CPU ? DEV_SHAPE_CPU : DEV_SHAPE_GPU;
+    d->launch_items_max = DEV_LAUNCH_ITEMS_DEFAULT;
+}
+
+/* Builds kernels/<name>.cl for d; on failure err holds the build log's head. */
+static int dev_build_program(struct dev *d, const struct kernel_source *ks, cl_program *out,
+                             char *err, size_t errlen)
+{
+    cl_int rc;
+    const char *src = ks->source;
+    cl_program p = clCreateProgramWithSource(d->ctx, 1, &src, NULL, &rc);
+    if (rc != CL_SUCCESS) {
+        snprintf(err, errlen, "clCreateProgramWithSource(%s): %s", ks->name,
+                 dev_cl_error_name(rc));
+        return -1;
+    }
+    rc = clBuildProgram(p, 1, &d->id, DEV_BUILD_OPTIONS, NULL, NULL);
+    if (rc != CL_SUCCESS) {
+        char log[2048] = "";
+        clGetProgramBuildInfo(p, d->id, CL_PROGRAM_BUILD_LOG, sizeof log - 1, log, NULL);
+        log[sizeof log - 1] = '\0';
+        snprintf(err, errlen, "building kernels/%s.cl: %s: %s", ks->name,
+                 dev_cl_error_name(rc), log);
+        clReleaseProgram(p);
+        return -1;
+    }
+    *out = p;
+    return 0;
+}
+
+static int dev_add_kernels(struct dev *d, cl_program p, char *err, size_t errlen)
+{
+    cl_kernel ks[DEV_MAX_KERNELS];
+    cl_uint n = 0;
+    cl_int rc = clCreateKernelsInProgram(p, 0, NULL, &n);
+    if (rc == CL_SUCCESS && d->nkernels + n > DEV_MAX_KERNELS) {
+        snprintf(err, errlen, "more than %d kernels", DEV_MAX_KERNELS);
+        return -1;
+    }
+    if (rc == CL_SUCCESS)
+        rc = clCreateKernelsInProgram(p, n, ks, NULL);
+    if (rc != CL_SUCCESS) {
+        snprintf(err, errlen, "clCreateKernelsInProgram: %s", dev_cl_error_name(rc));
+        return -1;
+    }
+    for (cl_uint i = 0; i < n; i++) {
+        struct dev_kernel *k = &d->kernels[d->nkernels++];
+        k->k = ks[i];
+        k->name[0] = '\0';
+        clGetKernelInfo(ks[i], CL_KERNEL_FUNCTION_NAME, sizeof k->name, k->name, NULL);
+        k->name[sizeof k->name - 1] = '\0';
+    }
+    return 0;
+}
+
+static int dev_build_all(struct dev *d, char *err, size_t errlen)
+{
+    size_t n = 0;
+    while (kernel_sources[n].name)
+        n++;
+    d->programs = calloc(n ? n : 1, sizeof(*d->programs));
+    if (!d->programs) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (dev_build_program(d, &kernel_sources[i], &d->programs[i], err, errlen) < 0)
+            return -1;
+        d->nprograms++;
+        if (dev_add_kernels(d, d->programs[i], err, errlen) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+static void dev_close(struct dev *d)
+{
+    if (!d)
+        return;
+    for (size_t i = 0; i < d->nkernels; i++)
+        clReleaseKernel(d->kernels[i].k);
+    for (size_t i = 0; i < d->nprograms; i++)
+        clReleaseProgram(d->programs[i]);
+    free(d->programs);
+    for (int q = 0; q < DEV_NQUEUES; q++)
+        if (d->q[q])
+            clReleaseCommandQueue(d->q[q]);
+    if (d->ctx)
+        clReleaseContext(d->ctx);
+    free(d);
+}
+
+static struct dev *dev_open(const struct dev_candidate *c, char *err, size_t errlen)
+{
+    struct dev *d = calloc(1, sizeof(*d));
+    if (!d) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    d->platform = c->platform;
+    d->id = c->id;
+    d->info.type = c->type;
+    dev_fill_info(d);
+    cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)c->platform, 0};
+    cl_int rc;
+    d->ctx = clCreateContext(props, 1, &c->id, NULL, NULL, &rc);
+    if (rc != CL_SUCCESS) {
+        snprintf(err, errlen, "clCreateContext: %s", dev_cl_error_name(rc));
+        goto fail;
+    }
+    for (int q = 0; q < DEV_NQUEUES; q++) {
+        d->q[q] = clCreateCommandQueue(d->ctx, d->id, 0, &rc);
+        if (rc != CL_SUCCESS) {
+            snprintf(err, errlen, "clCreateCommandQueue: %s", dev_cl_error_name(rc));
+            goto fail;
+        }
+    }
+    if (dev_build_all(d, err, errlen) < 0)
+        goto fail;
+    return d;
+fail:
+    dev_close(d);
+    return NULL;
+}
+
+/* Appends every device of every platform to *cands (malloc'd). */
+static int dev_list_candidates(struct dev_candidate **cands, size_t *n, char *err, size_t errlen)
+{
+    cl_platform_id plats[DEV_MAX_PLATFORMS];
+    cl_uint nplats = 0;
+    cl_int rc = clGetPlatformIDs(DEV_MAX_PLATFORMS, plats, &nplats);
+    if (rc != CL_SUCCESS || nplats == 0) {
+        snprintf(err, errlen, "no OpenCL platform found (clGetPlatformIDs: %s)",
+                 rc == CL_SUCCESS ? "0 platforms" : dev_cl_error_name(rc));
+        return -1;
+    }
+    if (nplats > DEV_MAX_PLATFORMS)
+        nplats = DEV_MAX_PLATFORMS;
+    *cands = calloc((size_t)nplats * DEV_MAX_DEVICES_PER_PLATFORM, sizeof(**cands));
+    if (!*cands) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    *n = 0;
+    for (cl_uint p = 0; p < nplats; p++) {
+        cl_device_id ids[DEV_MAX_DEVICES_PER_PLATFORM];
+        cl_uint nids = 0;
+        if (clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, DEV_MAX_DEVICES_PER_PLATFORM, ids,
+                           &nids) != CL_SUCCESS)
+            continue;
+        if (nids > DEV_MAX_DEVICES_PER_PLATFORM)
+            nids = DEV_MAX_DEVICES_PER_PLATFORM;
+        for (cl_uint i = 0; i < nids; i++) {
+            cl_device_type t = 0;
+            clGetDeviceInfo(ids[i], CL_DEVICE_TYPE, sizeof t, &t, NULL);
+            (*cands)[(*n)++] = (struct dev_candidate){plats[p], ids[i], dev_type_of(t)};
+        }
+    }
+    return 0;
+}
+
+/* Stable insertion sort by type rank: platform order is kept within a type. */
+static void dev_sort_candidates(struct dev_candidate *c, size_t n)
+{
+    for (size_t i = 1; i < n; i++) {
+        struct dev_candidate v = c[i];
+        size_t j = i;
+        while (j > 0 && dev_type_rank(c[j - 1].type) > dev_type_rank(v.type)) {
+            c[j] = c[j - 1];
+            j--;
+        }
+        c[j] = v;
+    }
+}
+
+int dev_open_all(struct dev ***devs, size_t *n, char *err, size_t errlen)
+{
+    struct dev_candidate *cands = NULL;
+    size_t ncands = 0;
+    *devs = NULL;
+    *n = 0;
+    if (dev_list_candidates(&cands, &ncands, err, errlen) < 0) {
+        free(cands);
+        return -1;
+    }
+    dev_sort_candidates(cands, ncands);
+    struct dev **list = calloc(ncands ? ncands : 1, sizeof(*list));
+    if (!list) {
+        free(cands);
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    size_t opened = 0;
+    for (size_t i = 0; i < ncands; i++) {
+        char why[2400];
+        struct dev *d = dev_open(&cands[i], why, sizeof why);
+        if (!d) {
+            char name[128];
+            dev_get_string(cands[i].id, CL_DEVICE_NAME, name, sizeof name);
+            fprintf(stderr, "ampd: warning: skipping OpenCL device '%s': %s\n", name, why);
+            continue;
+        }
+        d->info.index = (unsigned)opened;
+        list[opened++] = d;
+    }
+    free(cands);
+    if (opened == 0) {
+        free(list);
+        snprintf(err, errlen, "no usable OpenCL device (%zu found, none could be opened)",
+                 ncands);
+        return -1;
+    }
+    *devs = list;
+    *n = opened;
+    return 0;
+}
+
+void dev_close_all(struct dev **devs, size_t n)
+{
+    if (!devs)
+        return;
+    for (size_t i = 0; i < n; i++)
+        dev_close(devs[i]);
+    free(devs);
+}

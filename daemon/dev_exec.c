@@ -1,0 +1,338 @@
+/* dev_exec.c: one job's commands on a device's queues.
+ *
+ * Every command (copy in, fill, kernel, copy out) goes through here with
+ * the buffers it touches and how; hazard.c turns those declarations into
+ * the command's wait list. Copies in, kernels and copies out use the
+ * device's three in-order queues, so a copy out of one buffer overlaps a
+ * kernel that only reads it. Each queue is flushed after each command:
+ * a command waiting on another queue's event must not wait for a flush
+ * that never comes.
+ */
+#include "dev_internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Work-groups per compute unit a grid-stride launch aims for: enough to
+ * hide memory latency on a GPU, enough for load balance on a CPU. */
+#define DEV_GROUPS_PER_CU_GPU 8
+#define DEV_GROUPS_PER_CU_CPU 4
+#define DEV_EXEC_EVENTS_INITIAL 16
+
+const char *dev_cl_error_name(cl_int err)
+{
+#define DEV_ERR(e) case e: return #e
+    switch (err) {
+    DEV_ERR(CL_SUCCESS);
+    DEV_ERR(CL_DEVICE_NOT_FOUND);
+    DEV_ERR(CL_DEVICE_NOT_AVAILABLE);
+    DEV_ERR(CL_COMPILER_NOT_AVAILABLE);
+    DEV_ERR(CL_MEM_OBJECT_ALLOCATION_FAILURE);
+    DEV_ERR(CL_OUT_OF_RESOURCES);
+    DEV_ERR(CL_OUT_OF_HOST_MEMORY);
+    DEV_ERR(CL_PROFILING_INFO_NOT_AVAILABLE);
+    DEV_ERR(CL_MEM_COPY_OVERLAP);
+    DEV_ERR(CL_BUILD_PROGRAM_FAILURE);
+    DEV_ERR(CL_MAP_FAILURE);
+    DEV_ERR(CL_MISALIGNED_SUB_BUFFER_OFFSET);
+    DEV_ERR(CL_EXEC_STATUS_ERROR_FOR_EVENTS_IN_WAIT_LIST);
+    DEV_ERR(CL_COMPILE_PROGRAM_FAILURE);
+    DEV_ERR(CL_LINK_PROGRAM_FAILURE);
+    DEV_ERR(CL_INVALID_VALUE);
+    DEV_ERR(CL_INVALID_DEVICE_TYPE);
+    DEV_ERR(CL_INVALID_PLATFORM);
+    DEV_ERR(CL_INVALID_DEVICE);
+    DEV_ERR(CL_INVALID_CONTEXT);
+    DEV_ERR(CL_INVALID_QUEUE_PROPERTIES);
+    DEV_ERR(CL_INVALID_COMMAND_QUEUE);
+    DEV_ERR(CL_INVALID_HOST_PTR);
+    DEV_ERR(CL_INVALID_MEM_OBJECT);
+    DEV_ERR(CL_INVALID_BINARY);
+    DEV_ERR(CL_INVALID_BUILD_OPTIONS);
+    DEV_ERR(CL_INVALID_PROGRAM);
+    DEV_ERR(CL_INVALID_PROGRAM_EXECUTABLE);
+    DEV_ERR(CL_INVALID_KERNEL_NAME);
+    DEV_ERR(CL_INVALID_KERNEL_DEFINITION);
+    DEV_ERR(CL_INVALID_KERNEL);
+    DEV_ERR(CL_INVALID_ARG_INDEX);
+    DEV_ERR(CL_INVALID_ARG_VALUE);
+    DEV_ERR(CL_INVALID_ARG_SIZE);
+    DEV_ERR(CL_INVALID_KERNEL_ARGS);
+    DEV_ERR(CL_INVALID_WORK_DIMENSION);
+    DEV_ERR(CL_INVALID_WORK_GROUP_SIZE);
+    DEV_ERR(CL_INVALID_WORK_ITEM_SIZE);
+    DEV_ERR(CL_INVALID_GLOBAL_OFFSET);
+    DEV_ERR(CL_INVALID_EVENT_WAIT_LIST);
+    DEV_ERR(CL_INVALID_EVENT);
+    DEV_ERR(CL_INVALID_OPERATION);
+    DEV_ERR(CL_INVALID_BUFFER_SIZE);
+    DEV_ERR(CL_INVALID_GLOBAL_WORK_SIZE);
+    DEV_ERR(CL_INVALID_PROPERTY);
+    }
+#undef DEV_ERR
+    static _Thread_local char buf[32];
+    snprintf(buf, sizeof buf, "CL error %d", (int)err);
+    return buf;
+}
+
+static void dev_event_retain(void *ev)
+{
+    clRetainEvent((cl_event)ev);
+}
+
+static void dev_event_release(void *ev)
+{
+    clReleaseEvent((cl_event)ev);
+}
+
+static const struct hazard_ops dev_hazard_ops = {dev_event_retain, dev_event_release};
+
+static bool dev_cl_is_resource(cl_int err)
+{
+    return err == CL_MEM_OBJECT_ALLOCATION_FAILURE || err == CL_OUT_OF_RESOURCES ||
+           err == CL_OUT_OF_HOST_MEMORY;
+}
+
+void dev_exec_init(struct dev_exec *x, struct dev *d, struct job *job)
+{
+    memset(x, 0, sizeof(*x));
+    x->d = d;
+    x->job = job;
+}
+
+enum status_code dev_exec_cl_fail(struct dev_exec *x, const char *what, cl_int err)
+{
+    if (x->failed)
+        return x->job->status;
+    x->failed = true;
+    return job_fail(x->job, dev_cl_is_resource(err) ? STATUS_RESOURCE_EXHAUSTED : STATUS_INTERNAL,
+                    "%s on device %u: %s", what, x->d->info.index, dev_cl_error_name(err));
+}
+
+static enum status_code dev_exec_fail_oom(struct dev_exec *x)
+{
+    if (!x->failed) {
+        x->failed = true;
+        job_fail(x->job, STATUS_RESOURCE_EXHAUSTED, "out of host memory");
+    }
+    return x->job->status;
+}
+
+/* Keeps ev (its reference passes to x) for the final status check. */
+static int dev_exec_keep(struct dev_exec *x, cl_event ev)
+{
+    if (x->nevents == x->cap) {
+        size_t cap = x->cap ? 2 * x->cap : DEV_EXEC_EVENTS_INITIAL;
+        cl_event *e = realloc(x->events, cap * sizeof(*e));
+        if (!e) {
+            clWaitForEvents(1, &ev);
+            clReleaseEvent(ev);
+            return -1;
+        }
+        x->events = e;
+        x->cap = cap;
+    }
+    x->events[x->nevents++] = ev;
+    return 0;
+}
+
+enum status_code dev_exec_finish(struct dev_exec *x)
+{
+    for (int q = 0; q < DEV_NQUEUES; q++)
+        clFinish(x->d->q[q]);
+    for (size_t i = 0; i < x->nevents; i++) {
+        cl_int st = CL_COMPLETE;
+        clGetEventInfo(x->events[i], CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof st, &st, NULL);
+        if (st < 0)
+            dev_exec_cl_fail(x, "a device command failed", st);
+        clReleaseEvent(x->events[i]);
+    }
+    free(x->events);
+    x->events = NULL;
+    x->nevents = x->cap = 0;
+    if (!x->failed)
+        x->job->status = STATUS_OK;
+    return x->job->status;
+}
+
+enum status_code dev_buf_create(struct dev_exec *x, struct dev_buf *b, size_t size,
+                                const char *what)
+{
+    memset(b, 0, sizeof(*b));
+    b->size = size;
+    if (x->failed)
+        return x->job->status;
+    if (size == 0)
+        return STATUS_OK;
+    if (size > x->d->info.max_mem_alloc_size) {
+        x->failed = true;
+        return job_fail(x->job, STATUS_RESOURCE_EXHAUSTED,
+                        "%s needs %zu bytes, over device %u's max_mem_alloc_size %llu", what,
+                        size, x->d->info.index,
+                        (unsigned long long)x->d->info.max_mem_alloc_size);
+    }
+    cl_int rc;
+    b->mem = clCreateBuffer(x->d->ctx, CL_MEM_READ_WRITE, size, NULL, &rc);
+    if (rc != CL_SUCCESS) {
+        b->mem = NULL;
+        return dev_exec_cl_fail(x, what, rc);
+    }
+    return STATUS_OK;
+}
+
+void dev_buf_release(struct dev_buf *b)
+{
+    hazard_buf_clear(&dev_hazard_ops, &b->hz);
+    if (b->mem)
+        clReleaseMemObject(b->mem);
+    b->mem = NULL;
+}
+
+/* The common tail of every command: hazards, bookkeeping, flush. */
+struct dev_cmd {
+    struct hazard_access acc[8];
+    size_t nacc;
+    cl_event waits[HAZARD_MAX_WAITS(8)];
+    cl_uint nwaits;
+    enum dev_queue q;
+};
+
+static void dev_cmd_prepare(struct dev_cmd *c, enum dev_queue q, const struct dev_access *acc,
+                            size_t nacc)
+{
+    void *w[HAZARD_MAX_WAITS(8)];
+    c->q = q;
+    c->nacc = 0;
+    for (size_t i = 0; i < nacc && c->nacc < 8; i++)
+        if (acc[i].buf->mem)
+            c->acc[c->nacc++] = (struct hazard_access){&acc[i].buf->hz, acc[i].mode};
+    c->nwaits = (cl_uint)hazard_waits(c->acc, c->nacc, q, w);
+    for (cl_uint i = 0; i < c->nwaits; i++)
+        c->waits[i] = (cl_event)w[i];
+}
+
+static enum status_code dev_cmd_done(struct dev_exec *x, struct dev_cmd *c, cl_int rc,
+                                     cl_event ev, const char *what)
+{
+    if (rc != CL_SUCCESS)
+        return dev_exec_cl_fail(x, what, rc);
+    hazard_commit(&dev_hazard_ops, c->acc, c->nacc, c->q, ev);
+    clFlush(x->d->q[c->q]);
+    if (dev_exec_keep(x, ev) < 0)
+        return dev_exec_fail_oom(x);
+    return STATUS_OK;
+}
+
+#define DEV_WAITS(c) (c).nwaits, ((c).nwaits ? (c).waits : NULL)
+
+enum status_code dev_exec_write(struct dev_exec *x, struct dev_buf *b, const void *host,
+                                size_t len)
+{
+    if (x->failed)
+        return x->job->status;
+    if (len == 0)
+        return STATUS_OK;
+    struct dev_cmd c;
+    dev_cmd_prepare(&c, DEV_Q_IN, &(struct dev_access){b, HAZARD_WRITE}, 1);
+    cl_event ev = NULL;
+    cl_int rc = clEnqueueWriteBuffer(x->d->q[DEV_Q_IN], b->mem, CL_FALSE, 0, len, host,
+                                     DEV_WAITS(c), &ev);
+    return dev_cmd_done(x, &c, rc, ev, "copying input to the device");
+}
+
+enum status_code dev_exec_read(struct dev_exec *x, struct dev_buf *b, void *host, size_t off,
+                               size_t len)
+{
+    if (x->failed)
+        return x->job->status;
+    if (len == 0)
+        return STATUS_OK;
+    struct dev_cmd c;
+    dev_cmd_prepare(&c, DEV_Q_OUT, &(struct dev_access){b, HAZARD_READ}, 1);
+    cl_event ev = NULL;
+    cl_int rc = clEnqueueReadBuffer(x->d->q[DEV_Q_OUT], b->mem, CL_FALSE, off, len, host,
+                                    DEV_WAITS(c), &ev);
+    return dev_cmd_done(x, &c, rc, ev, "copying a result from the device");
+}
+
+enum status_code dev_exec_fill(struct dev_exec *x, struct dev_buf *b, const void *pattern,
+                               size_t pattern_size, size_t off, size_t len)
+{
+    if (x->failed)
+        return x->job->status;
+    if (len == 0)
+        return STATUS_OK;
+    struct dev_cmd c;
+    dev_cmd_prepare(&c, DEV_Q_KERNEL, &(struct dev_access){b, HAZARD_WRITE}, 1);
+    cl_event ev = NULL;
+    cl_int rc = clEnqueueFillBuffer(x->d->q[DEV_Q_KERNEL], b->mem, pattern, pattern_size, off,
+                                    len, DEV_WAITS(c), &ev);
+    return dev_cmd_done(x, &c, rc, ev, "clearing a device buffer");
+}
+
+enum status_code dev_exec_kernel(struct dev_exec *x, cl_kernel k, const char *name,
+                                 size_t global, size_t local, const struct dev_access *acc,
+                                 size_t nacc)
+{
+    if (x->failed)
+        return x->job->status;
+    if (global == 0)
+        return STATUS_OK;
+    struct dev_cmd c;
+    dev_cmd_prepare(&c, DEV_Q_KERNEL, acc, nacc);
+    cl_event ev = NULL;
+    cl_int rc = clEnqueueNDRangeKernel(x->d->q[DEV_Q_KERNEL], k, 1, NULL, &global,
+                                       local ? &local : NULL, DEV_WAITS(c), &ev);
+    char what[96];
+    snprintf(what, sizeof what, "launching kernel %s", name);
+    return dev_cmd_done(x, &c, rc, ev, what);
+}
+
+enum status_code dev_exec_arg(struct dev_exec *x, cl_kernel k, const char *name, cl_uint i,
+                              size_t size, const void *value)
+{
+    if (x->failed)
+        return x->job->status;
+    cl_int rc = clSetKernelArg(k, i, size, value);
+    if (rc == CL_SUCCESS)
+        return STATUS_OK;
+    char what[96];
+    snprintf(what, sizeof what, "setting argument %u of kernel %s", (unsigned)i, name);
+    return dev_exec_cl_fail(x, what, rc);
+}
+
+size_t dev_grid_size(const struct dev *d, uint64_t items, size_t wg)
+{
+    if (wg == 0)
+        wg = 1;
+    uint64_t per_cu = d->shape == DEV_SHAPE_CPU ? DEV_GROUPS_PER_CU_CPU : DEV_GROUPS_PER_CU_GPU;
+    uint64_t groups = (items + wg - 1) / wg;
+    uint64_t fill = (uint64_t)d->info.compute_units * per_cu;
+    if (groups > fill)
+        groups = fill;
+    uint64_t cap = d->launch_items_max / wg;
+    if (groups > cap)
+        groups = cap;
+    if (groups == 0)
+        groups = 1;
+    return (size_t)(groups * wg);
+}
+
+size_t dev_kernel_wg_max(const struct dev *d, cl_kernel k)
+{
+    size_t max = 0;
+    if (clGetKernelWorkGroupInfo(k, d->id, CL_KERNEL_WORK_GROUP_SIZE, sizeof max, &max, NULL) !=
+            CL_SUCCESS ||
+        max == 0)
+        max = (size_t)d->info.max_work_group_size;
+    if (max > d->info.max_work_group_size)
+        max = (size_t)d->info.max_work_group_size;
+    return max ? max : 1;
+}
+
+size_t dev_kernel_wg(const struct dev *d, cl_kernel k, size_t want)
+{
+    size_t max = dev_kernel_wg_max(d, k);
+    return want < max ? (want ? want : 1) : max;
+}

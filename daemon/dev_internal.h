@@ -1,0 +1,134 @@
+/* dev_internal.h: what the device files share (dev_discover.c, dev_exec.c,
+ * dev.c, op_*.c) and nobody else needs: struct dev itself, one job's run
+ * on a device (struct dev_exec), device buffers with their hazard state,
+ * and the test-only limit setters.
+ */
+#ifndef AMPD_DEV_INTERNAL_H
+#define AMPD_DEV_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <CL/cl.h>
+
+#include "dev.h"
+#include "hazard.h"
+#include "job.h"
+
+/* The three in-order queues of a device. Copies in, kernels and copies out
+ * each get their own so hazard.c can let them overlap. */
+enum dev_queue { DEV_Q_IN, DEV_Q_KERNEL, DEV_Q_OUT, DEV_NQUEUES };
+
+/* Kernel shapes: GPUs get work-groups with local-memory sub-histograms and
+ * grid-stride loops; CPU devices (PoCL) get one work-item per large chunk,
+ * since their local atomics are slow. Chosen once per device at open. */
+enum dev_shape { DEV_SHAPE_GPU, DEV_SHAPE_CPU };
+
+/* Most kernels one device's programs may hold (all kernels/NAME.cl together). */
+#define DEV_MAX_KERNELS 64
+
+struct dev_kernel {
+    char name[64];
+    cl_kernel k;        /* owned by the dev */
+};
+
+struct dev {
+    struct dev_info info;
+    enum dev_shape shape;
+    cl_platform_id platform;
+    cl_device_id id;
+    cl_context ctx;                   /* owned */
+    cl_command_queue q[DEV_NQUEUES];  /* owned, in order */
+    cl_program *programs;             /* owned, one per kernel_sources entry */
+    size_t nprograms;
+    struct dev_kernel kernels[DEV_MAX_KERNELS];
+    size_t nkernels;
+    uint64_t local_mem_size;
+    /* Largest global size (work-items) of one launch; splitting keeps every
+     * launch at or under it. A test may lower it. */
+    uint64_t launch_items_max;
+};
+
+/* Test-only: lower the limits a test wants to exercise without a device
+ * that really has them. They affect only the given device. */
+void dev_set_constant_limit_for_test(struct dev *d, uint64_t bytes);
+void dev_set_launch_items_max_for_test(struct dev *d, uint64_t items);
+
+/* The kernel called name in d's programs, or NULL. */
+cl_kernel dev_kernel(const struct dev *d, const char *name);
+
+/* "CL_OUT_OF_RESOURCES" and friends; "CL error <n>" for unknown codes. */
+const char *dev_cl_error_name(cl_int err);
+
+/* A device buffer and the hazard state of every command touching it. */
+struct dev_buf {
+    cl_mem mem;             /* owned; NULL for a zero-length buffer */
+    size_t size;
+    struct hazard_buf hz;
+};
+
+/* One job's run on a device: every command enqueued for it and whether it
+ * has failed. Commands after a failure are not enqueued. */
+struct dev_exec {
+    struct dev *d;
+    struct job *job;
+    cl_event *events;       /* one reference each, released by dev_exec_finish */
+    size_t nevents, cap;
+    bool failed;            /* job->status/msg say why */
+};
+
+/* How a command touches one buffer. */
+struct dev_access {
+    struct dev_buf *buf;
+    enum hazard_mode mode;
+};
+
+void dev_exec_init(struct dev_exec *x, struct dev *d, struct job *job);
+
+/* Waits for every command of x, turns the first failed command into the
+ * job's status, releases the events. Returns the job's status. */
+enum status_code dev_exec_finish(struct dev_exec *x);
+
+/* Fails the job for a CL error: RESOURCE_EXHAUSTED for allocation and
+ * resource errors, INTERNAL for the rest; the message names what and err. */
+enum status_code dev_exec_cl_fail(struct dev_exec *x, const char *what, cl_int err);
+
+/* Creates a buffer of size bytes (no allocation for 0). Refuses sizes over
+ * the device's max_mem_alloc_size with RESOURCE_EXHAUSTED naming what. */
+enum status_code dev_buf_create(struct dev_exec *x, struct dev_buf *b, size_t size,
+                                const char *what);
+/* Releases b's events and memory; the device keeps the memory alive until
+ * commands already enqueued on it have run. */
+void dev_buf_release(struct dev_buf *b);
+
+/* Non-blocking copies; host memory must stay valid until dev_exec_finish. */
+enum status_code dev_exec_write(struct dev_exec *x, struct dev_buf *b, const void *host,
+                                size_t len);
+enum status_code dev_exec_read(struct dev_exec *x, struct dev_buf *b, void *host, size_t off,
+                               size_t len);
+/* Fills len bytes at off with a repeated pattern (kernel queue). */
+enum status_code dev_exec_fill(struct dev_exec *x, struct dev_buf *b, const void *pattern,
+                               size_t pattern_size, size_t off, size_t len);
+/* Launches k (arguments set) over global items in groups of local (0: the
+ * driver chooses) on the kernel queue, waiting on what acc demands. */
+enum status_code dev_exec_kernel(struct dev_exec *x, cl_kernel k, const char *name,
+                                 size_t global, size_t local, const struct dev_access *acc,
+                                 size_t nacc);
+
+/* clSetKernelArg with the failure reported on the job. */
+enum status_code dev_exec_arg(struct dev_exec *x, cl_kernel k, const char *name, cl_uint i,
+                              size_t size, const void *value);
+
+/* A global size for a grid-stride kernel over items units of work: enough
+ * work-groups of wg items to fill the device, no more than needed, at most
+ * d->launch_items_max, a multiple of wg. */
+size_t dev_grid_size(const struct dev *d, uint64_t items, size_t wg);
+
+/* A work-group size for k on d: want, lowered to what the kernel and the
+ * device allow. */
+size_t dev_kernel_wg(const struct dev *d, cl_kernel k, size_t want);
+/* CL_KERNEL_WORK_GROUP_SIZE of k on d (the device maximum if unknown). */
+size_t dev_kernel_wg_max(const struct dev *d, cl_kernel k);
+
+#endif

@@ -1,0 +1,46 @@
+/* op.h: the kernel families as dev.c uses them, one file each
+ * (op_reverse.c, op_transform.c, op_hist.c, op_fill.c).
+ *
+ * op_*_check() does the device-dependent validation of a step before
+ * anything is enqueued (failing the job with INVALID_ARGUMENT naming the
+ * field and the limit); op_*() enqueues the step's commands through
+ * dev_exec.c, declaring what each touches. Neither blocks.
+ */
+#ifndef AMPD_OP_H
+#define AMPD_OP_H
+
+#include "dev_internal.h"
+
+/* Work-group sizes the grid-stride kernels are written for. */
+#define OP_WG_GPU 256
+#define OP_WG_CPU 16
+
+size_t op_wg(const struct dev *d, cl_kernel k);
+
+/* dst = reverse of src; dst->size == src->size. */
+enum status_code op_reverse(struct dev_exec *x, struct dev_buf *src, struct dev_buf *dst);
+
+enum status_code op_transform_check(const struct dev *d, const struct transform_params *p,
+                                    size_t len, struct job *job);
+/* dst = src with p applied to [offset, offset+length). src == dst works in
+ * place and touches only the sub-range. */
+enum status_code op_transform(struct dev_exec *x, const struct transform_params *p,
+                              struct dev_buf *src, struct dev_buf *dst);
+
+enum status_code op_hist_check(const struct dev *d, const struct hist_params *p, size_t len,
+                               struct job *job);
+/* Counts src into slots: bins counts, then below, above, nan (OP_HIST_SLOTS
+ * entries, host memory valid until dev_exec_finish). */
+#define OP_HIST_SLOTS(bins) ((size_t)(bins) + 3)
+enum status_code op_hist(struct dev_exec *x, const struct hist_params *p, struct dev_buf *src,
+                         uint64_t *slots);
+/* After dev_exec_finish: slots into out (counts malloc'd), clamp applied. */
+enum status_code op_hist_result(const struct hist_params *p, const uint64_t *slots,
+                                struct hist_result *out, struct job *job);
+
+enum status_code op_fill_check(const struct dev *d, const struct fill_params *p,
+                               struct job *job);
+/* dst (p->count elements) = start + k*step. */
+enum status_code op_fill(struct dev_exec *x, const struct fill_params *p, struct dev_buf *dst);
+
+#endif

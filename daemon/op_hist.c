@@ -1,0 +1,262 @@
+/* op_hist.c: the histogram step (kernels/hist.cl).
+ *
+ * Kernels count into 32-bit per-row partials, hist_reduce adds the rows
+ * into a 64-bit device result, which is copied back once. A launch covers
+ * at most OP_HIST_LAUNCH_MAX elements so no 32-bit counter can overflow;
+ * larger inputs take several launches accumulating into the same result.
+ * The kernel shape is chosen per device (see hist.cl): local sub-histograms
+ * on GPUs, global atomics when the bins do not fit local memory, and one
+ * chunk per work-item on CPU devices.
+ */
+#include "op.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hist_bin.h"
+
+#define OP_HIST_BYTE_BINS 256
+#define OP_HIST_LAUNCH_MAX (1ull << 31)  /* elements per launch: fits a uint counter */
+#define OP_HIST_ALIGN 16                 /* launches start on 16-byte boundaries */
+#define OP_HIST_ITEM_ELEMS 16            /* elements per item, for the launch cap */
+#define OP_HIST_MAX_COPIES 8             /* local copies per work-group */
+#define OP_HIST_PARTIALS_BUDGET (64ull << 20)
+#define OP_HIST_REDUCE_WG 64
+
+enum op_hist_shape { OP_HIST_LOCAL, OP_HIST_GLOBAL, OP_HIST_ROWS };
+
+/* One histogram step being enqueued. */
+struct op_hist_run {
+    struct dev_exec *x;
+    const struct hist_params *p;
+    struct hist_bin bin;
+    struct dev_buf *src;
+    size_t esize;
+    uint64_t elems;
+    cl_uint width;          /* counters per row: 256, or bins + 3 */
+    enum op_hist_shape shape;
+    char kname[32];
+    cl_kernel k;
+    size_t wg, global;      /* the counting launch */
+    cl_uint rows, copies;
+    uint64_t per_launch;    /* elements per launch, a multiple of OP_HIST_ALIGN */
+    struct dev_buf partials, out;
+};
+
+enum status_code op_hist_check(const struct dev *d, const struct hist_params *p, size_t len,
+                               struct job *job)
+{
+    (void)d;
+    if (p->type == ELEM_U8) {
+        if (p->bins != OP_HIST_BYTE_BINS)
+            return job_fail(job, STATUS_INVALID_ARGUMENT,
+                            "histogram.bins must be 256 for bytes, not %u", p->bins);
+        return STATUS_OK;
+    }
+    if (p->type != ELEM_U32 && p->type != ELEM_I32 && p->type != ELEM_F32)
+        return job_fail(job, STATUS_INVALID_ARGUMENT,
+                        "histogram.type: only uint8, uint32, int32 and float32 are supported");
+    if (p->bins == 0 || p->bins > UINT32_MAX - 3)
+        return job_fail(job, STATUS_INVALID_ARGUMENT, "histogram.bins %u is out of range",
+                        p->bins);
+    if (!isfinite(p->lo) || !isfinite(p->hi) || !(p->lo < p->hi))
+        return job_fail(job, STATUS_INVALID_ARGUMENT,
+                        "histogram.lo and hi must be finite with lo < hi (got %g, %g)", p->lo,
+                        p->hi);
+    if (len % elem_size(p->type))
+        return job_fail(job, STATUS_INVALID_ARGUMENT,
+                        "histogram input of %zu bytes is not a whole number of %zu-byte elements",
+                        len, elem_size(p->type));
+    return STATUS_OK;
+}
+
+static const char *op_hist_suffix(enum elem_type t)
+{
+    return t == ELEM_U32 ? "u32" : t == ELEM_I32 ? "i32" : "f32";
+}
+
+static uint64_t op_hist_round_up(uint64_t v, uint64_t m)
+{
+    return (v + m - 1) / m * m;
+}
+
+/* Local copies of bins + 3 counters that fit the device's local memory
+ * (leaving a quarter for the implementation); 0 if not even one. */
+static cl_uint op_hist_copies(const struct dev *d, cl_uint width)
+{
+    uint64_t avail = d->local_mem_size / 4 * 3;
+    uint64_t fit = avail / ((uint64_t)width * sizeof(cl_uint));
+    return (cl_uint)(fit < OP_HIST_MAX_COPIES ? fit : OP_HIST_MAX_COPIES);
+}
+
+/* Picks the kernel, the launch geometry and the number of partial rows. */
+static void op_hist_plan(struct op_hist_run *h)
+{
+    struct dev *d = h->x->d;
+    bool bytes = h->p->type == ELEM_U8;
+    uint64_t cap = d->launch_items_max * OP_HIST_ITEM_ELEMS;
+    if (cap > OP_HIST_LAUNCH_MAX)
+        cap = OP_HIST_LAUNCH_MAX;
+    h->per_launch = cap / OP_HIST_ALIGN * OP_HIST_ALIGN;
+    if (h->per_launch == 0)
+        h->per_launch = OP_HIST_ALIGN;
+    uint64_t launch = h->elems < h->per_launch ? h->elems : h->per_launch;
+    uint64_t row_bytes = (uint64_t)h->width * sizeof(cl_uint);
+    uint64_t max_rows = OP_HIST_PARTIALS_BUDGET / row_bytes;
+    if (max_rows == 0)
+        max_rows = 1;
+
+    if (d->shape == DEV_SHAPE_CPU) {
+        h->shape = OP_HIST_ROWS;
+        if (bytes)
+            snprintf(h->kname, sizeof h->kname, "hist256_private");
+        else
+            snprintf(h->kname, sizeof h->kname, "histn_rows_%s", op_hist_suffix(h->p->type));
+        h->k = dev_kernel(d, h->kname);
+        h->wg = 1;
+        h->global = dev_grid_size(d, (launch + OP_HIST_ALIGN - 1) / OP_HIST_ALIGN, 1);
+        if (h->global > max_rows)
+            h->global = (size_t)max_rows;
+        h->rows = (cl_uint)h->global;
+        return;
+    }
+    h->copies = bytes ? OP_HIST_MAX_COPIES : op_hist_copies(d, h->width);
+    h->shape = h->copies ? OP_HIST_LOCAL : OP_HIST_GLOBAL;
+    if (bytes)
+        snprintf(h->kname, sizeof h->kname, "hist256_local");
+    else
+        snprintf(h->kname, sizeof h->kname, "histn_%s_%s", h->copies ? "local" : "global",
+                 op_hist_suffix(h->p->type));
+    h->k = dev_kernel(d, h->kname);
+    h->wg = op_wg(d, h->k);
+    h->global = dev_grid_size(d, (launch + 3) / 4, h->wg);
+    if (h->shape == OP_HIST_LOCAL && h->global / h->wg > max_rows)
+        h->global = (size_t)(max_rows * h->wg);
+    h->rows = h->shape == OP_HIST_LOCAL ? (cl_uint)(h->global / h->wg) : 1;
+}
+
+static void op_hist_bin_args(struct op_hist_run *h, cl_uint first_index)
+{
+    struct dev_exec *x = h->x;
+    const struct hist_bin *b = &h->bin;
+    cl_uint bins = b->bins;
+    cl_long lo_t = b->lo_t, hi_t = b->hi_t;
+    const float f[] = {b->lo_c, b->hi_c, b->lo_f, b->scale_f, b->bins_f};
+    dev_exec_arg(x, h->k, h->kname, first_index, sizeof bins, &bins);
+    dev_exec_arg(x, h->k, h->kname, first_index + 1, sizeof lo_t, &lo_t);
+    dev_exec_arg(x, h->k, h->kname, first_index + 2, sizeof hi_t, &hi_t);
+    for (cl_uint i = 0; i < 5; i++)
+        dev_exec_arg(x, h->k, h->kname, first_index + 3 + i, sizeof(float), &f[i]);
+}
+
+/* Arguments after (src, first, count), which differ per shape. */
+static void op_hist_shape_args(struct op_hist_run *h, uint64_t count)
+{
+    struct dev_exec *x = h->x;
+    bool bytes = h->p->type == ELEM_U8;
+    cl_uint i = 3;
+    if (h->shape == OP_HIST_ROWS) {
+        cl_ulong chunk = op_hist_round_up((count + h->rows - 1) / h->rows, OP_HIST_ALIGN);
+        dev_exec_arg(x, h->k, h->kname, i++, sizeof chunk, &chunk);
+    }
+    if (!bytes) {
+        op_hist_bin_args(h, i);
+        i += 8;
+    }
+    if (h->shape == OP_HIST_LOCAL && !bytes) {
+        dev_exec_arg(x, h->k, h->kname, i++,
+                     (size_t)h->copies * h->width * sizeof(cl_uint), NULL);
+        dev_exec_arg(x, h->k, h->kname, i++, sizeof h->copies, &h->copies);
+    }
+    dev_exec_arg(x, h->k, h->kname, i, sizeof(cl_mem), &h->partials.mem);
+}
+
+static enum status_code op_hist_reduce(struct op_hist_run *h)
+{
+    static const char name[] = "hist_reduce";
+    struct dev_exec *x = h->x;
+    cl_kernel k = dev_kernel(x->d, name);
+    size_t wg = dev_kernel_wg(x->d, k, OP_HIST_REDUCE_WG);
+    size_t global = (size_t)op_hist_round_up(h->width, wg);
+    dev_exec_arg(x, k, name, 0, sizeof(cl_mem), &h->partials.mem);
+    dev_exec_arg(x, k, name, 1, sizeof h->rows, &h->rows);
+    dev_exec_arg(x, k, name, 2, sizeof h->width, &h->width);
+    dev_exec_arg(x, k, name, 3, sizeof(cl_mem), &h->out.mem);
+    const struct dev_access acc[] = {{&h->partials, HAZARD_READ}, {&h->out, HAZARD_WRITE}};
+    return dev_exec_kernel(x, k, name, global, wg, acc, 2);
+}
+
+static enum status_code op_hist_launch(struct op_hist_run *h, uint64_t first, uint64_t count)
+{
+    struct dev_exec *x = h->x;
+    if (h->shape != OP_HIST_LOCAL && h->p->type != ELEM_U8) {
+        /* These shapes add into the rows instead of overwriting them. */
+        const cl_uint zero = 0;
+        dev_exec_fill(x, &h->partials, &zero, sizeof zero, 0, h->partials.size);
+    }
+    cl_ulong a_first = first, a_count = count;
+    dev_exec_arg(x, h->k, h->kname, 0, sizeof(cl_mem), &h->src->mem);
+    dev_exec_arg(x, h->k, h->kname, 1, sizeof a_first, &a_first);
+    dev_exec_arg(x, h->k, h->kname, 2, sizeof a_count, &a_count);
+    op_hist_shape_args(h, count);
+    const struct dev_access acc[] = {{h->src, HAZARD_READ}, {&h->partials, HAZARD_WRITE}};
+    dev_exec_kernel(x, h->k, h->kname, h->global, h->wg, acc, 2);
+    return op_hist_reduce(h);
+}
+
+enum status_code op_hist(struct dev_exec *x, const struct hist_params *p, struct dev_buf *src,
+                         uint64_t *slots)
+{
+    struct op_hist_run h;
+    memset(&h, 0, sizeof h);
+    h.x = x;
+    h.p = p;
+    h.src = src;
+    h.esize = elem_size(p->type);
+    h.elems = src->size / h.esize;
+    h.width = p->type == ELEM_U8 ? OP_HIST_BYTE_BINS : p->bins + 3;
+    if (p->type != ELEM_U8)
+        hist_bin_init(&h.bin, p->bins, p->lo, p->hi);
+    if (h.elems == 0)
+        return STATUS_OK;   /* slots are already zero */
+    op_hist_plan(&h);
+    enum status_code st =
+        dev_buf_create(x, &h.partials, (size_t)h.rows * h.width * sizeof(cl_uint),
+                       "histogram partial counts");
+    if (st == STATUS_OK)
+        st = dev_buf_create(x, &h.out, (size_t)h.width * sizeof(cl_ulong), "histogram counts");
+    const cl_ulong zero = 0;
+    dev_exec_fill(x, &h.out, &zero, sizeof zero, 0, h.out.size);
+    for (uint64_t first = 0; first < h.elems && !x->failed; first += h.per_launch) {
+        uint64_t count = h.elems - first < h.per_launch ? h.elems - first : h.per_launch;
+        op_hist_launch(&h, first, count);
+    }
+    st = dev_exec_read(x, &h.out, slots, 0, h.out.size);
+    dev_buf_release(&h.partials);
+    dev_buf_release(&h.out);
+    return st;
+}
+
+enum status_code op_hist_result(const struct hist_params *p, const uint64_t *slots,
+                                struct hist_result *out, struct job *job)
+{
+    uint32_t bins = p->bins;
+    out->counts = malloc((size_t)bins * sizeof(uint64_t));
+    if (!out->counts)
+        return job_fail(job, STATUS_RESOURCE_EXHAUSTED, "no host memory for %u bins", bins);
+    memcpy(out->counts, slots, (size_t)bins * sizeof(uint64_t));
+    out->bins = bins;
+    if (p->type == ELEM_U8) {
+        out->below = out->above = out->nan = 0;
+        return STATUS_OK;
+    }
+    out->below = slots[HIST_SLOT_BELOW(bins)];
+    out->above = slots[HIST_SLOT_ABOVE(bins)];
+    out->nan = slots[HIST_SLOT_NAN(bins)];
+    if (p->clamp) {
+        out->counts[0] += out->below;
+        out->counts[bins - 1] += out->above;
+    }
+    return STATUS_OK;
+}

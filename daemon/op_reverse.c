@@ -1,0 +1,27 @@
+/* op_reverse.c: the reverse step (kernels/reverse.cl), out of place so
+ * that a copy out of the input can run beside it. */
+#include "op.h"
+
+#define OP_REVERSE_WORD 16
+
+size_t op_wg(const struct dev *d, cl_kernel k)
+{
+    return dev_kernel_wg(d, k, d->shape == DEV_SHAPE_CPU ? OP_WG_CPU : OP_WG_GPU);
+}
+
+enum status_code op_reverse(struct dev_exec *x, struct dev_buf *src, struct dev_buf *dst)
+{
+    static const char name[] = "reverse_bytes";
+    cl_kernel k = dev_kernel(x->d, name);
+    cl_ulong n = src->size;
+    if (n == 0)
+        return STATUS_OK;
+    size_t wg = op_wg(x->d, k);
+    /* One item per output word, at least one item for the tail. */
+    size_t global = dev_grid_size(x->d, n / OP_REVERSE_WORD + 1, wg);
+    dev_exec_arg(x, k, name, 0, sizeof(cl_mem), &src->mem);
+    dev_exec_arg(x, k, name, 1, sizeof(cl_mem), &dst->mem);
+    dev_exec_arg(x, k, name, 2, sizeof n, &n);
+    const struct dev_access acc[] = {{src, HAZARD_READ}, {dst, HAZARD_WRITE}};
+    return dev_exec_kernel(x, k, name, global, wg, acc, 2);
+}

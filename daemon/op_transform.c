@@ -1,0 +1,93 @@
+/* op_transform.c: the byte transform step (kernels/transform.cl).
+ *
+ * The operand and the map table travel in a small read-only parameter
+ * block that the kernel reads as __constant memory; a block larger than the
+ * device's constant buffer is refused before anything runs. In place, only
+ * the words covering the sub-range are touched; out of place (when the
+ * input is also being copied back), every byte is written.
+ */
+#include "op.h"
+
+#include <string.h>
+
+#define OP_XFORM_WORD 16
+#define OP_XFORM_HEADER 16   /* operand at [0]; table follows the header */
+#define OP_XFORM_TABLE 256
+
+static const char *const op_xform_kernels[] = {
+    [XFORM_ADD] = "transform_add", [XFORM_XOR] = "transform_xor", [XFORM_AND] = "transform_and",
+    [XFORM_OR] = "transform_or",   [XFORM_SET] = "transform_set", [XFORM_MAP] = "transform_map",
+};
+
+static size_t op_xform_block_size(enum transform_op op)
+{
+    return OP_XFORM_HEADER + (op == XFORM_MAP ? OP_XFORM_TABLE : 0);
+}
+
+enum status_code op_transform_check(const struct dev *d, const struct transform_params *p,
+                                    size_t len, struct job *job)
+{
+    if ((unsigned)p->op > XFORM_MAP)
+        return job_fail(job, STATUS_INVALID_ARGUMENT, "transform.op: unknown operation %d",
+                        (int)p->op);
+    if (p->offset > len || p->length > len - p->offset)
+        return job_fail(job, STATUS_INVALID_ARGUMENT,
+                        "transform.offset+length (%llu+%llu) exceeds the input length %zu",
+                        (unsigned long long)p->offset, (unsigned long long)p->length, len);
+    size_t block = op_xform_block_size(p->op);
+    if (block > d->info.max_constant_buffer_size)
+        return job_fail(job, STATUS_INVALID_ARGUMENT,
+                        "transform parameters (%zu bytes) exceed device %u's "
+                        "max_constant_buffer_size of %llu bytes",
+                        block, d->info.index, (unsigned long long)d->info.max_constant_buffer_size);
+    return STATUS_OK;
+}
+
+static enum status_code op_xform_params(struct dev_exec *x, const struct transform_params *p,
+                                        cl_mem *out)
+{
+    uint8_t block[OP_XFORM_HEADER + OP_XFORM_TABLE];
+    memset(block, 0, sizeof block);
+    block[0] = p->value;
+    memcpy(block + OP_XFORM_HEADER, p->table, OP_XFORM_TABLE);
+    cl_int rc;
+    *out = clCreateBuffer(x->d->ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
+                          op_xform_block_size(p->op), block, &rc);
+    if (rc != CL_SUCCESS) {
+        *out = NULL;
+        return dev_exec_cl_fail(x, "creating the transform parameter block", rc);
+    }
+    return STATUS_OK;
+}
+
+enum status_code op_transform(struct dev_exec *x, const struct transform_params *p,
+                              struct dev_buf *src, struct dev_buf *dst)
+{
+    const char *name = op_xform_kernels[p->op];
+    cl_kernel k = dev_kernel(x->d, name);
+    bool in_place = src == dst;
+    cl_ulong n = src->size, lo = p->offset, hi = p->offset + p->length;
+    /* In place, only the words holding [lo, hi) need a visit. */
+    cl_ulong w0 = in_place ? lo / OP_XFORM_WORD : 0;
+    cl_ulong w1 = in_place ? (hi + OP_XFORM_WORD - 1) / OP_XFORM_WORD
+                           : (n + OP_XFORM_WORD - 1) / OP_XFORM_WORD;
+    if (n == 0 || w1 <= w0)
+        return STATUS_OK;
+    cl_mem params;
+    enum status_code st = op_xform_params(x, p, &params);
+    if (st != STATUS_OK)
+        return st;
+    size_t wg = op_wg(x->d, k);
+    size_t global = dev_grid_size(x->d, w1 - w0, wg);
+    const cl_ulong args[] = {n, lo, hi, w0, w1};
+    dev_exec_arg(x, k, name, 0, sizeof(cl_mem), &src->mem);
+    dev_exec_arg(x, k, name, 1, sizeof(cl_mem), &dst->mem);
+    for (cl_uint i = 0; i < 5; i++)
+        dev_exec_arg(x, k, name, 2 + i, sizeof args[i], &args[i]);
+    dev_exec_arg(x, k, name, 7, sizeof(cl_mem), &params);
+    const struct dev_access acc[] = {{dst, HAZARD_WRITE}, {src, HAZARD_READ}};
+    st = dev_exec_kernel(x, k, name, global, wg, acc, in_place ? 1 : 2);
+    /* Deferred by OpenCL until the kernel has run. */
+    clReleaseMemObject(params);
+    return st;
+}

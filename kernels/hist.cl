@@ -1,0 +1,260 @@
+/* hist.cl: histograms. 256 bins over bytes; N uniform bins over
+ * uint32/int32/float32 in [lo, hi), plus below/above/nan counters.
+ *
+ * Counting happens in 32-bit counters (the host splits launches so that no
+ * counter can overflow) into per-row partial counts; hist_reduce adds the
+ * rows into the 64-bit result. Three shapes, chosen by the host per device:
+ *  - *_local (GPUs): grid-stride over 16-byte words (coalesced), counts in
+ *    several interleaved copies of the histogram in __local memory
+ *    (work-item i uses copy i % copies, so lanes hitting one bin hit
+ *    different banks), one partial row per work-group.
+ *  - histn_global (GPUs, bins too many for local memory): global atomics
+ *    into one row.
+ *  - *_private / histn_rows (CPU devices): one work-item per contiguous
+ *    chunk counting without atomics into its own private or global row;
+ *    local atomics are slow there and a chunk streams through the cache.
+ * Every shape counts runs of equal values in a register and adds a run
+ * at once, so all-equal (adversarial) input costs one atomic per work-item
+ * instead of serialising on one counter.
+ * The bin of a value mirrors daemon/hist_bin.h exactly (see there).
+ * Bound: memory bandwidth on random data (each element read once); local
+ * atomic throughput on GPUs for many distinct values per word.
+ */
+#pragma OPENCL FP_CONTRACT OFF
+
+#define WORD 16
+#define HIST256_COPIES 8
+
+/* Adds one value to a run; flushes the previous run with FLUSH(slot, n). */
+#define RUN_ADD(x, FLUSH)                                                       \
+    do {                                                                        \
+        const uint x_ = (x);                                                    \
+        if (x_ == last) {                                                       \
+            run++;                                                              \
+        } else {                                                                \
+            if (run)                                                            \
+                FLUSH(last, run);                                               \
+            last = x_;                                                          \
+            run = 1;                                                            \
+        }                                                                       \
+    } while (0)
+
+#define RUN_WORD(wd, FLUSH)                                                     \
+    do {                                                                        \
+        RUN_ADD((wd) & 0xffu, FLUSH);                                           \
+        RUN_ADD(((wd) >> 8) & 0xffu, FLUSH);                                    \
+        RUN_ADD(((wd) >> 16) & 0xffu, FLUSH);                                   \
+        RUN_ADD((wd) >> 24, FLUSH);                                             \
+    } while (0)
+
+#define RUN_UINT4(v, FLUSH)                                                     \
+    do {                                                                        \
+        RUN_WORD((v).s0, FLUSH);                                                \
+        RUN_WORD((v).s1, FLUSH);                                                \
+        RUN_WORD((v).s2, FLUSH);                                                \
+        RUN_WORD((v).s3, FLUSH);                                                \
+    } while (0)
+
+/* ---- 256 bins over bytes ------------------------------------------------ */
+
+#define FLUSH_LOCAL256(s, n) atomic_add(&h[(s) * HIST256_COPIES + copy], (n))
+
+/* src + first is 16-byte aligned (the host splits at multiples of 16). */
+__kernel void hist256_local(__global const uchar *src, ulong first, ulong count,
+                            __global uint *partials)
+{
+    __local uint h[256 * HIST256_COPIES];
+    const uint lid = get_local_id(0), lsz = get_local_size(0);
+    const uint copy = lid % HIST256_COPIES;
+    for (uint i = lid; i < 256 * HIST256_COPIES; i += lsz)
+        h[i] = 0;
+    barrier(CLK_LOCAL_MEM_FENCE);
+
+    __global const uint4 *s4 = (__global const uint4 *)(src + first);
+    const ulong nw = count / WORD;
+    uint last = 0, run = 0;
+    for (ulong w = get_global_id(0); w < nw; w += get_global_size(0)) {
+        const uint4 v = s4[w];
+        RUN_UINT4(v, FLUSH_LOCAL256);
+    }
+    if (get_global_id(0) == 0)
+        for (ulong i = nw * WORD; i < count; i++)
+            RUN_ADD(src[first + i], FLUSH_LOCAL256);
+    if (run)
+        FLUSH_LOCAL256(last, run);
+    barrier(CLK_LOCAL_MEM_FENCE);
+
+    __global uint *row = partials + (ulong)get_group_id(0) * 256;
+    for (uint b = lid; b < 256; b += lsz) {
+        uint s = 0;
+        for (uint c = 0; c < HIST256_COPIES; c++)
+            s += h[b * HIST256_COPIES + c];
+        row[b] = s;
+    }
+}
+
+#define FLUSH_PRIVATE(s, n) (h[(s)] += (n))
+
+/* One work-item per chunk of chunk bytes (a multiple of 16). */
+__kernel void hist256_private(__global const uchar *src, ulong first, ulong count, ulong chunk,
+                              __global uint *partials)
+{
+    uint h[256];
+    for (uint i = 0; i < 256; i++)
+        h[i] = 0;
+    const ulong begin = get_global_id(0) * chunk;
+    const ulong end = min(count, begin + chunk);
+    uint last = 0, run = 0;
+    if (begin < end) {
+        __global const uint4 *s4 = (__global const uint4 *)(src + first + begin);
+        const ulong nw = (end - begin) / WORD;
+        for (ulong w = 0; w < nw; w++) {
+            const uint4 v = s4[w];
+            RUN_UINT4(v, FLUSH_PRIVATE);
+        }
+        for (ulong i = begin + nw * WORD; i < end; i++)
+            RUN_ADD(src[first + i], FLUSH_PRIVATE);
+    }
+    if (run)
+        FLUSH_PRIVATE(last, run);
+    __global uint *row = partials + get_global_id(0) * 256;
+    for (uint b = 0; b < 256; b++)
+        row[b] = h[b];
+}
+
+/* out[b] += sum of rows; out holds the 64-bit counts across launches. */
+__kernel void hist_reduce(__global const uint *partials, uint rows, uint width,
+                          __global ulong *out)
+{
+    for (uint b = get_global_id(0); b < width; b += get_global_size(0)) {
+        ulong s = 0;
+        for (uint r = 0; r < rows; r++)
+            s += partials[(ulong)r * width + b];
+        out[b] += s;
+    }
+}
+
+/* ---- N uniform bins over 32-bit elements --------------------------------- */
+
+#define HISTN_PARAMS                                                            \
+    uint bins, long lo_t, long hi_t, float lo_c, float hi_c, float lo_f, float scale_f, \
+        float bins_f
+#define HISTN_PASS bins, lo_t, hi_t, lo_c, hi_c, lo_f, scale_f, bins_f
+
+inline uint bin_index(float x, float lo_f, float scale_f, float bins_f, uint bins)
+{
+    const float t = (x - lo_f) * scale_f;
+    const uint i = t > 0.0f ? (t < bins_f ? (uint)t : bins - 1) : 0;
+    return min(i, bins - 1);
+}
+
+inline uint slot_u32(uint x, HISTN_PARAMS)
+{
+    const long v = (long)x;
+    if (v < lo_t)
+        return bins;
+    if (v >= hi_t)
+        return bins + 1;
+    return bin_index((float)x, lo_f, scale_f, bins_f, bins);
+}
+
+inline uint slot_i32(int x, HISTN_PARAMS)
+{
+    const long v = (long)x;
+    if (v < lo_t)
+        return bins;
+    if (v >= hi_t)
+        return bins + 1;
+    return bin_index((float)x, lo_f, scale_f, bins_f, bins);
+}
+
+inline uint slot_f32(float x, HISTN_PARAMS)
+{
+    if (isnan(x))
+        return bins + 2;
+    if (x < lo_c)
+        return bins;
+    if (x >= hi_c)
+        return bins + 1;
+    return bin_index(x, lo_f, scale_f, bins_f, bins);
+}
+
+#define RUN_VEC4(v, SLOT, FLUSH)                                                \
+    do {                                                                        \
+        RUN_ADD(SLOT((v).s0, HISTN_PASS), FLUSH);                               \
+        RUN_ADD(SLOT((v).s1, HISTN_PASS), FLUSH);                               \
+        RUN_ADD(SLOT((v).s2, HISTN_PASS), FLUSH);                               \
+        RUN_ADD(SLOT((v).s3, HISTN_PASS), FLUSH);                               \
+    } while (0)
+
+#define FLUSH_LOCALN(s, n) atomic_add(&h[(s) * copies + copy], (n))
+#define FLUSH_GLOBALN(s, n) atomic_add(&counts[(s)], (n))
+#define FLUSH_ROWN(s, n) (row[(s)] += (n))
+
+/* src + first is 16-byte aligned (the host splits at multiples of 4
+ * elements); h holds copies * (bins + 3) counters. */
+#define HISTN_KERNELS(SUF, T, T4, SLOT)                                         \
+__kernel void histn_local_##SUF(__global const T *src, ulong first, ulong count, \
+                                HISTN_PARAMS, __local uint *h, uint copies,     \
+                                __global uint *partials)                        \
+{                                                                               \
+    const uint lid = get_local_id(0), lsz = get_local_size(0);                  \
+    const uint width = bins + 3, copy = lid % copies;                           \
+    for (uint i = lid; i < copies * width; i += lsz)                            \
+        h[i] = 0;                                                               \
+    barrier(CLK_LOCAL_MEM_FENCE);                                               \
+    __global const T4 *s4 = (__global const T4 *)(src + first);                 \
+    const ulong nq = count / 4;                                                 \
+    uint last = 0, run = 0;                                                     \
+    for (ulong q = get_global_id(0); q < nq; q += get_global_size(0)) {         \
+        const T4 v = s4[q];                                                     \
+        RUN_VEC4(v, SLOT, FLUSH_LOCALN);                                        \
+    }                                                                           \
+    if (get_global_id(0) == 0)                                                  \
+        for (ulong i = nq * 4; i < count; i++)                                  \
+            RUN_ADD(SLOT(src[first + i], HISTN_PASS), FLUSH_LOCALN);            \
+    if (run)                                                                    \
+        FLUSH_LOCALN(last, run);                                                \
+    barrier(CLK_LOCAL_MEM_FENCE);                                               \
+    __global uint *row = partials + (ulong)get_group_id(0) * width;             \
+    for (uint s = lid; s < width; s += lsz) {                                   \
+        uint sum = 0;                                                           \
+        for (uint c = 0; c < copies; c++)                                       \
+            sum += h[s * copies + c];                                           \
+        row[s] = sum;                                                           \
+    }                                                                           \
+}                                                                               \
+                                                                                \
+__kernel void histn_global_##SUF(__global const T *src, ulong first, ulong count, \
+                                 HISTN_PARAMS, __global uint *counts)           \
+{                                                                               \
+    __global const T4 *s4 = (__global const T4 *)(src + first);                 \
+    const ulong nq = count / 4;                                                 \
+    uint last = 0, run = 0;                                                     \
+    for (ulong q = get_global_id(0); q < nq; q += get_global_size(0)) {         \
+        const T4 v = s4[q];                                                     \
+        RUN_VEC4(v, SLOT, FLUSH_GLOBALN);                                       \
+    }                                                                           \
+    if (get_global_id(0) == 0)                                                  \
+        for (ulong i = nq * 4; i < count; i++)                                  \
+            RUN_ADD(SLOT(src[first + i], HISTN_PASS), FLUSH_GLOBALN);           \
+    if (run)                                                                    \
+        FLUSH_GLOBALN(last, run);                                               \
+}                                                                               \
+                                                                                \
+__kernel void histn_rows_##SUF(__global const T *src, ulong first, ulong count, \
+                               ulong chunk, HISTN_PARAMS, __global uint *rows)  \
+{                                                                               \
+    __global uint *row = rows + get_global_id(0) * (ulong)(bins + 3);           \
+    const ulong begin = get_global_id(0) * chunk;                               \
+    const ulong end = min(count, begin + chunk);                                \
+    uint last = 0, run = 0;                                                     \
+    for (ulong i = begin; i < end; i++)                                         \
+        RUN_ADD(SLOT(src[first + i], HISTN_PASS), FLUSH_ROWN);                  \
+    if (run)                                                                    \
+        FLUSH_ROWN(last, run);                                                  \
+}
+
+HISTN_KERNELS(u32, uint, uint4, slot_u32)
+HISTN_KERNELS(i32, int, int4, slot_i32)
+HISTN_KERNELS(f32, float, float4, slot_f32)

@@ -1,0 +1,80 @@
+/* dev_fixture.c: see dev_fixture.h. */
+#include "dev_fixture.h"
+
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+static struct dev **fixture_devs;
+static size_t fixture_ndevs;
+
+struct dev *fixture_dev(void)
+{
+    if (!fixture_devs) {
+        char err[512] = "";
+        int rc = dev_open_all(&fixture_devs, &fixture_ndevs, err, sizeof err);
+        ck_assert_msg(rc == 0, "dev_open_all: %s", err);
+        ck_assert_uint_ge(fixture_ndevs, 1);
+    }
+    return fixture_devs[0];
+}
+
+void fixture_close(void)
+{
+    dev_close_all(fixture_devs, fixture_ndevs);
+    fixture_devs = NULL;
+    fixture_ndevs = 0;
+}
+
+struct job *fixture_job(size_t nsteps, const void *in, size_t len)
+{
+    struct job *job = job_new(nsteps);
+    ck_assert_ptr_nonnull(job);
+    if (len) {
+        job->in = malloc(len);
+        ck_assert_ptr_nonnull(job->in);
+        memcpy(job->in, in, len);
+    }
+    job->in_len = len;
+    return job;
+}
+
+void fixture_run(struct job *job)
+{
+    dev_run(fixture_dev(), job);
+}
+
+uint64_t fixture_rand64(uint64_t *state)
+{
+    /* splitmix64: good enough bits, trivially reproducible. */
+    uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+void fixture_random(void *buf, size_t len, uint64_t seed)
+{
+    uint8_t *p = buf;
+    uint64_t s = seed;
+    while (len >= 8) {
+        uint64_t v = fixture_rand64(&s);
+        memcpy(p, &v, 8);
+        p += 8;
+        len -= 8;
+    }
+    if (len) {
+        uint64_t v = fixture_rand64(&s);
+        memcpy(p, &v, len);
+    }
+}
+
+void fixture_expect_bytes(const uint8_t *got, const uint8_t *want, size_t n, const char *what)
+{
+    if (n == 0 || memcmp(got, want, n) == 0)
+        return;
+    size_t i = 0;
+    while (got[i] == want[i])
+        i++;
+    ck_abort_msg("%s, %zu bytes: byte %zu is %u, want %u", what, n, i, got[i], want[i]);
+}

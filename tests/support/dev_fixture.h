@@ -1,0 +1,32 @@
+/* dev_fixture.h: what the kernel tests share: the default OpenCL device,
+ * opened once per test program through dev_open_all(), jobs built and run
+ * on it with dev_run(), and reproducible random data. */
+#ifndef AMP_TEST_DEV_FIXTURE_H
+#define AMP_TEST_DEV_FIXTURE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dev.h"
+#include "job.h"
+
+/* The default device (index 0); aborts the test if none opens. */
+struct dev *fixture_dev(void);
+/* Closes what fixture_dev() opened (call from an unchecked teardown). */
+void fixture_close(void);
+
+/* A job of nsteps steps whose input is a copy of in[0, len). */
+struct job *fixture_job(size_t nsteps, const void *in, size_t len);
+
+/* Runs job on the default device. */
+void fixture_run(struct job *job);
+
+/* Fails the test at the first byte where got differs from want (one
+ * assertion, not one per byte: libcheck records every assertion). */
+void fixture_expect_bytes(const uint8_t *got, const uint8_t *want, size_t n, const char *what);
+
+/* Deterministic pseudo-random bytes. */
+void fixture_random(void *buf, size_t len, uint64_t seed);
+uint64_t fixture_rand64(uint64_t *state);
+
+#endif

@@ -1,0 +1,129 @@
+/* test_kernel_reverse.c: the reverse step on the default OpenCL device
+ * against cpu_ref_reverse, for lengths around every word boundary, a few
+ * MiB with an odd tail, and random lengths; plus job bookkeeping (device
+ * name, results) and the zero-length job. */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu_ref.h"
+#include "dev_fixture.h"
+
+static void check_reverse(size_t n, uint64_t seed)
+{
+    uint8_t *in = malloc(n ? n : 1), *want = malloc(n ? n : 1);
+    ck_assert_ptr_nonnull(in);
+    ck_assert_ptr_nonnull(want);
+    fixture_random(in, n, seed);
+    cpu_ref_reverse(in, want, n);
+    struct job *job = fixture_job(1, in, n);
+    job->steps[0].kind = STEP_REVERSE;
+    fixture_run(job);
+    ck_assert_msg(job->status == STATUS_OK, "n=%zu: status %d: %s", n, job->status, job->msg);
+    ck_assert_uint_eq(job->results[0].len, n);
+    ck_assert_ptr_nonnull(job->results[0].data);
+    fixture_expect_bytes(job->results[0].data, want, n, "reverse");
+    job_free(job);
+    free(in);
+    free(want);
+}
+
+START_TEST(small_lengths)
+{
+    static const size_t lens[] = {1, 2, 3, 4, 5, 7, 8, 15, 16, 17, 31, 32, 33, 47, 48, 49, 4095,
+                                  4096, 4097};
+    for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++)
+        check_reverse(lens[i], 100 + i);
+}
+END_TEST
+
+START_TEST(every_tail_of_a_few_words)
+{
+    for (size_t n = 64; n < 64 + 16; n++)
+        check_reverse(n, n);
+}
+END_TEST
+
+START_TEST(megabytes_with_odd_tail)
+{
+    check_reverse((3u << 20) + 13, 7);
+    check_reverse(4u << 20, 8);
+}
+END_TEST
+
+START_TEST(random_lengths)
+{
+    uint64_t s = 42;
+    for (int i = 0; i < 12; i++)
+        check_reverse((size_t)(fixture_rand64(&s) % 200000), (uint64_t)i);
+}
+END_TEST
+
+START_TEST(zero_length)
+{
+    struct job *job = fixture_job(1, NULL, 0);
+    job->steps[0].kind = STEP_REVERSE;
+    fixture_run(job);
+    ck_assert_msg(job->status == STATUS_OK, "%s", job->msg);
+    ck_assert_uint_eq(job->results[0].len, 0);
+    ck_assert_ptr_nonnull(job->results[0].data);
+    job_free(job);
+}
+END_TEST
+
+START_TEST(reports_device)
+{
+    uint8_t in[3] = {1, 2, 3};
+    struct job *job = fixture_job(1, in, sizeof in);
+    job->steps[0].kind = STEP_REVERSE;
+    fixture_run(job);
+    ck_assert_int_eq(job->status, STATUS_OK);
+    const struct dev_info *info = dev_info(fixture_dev());
+    ck_assert_uint_eq(info->index, 0);
+    ck_assert_str_eq(job->device + 3, info->name);
+    ck_assert(strncmp(job->device, "0: ", 3) == 0);
+    ck_assert_uint_gt(info->max_constant_buffer_size, 0);
+    ck_assert_uint_gt(info->max_work_group_size, 0);
+    ck_assert_uint_gt(info->max_mem_alloc_size, 0);
+    ck_assert_uint_gt(info->global_mem_size, 0);
+    job_free(job);
+}
+END_TEST
+
+START_TEST(two_reverses_restore)
+{
+    uint8_t in[1000];
+    fixture_random(in, sizeof in, 5);
+    struct job *job = fixture_job(2, in, sizeof in);
+    job->steps[0].kind = STEP_REVERSE;
+    job->steps[1].kind = STEP_REVERSE;
+    fixture_run(job);
+    ck_assert_msg(job->status == STATUS_OK, "%s", job->msg);
+    ck_assert_mem_eq(job->results[1].data, in, sizeof in);
+    uint8_t want[1000];
+    cpu_ref_reverse(in, want, sizeof in);
+    ck_assert_mem_eq(job->results[0].data, want, sizeof in);
+    job_free(job);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("kernel_reverse");
+    TCase *tc = tcase_create("reverse");
+    tcase_add_unchecked_fixture(tc, NULL, fixture_close);
+    tcase_add_test(tc, small_lengths);
+    tcase_add_test(tc, every_tail_of_a_few_words);
+    tcase_add_test(tc, megabytes_with_odd_tail);
+    tcase_add_test(tc, random_lengths);
+    tcase_add_test(tc, zero_length);
+    tcase_add_test(tc, reports_device);
+    tcase_add_test(tc, two_reverses_restore);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_set_fork_status(sr, CK_NOFORK);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
