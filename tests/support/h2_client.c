@@ -1,0 +1,363 @@
+/* h2_client.c: a bare nghttp2 client that records what the server does
+ * (see h2_client.h). Streams are kept in a small list; tests start few. */
+#define _GNU_SOURCE
+#include "h2_client.h"
+
+#include <errno.h>
+#include <nghttp2/nghttp2.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "grpc_frame.h"
+
+#define H2C_READ_BUF 65536
+
+struct h2c_stream {
+    int32_t id;
+    struct h2c_result r;
+    bool got_headers;
+    const uint8_t *body;      /* request body being sent (owned copy) */
+    uint8_t *body_owned;
+    size_t body_len, body_pos;
+    bool end_stream;
+    struct h2c_stream *next;
+};
+
+struct h2c {
+    nghttp2_session *ng;
+    struct h2c_stream *streams;
+    bool goaway;
+    uint32_t goaway_code;
+    char goaway_debug[256];
+};
+
+static struct h2c_stream *h2c_find(const struct h2c *c, int32_t id)
+{
+    for (struct h2c_stream *s = c->streams; s; s = s->next)
+        if (s->id == id)
+            return s;
+    return NULL;
+}
+
+static int h2c_on_header(nghttp2_session *ng, const nghttp2_frame *frame, const uint8_t *name,
+                         size_t namelen, const uint8_t *value, size_t valuelen, uint8_t flags,
+                         void *user_data)
+{
+    (void)ng;
+    (void)flags;
+    struct h2c_stream *s = h2c_find(user_data, frame->hd.stream_id);
+    if (!s)
+        return 0;
+    char v[H2C_MESSAGE_MAX];
+    snprintf(v, sizeof(v), "%.*s", (int)valuelen, (const char *)value);
+    if (namelen == 7 && memcmp(name, ":status", 7) == 0) {
+        s->r.http_status = atoi(v);
+    } else if (namelen == 11 && memcmp(name, "grpc-status", 11) == 0) {
+        s->r.grpc_status = atoi(v);
+        s->r.trailers_only = !s->got_headers;
+    } else if (namelen == 12 && memcmp(name, "grpc-message", 12) == 0) {
+        snprintf(s->r.grpc_message, sizeof(s->r.grpc_message), "%s", v);
+    } else if (namelen == 12 && memcmp(name, "content-type", 12) == 0) {
+        snprintf(s->r.content_type, sizeof(s->r.content_type), "%.*s",
+                 (int)(sizeof(s->r.content_type) - 1), v);
+    }
+    return 0;
+}
+
+static int h2c_on_frame_recv(nghttp2_session *ng, const nghttp2_frame *frame, void *user_data)
+{
+    (void)ng;
+    struct h2c *c = user_data;
+    if (frame->hd.type == NGHTTP2_GOAWAY) {
+        c->goaway = true;
+        c->goaway_code = frame->goaway.error_code;
+        snprintf(c->goaway_debug, sizeof(c->goaway_debug), "%.*s",
+                 (int)frame->goaway.opaque_data_len, (const char *)frame->goaway.opaque_data);
+    }
+    if (frame->hd.type == NGHTTP2_HEADERS) {
+        struct h2c_stream *s = h2c_find(c, frame->hd.stream_id);
+        if (s)
+            s->got_headers = true;
+    }
+    return 0;
+}
+
+static int h2c_on_data(nghttp2_session *ng, uint8_t flags, int32_t stream_id, const uint8_t *data,
+                       size_t len, void *user_data)
+{
+    (void)ng;
+    (void)flags;
+    struct h2c_stream *s = h2c_find(user_data, stream_id);
+    if (!s)
+        return 0;
+    uint8_t *nb = realloc(s->r.body, s->r.body_len + len + 1);
+    if (!nb)
+        return NGHTTP2_ERR_CALLBACK_FAILURE;
+    memcpy(nb + s->r.body_len, data, len);
+    s->r.body = nb;
+    s->r.body_len += len;
+    return 0;
+}
+
+static int h2c_on_close(nghttp2_session *ng, int32_t stream_id, uint32_t error_code, void *user_data)
+{
+    (void)ng;
+    struct h2c_stream *s = h2c_find(user_data, stream_id);
+    if (s) {
+        s->r.closed = true;
+        s->r.rst_code = error_code;
+    }
+    return 0;
+}
+
+struct h2c *h2c_new(void)
+{
+    struct h2c *c = calloc(1, sizeof(*c));
+    nghttp2_session_callbacks *cbs;
+    nghttp2_session_callbacks_new(&cbs);
+    nghttp2_session_callbacks_set_on_header_callback(cbs, h2c_on_header);
+    nghttp2_session_callbacks_set_on_frame_recv_callback(cbs, h2c_on_frame_recv);
+    nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, h2c_on_data);
+    nghttp2_session_callbacks_set_on_stream_close_callback(cbs, h2c_on_close);
+    nghttp2_session_client_new(&c->ng, cbs, c);
+    nghttp2_session_callbacks_del(cbs);
+    nghttp2_settings_entry iv[] = { { NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, 16 * 1024 * 1024 } };
+    nghttp2_submit_settings(c->ng, NGHTTP2_FLAG_NONE, iv, 1);
+    nghttp2_session_set_local_window_size(c->ng, NGHTTP2_FLAG_NONE, 0, 64 * 1024 * 1024);
+    return c;
+}
+
+void h2c_free(struct h2c *c)
+{
+    if (!c)
+        return;
+    while (c->streams) {
+        struct h2c_stream *s = c->streams;
+        c->streams = s->next;
+        free(s->r.body);
+        free(s->body_owned);
+        free(s);
+    }
+    nghttp2_session_del(c->ng);
+    free(c);
+}
+
+static ssize_t h2c_body_read(nghttp2_session *ng, int32_t stream_id, uint8_t *buf, size_t length,
+                             uint32_t *flags, nghttp2_data_source *source, void *user_data)
+{
+    (void)ng;
+    (void)stream_id;
+    (void)user_data;
+    struct h2c_stream *s = source->ptr;
+    size_t n = s->body_len - s->body_pos;
+    if (n > length)
+        n = length;
+    memcpy(buf, s->body + s->body_pos, n);
+    s->body_pos += n;
+    if (s->body_pos == s->body_len) {
+        *flags |= NGHTTP2_DATA_FLAG_EOF;
+        if (!s->end_stream)
+            *flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
+    }
+    return (ssize_t)n;
+}
+
+static int32_t h2c_submit(struct h2c *c, const char *method, const char *path, const char *ct,
+                          const uint8_t *body, size_t len, bool end_stream)
+{
+    struct h2c_stream *s = calloc(1, sizeof(*s));
+    s->r.grpc_status = -1;
+    s->body_owned = malloc(len + 1);
+    if (len)
+        memcpy(s->body_owned, body, len);
+    s->body = s->body_owned;
+    s->body_len = len;
+    s->end_stream = end_stream;
+    nghttp2_nv nv[] = {
+        { (uint8_t *)":method", (uint8_t *)method, 7, strlen(method), 0 },
+        { (uint8_t *)":scheme", (uint8_t *)"http", 7, 4, 0 },
+        { (uint8_t *)":authority", (uint8_t *)"localhost", 10, 9, 0 },
+        { (uint8_t *)":path", (uint8_t *)path, 5, strlen(path), 0 },
+        { (uint8_t *)"content-type", (uint8_t *)ct, 12, strlen(ct), 0 },
+        { (uint8_t *)"te", (uint8_t *)"trailers", 2, 8, 0 },
+    };
+    nghttp2_data_provider dp = { .source.ptr = s, .read_callback = h2c_body_read };
+    int32_t id = nghttp2_submit_request(c->ng, NULL, nv, sizeof(nv) / sizeof(nv[0]),
+                                        (len || end_stream) ? &dp : NULL, NULL);
+    if (id < 0) {
+        free(s->body_owned);
+        free(s);
+        return -1;
+    }
+    s->id = id;
+    s->next = c->streams;
+    c->streams = s;
+    return id;
+}
+
+int32_t h2c_request(struct h2c *c, const char *path, const char *content_type, const uint8_t *body,
+                    size_t len, bool end_stream)
+{
+    return h2c_submit(c, "POST", path, content_type ? content_type : "application/grpc", body, len,
+                      end_stream);
+}
+
+int32_t h2c_request_method(struct h2c *c, const char *method, const char *path, const uint8_t *body,
+                           size_t len)
+{
+    return h2c_submit(c, method, path, "application/grpc", body, len, true);
+}
+
+int32_t h2c_call(struct h2c *c, const char *path, const uint8_t *msg, size_t len)
+{
+    uint8_t *buf = malloc(GRPC_FRAME_HEADER + len);
+    grpc_frame_header(buf, len);
+    if (len)
+        memcpy(buf + GRPC_FRAME_HEADER, msg, len);
+    int32_t id = h2c_request(c, path, NULL, buf, GRPC_FRAME_HEADER + len, true);
+    free(buf);
+    return id;
+}
+
+ssize_t h2c_send(struct h2c *c, const uint8_t **out)
+{
+    return nghttp2_session_mem_send(c->ng, out);
+}
+
+int h2c_recv(struct h2c *c, const uint8_t *data, size_t len)
+{
+    return nghttp2_session_mem_recv(c->ng, data, len) < 0 ? -1 : 0;
+}
+
+const struct h2c_result *h2c_result(const struct h2c *c, int32_t stream_id)
+{
+    struct h2c_stream *s = h2c_find(c, stream_id);
+    return s ? &s->r : NULL;
+}
+
+bool h2c_all_closed(const struct h2c *c)
+{
+    for (struct h2c_stream *s = c->streams; s; s = s->next)
+        if (!s->r.closed)
+            return false;
+    return true;
+}
+
+bool h2c_goaway(const struct h2c *c, uint32_t *code, const char **debug)
+{
+    if (code)
+        *code = c->goaway_code;
+    if (debug)
+        *debug = c->goaway_debug;
+    return c->goaway;
+}
+
+uint32_t h2c_remote_setting(const struct h2c *c, int id)
+{
+    return nghttp2_session_get_remote_settings(c->ng, (nghttp2_settings_id)id);
+}
+
+int h2c_message(const struct h2c_result *r, const uint8_t **msg, size_t *len)
+{
+    if (r->body_len < GRPC_FRAME_HEADER)
+        return -1;
+    const uint8_t *b = r->body;
+    size_t n = ((size_t)b[1] << 24) | ((size_t)b[2] << 16) | ((size_t)b[3] << 8) | b[4];
+    if (b[0] != 0 || n > r->body_len - GRPC_FRAME_HEADER)
+        return -1;
+    *msg = b + GRPC_FRAME_HEADER;
+    *len = n;
+    return 0;
+}
+
+void h2c_percent_decode(const char *in, char *out, size_t outlen)
+{
+    size_t o = 0;
+    for (size_t i = 0; in[i] && o + 1 < outlen; i++) {
+        unsigned v;
+        if (in[i] == '%' && in[i + 1] && in[i + 2] && sscanf(in + i + 1, "%2x", &v) == 1) {
+            out[o++] = (char)v;
+            i += 2;
+        } else {
+            out[o++] = in[i];
+        }
+    }
+    out[o] = '\0';
+}
+
+int h2c_connect_unix(const char *path)
+{
+    struct sockaddr_un sa = { .sun_family = AF_UNIX };
+    snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -1;
+    if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+static long long h2c_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Writes everything the session has queued. 0, or -1 if the peer is gone. */
+static int h2c_flush_fd(struct h2c *c, int fd)
+{
+    for (;;) {
+        const uint8_t *p;
+        ssize_t n = nghttp2_session_mem_send(c->ng, &p);
+        if (n < 0)
+            return -1;
+        if (n == 0)
+            return 0;
+        while (n > 0) {
+            ssize_t w = send(fd, p, (size_t)n, MSG_NOSIGNAL);
+            if (w < 0 && errno == EINTR)
+                continue;
+            if (w < 0)
+                return -1;
+            p += w;
+            n -= w;
+        }
+    }
+}
+
+int h2c_run_fd(struct h2c *c, int fd, int timeout_ms)
+{
+    long long deadline = h2c_now_ms() + timeout_ms;
+    uint8_t buf[H2C_READ_BUF];
+    for (;;) {
+        if (h2c_flush_fd(c, fd) != 0)
+            return 1;
+        if (c->streams && h2c_all_closed(c))
+            return 0;
+        long long left = deadline - h2c_now_ms();
+        if (left <= 0)
+            return -1;
+        struct pollfd pfd = { .fd = fd, .events = POLLIN };
+        int pr = poll(&pfd, 1, (int)left);
+        if (pr < 0 && errno == EINTR)
+            continue;
+        if (pr <= 0)
+            continue;
+        ssize_t n = recv(fd, buf, sizeof(buf), 0);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return 1;
+        if (h2c_recv(c, buf, (size_t)n) != 0)
+            return 1;
+    }
+}

@@ -1,0 +1,79 @@
+/* h2_client.h: a bare gRPC-over-HTTP/2 client for protocol tests.
+ *
+ * Unlike libampclient, it sends whatever bytes a test asks for (wrong
+ * content-types, lying length prefixes, several messages on a unary call)
+ * and records everything that comes back per stream: HTTP status, headers,
+ * raw DATA, trailers, RST_STREAM, and the connection's GOAWAY. Like h2.c it
+ * does no I/O itself (h2c_send / h2c_recv), so the h2 layer's tests pump
+ * bytes in memory; h2c_run_fd() drives it over a real socket.
+ */
+#ifndef AMP_TEST_H2_CLIENT_H
+#define AMP_TEST_H2_CLIENT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define H2C_MESSAGE_MAX 1024
+
+struct h2c_result {
+    bool closed;                   /* the stream is over */
+    bool trailers_only;            /* grpc-status came in the first HEADERS */
+    int http_status;               /* :status, 0 if none */
+    int grpc_status;               /* grpc-status, -1 if none */
+    char grpc_message[H2C_MESSAGE_MAX]; /* as on the wire (percent-encoded) */
+    char content_type[128];
+    uint8_t *body;                 /* every DATA byte, gRPC prefixes included */
+    size_t body_len;
+    uint32_t rst_code;             /* error code of a RST_STREAM or stream close */
+};
+
+struct h2c;
+
+struct h2c *h2c_new(void);
+void h2c_free(struct h2c *c);
+
+/* Starts a POST to path with the given content-type (NULL:
+ * application/grpc) and body bytes sent verbatim; end_stream false leaves
+ * the request open. Returns the stream id, or -1. */
+int32_t h2c_request(struct h2c *c, const char *path, const char *content_type, const uint8_t *body,
+                    size_t len, bool end_stream);
+
+/* Same, with one gRPC message built from msg (prefix added). */
+int32_t h2c_call(struct h2c *c, const char *path, const uint8_t *msg, size_t len);
+
+/* Same, with :method given (for non-POST tests). */
+int32_t h2c_request_method(struct h2c *c, const char *method, const char *path, const uint8_t *body,
+                           size_t len);
+
+/* Bytes the client wants to write; see nghttp2_session_mem_send. */
+ssize_t h2c_send(struct h2c *c, const uint8_t **out);
+/* Feeds bytes from the server. Returns 0 or -1 (protocol error). */
+int h2c_recv(struct h2c *c, const uint8_t *data, size_t len);
+
+/* The result of stream_id (NULL if unknown). */
+const struct h2c_result *h2c_result(const struct h2c *c, int32_t stream_id);
+/* True once every stream started is closed. */
+bool h2c_all_closed(const struct h2c *c);
+/* True once a GOAWAY arrived; its code and debug data (NUL-terminated). */
+bool h2c_goaway(const struct h2c *c, uint32_t *code, const char **debug);
+
+/* A SETTINGS value the server sent (nghttp2_settings_id). */
+uint32_t h2c_remote_setting(const struct h2c *c, int id);
+
+/* The first gRPC message of a result's body, or -1. */
+int h2c_message(const struct h2c_result *r, const uint8_t **msg, size_t *len);
+
+/* Decodes a percent-encoded grpc-message into out. */
+void h2c_percent_decode(const char *in, char *out, size_t outlen);
+
+/* Connects to a Unix socket; returns the fd or -1. */
+int h2c_connect_unix(const char *path);
+
+/* Pumps the session over fd until every stream is closed, the server
+ * closes the connection, or timeout_ms pass. Returns 0 when all streams
+ * closed, 1 when the connection ended first, -1 on timeout or error. */
+int h2c_run_fd(struct h2c *c, int fd, int timeout_ms);
+
+#endif

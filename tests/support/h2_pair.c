@@ -1,0 +1,94 @@
+/* h2_pair.c: in-memory server + client for h2 layer tests (see h2_pair.h). */
+#include "h2_pair.h"
+
+#include <string.h>
+
+#define H2_PAIR_MAX_ROUNDS 100000
+
+static enum status_code pair_start(struct h2_call *call, const char *path, enum h2_call_kind *kind,
+                                   char *msg, size_t msglen, void *ctx)
+{
+    struct h2_pair *p = ctx;
+    return rpc_h2_start(call, path, kind, msg, msglen, &p->env);
+}
+
+static enum status_code pair_message(struct h2_call *call, const uint8_t *msg, size_t len,
+                                     char *err, size_t errlen, void *ctx)
+{
+    struct h2_pair *p = ctx;
+    return rpc_h2_message(call, msg, len, err, errlen, &p->env);
+}
+
+static void pair_end(struct h2_call *call, void *ctx)
+{
+    struct h2_pair *p = ctx;
+    rpc_h2_end(call, &p->env);
+}
+
+static void pair_closed(struct h2_call *call, void *ctx)
+{
+    struct h2_pair *p = ctx;
+    rpc_h2_closed(call, &p->env);
+}
+
+static void pair_want_write(void *ctx)
+{
+    struct h2_pair *p = ctx;
+    p->want_write_calls++;
+}
+
+static const struct h2_handlers pair_handlers = {
+    .start = pair_start,
+    .message = pair_message,
+    .end = pair_end,
+    .closed = pair_closed,
+    .want_write = pair_want_write,
+};
+
+void h2_pair_init(struct h2_pair *p, size_t max_message_bytes, uint32_t max_streams)
+{
+    memset(p, 0, sizeof(*p));
+    p->env.max_message_bytes = max_message_bytes;
+    p->env.start_ms = rpc_now_ms();
+    struct h2_config cfg = { max_message_bytes, max_streams };
+    p->server = h2_session_new(&cfg, &pair_handlers, p);
+    p->client = h2c_new();
+}
+
+void h2_pair_free(struct h2_pair *p)
+{
+    h2_session_free(p->server);
+    h2c_free(p->client);
+}
+
+void h2_pair_inject(struct h2_pair *p, const uint8_t *data, size_t len)
+{
+    p->server_recv_rv = h2_session_recv(p->server, data, len);
+}
+
+void h2_pair_pump(struct h2_pair *p)
+{
+    for (int round = 0; round < H2_PAIR_MAX_ROUNDS; round++) {
+        bool moved = false;
+        const uint8_t *b;
+        ssize_t n;
+        while ((n = h2c_send(p->client, &b)) > 0) {
+            h2_pair_inject(p, b, (size_t)n);
+            moved = true;
+        }
+        while ((n = h2_session_send(p->server, &b)) > 0) {
+            h2c_recv(p->client, b, (size_t)n);
+            moved = true;
+        }
+        if (!moved)
+            return;
+    }
+}
+
+const struct h2c_result *h2_pair_call(struct h2_pair *p, const char *path, const uint8_t *msg,
+                                      size_t len)
+{
+    int32_t id = h2c_call(p->client, path, msg, len);
+    h2_pair_pump(p);
+    return h2c_result(p->client, id);
+}

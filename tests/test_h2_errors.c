@@ -1,0 +1,271 @@
+/* test_h2_errors.c: every way a request can be wrong at the HTTP/2 + gRPC
+ * layer, and the status the daemon answers with (gRPC's status code table:
+ * unknown method and request cardinality UNIMPLEMENTED, undecodable request
+ * INTERNAL, oversize RESOURCE_EXHAUSTED, unsupported compression
+ * UNIMPLEMENTED). In memory, against the real h2 + rpc layers. */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "grpc_frame.h"
+#include "h2_pair.h"
+
+#define MAX_MSG 1024
+
+static struct h2_pair pair;
+
+static void setup(void)
+{
+    h2_pair_init(&pair, MAX_MSG, 4);
+}
+
+static void teardown(void)
+{
+    h2_pair_free(&pair);
+}
+
+static const struct h2c_result *raw(const char *path, const char *ct, const uint8_t *body,
+                                    size_t len)
+{
+    int32_t id = h2c_request(pair.client, path, ct, body, len, true);
+    h2_pair_pump(&pair);
+    const struct h2c_result *r = h2c_result(pair.client, id);
+    ck_assert(r->closed);
+    return r;
+}
+
+START_TEST(unknown_method)
+{
+    const struct h2c_result *r = h2_pair_call(&pair, "/x.y/Z", NULL, 0);
+    ck_assert_int_eq(r->http_status, 200);
+    ck_assert(r->trailers_only);
+    ck_assert_int_eq(r->grpc_status, STATUS_UNIMPLEMENTED);
+    ck_assert_str_eq(r->grpc_message, "unknown method /x.y/Z");
+}
+END_TEST
+
+START_TEST(stream_not_yet)
+{
+    const struct h2c_result *r = h2_pair_call(&pair, "/amp.v1.Amp/Stream", NULL, 0);
+    ck_assert_int_eq(r->grpc_status, STATUS_UNIMPLEMENTED);
+    ck_assert_ptr_nonnull(strstr(r->grpc_message, "streaming arrives with the scheduler issue"));
+}
+END_TEST
+
+START_TEST(bad_content_type)
+{
+    uint8_t body[GRPC_FRAME_HEADER];
+    grpc_frame_header(body, 0);
+    const struct h2c_result *r = raw("/amp.v1.Amp/Status", "application/json", body, sizeof(body));
+    ck_assert_int_eq(r->http_status, 415);
+    ck_assert_int_eq(r->grpc_status, STATUS_INTERNAL);
+    r = raw("/amp.v1.Amp/Status", "application/grpcx", body, sizeof(body));
+    ck_assert_int_eq(r->http_status, 415);
+}
+END_TEST
+
+START_TEST(not_post)
+{
+    int32_t id = h2c_request_method(pair.client, "PUT", "/amp.v1.Amp/Status", NULL, 0);
+    h2_pair_pump(&pair);
+    const struct h2c_result *r = h2c_result(pair.client, id);
+    ck_assert(r->closed);
+    ck_assert_int_eq(r->http_status, 405);
+}
+END_TEST
+
+START_TEST(bad_protobuf)
+{
+    /* Field 1 as a length-delimited string whose length runs past the end. */
+    static const uint8_t garbage[] = { 0x0a, 0x7f, 'x' };
+    const struct h2c_result *r = h2_pair_call(&pair, "/grpc.health.v1.Health/Check", garbage,
+                                              sizeof(garbage));
+    ck_assert_int_eq(r->grpc_status, STATUS_INTERNAL);
+    ck_assert_ptr_nonnull(strstr(r->grpc_message, "grpc.health.v1.HealthCheckRequest"));
+}
+END_TEST
+
+START_TEST(oversize)
+{
+    uint8_t *body = calloc(1, GRPC_FRAME_HEADER + MAX_MSG + 1);
+    grpc_frame_header(body, MAX_MSG + 1);
+    const struct h2c_result *r = raw("/amp.v1.Amp/Reverse", NULL, body, GRPC_FRAME_HEADER + MAX_MSG + 1);
+    ck_assert_int_eq(r->grpc_status, STATUS_RESOURCE_EXHAUSTED);
+    char msg[256];
+    h2c_percent_decode(r->grpc_message, msg, sizeof(msg));
+    ck_assert_str_eq(msg, "request message of 1025 bytes exceeds --max-message-bytes (1024)");
+    free(body);
+}
+END_TEST
+
+START_TEST(oversize_prefix_only)
+{
+    /* A prefix declaring 4 GiB - 1, no body, stream left open: refused at
+     * once, nothing buffered, the stream reset for the client to stop. */
+    uint8_t body[GRPC_FRAME_HEADER] = { 0, 0xff, 0xff, 0xff, 0xff };
+    int32_t id = h2c_request(pair.client, "/amp.v1.Amp/Reverse", NULL, body, sizeof(body), false);
+    h2_pair_pump(&pair);
+    const struct h2c_result *r = h2c_result(pair.client, id);
+    ck_assert(r->closed);
+    ck_assert_int_eq(r->grpc_status, STATUS_RESOURCE_EXHAUSTED);
+    ck_assert_uint_eq(h2_session_calls(pair.server), 0);
+}
+END_TEST
+
+START_TEST(truncated_message)
+{
+    uint8_t body[GRPC_FRAME_HEADER + 3] = { 0, 0, 0, 0, 100, 'a', 'b', 'c' };
+    const struct h2c_result *r = raw("/amp.v1.Amp/Reverse", NULL, body, sizeof(body));
+    ck_assert_int_eq(r->grpc_status, STATUS_INTERNAL);
+    char msg[256];
+    h2c_percent_decode(r->grpc_message, msg, sizeof(msg));
+    ck_assert_str_eq(msg, "request stream ended inside a message (declared 100 bytes, got 3)");
+    /* Inside the prefix, too. */
+    r = raw("/amp.v1.Amp/Reverse", NULL, body, 2);
+    ck_assert_int_eq(r->grpc_status, STATUS_INTERNAL);
+}
+END_TEST
+
+START_TEST(two_messages_on_unary)
+{
+    uint8_t body[2 * GRPC_FRAME_HEADER];
+    grpc_frame_header(body, 0);
+    grpc_frame_header(body + GRPC_FRAME_HEADER, 0);
+    const struct h2c_result *r = raw("/amp.v1.Amp/Status", NULL, body, sizeof(body));
+    ck_assert_int_eq(r->grpc_status, STATUS_UNIMPLEMENTED);
+    ck_assert_ptr_nonnull(strstr(r->grpc_message, "exactly one request message"));
+}
+END_TEST
+
+START_TEST(no_message_on_unary)
+{
+    const struct h2c_result *r = raw("/amp.v1.Amp/Status", NULL, NULL, 0);
+    ck_assert_int_eq(r->grpc_status, STATUS_UNIMPLEMENTED);
+    ck_assert_ptr_nonnull(strstr(r->grpc_message, "got 0"));
+}
+END_TEST
+
+START_TEST(compressed_message)
+{
+    uint8_t body[] = { 1, 0, 0, 0, 1, 0 };
+    const struct h2c_result *r = raw("/amp.v1.Amp/Status", NULL, body, sizeof(body));
+    ck_assert_int_eq(r->grpc_status, STATUS_UNIMPLEMENTED);
+    body[0] = 2;
+    r = raw("/amp.v1.Amp/Status", NULL, body, sizeof(body));
+    ck_assert_int_eq(r->grpc_status, STATUS_INTERNAL);
+}
+END_TEST
+
+START_TEST(garbage_preface)
+{
+    static const char junk[] = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+    h2_pair_inject(&pair, (const uint8_t *)junk, sizeof(junk) - 1);
+    ck_assert_int_eq(pair.server_recv_rv, -1);
+    /* A GOAWAY is queued, then the session wants nothing more. */
+    const uint8_t *out;
+    ck_assert_int_gt(h2_session_send(pair.server, &out), 0);
+    while (h2_session_send(pair.server, &out) > 0) {
+    }
+    ck_assert(!h2_session_want_read(pair.server));
+    ck_assert(!h2_session_want_write(pair.server));
+}
+END_TEST
+
+START_TEST(bad_frame_after_preface)
+{
+    /* A good session first, then a DATA frame on stream 0: a connection
+     * error; nghttp2 answers GOAWAY(PROTOCOL_ERROR). */
+    h2_pair_call(&pair, "/amp.v1.Amp/Status", NULL, 0);
+    static const uint8_t bad[] = { 0, 0, 1, 0x0, 0x0, 0, 0, 0, 0, 'x' };
+    h2_pair_inject(&pair, bad, sizeof(bad));
+    h2_pair_pump(&pair);
+    uint32_t code;
+    ck_assert(h2c_goaway(pair.client, &code, NULL));
+    ck_assert_uint_eq(code, 1 /* PROTOCOL_ERROR */);
+    ck_assert(!h2_session_want_read(pair.server));
+}
+END_TEST
+
+START_TEST(streams_limit_advertised)
+{
+    /* max_streams is 4: the server says so in SETTINGS, and a well-behaved
+     * client holds a 5th call back while 4 are open (nghttp2 refuses
+     * streams over the limit from clients that do not). */
+    uint8_t body[GRPC_FRAME_HEADER];
+    grpc_frame_header(body, 0);
+    for (int i = 0; i < 4; i++)
+        h2c_request(pair.client, "/amp.v1.Amp/Status", NULL, body, 2, false);
+    h2_pair_pump(&pair);
+    ck_assert_uint_eq(h2c_remote_setting(pair.client, 3 /* MAX_CONCURRENT_STREAMS */), 4);
+    ck_assert_uint_eq(h2_session_calls(pair.server), 4);
+    int32_t id = h2c_request(pair.client, "/amp.v1.Amp/Status", NULL, body, sizeof(body), true);
+    h2_pair_pump(&pair);
+    ck_assert(!h2c_result(pair.client, id)->closed);
+    ck_assert_uint_eq(h2_session_calls(pair.server), 4);
+}
+END_TEST
+
+START_TEST(percent_encoding)
+{
+    char out[64];
+    h2_percent_encode("a b%c\n\xc3\xbc~", out, sizeof(out));
+    ck_assert_str_eq(out, "a b%25c%0A%C3%BC~");
+    /* Truncation never splits an escape. */
+    ck_assert_uint_eq(h2_percent_encode("%%%%", out, 8), 6);
+    ck_assert_str_eq(out, "%25%25");
+}
+END_TEST
+
+START_TEST(trailers_percent_encoded_on_wire)
+{
+    /* The health check echoes the unknown service name in its message. */
+    static const uint8_t req[] = { 0x0a, 7, 'u', 0xc3, 0xbc, '%', '\n', '"', 'z' };
+    const struct h2c_result *r = h2_pair_call(&pair, "/grpc.health.v1.Health/Check", req, sizeof(req));
+    ck_assert_int_eq(r->grpc_status, STATUS_NOT_FOUND);
+    ck_assert_str_eq(r->grpc_message, "unknown service \"u%C3%BC%25%0A\"z\"");
+    char msg[64];
+    h2c_percent_decode(r->grpc_message, msg, sizeof(msg));
+    ck_assert_str_eq(msg, "unknown service \"u\xc3\xbc%\n\"z\"");
+}
+END_TEST
+
+START_TEST(others_keep_working)
+{
+    /* After a string of bad calls, a good one on the same connection. */
+    h2_pair_call(&pair, "/x.y/Z", NULL, 0);
+    uint8_t body[] = { 1, 0, 0, 0, 1, 0 };
+    raw("/amp.v1.Amp/Status", NULL, body, sizeof(body));
+    const struct h2c_result *r = h2_pair_call(&pair, "/amp.v1.Amp/Status", NULL, 0);
+    ck_assert_int_eq(r->grpc_status, 0);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("h2_errors");
+    TCase *tc = tcase_create("core");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, unknown_method);
+    tcase_add_test(tc, stream_not_yet);
+    tcase_add_test(tc, bad_content_type);
+    tcase_add_test(tc, not_post);
+    tcase_add_test(tc, bad_protobuf);
+    tcase_add_test(tc, oversize);
+    tcase_add_test(tc, oversize_prefix_only);
+    tcase_add_test(tc, truncated_message);
+    tcase_add_test(tc, two_messages_on_unary);
+    tcase_add_test(tc, no_message_on_unary);
+    tcase_add_test(tc, compressed_message);
+    tcase_add_test(tc, garbage_preface);
+    tcase_add_test(tc, bad_frame_after_preface);
+    tcase_add_test(tc, streams_limit_advertised);
+    tcase_add_test(tc, percent_encoding);
+    tcase_add_test(tc, trailers_percent_encoded_on_wire);
+    tcase_add_test(tc, others_keep_working);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
