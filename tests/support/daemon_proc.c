@@ -46,7 +46,10 @@ static int daemon_can_connect(const char *path)
     struct sockaddr_un sa;
     memset(&sa, 0, sizeof sa);
     sa.sun_family = AF_UNIX;
-    snprintf(sa.sun_path, sizeof sa.sun_path, "%s", path);
+    size_t len = strlen(path);
+    if (len >= sizeof sa.sun_path)
+        return 0;
+    memcpy(sa.sun_path, path, len + 1);
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0)
         return 0;

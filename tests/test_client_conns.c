@@ -1,0 +1,227 @@
+/* test_client_conns.c: connection behaviour against a real ampd: many
+ * sequential calls on one connection (a new HTTP/2 stream each), two
+ * connections at once (interleaved, and from two threads), the
+ * introspection calls, and a daemon that goes away: AMP_EIO, never a hang.
+ */
+#include <check.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "amp.h"
+#include "daemon_proc.h"
+
+#define SEQUENTIAL_CALLS 300
+#define THREAD_CALLS 40
+#define THREAD_LEN (64 * 1024 + 7)
+#define GONE_DEADLINE_MS 60000 /* backstop only: a broken connection must fail before */
+
+static struct daemon_proc ampd;
+
+static amp_conn *connect_ok(const char *address)
+{
+    amp_conn *c = NULL;
+    int rc = amp_connect(address, &c);
+    ck_assert_msg(rc == 0, "%s: %s", amp_strerror(rc), amp_last_message(NULL));
+    return c;
+}
+
+/* Reverses a short string with an index mark and checks the answer. */
+static void reverse_ok(amp_conn *c, int i)
+{
+    char text[32], want[32];
+    int n = snprintf(text, sizeof text, "call-%d-end", i);
+    for (int k = 0; k < n; k++)
+        want[k] = text[n - 1 - k];
+    void *out;
+    size_t len;
+    int rc = amp_reverse(c, NULL, text, (size_t)n, &out, &len);
+    ck_assert_msg(rc == 0, "call %d: %s: %s", i, amp_strerror(rc), amp_last_message(c));
+    ck_assert_uint_eq(len, (size_t)n);
+    ck_assert_int_eq(memcmp(out, want, (size_t)n), 0);
+    amp_free(out);
+}
+
+START_TEST(many_sequential_calls_one_connection)
+{
+    amp_conn *c = connect_ok(ampd.address);
+    for (int i = 0; i < SEQUENTIAL_CALLS; i++) {
+        switch (i % 4) {
+        case 0:
+        case 1: reverse_ok(c, i); break;
+        case 2: {
+            amp_fill_params p = { .type = AMP_TYPE_INT32, .count = (uint64_t)i, .start = i,
+                                  .step = 1 };
+            void *out;
+            size_t n;
+            ck_assert_int_eq(amp_fill(c, NULL, &p, &out, &n), 0);
+            ck_assert_uint_eq(n, (size_t)i * 4);
+            if (i > 0)
+                ck_assert_int_eq(((int32_t *)out)[i - 1], 2 * i - 1);
+            amp_free(out);
+            break;
+        }
+        default: {
+            /* A refused call in the middle must not disturb the next ones. */
+            amp_hist_params p = { .type = AMP_TYPE_FLOAT32, .bins = 0, .lo = 0, .hi = 1 };
+            amp_hist h;
+            ck_assert_int_eq(amp_histogram(c, NULL, &p, "abcd", 4, &h), AMP_EINVAL);
+            break;
+        }
+        }
+    }
+    amp_close(c);
+}
+END_TEST
+
+START_TEST(two_connections_interleaved)
+{
+    amp_conn *a = connect_ok(ampd.address), *b = connect_ok(ampd.address);
+    for (int i = 0; i < 20; i++) {
+        reverse_ok(a, i);
+        reverse_ok(b, 1000 + i);
+    }
+    amp_close(a);
+    reverse_ok(b, 99); /* closing one leaves the other alone */
+    amp_close(b);
+}
+END_TEST
+
+static void *thread_main(void *arg)
+{
+    uint8_t seed = (uint8_t)(uintptr_t)arg;
+    amp_conn *c = NULL;
+    if (amp_connect(ampd.address, &c) != 0)
+        return (void *)"connect failed";
+    uint8_t *in = malloc(THREAD_LEN);
+    const char *err = NULL;
+    for (size_t i = 0; i < THREAD_LEN; i++)
+        in[i] = (uint8_t)(i * 31 + seed);
+    for (int k = 0; k < THREAD_CALLS && !err; k++) {
+        void *out;
+        size_t n;
+        if (amp_reverse(c, NULL, in, THREAD_LEN, &out, &n) != 0 || n != THREAD_LEN) {
+            err = "call failed";
+            break;
+        }
+        for (size_t i = 0; i < THREAD_LEN && !err; i++)
+            if (((uint8_t *)out)[i] != in[THREAD_LEN - 1 - i])
+                err = "wrong bytes";
+        amp_free(out);
+    }
+    free(in);
+    amp_close(c);
+    return (void *)err;
+}
+
+START_TEST(two_connections_two_threads)
+{
+    pthread_t t[2];
+    for (uintptr_t i = 0; i < 2; i++)
+        ck_assert_int_eq(pthread_create(&t[i], NULL, thread_main, (void *)(i + 1)), 0);
+    for (int i = 0; i < 2; i++) {
+        void *err;
+        pthread_join(t[i], &err);
+        ck_assert_msg(err == NULL, "thread %d: %s", i, (const char *)err);
+    }
+}
+END_TEST
+
+START_TEST(devices_status_health)
+{
+    amp_conn *c = connect_ok(ampd.address);
+    amp_device *list;
+    size_t n;
+    ck_assert_int_eq(amp_devices(c, &list, &n), 0);
+    ck_assert_uint_ge(n, 1);
+    int defaults = 0;
+    for (size_t i = 0; i < n; i++) {
+        ck_assert_uint_eq(list[i].index, i);
+        ck_assert_str_ne(list[i].name, "");
+        ck_assert_msg(!strcmp(list[i].type, "gpu") || !strcmp(list[i].type, "cpu") ||
+                          !strcmp(list[i].type, "accelerator"),
+                      "type '%s'", list[i].type);
+        ck_assert_uint_gt(list[i].global_mem_size, 0);
+        ck_assert_uint_gt(list[i].max_work_group_size, 0);
+        defaults += list[i].is_default;
+    }
+    ck_assert_int_eq(defaults, 1);
+    amp_free(list);
+
+    amp_daemon_status before, after;
+    ck_assert_int_eq(amp_status(c, NULL, &before), 0);
+    ck_assert_str_ne(before.version, "");
+    ck_assert_uint_ge(before.connections, 1);
+    reverse_ok(c, 1);
+    ck_assert_int_eq(amp_status(c, NULL, &after), 0);
+    ck_assert_uint_gt(after.jobs_completed, before.jobs_completed);
+
+    int serving = -1;
+    ck_assert_int_eq(amp_health(c, NULL, "", &serving), 0);
+    ck_assert_int_eq(serving, AMP_HEALTH_SERVING);
+    amp_close(c);
+}
+END_TEST
+
+START_TEST(daemon_killed_between_calls_is_eio)
+{
+    struct daemon_proc own;
+    ck_assert_int_eq(daemon_start(&own, NULL), 0);
+    amp_conn *c = connect_ok(own.address);
+    reverse_ok(c, 1);
+    kill(own.pid, SIGKILL);
+    amp_opts o = { NULL, GONE_DEADLINE_MS };
+    void *out = NULL;
+    size_t n;
+    int rc = amp_reverse(c, &o, "abc", 3, &out, &n);
+    ck_assert_msg(rc == AMP_EIO, "rc %d (%s): %s", rc, amp_strerror(rc), amp_last_message(c));
+    ck_assert_ptr_null(out);
+    ck_assert_int_eq(amp_reverse(c, &o, "abc", 3, &out, &n), AMP_EIO);
+    amp_close(c);
+    ck_assert_int_eq(daemon_stop(&own), 128 + SIGKILL);
+}
+END_TEST
+
+START_TEST(daemon_stopped_then_call_fails_fast)
+{
+    struct daemon_proc own;
+    ck_assert_int_eq(daemon_start(&own, NULL), 0);
+    amp_conn *c = connect_ok(own.address);
+    reverse_ok(c, 1);
+    ck_assert_int_eq(daemon_stop(&own), 0); /* graceful drain, clean exit */
+    amp_opts o = { NULL, GONE_DEADLINE_MS };
+    void *out = NULL;
+    size_t n;
+    int rc = amp_reverse(c, &o, "abc", 3, &out, &n);
+    /* The daemon's GOAWAY may be read first (the call is refused) or the
+     * closed socket may be seen first; both are prompt errors. */
+    ck_assert_msg(rc == AMP_EIO || rc == AMP_EUNAVAIL, "rc %d (%s): %s", rc, amp_strerror(rc),
+                  amp_last_message(c));
+    amp_close(c);
+}
+END_TEST
+
+int main(void)
+{
+    if (daemon_start(&ampd, NULL) != 0)
+        return EXIT_FAILURE;
+    Suite *s = suite_create("client_conns");
+    TCase *tc = tcase_create("connections");
+    tcase_add_test(tc, many_sequential_calls_one_connection);
+    tcase_add_test(tc, two_connections_interleaved);
+    tcase_add_test(tc, two_connections_two_threads);
+    tcase_add_test(tc, devices_status_health);
+    tcase_add_test(tc, daemon_killed_between_calls_is_eio);
+    tcase_add_test(tc, daemon_stopped_then_call_fails_fast);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    int st = daemon_stop(&ampd);
+    if (st != 0)
+        fprintf(stderr, "ampd exited with status %d\n", st);
+    return failed || st != 0 ? EXIT_FAILURE : EXIT_SUCCESS;
+}

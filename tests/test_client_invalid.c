@@ -1,0 +1,155 @@
+/* test_client_invalid.c: every bad parameter the C API can carry to a real
+ * ampd comes back as AMP_EINVAL (INVALID_ARGUMENT) with the daemon's
+ * message naming the field, and the connection stays usable afterwards.
+ * (Arguments the library refuses before sending are test_client_args.c.)
+ */
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "amp.h"
+#include "daemon_proc.h"
+
+static struct daemon_proc ampd;
+static amp_conn *conn;
+
+static void conn_open(void)
+{
+    ck_assert_int_eq(amp_connect(ampd.address, &conn), 0);
+}
+
+static void conn_shut(void)
+{
+    amp_close(conn);
+    conn = NULL;
+}
+
+/* rc must be want with a message naming field; then a job still works. */
+static void expect_refused(int rc, int want, const char *field)
+{
+    const char *msg = amp_last_message(conn);
+    ck_assert_msg(rc == want, "rc %d (%s: %s), want %d for %s", rc, amp_strerror(rc), msg, want,
+                  field);
+    ck_assert_msg(strstr(msg, field), "message '%s' does not name '%s'", msg, field);
+    void *out;
+    size_t n;
+    ck_assert_int_eq(amp_reverse(conn, NULL, "ok", 2, &out, &n), 0);
+    ck_assert_int_eq(memcmp(out, "ko", 2), 0);
+    amp_free(out);
+}
+
+START_TEST(transform_range)
+{
+    uint8_t data[10] = { 0 };
+    void *out;
+    size_t n;
+    amp_transform_params p = { .op = AMP_OP_ADD, .value = 1, .offset = 11 };
+    expect_refused(amp_transform(conn, NULL, &p, data, sizeof data, &out, &n), AMP_EINVAL,
+                   "params.offset");
+    p = (amp_transform_params){ .op = AMP_OP_ADD, .offset = 4, .length = 7, .has_length = 1 };
+    expect_refused(amp_transform(conn, NULL, &p, data, sizeof data, &out, &n), AMP_EINVAL,
+                   "params.length");
+}
+END_TEST
+
+START_TEST(histogram_params)
+{
+    float data[4] = { 0 };
+    amp_hist h;
+    amp_hist_params p = { .type = AMP_TYPE_FLOAT32, .bins = 0, .lo = 0, .hi = 1 };
+    expect_refused(amp_histogram(conn, NULL, &p, data, sizeof data, &h), AMP_EINVAL,
+                   "params.bins");
+    ck_assert_ptr_null(h.counts);
+    p = (amp_hist_params){ .type = AMP_TYPE_INT32, .bins = 4, .lo = 5, .hi = 5 };
+    expect_refused(amp_histogram(conn, NULL, &p, data, sizeof data, &h), AMP_EINVAL, "params.lo");
+    p = (amp_hist_params){ .type = AMP_TYPE_UINT32, .bins = 4, .lo = NAN, .hi = 1 };
+    expect_refused(amp_histogram(conn, NULL, &p, data, sizeof data, &h), AMP_EINVAL, "params.lo");
+    p = (amp_hist_params){ .type = AMP_TYPE_FLOAT32, .bins = 4, .lo = 0, .hi = INFINITY };
+    expect_refused(amp_histogram(conn, NULL, &p, data, sizeof data, &h), AMP_EINVAL, "params.hi");
+    p = (amp_hist_params){ .type = AMP_TYPE_INT64, .bins = 4, .lo = 0, .hi = 1 };
+    expect_refused(amp_histogram(conn, NULL, &p, data, sizeof data, &h), AMP_EINVAL,
+                   "params.type");
+    p = (amp_hist_params){ .type = AMP_TYPE_UINT8, .bins = 10 };
+    expect_refused(amp_histogram(conn, NULL, &p, data, sizeof data, &h), AMP_EINVAL, "bins");
+    p = (amp_hist_params){ .type = AMP_TYPE_INT32, .bins = 4, .lo = 0, .hi = 1 };
+    expect_refused(amp_histogram(conn, NULL, &p, data, 6, &h), AMP_EINVAL, "data");
+}
+END_TEST
+
+START_TEST(fill_params)
+{
+    void *out = NULL;
+    size_t n;
+    amp_fill_params p = { .type = AMP_TYPE_UINT8, .count = 4 };
+    expect_refused(amp_fill(conn, NULL, &p, &out, &n), AMP_EINVAL, "params.type");
+    p = (amp_fill_params){ .type = AMP_TYPE_INT64, .count = 1ull << 50 };
+    expect_refused(amp_fill(conn, NULL, &p, &out, &n), AMP_EINVAL, "params.count");
+    p = (amp_fill_params){ .type = AMP_TYPE_INT32, .count = 100, .tile = 1u << 30 };
+    expect_refused(amp_fill(conn, NULL, &p, &out, &n), AMP_EINVAL, "tile");
+    ck_assert_ptr_null(out);
+}
+END_TEST
+
+START_TEST(device_selection)
+{
+    void *out;
+    size_t n;
+    amp_opts o = { "bogus", 0 };
+    expect_refused(amp_reverse(conn, &o, "abc", 3, &out, &n), AMP_EINVAL, "device");
+    o.device = "99999";
+    expect_refused(amp_reverse(conn, &o, "abc", 3, &out, &n), AMP_EINVAL, "device");
+    char longname[200];
+    memset(longname, 'x', sizeof longname - 1);
+    longname[sizeof longname - 1] = '\0';
+    o.device = longname;
+    expect_refused(amp_reverse(conn, &o, "abc", 3, &out, &n), AMP_EINVAL, "device");
+}
+END_TEST
+
+START_TEST(missing_device_type_is_unavailable)
+{
+    amp_device *list;
+    size_t ndev;
+    ck_assert_int_eq(amp_devices(conn, &list, &ndev), 0);
+    /* Ask for a type this host lacks: gpu on CPU-only hosts, else cpu. */
+    const char *want = "gpu";
+    for (size_t i = 0; i < ndev; i++)
+        if (strcmp(list[i].type, "gpu") == 0)
+            want = "cpu";
+    int present = 0;
+    for (size_t i = 0; i < ndev; i++)
+        present |= strcmp(list[i].type, want) == 0;
+    amp_free(list);
+    if (present)
+        return; /* a host with both kinds has nothing to refuse here */
+    amp_opts o = { want, 0 };
+    void *out;
+    size_t n;
+    expect_refused(amp_reverse(conn, &o, "abc", 3, &out, &n), AMP_EUNAVAIL, want);
+}
+END_TEST
+
+int main(void)
+{
+    if (daemon_start(&ampd, NULL) != 0)
+        return EXIT_FAILURE;
+    Suite *s = suite_create("client_invalid");
+    TCase *tc = tcase_create("invalid");
+    tcase_add_checked_fixture(tc, conn_open, conn_shut);
+    tcase_add_test(tc, transform_range);
+    tcase_add_test(tc, histogram_params);
+    tcase_add_test(tc, fill_params);
+    tcase_add_test(tc, device_selection);
+    tcase_add_test(tc, missing_device_type_is_unavailable);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    int st = daemon_stop(&ampd);
+    if (st != 0)
+        fprintf(stderr, "ampd exited with status %d\n", st);
+    return failed || st != 0 ? EXIT_FAILURE : EXIT_SUCCESS;
+}
