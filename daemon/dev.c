@@ -154,7 +154,9 @@ void dev_run(struct dev *d, struct job *job)
     snprintf(job->device, sizeof job->device, "%u: %.100s", d->info.index, d->info.name);
     job->status = STATUS_OK;
     job->msg[0] = '\0';
-    if (!job->results)
+    if (job->results)
+        dev_drop_results(job);   /* a job run again starts afresh */
+    else
         job->results = calloc(job->nsteps ? job->nsteps : 1, sizeof(*job->results));
     size_t *out_len = calloc(job->nsteps ? job->nsteps : 1, sizeof(*out_len));
     uint64_t **slots = calloc(job->nsteps ? job->nsteps : 1, sizeof(*slots));
@@ -170,7 +172,7 @@ void dev_run(struct dev *d, struct job *job)
             dev_collect_hists(job, slots);
     }
     if (job->status != STATUS_OK && job->results)
-        dev_drop_results(job);
+        dev_drop_results(job);   /* no partial results on failure */
     dev_free_slots(slots, job->nsteps);
     free(out_len);
 }

@@ -54,6 +54,11 @@ void dev_set_launch_items_max_for_test(struct dev *d, uint64_t items)
     d->launch_items_max = items ? items : 1;
 }
 
+void dev_set_shape_for_test(struct dev *d, enum dev_shape shape)
+{
+    d->shape = shape;
+}
+
 cl_kernel dev_kernel(const struct dev *d, const char *name)
 {
     for (size_t i = 0; i < d->nkernels; i++)

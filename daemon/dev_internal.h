@@ -54,6 +54,9 @@ struct dev {
  * that really has them. They affect only the given device. */
 void dev_set_constant_limit_for_test(struct dev *d, uint64_t bytes);
 void dev_set_launch_items_max_for_test(struct dev *d, uint64_t items);
+/* Test-only: run d's jobs with the kernel shapes of another device type,
+ * so a CPU-only host exercises the GPU kernels too. */
+void dev_set_shape_for_test(struct dev *d, enum dev_shape shape);
 
 /* The kernel called name in d's programs, or NULL. */
 cl_kernel dev_kernel(const struct dev *d, const char *name);

@@ -1,0 +1,324 @@
+/* test_kernel_hist.c: histograms on the default device against
+ * cpu_ref_hist, with every kernel shape (the device's own and, through
+ * dev_set_shape_for_test, the other one, so a CPU-only host runs the GPU
+ * kernels too): random and all-equal bytes, values on bin edges, out of
+ * range (drop and clamp), NaN floats, int32 negatives, a million bins,
+ * the launch-splitting path, and the refusals. */
+#include <check.h>
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu_ref.h"
+#include "dev_fixture.h"
+#include "dev_internal.h"
+
+static enum dev_shape shapes[] = {DEV_SHAPE_CPU, DEV_SHAPE_GPU};
+
+static struct hist_params byte_params(void)
+{
+    struct hist_params p;
+    memset(&p, 0, sizeof p);
+    p.type = ELEM_U8;
+    p.bins = 256;
+    return p;
+}
+
+static struct hist_params n_params(enum elem_type t, uint32_t bins, double lo, double hi,
+                                   bool clamp)
+{
+    struct hist_params p = {.type = t, .bins = bins, .lo = lo, .hi = hi, .clamp = clamp};
+    return p;
+}
+
+/* Runs a histogram of data and returns the job (caller frees). */
+static struct job *run_hist(const struct hist_params *p, const void *data, size_t len)
+{
+    struct job *job = fixture_job(1, data, len);
+    job->steps[0].kind = STEP_HISTOGRAM;
+    job->steps[0].u.hist = *p;
+    fixture_run(job);
+    return job;
+}
+
+static void expect_hist(const struct hist_result *got, const struct hist_result *want,
+                        const char *what)
+{
+    ck_assert_msg(got->bins == want->bins, "%s: %u bins, want %u", what, got->bins, want->bins);
+    ck_assert_ptr_nonnull(got->counts);
+    for (uint32_t b = 0; b < want->bins; b++)
+        if (got->counts[b] != want->counts[b])
+            ck_abort_msg("%s: bin %u holds %llu, want %llu", what, b,
+                         (unsigned long long)got->counts[b], (unsigned long long)want->counts[b]);
+    ck_assert_msg(got->below == want->below && got->above == want->above &&
+                      got->nan == want->nan,
+                  "%s: below/above/nan %llu/%llu/%llu, want %llu/%llu/%llu", what,
+                  (unsigned long long)got->below, (unsigned long long)got->above,
+                  (unsigned long long)got->nan, (unsigned long long)want->below,
+                  (unsigned long long)want->above, (unsigned long long)want->nan);
+}
+
+/* Checks data against the reference under every kernel shape. */
+static void check_hist(const struct hist_params *p, const void *data, size_t len,
+                       const char *what)
+{
+    struct hist_result want;
+    ck_assert_int_eq(cpu_ref_hist(p, data, len, &want), 0);
+    struct dev *d = fixture_dev();
+    enum dev_shape own = d->shape;
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        dev_set_shape_for_test(d, shapes[s]);
+        struct job *job = run_hist(p, data, len);
+        char label[128];
+        snprintf(label, sizeof label, "%s (%s shape)", what,
+                 shapes[s] == DEV_SHAPE_CPU ? "cpu" : "gpu");
+        ck_assert_msg(job->status == STATUS_OK, "%s: %s", label, job->msg);
+        expect_hist(&job->results[0].hist, &want, label);
+        job_free(job);
+    }
+    dev_set_shape_for_test(d, own);
+    free(want.counts);
+}
+
+START_TEST(bytes_random)
+{
+    const size_t sizes[] = {0, 1, 15, 16, 17, 4095, 65536 + 3, (3u << 20) + 5};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        uint8_t *buf = malloc(sizes[i] + 1);
+        fixture_random(buf, sizes[i], i);
+        struct hist_params p = byte_params();
+        char what[64];
+        snprintf(what, sizeof what, "%zu random bytes", sizes[i]);
+        check_hist(&p, buf, sizes[i], what);
+        free(buf);
+    }
+}
+END_TEST
+
+START_TEST(bytes_all_equal)
+{
+    size_t n = (4u << 20) + 9;
+    uint8_t *buf = malloc(n);
+    memset(buf, 0x41, n);
+    struct hist_params p = byte_params();
+    check_hist(&p, buf, n, "all 0x41");
+    /* Long runs alternating, as text-like data has. */
+    for (size_t i = 0; i < n; i++)
+        buf[i] = (uint8_t)((i / 1000) % 3);
+    check_hist(&p, buf, n, "runs");
+    free(buf);
+}
+END_TEST
+
+START_TEST(ints_random)
+{
+    size_t n = 100003;
+    uint32_t *buf = malloc(n * 4);
+    fixture_random(buf, n * 4, 11);
+    struct hist_params pu = n_params(ELEM_U32, 100, 1e9, 3.5e9, false);
+    check_hist(&pu, buf, n * 4, "uint32 random");
+    struct hist_params pi = n_params(ELEM_I32, 37, -1.5e9, 1e9, true);
+    check_hist(&pi, buf, n * 4, "int32 random, clamp");
+    struct hist_params whole = n_params(ELEM_U32, 1000, 0, 4294967296.0, false);
+    check_hist(&whole, buf, n * 4, "uint32 whole range");
+    free(buf);
+}
+END_TEST
+
+START_TEST(int32_negatives)
+{
+    int32_t v[2000];
+    for (int i = 0; i < 2000; i++)
+        v[i] = i - 1000;
+    struct hist_params p = n_params(ELEM_I32, 20, -1000, 1000, false);
+    struct job *job = run_hist(&p, v, sizeof v);
+    ck_assert_msg(job->status == STATUS_OK, "%s", job->msg);
+    for (int b = 0; b < 20; b++)
+        ck_assert_uint_eq(job->results[0].hist.counts[b], 100);
+    ck_assert_uint_eq(job->results[0].hist.below + job->results[0].hist.above, 0);
+    job_free(job);
+    check_hist(&p, v, sizeof v, "int32 -1000..999");
+    struct hist_params off = n_params(ELEM_I32, 7, -10.5, 3.25, false);
+    check_hist(&off, v, sizeof v, "int32 fractional bounds");
+}
+END_TEST
+
+START_TEST(values_on_bin_edges)
+{
+    /* [0, 10) in 10 bins: k lands in bin k; 10 is above, -1 below. */
+    float f[] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, -1, 9.999999f, nextafterf(10, 0), 0.5f};
+    struct hist_params p = n_params(ELEM_F32, 10, 0, 10, false);
+    struct job *job = run_hist(&p, f, sizeof f);
+    ck_assert_msg(job->status == STATUS_OK, "%s", job->msg);
+    const struct hist_result *h = &job->results[0].hist;
+    const uint64_t want[10] = {2, 1, 1, 1, 1, 1, 1, 1, 1, 3};
+    for (int b = 0; b < 10; b++)
+        ck_assert_msg(h->counts[b] == want[b], "bin %d: %llu", b, (unsigned long long)h->counts[b]);
+    ck_assert_uint_eq(h->above, 1);
+    ck_assert_uint_eq(h->below, 1);
+    job_free(job);
+    check_hist(&p, f, sizeof f, "float edges");
+
+    /* Integer data against a non-integer upper bound: 5 < 5.5 is in. */
+    uint32_t u[] = {0, 1, 2, 3, 4, 5, 6};
+    struct hist_params pu = n_params(ELEM_U32, 3, 0, 5.5, false);
+    job = run_hist(&pu, u, sizeof u);
+    ck_assert_msg(job->status == STATUS_OK, "%s", job->msg);
+    ck_assert_uint_eq(job->results[0].hist.above, 1);
+    ck_assert_uint_eq(job->results[0].hist.counts[0] + job->results[0].hist.counts[1] +
+                          job->results[0].hist.counts[2],
+                      6);
+    job_free(job);
+    check_hist(&pu, u, sizeof u, "uint32 fractional hi");
+
+    /* Float bounds that are not floats: 0.1 and 0.3 themselves. */
+    float g[] = {0.1f, nextafterf(0.1f, 0), nextafterf(0.1f, 1), 0.3f, nextafterf(0.3f, 0),
+                 0.2f};
+    struct hist_params pg = n_params(ELEM_F32, 4, 0.1, 0.3, false);
+    check_hist(&pg, g, sizeof g, "decimal bounds");
+}
+END_TEST
+
+START_TEST(out_of_range_drop_and_clamp)
+{
+    float f[1000];
+    fixture_random(f, sizeof f, 3);
+    for (int i = 0; i < 1000; i++)
+        f[i] = (float)(i % 50) - 20.0f;   /* -20..29 over [0, 10) */
+    struct hist_params drop = n_params(ELEM_F32, 5, 0, 10, false);
+    struct job *job = run_hist(&drop, f, sizeof f);
+    ck_assert_msg(job->status == STATUS_OK, "%s", job->msg);
+    ck_assert_uint_eq(job->results[0].hist.below, 400);
+    ck_assert_uint_eq(job->results[0].hist.above, 400);
+    ck_assert_uint_eq(job->results[0].hist.counts[0], 40);
+    job_free(job);
+    struct hist_params clamp = drop;
+    clamp.clamp = true;
+    job = run_hist(&clamp, f, sizeof f);
+    ck_assert_msg(job->status == STATUS_OK, "%s", job->msg);
+    ck_assert_uint_eq(job->results[0].hist.below, 400);
+    ck_assert_uint_eq(job->results[0].hist.above, 400);
+    ck_assert_uint_eq(job->results[0].hist.counts[0], 440);
+    ck_assert_uint_eq(job->results[0].hist.counts[4], 440);
+    job_free(job);
+    check_hist(&drop, f, sizeof f, "drop");
+    check_hist(&clamp, f, sizeof f, "clamp");
+}
+END_TEST
+
+START_TEST(nan_and_infinities)
+{
+    float f[] = {NAN, -NAN, INFINITY, -INFINITY, 1.0f, FLT_MAX, -FLT_MAX, 0.0f, -0.0f,
+                 FLT_MIN, 1e-45f};
+    struct hist_params p = n_params(ELEM_F32, 8, -1, 1, true);
+    struct job *job = run_hist(&p, f, sizeof f);
+    ck_assert_msg(job->status == STATUS_OK, "%s", job->msg);
+    ck_assert_uint_eq(job->results[0].hist.nan, 2);
+    ck_assert_uint_eq(job->results[0].hist.above, 3);
+    ck_assert_uint_eq(job->results[0].hist.below, 2);
+    job_free(job);
+    check_hist(&p, f, sizeof f, "nan/inf");
+    size_t n = 50001;
+    float *r = malloc(n * sizeof *r);
+    fixture_random(r, n * sizeof *r, 9);   /* random bits: NaNs, denormals, huge */
+    struct hist_params wide = n_params(ELEM_F32, 64, -1e30, 1e30, false);
+    check_hist(&wide, r, n * sizeof *r, "random float bits");
+    free(r);
+}
+END_TEST
+
+START_TEST(all_equal_elements)
+{
+    size_t n = (1u << 20) + 3;
+    float *f = malloc(n * sizeof *f);
+    for (size_t i = 0; i < n; i++)
+        f[i] = 2.5f;
+    struct hist_params p = n_params(ELEM_F32, 16, 0, 16, false);
+    check_hist(&p, f, n * sizeof *f, "all 2.5");
+    free(f);
+}
+END_TEST
+
+START_TEST(a_million_bins)
+{
+    size_t n = 300007;
+    uint32_t *u = malloc(n * 4);
+    fixture_random(u, n * 4, 21);
+    for (size_t i = 0; i < n; i++)
+        u[i] %= 1200000;
+    struct hist_params p = n_params(ELEM_U32, 1000000, 0, 1000000, false);
+    check_hist(&p, u, n * 4, "1e6 bins");
+    free(u);
+}
+END_TEST
+
+START_TEST(split_launches)
+{
+    struct dev *d = fixture_dev();
+    uint64_t saved = d->launch_items_max;
+    dev_set_launch_items_max_for_test(d, 64);   /* 1024 elements per launch */
+    size_t n = 100000 + 7;
+    uint8_t *b = malloc(n);
+    fixture_random(b, n, 5);
+    struct hist_params p = byte_params();
+    check_hist(&p, b, n, "bytes, split");
+    struct hist_params pi = n_params(ELEM_I32, 33, -2e9, 2e9, true);
+    check_hist(&pi, b, n / 4 * 4, "int32, split");
+    dev_set_launch_items_max_for_test(d, saved);
+    free(b);
+}
+END_TEST
+
+static void expect_refused(const struct hist_params *p, size_t len, const char *field)
+{
+    uint8_t buf[64] = {0};
+    struct job *job = run_hist(p, buf, len);
+    ck_assert_int_eq(job->status, STATUS_INVALID_ARGUMENT);
+    ck_assert_msg(strstr(job->msg, field), "'%s' lacks '%s'", job->msg, field);
+    job_free(job);
+}
+
+START_TEST(refusals)
+{
+    struct hist_params p = n_params(ELEM_F32, 0, 0, 1, false);
+    expect_refused(&p, 16, "bins");
+    p = n_params(ELEM_F32, 4, 1, 1, false);
+    expect_refused(&p, 16, "lo");
+    p = n_params(ELEM_F32, 4, 0, INFINITY, false);
+    expect_refused(&p, 16, "hi");
+    p = n_params(ELEM_U32, 4, 0, 1, false);
+    expect_refused(&p, 15, "4-byte");
+    p = n_params(ELEM_I64, 4, 0, 1, false);
+    expect_refused(&p, 16, "histogram.type");
+    p = byte_params();
+    p.bins = 10;
+    expect_refused(&p, 16, "histogram.bins");
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("kernel_hist");
+    TCase *tc = tcase_create("hist");
+    tcase_add_unchecked_fixture(tc, NULL, fixture_close);
+    tcase_add_test(tc, bytes_random);
+    tcase_add_test(tc, bytes_all_equal);
+    tcase_add_test(tc, ints_random);
+    tcase_add_test(tc, int32_negatives);
+    tcase_add_test(tc, values_on_bin_edges);
+    tcase_add_test(tc, out_of_range_drop_and_clamp);
+    tcase_add_test(tc, nan_and_infinities);
+    tcase_add_test(tc, all_equal_elements);
+    tcase_add_test(tc, a_million_bins);
+    tcase_add_test(tc, split_launches);
+    tcase_add_test(tc, refusals);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_set_fork_status(sr, CK_NOFORK);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,175 @@
+/* test_runner.c: a device's runner thread (daemon/runner.c): jobs run in
+ * submission order on one thread that is not the submitter's, every job
+ * completes exactly once, the load counts queued and running jobs, and
+ * stopping completes queued jobs with STATUS_CANCELLED. */
+#include <check.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dev_fixture.h"
+#include "runner.h"
+
+#define NJOBS 40
+
+struct completions {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    struct job *order[NJOBS];
+    size_t n;
+    pthread_t thread;         /* the thread completions ran on */
+    bool other_thread;        /* a completion came from a different thread */
+    bool block_first;         /* hold the first completion until released */
+    bool released;
+};
+
+static void on_complete(struct job *job, void *ctx)
+{
+    struct completions *c = ctx;
+    pthread_mutex_lock(&c->lock);
+    if (c->n == 0)
+        c->thread = pthread_self();
+    else if (!pthread_equal(c->thread, pthread_self()))
+        c->other_thread = true;
+    if (c->n < NJOBS)
+        c->order[c->n] = job;
+    c->n++;
+    pthread_cond_broadcast(&c->cond);
+    while (c->block_first && c->n == 1 && !c->released)
+        pthread_cond_wait(&c->cond, &c->lock);
+    pthread_mutex_unlock(&c->lock);
+}
+
+static void completions_init(struct completions *c)
+{
+    memset(c, 0, sizeof(*c));
+    pthread_mutex_init(&c->lock, NULL);
+    pthread_cond_init(&c->cond, NULL);
+}
+
+static void completions_wait(struct completions *c, size_t n)
+{
+    pthread_mutex_lock(&c->lock);
+    while (c->n < n)
+        pthread_cond_wait(&c->cond, &c->lock);
+    pthread_mutex_unlock(&c->lock);
+}
+
+static struct job *reverse_job(uint8_t tag)
+{
+    uint8_t in[3] = {tag, 1, 2};
+    struct job *job = fixture_job(1, in, sizeof in);
+    job->steps[0].kind = STEP_REVERSE;
+    return job;
+}
+
+START_TEST(runs_in_order_on_its_thread)
+{
+    struct completions c;
+    completions_init(&c);
+    struct runner *r = runner_start(fixture_dev(), on_complete, &c);
+    ck_assert_ptr_nonnull(r);
+    ck_assert_ptr_eq(runner_dev(r), fixture_dev());
+    struct job *jobs[NJOBS];
+    for (int i = 0; i < NJOBS; i++) {
+        jobs[i] = reverse_job((uint8_t)i);
+        runner_submit(r, jobs[i]);
+    }
+    completions_wait(&c, NJOBS);
+    ck_assert(!c.other_thread);
+    ck_assert(!pthread_equal(c.thread, pthread_self()));
+    for (int i = 0; i < NJOBS; i++) {
+        ck_assert_ptr_eq(c.order[i], jobs[i]);
+        ck_assert_int_eq(jobs[i]->status, STATUS_OK);
+        ck_assert_uint_eq(jobs[i]->results[0].data[2], (uint8_t)i);
+    }
+    runner_stop(r);
+    ck_assert_uint_eq(c.n, NJOBS);
+    for (int i = 0; i < NJOBS; i++)
+        job_free(jobs[i]);
+}
+END_TEST
+
+struct stopper {
+    struct runner *r;
+    struct completions *c;
+};
+
+static void *stop_thread(void *arg)
+{
+    struct stopper *s = arg;
+    runner_stop(s->r);
+    return NULL;
+}
+
+START_TEST(stop_cancels_queued_jobs)
+{
+    struct completions c;
+    completions_init(&c);
+    c.block_first = true;
+    struct runner *r = runner_start(fixture_dev(), on_complete, &c);
+    ck_assert_ptr_nonnull(r);
+    struct job *jobs[NJOBS];
+    jobs[0] = reverse_job(0);
+    runner_submit(r, jobs[0]);
+    completions_wait(&c, 1);   /* the runner is now held in job 0's completion */
+    for (int i = 1; i < NJOBS; i++) {
+        jobs[i] = reverse_job((uint8_t)i);
+        runner_submit(r, jobs[i]);
+    }
+    ck_assert_uint_eq(runner_load(r), NJOBS);
+    /* Stop from another thread (it joins the runner), then let job 0's
+     * completion return: the runner finds the stop request or, at worst,
+     * runs a few more jobs before it does. */
+    struct stopper s = {r, &c};
+    pthread_t t;
+    ck_assert_int_eq(pthread_create(&t, NULL, stop_thread, &s), 0);
+    pthread_mutex_lock(&c.lock);
+    c.released = true;
+    pthread_cond_broadcast(&c.cond);
+    pthread_mutex_unlock(&c.lock);
+    pthread_join(t, NULL);
+    ck_assert_uint_eq(c.n, NJOBS);
+    size_t cancelled = 0;
+    for (int i = 0; i < NJOBS; i++) {
+        ck_assert_ptr_eq(c.order[i], jobs[i]);
+        ck_assert(jobs[i]->status == STATUS_OK || jobs[i]->status == STATUS_CANCELLED);
+        if (jobs[i]->status == STATUS_CANCELLED) {
+            cancelled++;
+            ck_assert(jobs[i]->msg[0] != '\0');
+        }
+        job_free(jobs[i]);
+    }
+    ck_assert_uint_le(cancelled, NJOBS - 1);
+}
+END_TEST
+
+START_TEST(stop_idle_runner)
+{
+    struct completions c;
+    completions_init(&c);
+    struct runner *r = runner_start(fixture_dev(), on_complete, &c);
+    ck_assert_ptr_nonnull(r);
+    ck_assert_uint_eq(runner_load(r), 0);
+    runner_stop(r);
+    ck_assert_uint_eq(c.n, 0);
+    runner_stop(NULL);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("runner");
+    TCase *tc = tcase_create("runner");
+    tcase_add_unchecked_fixture(tc, NULL, fixture_close);
+    tcase_add_test(tc, runs_in_order_on_its_thread);
+    tcase_add_test(tc, stop_cancels_queued_jobs);
+    tcase_add_test(tc, stop_idle_runner);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_set_fork_status(sr, CK_NOFORK);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
