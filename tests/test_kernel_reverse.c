@@ -8,6 +8,7 @@
 
 #include "cpu_ref.h"
 #include "dev_fixture.h"
+#include "dev_internal.h"
 
 static void check_reverse(size_t n, uint64_t seed)
 {
@@ -107,6 +108,23 @@ START_TEST(two_reverses_restore)
 }
 END_TEST
 
+START_TEST(input_over_alloc_limit_refused)
+{
+    struct dev *d = fixture_dev();
+    uint64_t saved = d->info.max_mem_alloc_size;
+    d->info.max_mem_alloc_size = 1000;
+    uint8_t in[1001] = {0};
+    struct job *job = fixture_job(1, in, sizeof in);
+    job->steps[0].kind = STEP_REVERSE;
+    fixture_run(job);
+    d->info.max_mem_alloc_size = saved;
+    ck_assert_int_eq(job->status, STATUS_RESOURCE_EXHAUSTED);
+    ck_assert_msg(strstr(job->msg, "max_mem_alloc_size"), "%s", job->msg);
+    ck_assert_ptr_null(job->results[0].data);
+    job_free(job);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("kernel_reverse");
@@ -119,6 +137,7 @@ int main(void)
     tcase_add_test(tc, zero_length);
     tcase_add_test(tc, reports_device);
     tcase_add_test(tc, two_reverses_restore);
+    tcase_add_test(tc, input_over_alloc_limit_refused);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_set_fork_status(sr, CK_NOFORK);
