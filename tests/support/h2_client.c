@@ -26,6 +26,7 @@ struct h2c_stream {
     uint8_t *body_owned;
     size_t body_len, body_pos;
     bool end_stream;
+    bool open_body;           /* more body may come through h2c_append() */
     struct h2c_stream *next;
 };
 
@@ -35,6 +36,7 @@ struct h2c {
     bool goaway;
     uint32_t goaway_code;
     char goaway_debug[256];
+    int pings_acked;
 };
 
 static struct h2c_stream *h2c_find(const struct h2c *c, int32_t id)
@@ -80,6 +82,8 @@ static int h2c_on_frame_recv(nghttp2_session *ng, const nghttp2_frame *frame, vo
         snprintf(c->goaway_debug, sizeof(c->goaway_debug), "%.*s",
                  (int)frame->goaway.opaque_data_len, (const char *)frame->goaway.opaque_data);
     }
+    if (frame->hd.type == NGHTTP2_PING && (frame->hd.flags & NGHTTP2_FLAG_ACK))
+        c->pings_acked++;
     if (frame->hd.type == NGHTTP2_HEADERS) {
         struct h2c_stream *s = h2c_find(c, frame->hd.stream_id);
         if (s)
@@ -156,11 +160,13 @@ static ssize_t h2c_body_read(nghttp2_session *ng, int32_t stream_id, uint8_t *bu
     (void)user_data;
     struct h2c_stream *s = source->ptr;
     size_t n = s->body_len - s->body_pos;
+    if (n == 0 && s->open_body)
+        return NGHTTP2_ERR_DEFERRED;
     if (n > length)
         n = length;
     memcpy(buf, s->body + s->body_pos, n);
     s->body_pos += n;
-    if (s->body_pos == s->body_len) {
+    if (s->body_pos == s->body_len && !s->open_body) {
         *flags |= NGHTTP2_DATA_FLAG_EOF;
         if (!s->end_stream)
             *flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
@@ -212,6 +218,48 @@ int32_t h2c_request_method(struct h2c *c, const char *method, const char *path, 
                            size_t len)
 {
     return h2c_submit(c, method, path, "application/grpc", body, len, true);
+}
+
+int32_t h2c_request_open(struct h2c *c, const char *path, const uint8_t *body, size_t len)
+{
+    int32_t id = h2c_submit(c, "POST", path, "application/grpc", body, len, true);
+    if (id > 0) {
+        h2c_find(c, id)->open_body = true;
+    }
+    return id;
+}
+
+int h2c_append(struct h2c *c, int32_t stream_id, const uint8_t *data, size_t len, bool end)
+{
+    struct h2c_stream *s = h2c_find(c, stream_id);
+    if (!s || !s->open_body)
+        return -1;
+    uint8_t *nb = realloc(s->body_owned, s->body_len + len + 1);
+    if (!nb)
+        return -1;
+    if (len)
+        memcpy(nb + s->body_len, data, len);
+    s->body_owned = nb;
+    s->body = nb;
+    s->body_len += len;
+    s->open_body = !end;
+    return nghttp2_session_resume_data(c->ng, stream_id) == 0 ? 0 : -1;
+}
+
+int h2c_reset(struct h2c *c, int32_t stream_id)
+{
+    return nghttp2_submit_rst_stream(c->ng, NGHTTP2_FLAG_NONE, stream_id, NGHTTP2_CANCEL) == 0 ? 0
+                                                                                          : -1;
+}
+
+int h2c_ping(struct h2c *c)
+{
+    return nghttp2_submit_ping(c->ng, NGHTTP2_FLAG_NONE, NULL) == 0 ? 0 : -1;
+}
+
+int h2c_pings_acked(const struct h2c *c)
+{
+    return c->pings_acked;
 }
 
 int32_t h2c_call(struct h2c *c, const char *path, const uint8_t *msg, size_t len)
@@ -312,36 +360,65 @@ static long long h2c_now_ms(void)
     return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* Writes everything the session has queued. 0, or -1 if the peer is gone. */
+/* Writes everything the session has queued, gathered into one send() so
+ * that small requests reach the server in one read. 0, or -1 if the peer
+ * is gone. */
 static int h2c_flush_fd(struct h2c *c, int fd)
 {
+    uint8_t *buf = NULL;
+    size_t len = 0;
     for (;;) {
         const uint8_t *p;
         ssize_t n = nghttp2_session_mem_send(c->ng, &p);
-        if (n < 0)
+        if (n < 0) {
+            free(buf);
             return -1;
-        if (n == 0)
-            return 0;
-        while (n > 0) {
-            ssize_t w = send(fd, p, (size_t)n, MSG_NOSIGNAL);
-            if (w < 0 && errno == EINTR)
-                continue;
-            if (w < 0)
-                return -1;
-            p += w;
-            n -= w;
         }
+        if (n == 0)
+            break;
+        uint8_t *nb = realloc(buf, len + (size_t)n);
+        if (!nb) {
+            free(buf);
+            return -1;
+        }
+        buf = nb;
+        memcpy(buf + len, p, (size_t)n);
+        len += (size_t)n;
     }
+    size_t off = 0;
+    while (off < len) {
+        ssize_t w = send(fd, buf + off, len - off, MSG_NOSIGNAL);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0) {
+            free(buf);
+            return -1;
+        }
+        off += (size_t)w;
+    }
+    free(buf);
+    return 0;
+}
+
+int h2c_flush(struct h2c *c, int fd)
+{
+    return h2c_flush_fd(c, fd);
 }
 
 int h2c_run_fd(struct h2c *c, int fd, int timeout_ms)
+{
+    return h2c_run_until(c, fd, timeout_ms, NULL, NULL);
+}
+
+int h2c_run_until(struct h2c *c, int fd, int timeout_ms, bool (*done)(struct h2c *c, void *arg),
+                  void *arg)
 {
     long long deadline = h2c_now_ms() + timeout_ms;
     uint8_t buf[H2C_READ_BUF];
     for (;;) {
         if (h2c_flush_fd(c, fd) != 0)
             return 1;
-        if (c->streams && h2c_all_closed(c))
+        if (done ? done(c, arg) : (c->streams && h2c_all_closed(c)))
             return 0;
         long long left = deadline - h2c_now_ms();
         if (left <= 0)

@@ -47,6 +47,19 @@ int32_t h2c_call(struct h2c *c, const char *path, const uint8_t *msg, size_t len
 int32_t h2c_request_method(struct h2c *c, const char *method, const char *path, const uint8_t *body,
                            size_t len);
 
+/* Starts a POST whose body stays open: more comes with h2c_append(), and
+ * end=true there ends the stream. */
+int32_t h2c_request_open(struct h2c *c, const char *path, const uint8_t *body, size_t len);
+int h2c_append(struct h2c *c, int32_t stream_id, const uint8_t *data, size_t len, bool end);
+
+/* Cancels a stream with RST_STREAM(CANCEL). */
+int h2c_reset(struct h2c *c, int32_t stream_id);
+
+/* Sends a PING; the server answers after every frame sent before it has
+ * been processed, so an acked ping means the server has seen them. */
+int h2c_ping(struct h2c *c);
+int h2c_pings_acked(const struct h2c *c);
+
 /* Bytes the client wants to write; see nghttp2_session_mem_send. */
 ssize_t h2c_send(struct h2c *c, const uint8_t **out);
 /* Feeds bytes from the server. Returns 0 or -1 (protocol error). */
@@ -75,5 +88,12 @@ int h2c_connect_unix(const char *path);
  * closes the connection, or timeout_ms pass. Returns 0 when all streams
  * closed, 1 when the connection ended first, -1 on timeout or error. */
 int h2c_run_fd(struct h2c *c, int fd, int timeout_ms);
+
+/* Like h2c_run_fd, but done(c, arg) decides when to stop (returns 0). */
+int h2c_run_until(struct h2c *c, int fd, int timeout_ms, bool (*done)(struct h2c *c, void *arg),
+                  void *arg);
+
+/* Writes what the client has queued to fd in one send(). 0 or -1. */
+int h2c_flush(struct h2c *c, int fd);
 
 #endif
