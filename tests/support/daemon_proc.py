@@ -1,0 +1,77 @@
+"""daemon_proc.py: run a real ampd for the Python tests (the C tests use
+daemon_proc.c; same contract).
+
+Starts $AMPD_BIN on a Unix socket in a fresh temporary directory, waits
+until the socket accepts a connection (PoCL builds kernels at startup,
+slowly under ASan), and stops it with SIGTERM, returning its exit status
+(nonzero when LeakSanitizer found a leak at exit).
+"""
+import ctypes
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+
+START_TIMEOUT_S = 120
+STOP_TIMEOUT_S = 60
+POLL_S = 0.05
+PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent():
+    """In the child: a test that crashes must not leave its daemon behind."""
+    ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+class Daemon:
+    def __init__(self, extra_args=()):
+        self.bin = os.environ.get("AMPD_BIN")
+        if not self.bin:
+            raise RuntimeError("AMPD_BIN is not set")
+        self.dir = tempfile.mkdtemp(prefix="ampd-pytest-")
+        self.sock_path = os.path.join(self.dir, "ampd.sock")
+        self.address = "unix:" + self.sock_path
+        self.proc = subprocess.Popen([self.bin, "--listen", self.address, *extra_args],
+                                     preexec_fn=_die_with_parent)
+        try:
+            self._wait_ready()
+        except Exception:
+            self.stop()
+            raise
+
+    def _can_connect(self):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            s.connect(self.sock_path)
+            return True
+        except OSError:
+            return False
+        finally:
+            s.close()
+
+    def _wait_ready(self):
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError("ampd exited during startup with %d" % self.proc.returncode)
+            if self._can_connect():
+                return
+            time.sleep(POLL_S)
+        raise RuntimeError("ampd not ready after %d s" % START_TIMEOUT_S)
+
+    def stop(self):
+        """SIGTERM and wait; returns the exit status (128+N for signal N)."""
+        status = None
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(STOP_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        status = self.proc.returncode
+        shutil.rmtree(self.dir, ignore_errors=True)
+        return 128 - status if status < 0 else status

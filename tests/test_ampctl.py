@@ -1,0 +1,296 @@
+"""test_ampctl.py: ampctl end to end against a real ampd.
+
+Runs $AMPCTL_BIN as a script would: arguments, files, stdin and pipes;
+checks stdout bytes, stderr messages and the documented exit codes
+(0 ok, 1 refused by the daemon, 2 usage, 3 cannot connect, 4 local I/O).
+Prints one line per check and a closing "N passed, M failed".
+"""
+import json
+import os
+import struct
+import subprocess
+import sys
+import tempfile
+import traceback
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "support"))
+from daemon_proc import Daemon  # noqa: E402
+
+AMPCTL = os.environ.get("AMPCTL_BIN", "ampctl")
+CALL_TIMEOUT_S = 300
+EXIT_OK, EXIT_REFUSED, EXIT_USAGE, EXIT_CONNECT, EXIT_IO = 0, 1, 2, 3, 4
+
+
+class Ctx:
+    daemon = None
+    tmp = None
+
+
+def run(args, stdin=b"", env_extra=None, address=True):
+    """Runs ampctl; returns (exit code, stdout bytes, stderr text)."""
+    env = dict(os.environ)
+    env.pop("AMP_ADDRESS", None)
+    if env_extra:
+        env.update(env_extra)
+    argv = [AMPCTL] + (["--address", Ctx.daemon.address] if address else []) + args
+    p = subprocess.run(argv, input=stdin, capture_output=True, env=env, timeout=CALL_TIMEOUT_S)
+    return p.returncode, p.stdout, p.stderr.decode(errors="replace")
+
+
+def expect(cond, what):
+    if not cond:
+        raise AssertionError(what)
+
+
+def expect_rc(got, want, err=""):
+    expect(got == want, "exit %d, want %d; stderr: %s" % (got, want, err.strip()))
+
+
+def tmpfile(name, data=None):
+    path = os.path.join(Ctx.tmp, name)
+    if data is not None:
+        with open(path, "wb") as f:
+            f.write(data)
+    return path
+
+
+def pattern(n, seed=7):
+    return bytes((i * 131 + seed + (i >> 8)) & 0xFF for i in range(n))
+
+
+# --- reverse -----------------------------------------------------------------
+
+def test_reverse_argument():
+    rc, out, err = run(["reverse", "stressed"])
+    expect_rc(rc, EXIT_OK, err)
+    expect(out == b"desserts", "stdout %r" % out)  # exact bytes, no newline added
+
+
+def test_reverse_file_to_file():
+    data = pattern(100003) + b"\0tail"
+    src, dst = tmpfile("in.bin", data), tmpfile("out.bin")
+    rc, out, err = run(["reverse", "-i", src, "-o", dst])
+    expect_rc(rc, EXIT_OK, err)
+    expect(out == b"", "stdout not empty with -o")
+    with open(dst, "rb") as f:
+        expect(f.read() == data[::-1], "file contents differ")
+
+
+def test_reverse_stdin():
+    data = pattern(4097)
+    rc, out, err = run(["reverse"], stdin=data)
+    expect_rc(rc, EXIT_OK, err)
+    expect(out == data[::-1], "stdin reverse differs")
+    rc, out, err = run(["reverse", "-i", "-"], stdin=b"abc")
+    expect_rc(rc, EXIT_OK, err)
+    expect(out == b"cba", "'-i -' reverse gave %r" % out)
+    rc, out, err = run(["reverse"], stdin=b"")
+    expect_rc(rc, EXIT_OK, err)
+    expect(out == b"", "empty input gave %r" % out)
+
+
+def test_address_from_environment():
+    rc, out, err = run(["reverse", "ab"], env_extra={"AMP_ADDRESS": Ctx.daemon.address},
+                       address=False)
+    expect_rc(rc, EXIT_OK, err)
+    expect(out == b"ba", "stdout %r" % out)
+
+
+# --- transform ---------------------------------------------------------------
+
+def test_transform_add_and_range():
+    data = pattern(1000)
+    rc, out, err = run(["transform", "--op", "add", "--value", "200", "--offset", "10",
+                        "--length", "100"], stdin=data)
+    expect_rc(rc, EXIT_OK, err)
+    want = data[:10] + bytes((b + 200) & 0xFF for b in data[10:110]) + data[110:]
+    expect(out == want, "add over a range differs")
+
+
+def test_transform_map_lut():
+    table = bytes(255 - i for i in range(256))
+    lut = tmpfile("lut.bin", table)
+    data = pattern(777)
+    rc, out, err = run(["transform", "--op", "map", "--lut", lut], stdin=data)
+    expect_rc(rc, EXIT_OK, err)
+    expect(out == bytes(table[b] for b in data), "map differs")
+
+
+def test_transform_bad_lut_is_usage_error():
+    lut = tmpfile("short.lut", b"x" * 255)
+    rc, out, err = run(["transform", "--op", "map", "--lut", lut], stdin=b"abc")
+    expect_rc(rc, EXIT_USAGE, err)
+    expect("256" in err, "stderr does not explain the table size: %s" % err)
+
+
+# --- hist ----------------------------------------------------------------------
+
+def test_hist_json_has_counts():
+    data = pattern(65536) + b"A" * 1000
+    rc, out, err = run(["--json", "hist"], stdin=data)
+    expect_rc(rc, EXIT_OK, err)
+    obj = json.loads(out)
+    for key in ("counts", "below", "above", "nan", "device"):
+        expect(key in obj, "json lacks %s: %s" % (key, out[:200]))
+    expect(len(obj["counts"]) == 256, "%d counts" % len(obj["counts"]))
+    expect(sum(obj["counts"]) == len(data), "counts sum %d" % sum(obj["counts"]))
+    expect(obj["counts"][ord("A")] == data.count(b"A"), "bin 'A' wrong")
+
+
+def test_hist_piped_table():
+    values = [0.5, 1.5, 1.6, 3.9, -1.0, 10.0]
+    rc, out, err = run(["hist", "--type", "float32", "--bins", "4", "--range", "0:4"],
+                       stdin=struct.pack("<6f", *values))
+    expect_rc(rc, EXIT_OK, err)
+    rows = [line.split() for line in out.decode().splitlines()]
+    expect(len(rows) == 4, "rows: %r" % rows)
+    expect([float(r[0]) for r in rows] == [0, 1, 2, 3], "bin_lo column %r" % rows)
+    expect([float(r[1]) for r in rows] == [1, 2, 3, 4], "bin_hi column %r" % rows)
+    expect([int(r[2]) for r in rows] == [1, 2, 0, 1], "counts %r" % rows)
+
+
+def test_hist_bad_params_refused():
+    rc, out, err = run(["hist", "--type", "float32", "--bins", "0", "--range", "0:1"],
+                       stdin=b"")
+    expect_rc(rc, EXIT_REFUSED, err)
+    expect(err.startswith("ampctl: ") and "params.bins" in err, "stderr: %s" % err)
+    rc, out, err = run(["hist", "--type", "int32", "--range", "5:1"], stdin=b"\0" * 8)
+    expect_rc(rc, EXIT_REFUSED, err)
+    expect("params.lo" in err, "stderr: %s" % err)
+
+
+# --- fill ----------------------------------------------------------------------
+
+def test_fill_text_and_binary():
+    rc, out, err = run(["fill", "--type", "int32", "--count", "10", "--start", "5", "--step",
+                        "3", "--format", "text"])
+    expect_rc(rc, EXIT_OK, err)
+    expect(out.decode().split() == [str(5 + 3 * k) for k in range(10)], "text %r" % out)
+    rc, out, err = run(["fill", "--type", "int64", "--count", "4", "--start", "-2"])
+    expect_rc(rc, EXIT_OK, err)
+    expect(out == struct.pack("<4q", -2, -1, 0, 1), "binary %r" % out)
+    dst = tmpfile("fill.txt")
+    rc, out, err = run(["fill", "--type", "float32", "--count", "3", "--start", "0.5",
+                        "--step", "0.25", "--format", "text", "-o", dst])
+    expect_rc(rc, EXIT_OK, err)
+    with open(dst) as f:
+        expect([float(x) for x in f.read().split()] == [0.5, 0.75, 1.0], "float text")
+
+
+def test_fill_bad_params_refused():
+    rc, out, err = run(["fill", "--type", "int32", "--count", "100", "--tile", "1073741824"])
+    expect_rc(rc, EXIT_REFUSED, err)
+    expect(err.startswith("ampctl: ") and "tile" in err, "stderr: %s" % err)
+
+
+# --- devices, status, health --------------------------------------------------------
+
+def test_devices_table_and_json():
+    rc, out, err = run(["devices"])
+    expect_rc(rc, EXIT_OK, err)
+    lines = out.decode().splitlines()
+    expect(len(lines) >= 2 and "INDEX" in lines[0] and "*" in out.decode(), "table %r" % lines)
+    rc, out, err = run(["--json", "devices"])
+    expect_rc(rc, EXIT_OK, err)
+    devs = json.loads(out)
+    expect(isinstance(devs, list) and devs and devs[0]["name"], "json %r" % devs)
+    expect(sum(1 for d in devs if d["default"]) == 1, "one default device")
+
+
+def test_status_and_health():
+    rc, out, err = run(["--json", "status"])
+    expect_rc(rc, EXIT_OK, err)
+    st = json.loads(out)
+    expect(st["version"] and st["connections"] >= 1, "status %r" % st)
+    rc, out, err = run(["health"])
+    expect_rc(rc, EXIT_OK, err)
+    expect(out == b"SERVING\n", "health printed %r" % out)
+
+
+# --- exit codes ------------------------------------------------------------------------
+
+def test_usage_errors_exit_2():
+    cases = [
+        ["frobnicate"],
+        [],
+        ["reverse", "--bogus"],
+        ["reverse", "a", "b"],
+        ["reverse", "text", "-i", "file"],
+        ["transform", "--value", "1"],
+        ["transform", "--op", "add", "--value", "256"],
+        ["transform", "--op", "rot13", "--value", "1"],
+        ["hist", "--type", "int32"],
+        ["hist", "--range", "1-2"],
+        ["fill", "--type", "int32"],
+        ["fill", "--type", "int32", "--count", "12x"],
+        ["--timeout", "soon", "devices"],
+    ]
+    for args in cases:
+        rc, out, err = run(args)
+        expect(rc == EXIT_USAGE, "%r: exit %d, want 2; stderr %s" % (args, rc, err.strip()))
+        expect(err.startswith("ampctl"), "%r: stderr %r" % (args, err))
+    rc, out, err = run(["--address", "nonsense", "reverse", "x"], address=False)
+    expect_rc(rc, EXIT_USAGE, err)
+
+
+def test_no_daemon_exits_3():
+    missing = "unix:" + os.path.join(Ctx.tmp, "nobody.sock")
+    rc, out, err = run(["--address", missing, "reverse", "x"], address=False)
+    expect_rc(rc, EXIT_CONNECT, err)
+    expect("nobody.sock" in err, "stderr: %s" % err)
+    rc, out, err = run(["--address", missing, "health"], address=False)
+    expect_rc(rc, EXIT_CONNECT, err)
+
+
+def test_local_io_errors_exit_4():
+    rc, out, err = run(["reverse", "-i", os.path.join(Ctx.tmp, "missing.bin")])
+    expect_rc(rc, EXIT_IO, err)
+    expect("missing.bin" in err, "stderr: %s" % err)
+    rc, out, err = run(["reverse", "x", "-o", os.path.join(Ctx.tmp, "no", "such", "dir")])
+    expect_rc(rc, EXIT_IO, err)
+
+
+def test_help_and_version():
+    rc, out, err = run(["--help"])
+    expect_rc(rc, EXIT_OK, err)
+    text = out.decode()
+    for word in ("reverse", "transform", "hist", "fill", "devices", "status", "health",
+                 "Exit status"):
+        expect(word in text, "--help lacks %s" % word)
+    for cmd in ("reverse", "transform", "hist", "fill", "devices", "status", "health"):
+        rc, out, err = run([cmd, "--help"])
+        expect_rc(rc, EXIT_OK, err)
+        expect(out.startswith(b"Usage: ampctl"), "%s --help: %r" % (cmd, out[:60]))
+    rc, out, err = run(["--version"])
+    expect_rc(rc, EXIT_OK, err)
+    expect(out.startswith(b"ampctl "), "version %r" % out)
+
+
+def main():
+    tests = [(name, fn) for name, fn in globals().items()
+             if name.startswith("test_") and callable(fn)]
+    Ctx.tmp = tempfile.mkdtemp(prefix="ampctl-test-")
+    Ctx.daemon = Daemon()
+    passed = failed = 0
+    try:
+        for name, fn in tests:
+            try:
+                fn()
+                passed += 1
+                print("PASS", name, flush=True)
+            except Exception:
+                failed += 1
+                print("FAIL", name, flush=True)
+                traceback.print_exc()
+    finally:
+        status = Ctx.daemon.stop()
+        subprocess.run(["rm", "-rf", Ctx.tmp])
+    if status != 0:
+        failed += 1
+        print("FAIL ampd exited with status %d" % status)
+    print("%d passed, %d failed" % (passed, failed))
+    return 0 if failed == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
