@@ -243,7 +243,9 @@ int h2c_append(struct h2c *c, int32_t stream_id, const uint8_t *data, size_t len
     s->body = nb;
     s->body_len += len;
     s->open_body = !end;
-    return nghttp2_session_resume_data(c->ng, stream_id) == 0 ? 0 : -1;
+    /* Fails harmlessly when the provider was not deferred yet. */
+    nghttp2_session_resume_data(c->ng, stream_id);
+    return 0;
 }
 
 int h2c_reset(struct h2c *c, int32_t stream_id)
