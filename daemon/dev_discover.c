@@ -212,7 +212,8 @@ static void dev_close(struct dev *d)
     free(d);
 }
 
-static struct dev *dev_open(const struct dev_candidate *c, char *err, size_t errlen)
+static struct dev *dev_open(const struct dev_candidate *c, bool profiling, char *err,
+                            size_t errlen)
 {
     struct dev *d = calloc(1, sizeof(*d));
     if (!d) {
@@ -222,6 +223,7 @@ static struct dev *dev_open(const struct dev_candidate *c, char *err, size_t err
     d->platform = c->platform;
     d->id = c->id;
     d->info.type = c->type;
+    d->profiling = profiling;
     dev_fill_info(d);
     cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)c->platform, 0};
     cl_int rc;
@@ -231,7 +233,8 @@ static struct dev *dev_open(const struct dev_candidate *c, char *err, size_t err
         goto fail;
     }
     for (int q = 0; q < DEV_NQUEUES; q++) {
-        d->q[q] = clCreateCommandQueue(d->ctx, d->id, 0, &rc);
+        d->q[q] = clCreateCommandQueue(d->ctx, d->id,
+                                       profiling ? CL_QUEUE_PROFILING_ENABLE : 0, &rc);
         if (rc != CL_SUCCESS) {
             snprintf(err, errlen, "clCreateCommandQueue: %s", dev_cl_error_name(rc));
             goto fail;
@@ -295,7 +298,8 @@ static void dev_sort_candidates(struct dev_candidate *c, size_t n)
     }
 }
 
-int dev_open_all(struct dev ***devs, size_t *n, char *err, size_t errlen)
+static int dev_open_list(struct dev ***devs, size_t *n, bool profiling, char *err,
+                         size_t errlen)
 {
     struct dev_candidate *cands = NULL;
     size_t ncands = 0;
@@ -315,7 +319,7 @@ int dev_open_all(struct dev ***devs, size_t *n, char *err, size_t errlen)
     size_t opened = 0;
     for (size_t i = 0; i < ncands; i++) {
         char why[2400];
-        struct dev *d = dev_open(&cands[i], why, sizeof why);
+        struct dev *d = dev_open(&cands[i], profiling, why, sizeof why);
         if (!d) {
             char name[128];
             dev_get_string(cands[i].id, CL_DEVICE_NAME, name, sizeof name);
@@ -335,6 +339,16 @@ int dev_open_all(struct dev ***devs, size_t *n, char *err, size_t errlen)
     *devs = list;
     *n = opened;
     return 0;
+}
+
+int dev_open_all(struct dev ***devs, size_t *n, char *err, size_t errlen)
+{
+    return dev_open_list(devs, n, false, err, errlen);
+}
+
+int dev_open_all_profiled(struct dev ***devs, size_t *n, char *err, size_t errlen)
+{
+    return dev_open_list(devs, n, true, err, errlen);
 }
 
 void dev_close_all(struct dev **devs, size_t n)

@@ -137,6 +137,23 @@ static int dev_exec_keep(struct dev_exec *x, cl_event ev)
     return 0;
 }
 
+/* Device time of ev if it is a kernel or a fill on a profiling queue. */
+static uint64_t dev_event_device_ns(const struct dev *d, cl_event ev)
+{
+    cl_command_type type = 0;
+    cl_ulong start = 0, end = 0;
+    if (!d->profiling ||
+        clGetEventInfo(ev, CL_EVENT_COMMAND_TYPE, sizeof type, &type, NULL) != CL_SUCCESS ||
+        (type != CL_COMMAND_NDRANGE_KERNEL && type != CL_COMMAND_FILL_BUFFER))
+        return 0;
+    if (clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_START, sizeof start, &start, NULL) !=
+            CL_SUCCESS ||
+        clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_END, sizeof end, &end, NULL) !=
+            CL_SUCCESS)
+        return 0;
+    return end > start ? end - start : 0;
+}
+
 enum status_code dev_exec_finish(struct dev_exec *x)
 {
     for (int q = 0; q < DEV_NQUEUES; q++)
@@ -146,6 +163,8 @@ enum status_code dev_exec_finish(struct dev_exec *x)
         clGetEventInfo(x->events[i], CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof st, &st, NULL);
         if (st < 0)
             dev_exec_cl_fail(x, "a device command failed", st);
+        else
+            x->device_ns += dev_event_device_ns(x->d, x->events[i]);
         clReleaseEvent(x->events[i]);
     }
     free(x->events);

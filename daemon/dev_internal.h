@@ -45,10 +45,15 @@ struct dev {
     struct dev_kernel kernels[DEV_MAX_KERNELS];
     size_t nkernels;
     uint64_t local_mem_size;
+    bool profiling;                   /* queues record device times (bench) */
     /* Largest global size (work-items) of one launch; splitting keeps every
      * launch at or under it. A test may lower it. */
     uint64_t launch_items_max;
 };
+
+/* dev_open_all() with CL_QUEUE_PROFILING_ENABLE on every queue, so that
+ * dev_exec_finish() can report device time (bench/bench_kernels.c). */
+int dev_open_all_profiled(struct dev ***devs, size_t *n, char *err, size_t errlen);
 
 /* Test-only: lower the limits a test wants to exercise without a device
  * that really has them. They affect only the given device. */
@@ -79,6 +84,9 @@ struct dev_exec {
     cl_event *events;       /* one reference each, released by dev_exec_finish */
     size_t nevents, cap;
     bool failed;            /* job->status/msg say why */
+    /* Set by dev_exec_finish on profiling devices: nanoseconds the device
+     * spent in kernels and fills (not copies to or from the host). */
+    uint64_t device_ns;
 };
 
 /* How a command touches one buffer. */

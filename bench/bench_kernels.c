@@ -1,0 +1,436 @@
+/* bench_kernels.c: every kernel against the device's own copy bandwidth.
+ *
+ * For sizes from --min-size up to --max-size (default 1 KiB .. 1 GiB, capped
+ * by the device's memory), runs each kernel through the daemon's own op_*.c
+ * on device-resident buffers, with warm-up runs and then repetitions that
+ * rotate among several input buffers (so caches do not flatter large
+ * sizes), and takes the median device time from OpenCL profiling events.
+ * clEnqueueCopyBuffer of the same size, measured in the same run, is the
+ * roofline: the ratio column is the kernel's GB/s over the copy's, where
+ * bytes are read+written for copy/reverse/transforms, written for fill and
+ * read for histograms. Every result is checked against the CPU reference
+ * (tests/support/cpu_ref.c); a mismatch makes the exit status nonzero.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu_ref.h"
+#include "dev_internal.h"
+#include "op.h"
+
+#define BENCH_NBUF 4                     /* rotating inputs */
+#define BENCH_NOUT 2                     /* rotating outputs */
+#define BENCH_DEV_BUFFERS (BENCH_NBUF + 1 + BENCH_NOUT)   /* + the all-equal input */
+#define BENCH_WARMUP 2
+#define BENCH_MIN_REPS 5
+#define BENCH_MAX_REPS 50
+#define BENCH_REP_BYTES (2ull << 30)     /* aim per case: reps * size */
+#define BENCH_MIN_SIZE_DEFAULT 1024ull
+#define BENCH_MAX_SIZE_DEFAULT (1ull << 30)
+#define BENCH_SIZE_FACTOR 4
+#define BENCH_EQUAL_BYTE 0x41
+#define BENCH_NBINS 1024
+#define BENCH_TILE_MAX UINT32_MAX        /* the fill kernel's largest work-group */
+
+enum bench_kind { B_REVERSE, B_TRANSFORM, B_HIST, B_FILL };
+enum bench_bytes { BYTES_RW, BYTES_READ, BYTES_WRITE };
+
+struct bench_case {
+    const char *name;
+    enum bench_kind kind;
+    enum bench_bytes bytes;
+    bool equal_input;            /* all bytes BENCH_EQUAL_BYTE */
+    enum transform_op op;
+    enum elem_type type;         /* histograms and fills */
+    uint32_t tile;               /* fills */
+};
+
+static const struct bench_case bench_cases[] = {
+    {"reverse", B_REVERSE, BYTES_RW, false, 0, 0, 0},
+    {"add", B_TRANSFORM, BYTES_RW, false, XFORM_ADD, 0, 0},
+    {"xor", B_TRANSFORM, BYTES_RW, false, XFORM_XOR, 0, 0},
+    {"and", B_TRANSFORM, BYTES_RW, false, XFORM_AND, 0, 0},
+    {"or", B_TRANSFORM, BYTES_RW, false, XFORM_OR, 0, 0},
+    {"set", B_TRANSFORM, BYTES_RW, false, XFORM_SET, 0, 0},
+    {"map", B_TRANSFORM, BYTES_RW, false, XFORM_MAP, 0, 0},
+    {"hist256 random", B_HIST, BYTES_READ, false, 0, ELEM_U8, 0},
+    {"hist256 equal", B_HIST, BYTES_READ, true, 0, ELEM_U8, 0},
+    {"histN u32 random", B_HIST, BYTES_READ, false, 0, ELEM_U32, 0},
+    {"histN u32 equal", B_HIST, BYTES_READ, true, 0, ELEM_U32, 0},
+    {"fill i32", B_FILL, BYTES_WRITE, false, 0, ELEM_I32, 0},
+    {"fill u32", B_FILL, BYTES_WRITE, false, 0, ELEM_U32, 0},
+    {"fill i64", B_FILL, BYTES_WRITE, false, 0, ELEM_I64, 0},
+    {"fill f32", B_FILL, BYTES_WRITE, false, 0, ELEM_F32, 0},
+    {"fill u32 tile 64", B_FILL, BYTES_WRITE, false, 0, ELEM_U32, 64},
+    {"fill u32 tile max", B_FILL, BYTES_WRITE, false, 0, ELEM_U32, BENCH_TILE_MAX},
+};
+#define BENCH_NCASES (sizeof bench_cases / sizeof bench_cases[0])
+
+struct bench_opts {
+    uint64_t min_size, max_size;
+    unsigned device;
+    int reps;                    /* 0: from BENCH_REP_BYTES */
+};
+
+/* One size's buffers on the device and their host copies. */
+struct bench {
+    struct dev *d;
+    size_t size;
+    struct dev_buf in[BENCH_NBUF], equal, out[BENCH_NOUT];
+    uint8_t *host[BENCH_NBUF], *host_equal, *got, *want;
+    struct job job;              /* where dev_exec reports failures */
+    int failures;
+};
+
+static uint64_t bench_rand(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static void bench_random(uint8_t *p, size_t n, uint64_t seed)
+{
+    for (size_t i = 0; i < n; i += 8) {
+        uint64_t v = bench_rand(&seed);
+        memcpy(p + i, &v, n - i < 8 ? n - i : 8);
+    }
+}
+
+static void bench_die(const char *what, const struct job *job)
+{
+    fprintf(stderr, "bench_kernels: %s: %s\n", what, job->msg);
+    exit(2);
+}
+
+static void *bench_malloc(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    if (!p) {
+        fprintf(stderr, "bench_kernels: out of host memory (%zu bytes)\n", n);
+        exit(2);
+    }
+    return p;
+}
+
+static struct dev_exec bench_exec_begin(struct bench *b)
+{
+    struct dev_exec x;
+    b->job.status = STATUS_OK;
+    b->job.msg[0] = '\0';
+    dev_exec_init(&x, b->d, &b->job);
+    return x;
+}
+
+static void bench_setup(struct bench *b, struct dev *d, size_t size)
+{
+    memset(b, 0, sizeof(*b));
+    b->d = d;
+    b->size = size;
+    struct dev_exec x = bench_exec_begin(b);
+    for (int i = 0; i < BENCH_NBUF; i++) {
+        b->host[i] = bench_malloc(size);
+        bench_random(b->host[i], size, 1000 + (uint64_t)i);
+        dev_buf_create(&x, &b->in[i], size, "a benchmark input");
+        dev_exec_write(&x, &b->in[i], b->host[i], size);
+    }
+    b->host_equal = bench_malloc(size);
+    memset(b->host_equal, BENCH_EQUAL_BYTE, size);
+    dev_buf_create(&x, &b->equal, size, "the all-equal input");
+    dev_exec_write(&x, &b->equal, b->host_equal, size);
+    for (int i = 0; i < BENCH_NOUT; i++)
+        dev_buf_create(&x, &b->out[i], size, "a benchmark output");
+    if (dev_exec_finish(&x) != STATUS_OK)
+        bench_die("setting up buffers", &b->job);
+    b->got = bench_malloc(size);
+    b->want = bench_malloc(size);
+}
+
+static void bench_teardown(struct bench *b)
+{
+    for (int i = 0; i < BENCH_NBUF; i++) {
+        dev_buf_release(&b->in[i]);
+        free(b->host[i]);
+    }
+    dev_buf_release(&b->equal);
+    for (int i = 0; i < BENCH_NOUT; i++)
+        dev_buf_release(&b->out[i]);
+    free(b->host_equal);
+    free(b->got);
+    free(b->want);
+}
+
+static struct transform_params bench_xform(enum transform_op op, size_t size)
+{
+    struct transform_params p;
+    memset(&p, 0, sizeof p);
+    p.op = op;
+    p.value = 0x5a;
+    p.length = size;
+    for (int i = 0; i < 256; i++)
+        p.table[i] = (uint8_t)(i * 167 + 13);
+    return p;
+}
+
+static struct hist_params bench_hist(enum elem_type t)
+{
+    if (t == ELEM_U8)
+        return (struct hist_params){.type = ELEM_U8, .bins = 256};
+    return (struct hist_params){.type = t, .bins = BENCH_NBINS, .lo = 0, .hi = 4294967296.0};
+}
+
+static struct fill_params bench_fill(const struct bench *b, const struct bench_case *c)
+{
+    uint32_t tile = c->tile;
+    if (tile == BENCH_TILE_MAX)
+        tile = (uint32_t)dev_kernel_wg_max(b->d, dev_kernel(b->d, "fill_u32"));
+    return (struct fill_params){.type = c->type, .count = b->size / elem_size(c->type),
+                                .tile = tile, .start = 17, .step = -3, .start_f = 1.5f,
+                                .step_f = 0.25f};
+}
+
+/* Runs c once on input rep and returns the device nanoseconds. */
+static uint64_t bench_once(struct bench *b, const struct bench_case *c, int rep, uint64_t *slots)
+{
+    struct dev_buf *src = c->equal_input ? &b->equal : &b->in[rep % BENCH_NBUF];
+    struct dev_buf *dst = &b->out[rep % BENCH_NOUT];
+    struct dev_exec x = bench_exec_begin(b);
+    if (c->kind == B_REVERSE) {
+        op_reverse(&x, src, dst);
+    } else if (c->kind == B_TRANSFORM) {
+        struct transform_params p = bench_xform(c->op, b->size);
+        op_transform(&x, &p, src, dst);
+    } else if (c->kind == B_HIST) {
+        struct hist_params p = bench_hist(c->type);
+        op_hist(&x, &p, src, slots);
+    } else {
+        struct fill_params p = bench_fill(b, c);
+        if (op_fill_check(b->d, &p, &b->job) == STATUS_OK)
+            op_fill(&x, &p, dst);
+        else
+            x.failed = true;
+    }
+    if (dev_exec_finish(&x) != STATUS_OK)
+        bench_die(c->name, &b->job);
+    return x.device_ns;
+}
+
+static uint64_t bench_copy_once(struct bench *b, int rep)
+{
+    cl_event ev;
+    cl_int rc = clEnqueueCopyBuffer(b->d->q[DEV_Q_KERNEL], b->in[rep % BENCH_NBUF].mem,
+                                    b->out[rep % BENCH_NOUT].mem, 0, 0, b->size, 0, NULL, &ev);
+    if (rc != CL_SUCCESS) {
+        fprintf(stderr, "bench_kernels: clEnqueueCopyBuffer: %s\n", dev_cl_error_name(rc));
+        exit(2);
+    }
+    clWaitForEvents(1, &ev);
+    cl_ulong start = 0, end = 0;
+    clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_START, sizeof start, &start, NULL);
+    clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_END, sizeof end, &end, NULL);
+    clReleaseEvent(ev);
+    return end > start ? end - start : 0;
+}
+
+static int bench_cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int bench_reps(const struct bench_opts *o, size_t size)
+{
+    if (o->reps > 0)
+        return o->reps;
+    uint64_t r = BENCH_REP_BYTES / size;
+    return r < BENCH_MIN_REPS ? BENCH_MIN_REPS : r > BENCH_MAX_REPS ? BENCH_MAX_REPS : (int)r;
+}
+
+/* Median device time of reps runs after the warm-up; *last_rep says
+ * which input the final run used. */
+static uint64_t bench_median(struct bench *b, const struct bench_case *c, int reps,
+                             uint64_t *slots)
+{
+    uint64_t t[BENCH_MAX_REPS > 64 ? BENCH_MAX_REPS : 64];
+    if (reps > (int)(sizeof t / sizeof t[0]))
+        reps = (int)(sizeof t / sizeof t[0]);
+    for (int i = 0; i < BENCH_WARMUP; i++)
+        c ? bench_once(b, c, i, slots) : bench_copy_once(b, i);
+    for (int i = 0; i < reps; i++)
+        t[i] = c ? bench_once(b, c, i, slots) : bench_copy_once(b, i);
+    qsort(t, (size_t)reps, sizeof t[0], bench_cmp_u64);
+    return t[reps / 2];
+}
+
+static bool bench_check_hist(struct bench *b, const struct bench_case *c, const uint8_t *in,
+                             const uint64_t *slots)
+{
+    struct hist_params p = bench_hist(c->type);
+    struct hist_result got = {0}, want = {0};
+    bool ok = op_hist_result(&p, slots, &got, &b->job) == STATUS_OK &&
+              cpu_ref_hist(&p, in, b->size, &want) == 0 &&
+              memcmp(got.counts, want.counts, p.bins * sizeof(uint64_t)) == 0 &&
+              got.below == want.below && got.above == want.above && got.nan == want.nan;
+    free(got.counts);
+    free(want.counts);
+    return ok;
+}
+
+/* Checks the output of the run on input rep against the CPU reference. */
+static bool bench_check(struct bench *b, const struct bench_case *c, int rep,
+                        const uint64_t *slots)
+{
+    const uint8_t *in = c->equal_input ? b->host_equal : b->host[rep % BENCH_NBUF];
+    if (c->kind == B_HIST)
+        return bench_check_hist(b, c, in, slots);
+    size_t len = b->size;
+    if (c->kind == B_REVERSE) {
+        cpu_ref_reverse(in, b->want, len);
+    } else if (c->kind == B_TRANSFORM) {
+        struct transform_params p = bench_xform(c->op, b->size);
+        memcpy(b->want, in, len);
+        cpu_ref_transform(&p, b->want, len);
+    } else {
+        struct fill_params p = bench_fill(b, c);
+        len = (size_t)p.count * elem_size(p.type);
+        cpu_ref_fill(&p, b->want);
+    }
+    struct dev_exec x = bench_exec_begin(b);
+    dev_exec_read(&x, &b->out[rep % BENCH_NOUT], b->got, 0, len);
+    if (dev_exec_finish(&x) != STATUS_OK)
+        bench_die("reading a result back", &b->job);
+    return memcmp(b->got, b->want, len) == 0;
+}
+
+static void bench_size_label(uint64_t size, char *buf, size_t len)
+{
+    if (size >= (1ull << 30) && size % (1ull << 30) == 0)
+        snprintf(buf, len, "%llu GiB", (unsigned long long)(size >> 30));
+    else if (size >= (1ull << 20) && size % (1ull << 20) == 0)
+        snprintf(buf, len, "%llu MiB", (unsigned long long)(size >> 20));
+    else if (size >= 1024 && size % 1024 == 0)
+        snprintf(buf, len, "%llu KiB", (unsigned long long)(size >> 10));
+    else
+        snprintf(buf, len, "%llu B", (unsigned long long)size);
+}
+
+static double bench_bytes(enum bench_bytes mode, size_t size)
+{
+    return mode == BYTES_RW ? 2.0 * (double)size : (double)size;
+}
+
+static void bench_size(struct bench_opts *o, struct dev *d, size_t size, int *failures)
+{
+    struct bench b;
+    bench_setup(&b, d, size);
+    int reps = bench_reps(o, size);
+    uint64_t *slots = bench_malloc(OP_HIST_SLOTS(BENCH_NBINS) * sizeof(uint64_t));
+    char label[32];
+    bench_size_label(size, label, sizeof label);
+    uint64_t copy_ns = bench_median(&b, NULL, reps, NULL);
+    double copy_gbs = bench_bytes(BYTES_RW, size) / (double)(copy_ns ? copy_ns : 1);
+    printf("%-20s %9s %11.1f %9.2f %8.3f %s\n", "copy", label, copy_ns / 1e3, copy_gbs, 1.0,
+           "-");
+    for (size_t i = 0; i < BENCH_NCASES; i++) {
+        const struct bench_case *c = &bench_cases[i];
+        uint64_t ns = bench_median(&b, c, reps, slots);
+        /* The last timed run used input reps - 1; its output is still there. */
+        bool ok = bench_check(&b, c, reps - 1, slots);
+        double gbs = bench_bytes(c->bytes, size) / (double)(ns ? ns : 1);
+        printf("%-20s %9s %11.1f %9.2f %8.3f %s\n", c->name, label, ns / 1e3, gbs,
+               gbs / copy_gbs, ok ? "ok" : "MISMATCH");
+        fflush(stdout);
+        if (!ok)
+            (*failures)++;
+    }
+    free(slots);
+    bench_teardown(&b);
+}
+
+static uint64_t bench_parse_size(const char *s)
+{
+    char *end;
+    double v = strtod(s, &end);
+    uint64_t mult = 1;
+    if (*end == 'K' || *end == 'k')
+        mult = 1ull << 10;
+    else if (*end == 'M' || *end == 'm')
+        mult = 1ull << 20;
+    else if (*end == 'G' || *end == 'g')
+        mult = 1ull << 30;
+    else if (*end != '\0')
+        return 0;
+    return v > 0 ? (uint64_t)(v * (double)mult) : 0;
+}
+
+static void bench_usage(void)
+{
+    fprintf(stderr, "usage: bench_kernels [--min-size N] [--max-size N] [--device I] [--reps N]\n"
+                    "  sizes take K, M or G suffixes; defaults 1K .. 1G (capped by device "
+                    "memory)\n");
+    exit(2);
+}
+
+static void bench_parse(int argc, char **argv, struct bench_opts *o)
+{
+    o->min_size = BENCH_MIN_SIZE_DEFAULT;
+    o->max_size = BENCH_MAX_SIZE_DEFAULT;
+    for (int i = 1; i < argc; i++) {
+        if (i + 1 >= argc)
+            bench_usage();
+        if (strcmp(argv[i], "--max-size") == 0)
+            o->max_size = bench_parse_size(argv[++i]);
+        else if (strcmp(argv[i], "--min-size") == 0)
+            o->min_size = bench_parse_size(argv[++i]);
+        else if (strcmp(argv[i], "--device") == 0)
+            o->device = (unsigned)atoi(argv[++i]);
+        else if (strcmp(argv[i], "--reps") == 0)
+            o->reps = atoi(argv[++i]);
+        else
+            bench_usage();
+    }
+    if (o->min_size == 0 || o->max_size < o->min_size || o->reps < 0)
+        bench_usage();
+}
+
+int main(int argc, char **argv)
+{
+    struct bench_opts o = {0};
+    bench_parse(argc, argv, &o);
+    struct dev **devs;
+    size_t ndevs;
+    char err[512];
+    if (dev_open_all_profiled(&devs, &ndevs, err, sizeof err) < 0) {
+        fprintf(stderr, "bench_kernels: %s\n", err);
+        return 2;
+    }
+    if (o.device >= ndevs) {
+        fprintf(stderr, "bench_kernels: no device %u (%zu devices)\n", o.device, ndevs);
+        return 2;
+    }
+    struct dev *d = devs[o.device];
+    const struct dev_info *in = dev_info(d);
+    uint64_t cap = in->global_mem_size / (BENCH_DEV_BUFFERS + 1);
+    if (cap > in->max_mem_alloc_size)
+        cap = in->max_mem_alloc_size;
+    printf("# device %u: %s (%s, %s), %u compute units\n", in->index, in->name,
+           dev_type_name(in->type), in->platform, in->compute_units);
+    printf("# median of device times; ratio = GB/s over clEnqueueCopyBuffer's GB/s\n");
+    printf("%-20s %9s %11s %9s %8s %s\n", "kernel", "size", "time_us", "GB/s", "ratio", "check");
+    int failures = 0;
+    for (uint64_t size = o.min_size; size <= o.max_size; size *= BENCH_SIZE_FACTOR) {
+        if (size > cap) {
+            printf("# stopping before %llu bytes: over a %llu-byte cap from device memory\n",
+                   (unsigned long long)size, (unsigned long long)cap);
+            break;
+        }
+        bench_size(&o, d, (size_t)size, &failures);
+    }
+    dev_close_all(devs, ndevs);
+    if (failures)
+        fprintf(stderr, "bench_kernels: %d result(s) differ from the CPU reference\n", failures);
+    return failures ? 1 : 0;
+}
