@@ -12,9 +12,9 @@
 
 #include "conn.h"
 
-/* Largest reply message the client accepts: a bound on what a broken
- * peer can make it allocate. */
-#define CALL_MAX_REPLY ((size_t)1 << 31)
+/* Largest reply message the client accepts: what gRPC's 32-bit length
+ * prefix can describe, so any limit the daemon is configured with fits. */
+#define CALL_MAX_REPLY ((size_t)UINT32_MAX)
 
 /* Calls method path ("/amp.v1.Amp/Reverse") with req. timeout_ms > 0 sets
  * a deadline (sent as grpc-timeout and enforced locally). On success

@@ -12,6 +12,9 @@
 #include "amp.h"
 #include "daemon_proc.h"
 
+#define MAX_MESSAGE (1u << 20) /* the daemon's --max-message-bytes, small to test it */
+#define MAX_MESSAGE_TEXT "1048576"
+
 static struct daemon_proc ampd;
 static amp_conn *conn;
 
@@ -108,6 +111,20 @@ START_TEST(device_selection)
 }
 END_TEST
 
+START_TEST(oversized_request_is_exhausted)
+{
+    size_t n = MAX_MESSAGE + 1;
+    uint8_t *big = calloc(1, n);
+    ck_assert_ptr_nonnull(big);
+    void *out;
+    size_t len;
+    /* The daemon refuses from the length prefix, before reading the body:
+     * the call ends while the client may still be sending. */
+    expect_refused(amp_reverse(conn, NULL, big, n, &out, &len), AMP_EEXHAUSTED, "");
+    free(big);
+}
+END_TEST
+
 START_TEST(missing_device_type_is_unavailable)
 {
     amp_device *list;
@@ -133,7 +150,8 @@ END_TEST
 
 int main(void)
 {
-    if (daemon_start(&ampd, NULL) != 0)
+    static const char *const args[] = { "--max-message-bytes", MAX_MESSAGE_TEXT, NULL };
+    if (daemon_start(&ampd, args) != 0)
         return EXIT_FAILURE;
     Suite *s = suite_create("client_invalid");
     TCase *tc = tcase_create("invalid");
@@ -142,6 +160,7 @@ int main(void)
     tcase_add_test(tc, histogram_params);
     tcase_add_test(tc, fill_params);
     tcase_add_test(tc, device_selection);
+    tcase_add_test(tc, oversized_request_is_exhausted);
     tcase_add_test(tc, missing_device_type_is_unavailable);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
