@@ -19,11 +19,13 @@
 
 #define CONFIG_LINE_MAX 1024
 #define CONFIG_MS_PER_S 1000
+#define CONFIG_HELP_COLUMN 28
 
 enum config_kind { CFG_LISTEN, CFG_DEVICE, CFG_U64, CFG_U32, CFG_SECONDS };
 
 struct config_opt {
     const char *name;
+    const char *arg;     /* the value's name in --help */
     enum config_kind kind;
     size_t offset;       /* into struct config */
     uint64_t min, max;   /* numeric kinds */
@@ -33,23 +35,23 @@ struct config_opt {
 #define CFG_OFF(field) offsetof(struct config, field)
 
 static const struct config_opt config_opts[] = {
-    { "listen", CFG_LISTEN, 0, 0, 0,
-      "ADDR  listen on ADDR: unix:/path or HOST:PORT, \":PORT\" for loopback;\n"
+    { "listen", "ADDR", CFG_LISTEN, 0, 0, 0,
+      "listen on ADDR: unix:/path, or HOST:PORT (\":PORT\" is loopback);\n"
       "                            repeatable (default " AMPD_DEFAULT_LISTEN ")" },
-    { "device", CFG_DEVICE, 0, 0, 0,
-      "SEL   default device: an index, \"gpu\" or \"cpu\" (default: the first GPU)" },
-    { "max-message-bytes", CFG_U64, CFG_OFF(max_message_bytes), 1, AMPD_MAX_MESSAGE_BYTES_LIMIT,
-      "N  largest request or reply message (default 64M)" },
-    { "max-connections", CFG_U32, CFG_OFF(max_connections), 1, UINT32_MAX,
-      "N  connections served at once (default 256)" },
-    { "max-jobs", CFG_U32, CFG_OFF(max_jobs), 1, UINT32_MAX,
-      "N  jobs queued or running, daemon-wide (default 64)" },
-    { "max-streams", CFG_U32, CFG_OFF(max_streams), 1, INT32_MAX,
-      "N  concurrent calls per connection (default 32)" },
-    { "max-job-memory", CFG_U64, CFG_OFF(max_job_memory), 1, UINT64_MAX,
-      "N  bytes of job input and output held at once (default 1G)" },
-    { "drain-timeout", CFG_SECONDS, CFG_OFF(drain_timeout_ms), 0, UINT32_MAX / CONFIG_MS_PER_S,
-      "S  on SIGTERM, wait at most S seconds for calls in flight (default 30)" },
+    { "device", "SEL", CFG_DEVICE, 0, 0, 0,
+      "default device: an index, \"gpu\" or \"cpu\" (default: the first GPU)" },
+    { "max-message-bytes", "N", CFG_U64, CFG_OFF(max_message_bytes), 1,
+      AMPD_MAX_MESSAGE_BYTES_LIMIT, "largest request or reply message (default 64M)" },
+    { "max-connections", "N", CFG_U32, CFG_OFF(max_connections), 1, UINT32_MAX,
+      "connections served at once (default 256)" },
+    { "max-jobs", "N", CFG_U32, CFG_OFF(max_jobs), 1, UINT32_MAX,
+      "jobs queued or running, daemon-wide (default 64)" },
+    { "max-streams", "N", CFG_U32, CFG_OFF(max_streams), 1, INT32_MAX,
+      "concurrent calls per connection (default 32)" },
+    { "max-job-memory", "N", CFG_U64, CFG_OFF(max_job_memory), 1, UINT64_MAX,
+      "bytes of job input and output held at once (default 1G)" },
+    { "drain-timeout", "S", CFG_SECONDS, CFG_OFF(drain_timeout_ms), 0,
+      UINT32_MAX / CONFIG_MS_PER_S, "on SIGTERM, wait at most S seconds for calls (default 30)" },
 };
 
 #define CONFIG_NOPTS (sizeof(config_opts) / sizeof(config_opts[0]))
@@ -60,8 +62,11 @@ static void config_usage(void)
            "Runs data-parallel byte jobs on OpenCL devices for gRPC clients.\n\n"
            "  --config FILE             read \"key = value\" lines; keys are the long\n"
            "                            option names; the command line overrides them\n");
-    for (size_t i = 0; i < CONFIG_NOPTS; i++)
-        printf("  --%s %s\n", config_opts[i].name, config_opts[i].help);
+    for (size_t i = 0; i < CONFIG_NOPTS; i++) {
+        char flag[CONFIG_HELP_COLUMN];
+        snprintf(flag, sizeof(flag), "--%s %s", config_opts[i].name, config_opts[i].arg);
+        printf("  %-*s%s\n", CONFIG_HELP_COLUMN - 2, flag, config_opts[i].help);
+    }
     printf("  --help                    show this help\n"
            "  --version                 show the version\n"
            "Sizes take a K, M or G suffix (powers of 1024).\n");
@@ -212,11 +217,10 @@ static int config_file(struct config *cfg, const char *path, char *err, size_t e
     return rv;
 }
 
-/* Splits argv[*i] into an option and its value ("--k v" or "--k=v"). */
-static int config_arg(int argc, char **argv, int *i, const char **name, size_t *namelen,
-                      const char **value, char *err, size_t errlen)
+/* Splits argv[*i] into an option name ("--k v" or "--k=v"). */
+static int config_arg_name(const char *a, const char **name, size_t *namelen, char *err,
+                           size_t errlen)
 {
-    const char *a = argv[*i];
     if (strncmp(a, "--", 2) != 0) {
         snprintf(err, errlen, "unexpected argument \"%s\"", a);
         return -1;
@@ -224,12 +228,20 @@ static int config_arg(int argc, char **argv, int *i, const char **name, size_t *
     *name = a + 2;
     const char *eq = strchr(*name, '=');
     *namelen = eq ? (size_t)(eq - *name) : strlen(*name);
+    return 0;
+}
+
+/* The value of the option at argv[*i], which may be the next argument. */
+static int config_arg_value(int argc, char **argv, int *i, const char **value, char *err,
+                            size_t errlen)
+{
+    const char *eq = strchr(argv[*i], '=');
     if (eq) {
         *value = eq + 1;
     } else if (*i + 1 < argc) {
         *value = argv[++*i];
     } else {
-        snprintf(err, errlen, "%s needs a value", a);
+        snprintf(err, errlen, "%s needs a value", argv[*i]);
         return -1;
     }
     return 0;
@@ -266,15 +278,18 @@ static int config_argv(struct config *cfg, int argc, char **argv, char *err, siz
     for (int i = 1; i < argc; i++) {
         const char *name, *value;
         size_t namelen;
-        if (config_arg(argc, argv, &i, &name, &namelen, &value, err, errlen) != 0)
+        if (config_arg_name(argv[i], &name, &namelen, err, errlen) != 0)
             return -1;
-        if (namelen == strlen("config") && strncmp(name, "config", namelen) == 0)
-            continue;
-        const struct config_opt *o = config_find(name, namelen);
-        if (!o) {
+        bool is_config = namelen == strlen("config") && strncmp(name, "config", namelen) == 0;
+        const struct config_opt *o = is_config ? NULL : config_find(name, namelen);
+        if (!is_config && !o) {
             snprintf(err, errlen, "unknown option --%.*s (see --help)", (int)namelen, name);
             return -1;
         }
+        if (config_arg_value(argc, argv, &i, &value, err, errlen) != 0)
+            return -1;
+        if (is_config)
+            continue;
         if (o->kind == CFG_LISTEN && !cli_listen) {
             cfg->nlisten = 0; /* the command line's addresses replace the file's */
             cli_listen = true;

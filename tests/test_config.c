@@ -1,0 +1,160 @@
+/* test_config.c: ampd's settings: defaults, options, the config file and
+ * the command line overriding it, size suffixes, and errors that name the
+ * option (and the file line). */
+#include <check.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "amp.h"
+#include "config.h"
+
+static enum config_result load(struct config *cfg, char *err, size_t errlen, int argc, ...)
+{
+    char *argv[32];
+    argv[0] = "ampd";
+    va_list ap;
+    va_start(ap, argc);
+    for (int i = 1; i < argc; i++)
+        argv[i] = va_arg(ap, char *);
+    va_end(ap);
+    argv[argc] = NULL;
+    return config_load(cfg, argc, argv, err, errlen);
+}
+
+static char conf_path[64];
+
+static void write_conf(const char *text)
+{
+    snprintf(conf_path, sizeof(conf_path), "/tmp/ampd-conf-XXXXXX");
+    int fd = mkstemp(conf_path);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+    close(fd);
+}
+
+START_TEST(defaults)
+{
+    struct config cfg;
+    char err[256];
+    ck_assert_int_eq(load(&cfg, err, sizeof(err), 1), CONFIG_RUN);
+    ck_assert_uint_eq(cfg.nlisten, 1);
+    ck_assert_str_eq(cfg.listen[0], AMPD_DEFAULT_LISTEN);
+    ck_assert_str_eq(AMPD_DEFAULT_LISTEN, AMP_DEFAULT_ADDRESS);
+    ck_assert_uint_eq(cfg.max_message_bytes, 64ull << 20);
+    ck_assert_uint_eq(cfg.max_connections, 256);
+    ck_assert_uint_eq(cfg.max_jobs, 64);
+    ck_assert_uint_eq(cfg.max_streams, 32);
+    ck_assert_uint_eq(cfg.max_job_memory, 1ull << 30);
+    ck_assert_str_eq(cfg.device, "");
+}
+END_TEST
+
+START_TEST(options)
+{
+    struct config cfg;
+    char err[256];
+    ck_assert_int_eq(load(&cfg, err, sizeof(err), 9, "--listen", "unix:/tmp/a.sock",
+                          "--listen=:50051", "--max-message-bytes", "2M", "--device=gpu",
+                          "--max-job-memory", "3k"),
+                     CONFIG_RUN);
+    ck_assert_uint_eq(cfg.nlisten, 2);
+    ck_assert_str_eq(cfg.listen[1], ":50051");
+    ck_assert_uint_eq(cfg.max_message_bytes, 2u << 20);
+    ck_assert_uint_eq(cfg.max_job_memory, 3072);
+    ck_assert_str_eq(cfg.device, "gpu");
+}
+END_TEST
+
+START_TEST(file_then_command_line)
+{
+    write_conf("# comment\n\nlisten = unix:/tmp/file.sock\nmax-jobs = 7\n  max-streams=9  \n");
+    struct config cfg;
+    char err[256];
+    ck_assert_int_eq(load(&cfg, err, sizeof(err), 5, "--config", conf_path, "--max-jobs", "8"),
+                     CONFIG_RUN);
+    ck_assert_uint_eq(cfg.max_jobs, 8);  /* command line wins */
+    ck_assert_uint_eq(cfg.max_streams, 9);
+    ck_assert_uint_eq(cfg.nlisten, 1);
+    ck_assert_str_eq(cfg.listen[0], "unix:/tmp/file.sock");
+    /* A --listen on the command line replaces the file's addresses. */
+    ck_assert_int_eq(load(&cfg, err, sizeof(err), 5, "--config", conf_path, "--listen", ":1"),
+                     CONFIG_RUN);
+    ck_assert_uint_eq(cfg.nlisten, 1);
+    ck_assert_str_eq(cfg.listen[0], ":1");
+    unlink(conf_path);
+}
+END_TEST
+
+START_TEST(file_errors)
+{
+    struct config cfg;
+    char err[256], want[128];
+    write_conf("max-jobs = 1\nmax-jbos = 2\n");
+    ck_assert_int_eq(load(&cfg, err, sizeof(err), 3, "--config", conf_path), CONFIG_ERROR);
+    snprintf(want, sizeof(want), "%s:2: unknown key \"max-jbos\"", conf_path);
+    ck_assert_str_eq(err, want);
+    unlink(conf_path);
+    write_conf("max-jobs\n");
+    ck_assert_int_eq(load(&cfg, err, sizeof(err), 3, "--config", conf_path), CONFIG_ERROR);
+    ck_assert_ptr_nonnull(strstr(err, ":1: expected \"key = value\""));
+    unlink(conf_path);
+    ck_assert_int_eq(load(&cfg, err, sizeof(err), 3, "--config", "/nonexistent/ampd.conf"),
+                     CONFIG_ERROR);
+    ck_assert_ptr_nonnull(strstr(err, "/nonexistent/ampd.conf"));
+}
+END_TEST
+
+START_TEST(bad_values)
+{
+    struct config cfg;
+    char err[256];
+    ck_assert_int_eq(load(&cfg, err, sizeof(err), 3, "--max-jobs", "0"), CONFIG_ERROR);
+    ck_assert_str_eq(err, "--max-jobs: \"0\" is not a number in 1..4294967295");
+    ck_assert_int_eq(load(&cfg, err, sizeof(err), 3, "--max-message-bytes", "5G"), CONFIG_ERROR);
+    ck_assert_int_eq(load(&cfg, err, sizeof(err), 3, "--max-streams", "-1"), CONFIG_ERROR);
+    ck_assert_int_eq(load(&cfg, err, sizeof(err), 3, "--max-streams", "12x"), CONFIG_ERROR);
+    ck_assert_int_eq(load(&cfg, err, sizeof(err), 3, "--listen", "nonsense"), CONFIG_ERROR);
+    ck_assert(strncmp(err, "--listen nonsense: ", 19) == 0);
+    ck_assert_int_eq(load(&cfg, err, sizeof(err), 2, "--frobnicate"), CONFIG_ERROR);
+    ck_assert_str_eq(err, "unknown option --frobnicate (see --help)");
+    ck_assert_int_eq(load(&cfg, err, sizeof(err), 2, "--max-jobs"), CONFIG_ERROR);
+    ck_assert_str_eq(err, "--max-jobs needs a value");
+    ck_assert_int_eq(load(&cfg, err, sizeof(err), 2, "stray"), CONFIG_ERROR);
+}
+END_TEST
+
+START_TEST(help_and_version)
+{
+    struct config cfg;
+    char err[256];
+    FILE *saved = stdout;
+    stdout = fopen("/dev/null", "w");
+    enum config_result h = load(&cfg, err, sizeof(err), 4, "--max-jobs", "0", "--help");
+    enum config_result v = load(&cfg, err, sizeof(err), 2, "--version");
+    fclose(stdout);
+    stdout = saved;
+    ck_assert_int_eq(h, CONFIG_EXIT);
+    ck_assert_int_eq(v, CONFIG_EXIT);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("config");
+    TCase *tc = tcase_create("core");
+    tcase_add_test(tc, defaults);
+    tcase_add_test(tc, options);
+    tcase_add_test(tc, file_then_command_line);
+    tcase_add_test(tc, file_errors);
+    tcase_add_test(tc, bad_values);
+    tcase_add_test(tc, help_and_version);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
