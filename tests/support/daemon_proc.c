@@ -162,7 +162,8 @@ int daemon_alive(struct daemon_proc *d)
     return si.si_pid == 0; /* 0: no state change, still running */
 }
 
-/* waitpid with a deadline; returns 0 and the status, or -1 on timeout. */
+/* waitpid with a deadline: 0 exited (status set), 1 still running at the
+ * deadline, -1 no such child (already reaped by the test itself). */
 static int daemon_wait_exit(pid_t pid, int timeout_ms, int *status)
 {
     long long deadline = daemon_now_ms() + timeout_ms;
@@ -173,7 +174,7 @@ static int daemon_wait_exit(pid_t pid, int timeout_ms, int *status)
         if (r < 0 && errno != EINTR)
             return -1;
         if (daemon_now_ms() >= deadline)
-            return -1;
+            return 1;
         daemon_sleep_ms(DAEMON_POLL_MS);
     }
 }
@@ -184,11 +185,13 @@ int daemon_stop(struct daemon_proc *d)
     if (d->pid > 0) {
         int status = 0;
         kill(d->pid, SIGTERM);
-        if (daemon_wait_exit(d->pid, DAEMON_STOP_TIMEOUT_MS, &status) != 0) {
+        int w = daemon_wait_exit(d->pid, DAEMON_STOP_TIMEOUT_MS, &status);
+        if (w == 1) {
             fprintf(stderr, "daemon_proc: ampd ignored SIGTERM, killing it\n");
             kill(d->pid, SIGKILL);
             waitpid(d->pid, &status, 0);
-            result = -1;
+        } else if (w < 0) {
+            fprintf(stderr, "daemon_proc: ampd was already reaped\n");
         } else if (WIFEXITED(status)) {
             result = WEXITSTATUS(status);
         } else if (WIFSIGNALED(status)) {
