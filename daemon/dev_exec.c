@@ -18,6 +18,9 @@
  * hide memory latency on a GPU, enough for load balance on a CPU. */
 #define DEV_GROUPS_PER_CU_GPU 8
 #define DEV_GROUPS_PER_CU_CPU 4
+/* Contiguous chunks per compute unit on CPU devices: a few, so a core that
+ * finishes early can take another. */
+#define DEV_CHUNKS_PER_CU_CPU 4
 #define DEV_EXEC_EVENTS_INITIAL 16
 
 const char *dev_cl_error_name(cl_int err)
@@ -354,4 +357,28 @@ size_t dev_kernel_wg(const struct dev *d, cl_kernel k, size_t want)
 {
     size_t max = dev_kernel_wg_max(d, k);
     return want < max ? (want ? want : 1) : max;
+}
+
+struct dev_grid dev_grid_plan(const struct dev *d, uint64_t units, size_t wg)
+{
+    struct dev_grid g = {0, wg ? wg : 1, 0};
+    if (d->shape != DEV_SHAPE_CPU) {
+        g.global = dev_grid_size(d, units, g.local);
+        return g;
+    }
+    uint64_t items = (uint64_t)d->info.compute_units * DEV_CHUNKS_PER_CU_CPU;
+    if (items > d->launch_items_max)
+        items = d->launch_items_max;
+    if (items > units)
+        items = units;
+    if (items == 0)
+        items = 1;
+    g.local = 1;
+    g.chunk = (units + items - 1) / items;
+    if (g.chunk == 0)
+        g.chunk = 1;
+    g.global = (size_t)((units + g.chunk - 1) / g.chunk);
+    if (g.global == 0)
+        g.global = 1;
+    return g;
 }

@@ -136,6 +136,16 @@ enum status_code dev_exec_arg(struct dev_exec *x, cl_kernel k, const char *name,
  * d->launch_items_max, a multiple of wg. */
 size_t dev_grid_size(const struct dev *d, uint64_t items, size_t wg);
 
+/* Geometry of a launch over units of work for a kernel that takes a chunk
+ * argument: on GPUs a grid-stride launch (chunk 0) of work-groups of
+ * wg items; on CPU devices one-item work-groups each running a contiguous
+ * chunk of units (a work-item there is a loop on one core). */
+struct dev_grid {
+    size_t global, local;
+    uint64_t chunk;         /* units per work-item; 0: grid-stride */
+};
+struct dev_grid dev_grid_plan(const struct dev *d, uint64_t units, size_t wg);
+
 /* A work-group size for k on d: want, lowered to what the kernel and the
  * device allow. */
 size_t dev_kernel_wg(const struct dev *d, cl_kernel k, size_t want);

@@ -16,12 +16,13 @@ enum status_code op_reverse(struct dev_exec *x, struct dev_buf *src, struct dev_
     cl_ulong n = src->size;
     if (n == 0)
         return STATUS_OK;
-    size_t wg = op_wg(x->d, k);
-    /* One item per output word, at least one item for the tail. */
-    size_t global = dev_grid_size(x->d, n / OP_REVERSE_WORD + 1, wg);
+    /* Units are output words; at least one item, for the tail. */
+    struct dev_grid g = dev_grid_plan(x->d, n / OP_REVERSE_WORD + 1, op_wg(x->d, k));
+    cl_ulong chunk = g.chunk;
     dev_exec_arg(x, k, name, 0, sizeof(cl_mem), &src->mem);
     dev_exec_arg(x, k, name, 1, sizeof(cl_mem), &dst->mem);
     dev_exec_arg(x, k, name, 2, sizeof n, &n);
+    dev_exec_arg(x, k, name, 3, sizeof chunk, &chunk);
     const struct dev_access acc[] = {{src, HAZARD_READ}, {dst, HAZARD_WRITE}};
-    return dev_exec_kernel(x, k, name, global, wg, acc, 2);
+    return dev_exec_kernel(x, k, name, g.global, g.local, acc, 2);
 }

@@ -77,16 +77,15 @@ enum status_code op_transform(struct dev_exec *x, const struct transform_params 
     enum status_code st = op_xform_params(x, p, &params);
     if (st != STATUS_OK)
         return st;
-    size_t wg = op_wg(x->d, k);
-    size_t global = dev_grid_size(x->d, w1 - w0, wg);
-    const cl_ulong args[] = {n, lo, hi, w0, w1};
+    struct dev_grid g = dev_grid_plan(x->d, w1 - w0, op_wg(x->d, k));
+    const cl_ulong args[] = {n, lo, hi, w0, w1, g.chunk};
     dev_exec_arg(x, k, name, 0, sizeof(cl_mem), &src->mem);
     dev_exec_arg(x, k, name, 1, sizeof(cl_mem), &dst->mem);
-    for (cl_uint i = 0; i < 5; i++)
+    for (cl_uint i = 0; i < 6; i++)
         dev_exec_arg(x, k, name, 2 + i, sizeof args[i], &args[i]);
-    dev_exec_arg(x, k, name, 7, sizeof(cl_mem), &params);
+    dev_exec_arg(x, k, name, 8, sizeof(cl_mem), &params);
     const struct dev_access acc[] = {{dst, HAZARD_WRITE}, {src, HAZARD_READ}};
-    st = dev_exec_kernel(x, k, name, global, wg, acc, in_place ? 1 : 2);
+    st = dev_exec_kernel(x, k, name, g.global, g.local, acc, in_place ? 1 : 2);
     /* Deferred by OpenCL until the kernel has run. */
     clReleaseMemObject(params);
     return st;

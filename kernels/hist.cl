@@ -13,9 +13,10 @@
  *  - *_private / histn_rows (CPU devices): one work-item per contiguous
  *    chunk counting without atomics into its own private or global row;
  *    local atomics are slow there and a chunk streams through the cache.
- * Every shape counts runs of equal values in a register and adds a run
- * at once, so all-equal (adversarial) input costs one atomic per work-item
- * instead of serialising on one counter.
+ * The atomic shapes and histn_rows count runs of equal values in a
+ * register and add a run at once, so all-equal (adversarial) input costs
+ * one atomic per work-item instead of serialising on one counter;
+ * hist256_private uses four sub-histograms instead (see there).
  * The bin of a value mirrors daemon/hist_bin.h exactly (see there).
  * Bound: memory bandwidth on random data (each element read once); local
  * atomic throughput on GPUs for many distinct values per word.
@@ -93,33 +94,35 @@ __kernel void hist256_local(__global const uchar *src, ulong first, ulong count,
     }
 }
 
-#define FLUSH_PRIVATE(s, n) (h[(s)] += (n))
-
-/* One work-item per chunk of chunk bytes (a multiple of 16). */
+/* One work-item per chunk of chunk bytes (a multiple of 16), counting into
+ * four private sub-histograms by byte position: consecutive increments of
+ * one bin (all-equal data) then form four independent chains instead of
+ * one serial chain through memory, and random data needs no run test. */
+#define HIST256_SUBS 4
 __kernel void hist256_private(__global const uchar *src, ulong first, ulong count, ulong chunk,
                               __global uint *partials)
 {
-    uint h[256];
-    for (uint i = 0; i < 256; i++)
+    uint h[HIST256_SUBS * 256];
+    for (uint i = 0; i < HIST256_SUBS * 256; i++)
         h[i] = 0;
     const ulong begin = get_global_id(0) * chunk;
     const ulong end = min(count, begin + chunk);
-    uint last = 0, run = 0;
     if (begin < end) {
-        __global const uint4 *s4 = (__global const uint4 *)(src + first + begin);
-        const ulong nw = (end - begin) / WORD;
+        __global const uint *s1 = (__global const uint *)(src + first + begin);
+        const ulong nw = (end - begin) / 4;
         for (ulong w = 0; w < nw; w++) {
-            const uint4 v = s4[w];
-            RUN_UINT4(v, FLUSH_PRIVATE);
+            const uint v = s1[w];
+            h[v & 0xffu]++;
+            h[256 + ((v >> 8) & 0xffu)]++;
+            h[512 + ((v >> 16) & 0xffu)]++;
+            h[768 + (v >> 24)]++;
         }
-        for (ulong i = begin + nw * WORD; i < end; i++)
-            RUN_ADD(src[first + i], FLUSH_PRIVATE);
+        for (ulong i = begin + nw * 4; i < end; i++)
+            h[src[first + i]]++;
     }
-    if (run)
-        FLUSH_PRIVATE(last, run);
     __global uint *row = partials + get_global_id(0) * 256;
     for (uint b = 0; b < 256; b++)
-        row[b] = h[b];
+        row[b] = h[b] + h[256 + b] + h[512 + b] + h[768 + b];
 }
 
 /* out[b] += sum of rows; out holds the 64-bit counts across launches. */
@@ -141,14 +144,14 @@ __kernel void hist_reduce(__global const uint *partials, uint rows, uint width,
         float bins_f
 #define HISTN_PASS bins, lo_t, hi_t, lo_c, hi_c, lo_f, scale_f, bins_f
 
-inline uint bin_index(float x, float lo_f, float scale_f, float bins_f, uint bins)
+static inline uint bin_index(float x, float lo_f, float scale_f, float bins_f, uint bins)
 {
     const float t = (x - lo_f) * scale_f;
     const uint i = t > 0.0f ? (t < bins_f ? (uint)t : bins - 1) : 0;
     return min(i, bins - 1);
 }
 
-inline uint slot_u32(uint x, HISTN_PARAMS)
+static inline uint slot_u32(uint x, HISTN_PARAMS)
 {
     const long v = (long)x;
     if (v < lo_t)
@@ -158,7 +161,7 @@ inline uint slot_u32(uint x, HISTN_PARAMS)
     return bin_index((float)x, lo_f, scale_f, bins_f, bins);
 }
 
-inline uint slot_i32(int x, HISTN_PARAMS)
+static inline uint slot_i32(int x, HISTN_PARAMS)
 {
     const long v = (long)x;
     if (v < lo_t)
@@ -168,7 +171,7 @@ inline uint slot_i32(int x, HISTN_PARAMS)
     return bin_index((float)x, lo_f, scale_f, bins_f, bins);
 }
 
-inline uint slot_f32(float x, HISTN_PARAMS)
+static inline uint slot_f32(float x, HISTN_PARAMS)
 {
     if (isnan(x))
         return bins + 2;

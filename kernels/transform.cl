@@ -1,8 +1,9 @@
 /* transform.cl: per-byte add/xor/and/or/set/map over [lo, hi) of a buffer.
  *
- * Access pattern: grid-stride over aligned 16-byte words w0 <= w < w1, one
- * uchar16 load and store per word, consecutive work-items on consecutive
- * words (coalesced). In place (src == dst) the host passes only the words
+ * Access pattern: aligned 16-byte words w0 <= w < w1, one uchar16 load and
+ * store per word; grid-stride (chunk == 0, GPUs: consecutive work-items on
+ * consecutive words, coalesced) or a contiguous run of chunk words per
+ * work-item (CPU devices). In place (src == dst) the host passes only the words
  * covering [lo, hi); out of place it passes every word and bytes outside
  * [lo, hi) are copied unchanged. A word straddling lo or hi selects per
  * lane; the last word, when n % 16 != 0, is done byte by byte, so nothing
@@ -30,7 +31,7 @@
 #define OPS_MAP(b) (tab[(b)])
 
 /* Lanes whose byte index start+j lies in [lo, hi), as a select() mask. */
-inline char16 lane_mask(ulong start, ulong lo, ulong hi)
+static inline char16 lane_mask(ulong start, ulong lo, ulong hi)
 {
     const uchar16 lane = (uchar16)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
     const uchar a = (uchar)(lo <= start ? 0 : min(lo - start, (ulong)WORD));
@@ -38,7 +39,7 @@ inline char16 lane_mask(ulong start, ulong lo, ulong hi)
     return (lane >= (uchar16)a) & (lane < (uchar16)b);
 }
 
-inline uchar16 map16(uchar16 v, __local const uchar *tab)
+static inline uchar16 map16(uchar16 v, __local const uchar *tab)
 {
     uchar16 r;
     r.s0 = tab[v.s0]; r.s1 = tab[v.s1]; r.s2 = tab[v.s2]; r.s3 = tab[v.s3];
@@ -50,7 +51,10 @@ inline uchar16 map16(uchar16 v, __local const uchar *tab)
 
 #define XFORM_LOOP(OPV, OPS)                                                          \
     const uchar val = params[0];                                                      \
-    for (ulong w = w0 + get_global_id(0); w < w1; w += get_global_size(0)) {         \
+    const ulong first = w0 + (chunk ? get_global_id(0) * chunk : get_global_id(0));  \
+    const ulong last = chunk ? min(w1, first + chunk) : w1;                          \
+    const ulong stride = chunk ? 1 : get_global_size(0);                             \
+    for (ulong w = first; w < last; w += stride) {                                   \
         const ulong start = w * WORD;                                                 \
         if (start + WORD <= n) {                                                      \
             const uchar16 v = ((__global const uchar16 *)src)[w];                     \
@@ -68,7 +72,7 @@ inline uchar16 map16(uchar16 v, __local const uchar *tab)
 
 #define XFORM_ARGS                                                                    \
     __global const uchar *src, __global uchar *dst, ulong n, ulong lo, ulong hi,      \
-        ulong w0, ulong w1, __constant uchar *params
+        ulong w0, ulong w1, ulong chunk, __constant uchar *params
 
 __kernel void transform_add(XFORM_ARGS) { XFORM_LOOP(OPV_ADD, OPS_ADD) }
 __kernel void transform_xor(XFORM_ARGS) { XFORM_LOOP(OPV_XOR, OPS_XOR) }

@@ -1,7 +1,7 @@
 /* test_kernel_reverse.c: the reverse step on the default OpenCL device
  * against cpu_ref_reverse, for lengths around every word boundary, a few
  * MiB with an odd tail, and random lengths; plus job bookkeeping (device
- * name, results) and the zero-length job. */
+ * name, results), both access patterns and the zero-length job. */
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>
@@ -108,6 +108,23 @@ START_TEST(two_reverses_restore)
 }
 END_TEST
 
+START_TEST(both_access_patterns)
+{
+    /* The grid-stride pattern GPUs get and the chunked one CPU devices get,
+     * whatever this device is. */
+    struct dev *d = fixture_dev();
+    enum dev_shape own = d->shape;
+    const enum dev_shape shapes[] = {DEV_SHAPE_GPU, DEV_SHAPE_CPU};
+    const size_t lens[] = {5, 16, 33, 4097, 100000, (1u << 20) + 3};
+    for (size_t s = 0; s < 2; s++) {
+        dev_set_shape_for_test(d, shapes[s]);
+        for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++)
+            check_reverse(lens[i], 300 + i);
+    }
+    dev_set_shape_for_test(d, own);
+}
+END_TEST
+
 START_TEST(input_over_alloc_limit_refused)
 {
     struct dev *d = fixture_dev();
@@ -137,6 +154,7 @@ int main(void)
     tcase_add_test(tc, zero_length);
     tcase_add_test(tc, reports_device);
     tcase_add_test(tc, two_reverses_restore);
+    tcase_add_test(tc, both_access_patterns);
     tcase_add_test(tc, input_over_alloc_limit_refused);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);

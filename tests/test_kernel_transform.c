@@ -145,6 +145,26 @@ START_TEST(chained_transforms_work_out_of_place)
 }
 END_TEST
 
+START_TEST(both_access_patterns)
+{
+    /* Grid-stride (GPUs) and contiguous chunks (CPU devices), in place on
+     * a sub-range and out of place, whatever this device is. */
+    struct dev *d = fixture_dev();
+    enum dev_shape own = d->shape;
+    const enum dev_shape shapes[] = {DEV_SHAPE_GPU, DEV_SHAPE_CPU};
+    for (size_t s = 0; s < 2; s++) {
+        dev_set_shape_for_test(d, shapes[s]);
+        for (size_t o = 0; o < NOPS; o++) {
+            struct transform_params p = params(all_ops[o], 0x77, 13, 300000);
+            check_transform(&p, 300017, o);
+            p = params(all_ops[o], 0x11, 0, 4099);
+            check_transform(&p, 4099, o);
+        }
+    }
+    dev_set_shape_for_test(d, own);
+}
+END_TEST
+
 START_TEST(range_past_end_refused)
 {
     uint8_t in[10] = {0};
@@ -193,6 +213,7 @@ int main(void)
     tcase_add_test(tc, sub_ranges);
     tcase_add_test(tc, add_wraps_per_byte);
     tcase_add_test(tc, chained_transforms_work_out_of_place);
+    tcase_add_test(tc, both_access_patterns);
     tcase_add_test(tc, range_past_end_refused);
     tcase_add_test(tc, constant_limit_refused);
     suite_add_tcase(s, tc);
