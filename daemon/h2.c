@@ -44,6 +44,7 @@ struct h2_call {
     bool remote_ended;            /* the client half-closed */
     size_t nmessages;             /* request messages delivered */
     struct grpc_frame_reader reader;
+    uint64_t reserved;            /* bytes of s->cfg.budget held for the message being read */
     /* Request headers, as collected until the HEADERS frame is whole. */
     char path[H2_PATH_MAX];
     bool path_too_long;
@@ -85,10 +86,19 @@ static struct h2_call *h2_call_new(struct h2_session *s, int32_t stream_id)
     return c;
 }
 
+static void h2_call_unreserve(struct h2_call *c)
+{
+    if (c->reserved) {
+        c->s->cfg.budget->used -= c->reserved;
+        c->reserved = 0;
+    }
+}
+
 /* Tells the handler (if it took the call) and frees the call. */
 static void h2_call_release(struct h2_call *c)
 {
     struct h2_session *s = c->s;
+    h2_call_unreserve(c);
     if (c->started && s->h->closed)
         s->h->closed(c, s->ctx);
     if (c->prev)
@@ -308,6 +318,7 @@ static int h2_on_message(const uint8_t *msg, size_t len, void *ctx)
 {
     struct h2_call *c = ctx;
     struct h2_session *s = c->s;
+    h2_call_unreserve(c);
     c->nmessages++;
     if (c->kind == H2_UNARY && c->nmessages > 1) {
         c->feed_status = STATUS_UNIMPLEMENTED;
@@ -325,8 +336,16 @@ static int h2_on_message(const uint8_t *msg, size_t len, void *ctx)
 static void h2_call_feed_error(struct h2_call *c, int err)
 {
     size_t max = c->s->cfg.max_message_bytes;
+    struct h2_budget *b = c->s->cfg.budget;
     switch (err) {
     case GRPC_FRAME_TOO_LARGE:
+        if (c->reader.msg_len <= max) {
+            h2_call_failf(c, STATUS_RESOURCE_EXHAUSTED,
+                          "--max-job-memory (%llu) is taken by requests being received; this "
+                          "message declares %zu bytes",
+                          (unsigned long long)b->max, c->reader.msg_len);
+            break;
+        }
         h2_call_failf(c, STATUS_RESOURCE_EXHAUSTED,
                       "request message of %zu bytes exceeds --max-message-bytes (%zu)",
                       c->reader.msg_len, max);
@@ -346,6 +365,25 @@ static void h2_call_feed_error(struct h2_call *c, int err)
         break;
     }
     grpc_frame_reader_free(&c->reader);
+    h2_call_unreserve(c);
+}
+
+/* Feeds DATA to the call's reader, within the message size limit and what
+ * is left of the daemon-wide budget; reserves a message that is now being
+ * buffered. */
+static int h2_call_feed(struct h2_call *c, const uint8_t *data, size_t len)
+{
+    struct h2_budget *b = c->s->cfg.budget;
+    size_t room = c->s->cfg.max_message_bytes;
+    if (b && !c->reserved && b->max - b->used < room)
+        room = (size_t)(b->max - b->used);
+    c->reader.max_len = room;
+    int rv = grpc_frame_feed(&c->reader, data, len, h2_on_message, c);
+    if (rv == GRPC_FRAME_OK && b && c->reader.msg && !c->reserved) {
+        c->reserved = c->reader.msg_len;
+        b->used += c->reserved;
+    }
+    return rv;
 }
 
 /* --- nghttp2 callbacks ---------------------------------------------------- */
@@ -426,7 +464,7 @@ static int h2_on_data_chunk(nghttp2_session *ng, uint8_t flags, int32_t stream_i
     struct h2_call *c = h2_stream_call(ng, stream_id);
     if (!c || c->answered || !c->started)
         return 0;
-    int rv = grpc_frame_feed(&c->reader, data, len, h2_on_message, c);
+    int rv = h2_call_feed(c, data, len);
     if (rv != GRPC_FRAME_OK)
         h2_call_feed_error(c, rv);
     return 0;

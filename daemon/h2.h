@@ -55,9 +55,19 @@ struct h2_handlers {
     void (*want_write)(void *ctx);
 };
 
+/* Request bytes being received, shared by every session of the daemon, so
+ * that many slow senders cannot make it buffer without bound. A message's
+ * declared length is reserved when its prefix arrives (before its body is
+ * buffered) and released once it has been handed over. */
+struct h2_budget {
+    uint64_t used;  /* used <= max */
+    uint64_t max;   /* --max-job-memory */
+};
+
 struct h2_config {
     size_t max_message_bytes;  /* each request and reply message */
     uint32_t max_streams;      /* SETTINGS_MAX_CONCURRENT_STREAMS */
+    struct h2_budget *budget;  /* NULL: no daemon-wide bound */
 };
 
 /* Creates a server session and queues its SETTINGS. handlers and ctx must

@@ -23,6 +23,7 @@ struct server {
     const struct config *cfg;
     struct rpc_env env;
     struct conn_set conns;
+    struct h2_budget budget;   /* request bytes being received, all connections */
     struct sched *sched;
     struct listener *listeners[AMPD_MAX_LISTEN];
     size_t nlisteners;
@@ -118,6 +119,8 @@ static void server_init(struct server *srv, const struct config *cfg)
     srv->conns.max = cfg->max_connections;
     srv->conns.h2cfg.max_message_bytes = (size_t)cfg->max_message_bytes;
     srv->conns.h2cfg.max_streams = cfg->max_streams;
+    srv->budget.max = cfg->max_job_memory;
+    srv->conns.h2cfg.budget = &srv->budget;
     srv->conns.env = &srv->env;
     srv->conns.empty = server_on_conns_empty;
     srv->conns.ctx = srv;

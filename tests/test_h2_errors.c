@@ -112,6 +112,42 @@ START_TEST(oversize_prefix_only)
 }
 END_TEST
 
+START_TEST(budget_bounds_buffering)
+{
+    /* A daemon-wide budget of 100 bytes: a call holding 60 of them (half
+     * sent) leaves 40, so a second call declaring 50 is refused at its
+     * prefix; once the first finishes, the 50 fit. */
+    pair.budget.max = 100;
+    uint8_t body[GRPC_FRAME_HEADER + 60] = { 0 };
+    grpc_frame_header(body, 60);
+    int32_t first = h2c_request_open(pair.client, "/amp.v1.Amp/Reverse", body, GRPC_FRAME_HEADER + 10);
+    h2_pair_pump(&pair);
+    ck_assert_uint_eq(pair.budget.used, 60);
+    uint8_t body2[GRPC_FRAME_HEADER + 50] = { 0 };
+    grpc_frame_header(body2, 50);
+    const struct h2c_result *r = raw("/amp.v1.Amp/Reverse", NULL, body2, sizeof(body2));
+    ck_assert_int_eq(r->grpc_status, STATUS_RESOURCE_EXHAUSTED);
+    char msg[256];
+    h2c_percent_decode(r->grpc_message, msg, sizeof(msg));
+    ck_assert_str_eq(msg, "--max-job-memory (100) is taken by requests being received; this "
+                          "message declares 50 bytes");
+    ck_assert_int_eq(h2c_append(pair.client, first, body + GRPC_FRAME_HEADER + 10, 50, true), 0);
+    h2_pair_pump(&pair);
+    ck_assert(h2c_result(pair.client, first)->closed);
+    ck_assert_uint_eq(pair.budget.used, 0);
+    r = raw("/amp.v1.Amp/Reverse", NULL, body2, sizeof(body2));
+    /* Admitted now: it gets as far as decoding (50 zero bytes are no protobuf). */
+    ck_assert_int_eq(r->grpc_status, STATUS_INTERNAL);
+    /* A call that dies mid-message gives its reservation back. */
+    int32_t third = h2c_request_open(pair.client, "/amp.v1.Amp/Reverse", body, GRPC_FRAME_HEADER + 10);
+    h2_pair_pump(&pair);
+    ck_assert_uint_eq(pair.budget.used, 60);
+    ck_assert_int_eq(h2c_reset(pair.client, third), 0);
+    h2_pair_pump(&pair);
+    ck_assert_uint_eq(pair.budget.used, 0);
+}
+END_TEST
+
 START_TEST(truncated_message)
 {
     uint8_t body[GRPC_FRAME_HEADER + 3] = { 0, 0, 0, 0, 100, 'a', 'b', 'c' };
@@ -252,6 +288,7 @@ int main(void)
     tcase_add_test(tc, bad_protobuf);
     tcase_add_test(tc, oversize);
     tcase_add_test(tc, oversize_prefix_only);
+    tcase_add_test(tc, budget_bounds_buffering);
     tcase_add_test(tc, truncated_message);
     tcase_add_test(tc, two_messages_on_unary);
     tcase_add_test(tc, no_message_on_unary);

@@ -18,6 +18,7 @@
 
 struct h2_pair {
     struct rpc_env env;
+    struct h2_budget budget;  /* max starts unlimited; tests may lower it */
     struct h2_session *server;
     struct h2c *client;
     int server_recv_rv;   /* last h2_session_recv() result */
