@@ -105,6 +105,31 @@ START_TEST(sigterm_finishes_calls_in_flight)
 }
 END_TEST
 
+START_TEST(drain_timeout_bounds_a_stuck_call)
+{
+    /* A call whose client never finishes its request: the drain gives up
+     * after --drain-timeout, closes the connection, and still exits 0. */
+    static const char *const args[] = { "--drain-timeout", "1", NULL };
+    ck_assert_int_eq(daemon_start(&ampd, args), 0);
+    int fd = h2c_connect_unix(ampd.sock_path);
+    ck_assert_int_ge(fd, 0);
+    struct h2c *c = h2c_new();
+    uint8_t body[GRPC_FRAME_HEADER] = { 0, 0, 0, 0, 9 };
+    h2c_request_open(c, "/amp.v1.Amp/Reverse", body, sizeof(body));
+    h2c_ping(c);
+    ck_assert_int_eq(h2c_run_until(c, fd, IO_TIMEOUT_MS, ping_acked, NULL), 0);
+    ck_assert_int_eq(kill(ampd.pid, SIGTERM), 0);
+    /* The daemon closes the connection on its own. */
+    ck_assert_int_eq(h2c_run_fd(c, fd, IO_TIMEOUT_MS), 1);
+    for (int i = 0; i < IO_TIMEOUT_MS / 10 && daemon_alive(&ampd); i++)
+        usleep(10000);
+    ck_assert(!daemon_alive(&ampd));
+    close(fd);
+    h2c_free(c);
+    ck_assert_int_eq(daemon_stop(&ampd), 0);
+}
+END_TEST
+
 START_TEST(sigterm_idle)
 {
     ck_assert_int_eq(daemon_start(&ampd, NULL), 0);
@@ -119,6 +144,7 @@ int main(void)
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, sigterm_idle);
     tcase_add_test(tc, sigterm_finishes_calls_in_flight);
+    tcase_add_test(tc, drain_timeout_bounds_a_stuck_call);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
