@@ -130,7 +130,9 @@ static void op_hist_plan(struct op_hist_run *h)
                  op_hist_suffix(h->p->type));
     h->k = dev_kernel(d, h->kname);
     h->wg = op_wg(d, h->k);
-    h->global = dev_grid_size(d, (launch + 3) / 4, h->wg);
+    /* Units of work: 16-byte words of bytes, 4-element vectors otherwise. */
+    uint64_t per_unit = bytes ? OP_HIST_ALIGN : 4;
+    h->global = dev_grid_size(d, (launch + per_unit - 1) / per_unit, h->wg);
     if (h->shape == OP_HIST_LOCAL && h->global / h->wg > max_rows)
         h->global = (size_t)(max_rows * h->wg);
     h->rows = h->shape == OP_HIST_LOCAL ? (cl_uint)(h->global / h->wg) : 1;
