@@ -101,7 +101,7 @@ START_TEST(sigterm_finishes_calls_in_flight)
     }
     close(fd);
     h2c_free(c);
-    ck_assert_int_eq(daemon_stop(&ampd), 0);
+    ck_assert_int_eq(daemon_wait(&ampd), 0);
 }
 END_TEST
 
@@ -126,7 +126,7 @@ START_TEST(drain_timeout_bounds_a_stuck_call)
     ck_assert(!daemon_alive(&ampd));
     close(fd);
     h2c_free(c);
-    ck_assert_int_eq(daemon_stop(&ampd), 0);
+    ck_assert_int_eq(daemon_wait(&ampd), 0);
 }
 END_TEST
 

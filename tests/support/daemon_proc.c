@@ -181,13 +181,19 @@ static int daemon_wait_exit(pid_t pid, int timeout_ms, int *status)
 
 int daemon_stop(struct daemon_proc *d)
 {
+    if (d->pid > 0)
+        kill(d->pid, SIGTERM);
+    return daemon_wait(d);
+}
+
+int daemon_wait(struct daemon_proc *d)
+{
     int result = -1;
     if (d->pid > 0) {
         int status = 0;
-        kill(d->pid, SIGTERM);
         int w = daemon_wait_exit(d->pid, DAEMON_STOP_TIMEOUT_MS, &status);
         if (w == 1) {
-            fprintf(stderr, "daemon_proc: ampd ignored SIGTERM, killing it\n");
+            fprintf(stderr, "daemon_proc: ampd did not exit in time, killing it\n");
             kill(d->pid, SIGKILL);
             waitpid(d->pid, &status, 0);
         } else if (w < 0) {

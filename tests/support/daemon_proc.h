@@ -29,4 +29,9 @@ int daemon_alive(struct daemon_proc *d);
  * 128+signal if it died of a signal, -1 on error. */
 int daemon_stop(struct daemon_proc *d);
 
+/* Like daemon_stop() but sends no signal: for a test that already sent
+ * SIGTERM itself (a second one could land after the daemon has released
+ * its signal handlers, and kill it mid-exit). */
+int daemon_wait(struct daemon_proc *d);
+
 #endif
