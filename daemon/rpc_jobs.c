@@ -35,12 +35,21 @@ static struct job *rpc_job_new(struct rpc_call *rc, size_t nsteps, ProtobufCBina
     return job;
 }
 
-/* Fails the call with a validation status and frees the job. */
-static void rpc_job_refuse(struct rpc_call *rc, struct job *job, enum status_code code,
-                           const char *msg)
+/* Ends every job method the same way: code is the parameters' verdict (err
+ * its message, STATUS_MSG_MAX bytes); if they passed, the device selection
+ * is checked too. A job that passed both is submitted with done as its
+ * completion; otherwise the call fails and the job is freed. */
+static void rpc_job_start(struct rpc_call *rc, struct job *job, enum status_code code,
+                          const char *device, char *err, void (*done)(struct job *job))
 {
-    job_free(job);
-    rpc_fail(rc, code, "%s", msg);
+    if (code == STATUS_OK)
+        code = rpc_params_device(device, job, err, STATUS_MSG_MAX);
+    if (code != STATUS_OK) {
+        job_free(job);
+        rpc_fail(rc, code, "%s", err);
+        return;
+    }
+    rpc_submit(rc, job, done);
 }
 
 /* --- replies -------------------------------------------------------------- */
@@ -127,12 +136,7 @@ void rpc_reverse(struct rpc_call *rc, ProtobufCMessage *req)
         return;
     char err[STATUS_MSG_MAX];
     job->steps[0].kind = STEP_REVERSE;
-    enum status_code code = rpc_params_device(r->device, job, err, sizeof(err));
-    if (code != STATUS_OK) {
-        rpc_job_refuse(rc, job, code, err);
-        return;
-    }
-    rpc_submit(rc, job, rpc_data_done);
+    rpc_job_start(rc, job, STATUS_OK, r->device, err, rpc_data_done);
 }
 
 void rpc_transform(struct rpc_call *rc, ProtobufCMessage *req)
@@ -144,13 +148,7 @@ void rpc_transform(struct rpc_call *rc, ProtobufCMessage *req)
     char err[STATUS_MSG_MAX];
     enum status_code code =
         rpc_params_transform(r->params, "params", job->in_len, &job->steps[0], err, sizeof(err));
-    if (code == STATUS_OK)
-        code = rpc_params_device(r->device, job, err, sizeof(err));
-    if (code != STATUS_OK) {
-        rpc_job_refuse(rc, job, code, err);
-        return;
-    }
-    rpc_submit(rc, job, rpc_data_done);
+    rpc_job_start(rc, job, code, r->device, err, rpc_data_done);
 }
 
 void rpc_histogram(struct rpc_call *rc, ProtobufCMessage *req)
@@ -163,13 +161,7 @@ void rpc_histogram(struct rpc_call *rc, ProtobufCMessage *req)
     enum status_code code = rpc_params_histogram(r->params, "params", job->in_len,
                                                  rc->env->max_message_bytes, &job->steps[0], err,
                                                  sizeof(err));
-    if (code == STATUS_OK)
-        code = rpc_params_device(r->device, job, err, sizeof(err));
-    if (code != STATUS_OK) {
-        rpc_job_refuse(rc, job, code, err);
-        return;
-    }
-    rpc_submit(rc, job, rpc_hist_done);
+    rpc_job_start(rc, job, code, r->device, err, rpc_hist_done);
 }
 
 void rpc_fill(struct rpc_call *rc, ProtobufCMessage *req)
@@ -181,13 +173,7 @@ void rpc_fill(struct rpc_call *rc, ProtobufCMessage *req)
     char err[STATUS_MSG_MAX];
     enum status_code code = rpc_params_fill(r->params, "params", rc->env->max_message_bytes,
                                             &job->steps[0], err, sizeof(err));
-    if (code == STATUS_OK)
-        code = rpc_params_device(r->device, job, err, sizeof(err));
-    if (code != STATUS_OK) {
-        rpc_job_refuse(rc, job, code, err);
-        return;
-    }
-    rpc_submit(rc, job, rpc_data_done);
+    rpc_job_start(rc, job, code, r->device, err, rpc_data_done);
 }
 
 /* --- pipelines ------------------------------------------------------------ */
@@ -264,11 +250,5 @@ void rpc_pipeline(struct rpc_call *rc, ProtobufCMessage *req)
     char err[STATUS_MSG_MAX];
     enum status_code code =
         rpc_pipeline_steps(r, job, rc->env->max_message_bytes, err, sizeof(err));
-    if (code == STATUS_OK)
-        code = rpc_params_device(r->device, job, err, sizeof(err));
-    if (code != STATUS_OK) {
-        rpc_job_refuse(rc, job, code, err);
-        return;
-    }
-    rpc_submit(rc, job, rpc_pipeline_done);
+    rpc_job_start(rc, job, code, r->device, err, rpc_pipeline_done);
 }
