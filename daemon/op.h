@@ -34,6 +34,22 @@ enum status_code op_hist_check(const struct dev *d, const struct hist_params *p,
 #define OP_HIST_SLOTS(bins) ((size_t)(bins) + 3)
 enum status_code op_hist(struct dev_exec *x, const struct hist_params *p, struct dev_buf *src,
                          uint64_t *slots);
+
+/* A histogram counted over several inputs (the chunks of a stream): its
+ * 64-bit counts stay on the device from op_hist_begin to op_hist_end, and
+ * the inputs may come from different dev_execs of the same device. */
+struct op_hist_acc {
+    struct dev_buf out;       /* OP_HIST_SLOTS(bins) (256 for bytes) 64-bit counts */
+    struct dev_buf partials;  /* per-launch 32-bit rows, reused while big enough */
+};
+enum status_code op_hist_begin(struct dev_exec *x, const struct hist_params *p,
+                               struct op_hist_acc *acc);
+/* Adds the first len bytes of src (a whole number of elements). */
+enum status_code op_hist_add(struct dev_exec *x, const struct hist_params *p, struct dev_buf *src,
+                             size_t len, struct op_hist_acc *acc);
+/* Copies the counts into slots (valid until x's dev_exec_finish). */
+enum status_code op_hist_end(struct dev_exec *x, struct op_hist_acc *acc, uint64_t *slots);
+void op_hist_acc_release(struct op_hist_acc *acc);
 /* After dev_exec_finish: slots into out (counts malloc'd), clamp applied. */
 enum status_code op_hist_result(const struct hist_params *p, const uint64_t *slots,
                                 struct hist_result *out, struct job *job);

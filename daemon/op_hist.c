@@ -41,7 +41,7 @@ struct op_hist_run {
     size_t wg, global;      /* the counting launch */
     cl_uint rows, copies;
     uint64_t per_launch;    /* elements per launch, a multiple of OP_HIST_ALIGN */
-    struct dev_buf partials, out;
+    struct dev_buf *partials, *out;  /* the accumulator's */
 };
 
 enum status_code op_hist_check(const struct dev *d, const struct hist_params *p, size_t len,
@@ -171,7 +171,7 @@ static void op_hist_shape_args(struct op_hist_run *h, uint64_t count)
                      (size_t)h->copies * h->width * sizeof(cl_uint), NULL);
         dev_exec_arg(x, h->k, h->kname, i++, sizeof h->copies, &h->copies);
     }
-    dev_exec_arg(x, h->k, h->kname, i, sizeof(cl_mem), &h->partials.mem);
+    dev_exec_arg(x, h->k, h->kname, i, sizeof(cl_mem), &h->partials->mem);
 }
 
 static enum status_code op_hist_reduce(struct op_hist_run *h)
@@ -181,11 +181,11 @@ static enum status_code op_hist_reduce(struct op_hist_run *h)
     cl_kernel k = dev_kernel(x->d, name);
     size_t wg = dev_kernel_wg(x->d, k, OP_HIST_REDUCE_WG);
     size_t global = (size_t)op_hist_round_up(h->width, wg);
-    dev_exec_arg(x, k, name, 0, sizeof(cl_mem), &h->partials.mem);
+    dev_exec_arg(x, k, name, 0, sizeof(cl_mem), &h->partials->mem);
     dev_exec_arg(x, k, name, 1, sizeof h->rows, &h->rows);
     dev_exec_arg(x, k, name, 2, sizeof h->width, &h->width);
-    dev_exec_arg(x, k, name, 3, sizeof(cl_mem), &h->out.mem);
-    const struct dev_access acc[] = {{&h->partials, HAZARD_READ}, {&h->out, HAZARD_WRITE}};
+    dev_exec_arg(x, k, name, 3, sizeof(cl_mem), &h->out->mem);
+    const struct dev_access acc[] = {{h->partials, HAZARD_READ}, {h->out, HAZARD_WRITE}};
     return dev_exec_kernel(x, k, name, global, wg, acc, 2);
 }
 
@@ -195,20 +195,49 @@ static enum status_code op_hist_launch(struct op_hist_run *h, uint64_t first, ui
     if (h->shape != OP_HIST_LOCAL && h->p->type != ELEM_U8) {
         /* These shapes add into the rows instead of overwriting them. */
         const cl_uint zero = 0;
-        dev_exec_fill(x, &h->partials, &zero, sizeof zero, 0, h->partials.size);
+        dev_exec_fill(x, h->partials, &zero, sizeof zero, 0, h->partials->size);
     }
     cl_ulong a_first = first, a_count = count;
     dev_exec_arg(x, h->k, h->kname, 0, sizeof(cl_mem), &h->src->mem);
     dev_exec_arg(x, h->k, h->kname, 1, sizeof a_first, &a_first);
     dev_exec_arg(x, h->k, h->kname, 2, sizeof a_count, &a_count);
     op_hist_shape_args(h, count);
-    const struct dev_access acc[] = {{h->src, HAZARD_READ}, {&h->partials, HAZARD_WRITE}};
+    const struct dev_access acc[] = {{h->src, HAZARD_READ}, {h->partials, HAZARD_WRITE}};
     dev_exec_kernel(x, h->k, h->kname, h->global, h->wg, acc, 2);
     return op_hist_reduce(h);
 }
 
-enum status_code op_hist(struct dev_exec *x, const struct hist_params *p, struct dev_buf *src,
-                         uint64_t *slots)
+enum status_code op_hist_begin(struct dev_exec *x, const struct hist_params *p,
+                               struct op_hist_acc *acc)
+{
+    memset(acc, 0, sizeof(*acc));
+    size_t width = p->type == ELEM_U8 ? OP_HIST_BYTE_BINS : (size_t)p->bins + 3;
+    enum status_code st =
+        dev_buf_create(x, &acc->out, width * sizeof(cl_ulong), "histogram counts");
+    const cl_ulong zero = 0;
+    if (st == STATUS_OK)
+        st = dev_exec_fill(x, &acc->out, &zero, sizeof zero, 0, acc->out.size);
+    return st;
+}
+
+/* Partial rows for this input: the accumulator's, grown when too small. */
+static enum status_code op_hist_partials(struct op_hist_run *h, struct op_hist_acc *acc)
+{
+    size_t need = (size_t)h->rows * h->width * sizeof(cl_uint);
+    if (acc->partials.size < need) {
+        dev_buf_release(&acc->partials);
+        enum status_code st =
+            dev_buf_create(h->x, &acc->partials, need, "histogram partial counts");
+        if (st != STATUS_OK)
+            return st;
+    }
+    h->partials = &acc->partials;
+    h->out = &acc->out;
+    return STATUS_OK;
+}
+
+enum status_code op_hist_add(struct dev_exec *x, const struct hist_params *p, struct dev_buf *src,
+                             size_t len, struct op_hist_acc *acc)
 {
     struct op_hist_run h;
     memset(&h, 0, sizeof h);
@@ -216,27 +245,42 @@ enum status_code op_hist(struct dev_exec *x, const struct hist_params *p, struct
     h.p = p;
     h.src = src;
     h.esize = elem_size(p->type);
-    h.elems = src->size / h.esize;
+    h.elems = len / h.esize;
     h.width = p->type == ELEM_U8 ? OP_HIST_BYTE_BINS : p->bins + 3;
     if (p->type != ELEM_U8)
         hist_bin_init(&h.bin, p->bins, p->lo, p->hi);
-    if (h.elems == 0)
-        return STATUS_OK;   /* slots are already zero */
+    if (h.elems == 0 || x->failed)
+        return x->failed ? x->job->status : STATUS_OK;
     op_hist_plan(&h);
-    enum status_code st =
-        dev_buf_create(x, &h.partials, (size_t)h.rows * h.width * sizeof(cl_uint),
-                       "histogram partial counts");
-    if (st == STATUS_OK)
-        st = dev_buf_create(x, &h.out, (size_t)h.width * sizeof(cl_ulong), "histogram counts");
-    const cl_ulong zero = 0;
-    dev_exec_fill(x, &h.out, &zero, sizeof zero, 0, h.out.size);
-    for (uint64_t first = 0; first < h.elems && !x->failed; first += h.per_launch) {
+    enum status_code st = op_hist_partials(&h, acc);
+    for (uint64_t first = 0; first < h.elems && st == STATUS_OK; first += h.per_launch) {
         uint64_t count = h.elems - first < h.per_launch ? h.elems - first : h.per_launch;
-        op_hist_launch(&h, first, count);
+        st = op_hist_launch(&h, first, count);
     }
-    st = dev_exec_read(x, &h.out, slots, 0, h.out.size);
-    dev_buf_release(&h.partials);
-    dev_buf_release(&h.out);
+    return st;
+}
+
+enum status_code op_hist_end(struct dev_exec *x, struct op_hist_acc *acc, uint64_t *slots)
+{
+    return dev_exec_read(x, &acc->out, slots, 0, acc->out.size);
+}
+
+void op_hist_acc_release(struct op_hist_acc *acc)
+{
+    dev_buf_release(&acc->partials);
+    dev_buf_release(&acc->out);
+}
+
+enum status_code op_hist(struct dev_exec *x, const struct hist_params *p, struct dev_buf *src,
+                         uint64_t *slots)
+{
+    struct op_hist_acc acc;
+    enum status_code st = op_hist_begin(x, p, &acc);
+    if (st == STATUS_OK)
+        st = op_hist_add(x, p, src, src->size, &acc);
+    if (st == STATUS_OK)
+        st = op_hist_end(x, &acc, slots);
+    op_hist_acc_release(&acc);
     return st;
 }
 
