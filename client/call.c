@@ -20,24 +20,8 @@
 #define CALL_USER_AGENT "ampclient/" AMP_VERSION
 #define CALL_TIMEOUT_MAX_DIGITS 99999999 /* grpc-timeout allows at most 8 digits */
 #define CALL_HTTP_OK 200
+#define CALL_MSG_ABORT 1 /* from call_on_message: positive, unlike grpc_frame_err codes */
 
-struct call {
-    int32_t stream_id;          /* > 0 once submitted */
-    int done;                   /* the reply ended (END_STREAM seen or stream closed) */
-    int closed;                 /* nghttp2 closed the stream */
-    uint32_t reset_code;        /* HTTP/2 error code the stream closed with */
-    const uint8_t *req;         /* framed request; req_pos <= req_len; owned by call_unary */
-    size_t req_len, req_pos;
-    struct grpc_frame_reader reader;
-    uint8_t *reply;             /* malloc'd copy of the one reply message, owned */
-    size_t reply_len;
-    int nreplies;               /* messages seen: a unary reply has exactly one */
-    int http_status;            /* 0 until :status arrived */
-    int grpc_status;            /* -1 until grpc-status arrived */
-    int content_type_ok;        /* content-type was application/grpc[+...] */
-    int err;                    /* a local failure inside a callback (AMP_E*), or 0 */
-    char grpc_message[CONN_MESSAGE_MAX]; /* percent-decoded grpc-message */
-};
 
 /* The call that owns stream_id, or NULL for streams of abandoned calls. */
 static struct call *call_of(void *user_data, int32_t stream_id)
@@ -123,11 +107,20 @@ static int call_on_header(nghttp2_session *s, const nghttp2_frame *frame, const 
     return 0;
 }
 
-/* grpc_frame_feed callback: keep a copy of the (single) reply message. */
+/* grpc_frame_feed callback: hand a streaming call's message on, or keep a
+ * copy of a unary call's (single) reply message. */
 static int call_on_message(const uint8_t *msg, size_t len, void *ctx)
 {
     struct call *call = ctx;
-    if (++call->nreplies > 1)
+    call->nreplies++;
+    if (call->on_message) {
+        int rc = call->on_message(msg, len, call->on_message_ctx);
+        if (rc == 0)
+            return 0;
+        call->err = rc; /* the callback set the connection's message */
+        return CALL_MSG_ABORT;
+    }
+    if (call->nreplies > 1)
         return AMP_EPROTO;
     call->reply = malloc(len ? len : 1);
     if (!call->reply)
@@ -157,7 +150,9 @@ static int call_on_data(nghttp2_session *s, uint8_t flags, int32_t stream_id,
     if (!call || call->err)
         return 0;
     int rc = grpc_frame_feed(&call->reader, data, len, call_on_message, call);
-    if (rc != 0) {
+    if (rc == CALL_MSG_ABORT) {
+        nghttp2_submit_rst_stream(s, NGHTTP2_FLAG_NONE, stream_id, NGHTTP2_CANCEL);
+    } else if (rc != 0) {
         int code = rc == GRPC_FRAME_NOMEM || rc == AMP_ENOMEM ? AMP_ENOMEM : AMP_EPROTO;
         call->err = conn_fail(user_data, code, "%s", call_frame_error(rc));
         nghttp2_submit_rst_stream(s, NGHTTP2_FLAG_NONE, stream_id, NGHTTP2_CANCEL);
@@ -201,13 +196,32 @@ static ssize_t call_read_body(nghttp2_session *s, int32_t stream_id, uint8_t *bu
     if (!call)
         return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
     size_t n = call->req_len - call->req_pos;
+    if (n == 0 && call->body_open)
+        return NGHTTP2_ERR_DEFERRED; /* call_set_body() resumes it */
     if (n > length)
         n = length;
-    memcpy(buf, call->req + call->req_pos, n);
+    if (n)
+        memcpy(buf, call->req + call->req_pos, n);
     call->req_pos += n;
-    if (call->req_pos == call->req_len)
+    if (call->req_pos == call->req_len && !call->body_open)
         *data_flags |= NGHTTP2_DATA_FLAG_EOF;
     return (ssize_t)n;
+}
+
+void call_set_body(amp_conn *c, struct call *call, const uint8_t *req, size_t len, int more)
+{
+    call->req = req;
+    call->req_len = len;
+    call->req_pos = 0;
+    call->body_open = more;
+    /* Fails harmlessly when the body was not deferred (nghttp2 has not yet
+     * asked for more): it will ask. */
+    nghttp2_session_resume_data(c->h2, call->stream_id);
+}
+
+int call_body_drained(const struct call *call)
+{
+    return call->req_pos == call->req_len;
 }
 
 void call_session_callbacks(nghttp2_session_callbacks *cbs)
@@ -220,8 +234,7 @@ void call_session_callbacks(nghttp2_session_callbacks *cbs)
 
 /* --- the call ------------------------------------------------------------- */
 
-/* Packs req behind a gRPC message prefix into a malloc'd buffer. */
-static int call_encode(amp_conn *c, const ProtobufCMessage *req, uint8_t **buf, size_t *len)
+int call_encode(amp_conn *c, const ProtobufCMessage *req, uint8_t **buf, size_t *len)
 {
     size_t n = protobuf_c_message_get_packed_size(req);
     if (n > UINT32_MAX)
@@ -239,7 +252,7 @@ static int call_encode(amp_conn *c, const ProtobufCMessage *req, uint8_t **buf, 
 #define CALL_NV(n, v) \
     { (uint8_t *)(n), (uint8_t *)(v), sizeof(n) - 1, strlen(v), NGHTTP2_NV_FLAG_NONE }
 
-static int call_submit(amp_conn *c, struct call *call, const char *path, int timeout_ms)
+int call_submit(amp_conn *c, struct call *call, const char *path, int timeout_ms)
 {
     char timeout[24];
     if (timeout_ms > CALL_TIMEOUT_MAX_DIGITS)
@@ -269,8 +282,7 @@ static int call_submit(amp_conn *c, struct call *call, const char *path, int tim
     return 0;
 }
 
-/* Turns the reply's headers, trailers and body into 0 or an AMP_E* code. */
-static int call_outcome(amp_conn *c, struct call *call)
+int call_outcome(amp_conn *c, struct call *call)
 {
     if (call->err)
         return call->err;
@@ -297,8 +309,10 @@ static int call_outcome(amp_conn *c, struct call *call)
     }
     if (!call->content_type_ok)
         return conn_fail(c, AMP_EPROTO, "reply content-type is not application/grpc");
-    if (grpc_frame_pending(&call->reader) || call->nreplies != 1)
-        return conn_fail(c, AMP_EPROTO, "reply has %s message", call->nreplies ? "a truncated" : "no");
+    if (grpc_frame_pending(&call->reader))
+        return conn_fail(c, AMP_EPROTO, "reply has a truncated message");
+    if (!call->on_message && call->nreplies != 1)
+        return conn_fail(c, AMP_EPROTO, "reply has no message");
     return 0;
 }
 
@@ -311,18 +325,38 @@ static int call_decode(amp_conn *c, struct call *call, const ProtobufCMessageDes
     return 0;
 }
 
+void call_init(struct call *call)
+{
+    memset(call, 0, sizeof *call);
+    call->grpc_status = -1;
+    grpc_frame_reader_init(&call->reader, CALL_MAX_REPLY);
+}
+
+void call_release(struct call *call)
+{
+    grpc_frame_reader_free(&call->reader);
+    free(call->reply);
+    call->reply = NULL;
+}
+
+void call_abandon(amp_conn *c, struct call *call)
+{
+    c->call = NULL;
+    if (call->stream_id > 0 && !c->broken && !call->closed) {
+        /* Deadline, an abort, or trailers before our request was all sent:
+         * stop the stream; the connection stays usable. */
+        nghttp2_submit_rst_stream(c->h2, NGHTTP2_FLAG_NONE, call->stream_id, NGHTTP2_CANCEL);
+        conn_flush_nowait(c);
+    }
+}
+
 /* Drives the submitted call to its end; gives up on the stream on failure. */
 static int call_run(amp_conn *c, struct call *call, int timeout_ms)
 {
     long long deadline = timeout_ms > 0 ? conn_now_ms() + timeout_ms : 0;
     c->call = call;
     int rc = conn_pump(c, deadline, &call->done);
-    c->call = NULL;
-    if (!c->broken && !call->closed) {
-        /* Deadline, or trailers before our request was all sent: stop the stream. */
-        nghttp2_submit_rst_stream(c->h2, NGHTTP2_FLAG_NONE, call->stream_id, NGHTTP2_CANCEL);
-        conn_flush_nowait(c);
-    }
+    call_abandon(c, call);
     return rc;
 }
 
@@ -334,9 +368,7 @@ int call_unary(amp_conn *c, const char *path, const ProtobufCMessage *req, int t
     if (c->broken)
         return conn_fail(c, AMP_EIO, "the connection to the daemon broke earlier; reconnect");
     struct call call;
-    memset(&call, 0, sizeof call);
-    call.grpc_status = -1;
-    grpc_frame_reader_init(&call.reader, CALL_MAX_REPLY);
+    call_init(&call);
     uint8_t *buf = NULL;
     int rc = call_encode(c, req, &buf, &call.req_len);
     call.req = buf;
@@ -348,8 +380,7 @@ int call_unary(amp_conn *c, const char *path, const ProtobufCMessage *req, int t
         rc = call_outcome(c, &call);
     if (rc == 0)
         rc = call_decode(c, &call, reply_desc, reply);
-    grpc_frame_reader_free(&call.reader);
-    free(call.reply);
+    call_release(&call);
     free(buf);
     return rc;
 }

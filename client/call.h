@@ -10,11 +10,43 @@
 #include <nghttp2/nghttp2.h>
 #include <protobuf-c/protobuf-c.h>
 
+#include "grpc_frame.h"
+
 #include "conn.h"
 
 /* Largest reply message the client accepts: what gRPC's 32-bit length
  * prefix can describe, so any limit the daemon is configured with fits. */
 #define CALL_MAX_REPLY ((size_t)UINT32_MAX)
+
+/* A streaming call's reply handler: one whole reply message (valid only
+ * during the call). Returns 0, or an AMP_E* code after setting the
+ * connection's message: the call then resets its stream and fails with it. */
+typedef int (*call_message_cb)(const uint8_t *msg, size_t len, void *ctx);
+
+/* One call on one HTTP/2 stream. Lives on its caller's stack; the session
+ * callbacks find it through amp_conn.call, never through pointers nghttp2
+ * keeps, so an abandoned call's memory is never touched. */
+struct call {
+    int32_t stream_id;          /* > 0 once submitted */
+    int done;                   /* the reply ended (END_STREAM seen or stream closed) */
+    int closed;                 /* nghttp2 closed the stream */
+    uint32_t reset_code;        /* HTTP/2 error code the stream closed with */
+    const uint8_t *req;         /* request bytes to send; req_pos <= req_len; owned by the caller */
+    size_t req_len, req_pos;
+    int body_open;              /* more request bytes will follow req (streaming): an empty
+                                 * req defers the body instead of ending it */
+    struct grpc_frame_reader reader;
+    call_message_cb on_message; /* streaming: each reply message goes here; NULL: unary */
+    void *on_message_ctx;
+    uint8_t *reply;             /* unary: malloc'd copy of the one reply message, owned */
+    size_t reply_len;
+    int nreplies;               /* messages seen: a unary reply has exactly one */
+    int http_status;            /* 0 until :status arrived */
+    int grpc_status;            /* -1 until grpc-status arrived */
+    int content_type_ok;        /* content-type was application/grpc[+...] */
+    int err;                    /* a local failure inside a callback (AMP_E*), or 0 */
+    char grpc_message[CONN_MESSAGE_MAX]; /* percent-decoded grpc-message */
+};
 
 /* Calls method path ("/amp.v1.Amp/Reverse") with req. timeout_ms > 0 sets
  * a deadline (sent as grpc-timeout and enforced locally). On success
@@ -23,6 +55,37 @@
  * daemon maps to its AMP_E* code and keeps the daemon's message. */
 int call_unary(amp_conn *c, const char *path, const ProtobufCMessage *req, int timeout_ms,
                const ProtobufCMessageDescriptor *reply_desc, ProtobufCMessage **reply);
+
+/* --- the pieces of a call, for streaming calls (stream.c) --------------- */
+
+/* Prepares call (unary unless on_message is set afterwards). */
+void call_init(struct call *call);
+
+/* Frees what the call holds (reader, reply copy). */
+void call_release(struct call *call);
+
+/* Packs req behind a gRPC message prefix into a malloc'd *buf (caller frees). */
+int call_encode(amp_conn *c, const ProtobufCMessage *req, uint8_t **buf, size_t *len);
+
+/* Opens the call's stream: request headers (grpc-timeout when timeout_ms
+ * > 0) with call->req as the body so far. Returns 0 or an AMP_E* code. */
+int call_submit(amp_conn *c, struct call *call, const char *path, int timeout_ms);
+
+/* Replaces the drained body with len bytes at req (kept by the caller
+ * until call_body_drained()); more: further bytes will follow, else the
+ * body ends (half-close) after these. */
+void call_set_body(amp_conn *c, struct call *call, const uint8_t *req, size_t len, int more);
+
+/* True once nghttp2 has taken every byte of the current body. */
+int call_body_drained(const struct call *call);
+
+/* After the reply ended: 0, or the AMP_E* code of its status (the daemon's
+ * message kept), a local failure, or a malformed reply. */
+int call_outcome(amp_conn *c, struct call *call);
+
+/* Detaches call from the connection and resets its stream if it is still
+ * open (deadline, abort, early trailers). */
+void call_abandon(amp_conn *c, struct call *call);
 
 /* Installs the session callbacks call.c needs (headers, data, close). */
 void call_session_callbacks(nghttp2_session_callbacks *cbs);

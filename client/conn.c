@@ -319,38 +319,45 @@ static int conn_poll_timeout(long long deadline_ms)
     return left <= 0 ? 0 : left > INT32_MAX ? INT32_MAX : (int)left;
 }
 
+int conn_pump_once(amp_conn *c, long long deadline_ms, const int *done)
+{
+    if (c->broken)
+        return conn_fail(c, AMP_EIO, "the connection to the daemon broke earlier; reconnect");
+    int rc = conn_fill_out(c);
+    if (rc != 0)
+        return rc;
+    if (*done) {
+        conn_write_some(c); /* window updates etc.; the rest goes with the next call */
+        return 0;
+    }
+    int pending = c->out_pos < c->out_len;
+    if (!pending && !nghttp2_session_want_read(c->h2)) {
+        if (c->proto_error)
+            return conn_broke(c, AMP_EPROTO, c->proto_message, 0);
+        return conn_broke(c, AMP_EIO, "the daemon ended the HTTP/2 session", 0);
+    }
+    struct pollfd pfd = { c->fd, (short)(POLLIN | (pending ? POLLOUT : 0)), 0 };
+    int timeout = conn_poll_timeout(deadline_ms);
+    int n = poll(&pfd, 1, timeout);
+    if (n < 0 && errno == EINTR)
+        return 0;
+    if (n < 0)
+        return conn_broke(c, AMP_EIO, "poll", errno);
+    if (n == 0 && timeout >= 0)
+        return conn_fail(c, AMP_EDEADLINE, "deadline exceeded waiting for the daemon");
+    if (pfd.revents & POLLOUT)
+        rc = conn_write_some(c);
+    if (rc == 0 && (pfd.revents & (POLLIN | POLLHUP | POLLERR)))
+        rc = conn_read_some(c);
+    return rc;
+}
+
 int conn_pump(amp_conn *c, long long deadline_ms, const int *done)
 {
     for (;;) {
-        if (c->broken)
-            return conn_fail(c, AMP_EIO, "the connection to the daemon broke earlier; reconnect");
-        int rc = conn_fill_out(c);
-        if (rc != 0)
-            return rc;
-        if (*done) {
-            conn_write_some(c); /* window updates etc.; the rest goes with the next call */
-            return 0;
-        }
-        int pending = c->out_pos < c->out_len;
-        if (!pending && !nghttp2_session_want_read(c->h2)) {
-            if (c->proto_error)
-                return conn_broke(c, AMP_EPROTO, c->proto_message, 0);
-            return conn_broke(c, AMP_EIO, "the daemon ended the HTTP/2 session", 0);
-        }
-        struct pollfd pfd = { c->fd, (short)(POLLIN | (pending ? POLLOUT : 0)), 0 };
-        int timeout = conn_poll_timeout(deadline_ms);
-        int n = poll(&pfd, 1, timeout);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            return conn_broke(c, AMP_EIO, "poll", errno);
-        if (n == 0 && timeout >= 0)
-            return conn_fail(c, AMP_EDEADLINE, "deadline exceeded waiting for the daemon");
-        if (pfd.revents & POLLOUT)
-            rc = conn_write_some(c);
-        if (rc == 0 && (pfd.revents & (POLLIN | POLLHUP | POLLERR)))
-            rc = conn_read_some(c);
-        if (rc != 0)
+        int was_done = *done; /* one more round after done flushes what it queued */
+        int rc = conn_pump_once(c, deadline_ms, done);
+        if (rc != 0 || was_done)
             return rc;
     }
 }

@@ -47,6 +47,12 @@ void conn_begin(amp_conn *c);
  * AMP_EPROTO when the peer broke HTTP/2, AMP_ENOMEM. */
 int conn_pump(amp_conn *c, long long deadline_ms, const int *done);
 
+/* One round of conn_pump(): queues what the session wants to send, then
+ * (unless *done) waits once for the socket and moves what it can. Callers
+ * that produce request bytes as they go (stream.c) loop on it, doing their
+ * own work between rounds. Returns as conn_pump(). */
+int conn_pump_once(amp_conn *c, long long deadline_ms, const int *done);
+
 /* Writes whatever the session has queued without waiting (used after a
  * call gave up on its stream). Errors are left for the next call. */
 void conn_flush_nowait(amp_conn *c);

@@ -34,8 +34,7 @@ int jobs_timeout(const amp_opts *o)
     return o ? o->timeout_ms : 0;
 }
 
-/* protobuf-c wants a mutable char * even for fields it only reads. */
-static char *jobs_device(const amp_opts *o)
+char *jobs_device(const amp_opts *o)
 {
     return (char *)(o && o->device ? o->device : "");
 }
@@ -76,7 +75,7 @@ static int jobs_take_data(amp_conn *c, ProtobufCMessage *msg, void **out, size_t
     return 0;
 }
 
-static ProtobufCBinaryData jobs_bytes(const void *in, size_t len)
+ProtobufCBinaryData jobs_bytes(const void *in, size_t len)
 {
     ProtobufCBinaryData b = { len, (uint8_t *)(uintptr_t)in };
     return b;
@@ -115,19 +114,19 @@ static int jobs_op(amp_op op, Amp__V1__TransformOp *out)
     return -1;
 }
 
-static int jobs_transform_params(amp_conn *c, const amp_transform_params *p,
-                                 Amp__V1__TransformParams *tp)
+int jobs_transform_params(amp_conn *c, const char *where, const amp_transform_params *p,
+                          Amp__V1__TransformParams *tp)
 {
     if (!p)
-        return conn_fail(c, AMP_EINVAL, "params must not be NULL");
+        return conn_fail(c, AMP_EINVAL, "%s must not be NULL", where);
     if (jobs_op(p->op, &tp->op) != 0)
-        return conn_fail(c, AMP_EINVAL, "params.op: %d is not an amp_op", (int)p->op);
+        return conn_fail(c, AMP_EINVAL, "%s.op: %d is not an amp_op", where, (int)p->op);
     if (p->op == AMP_OP_MAP) {
         if (!p->table)
-            return conn_fail(c, AMP_EINVAL, "params.table: map needs a table, got NULL");
+            return conn_fail(c, AMP_EINVAL, "%s.table: map needs a table, got NULL", where);
         if (p->table_len != JOBS_MAP_TABLE_LEN)
-            return conn_fail(c, AMP_EINVAL, "params.table_len: map needs exactly %d bytes, got %zu",
-                             JOBS_MAP_TABLE_LEN, p->table_len);
+            return conn_fail(c, AMP_EINVAL, "%s.table_len: map needs exactly %d bytes, got %zu",
+                             where, JOBS_MAP_TABLE_LEN, p->table_len);
         tp->table = jobs_bytes(p->table, p->table_len);
     }
     tp->value = p->value;
@@ -148,7 +147,7 @@ int amp_transform(amp_conn *c, const amp_opts *o, const amp_transform_params *p,
     int rc = jobs_check_data_call(c, o, in, len, out, out_len);
     Amp__V1__TransformParams tp = AMP__V1__TRANSFORM_PARAMS__INIT;
     if (rc == 0)
-        rc = jobs_transform_params(c, p, &tp);
+        rc = jobs_transform_params(c, "params", p, &tp);
     if (rc != 0)
         return rc;
     Amp__V1__TransformRequest req = AMP__V1__TRANSFORM_REQUEST__INIT;
@@ -175,28 +174,50 @@ static int jobs_type(amp_type t, int *out)
     return -1;
 }
 
+int jobs_copy_hist(amp_conn *c, const Amp__V1__Histogram *src, amp_hist *h)
+{
+    memset(h, 0, sizeof *h);
+    if (!src)
+        return conn_fail(c, AMP_EPROTO, "the reply has no histogram");
+    if (src->n_counts > UINT32_MAX)
+        return conn_fail(c, AMP_EPROTO, "histogram reply has %zu bins", src->n_counts);
+    h->counts = malloc(src->n_counts ? src->n_counts * sizeof *h->counts : 1);
+    if (!h->counts)
+        return conn_fail(c, AMP_ENOMEM, "out of memory for %zu bins", src->n_counts);
+    if (src->n_counts)
+        memcpy(h->counts, src->counts, src->n_counts * sizeof *h->counts);
+    h->bins = (uint32_t)src->n_counts;
+    h->below = src->below;
+    h->above = src->above;
+    h->nan = src->nan;
+    return 0;
+}
+
 static int jobs_take_hist(amp_conn *c, ProtobufCMessage *msg, amp_hist *h)
 {
     Amp__V1__HistogramReply *r = (Amp__V1__HistogramReply *)msg;
-    int rc = 0;
-    const Amp__V1__Histogram *src = r->histogram;
-    if (!src)
-        rc = conn_fail(c, AMP_EPROTO, "histogram reply has no histogram");
-    else if (src->n_counts > UINT32_MAX)
-        rc = conn_fail(c, AMP_EPROTO, "histogram reply has %zu bins", src->n_counts);
-    else if (!(h->counts = malloc(src->n_counts ? src->n_counts * sizeof *h->counts : 1)))
-        rc = conn_fail(c, AMP_ENOMEM, "out of memory for %zu bins", src->n_counts);
-    if (rc == 0) {
-        if (src->n_counts)
-            memcpy(h->counts, src->counts, src->n_counts * sizeof *h->counts);
-        h->bins = (uint32_t)src->n_counts;
-        h->below = src->below;
-        h->above = src->above;
-        h->nan = src->nan;
+    int rc = jobs_copy_hist(c, r->histogram, h);
+    if (rc == 0)
         jobs_set_device(c, r->device);
-    }
     protobuf_c_message_free_unpacked(msg, NULL);
     return rc;
+}
+
+int jobs_hist_params(amp_conn *c, const char *where, const amp_hist_params *p,
+                     Amp__V1__HistogramParams *hp)
+{
+    if (!p)
+        return conn_fail(c, AMP_EINVAL, "%s must not be NULL", where);
+    int type;
+    if (jobs_type(p->type, &type) != 0)
+        return conn_fail(c, AMP_EINVAL, "%s.type: %d is not an amp_type", where, (int)p->type);
+    hp->type = (Amp__V1__ElementType)type;
+    hp->bins = p->bins;
+    hp->lo = p->lo;
+    hp->hi = p->hi;
+    hp->out_of_range = p->clamp ? AMP__V1__OUT_OF_RANGE__OUT_OF_RANGE_CLAMP
+                                : AMP__V1__OUT_OF_RANGE__OUT_OF_RANGE_DROP;
+    return 0;
 }
 
 int amp_histogram(amp_conn *c, const amp_opts *o, const amp_hist_params *p, const void *in,
@@ -216,15 +237,8 @@ int amp_histogram(amp_conn *c, const amp_opts *o, const amp_hist_params *p, cons
     if (rc != 0)
         return rc;
     Amp__V1__HistogramParams hp = AMP__V1__HISTOGRAM_PARAMS__INIT;
-    int type;
-    if (jobs_type(p->type, &type) != 0)
-        return conn_fail(c, AMP_EINVAL, "params.type: %d is not an amp_type", (int)p->type);
-    hp.type = (Amp__V1__ElementType)type;
-    hp.bins = p->bins;
-    hp.lo = p->lo;
-    hp.hi = p->hi;
-    hp.out_of_range = p->clamp ? AMP__V1__OUT_OF_RANGE__OUT_OF_RANGE_CLAMP
-                               : AMP__V1__OUT_OF_RANGE__OUT_OF_RANGE_DROP;
+    if ((rc = jobs_hist_params(c, "params", p, &hp)) != 0)
+        return rc;
     Amp__V1__HistogramRequest req = AMP__V1__HISTOGRAM_REQUEST__INIT;
     req.data = jobs_bytes(in, len);
     req.params = &hp;
@@ -245,6 +259,24 @@ void amp_hist_free(amp_hist *h)
 
 /* --- fill --------------------------------------------------------------------- */
 
+int jobs_fill_params(amp_conn *c, const char *where, const amp_fill_params *p,
+                     Amp__V1__FillParams *fp)
+{
+    if (!p)
+        return conn_fail(c, AMP_EINVAL, "%s must not be NULL", where);
+    int type;
+    if (jobs_type(p->type, &type) != 0)
+        return conn_fail(c, AMP_EINVAL, "%s.type: %d is not an amp_type", where, (int)p->type);
+    fp->type = (Amp__V1__ElementType)type;
+    fp->count = p->count;
+    fp->tile = p->tile;
+    fp->start = p->start;
+    fp->step = p->step;
+    fp->start_float = p->start_f;
+    fp->step_float = p->step_f;
+    return 0;
+}
+
 int amp_fill(amp_conn *c, const amp_opts *o, const amp_fill_params *p, void **out,
              size_t *out_len)
 {
@@ -254,19 +286,9 @@ int amp_fill(amp_conn *c, const amp_opts *o, const amp_fill_params *p, void **ou
     int rc = jobs_check_data_call(c, o, NULL, 0, out, out_len);
     if (rc != 0)
         return rc;
-    if (!p)
-        return conn_fail(c, AMP_EINVAL, "params must not be NULL");
     Amp__V1__FillParams fp = AMP__V1__FILL_PARAMS__INIT;
-    int type;
-    if (jobs_type(p->type, &type) != 0)
-        return conn_fail(c, AMP_EINVAL, "params.type: %d is not an amp_type", (int)p->type);
-    fp.type = (Amp__V1__ElementType)type;
-    fp.count = p->count;
-    fp.tile = p->tile;
-    fp.start = p->start;
-    fp.step = p->step;
-    fp.start_float = p->start_f;
-    fp.step_float = p->step_f;
+    if ((rc = jobs_fill_params(c, "params", p, &fp)) != 0)
+        return rc;
     Amp__V1__FillRequest req = AMP__V1__FILL_REQUEST__INIT;
     req.params = &fp;
     req.device = jobs_device(o);

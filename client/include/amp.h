@@ -144,6 +144,78 @@ AMP_EXTERN int amp_histogram(amp_conn *c, const amp_opts *o, const amp_hist_para
 AMP_EXTERN int amp_fill(amp_conn *c, const amp_opts *o, const amp_fill_params *p,
                         void **out, size_t *out_len);
 
+/* --- pipelines ------------------------------------------------------------- */
+
+/* One step of a job. The output bytes of a step are the input of the next;
+ * a histogram step passes its input on unchanged; a fill step ignores its
+ * input. Only the params member matching kind is read. */
+typedef enum amp_step_kind {
+    AMP_STEP_REVERSE = 1, AMP_STEP_TRANSFORM, AMP_STEP_HISTOGRAM, AMP_STEP_FILL
+} amp_step_kind;
+
+typedef struct amp_step {
+    amp_step_kind kind;
+    amp_transform_params transform; /* AMP_STEP_TRANSFORM */
+    amp_hist_params hist;           /* AMP_STEP_HISTOGRAM */
+    amp_fill_params fill;           /* AMP_STEP_FILL */
+} amp_step;
+
+typedef struct amp_step_result {
+    void *data;             /* reverse/transform/fill: output bytes (malloc'd, never NULL); else NULL */
+    size_t len;
+    amp_hist hist;          /* histogram steps; zeroed for the others */
+} amp_step_result;
+
+/* Runs nsteps (>= 1) steps over len bytes of in as one job (the unary
+ * Pipeline call: input and every result travel in one message each). On
+ * success *results is a malloc'd array of nsteps entries in step order,
+ * which the caller releases with amp_step_results_free(*results, nsteps);
+ * on failure *results is NULL. */
+AMP_EXTERN int amp_pipeline(amp_conn *c, const amp_opts *o, const amp_step *steps, size_t nsteps,
+                            const void *in, size_t len, amp_step_result **results);
+
+/* Frees every entry's data and histogram, then r. NULL is a no-op. */
+AMP_EXTERN void amp_step_results_free(amp_step_result *r, size_t n);
+
+/* --- streaming --------------------------------------------------------------- */
+
+/* Bytes of input sent per Stream data message. */
+#define AMP_STREAM_CHUNK (1024 * 1024)
+
+/* Input source: copy up to cap bytes into buf; return the count, 0 at end
+ * of input, or a negative AMP_E* code to abort the stream. */
+typedef long (*amp_read_cb)(void *ctx, void *buf, size_t cap);
+
+/* Output sink: take len bytes of the last data-producing step's output, in
+ * order (buf is valid only during the call); return 0, or a negative AMP_E*
+ * code to abort the stream. */
+typedef int (*amp_write_cb)(void *ctx, const void *buf, size_t len);
+
+/* Runs steps over an input of any size in chunks (the Stream call), with
+ * bounded memory on both sides.
+ * total_length: input bytes that will follow (0: unknown; a reverse step
+ * needs it, and the daemon refuses a different count).
+ * in: called for input until it returns 0; NULL means no input (e.g. a
+ * lone fill step). out: receives the output of the last data-producing
+ * step; NULL discards it.
+ * hists: room for one amp_hist per histogram step, filled in step order;
+ * nhists must equal the number of histogram steps. On success the caller
+ * frees each with amp_hist_free(); on failure they are left zeroed.
+ * Input is read only as fast as the daemon takes it (HTTP/2 flow control)
+ * and output is delivered as it arrives. An abort from in or out resets
+ * the stream and returns that code; the connection stays usable.
+ * o->timeout_ms bounds the whole stream. */
+AMP_EXTERN int amp_stream(amp_conn *c, const amp_opts *o, const amp_step *steps, size_t nsteps,
+                          uint64_t total_length, amp_read_cb in, void *in_ctx,
+                          amp_write_cb out, void *out_ctx, amp_hist *hists, size_t nhists);
+
+/* amp_stream over file descriptors: in_fd is read to EOF, out_fd gets the
+ * output; -1 for no input / no data output. Neither is closed. A read or
+ * write failure returns AMP_EIO with the reason in amp_last_message(). */
+AMP_EXTERN int amp_stream_fd(amp_conn *c, const amp_opts *o, const amp_step *steps, size_t nsteps,
+                             uint64_t total_length, int in_fd, int out_fd, amp_hist *hists,
+                             size_t nhists);
+
 /* --- devices ---------------------------------------------------------------- */
 
 typedef struct amp_device {

@@ -1,0 +1,102 @@
+/* pipeline.c: amp_pipeline, the unary Pipeline call: several steps over
+ * one input as one job, every step's result in one reply.
+ *
+ * steps.c encodes the steps; this file sends them with the input and
+ * copies the per-step results into caller-owned memory. The whole input
+ * and every result travel in single messages, so this suits inputs within
+ * the daemon's message limit; amp_stream (stream.c) is for the rest.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "amp.pb-c.h"
+#include "call.h"
+#include "conn.h"
+#include "jobs.h"
+#include "steps.h"
+
+#define PIPELINE_PATH "/amp.v1.Amp/Pipeline"
+
+void amp_step_results_free(amp_step_result *r, size_t n)
+{
+    if (!r)
+        return;
+    for (size_t i = 0; i < n; i++) {
+        free(r[i].data);
+        amp_hist_free(&r[i].hist);
+    }
+    free(r);
+}
+
+/* Copies step i's result: a histogram for histogram steps, bytes for the others. */
+static int pipeline_take_one(amp_conn *c, size_t i, const amp_step *s,
+                             const Amp__V1__StepResult *src, amp_step_result *dst)
+{
+    if (!src)
+        return conn_fail(c, AMP_EPROTO, "pipeline reply: result %zu is empty", i);
+    if (s->kind == AMP_STEP_HISTOGRAM)
+        return jobs_copy_hist(c, src->histogram, &dst->hist);
+    dst->data = malloc(src->data.len ? src->data.len : 1);
+    if (!dst->data)
+        return conn_fail(c, AMP_ENOMEM, "out of memory for step %zu's %zu bytes", i,
+                         src->data.len);
+    if (src->data.len)
+        memcpy(dst->data, src->data.data, src->data.len);
+    dst->len = src->data.len;
+    return 0;
+}
+
+static int pipeline_take(amp_conn *c, const amp_step *steps, size_t nsteps,
+                         const Amp__V1__PipelineReply *r, amp_step_result **results)
+{
+    if (r->n_results != nsteps)
+        return conn_fail(c, AMP_EPROTO, "pipeline reply has %zu results for %zu steps",
+                         r->n_results, nsteps);
+    amp_step_result *res = calloc(nsteps, sizeof *res);
+    if (!res)
+        return conn_fail(c, AMP_ENOMEM, "out of memory for %zu step results", nsteps);
+    for (size_t i = 0; i < nsteps; i++) {
+        int rc = pipeline_take_one(c, i, &steps[i], r->results[i], &res[i]);
+        if (rc != 0) {
+            amp_step_results_free(res, nsteps);
+            return rc;
+        }
+    }
+    jobs_set_device(c, r->device);
+    *results = res;
+    return 0;
+}
+
+int amp_pipeline(amp_conn *c, const amp_opts *o, const amp_step *steps, size_t nsteps,
+                 const void *in, size_t len, amp_step_result **results)
+{
+    if (!c)
+        return AMP_EINVAL;
+    conn_begin(c);
+    if (!results)
+        return conn_fail(c, AMP_EINVAL, "results must not be NULL");
+    *results = NULL;
+    if (!in && len > 0)
+        return conn_fail(c, AMP_EINVAL, "in is NULL but len is %zu", len);
+    int rc = jobs_check_opts(c, o);
+    if (rc != 0)
+        return rc;
+    struct steps_pb pb;
+    rc = steps_encode(c, steps, nsteps, &pb);
+    if (rc == 0) {
+        Amp__V1__PipelineRequest req = AMP__V1__PIPELINE_REQUEST__INIT;
+        req.data = jobs_bytes(in, len);
+        req.n_steps = pb.n;
+        req.steps = pb.steps;
+        req.device = jobs_device(o);
+        ProtobufCMessage *reply;
+        rc = call_unary(c, PIPELINE_PATH, &req.base, jobs_timeout(o),
+                        &amp__v1__pipeline_reply__descriptor, &reply);
+        if (rc == 0) {
+            rc = pipeline_take(c, steps, nsteps, (Amp__V1__PipelineReply *)reply, results);
+            protobuf_c_message_free_unpacked(reply, NULL);
+        }
+    }
+    steps_free(&pb);
+    return rc;
+}
