@@ -1,0 +1,324 @@
+/* stream.c: amp_stream, the Stream call: a job over an input of any size,
+ * sent and received in chunks with bounded memory on both sides.
+ *
+ * The request is one HTTP/2 stream whose body grows as we go: the first
+ * gRPC message is StreamRequest{header}, each later one StreamRequest{data}
+ * of up to AMP_STREAM_CHUNK input bytes, then END_STREAM (half-close).
+ * call.c's body provider defers when the current message is sent;
+ * stream_pump() reads the next chunk from the caller only once that
+ * message is gone and the daemon's flow-control window is open, so input
+ * is read as fast as the daemon takes it and never faster. Between those
+ * steps conn_pump_once() polls the socket for both directions at once,
+ * and replies (StreamReply{data} chunks, then one {result} per histogram
+ * step) are handed to the caller as they arrive, from the session's
+ * receive callbacks.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "amp.pb-c.h"
+#include "call.h"
+#include "conn.h"
+#include "jobs.h"
+#include "steps.h"
+
+#define STREAM_PATH "/amp.v1.Amp/Stream"
+/* Room for the protobuf field tag and length varint around a chunk. */
+#define STREAM_DATA_OVERHEAD 16
+#define STREAM_FRAME_MAX (GRPC_FRAME_HEADER + AMP_STREAM_CHUNK + STREAM_DATA_OVERHEAD)
+
+struct stream {
+    amp_conn *c;
+    struct call call;
+    amp_read_cb in;          /* NULL: no input */
+    void *in_ctx;
+    amp_write_cb out;        /* NULL: output discarded */
+    void *out_ctx;
+    amp_hist *hists;         /* nhists caller-owned entries; nresults <= nhists filled */
+    size_t nhists, nresults;
+    int in_done;             /* the input ended (or there is none): the body is closed */
+    uint8_t *header;         /* framed StreamRequest{header}, owned */
+    size_t header_len;
+    uint8_t *chunk;          /* AMP_STREAM_CHUNK bytes of input being gathered, owned */
+    uint8_t *frame;          /* framed StreamRequest{data} being sent, owned; reused once
+                              * call_body_drained() */
+};
+
+/* A callback of the caller's asked to stop: keep its code, and say so
+ * unless it already said why (amp_stream_fd's callbacks do). */
+static int stream_aborted(struct stream *st, const char *which, int code)
+{
+    if (code >= 0)
+        code = AMP_EINVAL;
+    if (!st->c->message[0])
+        conn_fail(st->c, code, "the %s callback aborted the stream: %s", which,
+                  amp_strerror(code));
+    return code;
+}
+
+/* --- replies ------------------------------------------------------------------- */
+
+static int stream_on_data(struct stream *st, const ProtobufCBinaryData *data)
+{
+    if (st->nresults > 0)
+        return conn_fail(st->c, AMP_EPROTO, "stream reply: data after a histogram result");
+    if (!st->out || data->len == 0)
+        return 0;
+    int rc = st->out(st->out_ctx, data->data, data->len);
+    return rc == 0 ? 0 : stream_aborted(st, "output", rc);
+}
+
+static int stream_on_result(struct stream *st, const Amp__V1__StepResult *r)
+{
+    if (st->nresults == st->nhists)
+        return conn_fail(st->c, AMP_EPROTO, "stream reply: more results than the %zu histogram "
+                         "steps", st->nhists);
+    if (!r)
+        return conn_fail(st->c, AMP_EPROTO, "stream reply: empty result");
+    int rc = jobs_copy_hist(st->c, r->histogram, &st->hists[st->nresults]);
+    if (rc == 0)
+        st->nresults++;
+    return rc;
+}
+
+/* call_message_cb: one StreamReply. */
+static int stream_on_message(const uint8_t *msg, size_t len, void *ctx)
+{
+    struct stream *st = ctx;
+    Amp__V1__StreamReply *r = amp__v1__stream_reply__unpack(NULL, len, msg);
+    if (!r)
+        return conn_fail(st->c, AMP_EPROTO, "cannot decode a StreamReply");
+    if (r->device && r->device[0])
+        jobs_set_device(st->c, r->device);
+    int rc = 0;
+    if (r->msg_case == AMP__V1__STREAM_REPLY__MSG_DATA)
+        rc = stream_on_data(st, &r->data);
+    else if (r->msg_case == AMP__V1__STREAM_REPLY__MSG_RESULT)
+        rc = stream_on_result(st, r->result);
+    amp__v1__stream_reply__free_unpacked(r, NULL);
+    return rc;
+}
+
+/* --- requests ------------------------------------------------------------------- */
+
+static int stream_encode_header(struct stream *st, const struct steps_pb *pb, const amp_opts *o,
+                                uint64_t total_length)
+{
+    Amp__V1__JobHeader h = AMP__V1__JOB_HEADER__INIT;
+    h.n_steps = pb->n;
+    h.steps = pb->steps;
+    h.device = jobs_device(o);
+    h.total_length = total_length;
+    Amp__V1__StreamRequest req = AMP__V1__STREAM_REQUEST__INIT;
+    req.msg_case = AMP__V1__STREAM_REQUEST__MSG_HEADER;
+    req.header = &h;
+    return call_encode(st->c, &req.base, &st->header, &st->header_len);
+}
+
+/* Gathers up to a chunk of input and queues it as the next data message;
+ * at the end of input the body closes (with the last chunk, or empty). */
+static int stream_next_chunk(struct stream *st)
+{
+    size_t have = 0;
+    while (have < AMP_STREAM_CHUNK) {
+        long n = st->in(st->in_ctx, st->chunk + have, AMP_STREAM_CHUNK - have);
+        if (n == 0) {
+            st->in_done = 1;
+            break;
+        }
+        if (n < 0)
+            return stream_aborted(st, "input", (int)n);
+        if ((size_t)n > AMP_STREAM_CHUNK - have)
+            return conn_fail(st->c, AMP_EINVAL, "the input callback returned %ld bytes for a "
+                             "%zu-byte buffer", n, AMP_STREAM_CHUNK - have);
+        have += (size_t)n;
+    }
+    if (have == 0) {
+        call_set_body(st->c, &st->call, NULL, 0, 0);
+        return 0;
+    }
+    Amp__V1__StreamRequest req = AMP__V1__STREAM_REQUEST__INIT;
+    req.msg_case = AMP__V1__STREAM_REQUEST__MSG_DATA;
+    req.data.data = st->chunk;
+    req.data.len = have;
+    size_t n = protobuf_c_message_get_packed_size(&req.base);
+    grpc_frame_header(st->frame, n);
+    protobuf_c_message_pack(&req.base, st->frame + GRPC_FRAME_HEADER);
+    call_set_body(st->c, &st->call, st->frame, GRPC_FRAME_HEADER + n, !st->in_done);
+    return 0;
+}
+
+/* True when the daemon can take at least one more byte of this stream. */
+static int stream_window_open(const struct stream *st)
+{
+    nghttp2_session *h2 = st->c->h2;
+    return nghttp2_session_get_stream_remote_window_size(h2, st->call.stream_id) > 0 &&
+           nghttp2_session_get_remote_window_size(h2) > 0;
+}
+
+/* Sends and receives until the reply ends. */
+static int stream_pump(struct stream *st, long long deadline)
+{
+    struct call *call = &st->call;
+    while (!call->done) {
+        if (!st->in_done && !call->err && call_body_drained(call) && stream_window_open(st)) {
+            int rc = stream_next_chunk(st);
+            if (rc != 0)
+                return rc;
+        }
+        int rc = conn_pump_once(st->c, deadline, &call->done);
+        if (rc != 0)
+            return rc;
+    }
+    return conn_pump_once(st->c, deadline, &call->done); /* flush window updates */
+}
+
+/* --- the call ---------------------------------------------------------------------- */
+
+static int stream_check(amp_conn *c, const amp_opts *o, const amp_step *steps, size_t nsteps,
+                        amp_hist *hists, size_t nhists)
+{
+    int rc = jobs_check_opts(c, o);
+    if (rc != 0)
+        return rc;
+    if (!hists && nhists > 0)
+        return conn_fail(c, AMP_EINVAL, "hists is NULL but nhists is %zu", nhists);
+    size_t want = steps_count_hist(steps, nsteps);
+    if (nhists != want)
+        return conn_fail(c, AMP_EINVAL, "nhists is %zu but the steps have %zu histogram steps",
+                         nhists, want);
+    return 0;
+}
+
+static int stream_run(struct stream *st, const amp_opts *o, const struct steps_pb *pb,
+                      uint64_t total_length)
+{
+    amp_conn *c = st->c;
+    if (c->broken)
+        return conn_fail(c, AMP_EIO, "the connection to the daemon broke earlier; reconnect");
+    int rc = stream_encode_header(st, pb, o, total_length);
+    if (rc == 0 && st->in) {
+        st->chunk = malloc(AMP_STREAM_CHUNK);
+        st->frame = malloc(STREAM_FRAME_MAX);
+        if (!st->chunk || !st->frame)
+            rc = conn_fail(c, AMP_ENOMEM, "out of memory for stream buffers");
+    }
+    if (rc != 0)
+        return rc;
+    call_init(&st->call);
+    st->call.on_message = stream_on_message;
+    st->call.on_message_ctx = st;
+    st->call.req = st->header;
+    st->call.req_len = st->header_len;
+    st->call.body_open = !st->in_done;
+    int timeout = jobs_timeout(o);
+    long long deadline = timeout > 0 ? conn_now_ms() + timeout : 0;
+    rc = call_submit(c, &st->call, STREAM_PATH, timeout);
+    if (rc == 0) {
+        c->call = &st->call;
+        rc = stream_pump(st, deadline);
+        call_abandon(c, &st->call);
+    }
+    if (rc == 0)
+        rc = call_outcome(c, &st->call);
+    if (rc == 0 && st->nresults != st->nhists)
+        rc = conn_fail(c, AMP_EPROTO, "stream reply has %zu results for %zu histogram steps",
+                       st->nresults, st->nhists);
+    call_release(&st->call);
+    return rc;
+}
+
+int amp_stream(amp_conn *c, const amp_opts *o, const amp_step *steps, size_t nsteps,
+               uint64_t total_length, amp_read_cb in, void *in_ctx, amp_write_cb out,
+               void *out_ctx, amp_hist *hists, size_t nhists)
+{
+    if (!c)
+        return AMP_EINVAL;
+    conn_begin(c);
+    if (hists)
+        memset(hists, 0, nhists * sizeof *hists);
+    struct steps_pb pb;
+    int rc = steps_encode(c, steps, nsteps, &pb);
+    if (rc == 0)
+        rc = stream_check(c, o, steps, nsteps, hists, nhists);
+    if (rc == 0) {
+        struct stream st = {
+            .c = c, .in = in, .in_ctx = in_ctx, .out = out, .out_ctx = out_ctx,
+            .hists = hists, .nhists = nhists, .in_done = in == NULL,
+        };
+        rc = stream_run(&st, o, &pb, total_length);
+        free(st.header);
+        free(st.chunk);
+        free(st.frame);
+    }
+    steps_free(&pb);
+    if (rc != 0) {
+        for (size_t i = 0; hists && i < nhists; i++)
+            amp_hist_free(&hists[i]);
+        c->device[0] = '\0';
+    }
+    return rc;
+}
+
+/* --- over file descriptors ------------------------------------------------------ */
+
+struct stream_fd {
+    amp_conn *c;
+    int fd;
+};
+
+/* Waits until fd is ready for events (a non-blocking descriptor said EAGAIN). */
+static int stream_fd_wait(int fd, short events)
+{
+    struct pollfd p = { fd, events, 0 };
+    int n;
+    while ((n = poll(&p, 1, -1)) < 0 && errno == EINTR)
+        ;
+    return n < 0 ? -1 : 0;
+}
+
+static long stream_fd_read(void *ctx, void *buf, size_t cap)
+{
+    struct stream_fd *f = ctx;
+    for (;;) {
+        ssize_t n = read(f->fd, buf, cap);
+        if (n >= 0)
+            return (long)n;
+        if (errno == EINTR)
+            continue;
+        if ((errno == EAGAIN || errno == EWOULDBLOCK) && stream_fd_wait(f->fd, POLLIN) == 0)
+            continue;
+        return conn_fail(f->c, AMP_EIO, "read from input fd %d: %s", f->fd, strerror(errno));
+    }
+}
+
+static int stream_fd_write(void *ctx, const void *buf, size_t len)
+{
+    struct stream_fd *f = ctx;
+    const uint8_t *p = buf;
+    while (len > 0) {
+        ssize_t n = write(f->fd, p, len);
+        if (n >= 0) {
+            p += n;
+            len -= (size_t)n;
+            continue;
+        }
+        if (errno == EINTR)
+            continue;
+        if ((errno == EAGAIN || errno == EWOULDBLOCK) && stream_fd_wait(f->fd, POLLOUT) == 0)
+            continue;
+        return conn_fail(f->c, AMP_EIO, "write to output fd %d: %s", f->fd, strerror(errno));
+    }
+    return 0;
+}
+
+int amp_stream_fd(amp_conn *c, const amp_opts *o, const amp_step *steps, size_t nsteps,
+                  uint64_t total_length, int in_fd, int out_fd, amp_hist *hists, size_t nhists)
+{
+    struct stream_fd in = { c, in_fd }, out = { c, out_fd };
+    return amp_stream(c, o, steps, nsteps, total_length, in_fd >= 0 ? stream_fd_read : NULL, &in,
+                      out_fd >= 0 ? stream_fd_write : NULL, &out, hists, nhists);
+}
