@@ -24,10 +24,16 @@ enum {
     AMPCTL_EIO = 4,      /* local I/O error (file, stdout) or out of memory */
 };
 
+/* Inputs at least this large (and inputs of unknown size, e.g. a pipe,
+ * that reach it) are streamed in chunks instead of sent in one message. */
+#define AMPCTL_STREAM_THRESHOLD (16u * 1024 * 1024)
+
 struct ampctl {
     const char *address; /* --address, $AMP_ADDRESS or AMP_DEFAULT_ADDRESS */
     amp_opts opts;       /* --device, --timeout */
     int json;            /* --json */
+    uint64_t stream_threshold; /* --stream-threshold, default AMPCTL_STREAM_THRESHOLD */
+    int no_progress;     /* --no-progress */
     amp_conn *conn;      /* opened by ampctl_connect(), closed by main */
 };
 
@@ -80,6 +86,72 @@ int io_close_output(const char *path, FILE *f);
 /* True when output to path (NULL or "-": stdout) goes to a terminal. */
 int io_is_terminal(const char *path);
 
+/* A data command's input (a file or stdin), read no further than needed to
+ * choose between one unary call and a stream. */
+struct io_input {
+    const char *name;     /* the path, or "stdin", for messages */
+    int fd;               /* open descriptor; closed by io_input_close unless stdin */
+    uint8_t *head;        /* bytes already read, malloc'd; head_pos <= head_len <= head_cap */
+    size_t head_len, head_pos, head_cap;
+    uint64_t size;        /* whole input size when known (a regular file), else 0 */
+    int size_known;
+    int eof;              /* fd is read to its end: head holds the whole input */
+    int failed;           /* a read failed after opening (message already printed) */
+    uint64_t taken;       /* bytes io_input_read() handed out */
+};
+
+/* Opens path (NULL or "-": stdin). A regular file under threshold bytes,
+ * or any input that ends before threshold bytes, is read whole into head
+ * (eof set); otherwise only up to threshold bytes of a pipe are read, and
+ * the rest waits for io_input_read(). */
+int io_input_open(const char *path, uint64_t threshold, struct io_input *in);
+
+/* Reads the rest of the input into head (for jobs that need the total
+ * length of an input of unknown size). */
+int io_input_slurp(struct io_input *in);
+
+/* True when the input should be streamed: not all read, or threshold bytes or more. */
+int io_input_streams(const struct io_input *in, uint64_t threshold);
+
+/* amp_read_cb over an io_input (ctx): head first, then the descriptor.
+ * A read error prints the reason, sets in->failed and aborts with AMP_EIO. */
+long io_input_read(void *ctx, void *buf, size_t cap);
+
+void io_input_close(struct io_input *in);
+
+/* Opens path (NULL or "-": stdout) for binary output; *fd is closed by
+ * io_close_fd (which reports a failed close) unless it is stdout. */
+int io_open_fd(const char *path, int *fd);
+int io_close_fd(const char *path, int fd);
+
+/* --- stream.c ------------------------------------------------------------- */
+
+/* Runs steps over in as one Stream call (total_length when the input's
+ * size is known), with a progress bar on a terminal. has_output: the data
+ * output goes to output (NULL or "-": stdout), which must not be the input
+ * file. One histogram per histogram step goes into hists. Returns an exit
+ * code; a local read or write failure is AMPCTL_EIO. */
+int stream_job(struct ampctl *ctx, struct io_input *in, const amp_step *steps, size_t nsteps,
+               const char *output, int has_output, amp_hist *hists, size_t nhists);
+
+/* --- progress.c ------------------------------------------------------------ */
+
+/* A progress bar on stderr: bytes sent of the total, percent and MB/s,
+ * redrawn at most every PROGRESS_REDRAW_MS. Inactive unless enabled. */
+struct progress {
+    int on;
+    uint64_t total;        /* 0: unknown */
+    long long start_ms, last_ms;
+};
+
+/* enabled: the user did not say --no-progress; the bar is still only drawn
+ * when stderr is a terminal. */
+void progress_start(struct progress *p, int enabled, uint64_t total);
+void progress_update(struct progress *p, uint64_t done);
+/* ok: draws the final state and ends the line; else erases the bar so an
+ * error message starts on a clean line. */
+void progress_end(struct progress *p, uint64_t done, int ok);
+
 /* --- parse.c ---------------------------------------------------------------- */
 
 /* Each returns 0, or -1 when text is not a whole number of the kind in range. */
@@ -88,6 +160,8 @@ int parse_i64(const char *text, int64_t *out);
 int parse_u32(const char *text, uint32_t max, uint32_t *out);
 int parse_double(const char *text, double *out);
 int parse_float(const char *text, float *out);
+/* A byte count with an optional binary suffix: 4096, 64K, 16M, 1G. */
+int parse_size(const char *text, uint64_t *out);
 /* "LO:HI" with doubles on both sides. */
 int parse_range(const char *text, double *lo, double *hi);
 /* "uint8", "uint32", "int32", "float32", "int64". */

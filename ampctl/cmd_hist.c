@@ -31,7 +31,8 @@ static void hist_usage(FILE *f)
             "Output: a bar chart on a terminal; when piped, one line per bin:\n"
             "\"bin_lo bin_hi count\"; with ampctl --json, an object\n"
             "{\"counts\":[...],\"below\":N,\"above\":N,\"nan\":N,\"device\":\"...\"}.\n"
-            "Values below LO, at or above HI, and NaNs are counted apart (see --json).\n",
+            "Values below LO, at or above HI, and NaNs are counted apart (see --json).\n"
+            "Inputs of --stream-threshold bytes or more (see ampctl --help) are streamed.\n",
             HIST_DEFAULT_BINS);
 }
 
@@ -137,23 +138,27 @@ static int hist_run(struct ampctl *ctx, int argc, char **argv)
     int rc = hist_parse(argc, argv, &a);
     if (rc >= 0)
         return rc;
-    uint8_t *in = NULL;
-    size_t len = 0;
-    rc = io_read_all(a.input, &in, &len);
+    struct io_input in = { .fd = -1 };
+    rc = io_input_open(a.input, ctx->stream_threshold, &in);
     if (rc == AMPCTL_OK)
         rc = ampctl_connect(ctx);
     if (rc == AMPCTL_OK) {
         amp_hist h;
-        int r = amp_histogram(ctx->conn, &ctx->opts, &a.p, in, len, &h);
-        if (r == 0) {
+        memset(&h, 0, sizeof h);
+        if (io_input_streams(&in, ctx->stream_threshold)) {
+            amp_step step = { .kind = AMP_STEP_HISTOGRAM, .hist = a.p };
+            rc = stream_job(ctx, &in, &step, 1, NULL, 0, &h, 1);
+        } else {
+            int r = amp_histogram(ctx->conn, &ctx->opts, &a.p, in.head, in.head_len, &h);
+            rc = r == 0 ? AMPCTL_OK : ampctl_fail(ctx, r);
+        }
+        if (rc == AMPCTL_OK) {
             hist_print(ctx, &h, &a.p);
             rc = io_close_output(NULL, stdout);
-        } else {
-            rc = ampctl_fail(ctx, r);
         }
         amp_hist_free(&h);
     }
-    free(in);
+    io_input_close(&in);
     return rc;
 }
 

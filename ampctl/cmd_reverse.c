@@ -20,7 +20,9 @@ static void reverse_usage(FILE *f)
                "  -o, --output FILE  write the result to FILE instead of stdout\n"
                "  -h, --help         this help\n"
                "\n"
-               "The result is the exact bytes, with no newline added.\n");
+               "The result is the exact bytes, with no newline added. Inputs of\n"
+               "--stream-threshold bytes or more (see ampctl --help) are streamed; the\n"
+               "daemon keeps a streamed reverse whole on its device.\n");
 }
 
 struct reverse_args {
@@ -54,29 +56,43 @@ static int reverse_parse(int argc, char **argv, struct reverse_args *a)
     return -1;
 }
 
+static int reverse_unary(struct ampctl *ctx, const char *output, const void *in, size_t len)
+{
+    void *out = NULL;
+    size_t out_len = 0;
+    int r = amp_reverse(ctx->conn, &ctx->opts, in, len, &out, &out_len);
+    int rc = r == 0 ? io_write_all(output, out, out_len) : ampctl_fail(ctx, r);
+    amp_free(out);
+    return rc;
+}
+
 static int reverse_run(struct ampctl *ctx, int argc, char **argv)
 {
     struct reverse_args a = { 0 };
     int rc = reverse_parse(argc, argv, &a);
     if (rc >= 0)
         return rc;
-    uint8_t *in = NULL;
-    size_t len = 0;
     if (a.text) {
-        len = strlen(a.text);
-    } else if ((rc = io_read_all(a.input, &in, &len)) != AMPCTL_OK) {
-        return rc;
+        rc = ampctl_connect(ctx);
+        return rc == AMPCTL_OK ? reverse_unary(ctx, a.output, a.text, strlen(a.text)) : rc;
     }
-    rc = ampctl_connect(ctx);
-    void *out = NULL;
-    size_t out_len = 0;
+    struct io_input in = { .fd = -1 };
+    rc = io_input_open(a.input, ctx->stream_threshold, &in);
+    /* A streamed reverse needs its total length up front: a pipe is read
+     * whole first (a file's size is known). */
+    if (rc == AMPCTL_OK && !in.size_known)
+        rc = io_input_slurp(&in);
+    if (rc == AMPCTL_OK)
+        rc = ampctl_connect(ctx);
     if (rc == AMPCTL_OK) {
-        int r = amp_reverse(ctx->conn, &ctx->opts, a.text ? (const void *)a.text : in, len, &out,
-                            &out_len);
-        rc = r == 0 ? io_write_all(a.output, out, out_len) : ampctl_fail(ctx, r);
+        if (io_input_streams(&in, ctx->stream_threshold)) {
+            amp_step step = { .kind = AMP_STEP_REVERSE };
+            rc = stream_job(ctx, &in, &step, 1, a.output, 1, NULL, 0);
+        } else {
+            rc = reverse_unary(ctx, a.output, in.head, in.head_len);
+        }
     }
-    amp_free(out);
-    free(in);
+    io_input_close(&in);
     return rc;
 }
 

@@ -27,7 +27,8 @@ static void transform_usage(FILE *f)
             "  -o, --output FILE  write the result to FILE instead of stdout\n"
             "  -h, --help         this help\n"
             "\n"
-            "Bytes outside the range are returned unchanged.\n");
+            "Bytes outside the range are returned unchanged. Inputs of --stream-threshold\n"
+            "bytes or more (see ampctl --help) are streamed through the daemon in chunks.\n");
 }
 
 struct transform_args {
@@ -140,6 +141,18 @@ static int transform_read_lut(const char *path, uint8_t **table)
     return AMPCTL_OK;
 }
 
+/* Small inputs: one Transform call with the input in memory. */
+static int transform_unary(struct ampctl *ctx, const struct transform_args *a,
+                           const struct io_input *in)
+{
+    void *out = NULL;
+    size_t out_len = 0;
+    int r = amp_transform(ctx->conn, &ctx->opts, &a->p, in->head, in->head_len, &out, &out_len);
+    int rc = r == 0 ? io_write_all(a->output, out, out_len) : ampctl_fail(ctx, r);
+    amp_free(out);
+    return rc;
+}
+
 static int transform_run(struct ampctl *ctx, int argc, char **argv)
 {
     struct transform_args a;
@@ -147,23 +160,24 @@ static int transform_run(struct ampctl *ctx, int argc, char **argv)
     int rc = transform_parse(argc, argv, &a);
     if (rc >= 0)
         return rc;
-    uint8_t *table = NULL, *in = NULL;
-    size_t len = 0;
-    void *out = NULL;
-    size_t out_len = 0;
+    uint8_t *table = NULL;
+    struct io_input in = { .fd = -1 };
     rc = a.lut ? transform_read_lut(a.lut, &table) : AMPCTL_OK;
     if (rc == AMPCTL_OK)
-        rc = io_read_all(a.input, &in, &len);
+        rc = io_input_open(a.input, ctx->stream_threshold, &in);
     if (rc == AMPCTL_OK)
         rc = ampctl_connect(ctx);
     if (rc == AMPCTL_OK) {
         a.p.table = table;
         a.p.table_len = table ? TRANSFORM_LUT_LEN : 0;
-        int r = amp_transform(ctx->conn, &ctx->opts, &a.p, in, len, &out, &out_len);
-        rc = r == 0 ? io_write_all(a.output, out, out_len) : ampctl_fail(ctx, r);
+        if (io_input_streams(&in, ctx->stream_threshold)) {
+            amp_step step = { .kind = AMP_STEP_TRANSFORM, .transform = a.p };
+            rc = stream_job(ctx, &in, &step, 1, a.output, 1, NULL, 0);
+        } else {
+            rc = transform_unary(ctx, &a, &in);
+        }
     }
-    amp_free(out);
-    free(in);
+    io_input_close(&in);
     free(table);
     return rc;
 }

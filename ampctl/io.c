@@ -1,9 +1,11 @@
 /* io.c: ampctl's local input and output: whole files or stdin in, exact
- * bytes out to a file or stdout. Failures print the path and the reason
- * and return AMPCTL_EIO (exit status 4).
+ * bytes out to a file or stdout, and inputs read only as far as needed to
+ * choose between one message and a stream (struct io_input). Failures
+ * print the path and the reason and return AMPCTL_EIO (exit status 4).
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -137,4 +139,136 @@ int io_close_output(const char *path, FILE *f)
 int io_is_terminal(const char *path)
 {
     return io_is_std(path) && isatty(STDOUT_FILENO);
+}
+
+/* --- inputs that may be streamed ------------------------------------------------ */
+
+/* Reads into in->head until it holds limit bytes or the input ends. */
+static int io_input_fill(struct io_input *in, uint64_t limit)
+{
+    for (;;) {
+        if (in->head_len >= limit)
+            return AMPCTL_OK;
+        if (in->head_cap - in->head_len < IO_CHUNK) {
+            size_t cap = in->head_cap ? in->head_cap * 2 : IO_CHUNK;
+            uint8_t *p = realloc(in->head, cap);
+            if (!p) {
+                ampctl_error("%s: out of memory after %zu bytes", in->name, in->head_len);
+                return AMPCTL_EIO;
+            }
+            in->head = p;
+            in->head_cap = cap;
+        }
+        uint8_t *p = in->head;
+        size_t want = IO_CHUNK;
+        if (limit - in->head_len < want)
+            want = (size_t)(limit - in->head_len);
+        ssize_t r = read(in->fd, p + in->head_len, want);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            ampctl_error("%s: %s", in->name, strerror(errno));
+            return AMPCTL_EIO;
+        }
+        if (r == 0) {
+            in->eof = 1;
+            return AMPCTL_OK;
+        }
+        in->head_len += (size_t)r;
+    }
+}
+
+int io_input_open(const char *path, uint64_t threshold, struct io_input *in)
+{
+    memset(in, 0, sizeof *in);
+    in->name = io_name(path, "stdin");
+    in->fd = io_is_std(path) ? STDIN_FILENO : open(path, O_RDONLY | O_CLOEXEC);
+    if (in->fd < 0) {
+        ampctl_error("%s: %s", path, strerror(errno));
+        return AMPCTL_EIO;
+    }
+    struct stat st;
+    if (fstat(in->fd, &st) == 0 && S_ISREG(st.st_mode)) {
+        in->size_known = 1;
+        in->size = (uint64_t)st.st_size;
+        if (in->size >= threshold)
+            return AMPCTL_OK; /* streamed straight from the file */
+        return io_input_fill(in, UINT64_MAX);
+    }
+    /* Unknown size: read up to the threshold; what ends before it goes
+     * in one message, the rest is streamed after what was read. */
+    return io_input_fill(in, threshold);
+}
+
+int io_input_slurp(struct io_input *in)
+{
+    return in->eof ? AMPCTL_OK : io_input_fill(in, UINT64_MAX);
+}
+
+int io_input_streams(const struct io_input *in, uint64_t threshold)
+{
+    return !in->eof || in->head_len >= threshold;
+}
+
+long io_input_read(void *ctx, void *buf, size_t cap)
+{
+    struct io_input *in = ctx;
+    if (in->head_pos < in->head_len) {
+        size_t n = in->head_len - in->head_pos;
+        if (n > cap)
+            n = cap;
+        memcpy(buf, in->head + in->head_pos, n);
+        in->head_pos += n;
+        in->taken += n;
+        return (long)n;
+    }
+    if (in->eof)
+        return 0;
+    for (;;) {
+        ssize_t r = read(in->fd, buf, cap);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            ampctl_error("%s: %s", in->name, strerror(errno));
+            in->failed = 1;
+            return AMP_EIO;
+        }
+        in->taken += (uint64_t)r;
+        in->eof = r == 0;
+        return (long)r;
+    }
+}
+
+void io_input_close(struct io_input *in)
+{
+    if (in->fd >= 0 && in->fd != STDIN_FILENO)
+        close(in->fd);
+    free(in->head);
+    memset(in, 0, sizeof *in);
+    in->fd = -1;
+}
+
+int io_open_fd(const char *path, int *fd)
+{
+    if (io_is_std(path)) {
+        *fd = STDOUT_FILENO;
+        return AMPCTL_OK;
+    }
+    *fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+    if (*fd < 0) {
+        ampctl_error("%s: %s", path, strerror(errno));
+        return AMPCTL_EIO;
+    }
+    return AMPCTL_OK;
+}
+
+int io_close_fd(const char *path, int fd)
+{
+    if (fd < 0 || fd == STDOUT_FILENO)
+        return AMPCTL_OK;
+    if (close(fd) != 0) {
+        ampctl_error("%s: %s", path, strerror(errno));
+        return AMPCTL_EIO;
+    }
+    return AMPCTL_OK;
 }

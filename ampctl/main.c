@@ -14,6 +14,8 @@
 #define AMPCTL_ENV_ADDRESS "AMP_ADDRESS"
 #define AMPCTL_PROG "ampctl"
 #define AMPCTL_ARGV0_MAX 64
+/* getopt values of the options that have no short form */
+enum { AMPCTL_OPT_THRESHOLD = 256, AMPCTL_OPT_NO_PROGRESS };
 
 static const struct ampctl_cmd *const ampctl_cmds[] = {
     &cmd_reverse, &cmd_transform, &cmd_hist, &cmd_fill,
@@ -34,6 +36,12 @@ static void ampctl_usage(FILE *f)
             "                      (default: the daemon's choice)\n"
             "  -t, --timeout MS    deadline per call in milliseconds (default: none)\n"
             "  -j, --json          machine-readable output (devices, hist, status, health)\n"
+            "      --stream-threshold SIZE\n"
+            "                      stream inputs of SIZE bytes or more (and pipes that\n"
+            "                      reach it) in chunks instead of one message; K, M, G\n"
+            "                      suffixes (default 16M; 0: always stream)\n"
+            "      --no-progress   no progress bar for streamed inputs (it is only drawn\n"
+            "                      when stderr is a terminal)\n"
             "  -h, --help          this help; `ampctl COMMAND --help` for a command's\n"
             "  -V, --version       print the version\n"
             "\n"
@@ -164,6 +172,8 @@ static int ampctl_parse_common(struct ampctl *ctx, int argc, char **argv)
         { "address", required_argument, NULL, 'a' }, { "device", required_argument, NULL, 'd' },
         { "timeout", required_argument, NULL, 't' }, { "json", no_argument, NULL, 'j' },
         { "help", no_argument, NULL, 'h' },          { "version", no_argument, NULL, 'V' },
+        { "stream-threshold", required_argument, NULL, AMPCTL_OPT_THRESHOLD },
+        { "no-progress", no_argument, NULL, AMPCTL_OPT_NO_PROGRESS },
         { NULL, 0, NULL, 0 },
     };
     uint32_t ms;
@@ -179,6 +189,12 @@ static int ampctl_parse_common(struct ampctl *ctx, int argc, char **argv)
             ctx->opts.timeout_ms = (int)ms;
             break;
         case 'j': ctx->json = 1; break;
+        case AMPCTL_OPT_THRESHOLD:
+            if (parse_size(optarg, &ctx->stream_threshold) != 0)
+                return ampctl_usage_error(NULL, "--stream-threshold: '%s' is not a size "
+                                          "(e.g. 16M)", optarg);
+            break;
+        case AMPCTL_OPT_NO_PROGRESS: ctx->no_progress = 1; break;
         case 'h': ampctl_usage(stdout); return AMPCTL_OK;
         case 'V': printf(AMPCTL_PROG " %s\n", AMP_VERSION); return AMPCTL_OK;
         default: return ampctl_bad_option(NULL);
@@ -221,6 +237,7 @@ int main(int argc, char **argv)
     setlocale(LC_CTYPE, ""); /* chart.c draws with Unicode blocks in UTF-8 locales */
     struct ampctl ctx;
     memset(&ctx, 0, sizeof ctx);
+    ctx.stream_threshold = AMPCTL_STREAM_THRESHOLD;
     ctx.address = getenv(AMPCTL_ENV_ADDRESS);
     if (!ctx.address || !*ctx.address)
         ctx.address = AMP_DEFAULT_ADDRESS;

@@ -1,0 +1,85 @@
+/* stream.c: the streamed path of ampctl's data commands (transform,
+ * reverse, hist, pipeline): input from an io_input, output to a file
+ * descriptor, a progress bar on a terminal, over amp_stream().
+ *
+ * The callbacks keep local I/O failures apart from the daemon's, so a
+ * full disk exits 4 (local I/O) and not 3 (connection).
+ */
+#include <errno.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "ampctl.h"
+
+struct stream_ctx {
+    struct io_input *in;
+    struct progress bar;
+    int out_fd;
+    const char *out_name;
+    int out_failed;      /* a write failed (message printed) */
+};
+
+static long stream_read(void *ctx, void *buf, size_t cap)
+{
+    struct stream_ctx *s = ctx;
+    long n = io_input_read(s->in, buf, cap);
+    progress_update(&s->bar, s->in->taken);
+    return n;
+}
+
+static int stream_write(void *ctx, const void *buf, size_t len)
+{
+    struct stream_ctx *s = ctx;
+    const uint8_t *p = buf;
+    while (len > 0) {
+        ssize_t w = write(s->out_fd, p, len);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0) {
+            ampctl_error("%s: %s", s->out_name, strerror(errno));
+            s->out_failed = 1;
+            return AMP_EIO;
+        }
+        p += w;
+        len -= (size_t)w;
+    }
+    return 0;
+}
+
+/* Opens the output; refuses an output that is the input file itself,
+ * which a unary call survives (all read first) but a stream would
+ * truncate before reading it. */
+static int stream_open_output(const struct io_input *in, const char *output, int *fd)
+{
+    struct stat a, b;
+    if (output && strcmp(output, "-") != 0 && stat(output, &a) == 0 && fstat(in->fd, &b) == 0 &&
+        a.st_dev == b.st_dev && a.st_ino == b.st_ino) {
+        ampctl_error("%s: the output is the input file; a streamed job would overwrite it as "
+                     "it reads it", output);
+        return AMPCTL_EUSAGE;
+    }
+    return io_open_fd(output, fd);
+}
+
+int stream_job(struct ampctl *ctx, struct io_input *in, const amp_step *steps, size_t nsteps,
+               const char *output, int has_output, amp_hist *hists, size_t nhists)
+{
+    uint64_t total = in->size_known ? in->size : in->eof ? in->head_len : 0;
+    struct stream_ctx s = { .in = in, .out_fd = -1, .out_name = output ? output : "stdout" };
+    if (strcmp(s.out_name, "-") == 0)
+        s.out_name = "stdout";
+    int rc = has_output ? stream_open_output(in, output, &s.out_fd) : AMPCTL_OK;
+    if (rc != AMPCTL_OK)
+        return rc;
+    progress_start(&s.bar, !ctx->no_progress, total);
+    int r = amp_stream(ctx->conn, &ctx->opts, steps, nsteps, total, stream_read, &s,
+                       has_output ? stream_write : NULL, &s, hists, nhists);
+    progress_end(&s.bar, in->taken, r == 0);
+    if (in->failed || s.out_failed)
+        rc = AMPCTL_EIO;
+    else if (r != 0)
+        rc = ampctl_fail(ctx, r);
+    int crc = has_output ? io_close_fd(output, s.out_fd) : AMPCTL_OK;
+    return rc != AMPCTL_OK ? rc : crc;
+}
