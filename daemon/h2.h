@@ -5,16 +5,34 @@
  * of h2_session_send(). In between, the layer checks each request's HTTP/2
  * and gRPC headers, reassembles length-prefixed messages (common/grpc_frame.c)
  * and hands them to the handlers (rpc.c in the daemon, a test in the tests).
- * A handler answers a call with h2_call_reply() or h2_call_fail(), at once or
- * later from the loop (a job completion); the layer writes the response
- * headers, the message and the grpc-status / grpc-message trailers.
+ *
+ * Unary calls: one request message; a handler answers with h2_call_reply()
+ * or h2_call_fail(), at once or later from the loop (a job completion); the
+ * layer writes the response headers, the message and the grpc-status /
+ * grpc-message trailers.
+ *
+ * Stream calls (H2_STREAM): any number of request messages, each handed to
+ * message() in order, then end() once the client half-closed; replies are
+ * queued one message at a time with h2_call_send() and the call ends with
+ * h2_call_finish() or h2_call_fail(). Both directions can be held back:
+ * h2_call_pause() stops request delivery (and with it the client, through
+ * the stream's flow-control window) until h2_call_resume(); h2_call_unsent()
+ * and the sent() handler let the sender keep its reply queue short.
  *
  * conn.c owns the session and moves the bytes; nothing here touches a socket,
  * which is why tests drive it with an in-memory nghttp2 client session.
  *
  * Flow control: the session runs without automatic WINDOW_UPDATE, and the
- * layer tells nghttp2 a stream's DATA is consumed once it has been taken in.
- * Streaming calls can later delay that to push back on a fast sender.
+ * layer decides when DATA counts as consumed. Unary calls consume both the
+ * stream's and the connection's window as soon as DATA arrives (the message
+ * size limit and the daemon-wide budget bound what is buffered). Stream
+ * calls consume the connection window at once too, so that one paused stream
+ * never stalls its neighbours, but the stream window only for bytes fed to
+ * the message reassembler while the call is not paused. A paused stream
+ * therefore buffers at most the message it paused on plus one stream window
+ * (H2_STREAM_WINDOW in h2.c) of raw bytes; a client that sends beyond its
+ * window is a FLOW_CONTROL_ERROR in nghttp2. Once resumed, feeding the
+ * buffered bytes consumes them and WINDOW_UPDATE lets the client go on.
  */
 #ifndef AMPD_H2_H
 #define AMPD_H2_H
@@ -31,6 +49,7 @@ struct h2_call;
 /* Kinds of call a method can be; the layer enforces the request count. */
 enum h2_call_kind {
     H2_UNARY,   /* exactly one request message, then end of stream */
+    H2_STREAM,  /* any number of request messages and reply messages */
 };
 
 struct h2_handlers {
@@ -40,11 +59,15 @@ struct h2_handlers {
     enum status_code (*start)(struct h2_call *call, const char *path, enum h2_call_kind *kind,
                               char *msg, size_t msglen, void *ctx);
     /* One whole request message; msg is valid only during the call. Return
-     * STATUS_OK, or a status and message that fail the call. */
+     * STATUS_OK, or a status and message that fail the call. For stream
+     * calls, once per request message, in order; the handler may call
+     * h2_call_pause() instead of taking the message (see there). */
     enum status_code (*message)(struct h2_call *call, const uint8_t *msg, size_t len,
                                 char *err, size_t errlen, void *ctx);
     /* The client half-closed after the right number of messages: the
-     * request is complete and the handler should answer (now or later). */
+     * request is complete and the handler should answer (now or later).
+     * Stream calls: once, after every message was delivered, unless the call
+     * was answered (finished or failed) before. */
     void (*end)(struct h2_call *call, void *ctx);
     /* The call is gone (answered and flushed, reset by the client, or its
      * connection closed). The handler must drop every pointer to call and
@@ -53,6 +76,13 @@ struct h2_handlers {
     /* Output was queued outside h2_session_recv() (a late answer): the
      * owner should call h2_session_send() soon. May be NULL. */
     void (*want_write)(void *ctx);
+    /* Stream calls: reply bytes queued with h2_call_send() were handed to the
+     * connection, so h2_call_unsent(call) went down. Called outside nghttp2
+     * callbacks (at the end of h2_session_send, before it returns), never for
+     * unary calls, and not for messages dropped by h2_call_fail(). The
+     * handler may queue more with h2_call_send() from here: the owner's next
+     * h2_session_send() picks it up. May be NULL. */
+    void (*sent)(struct h2_call *call, void *ctx);
 };
 
 /* Request bytes being received, shared by every session of the daemon, so
@@ -109,15 +139,64 @@ void *h2_call_user(const struct h2_call *call);
 void h2_call_set_user(struct h2_call *call, void *user);
 
 /* Answers with one message (the protobuf bytes, without the gRPC prefix)
- * and grpc-status 0. Takes ownership of buf, which must have been malloc'd
+ * and grpc-status 0 (on a stream call: h2_call_send() then
+ * h2_call_finish()). Takes ownership of buf, which must have been malloc'd
  * with GRPC_FRAME_HEADER free bytes before the message: buf[0..4] is
  * overwritten with the prefix; len counts only the message. Returns 0, or
  * -1 (buf freed, call failed with INTERNAL). */
 int h2_call_reply(struct h2_call *call, uint8_t *buf, size_t len);
 
 /* Answers with an error status and message (percent-encoded on the wire):
- * a Trailers-Only response if nothing was sent yet. Returns 0 or -1. */
+ * a Trailers-Only response if nothing was sent yet. On a stream call that
+ * already queued messages with h2_call_send(), the status goes in trailers:
+ * messages not yet begun are dropped (a client that stopped reading must
+ * not hold the error back), the one partly handed to nghttp2 is completed so
+ * that the client's framing stays whole, then the trailers follow. Request
+ * input is ignored from here on. Returns 0, or -1 (already answered). */
 int h2_call_fail(struct h2_call *call, enum status_code code, const char *msg);
+
+/* Stream calls, request side. Inside message() the handler may call
+ * h2_call_pause(call) instead of taking the message (it still returns
+ * STATUS_OK): the layer keeps that message and any bytes behind it, stops
+ * giving the stream's flow-control window back to the client (so the client
+ * must stop sending once the window is used up), and delivers no further
+ * message and no end() for the call until h2_call_resume(call). Called
+ * outside message() it holds back the messages still to come (none is kept
+ * then). A no-op on unary or answered calls. */
+void h2_call_pause(struct h2_call *call);
+
+/* Redelivers the held message, then any complete messages behind it, then
+ * end() if the client had half-closed, and gives the window back for what
+ * was taken. Safe to call from any handler callback of any call of any
+ * session, or from outside (a job completion on the loop): it never
+ * re-enters a handler of the same call recursively; delivery is deferred
+ * until the current h2_session_recv(), h2_session_send() or outer
+ * h2_call_resume() of this session is done with its handlers. A no-op if the
+ * call is not paused. If output results outside those, want_write is called
+ * as usual. */
+void h2_call_resume(struct h2_call *call);
+
+/* Request bytes the layer holds for a stream call that is paused (or being
+ * resumed): the held message plus raw DATA behind it. Bounded by that
+ * message and the stream window. */
+size_t h2_call_buffered(const struct h2_call *call);
+
+/* Stream calls, reply side: queues one reply message. buf as for
+ * h2_call_reply (malloc'd with GRPC_FRAME_HEADER free bytes in front, len
+ * counts only the message; ownership passes, freed on error). Response
+ * headers go out before the first message. A message over
+ * max_message_bytes fails the call with RESOURCE_EXHAUSTED. Returns 0, or -1
+ * (unary or answered call, too large, out of memory). */
+int h2_call_send(struct h2_call *call, uint8_t *buf, size_t len);
+
+/* Reply bytes (prefixes included) queued by h2_call_send and not yet taken
+ * by nghttp2. */
+size_t h2_call_unsent(const struct h2_call *call);
+
+/* Ends a stream call with grpc-status 0 once every queued message is out
+ * (Trailers-Only if none was queued). Request input is ignored from here
+ * on. Returns 0, or -1 (unary or already answered call). */
+int h2_call_finish(struct h2_call *call);
 
 /* Percent-encodes msg for grpc-message into out (outlen bytes, always
  * NUL-terminated, truncated at a whole escape). Returns the length. */

@@ -248,6 +248,17 @@ int h2c_append(struct h2c *c, int32_t stream_id, const uint8_t *data, size_t len
     return 0;
 }
 
+int32_t h2c_send_window(const struct h2c *c, int32_t stream_id)
+{
+    return nghttp2_session_get_stream_remote_window_size(c->ng, stream_id);
+}
+
+size_t h2c_body_unsent(const struct h2c *c, int32_t stream_id)
+{
+    struct h2c_stream *s = h2c_find(c, stream_id);
+    return s ? s->body_len - s->body_pos : 0;
+}
+
 int h2c_reset(struct h2c *c, int32_t stream_id)
 {
     return nghttp2_submit_rst_stream(c->ng, NGHTTP2_FLAG_NONE, stream_id, NGHTTP2_CANCEL) == 0 ? 0

@@ -52,6 +52,11 @@ int32_t h2c_request_method(struct h2c *c, const char *method, const char *path, 
 int32_t h2c_request_open(struct h2c *c, const char *path, const uint8_t *body, size_t len);
 int h2c_append(struct h2c *c, int32_t stream_id, const uint8_t *data, size_t len, bool end);
 
+/* Flow control as the client sees it: how much more DATA the server lets
+ * the stream send now, and how many body bytes are still waiting to go. */
+int32_t h2c_send_window(const struct h2c *c, int32_t stream_id);
+size_t h2c_body_unsent(const struct h2c *c, int32_t stream_id);
+
 /* Cancels a stream with RST_STREAM(CANCEL). */
 int h2c_reset(struct h2c *c, int32_t stream_id);
 
