@@ -44,8 +44,8 @@ struct ampctl_cmd {
     void (*usage)(FILE *out);
 };
 
-extern const struct ampctl_cmd cmd_reverse, cmd_transform, cmd_hist, cmd_fill, cmd_devices,
-    cmd_status, cmd_health;
+extern const struct ampctl_cmd cmd_reverse, cmd_transform, cmd_hist, cmd_fill, cmd_pipeline,
+    cmd_devices, cmd_status, cmd_health;
 
 /* --- main.c ------------------------------------------------------------- */
 
@@ -167,11 +167,17 @@ int parse_range(const char *text, double *lo, double *hi);
 /* "uint8", "uint32", "int32", "float32", "int64". */
 int parse_type(const char *text, amp_type *out);
 const char *parse_type_name(amp_type t);
+/* "add", "xor", "and", "or", "set", "map". */
+int parse_op(const char *text, amp_op *out);
 
 /* --- json.c ----------------------------------------------------------------- */
 
 /* Writes s as a JSON string literal, quotes included. */
 void json_string(FILE *f, const char *s);
+
+/* Writes h as one line {"step":N,"counts":[...],"below":N,"above":N,
+ * "nan":N,"device":"..."}; "step" only when step >= 0. */
+void json_hist(FILE *f, const amp_hist *h, long step, const char *device);
 
 /* --- chart.c ----------------------------------------------------------------- */
 

@@ -93,17 +93,6 @@ static int hist_parse(int argc, char **argv, struct hist_args *a)
     return -1;
 }
 
-static void hist_print_json(FILE *f, const amp_hist *h, const char *device)
-{
-    fputs("{\"counts\":[", f);
-    for (uint32_t i = 0; i < h->bins; i++)
-        fprintf(f, "%s%" PRIu64, i ? "," : "", h->counts[i]);
-    fprintf(f, "],\"below\":%" PRIu64 ",\"above\":%" PRIu64 ",\"nan\":%" PRIu64 ",\"device\":",
-            h->below, h->above, h->nan);
-    json_string(f, device);
-    fputs("}\n", f);
-}
-
 static void hist_print_table(FILE *f, const amp_hist *h, const amp_hist_params *p)
 {
     int bytes = p->type == AMP_TYPE_UINT8;
@@ -121,7 +110,7 @@ static void hist_print_table(FILE *f, const amp_hist *h, const amp_hist_params *
 static void hist_print(struct ampctl *ctx, const amp_hist *h, const amp_hist_params *p)
 {
     if (ctx->json) {
-        hist_print_json(stdout, h, amp_last_device(ctx->conn));
+        json_hist(stdout, h, -1, amp_last_device(ctx->conn));
     } else if (io_is_terminal(NULL)) {
         chart_draw(stdout, h, p->type == AMP_TYPE_UINT8, p->lo, p->hi);
         printf("below %" PRIu64 ", above %" PRIu64 ", nan %" PRIu64 "; device %s\n", h->below,

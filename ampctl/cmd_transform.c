@@ -39,22 +39,10 @@ struct transform_args {
     const char *output; /* -o FILE */
 };
 
-static const struct {
-    const char *name;
-    amp_op op;
-} transform_ops[] = {
-    { "add", AMP_OP_ADD }, { "xor", AMP_OP_XOR }, { "and", AMP_OP_AND },
-    { "or", AMP_OP_OR },   { "set", AMP_OP_SET }, { "map", AMP_OP_MAP },
-};
-
 static int transform_parse_op(const char *text, amp_op *op)
 {
-    for (size_t i = 0; i < sizeof transform_ops / sizeof transform_ops[0]; i++) {
-        if (strcmp(text, transform_ops[i].name) == 0) {
-            *op = transform_ops[i].op;
-            return 0;
-        }
-    }
+    if (parse_op(text, op) == 0)
+        return 0;
     return ampctl_usage_error("transform", "--op: '%s' is not add, xor, and, or, set or map",
                               text);
 }

@@ -1,5 +1,8 @@
 /* json.c: the little JSON ampctl writes (--json): string literals escaped
- * per RFC 8259; numbers and structure are printed by the commands. */
+ * per RFC 8259, and histograms (hist, pipeline); other structure is
+ * printed by the commands. */
+#include <inttypes.h>
+
 #include "ampctl.h"
 
 void json_string(FILE *f, const char *s)
@@ -20,4 +23,18 @@ void json_string(FILE *f, const char *s)
         }
     }
     fputc('"', f);
+}
+
+void json_hist(FILE *f, const amp_hist *h, long step, const char *device)
+{
+    fputc('{', f);
+    if (step >= 0)
+        fprintf(f, "\"step\":%ld,", step);
+    fputs("\"counts\":[", f);
+    for (uint32_t i = 0; i < h->bins; i++)
+        fprintf(f, "%s%" PRIu64, i ? "," : "", h->counts[i]);
+    fprintf(f, "],\"below\":%" PRIu64 ",\"above\":%" PRIu64 ",\"nan\":%" PRIu64 ",\"device\":",
+            h->below, h->above, h->nan);
+    json_string(f, device);
+    fputs("}\n", f);
 }

@@ -148,3 +148,22 @@ int parse_size(const char *text, uint64_t *out)
     *out = v << shift;
     return 0;
 }
+
+static const struct {
+    const char *name;
+    amp_op op;
+} parse_ops[] = {
+    { "add", AMP_OP_ADD }, { "xor", AMP_OP_XOR }, { "and", AMP_OP_AND },
+    { "or", AMP_OP_OR },   { "set", AMP_OP_SET }, { "map", AMP_OP_MAP },
+};
+
+int parse_op(const char *text, amp_op *out)
+{
+    for (size_t i = 0; i < sizeof parse_ops / sizeof parse_ops[0]; i++) {
+        if (strcmp(text, parse_ops[i].name) == 0) {
+            *out = parse_ops[i].op;
+            return 0;
+        }
+    }
+    return -1;
+}

@@ -266,6 +266,70 @@ def test_help_and_version():
     expect(out.startswith(b"ampctl "), "version %r" % out)
 
 
+# --- pipeline ------------------------------------------------------------------
+
+def test_pipeline_transform_then_hist():
+    data = pattern(100003, seed=3)
+    src, dst = tmpfile("pipe-in.bin", data), tmpfile("pipe-out.bin")
+    rc, out, err = run(["pipeline", "-i", src, "-o", dst, "transform:add:3:10:1000", "hist",
+                        "reverse"])
+    expect_rc(rc, EXIT_OK, err)
+    added = data[:10] + bytes((b + 3) & 0xFF for b in data[10:1010]) + data[1010:]
+    with open(dst, "rb") as f:
+        expect(f.read() == added[::-1], "data output is not the last data step's")
+    lines = out.decode().splitlines()
+    expect(len(lines) == 1, "one histogram line, got %r" % lines[:3])
+    obj = json.loads(lines[0])
+    want = [0] * 256
+    for b in added:
+        want[b] += 1
+    expect(obj["step"] == 1 and obj["counts"] == want, "histogram of step 1 differs")
+
+
+def test_pipeline_fill_reads_no_input():
+    # stdin is left open and empty: a leading fill must not wait for it
+    rc, out, err = run(["pipeline", "fill:int32:5:10:-2"])
+    expect_rc(rc, EXIT_OK, err)
+    expect(out == struct.pack("<5i", 10, 8, 6, 4, 2), "fill output %r" % out)
+    dst = tmpfile("pipe-fill.bin")
+    rc, out, err = run(["pipeline", "-o", dst, "fill:float32:4:0.5:1", "hist:float32:2:0:4"])
+    expect_rc(rc, EXIT_OK, err)
+    expect(json.loads(out)["counts"] == [2, 2], "hist of the fill: %s" % out)
+
+
+def test_pipeline_usage_and_refusals():
+    for args in (["pipeline"], ["pipeline", "bogus"], ["pipeline", "transform:add"],
+                 ["pipeline", "transform:add:256"], ["pipeline", "hist:int64:4:0:1"],
+                 ["pipeline", "reverse:1"], ["pipeline", "transform:add:1", "hist"]):
+        rc, out, err = run(args, stdin=b"abc")
+        expect_rc(rc, EXIT_USAGE, err)
+        expect(err.startswith("ampctl: "), "%r: stderr %s" % (args, err))
+    rc, out, err = run(["pipeline", "transform:add:1:5", "hist"], stdin=b"abc")
+    expect_rc(rc, EXIT_USAGE, err)  # data and histograms both on stdout
+    rc, out, err = run(["pipeline", "-o", tmpfile("pipe-refused.bin"), "reverse",
+                        "hist:float32:4:1:0"], stdin=b"abcd")
+    expect_rc(rc, EXIT_REFUSED, err)
+    expect("steps[1].histogram" in err, "stderr: %s" % err)
+    rc, out, err = run(["pipeline", "--help"])
+    expect_rc(rc, EXIT_OK, err)
+    expect(out.startswith(b"Usage: ampctl pipeline"), "help %r" % out[:40])
+
+
+# --- streamed inputs (--stream-threshold) ------------------------------------------
+
+def test_stream_options_checked():
+    rc, out, err = run(["--stream-threshold", "lots", "reverse", "x"])
+    expect_rc(rc, EXIT_USAGE, err)
+    expect("--stream-threshold" in err, "stderr: %s" % err)
+    src = tmpfile("stream-same.bin", b"abc" * 100)
+    rc, out, err = run(["--stream-threshold", "0", "transform", "--op", "add", "--value", "1",
+                        "-i", src, "-o", src])
+    expect_rc(rc, EXIT_USAGE, err)
+    expect("input file" in err, "stderr: %s" % err)
+    with open(src, "rb") as f:
+        expect(f.read() == b"abc" * 100, "the input was overwritten")
+
+
 def main():
     tests = [(name, fn) for name, fn in globals().items()
              if name.startswith("test_") and callable(fn)]
