@@ -1067,7 +1067,10 @@ void h2_session_free(struct h2_session *s)
 {
     if (!s)
         return;
-    /* nghttp2_session_del() frees streams without close callbacks. */
+    /* nghttp2_session_del() frees streams without close callbacks. Busy
+     * for good: a closed() handler that resumes or answers another call
+     * must not run handlers or flush on a session being torn down. */
+    s->busy++;
     while (s->calls)
         h2_call_release(s->calls);
     nghttp2_session_del(s->ng);

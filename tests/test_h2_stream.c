@@ -490,6 +490,36 @@ START_TEST(paused_stream_is_bounded_by_its_window)
 }
 END_TEST
 
+START_TEST(pause_outside_message_holds_later_ones)
+{
+    /* Paused between messages (from the loop, say): nothing is held, the
+     * messages that follow wait, and resume delivers them and end(). */
+    struct tenv e;
+    tenv_init(&e);
+    e.finish_on_end = true;
+    int32_t id = stream_open(&e, 3, 2, 100, false);
+    pump(&e);
+    struct tcall *t = &e.calls[0];
+    assert_seqs(t, 2);
+    h2_call_resume(t->call); /* not paused: a no-op */
+    h2_call_pause(t->call);
+    ck_assert_uint_eq(h2_call_buffered(t->call), 0);
+    stream_more(&e, id, 3, 2, 3, 100, true);
+    pump(&e);
+    assert_seqs(t, 2);
+    ck_assert_int_eq(t->ends, 0);
+    ck_assert_uint_eq(h2_call_buffered(t->call), 3 * (GRPC_FRAME_HEADER + 100));
+    int before = e.want_write;
+    h2_call_resume(t->call);
+    assert_seqs(t, 5);
+    ck_assert_int_eq(t->ends, 1);
+    ck_assert_int_gt(e.want_write, before);
+    pump(&e);
+    ck_assert_int_eq(h2c_result(e.client, id)->grpc_status, 0);
+    tenv_free(&e);
+}
+END_TEST
+
 START_TEST(reply_queue_unsent_and_sent)
 {
     struct tenv e;
@@ -624,6 +654,27 @@ START_TEST(fail_before_any_message_is_trailers_only)
 }
 END_TEST
 
+START_TEST(bad_message_after_replies_goes_in_trailers)
+{
+    struct tenv e;
+    tenv_init(&e);
+    e.echo = true;
+    int32_t id = stream_open(&e, 2, 2, 64, false);
+    pump(&e);
+    uint8_t bad[GRPC_FRAME_HEADER + 2] = { 0 };
+    grpc_frame_header(bad, 2);
+    ck_assert_int_eq(h2c_append(e.client, id, bad, sizeof(bad), false), 0);
+    pump(&e);
+    const struct h2c_result *r = h2c_result(e.client, id);
+    ck_assert(r->closed);
+    ck_assert(!r->trailers_only);
+    ck_assert_int_eq(r->grpc_status, STATUS_INVALID_ARGUMENT);
+    ck_assert_str_eq(r->grpc_message, "bad test message");
+    ck_assert_uint_eq(reply_count(r, 2), 2);
+    tenv_free(&e);
+}
+END_TEST
+
 START_TEST(truncated_stream_after_resume_is_internal)
 {
     /* Paused, then the client half-closes inside a message: once resumed
@@ -750,11 +801,13 @@ int main(void)
     tcase_add_test(tc, pause_then_resume_delivers_in_order);
     tcase_add_test(tc, resume_from_handlers_is_deferred);
     tcase_add_test(tc, paused_stream_is_bounded_by_its_window);
+    tcase_add_test(tc, pause_outside_message_holds_later_ones);
     tcase_add_test(tc, reply_queue_unsent_and_sent);
     tcase_add_test(tc, refill_from_sent_then_finish);
     tcase_add_test(tc, finish_after_messages_and_calls_refused_after);
     tcase_add_test(tc, fail_after_messages_goes_in_trailers);
     tcase_add_test(tc, fail_before_any_message_is_trailers_only);
+    tcase_add_test(tc, bad_message_after_replies_goes_in_trailers);
     tcase_add_test(tc, truncated_stream_after_resume_is_internal);
     tcase_add_test(tc, reset_while_paused_closes_once);
     tcase_add_test(tc, unary_calls_unchanged);
