@@ -50,6 +50,12 @@ static const struct config_opt config_opts[] = {
       "concurrent calls per connection (default 32)" },
     { "max-job-memory", "N", CFG_U64, CFG_OFF(max_job_memory), 1, UINT64_MAX,
       "bytes of job input and output held at once (default 1G)" },
+    { "staging-bytes", "N", CFG_U64, CFG_OFF(staging_bytes), AMPD_MIN_CHUNK_BYTES, UINT64_MAX,
+      "pinned staging memory per device for streams (default 64M)" },
+    { "chunk-bytes", "N", CFG_U64, CFG_OFF(chunk_bytes), AMPD_MIN_CHUNK_BYTES,
+      AMPD_MAX_CHUNK_BYTES, "one staging buffer: a stream's unit of work (default 4M)" },
+    { "max-device-memory", "N", CFG_U64, CFG_OFF(max_device_memory), 0, UINT64_MAX,
+      "device bytes jobs may reserve at once, per device (default 0: 90%)" },
     { "drain-timeout", "S", CFG_SECONDS, CFG_OFF(drain_timeout_ms), 0,
       UINT32_MAX / CONFIG_MS_PER_S, "on SIGTERM, wait at most S seconds for calls (default 30)" },
 };
@@ -161,6 +167,30 @@ static void config_defaults(struct config *cfg)
     cfg->max_streams = AMPD_DEFAULT_MAX_STREAMS;
     cfg->max_job_memory = AMPD_DEFAULT_MAX_JOB_MEMORY;
     cfg->drain_timeout_ms = AMPD_DEFAULT_DRAIN_TIMEOUT_MS;
+    cfg->staging_bytes = AMPD_DEFAULT_STAGING_BYTES;
+    cfg->chunk_bytes = AMPD_DEFAULT_CHUNK_BYTES;
+}
+
+/* Settings that only make sense together. */
+static int config_check(struct config *cfg, char *err, size_t errlen)
+{
+    if (cfg->chunk_bytes % AMPD_CHUNK_ALIGN) {
+        snprintf(err, errlen, "--chunk-bytes must be a multiple of %d", AMPD_CHUNK_ALIGN);
+        return -1;
+    }
+    if (cfg->staging_bytes < cfg->chunk_bytes) {
+        snprintf(err, errlen, "--staging-bytes must hold at least one --chunk-bytes buffer");
+        return -1;
+    }
+    /* A chunk travels back as one reply message: keep it under the limit. */
+    if (cfg->chunk_bytes + AMPD_REPLY_OVERHEAD > cfg->max_message_bytes) {
+        uint64_t room = cfg->max_message_bytes > AMPD_REPLY_OVERHEAD
+                            ? cfg->max_message_bytes - AMPD_REPLY_OVERHEAD : 0;
+        cfg->chunk_bytes = room / AMPD_CHUNK_ALIGN * AMPD_CHUNK_ALIGN;
+        if (cfg->chunk_bytes == 0)
+            cfg->chunk_bytes = AMPD_CHUNK_ALIGN;
+    }
+    return 0;
 }
 
 static char *config_trim(char *s)
@@ -308,7 +338,7 @@ enum config_result config_load(struct config *cfg, int argc, char **argv, char *
         return CONFIG_EXIT;
     if (file && config_file(cfg, file, err, errlen) != 0)
         return CONFIG_ERROR;
-    if (config_argv(cfg, argc, argv, err, errlen) != 0)
+    if (config_argv(cfg, argc, argv, err, errlen) != 0 || config_check(cfg, err, errlen) != 0)
         return CONFIG_ERROR;
     if (cfg->nlisten == 0)
         snprintf(cfg->listen[cfg->nlisten++], AMPD_ADDRESS_MAX, "%s", AMPD_DEFAULT_LISTEN);

@@ -19,6 +19,15 @@
 #define AMPD_DEFAULT_MAX_STREAMS 32
 #define AMPD_DEFAULT_MAX_JOB_MEMORY (1024ull * 1024 * 1024)
 #define AMPD_DEFAULT_DRAIN_TIMEOUT_MS 30000
+#define AMPD_DEFAULT_STAGING_BYTES (64ull * 1024 * 1024)
+#define AMPD_DEFAULT_CHUNK_BYTES (4ull * 1024 * 1024)
+#define AMPD_MIN_CHUNK_BYTES (64ull * 1024)
+#define AMPD_MAX_CHUNK_BYTES (256ull * 1024 * 1024)
+/* Chunks hold whole 16-byte words (kernels' vector width) and so whole
+ * elements of every type. */
+#define AMPD_CHUNK_ALIGN 16
+/* Room in a reply message besides a chunk's bytes (protobuf framing). */
+#define AMPD_REPLY_OVERHEAD 256
 
 /* gRPC's length prefix is 32 bits: no message can be larger. */
 #define AMPD_MAX_MESSAGE_BYTES_LIMIT 0xffffffffull
@@ -36,6 +45,9 @@ struct config {
     uint32_t max_streams;
     uint64_t max_job_memory;
     uint32_t drain_timeout_ms;
+    uint64_t staging_bytes;            /* per device; >= chunk_bytes */
+    uint64_t chunk_bytes;              /* multiple of AMPD_CHUNK_ALIGN */
+    uint64_t max_device_memory;        /* 0: 90% of each device's memory */
 };
 
 enum config_result {

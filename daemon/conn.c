@@ -61,6 +61,12 @@ static void conn_h2_closed(struct h2_call *call, void *ctx)
     rpc_h2_closed(call, c->set->env);
 }
 
+static void conn_h2_sent(struct h2_call *call, void *ctx)
+{
+    struct conn *c = ctx;
+    rpc_h2_sent(call, c->set->env);
+}
+
 static void conn_h2_want_write(void *ctx)
 {
     conn_flush(ctx);
@@ -71,6 +77,7 @@ static const struct h2_handlers conn_h2_handlers = {
     .message = conn_h2_message,
     .end = conn_h2_end,
     .closed = conn_h2_closed,
+    .sent = conn_h2_sent,
     .want_write = conn_h2_want_write,
 };
 

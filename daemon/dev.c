@@ -13,10 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Checks every step and computes the data length flowing out of each. */
-static enum status_code dev_check_steps(struct dev *d, struct job *job, size_t *out_len)
+enum status_code dev_check_steps(struct dev *d, struct job *job, uint64_t in_len, size_t *out_len)
 {
-    size_t len = job->in_len;
+    size_t len = (size_t)in_len;
     for (size_t i = 0; i < job->nsteps; i++) {
         const struct step *s = &job->steps[i];
         enum status_code st = STATUS_OK;
@@ -40,7 +39,8 @@ static enum status_code dev_check_steps(struct dev *d, struct job *job, size_t *
         }
         if (st != STATUS_OK)
             return st;
-        out_len[i] = len;
+        if (out_len)
+            out_len[i] = len;
     }
     return STATUS_OK;
 }
@@ -164,7 +164,7 @@ void dev_run(struct dev *d, struct job *job)
         job_fail(job, STATUS_RESOURCE_EXHAUSTED, "out of host memory");
     } else if (job->nsteps == 0) {
         job_fail(job, STATUS_INVALID_ARGUMENT, "steps: a job needs at least one step");
-    } else if (dev_check_steps(d, job, out_len) == STATUS_OK) {
+    } else if (dev_check_steps(d, job, job->in_len, out_len) == STATUS_OK) {
         struct dev_exec x;
         dev_exec_init(&x, d, job);
         dev_enqueue_steps(&x, out_len, slots);

@@ -49,4 +49,16 @@ const char *dev_type_name(enum dev_type t);
  * size) happens here and fails with STATUS_INVALID_ARGUMENT. */
 void dev_run(struct dev *d, struct job *job);
 
+/* Pinned host memory of size bytes for d's staging buffers (dev_pinned.c):
+ * returns its address and the handle to free it with, or NULL. Not
+ * thread-safe against other calls for the same device: call it before the
+ * device's runner starts. */
+struct dev_pinned;
+void *dev_pinned_alloc(struct dev *d, size_t size, struct dev_pinned **out);
+void dev_pinned_free(struct dev_pinned *p);
+
+/* Sets how many device bytes jobs may hold reserved at once on d (by
+ * default 90% of its global memory); --max-device-memory. */
+void dev_set_memory_capacity(struct dev *d, uint64_t bytes);
+
 #endif

@@ -102,6 +102,10 @@ static uint64_t dev_get_u64(cl_device_id id, cl_device_info what)
     return v;
 }
 
+/* Share of global memory jobs may reserve: the rest is for the driver,
+ * kernels' scratch and the staging buffers' device side. */
+#define DEV_MEM_CAPACITY_TENTHS 9
+
 static void dev_fill_info(struct dev *d)
 {
     struct dev_info *in = &d->info;
@@ -122,6 +126,7 @@ static void dev_fill_info(struct dev *d)
     d->local_mem_size = dev_get_u64(d->id, CL_DEVICE_LOCAL_MEM_SIZE);
     d->shape = in->type == DEV_CPU ? DEV_SHAPE_CPU : DEV_SHAPE_GPU;
     d->launch_items_max = DEV_LAUNCH_ITEMS_DEFAULT;
+    d->mem_capacity = in->global_mem_size / 10 * DEV_MEM_CAPACITY_TENTHS;
 }
 
 /* Builds kernels/<name>.cl for d; on failure err holds the build log's head. */

@@ -157,10 +157,9 @@ static uint64_t dev_event_device_ns(const struct dev *d, cl_event ev)
     return end > start ? end - start : 0;
 }
 
-enum status_code dev_exec_finish(struct dev_exec *x)
+/* Checks and releases x's events, which have all completed. */
+static enum status_code dev_exec_collect(struct dev_exec *x)
 {
-    for (int q = 0; q < DEV_NQUEUES; q++)
-        clFinish(x->d->q[q]);
     for (size_t i = 0; i < x->nevents; i++) {
         cl_int st = CL_COMPLETE;
         clGetEventInfo(x->events[i], CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof st, &st, NULL);
@@ -173,9 +172,34 @@ enum status_code dev_exec_finish(struct dev_exec *x)
     free(x->events);
     x->events = NULL;
     x->nevents = x->cap = 0;
-    if (!x->failed)
-        x->job->status = STATUS_OK;
-    return x->job->status;
+    /* Success leaves job->status alone: a streamed job's earlier failure
+     * must survive a later task that went well. */
+    return x->failed ? x->job->status : STATUS_OK;
+}
+
+enum status_code dev_exec_finish(struct dev_exec *x)
+{
+    for (int q = 0; q < DEV_NQUEUES; q++)
+        clFinish(x->d->q[q]);
+    return dev_exec_collect(x);
+}
+
+enum status_code dev_exec_wait(struct dev_exec *x)
+{
+    if (x->nevents)
+        clWaitForEvents((cl_uint)x->nevents, x->events);
+    return dev_exec_collect(x);
+}
+
+bool dev_exec_ready(const struct dev_exec *x)
+{
+    for (size_t i = 0; i < x->nevents; i++) {
+        cl_int st = CL_COMPLETE;
+        clGetEventInfo(x->events[i], CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof st, &st, NULL);
+        if (st > CL_COMPLETE)
+            return false;
+    }
+    return true;
 }
 
 enum status_code dev_buf_create(struct dev_exec *x, struct dev_buf *b, size_t size,
@@ -251,6 +275,12 @@ static enum status_code dev_cmd_done(struct dev_exec *x, struct dev_cmd *c, cl_i
 enum status_code dev_exec_write(struct dev_exec *x, struct dev_buf *b, const void *host,
                                 size_t len)
 {
+    return dev_exec_write_at(x, b, 0, host, len);
+}
+
+enum status_code dev_exec_write_at(struct dev_exec *x, struct dev_buf *b, size_t off,
+                                   const void *host, size_t len)
+{
     if (x->failed)
         return x->job->status;
     if (len == 0)
@@ -258,7 +288,7 @@ enum status_code dev_exec_write(struct dev_exec *x, struct dev_buf *b, const voi
     struct dev_cmd c;
     dev_cmd_prepare(&c, DEV_Q_IN, &(struct dev_access){b, HAZARD_WRITE}, 1);
     cl_event ev = NULL;
-    cl_int rc = clEnqueueWriteBuffer(x->d->q[DEV_Q_IN], b->mem, CL_FALSE, 0, len, host,
+    cl_int rc = clEnqueueWriteBuffer(x->d->q[DEV_Q_IN], b->mem, CL_FALSE, off, len, host,
                                      DEV_WAITS(c), &ev);
     return dev_cmd_done(x, &c, rc, ev, "copying input to the device");
 }

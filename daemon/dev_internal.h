@@ -49,6 +49,9 @@ struct dev {
     /* Largest global size (work-items) of one launch; splitting keeps every
      * launch at or under it. A test may lower it. */
     uint64_t launch_items_max;
+    /* Device bytes jobs may hold reserved at once (runner.c admits jobs
+     * against it): most of global memory, or --max-device-memory. */
+    uint64_t mem_capacity;
 };
 
 /* dev_open_all() with CL_QUEUE_PROFILING_ENABLE on every queue, so that
@@ -62,6 +65,11 @@ void dev_set_launch_items_max_for_test(struct dev *d, uint64_t items);
 /* Test-only: run d's jobs with the kernel shapes of another device type,
  * so a CPU-only host exercises the GPU kernels too. */
 void dev_set_shape_for_test(struct dev *d, enum dev_shape shape);
+
+/* Checks every step of job against d for an input of in_len bytes and,
+ * if out_len is not NULL, stores the data length flowing out of each. */
+enum status_code dev_check_steps(struct dev *d, struct job *job, uint64_t in_len,
+                                 size_t *out_len);
 
 /* The kernel called name in d's programs, or NULL. */
 cl_kernel dev_kernel(const struct dev *d, const char *name);
@@ -101,6 +109,13 @@ void dev_exec_init(struct dev_exec *x, struct dev *d, struct job *job);
  * job's status, releases the events. Returns the job's status. */
 enum status_code dev_exec_finish(struct dev_exec *x);
 
+/* Waits for x's own commands only (commands of other jobs on the same
+ * queues may still run), then does what dev_exec_finish does. */
+enum status_code dev_exec_wait(struct dev_exec *x);
+
+/* Non-blocking: have all of x's commands finished (or failed)? */
+bool dev_exec_ready(const struct dev_exec *x);
+
 /* Fails the job for a CL error: RESOURCE_EXHAUSTED for allocation and
  * resource errors, INTERNAL for the rest; the message names what and err. */
 enum status_code dev_exec_cl_fail(struct dev_exec *x, const char *what, cl_int err);
@@ -116,6 +131,9 @@ void dev_buf_release(struct dev_buf *b);
 /* Non-blocking copies; host memory must stay valid until dev_exec_finish. */
 enum status_code dev_exec_write(struct dev_exec *x, struct dev_buf *b, const void *host,
                                 size_t len);
+/* The same into b at byte offset off. */
+enum status_code dev_exec_write_at(struct dev_exec *x, struct dev_buf *b, size_t off,
+                                   const void *host, size_t len);
 enum status_code dev_exec_read(struct dev_exec *x, struct dev_buf *b, void *host, size_t off,
                                size_t len);
 /* Fills len bytes at off with a repeated pattern (kernel queue). */

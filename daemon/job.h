@@ -9,11 +9,13 @@
 #ifndef AMPD_JOB_H
 #define AMPD_JOB_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "status.h"
+#include "task.h"
 
 enum step_kind { STEP_REVERSE, STEP_TRANSFORM, STEP_HISTOGRAM, STEP_FILL };
 
@@ -85,6 +87,17 @@ struct job {
     void (*done)(struct job *job);
     void *owner;          /* what done() reports to, e.g. the waiting stream */
     struct job *next;     /* queue link; owned by whichever queue holds the job */
+    struct task task;     /* a unary job's TASK_JOB, how the runner sees it */
+
+    /* Streamed jobs (task.h). */
+    uint64_t total_len;   /* input bytes announced by the client; 0: unknown */
+    size_t chunk_bytes;   /* staging buffer size: the most one IN carries */
+    atomic_bool cancelled;/* set by the loop when the client went away: the
+                           * runner drops the job's queued tasks */
+
+    /* Runner thread only. */
+    struct dev_stream *stream; /* device side of a stream, OPEN to CLOSE */
+    uint64_t dev_reserved;     /* device bytes admitted for this job */
 };
 
 struct job *job_new(size_t nsteps);

@@ -19,19 +19,17 @@
 #include "grpc_frame.h"
 #include "scheduler.h"
 
-#define RPC_STREAM_UNIMPLEMENTED "streaming arrives with the scheduler issue"
-
 static const struct rpc_method rpc_methods[] = {
-    { "/amp.v1.Amp/Reverse", &amp__v1__reverse_request__descriptor, rpc_reverse },
-    { "/amp.v1.Amp/Transform", &amp__v1__transform_request__descriptor, rpc_transform },
-    { "/amp.v1.Amp/Histogram", &amp__v1__histogram_request__descriptor, rpc_histogram },
-    { "/amp.v1.Amp/Fill", &amp__v1__fill_request__descriptor, rpc_fill },
-    { "/amp.v1.Amp/Pipeline", &amp__v1__pipeline_request__descriptor, rpc_pipeline },
-    { "/amp.v1.Amp/Stream", NULL, NULL },
-    { "/amp.v1.Amp/ListDevices", &amp__v1__list_devices_request__descriptor, rpc_list_devices },
-    { "/amp.v1.Amp/Status", &amp__v1__status_request__descriptor, rpc_status },
+    { "/amp.v1.Amp/Reverse", &amp__v1__reverse_request__descriptor, rpc_reverse, NULL },
+    { "/amp.v1.Amp/Transform", &amp__v1__transform_request__descriptor, rpc_transform, NULL },
+    { "/amp.v1.Amp/Histogram", &amp__v1__histogram_request__descriptor, rpc_histogram, NULL },
+    { "/amp.v1.Amp/Fill", &amp__v1__fill_request__descriptor, rpc_fill, NULL },
+    { "/amp.v1.Amp/Pipeline", &amp__v1__pipeline_request__descriptor, rpc_pipeline, NULL },
+    { "/amp.v1.Amp/Stream", NULL, NULL, &rpc_stream_method },
+    { "/amp.v1.Amp/ListDevices", &amp__v1__list_devices_request__descriptor, rpc_list_devices, NULL },
+    { "/amp.v1.Amp/Status", &amp__v1__status_request__descriptor, rpc_status, NULL },
     { "/grpc.health.v1.Health/Check", &grpc__health__v1__health_check_request__descriptor,
-      rpc_health_check },
+      rpc_health_check, NULL },
 };
 
 const struct rpc_method *rpc_method_find(const char *path)
@@ -59,10 +57,6 @@ enum status_code rpc_h2_start(struct h2_call *call, const char *path, enum h2_ca
         snprintf(msg, msglen, "unknown method %s", path);
         return STATUS_UNIMPLEMENTED;
     }
-    if (!m->request) {
-        snprintf(msg, msglen, "%s: %s", path, RPC_STREAM_UNIMPLEMENTED);
-        return STATUS_UNIMPLEMENTED;
-    }
     struct rpc_call *rc = calloc(1, sizeof(*rc));
     if (!rc) {
         snprintf(msg, msglen, "out of memory");
@@ -72,7 +66,7 @@ enum status_code rpc_h2_start(struct h2_call *call, const char *path, enum h2_ca
     rc->env = env;
     rc->method = m;
     h2_call_set_user(call, rc);
-    *kind = H2_UNARY;
+    *kind = m->streaming ? H2_STREAM : H2_UNARY;
     return STATUS_OK;
 }
 
@@ -81,6 +75,8 @@ enum status_code rpc_h2_message(struct h2_call *call, const uint8_t *msg, size_t
 {
     (void)env;
     struct rpc_call *rc = h2_call_user(call);
+    if (rc->method->streaming)
+        return rc->method->streaming->message(rc, msg, len, err, errlen);
     rc->req = protobuf_c_message_unpack(rc->method->request, NULL, len, msg);
     if (!rc->req) {
         /* gRPC's status table: a server failing to parse a request says INTERNAL. */
@@ -94,7 +90,18 @@ void rpc_h2_end(struct h2_call *call, struct rpc_env *env)
 {
     (void)env;
     struct rpc_call *rc = h2_call_user(call);
-    rc->method->handle(rc, rc->req);
+    if (rc->method->streaming)
+        rc->method->streaming->end(rc);
+    else
+        rc->method->handle(rc, rc->req);
+}
+
+void rpc_h2_sent(struct h2_call *call, struct rpc_env *env)
+{
+    (void)env;
+    struct rpc_call *rc = h2_call_user(call);
+    if (rc && rc->method->streaming)
+        rc->method->streaming->sent(rc);
 }
 
 void rpc_h2_closed(struct h2_call *call, struct rpc_env *env)
@@ -103,6 +110,8 @@ void rpc_h2_closed(struct h2_call *call, struct rpc_env *env)
     struct rpc_call *rc = h2_call_user(call);
     if (!rc)
         return;
+    if (rc->method->streaming)
+        rc->method->streaming->closed(rc);
     if (rc->job)
         rc->job->owner = NULL; /* the completion will find the call gone */
     if (rc->req)

@@ -32,12 +32,25 @@ struct rpc_env {
 
 struct rpc_call;
 
+/* A streaming method's handlers: each request message as it comes (the
+ * method decodes it), the client's half-close, reply bytes leaving
+ * (h2_call_unsent went down), and the call going away (the last call for
+ * rc, which is freed after it). */
+struct rpc_streaming {
+    enum status_code (*message)(struct rpc_call *rc, const uint8_t *msg, size_t len, char *err,
+                                size_t errlen);
+    void (*end)(struct rpc_call *rc);
+    void (*sent)(struct rpc_call *rc);
+    void (*closed)(struct rpc_call *rc);
+};
+
 struct rpc_method {
     const char *path;                              /* "/amp.v1.Amp/Reverse" */
-    const ProtobufCMessageDescriptor *request;     /* NULL: a streaming method (not served yet) */
-    /* Answers the decoded request, now or later. Must not free req, but may
-     * take a bytes field (leaving it empty) to avoid a copy. */
+    const ProtobufCMessageDescriptor *request;     /* unary: the one request's type */
+    /* Unary: answers the decoded request, now or later. Must not free req,
+     * but may take a bytes field (leaving it empty) to avoid a copy. */
     void (*handle)(struct rpc_call *rc, ProtobufCMessage *req);
+    const struct rpc_streaming *streaming;         /* streaming methods; NULL for unary */
 };
 
 /* One call as the rpc layer sees it; hung on its h2_call. */
@@ -47,6 +60,7 @@ struct rpc_call {
     const struct rpc_method *method;
     ProtobufCMessage *req;              /* decoded request, owned; freed with the call */
     struct job *job;                    /* submitted, not yet completed; job->owner == this */
+    void *stream;                       /* a streaming method's state (rpc_stream.c) */
 };
 
 /* The method for path, or NULL. */
@@ -59,6 +73,7 @@ enum status_code rpc_h2_message(struct h2_call *call, const uint8_t *msg, size_t
                                 size_t errlen, struct rpc_env *env);
 void rpc_h2_end(struct h2_call *call, struct rpc_env *env);
 void rpc_h2_closed(struct h2_call *call, struct rpc_env *env);
+void rpc_h2_sent(struct h2_call *call, struct rpc_env *env);
 
 /* Packs reply and answers the call with it; a reply over --max-message-bytes
  * becomes RESOURCE_EXHAUSTED. The call may be closed and rc freed by the
@@ -91,5 +106,6 @@ void rpc_pipeline(struct rpc_call *rc, ProtobufCMessage *req);
 void rpc_list_devices(struct rpc_call *rc, ProtobufCMessage *req);
 void rpc_status(struct rpc_call *rc, ProtobufCMessage *req);
 void rpc_health_check(struct rpc_call *rc, ProtobufCMessage *req);
+extern const struct rpc_streaming rpc_stream_method;  /* amp.v1.Amp/Stream */
 
 #endif

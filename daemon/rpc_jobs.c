@@ -16,7 +16,6 @@
 
 /* Longest pipeline accepted: each step holds a result until the reply. */
 #define RPC_PIPELINE_MAX_STEPS 64
-#define RPC_FIELD_MAX 48
 
 /* Makes a job of nsteps that owns data's bytes (data is left empty). */
 static struct job *rpc_job_new(struct rpc_call *rc, size_t nsteps, ProtobufCBinaryData *data)
@@ -178,50 +177,17 @@ void rpc_fill(struct rpc_call *rc, ProtobufCMessage *req)
 
 /* --- pipelines ------------------------------------------------------------ */
 
-/* One pipeline step; *len is the data length it sees, updated to what the
- * next step sees. *reply adds the bytes this step puts in the reply. */
-static enum status_code rpc_pipeline_step(const Amp__V1__Step *ps, size_t i, size_t max_message,
-                                          struct step *st, uint64_t *len, uint64_t *reply,
-                                          char *err, size_t errlen)
-{
-    char f[RPC_FIELD_MAX];
-    enum status_code code = STATUS_OK;
-    switch (ps->kind_case) {
-    case AMP__V1__STEP__KIND_REVERSE:
-        st->kind = STEP_REVERSE;
-        break;
-    case AMP__V1__STEP__KIND_TRANSFORM:
-        snprintf(f, sizeof(f), "steps[%zu].transform", i);
-        code = rpc_params_transform(ps->transform, f, *len, st, err, errlen);
-        break;
-    case AMP__V1__STEP__KIND_HISTOGRAM:
-        snprintf(f, sizeof(f), "steps[%zu].histogram", i);
-        code = rpc_params_histogram(ps->histogram, f, *len, max_message, st, err, errlen);
-        break;
-    case AMP__V1__STEP__KIND_FILL:
-        snprintf(f, sizeof(f), "steps[%zu].fill", i);
-        code = rpc_params_fill(ps->fill, f, max_message, st, err, errlen);
-        break;
-    default:
-        snprintf(err, errlen, "steps[%zu]: no step kind set", i);
-        return STATUS_INVALID_ARGUMENT;
-    }
-    if (code != STATUS_OK)
-        return code;
-    *len = rpc_step_output_len(st, *len);
-    *reply += st->kind == STEP_HISTOGRAM ? (uint64_t)st->u.hist.bins * sizeof(uint64_t) : *len;
-    return STATUS_OK;
-}
-
 static enum status_code rpc_pipeline_steps(const Amp__V1__PipelineRequest *r, struct job *job,
                                            size_t max_message, char *err, size_t errlen)
 {
     uint64_t len = job->in_len, reply = 0;
     for (size_t i = 0; i < r->n_steps; i++) {
-        enum status_code code = rpc_pipeline_step(r->steps[i], i, max_message, &job->steps[i],
-                                                  &len, &reply, err, errlen);
+        enum status_code code =
+            rpc_params_step(r->steps[i], i, max_message, &job->steps[i], &len, err, errlen);
         if (code != STATUS_OK)
             return code;
+        const struct step *st = &job->steps[i];
+        reply += st->kind == STEP_HISTOGRAM ? (uint64_t)st->u.hist.bins * sizeof(uint64_t) : len;
     }
     if (reply > max_message) {
         snprintf(err, errlen,

@@ -17,6 +17,7 @@
 #define RPC_BYTE_MAX 255
 #define RPC_MAP_TABLE 256
 #define RPC_U8_BINS 256
+#define RPC_FIELD_MAX 48   /* "steps[63].histogram" and the like */
 
 static enum status_code rpc_invalid(char *err, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -207,5 +208,36 @@ enum status_code rpc_params_device(const char *device, struct job *job, char *er
     if (strlen(device) >= sizeof(job->device_req))
         return rpc_invalid(err, errlen, "device: no device matches \"%.40s...\"", device);
     snprintf(job->device_req, sizeof(job->device_req), "%s", device);
+    return STATUS_OK;
+}
+
+enum status_code rpc_params_step(const Amp__V1__Step *ps, size_t i, size_t max_message,
+                                 struct step *st, uint64_t *len, char *err, size_t errlen)
+{
+    char f[RPC_FIELD_MAX];
+    enum status_code code = STATUS_OK;
+    switch (ps->kind_case) {
+    case AMP__V1__STEP__KIND_REVERSE:
+        st->kind = STEP_REVERSE;
+        break;
+    case AMP__V1__STEP__KIND_TRANSFORM:
+        snprintf(f, sizeof(f), "steps[%zu].transform", i);
+        code = rpc_params_transform(ps->transform, f, *len, st, err, errlen);
+        break;
+    case AMP__V1__STEP__KIND_HISTOGRAM:
+        snprintf(f, sizeof(f), "steps[%zu].histogram", i);
+        code = rpc_params_histogram(ps->histogram, f, *len, max_message, st, err, errlen);
+        break;
+    case AMP__V1__STEP__KIND_FILL:
+        snprintf(f, sizeof(f), "steps[%zu].fill", i);
+        code = rpc_params_fill(ps->fill, f, max_message, st, err, errlen);
+        break;
+    default:
+        snprintf(err, errlen, "steps[%zu]: no step kind set", i);
+        return STATUS_INVALID_ARGUMENT;
+    }
+    if (code != STATUS_OK)
+        return code;
+    *len = rpc_step_output_len(st, *len);
     return STATUS_OK;
 }

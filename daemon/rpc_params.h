@@ -28,6 +28,11 @@ enum status_code rpc_params_histogram(const Amp__V1__HistogramParams *p, const c
 enum status_code rpc_params_fill(const Amp__V1__FillParams *p, const char *f, size_t max_message,
                                  struct step *st, char *err, size_t errlen);
 
+/* One step of steps[i] (field "steps[i]"); *len is the data length it
+ * sees, updated to what the next step sees. */
+enum status_code rpc_params_step(const Amp__V1__Step *ps, size_t i, size_t max_message,
+                                 struct step *st, uint64_t *len, char *err, size_t errlen);
+
 /* Length of the data the step after st sees, given st saw len bytes. */
 uint64_t rpc_step_output_len(const struct step *st, uint64_t len);
 

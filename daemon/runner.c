@@ -1,54 +1,207 @@
-/* runner.c: one thread per device running its jobs in order (runner.h).
+/* runner.c: one thread per device running its tasks (runner.h).
  *
- * The loop thread (sched.c) submits jobs under a mutex; the runner thread
- * sleeps on a condition variable, runs each job with dev_run() and hands it
- * to the completion callback. On stop, the job in hand finishes and the
- * jobs still queued are completed with STATUS_CANCELLED, on the runner
- * thread like every other completion.
+ * The loop thread submits tasks under a mutex; the runner thread takes
+ * them in order and starts each on the device without waiting
+ * (dev_task_start), keeping up to RUNNER_FLIGHT_MAX started tasks in
+ * flight, and finishes them oldest first. A task is handed to the
+ * completion callback once finished, so a stream's tasks complete in the
+ * order they were submitted.
+ *
+ * Admission: a unary job or a stream's OPEN reserves the device memory it
+ * needs first. One that could never fit fails with RESOURCE_EXHAUSTED; one
+ * that does not fit now is parked, and so is every admission after it
+ * (no overtaking), until a job or stream releases its reservation. Tasks
+ * that need no new memory (a stream's chunks) keep flowing meanwhile, so
+ * streams already admitted interleave with the queue.
  */
 #include "runner.h"
 
+#include <inttypes.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
+
+#include "dev_task.h"
+
+/* Tasks started and not yet finished: enough for the copy in, kernels and
+ * copy out of a couple of streams to overlap. */
+#define RUNNER_FLIGHT_MAX 8
+
+struct runner_flight {
+    struct task *t;
+    struct dev_exec *x;             /* NULL: the task finished when it started */
+};
 
 struct runner {
     struct dev *dev;                /* not owned */
     runner_complete_cb complete;
     void *ctx;
     pthread_t thread;
-    pthread_mutex_t lock;           /* guards everything below */
+    pthread_mutex_t lock;           /* guards head, tail, load, stopping */
     pthread_cond_t wake;
-    struct job *head, *tail;        /* queued jobs, linked through job->next */
-    size_t load;                    /* queued + running */
+    struct task *head, *tail;       /* queued tasks, linked through task->next */
+    size_t load;                    /* queued + parked + in flight */
     bool stopping;
+
+    /* Runner thread only. */
+    struct task *parked, *parked_tail; /* waiting for device memory, in order */
+    struct runner_flight flight[RUNNER_FLIGHT_MAX]; /* oldest first */
+    size_t nflight;
+    uint64_t mem_used;              /* device bytes reserved: <= capacity */
 };
 
-static struct job *runner_pop(struct runner *r)
+static void runner_append(struct task **head, struct task **tail, struct task *t)
 {
-    struct job *job = r->head;
-    if (job) {
-        r->head = job->next;
-        if (!r->head)
-            r->tail = NULL;
-        job->next = NULL;
-    }
-    return job;
+    t->next = NULL;
+    if (*tail)
+        (*tail)->next = t;
+    else
+        *head = t;
+    *tail = t;
 }
 
-static void runner_cancel_queued(struct runner *r)
+static struct task *runner_pop(struct runner *r)
 {
+    struct task *t = r->head;
+    if (t) {
+        r->head = t->next;
+        if (!r->head)
+            r->tail = NULL;
+        t->next = NULL;
+    }
+    return t;
+}
+
+static void runner_hand_back(struct runner *r, struct task *t)
+{
+    r->complete(t, r->ctx);
+    pthread_mutex_lock(&r->lock);
+    r->load--;
+    pthread_mutex_unlock(&r->lock);
+}
+
+static void runner_fail(struct task *t, enum status_code code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void runner_fail(struct task *t, enum status_code code, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(t->msg, sizeof t->msg, fmt, ap);
+    va_end(ap);
+    t->status = code;
+    if (t->kind == TASK_JOB)
+        job_fail(t->job, code, "%s", t->msg);   /* a unary job reports through itself */
+}
+
+/* Parked tasks go back to the front of the queue, in their order. */
+static void runner_unpark(struct runner *r)
+{
+    if (!r->parked)
+        return;
+    pthread_mutex_lock(&r->lock);
+    r->parked_tail->next = r->head;
+    if (!r->head)
+        r->tail = r->parked_tail;
+    r->head = r->parked;
+    pthread_mutex_unlock(&r->lock);
+    r->parked = r->parked_tail = NULL;
+}
+
+static void runner_release(struct runner *r, struct job *job)
+{
+    if (!job->dev_reserved)
+        return;
+    r->mem_used -= job->dev_reserved;
+    job->dev_reserved = 0;
+    runner_unpark(r);
+}
+
+/* Reserves t's device memory. Returns false when t was parked or failed
+ * (failed tasks get their status and are handed back in order). */
+static bool runner_admit(struct runner *r, struct task *t)
+{
+    if (t->kind != TASK_JOB && t->kind != TASK_OPEN)
+        return true;
+    uint64_t need = dev_task_memory(r->dev, t);
+    uint64_t cap = dev_memory_capacity(r->dev);
+    if (need > cap) {
+        runner_fail(t, STATUS_RESOURCE_EXHAUSTED,
+                    "the job needs %" PRIu64 " bytes of device memory; device %u admits at "
+                    "most %" PRIu64 " (--max-device-memory)",
+                    need, dev_info(r->dev)->index, cap);
+        return true;   /* started below, it only reports the failure */
+    }
+    if (r->parked || need > cap - r->mem_used) {
+        runner_append(&r->parked, &r->parked_tail, t);
+        return false;
+    }
+    r->mem_used += need;
+    t->job->dev_reserved = need;
+    return true;
+}
+
+static bool runner_retire(struct runner *r, bool block);
+
+static void runner_begin(struct runner *r, struct task *t)
+{
+    t->status = STATUS_OK;
+    t->msg[0] = '\0';
+    if (!runner_admit(r, t))
+        return;
+    /* CLOSE frees host memory that earlier tasks' copies may still be
+     * writing into: let everything before it finish first. */
+    if (t->kind == TASK_CLOSE)
+        while (runner_retire(r, true))
+            ;
+    struct dev_exec *x = NULL;
+    if (t->status == STATUS_OK)
+        x = dev_task_start(r->dev, t);
+    if (t->kind == TASK_JOB || t->kind == TASK_CLOSE)
+        runner_release(r, t->job);   /* both ran to the end in start */
+    r->flight[r->nflight++] = (struct runner_flight){t, x};
+}
+
+/* Finishes the oldest task in flight if it is done (or, with block,
+ * once it is). Returns whether one was finished. */
+static bool runner_retire(struct runner *r, bool block)
+{
+    if (r->nflight == 0)
+        return false;
+    struct runner_flight f = r->flight[0];
+    if (f.x && !block && !dev_task_ready(f.x))
+        return false;
+    if (f.x)
+        dev_task_finish(r->dev, f.t, f.x);
+    r->nflight--;
+    for (size_t i = 0; i < r->nflight; i++)
+        r->flight[i] = r->flight[i + 1];
+    runner_hand_back(r, f.t);
+    return true;
+}
+
+/* On stop: what is in flight finishes; queued and parked tasks are
+ * cancelled, except CLOSE, which still frees its stream. */
+static void runner_drain(struct runner *r)
+{
+    while (runner_retire(r, true))
+        ;
+    runner_unpark(r);
     for (;;) {
         pthread_mutex_lock(&r->lock);
-        struct job *job = runner_pop(r);
+        struct task *t = runner_pop(r);
         pthread_mutex_unlock(&r->lock);
-        if (!job)
+        if (!t)
             return;
-        job_fail(job, STATUS_CANCELLED, "the daemon is shutting down");
-        r->complete(job, r->ctx);
-        pthread_mutex_lock(&r->lock);
-        r->load--;
-        pthread_mutex_unlock(&r->lock);
+        if (t->kind == TASK_CLOSE) {
+            runner_begin(r, t);
+            runner_retire(r, true);
+            continue;
+        }
+        runner_fail(t, STATUS_CANCELLED, "the daemon is shutting down");
+        runner_hand_back(r, t);
     }
 }
 
@@ -57,19 +210,29 @@ static void *runner_main(void *arg)
     struct runner *r = arg;
     pthread_mutex_lock(&r->lock);
     for (;;) {
-        while (!r->head && !r->stopping)
+        while (!r->head && r->nflight == 0 && !r->stopping)
             pthread_cond_wait(&r->wake, &r->lock);
         if (r->stopping)
             break;
-        struct job *job = runner_pop(r);
+        struct task *t = r->nflight < RUNNER_FLIGHT_MAX ? runner_pop(r) : NULL;
         pthread_mutex_unlock(&r->lock);
-        dev_run(r->dev, job);
-        r->complete(job, r->ctx);
+        if (t)
+            runner_begin(r, t);
+        /* Finish what is done; wait for the oldest only when there is
+         * nothing new to start. */
+        while (runner_retire(r, false))
+            ;
+        if (!t) {
+            pthread_mutex_lock(&r->lock);
+            bool idle = !r->head || r->nflight == RUNNER_FLIGHT_MAX;
+            pthread_mutex_unlock(&r->lock);
+            if (idle)
+                runner_retire(r, true);
+        }
         pthread_mutex_lock(&r->lock);
-        r->load--;
     }
     pthread_mutex_unlock(&r->lock);
-    runner_cancel_queued(r);
+    runner_drain(r);
     return NULL;
 }
 
@@ -92,15 +255,10 @@ struct runner *runner_start(struct dev *d, runner_complete_cb complete, void *ct
     return r;
 }
 
-void runner_submit(struct runner *r, struct job *job)
+void runner_submit(struct runner *r, struct task *t)
 {
-    job->next = NULL;
     pthread_mutex_lock(&r->lock);
-    if (r->tail)
-        r->tail->next = job;
-    else
-        r->head = job;
-    r->tail = job;
+    runner_append(&r->head, &r->tail, t);
     r->load++;
     pthread_cond_signal(&r->wake);
     pthread_mutex_unlock(&r->lock);

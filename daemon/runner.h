@@ -1,7 +1,9 @@
-/* runner.h: one thread per device that owns it and runs its jobs in order.
+/* runner.h: one thread per device that owns it and runs its tasks
+ * (task.h: unary jobs and the pieces of streamed ones) in order.
  *
- * The loop thread submits jobs; the runner thread calls dev_run() and then
- * the completion callback, on the runner thread. sched.c turns that into a
+ * The loop thread submits tasks; the runner thread starts them on the
+ * device, admits their device memory, and calls the completion callback,
+ * on the runner thread, as each finishes. sched.c turns that into a
  * uv_async wake-up so results are written from the loop thread.
  */
 #ifndef AMPD_RUNNER_H
@@ -11,25 +13,28 @@
 
 #include "dev.h"
 #include "job.h"
+#include "task.h"
 
 struct runner;
 
-typedef void (*runner_complete_cb)(struct job *job, void *ctx);
+typedef void (*runner_complete_cb)(struct task *t, void *ctx);
 
-/* Starts a thread for d. complete(job, ctx) runs on that thread after each
- * job. Returns NULL on failure. The runner does not own d. */
+/* Starts a thread for d. complete(t, ctx) runs on that thread after each
+ * task, in submission order for the tasks of one job. Returns NULL on failure. The runner does not own d. */
 struct runner *runner_start(struct dev *d, runner_complete_cb complete, void *ctx);
 
-/* Queues job; never blocks on the device. Thread-safe. */
-void runner_submit(struct runner *r, struct job *job);
+/* Queues t; never blocks on the device. Thread-safe. */
+void runner_submit(struct runner *r, struct task *t);
 
-/* Jobs queued or running: the placement load metric. Thread-safe. */
+/* Tasks queued, waiting for memory or running: the placement load metric.
+ * Thread-safe. */
 size_t runner_load(struct runner *r);
 
 struct dev *runner_dev(struct runner *r);
 
-/* Finishes the job in hand, completes queued ones with STATUS_CANCELLED,
- * joins the thread and frees r. */
+/* Finishes the tasks in flight, completes queued ones with
+ * STATUS_CANCELLED (a CLOSE still frees its stream), joins the thread and
+ * frees r. */
 void runner_stop(struct runner *r);
 
 #endif

@@ -1,10 +1,11 @@
 /* sched.c: placement, daemon-wide limits and completions (see scheduler.h).
  *
- * Runner threads finish jobs and call sched_on_complete() on their own
- * thread; it appends the job to `done` under a mutex and wakes the loop with
- * uv_async_send() (which coalesces: one wake-up may carry many jobs). The
- * loop's async callback takes the whole list and calls each job->done().
- * Counters and reservations are touched only on the loop thread.
+ * Runner threads finish tasks and call sched_on_complete() on their own
+ * thread; it appends the task to `done` under a mutex and wakes the loop
+ * with uv_async_send() (which coalesces: one wake-up may carry many). The
+ * loop's async callback takes the whole list and calls each task's done(),
+ * which for a unary job is job->done(). Counters and reservations are
+ * touched only on the loop thread.
  */
 #include "scheduler.h"
 
@@ -15,7 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dev_task.h"
 #include "runner.h"
+#include "staging.h"
 
 #define SCHED_HIST_COUNT_BYTES sizeof(uint64_t)
 
@@ -23,10 +26,12 @@ struct sched {
     uv_loop_t *loop;
     uv_async_t wake;           /* runner threads -> loop */
     uv_mutex_t lock;           /* guards done_head/done_tail only */
-    struct job *done_head, *done_tail; /* completed jobs not yet delivered */
+    struct task *done_head, *done_tail; /* completed tasks not yet delivered */
 
     struct dev **devs;         /* not owned */
     struct runner **runners;   /* runners[i] runs devs[i] */
+    struct staging_pool **staging; /* staging[i]: devs[i]'s pinned buffers */
+    bool stopped;              /* runners are gone: tasks are finished here */
     size_t ndevs;
     size_t default_index;
     struct sched_limits limits;
@@ -202,45 +207,115 @@ enum status_code sched_submit(struct sched *s, struct job *job, char *msg, size_
         return code;
     s->in_flight++;
     s->memory += need;
-    runner_submit(s->runners[index], job);
+    job->task = (struct task){ .kind = TASK_JOB, .job = job };
+    runner_submit(s->runners[index], &job->task);
     return STATUS_OK;
+}
+
+/* --- streams ---------------------------------------------------------------- */
+
+enum status_code sched_stream_begin(struct sched *s, struct job *job, size_t *index, char *msg,
+                                    size_t msglen)
+{
+    enum status_code code = sched_place(s, job->device_req, index, msg, msglen);
+    if (code != STATUS_OK)
+        return code;
+    code = sched_admit(s, 0, msg, msglen);
+    if (code != STATUS_OK)
+        return code;
+    job->chunk_bytes = staging_buf_size(s->staging[*index]);
+    s->in_flight++;
+    return STATUS_OK;
+}
+
+void sched_stream_end(struct sched *s, bool ok)
+{
+    s->in_flight--;
+    if (ok)
+        s->completed++;
+    else
+        s->failed++;
+}
+
+static void sched_push_done(struct sched *s, struct task *t);
+
+void sched_stream_task(struct sched *s, size_t index, struct task *t)
+{
+    if (!s->stopped) {
+        runner_submit(s->runners[index], t);
+        return;
+    }
+    /* Shutting down: no runner is left to race with, so CLOSE frees the
+     * device side here; anything else is cancelled. */
+    t->out_len = 0;
+    t->msg[0] = '\0';
+    t->status = STATUS_OK;
+    if (t->kind == TASK_CLOSE)
+        dev_stream_close(t->job);
+    else {
+        t->status = STATUS_CANCELLED;
+        snprintf(t->msg, sizeof t->msg, "the daemon is shutting down");
+    }
+    sched_push_done(s, t);
+}
+
+struct staging_pool *sched_staging(struct sched *s, size_t index)
+{
+    return s->staging[index];
 }
 
 /* --- completions ---------------------------------------------------------- */
 
-/* Runner thread. */
-static void sched_on_complete(struct job *job, void *ctx)
+static void sched_push_done(struct sched *s, struct task *t)
 {
-    struct sched *s = ctx;
-    job->next = NULL;
+    t->next = NULL;
     uv_mutex_lock(&s->lock);
     if (s->done_tail)
-        s->done_tail->next = job;
+        s->done_tail->next = t;
     else
-        s->done_head = job;
-    s->done_tail = job;
+        s->done_head = t;
+    s->done_tail = t;
     uv_mutex_unlock(&s->lock);
     uv_async_send(&s->wake);
 }
 
-/* Loop thread: delivers every completed job. */
+/* Runner thread. */
+static void sched_on_complete(struct task *t, void *ctx)
+{
+    sched_push_done(ctx, t);
+}
+
+static void sched_job_done(struct sched *s, struct job *job)
+{
+    s->in_flight--;
+    s->memory -= sched_job_memory(job);
+    if (job->status == STATUS_OK)
+        s->completed++;
+    else
+        s->failed++;
+    job->done(job); /* frees the job */
+}
+
+/* Loop thread: delivers every completed task, including those that the
+ * deliveries themselves complete (a CLOSE after shutdown). */
 static void sched_deliver(struct sched *s)
 {
-    uv_mutex_lock(&s->lock);
-    struct job *job = s->done_head;
-    s->done_head = s->done_tail = NULL;
-    uv_mutex_unlock(&s->lock);
-    while (job) {
-        struct job *next = job->next;
-        job->next = NULL;
-        s->in_flight--;
-        s->memory -= sched_job_memory(job);
-        if (job->status == STATUS_OK)
-            s->completed++;
-        else
-            s->failed++;
-        job->done(job); /* frees the job */
-        job = next;
+    for (;;) {
+        uv_mutex_lock(&s->lock);
+        struct task *t = s->done_head;
+        s->done_head = s->done_tail = NULL;
+        uv_mutex_unlock(&s->lock);
+        if (!t)
+            return;
+        while (t) {
+            struct task *next = t->next;
+            t->next = NULL;
+            if (t->kind == TASK_JOB)
+                sched_job_done(s, t->job);
+            else
+                t->done(t);
+            t = next;
+        }
     }
 }
 
@@ -255,7 +330,10 @@ int sched_new(uv_loop_t *loop, struct dev **devs, size_t ndevs, size_t default_i
               const struct sched_limits *limits, struct sched **out, char *err, size_t errlen)
 {
     struct sched *s = calloc(1, sizeof(*s));
-    if (!s || !(s->runners = calloc(ndevs ? ndevs : 1, sizeof(*s->runners)))) {
+    if (!s || !(s->runners = calloc(ndevs ? ndevs : 1, sizeof(*s->runners))) ||
+        !(s->staging = calloc(ndevs ? ndevs : 1, sizeof(*s->staging)))) {
+        if (s)
+            free(s->runners);
         free(s);
         snprintf(err, errlen, "out of memory");
         return -1;
@@ -269,6 +347,13 @@ int sched_new(uv_loop_t *loop, struct dev **devs, size_t ndevs, size_t default_i
     uv_async_init(loop, &s->wake, sched_on_wake);
     s->wake.data = s;
     for (size_t i = 0; i < ndevs; i++) {
+        if (limits->max_device_memory && limits->max_device_memory < dev_memory_capacity(devs[i]))
+            dev_set_memory_capacity(devs[i], limits->max_device_memory);
+        if (staging_pool_new(loop, devs[i], limits->staging_bytes / limits->chunk_bytes,
+                             limits->chunk_bytes, &s->staging[i], err, errlen) != 0) {
+            sched_close(s);
+            return -1;
+        }
         s->runners[i] = runner_start(devs[i], sched_on_complete, s);
         if (!s->runners[i]) {
             snprintf(err, errlen, "cannot start the runner thread of device %zu", i);
@@ -308,6 +393,7 @@ static void sched_on_closed(uv_handle_t *h)
     struct sched *s = h->data;
     uv_mutex_destroy(&s->lock);
     free(s->runners);
+    free(s->staging);
     free(s);
 }
 
@@ -316,7 +402,10 @@ void sched_close(struct sched *s)
     for (size_t i = 0; i < s->ndevs; i++)
         if (s->runners[i])
             runner_stop(s->runners[i]);
+    s->stopped = true;
     /* Runners are joined: what they completed last is in the list. */
     sched_deliver(s);
+    for (size_t i = 0; i < s->ndevs; i++)
+        staging_pool_free(s->staging[i]);
     uv_close((uv_handle_t *)&s->wake, sched_on_closed);
 }

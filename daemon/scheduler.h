@@ -12,6 +12,7 @@
 #ifndef AMPD_SCHEDULER_H
 #define AMPD_SCHEDULER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <uv.h>
@@ -23,8 +24,11 @@
 struct sched;
 
 struct sched_limits {
-    uint32_t max_jobs;        /* jobs queued or running, daemon-wide */
-    uint64_t max_job_memory;  /* bytes of job input + output held at once, daemon-wide */
+    uint32_t max_jobs;        /* jobs (unary or streamed) queued or running, daemon-wide */
+    uint64_t max_job_memory;  /* bytes of unary job input + output held at once, daemon-wide */
+    uint64_t staging_bytes;   /* pinned staging memory per device (streams) */
+    size_t chunk_bytes;       /* one staging buffer: staging_bytes / chunk_bytes >= 1 */
+    uint64_t max_device_memory; /* per device, reserved by jobs at once; 0: 90% of it */
 };
 
 struct sched_stats {
@@ -50,6 +54,19 @@ int sched_new(uv_loop_t *loop, struct dev **devs, size_t ndevs, size_t default_i
  * owns the job until it calls done), or a status with a message in msg, the
  * job still the caller's. */
 enum status_code sched_submit(struct sched *s, struct job *job, char *msg, size_t msglen);
+
+/* Streams (rpc_stream.c). A stream counts as one job in flight from
+ * sched_stream_begin() to sched_stream_end(). begin places it (by
+ * job->device_req) into *index, sets job->chunk_bytes, and refuses it as
+ * sched_submit would; the stream then runs as tasks (task.h) submitted
+ * with sched_stream_task(), each handed back through its done() on the
+ * loop, in order. Its data lives in sched_staging(s, *index). */
+struct staging_pool;
+enum status_code sched_stream_begin(struct sched *s, struct job *job, size_t *index, char *msg,
+                                    size_t msglen);
+void sched_stream_task(struct sched *s, size_t index, struct task *t);
+void sched_stream_end(struct sched *s, bool ok);
+struct staging_pool *sched_staging(struct sched *s, size_t index);
 
 /* Bytes a job holds while in flight (input plus every step's output). */
 uint64_t sched_job_memory(const struct job *job);

@@ -1,10 +1,11 @@
 /* server.c: wiring and the daemon's life on the loop (see server.h).
  *
  * Shutdown order matters: listeners close first (no new sockets), then
- * connections get GOAWAY and close as their calls finish; once none is left
- * (or the drain timer fires and they are closed by force) the scheduler
- * stops its runners, which finish the job in hand and cancel queued ones,
- * and the loop runs until every handle's close callback has freed it.
+ * connections get GOAWAY and close as their calls finish (or the drain
+ * timer fires and they are closed by force); once none is left, the
+ * scheduler stops its runners, which finish the tasks in flight and cancel
+ * queued ones (streams still get their device side freed), and the loop
+ * runs until every handle's close callback has freed it.
  */
 #include "server.h"
 
@@ -30,7 +31,8 @@ struct server {
     uv_signal_t sigterm, sigint;
     uv_timer_t drain_timer;
     bool draining;
-    bool stopped;           /* final teardown started */
+    bool stopped;           /* final teardown started: connections closing */
+    bool finished;          /* connections gone, scheduler and handles closed */
 };
 
 static void server_on_accept(struct listen_sock *sock, void *ctx)
@@ -65,14 +67,13 @@ static void server_close_listeners(struct server *srv)
     srv->nlisteners = 0;
 }
 
-/* Everything is drained or given up on: close the remaining handles. */
-static void server_stop(struct server *srv)
+/* Every connection is gone, so every call is: stop the runners (streams
+ * still holding device state get their CLOSE then) and close the rest. */
+static void server_finish(struct server *srv)
 {
-    if (srv->stopped)
+    if (srv->finished)
         return;
-    srv->stopped = true;
-    uv_timer_stop(&srv->drain_timer);
-    conn_close_all(&srv->conns);
+    srv->finished = true;
     if (srv->sched) {
         sched_close(srv->sched);
         srv->sched = NULL;
@@ -83,9 +84,29 @@ static void server_stop(struct server *srv)
     uv_close((uv_handle_t *)&srv->drain_timer, NULL);
 }
 
+/* Everything is drained or given up on: close the connections left, then
+ * finish once their close callbacks have released their calls. */
+static void server_stop(struct server *srv)
+{
+    if (srv->stopped)
+        return;
+    srv->stopped = true;
+    uv_timer_stop(&srv->drain_timer);
+    srv->conns.draining = true;   /* so that empty() reports the last close */
+    if (srv->conns.head) {
+        conn_close_all(&srv->conns);
+        return;
+    }
+    server_finish(srv);
+}
+
 static void server_on_conns_empty(void *ctx)
 {
-    server_stop(ctx);
+    struct server *srv = ctx;
+    if (srv->stopped)
+        server_finish(srv);
+    else
+        server_stop(srv);
 }
 
 static void server_on_drain_timeout(uv_timer_t *t)
@@ -141,7 +162,13 @@ int server_run(const struct config *cfg, struct dev **devs, size_t ndevs, size_t
     server_init(srv, cfg);
     int status = 0;
     char err[256];
-    struct sched_limits limits = { cfg->max_jobs, cfg->max_job_memory };
+    struct sched_limits limits = {
+        .max_jobs = cfg->max_jobs,
+        .max_job_memory = cfg->max_job_memory,
+        .staging_bytes = cfg->staging_bytes,
+        .chunk_bytes = (size_t)cfg->chunk_bytes,
+        .max_device_memory = cfg->max_device_memory,
+    };
     if (sched_new(&srv->loop, devs, ndevs, default_index, &limits, &srv->sched, err, sizeof(err))
         != 0) {
         fprintf(stderr, "ampd: %s\n", err);

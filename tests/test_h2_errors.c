@@ -44,11 +44,23 @@ START_TEST(unknown_method)
 }
 END_TEST
 
-START_TEST(stream_not_yet)
+START_TEST(stream_needs_header_first)
 {
+    /* An empty StreamRequest: neither header nor data. */
     const struct h2c_result *r = h2_pair_call(&pair, "/amp.v1.Amp/Stream", NULL, 0);
-    ck_assert_int_eq(r->grpc_status, STATUS_UNIMPLEMENTED);
-    ck_assert_ptr_nonnull(strstr(r->grpc_message, "streaming arrives with the scheduler issue"));
+    ck_assert_int_eq(r->grpc_status, STATUS_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(r->grpc_message, "header"));
+}
+END_TEST
+
+START_TEST(stream_without_devices)
+{
+    /* StreamRequest{header{steps: [{reverse: {}}]}}: valid, but this
+     * daemon has no scheduler. */
+    static const uint8_t msg[] = {0x0a, 0x04, 0x0a, 0x02, 0x0a, 0x00};
+    const struct h2c_result *r = h2_pair_call(&pair, "/amp.v1.Amp/Stream", msg, sizeof msg);
+    ck_assert_int_eq(r->grpc_status, STATUS_UNAVAILABLE);
+    ck_assert_ptr_nonnull(strstr(r->grpc_message, "no device"));
 }
 END_TEST
 
@@ -282,7 +294,8 @@ int main(void)
     TCase *tc = tcase_create("core");
     tcase_add_checked_fixture(tc, setup, teardown);
     tcase_add_test(tc, unknown_method);
-    tcase_add_test(tc, stream_not_yet);
+    tcase_add_test(tc, stream_needs_header_first);
+    tcase_add_test(tc, stream_without_devices);
     tcase_add_test(tc, bad_content_type);
     tcase_add_test(tc, not_post);
     tcase_add_test(tc, bad_protobuf);

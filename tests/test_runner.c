@@ -23,9 +23,10 @@ struct completions {
     bool released;
 };
 
-static void on_complete(struct job *job, void *ctx)
+static void on_complete(struct task *t, void *ctx)
 {
     struct completions *c = ctx;
+    struct job *job = t->job;
     pthread_mutex_lock(&c->lock);
     if (c->n == 0)
         c->thread = pthread_self();
@@ -60,6 +61,7 @@ static struct job *reverse_job(uint8_t tag)
     uint8_t in[3] = {tag, 1, 2};
     struct job *job = fixture_job(1, in, sizeof in);
     job->steps[0].kind = STEP_REVERSE;
+    job->task = (struct task){.kind = TASK_JOB, .job = job};
     return job;
 }
 
@@ -73,7 +75,7 @@ START_TEST(runs_in_order_on_its_thread)
     struct job *jobs[NJOBS];
     for (int i = 0; i < NJOBS; i++) {
         jobs[i] = reverse_job((uint8_t)i);
-        runner_submit(r, jobs[i]);
+        runner_submit(r, &jobs[i]->task);
     }
     completions_wait(&c, NJOBS);
     ck_assert(!c.other_thread);
@@ -111,11 +113,11 @@ START_TEST(stop_cancels_queued_jobs)
     ck_assert_ptr_nonnull(r);
     struct job *jobs[NJOBS];
     jobs[0] = reverse_job(0);
-    runner_submit(r, jobs[0]);
+    runner_submit(r, &jobs[0]->task);
     completions_wait(&c, 1);   /* the runner is now held in job 0's completion */
     for (int i = 1; i < NJOBS; i++) {
         jobs[i] = reverse_job((uint8_t)i);
-        runner_submit(r, jobs[i]);
+        runner_submit(r, &jobs[i]->task);
     }
     ck_assert_uint_eq(runner_load(r), NJOBS);
     /* Stop from another thread (it joins the runner), then let job 0's

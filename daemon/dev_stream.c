@@ -1,0 +1,330 @@
+/* dev_stream.c: the device side of a streamed job, between its OPEN and
+ * CLOSE tasks (task.h).
+ *
+ * Two ways to run one. A job of transforms and histograms only is run
+ * chunk by chunk ("chunked"): each IN copies its staging buffer into one of
+ * a small ring of device buffers, transforms it in place, adds it to the
+ * histograms' device-resident counts and copies the bytes back into the
+ * same staging buffer, so device memory stays a few chunks whatever the
+ * input size. A job with a reverse or fill step needs all of its data at
+ * once ("resident"): IN copies each chunk to its place in one device
+ * buffer, RUN runs the steps on it, OUT copies pieces of the result out.
+ *
+ * Each task's commands go through their own dev_exec (dev_exec.c), whose
+ * hazard tracking on the long-lived buffers orders chunk i+RING's copy in
+ * after chunk i's copy out (write after read) and lets the rest overlap.
+ */
+#include "dev_task.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dev_internal.h"
+#include "op.h"
+
+/* Device buffers of a chunked stream: one being copied in, one in the
+ * kernels, one being copied out, and a spare so the copy in never waits. */
+#define DEV_STREAM_RING 4
+#define DEV_HIST_COUNT_BYTES 8
+/* A length to check steps against when the client did not announce one:
+ * any offset passes here; rpc_stream.c checks the real length at the end. */
+#define DEV_STREAM_UNKNOWN_LEN (UINT64_MAX / 4 / 16 * 16)
+
+struct dev_stream {
+    bool resident;                       /* whole input on the device */
+    bool has_data;                       /* some step outputs bytes */
+    struct dev_buf ring[DEV_STREAM_RING];/* chunked: chunk_bytes each */
+    uint64_t chunks;                     /* chunked: INs started, picks the ring slot */
+    struct dev_buf data;                 /* resident: the input, then RUN's result */
+    struct op_hist_acc *accs;            /* chunked: nsteps entries, histogram steps used */
+    uint64_t **slots;                    /* nsteps entries: histogram steps' host counts */
+};
+
+static bool dev_stream_is_resident(const struct job *job)
+{
+    for (size_t i = 0; i < job->nsteps; i++)
+        if (job->steps[i].kind == STEP_REVERSE || job->steps[i].kind == STEP_FILL)
+            return true;
+    return false;
+}
+
+static uint64_t dev_stream_hist_bytes(const struct job *job)
+{
+    uint64_t total = 0;
+    for (size_t i = 0; i < job->nsteps; i++)
+        if (job->steps[i].kind == STEP_HISTOGRAM)
+            total += ((uint64_t)job->steps[i].u.hist.bins + 3) * DEV_HIST_COUNT_BYTES;
+    return total;
+}
+
+uint64_t dev_stream_memory(struct dev *d, struct job *job)
+{
+    (void)d;
+    if (!dev_stream_is_resident(job))
+        return DEV_STREAM_RING * (uint64_t)job->chunk_bytes + dev_stream_hist_bytes(job);
+    /* The input and every reverse/fill output alive at once, counted
+     * generously (transforms run in place). */
+    uint64_t total = job->total_len, len = job->total_len;
+    for (size_t i = 0; i < job->nsteps; i++) {
+        const struct step *st = &job->steps[i];
+        if (st->kind == STEP_FILL)
+            len = st->u.fill.count * elem_size(st->u.fill.type);
+        if (st->kind == STEP_FILL || st->kind == STEP_REVERSE)
+            total += len;
+    }
+    return total + dev_stream_hist_bytes(job);
+}
+
+static struct dev_exec *dev_stream_exec(struct dev *d, struct job *job)
+{
+    struct dev_exec *x = malloc(sizeof(*x));
+    if (x)
+        dev_exec_init(x, d, job);
+    return x;
+}
+
+/* --- OPEN ------------------------------------------------------------------ */
+
+static enum status_code dev_stream_alloc(struct job *job, struct dev_stream *ds)
+{
+    ds->accs = calloc(job->nsteps, sizeof(*ds->accs));
+    ds->slots = calloc(job->nsteps, sizeof(*ds->slots));
+    if (!job->results)
+        job->results = calloc(job->nsteps, sizeof(*job->results));
+    if (!ds->accs || !ds->slots || !job->results)
+        return job_fail(job, STATUS_RESOURCE_EXHAUSTED, "out of host memory for a stream");
+    for (size_t i = 0; i < job->nsteps; i++) {
+        const struct step *st = &job->steps[i];
+        if (st->kind != STEP_HISTOGRAM) {
+            ds->has_data = true;
+            continue;
+        }
+        ds->slots[i] = calloc(OP_HIST_SLOTS(st->u.hist.bins), sizeof(uint64_t));
+        if (!ds->slots[i])
+            return job_fail(job, STATUS_RESOURCE_EXHAUSTED, "no host memory for %u bins",
+                            st->u.hist.bins);
+    }
+    return STATUS_OK;
+}
+
+static void dev_stream_open(struct dev *d, struct job *job, struct dev_exec *x)
+{
+    struct dev_stream *ds = calloc(1, sizeof(*ds));
+    if (!ds) {
+        job_fail(job, STATUS_RESOURCE_EXHAUSTED, "out of host memory for a stream");
+        x->failed = true;
+        return;
+    }
+    job->stream = ds;
+    ds->resident = dev_stream_is_resident(job);
+    uint64_t check_len = ds->resident || job->total_len ? job->total_len : DEV_STREAM_UNKNOWN_LEN;
+    enum status_code st = dev_check_steps(d, job, check_len, NULL);
+    if (st == STATUS_OK)
+        st = dev_stream_alloc(job, ds);
+    if (st != STATUS_OK) {
+        x->failed = true;
+        return;
+    }
+    if (ds->resident) {
+        dev_buf_create(x, &ds->data, (size_t)job->total_len, "the stream's input");
+        return;
+    }
+    for (size_t i = 0; i < DEV_STREAM_RING; i++)
+        dev_buf_create(x, &ds->ring[i], job->chunk_bytes, "a stream chunk buffer");
+    for (size_t i = 0; i < job->nsteps; i++)
+        if (job->steps[i].kind == STEP_HISTOGRAM)
+            op_hist_begin(x, &job->steps[i].u.hist, &ds->accs[i]);
+}
+
+/* --- IN: one chunk ------------------------------------------------------- */
+
+/* A transform's sub-range, seen from the chunk [off, off+len). */
+static bool dev_stream_clip(const struct transform_params *p, uint64_t off, size_t len,
+                            struct transform_params *out)
+{
+    uint64_t lo = p->offset > off ? p->offset : off;
+    uint64_t end = p->offset + p->length < p->offset ? UINT64_MAX : p->offset + p->length;
+    uint64_t hi = end < off + len ? end : off + len;
+    if (hi <= lo)
+        return false;
+    *out = *p;
+    out->offset = lo - off;
+    out->length = hi - lo;
+    return true;
+}
+
+static void dev_stream_chunk(struct dev_exec *x, struct task *t)
+{
+    struct job *job = t->job;
+    struct dev_stream *ds = job->stream;
+    struct dev_buf *b = &ds->ring[ds->chunks++ % DEV_STREAM_RING];
+    dev_exec_write_at(x, b, 0, t->buf, t->len);
+    for (size_t i = 0; i < job->nsteps; i++) {
+        const struct step *st = &job->steps[i];
+        struct transform_params clip;
+        if (st->kind == STEP_HISTOGRAM)
+            op_hist_add(x, &st->u.hist, b, t->len, &ds->accs[i]);
+        else if (dev_stream_clip(&st->u.transform, t->offset, t->len, &clip))
+            op_transform(x, &clip, b, b);
+    }
+    if (ds->has_data) {
+        dev_exec_read(x, b, t->buf, 0, t->len);
+        t->out_len = t->len;
+    }
+}
+
+static void dev_stream_in(struct dev_exec *x, struct task *t)
+{
+    struct job *job = t->job;
+    struct dev_stream *ds = job->stream;
+    if (t->len > job->chunk_bytes) {
+        x->failed = true;
+        job_fail(job, STATUS_INTERNAL, "a stream chunk of %zu bytes exceeds the %zu-byte buffers",
+                 t->len, job->chunk_bytes);
+        return;
+    }
+    if (!ds->resident) {
+        dev_stream_chunk(x, t);
+        return;
+    }
+    if (t->offset > ds->data.size || t->len > ds->data.size - t->offset) {
+        x->failed = true;
+        job_fail(job, STATUS_INVALID_ARGUMENT,
+                 "header.total_length (%zu) is shorter than the input sent", ds->data.size);
+        return;
+    }
+    dev_exec_write_at(x, &ds->data, (size_t)t->offset, t->buf, t->len);
+}
+
+/* --- RUN, OUT, END -------------------------------------------------------- */
+
+/* Resident: every step over the whole data; ds->data ends as the result. */
+static void dev_stream_run(struct dev_exec *x, struct task *t)
+{
+    struct job *job = t->job;
+    struct dev_stream *ds = job->stream;
+    for (size_t i = 0; i < job->nsteps && !x->failed; i++) {
+        const struct step *st = &job->steps[i];
+        if (st->kind == STEP_HISTOGRAM) {
+            op_hist(x, &st->u.hist, &ds->data, ds->slots[i]);
+            continue;
+        }
+        if (st->kind == STEP_TRANSFORM) {
+            op_transform(x, &st->u.transform, &ds->data, &ds->data);
+            continue;
+        }
+        size_t out_len = st->kind == STEP_FILL
+                             ? (size_t)(st->u.fill.count * elem_size(st->u.fill.type))
+                             : ds->data.size;
+        struct dev_buf out;
+        if (dev_buf_create(x, &out, out_len, "a step's output buffer") != STATUS_OK)
+            break;
+        if (st->kind == STEP_REVERSE)
+            op_reverse(x, &ds->data, &out);
+        else
+            op_fill(x, &st->u.fill, &out);
+        dev_buf_release(&ds->data);   /* freed once the step has read it */
+        ds->data = out;
+    }
+    t->out_len = ds->has_data ? ds->data.size : 0;
+}
+
+static void dev_stream_out(struct dev_exec *x, struct task *t)
+{
+    struct dev_stream *ds = t->job->stream;
+    if (t->offset > ds->data.size || t->len > ds->data.size - t->offset) {
+        x->failed = true;
+        job_fail(t->job, STATUS_INTERNAL, "copy out past the end of a stream's result");
+        return;
+    }
+    dev_exec_read(x, &ds->data, t->buf, (size_t)t->offset, t->len);
+    t->out_len = t->len;
+}
+
+static void dev_stream_end(struct dev_exec *x, struct task *t)
+{
+    struct job *job = t->job;
+    struct dev_stream *ds = job->stream;
+    if (ds->resident)
+        return;   /* RUN read the counts already */
+    for (size_t i = 0; i < job->nsteps; i++)
+        if (job->steps[i].kind == STEP_HISTOGRAM)
+            op_hist_end(x, &ds->accs[i], ds->slots[i]);
+}
+
+/* --- tasks ------------------------------------------------------------------ */
+
+struct dev_exec *dev_stream_start(struct dev *d, struct task *t)
+{
+    struct job *job = t->job;
+    struct dev_exec *x = dev_stream_exec(d, job);
+    if (!x) {
+        t->status = STATUS_RESOURCE_EXHAUSTED;
+        snprintf(t->msg, sizeof t->msg, "out of host memory");
+        return NULL;
+    }
+    if (job->status != STATUS_OK) {
+        x->failed = true;   /* an earlier task failed: so does this one */
+        return x;
+    }
+    if (t->kind != TASK_OPEN && !job->stream) {
+        x->failed = true;
+        job_fail(job, STATUS_INTERNAL, "stream task before the stream was opened");
+        return x;
+    }
+    switch (t->kind) {
+    case TASK_OPEN: dev_stream_open(d, job, x); break;
+    case TASK_IN: dev_stream_in(x, t); break;
+    case TASK_RUN: dev_stream_run(x, t); break;
+    case TASK_OUT: dev_stream_out(x, t); break;
+    case TASK_END: dev_stream_end(x, t); break;
+    default: break;
+    }
+    return x;
+}
+
+/* END's counts into job->results, clamp applied. */
+static void dev_stream_results(struct job *job)
+{
+    struct dev_stream *ds = job->stream;
+    for (size_t i = 0; i < job->nsteps && job->status == STATUS_OK; i++)
+        if (job->steps[i].kind == STEP_HISTOGRAM && !job->results[i].hist.counts)
+            op_hist_result(&job->steps[i].u.hist, ds->slots[i], &job->results[i].hist, job);
+}
+
+void dev_stream_finish(struct dev *d, struct task *t, struct dev_exec *x)
+{
+    (void)d;
+    struct job *job = t->job;
+    enum status_code st = dev_exec_wait(x);
+    free(x);
+    if (st == STATUS_OK && t->kind == TASK_END)
+        dev_stream_results(job);
+    if (st == STATUS_OK && job->status != STATUS_OK)
+        st = job->status;
+    t->status = st;
+    snprintf(t->msg, sizeof t->msg, "%s", st == STATUS_OK ? "" : job->msg);
+    if (st != STATUS_OK)
+        t->out_len = 0;
+}
+
+void dev_stream_close(struct job *job)
+{
+    struct dev_stream *ds = job->stream;
+    if (!ds)
+        return;
+    for (size_t i = 0; i < DEV_STREAM_RING; i++)
+        dev_buf_release(&ds->ring[i]);
+    dev_buf_release(&ds->data);
+    for (size_t i = 0; i < job->nsteps; i++) {
+        if (ds->accs)
+            op_hist_acc_release(&ds->accs[i]);
+        if (ds->slots)
+            free(ds->slots[i]);
+    }
+    free(ds->accs);
+    free(ds->slots);
+    free(ds);
+    job->stream = NULL;
+}

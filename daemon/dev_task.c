@@ -1,0 +1,85 @@
+/* dev_task.c: one task on a device (dev_task.h): a unary job runs to the
+ * end through dev_run(), streamed tasks go to dev_stream.c. */
+#include "dev_task.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "dev_internal.h"
+#include "job.h"
+
+#define DEV_HIST_COUNT_BYTES 8  /* one 64-bit device counter per bin */
+
+uint64_t dev_memory_capacity(const struct dev *d)
+{
+    return d->mem_capacity;
+}
+
+void dev_set_memory_capacity(struct dev *d, uint64_t bytes)
+{
+    d->mem_capacity = bytes;
+}
+
+/* A unary job's device buffers at their peak, counted generously: the input
+ * and every step's output alive at once. */
+static uint64_t dev_job_memory(const struct job *job)
+{
+    uint64_t total = job->in_len, len = job->in_len;
+    for (size_t i = 0; i < job->nsteps; i++) {
+        const struct step *st = &job->steps[i];
+        if (st->kind == STEP_HISTOGRAM) {
+            total += ((uint64_t)st->u.hist.bins + 3) * DEV_HIST_COUNT_BYTES;
+            continue;
+        }
+        if (st->kind == STEP_FILL)
+            len = st->u.fill.count * elem_size(st->u.fill.type);
+        total += len;
+    }
+    return total;
+}
+
+uint64_t dev_task_memory(struct dev *d, struct task *t)
+{
+    if (t->kind == TASK_JOB)
+        return dev_job_memory(t->job);
+    if (t->kind == TASK_OPEN)
+        return dev_stream_memory(d, t->job);
+    return 0;
+}
+
+static void dev_task_status(struct task *t, enum status_code code, const char *msg)
+{
+    t->status = code;
+    snprintf(t->msg, sizeof t->msg, "%s", msg);
+}
+
+struct dev_exec *dev_task_start(struct dev *d, struct task *t)
+{
+    struct job *job = t->job;
+    t->out_len = 0;
+    if (t->kind == TASK_JOB) {
+        dev_run(d, job);
+        dev_task_status(t, job->status, job->msg);
+        return NULL;
+    }
+    if (t->kind == TASK_CLOSE) {
+        dev_stream_close(job);
+        dev_task_status(t, STATUS_OK, "");
+        return NULL;
+    }
+    if (atomic_load(&job->cancelled)) {
+        dev_task_status(t, STATUS_CANCELLED, "the client went away");
+        return NULL;
+    }
+    return dev_stream_start(d, t);
+}
+
+bool dev_task_ready(const struct dev_exec *x)
+{
+    return dev_exec_ready(x);
+}
+
+void dev_task_finish(struct dev *d, struct task *t, struct dev_exec *x)
+{
+    dev_stream_finish(d, t, x);
+}

@@ -1,0 +1,46 @@
+/* dev_task.h: running tasks (task.h) on a device, for its runner thread.
+ *
+ * A runner starts a task with dev_task_start(), which enqueues the task's
+ * commands and returns without waiting, so the copy in of chunk i+1, the
+ * kernels of chunk i and the copy out of chunk i-1 are on the device's
+ * three queues together (hazard.c orders them by what they read and
+ * write). dev_task_finish() waits for one task's commands only.
+ * dev_stream.c keeps a streamed job's device state between its tasks.
+ */
+#ifndef AMPD_DEV_TASK_H
+#define AMPD_DEV_TASK_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "dev.h"
+#include "task.h"
+
+struct dev_exec;
+
+/* Device bytes t must have reserved before it starts (TASK_JOB, TASK_OPEN;
+ * 0 for the others). A task whose steps cannot run on d at all gets a
+ * failure status here and needs nothing. */
+uint64_t dev_task_memory(struct dev *d, struct task *t);
+
+/* Starts t on d. Returns what to wait for, or NULL when t is finished
+ * already (its status set): TASK_JOB runs to the end here, as do CLOSE,
+ * failures and tasks of a cancelled job. */
+struct dev_exec *dev_task_start(struct dev *d, struct task *t);
+
+/* Non-blocking: have x's commands all finished? */
+bool dev_task_ready(const struct dev_exec *x);
+
+/* Waits for x's commands, sets t's status and results, frees x. */
+void dev_task_finish(struct dev *d, struct task *t, struct dev_exec *x);
+
+/* Streamed jobs: dev_stream.c. */
+uint64_t dev_stream_memory(struct dev *d, struct job *job);
+struct dev_exec *dev_stream_start(struct dev *d, struct task *t);
+void dev_stream_finish(struct dev *d, struct task *t, struct dev_exec *x);
+void dev_stream_close(struct job *job);
+
+/* Device memory jobs may reserve on d (admission, runner.c). */
+uint64_t dev_memory_capacity(const struct dev *d);
+
+#endif

@@ -1,0 +1,622 @@
+/* rpc_stream.c: amp.v1.Amp/Stream, one job over input of any size.
+ *
+ * The life of a stream, on the loop thread:
+ *   header  -> validate the steps, place the job, submit OPEN (the runner
+ *              admits its device memory; it may wait there for room);
+ *   data    -> copy each request chunk into pinned staging buffers
+ *              (staging.h); every full buffer becomes an IN task, whose
+ *              output comes back in the same buffer and goes out as a
+ *              StreamReply data chunk, in order;
+ *   half-close -> the last partial buffer goes in; then RUN and OUT tasks
+ *              for a job that needs all of its data at once (reverse,
+ *              fill); then END for the histogram counts, one `result`
+ *              reply per histogram step, grpc-status 0, and CLOSE.
+ * Backpressure: a stream holds at most `cap` staging buffers and lets at
+ * most RPC_STREAM_UNSENT_CHUNKS reply chunks wait on its connection. Past
+ * either, or when its device's pool is empty, it pauses its call
+ * (h2_call_pause): its HTTP/2 window stops being returned and the client
+ * stops sending. Completions, a free buffer (staging waiter) or reply
+ * bytes leaving (sent) resume it.
+ * A failure or a vanished client marks the job cancelled (the runner drops
+ * its queued tasks), returns the staging buffers as their tasks finish,
+ * and ends with CLOSE, which frees the device side. The stream outlives
+ * its call until then.
+ */
+#include "rpc.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "amp.pb-c.h"
+#include "grpc_frame.h"
+#include "rpc_params.h"
+#include "scheduler.h"
+#include "staging.h"
+
+#define RPC_STREAM_MAX_STEPS 64
+/* Staging buffers one stream may hold: enough for a copy in, a kernel and
+ * a copy out to overlap with one buffer filling, and at most half of the
+ * pool so that one stream never starves the others. */
+#define RPC_STREAM_BUFS_MAX 8
+/* Reply chunks queued on the connection before the stream stops taking
+ * input: a client that stops reading holds this much, no more. */
+#define RPC_STREAM_UNSENT_CHUNKS 2
+/* The length steps are checked against while the input's is unknown; the
+ * real length is checked when the input ends. */
+#define RPC_STREAM_UNKNOWN_LEN (UINT64_MAX / 4 / 16 * 16)
+#define RPC_PB_DATA_TAG 0x12    /* StreamRequest field 2 (data), length-delimited */
+
+enum rpc_stream_phase {
+    RS_HEADER,    /* waiting for the JobHeader */
+    RS_OPENING,   /* OPEN submitted: admission and device set-up */
+    RS_INPUT,     /* taking data */
+    RS_RUNNING,   /* resident: RUN submitted */
+    RS_OUTPUT,    /* resident: copying the result out */
+    RS_ENDING,    /* END submitted: histogram counts */
+    RS_CLOSING,   /* CLOSE submitted; the stream is freed when it completes */
+};
+
+struct rpc_stream {
+    struct rpc_call *rc;          /* NULL once the call closed */
+    struct sched *sched;
+    size_t max_message;
+    Amp__V1__JobHeader *header;   /* owned, kept to re-check the steps at the end */
+    struct job *job;              /* owned; NULL before the header */
+    size_t dev;                   /* device index, once placed */
+    struct staging_pool *pool;
+    struct staging_waiter waiter;
+    enum rpc_stream_phase phase;
+    bool begun;                   /* counted by sched_stream_begin */
+    bool opened;                  /* OPEN submitted: CLOSE is owed */
+    bool resident;                /* a reverse or fill step: whole data on the device */
+    bool has_data;                /* some step outputs bytes */
+    bool paused;                  /* the call's input is paused */
+    bool input_ended;             /* the client half-closed */
+    bool failed;                  /* answered with an error, or the client is gone */
+    struct staging_buf *fill;     /* being filled with input, or NULL */
+    size_t fill_len;
+    uint64_t fill_offset;         /* stream position of fill's first byte */
+    size_t skip;                  /* bytes of a redelivered message already taken */
+    uint64_t received;            /* input bytes taken */
+    uint64_t out_next, out_total; /* resident: result bytes requested, and all */
+    unsigned held;                /* staging buffers held, <= cap */
+    unsigned cap;
+    unsigned tasks;               /* submitted and not yet done */
+};
+
+struct rpc_stream_task {
+    struct task t;
+    struct rpc_stream *st;
+    struct staging_buf *sb;       /* IN/OUT: the buffer, returned when done */
+};
+
+static void rpc_stream_pump(struct rpc_stream *st);
+
+/* --- failing and freeing ---------------------------------------------------- */
+
+static void rpc_stream_free(struct rpc_stream *st)
+{
+    if (st->begun)
+        sched_stream_end(st->sched, !st->failed);
+    if (st->rc)
+        st->rc->stream = NULL;
+    if (st->header)
+        protobuf_c_message_free_unpacked(&st->header->base, NULL);
+    job_free(st->job);
+    free(st);
+}
+
+static void rpc_stream_put(struct rpc_stream *st, struct staging_buf *sb)
+{
+    staging_put(st->pool, sb);
+    st->held--;
+}
+
+static void rpc_stream_submit(struct rpc_stream *st, enum task_kind kind, struct staging_buf *sb,
+                              uint64_t offset, size_t len);
+
+/* Once nothing is in flight, a failed stream frees its device side. */
+static void rpc_stream_wind_down(struct rpc_stream *st)
+{
+    if (!st->failed || st->tasks || st->phase == RS_CLOSING)
+        return;
+    if (st->opened) {
+        st->phase = RS_CLOSING;
+        rpc_stream_submit(st, TASK_CLOSE, NULL, 0, 0);
+        return;
+    }
+    rpc_stream_free(st);
+}
+
+static void rpc_stream_fail(struct rpc_stream *st, enum status_code code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void rpc_stream_fail(struct rpc_stream *st, enum status_code code, const char *fmt, ...)
+{
+    if (st->failed)
+        return;
+    st->failed = true;
+    if (st->job)
+        atomic_store(&st->job->cancelled, true);
+    if (st->pool)
+        staging_cancel(st->pool, &st->waiter);
+    if (st->fill) {
+        rpc_stream_put(st, st->fill);
+        st->fill = NULL;
+    }
+    if (st->rc) {
+        char msg[STATUS_MSG_MAX];
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof msg, fmt, ap);
+        va_end(ap);
+        rpc_fail(st->rc, code, "%s", msg);
+    }
+}
+
+/* --- replies ------------------------------------------------------------------ */
+
+static void rpc_stream_reply(struct rpc_stream *st, const Amp__V1__StreamReply *r)
+{
+    if (!st->rc || st->failed)
+        return;
+    size_t len = protobuf_c_message_get_packed_size(&r->base);
+    uint8_t *buf = malloc(GRPC_FRAME_HEADER + len);
+    if (!buf) {
+        rpc_stream_fail(st, STATUS_RESOURCE_EXHAUSTED, "out of memory for a %zu-byte reply", len);
+        return;
+    }
+    protobuf_c_message_pack(&r->base, buf + GRPC_FRAME_HEADER);
+    if (h2_call_send(st->rc->h2, buf, len) != 0) {
+        st->failed = true;   /* the layer answered the call itself */
+        atomic_store(&st->job->cancelled, true);
+    }
+}
+
+static void rpc_stream_send_data(struct rpc_stream *st, const void *data, size_t len)
+{
+    Amp__V1__StreamReply r;
+    amp__v1__stream_reply__init(&r);   /* the INIT macro trips -Wmissing-braces */
+    r.msg_case = AMP__V1__STREAM_REPLY__MSG_DATA;
+    r.data.data = (uint8_t *)data;
+    r.data.len = len;
+    r.device = st->job->device;
+    rpc_stream_reply(st, &r);
+}
+
+static void rpc_stream_send_results(struct rpc_stream *st)
+{
+    struct job *job = st->job;
+    for (size_t i = 0; i < job->nsteps; i++) {
+        if (job->steps[i].kind != STEP_HISTOGRAM)
+            continue;
+        const struct hist_result *h = &job->results[i].hist;
+        Amp__V1__Histogram hist = AMP__V1__HISTOGRAM__INIT;
+        hist.n_counts = h->bins;
+        hist.counts = h->counts;
+        hist.below = h->below;
+        hist.above = h->above;
+        hist.nan = h->nan;
+        Amp__V1__StepResult res = AMP__V1__STEP_RESULT__INIT;
+        res.histogram = &hist;
+        Amp__V1__StreamReply r;
+        amp__v1__stream_reply__init(&r);
+        r.msg_case = AMP__V1__STREAM_REPLY__MSG_RESULT;
+        r.result = &res;
+        r.device = job->device;
+        rpc_stream_reply(st, &r);
+    }
+}
+
+/* --- tasks --------------------------------------------------------------------- */
+
+static void rpc_stream_task_done(struct task *t);
+
+static void rpc_stream_submit(struct rpc_stream *st, enum task_kind kind, struct staging_buf *sb,
+                              uint64_t offset, size_t len)
+{
+    struct rpc_stream_task *rt = calloc(1, sizeof(*rt));
+    if (!rt) {
+        /* Without a task nothing can free the device side but shutdown. */
+        if (sb)
+            rpc_stream_put(st, sb);
+        rpc_stream_fail(st, STATUS_RESOURCE_EXHAUSTED, "out of memory for a stream task");
+        return;
+    }
+    rt->st = st;
+    rt->sb = sb;
+    rt->t.kind = kind;
+    rt->t.job = st->job;
+    rt->t.buf = sb ? sb->host : NULL;
+    rt->t.offset = offset;
+    rt->t.len = len;
+    rt->t.done = rpc_stream_task_done;
+    st->tasks++;
+    if (kind == TASK_OPEN)
+        st->opened = true;
+    sched_stream_task(st->sched, st->dev, &rt->t);
+}
+
+/* The input is complete: check it against the header now that its length
+ * is known, then run what needs the whole of it. */
+static void rpc_stream_input_done(struct rpc_stream *st)
+{
+    struct job *job = st->job;
+    if (job->total_len && st->received != job->total_len) {
+        rpc_stream_fail(st, STATUS_INVALID_ARGUMENT,
+                        "header.total_length is %" PRIu64 " but %" PRIu64 " bytes were sent",
+                        job->total_len, st->received);
+        return;
+    }
+    uint64_t len = st->received;
+    for (size_t i = 0; i < st->header->n_steps; i++) {
+        struct step check;
+        char err[STATUS_MSG_MAX];
+        if (rpc_params_step(st->header->steps[i], i, SIZE_MAX, &check, &len, err, sizeof err) !=
+            STATUS_OK) {
+            rpc_stream_fail(st, STATUS_INVALID_ARGUMENT, "%s", err);
+            return;
+        }
+    }
+    if (st->resident) {
+        st->phase = RS_RUNNING;
+        rpc_stream_submit(st, TASK_RUN, NULL, 0, 0);
+    } else {
+        st->phase = RS_ENDING;
+        rpc_stream_submit(st, TASK_END, NULL, 0, 0);
+    }
+}
+
+static void rpc_stream_task_done(struct task *t)
+{
+    struct rpc_stream_task *rt = (struct rpc_stream_task *)t;
+    struct rpc_stream *st = rt->st;
+    st->tasks--;
+    if (t->status != STATUS_OK && t->kind != TASK_CLOSE)
+        rpc_stream_fail(st, t->status, "%s", t->msg);
+    bool ok = !st->failed;
+    switch (t->kind) {
+    case TASK_OPEN:
+        if (ok)
+            st->phase = RS_INPUT;
+        break;
+    case TASK_IN:
+    case TASK_OUT:
+        if (ok && t->out_len)
+            rpc_stream_send_data(st, t->buf, t->out_len);
+        rpc_stream_put(st, rt->sb);
+        break;
+    case TASK_RUN:
+        st->out_total = t->out_len;
+        if (ok)
+            st->phase = RS_OUTPUT;
+        break;
+    case TASK_END:
+        if (ok) {
+            rpc_stream_send_results(st);
+            if (st->rc && !st->failed)
+                h2_call_finish(st->rc->h2);
+            st->phase = RS_CLOSING;
+            rpc_stream_submit(st, TASK_CLOSE, NULL, 0, 0);
+        }
+        break;
+    case TASK_CLOSE:
+        free(rt);
+        rpc_stream_free(st);
+        return;
+    default:
+        break;
+    }
+    free(rt);
+    rpc_stream_pump(st);
+}
+
+/* --- input ---------------------------------------------------------------------- */
+
+static bool rpc_stream_congested(const struct rpc_stream *st)
+{
+    return st->rc && h2_call_unsent(st->rc->h2) >
+                         RPC_STREAM_UNSENT_CHUNKS * (size_t)(st->job->chunk_bytes + GRPC_FRAME_HEADER);
+}
+
+static void rpc_stream_pause(struct rpc_stream *st)
+{
+    if (st->rc && !st->paused) {
+        st->paused = true;
+        h2_call_pause(st->rc->h2);
+    }
+}
+
+/* Moves the full (or, at the end, partial) fill buffer to the device. */
+static void rpc_stream_flush(struct rpc_stream *st)
+{
+    struct staging_buf *sb = st->fill;
+    st->fill = NULL;
+    rpc_stream_submit(st, TASK_IN, sb, st->fill_offset, st->fill_len);
+}
+
+/* Takes data[skip..n) into staging buffers. Returns false when it had to
+ * pause (st->skip says how far it got in this message). */
+static bool rpc_stream_take(struct rpc_stream *st, const uint8_t *data, size_t n)
+{
+    size_t chunk = st->job->chunk_bytes;
+    size_t pos = st->skip;
+    while (pos < n && !st->failed) {
+        if (!st->fill) {
+            struct staging_buf *sb = NULL;
+            if (st->held < st->cap && !rpc_stream_congested(st))
+                sb = staging_get(st->pool);
+            if (!sb) {
+                if (st->held < st->cap && !rpc_stream_congested(st))
+                    staging_wait(st->pool, &st->waiter);
+                st->skip = pos;
+                rpc_stream_pause(st);
+                return false;
+            }
+            st->held++;
+            st->fill = sb;
+            st->fill_len = 0;
+            st->fill_offset = st->received;
+        }
+        size_t take = n - pos < chunk - st->fill_len ? n - pos : chunk - st->fill_len;
+        memcpy((uint8_t *)st->fill->host + st->fill_len, data + pos, take);
+        st->fill_len += take;
+        st->received += take;
+        pos += take;
+        if (st->fill_len == chunk)
+            rpc_stream_flush(st);
+    }
+    st->skip = 0;
+    return true;
+}
+
+/* The data bytes of a StreamRequest without copying them: the usual
+ * encoding is the one field alone. Anything else goes through protobuf-c. */
+static bool rpc_stream_data_view(const uint8_t *msg, size_t len, const uint8_t **data, size_t *n)
+{
+    if (len < 2 || msg[0] != RPC_PB_DATA_TAG)
+        return false;
+    uint64_t v = 0;
+    size_t i = 1;
+    for (unsigned shift = 0; i < len && shift < 64; shift += 7) {
+        v |= (uint64_t)(msg[i] & 0x7f) << shift;
+        if (!(msg[i++] & 0x80)) {
+            if (v != len - i)
+                return false;
+            *data = msg + i;
+            *n = (size_t)v;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* --- header ---------------------------------------------------------------------- */
+
+static enum status_code rpc_stream_steps(struct rpc_stream *st, const Amp__V1__JobHeader *h,
+                                         char *err, size_t errlen)
+{
+    if (h->n_steps == 0) {
+        snprintf(err, errlen, "header.steps: a job needs at least one step");
+        return STATUS_INVALID_ARGUMENT;
+    }
+    if (h->n_steps > RPC_STREAM_MAX_STEPS) {
+        snprintf(err, errlen, "header.steps: at most %d steps, got %zu", RPC_STREAM_MAX_STEPS,
+                 h->n_steps);
+        return STATUS_INVALID_ARGUMENT;
+    }
+    st->job = job_new(h->n_steps);
+    if (!st->job) {
+        snprintf(err, errlen, "out of memory for a job");
+        return STATUS_RESOURCE_EXHAUSTED;
+    }
+    uint64_t len = h->total_length ? h->total_length : RPC_STREAM_UNKNOWN_LEN;
+    for (size_t i = 0; i < h->n_steps; i++) {
+        /* Streamed results are not bound by the message size: SIZE_MAX. */
+        enum status_code code =
+            rpc_params_step(h->steps[i], i, SIZE_MAX, &st->job->steps[i], &len, err, errlen);
+        if (code != STATUS_OK)
+            return code;
+        enum step_kind k = st->job->steps[i].kind;
+        st->resident |= k == STEP_REVERSE || k == STEP_FILL;
+        st->has_data |= k != STEP_HISTOGRAM;
+    }
+    st->job->total_len = h->total_length;
+    return rpc_params_device(h->device, st->job, err, errlen);
+}
+
+static enum status_code rpc_stream_header(struct rpc_stream *st, Amp__V1__JobHeader *h,
+                                          char *err, size_t errlen)
+{
+    enum status_code code = rpc_stream_steps(st, h, err, errlen);
+    if (code != STATUS_OK)
+        return code;
+    if (!st->sched) {
+        snprintf(err, errlen, "no device: this daemon has no OpenCL device");
+        return STATUS_UNAVAILABLE;
+    }
+    code = sched_stream_begin(st->sched, st->job, &st->dev, err, errlen);
+    if (code != STATUS_OK)
+        return code;
+    st->begun = true;
+    st->pool = sched_staging(st->sched, st->dev);
+    size_t half = staging_count(st->pool) / 2;
+    st->cap = half < 1 ? 1 : half > RPC_STREAM_BUFS_MAX ? RPC_STREAM_BUFS_MAX : (unsigned)half;
+    const struct dev_info *di = sched_dev_info(st->sched, st->dev);
+    snprintf(st->job->device, sizeof st->job->device, "%u: %.100s", di->index, di->name);
+    st->phase = RS_OPENING;
+    rpc_stream_submit(st, TASK_OPEN, NULL, 0, 0);
+    return STATUS_OK;
+}
+
+/* --- the resident job's output, and what to do next ------------------------------ */
+
+static void rpc_stream_output(struct rpc_stream *st)
+{
+    size_t chunk = st->job->chunk_bytes;
+    while (st->out_next < st->out_total && st->held < st->cap && !rpc_stream_congested(st)) {
+        struct staging_buf *sb = staging_get(st->pool);
+        if (!sb) {
+            staging_wait(st->pool, &st->waiter);
+            return;
+        }
+        st->held++;
+        uint64_t rest = st->out_total - st->out_next;
+        size_t len = rest < chunk ? (size_t)rest : chunk;
+        rpc_stream_submit(st, TASK_OUT, sb, st->out_next, len);
+        st->out_next += len;
+    }
+    if (st->out_next == st->out_total && st->tasks == 0) {
+        st->phase = RS_ENDING;
+        rpc_stream_submit(st, TASK_END, NULL, 0, 0);
+    }
+}
+
+static void rpc_stream_pump(struct rpc_stream *st)
+{
+    if (st->failed) {
+        rpc_stream_wind_down(st);
+        return;
+    }
+    if (st->phase == RS_OUTPUT) {
+        rpc_stream_output(st);
+        return;
+    }
+    if (st->phase != RS_INPUT)
+        return;
+    if (st->paused) {
+        if (st->held >= st->cap || rpc_stream_congested(st) || st->waiter.waiting)
+            return;
+        st->paused = false;
+        h2_call_resume(st->rc->h2);   /* may deliver messages and end() right here */
+        return;
+    }
+    if (!st->input_ended)
+        return;
+    if (st->fill)
+        rpc_stream_flush(st);
+    if (st->tasks == 0)
+        rpc_stream_input_done(st);
+}
+
+static void rpc_stream_on_buffer(struct staging_waiter *w)
+{
+    struct rpc_stream *st = (struct rpc_stream *)((char *)w - offsetof(struct rpc_stream, waiter));
+    rpc_stream_pump(st);
+}
+
+/* --- the method's handlers --------------------------------------------------------- */
+
+static struct rpc_stream *rpc_stream_of(struct rpc_call *rc)
+{
+    if (!rc->stream) {
+        struct rpc_stream *st = calloc(1, sizeof(*st));
+        if (!st)
+            return NULL;
+        st->rc = rc;
+        st->sched = rc->env->sched;
+        st->max_message = rc->env->max_message_bytes;
+        st->waiter.ready = rpc_stream_on_buffer;
+        rc->stream = st;
+    }
+    return rc->stream;
+}
+
+static enum status_code rpc_stream_message(struct rpc_call *rc, const uint8_t *msg, size_t len,
+                                           char *err, size_t errlen)
+{
+    struct rpc_stream *st = rpc_stream_of(rc);
+    if (!st) {
+        snprintf(err, errlen, "out of memory for a stream");
+        return STATUS_RESOURCE_EXHAUSTED;
+    }
+    if (st->failed)
+        return STATUS_OK;
+    const uint8_t *data;
+    size_t n;
+    if (st->phase != RS_HEADER && rpc_stream_data_view(msg, len, &data, &n)) {
+        if (st->phase != RS_INPUT) {
+            rpc_stream_pause(st);   /* OPEN is still being admitted */
+            return STATUS_OK;
+        }
+        rpc_stream_take(st, data, n);
+        return STATUS_OK;
+    }
+    Amp__V1__StreamRequest *req = amp__v1__stream_request__unpack(NULL, len, msg);
+    if (!req) {
+        snprintf(err, errlen, "request is not a valid amp.v1.StreamRequest message");
+        return STATUS_INTERNAL;
+    }
+    enum status_code code = STATUS_OK;
+    if (st->phase == RS_HEADER) {
+        if (req->msg_case != AMP__V1__STREAM_REQUEST__MSG_HEADER) {
+            snprintf(err, errlen, "the first message of a stream must be its header");
+            code = STATUS_INVALID_ARGUMENT;
+        } else {
+            st->header = req->header;   /* kept; the rest of req goes */
+            req->header = NULL;
+            req->msg_case = AMP__V1__STREAM_REQUEST__MSG__NOT_SET;
+            code = rpc_stream_header(st, st->header, err, errlen);
+        }
+    } else if (req->msg_case != AMP__V1__STREAM_REQUEST__MSG_DATA) {
+        snprintf(err, errlen, "only the first message of a stream may be a header");
+        code = STATUS_INVALID_ARGUMENT;
+    } else if (st->phase != RS_INPUT) {
+        rpc_stream_pause(st);
+    } else {
+        rpc_stream_take(st, req->data.data, req->data.len);
+    }
+    amp__v1__stream_request__free_unpacked(req, NULL);
+    if (code != STATUS_OK) {
+        st->failed = true;   /* the layer fails the call with err */
+        if (st->job)
+            atomic_store(&st->job->cancelled, true);
+        rpc_stream_wind_down(st);
+    }
+    return code;
+}
+
+static void rpc_stream_end(struct rpc_call *rc)
+{
+    struct rpc_stream *st = rpc_stream_of(rc);
+    if (!st) {
+        rpc_fail(rc, STATUS_RESOURCE_EXHAUSTED, "out of memory for a stream");
+        return;
+    }
+    if (st->phase == RS_HEADER) {
+        rpc_stream_fail(st, STATUS_INVALID_ARGUMENT, "the stream ended before its header");
+        rpc_stream_wind_down(st);
+        return;
+    }
+    st->input_ended = true;
+    rpc_stream_pump(st);
+}
+
+static void rpc_stream_sent(struct rpc_call *rc)
+{
+    if (rc->stream)
+        rpc_stream_pump(rc->stream);
+}
+
+static void rpc_stream_closed(struct rpc_call *rc)
+{
+    struct rpc_stream *st = rc->stream;
+    if (!st)
+        return;
+    st->rc = NULL;
+    rc->stream = NULL;
+    if (!st->failed && st->phase != RS_CLOSING)
+        rpc_stream_fail(st, STATUS_CANCELLED, "the client went away");
+    rpc_stream_wind_down(st);
+}
+
+const struct rpc_streaming rpc_stream_method = {
+    .message = rpc_stream_message,
+    .end = rpc_stream_end,
+    .sent = rpc_stream_sent,
+    .closed = rpc_stream_closed,
+};

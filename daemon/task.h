@@ -1,0 +1,44 @@
+/* task.h: one unit of work for a device runner.
+ *
+ * A unary job is one TASK_JOB. A streamed job (rpc_stream.c) is a series of
+ * tasks over the same struct job, run in submission order on its device's
+ * runner: OPEN reserves device memory and sets up the device side
+ * (dev_stream.c); each IN carries one staging buffer of input and brings
+ * the chunk's output back in the same buffer; RUN and OUT serve jobs that
+ * must hold the whole input on the device (reverse, fill): RUN runs the
+ * steps once the input is in, OUT copies a piece of the result out; END
+ * reads the histogram counts; CLOSE frees the device side and the job's
+ * device memory reservation. Only tasks are shared between the threads:
+ * the loop fills one in and submits it, the runner sets its results and
+ * hands it back, the loop reads them in done().
+ */
+#ifndef AMPD_TASK_H
+#define AMPD_TASK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "status.h"
+
+struct job;
+
+enum task_kind { TASK_JOB, TASK_OPEN, TASK_IN, TASK_RUN, TASK_OUT, TASK_END, TASK_CLOSE };
+
+struct task {
+    enum task_kind kind;
+    struct job *job;              /* not owned; a stream's tasks share its job */
+    void *buf;                    /* IN/OUT: pinned staging memory, valid until done() */
+    uint64_t offset;              /* IN/OUT: stream position of buf[0] */
+    size_t len;                   /* IN: input bytes in buf; OUT: bytes wanted */
+
+    /* Set by the runner before done(). */
+    size_t out_len;               /* IN/OUT: output bytes now in buf; RUN: result size */
+    enum status_code status;
+    char msg[STATUS_MSG_MAX];
+
+    void (*done)(struct task *t); /* on the loop thread; may free t */
+    void *owner;                  /* what done() reports to */
+    struct task *next;            /* queue link; owned by whichever queue holds the task */
+};
+
+#endif

@@ -1,0 +1,308 @@
+/* test_stream_tasks.c: streamed jobs on the device side (daemon/dev_stream.c
+ * through a runner, daemon/runner.c): chunk by chunk transforms and
+ * histograms, a reverse that keeps its whole input resident, device memory
+ * admission (a job waits for memory held by a stream, one that could never
+ * fit is refused), and a cancelled job's tasks being dropped. Results are
+ * checked against tests/support/cpu_ref.c. */
+#include <check.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu_ref.h"
+#include "dev_fixture.h"
+#include "dev_task.h"
+#include "runner.h"
+
+#define CHUNK (64 * 1024)
+#define NCHUNKS 6                            /* 5 whole chunks and a tail */
+#define TOTAL (5 * CHUNK + 1237)
+#define MAX_TASKS 32
+
+struct collector {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    struct task *order[MAX_TASKS];
+    size_t n;
+};
+
+static void on_complete(struct task *t, void *ctx)
+{
+    struct collector *c = ctx;
+    pthread_mutex_lock(&c->lock);
+    if (c->n < MAX_TASKS)
+        c->order[c->n] = t;
+    c->n++;
+    pthread_cond_broadcast(&c->cond);
+    pthread_mutex_unlock(&c->lock);
+}
+
+static void collector_wait(struct collector *c, size_t n)
+{
+    pthread_mutex_lock(&c->lock);
+    while (c->n < n)
+        pthread_cond_wait(&c->cond, &c->lock);
+    pthread_mutex_unlock(&c->lock);
+}
+
+static struct collector col;
+static struct runner *run;
+static struct task tasks[MAX_TASKS];
+static size_t ntasks;
+static struct dev_pinned *pinned[NCHUNKS];
+static uint8_t *staging[NCHUNKS];
+
+static void setup(void)
+{
+    memset(&col, 0, sizeof col);
+    pthread_mutex_init(&col.lock, NULL);
+    pthread_cond_init(&col.cond, NULL);
+    for (int i = 0; i < NCHUNKS; i++) {
+        staging[i] = dev_pinned_alloc(fixture_dev(), CHUNK, &pinned[i]);
+        ck_assert_ptr_nonnull(staging[i]);
+    }
+    run = runner_start(fixture_dev(), on_complete, &col);
+    ck_assert_ptr_nonnull(run);
+    ntasks = 0;
+}
+
+static void teardown(void)
+{
+    runner_stop(run);
+    for (int i = 0; i < NCHUNKS; i++)
+        dev_pinned_free(pinned[i]);
+}
+
+static struct task *submit(struct job *job, enum task_kind kind, void *buf, uint64_t off,
+                           size_t len)
+{
+    ck_assert_uint_lt(ntasks, MAX_TASKS);
+    struct task *t = &tasks[ntasks++];
+    *t = (struct task){.kind = kind, .job = job, .buf = buf, .offset = off, .len = len};
+    runner_submit(run, t);
+    return t;
+}
+
+static struct job *stream_job(size_t nsteps, uint64_t total)
+{
+    struct job *job = job_new(nsteps);
+    ck_assert_ptr_nonnull(job);
+    job->chunk_bytes = CHUNK;
+    job->total_len = total;
+    return job;
+}
+
+/* Sends in[0, TOTAL) as IN tasks of one chunk each. */
+static void submit_input(struct job *job, const uint8_t *in)
+{
+    for (int i = 0; i < NCHUNKS; i++) {
+        size_t off = (size_t)i * CHUNK, len = TOTAL - off < CHUNK ? TOTAL - off : CHUNK;
+        memcpy(staging[i], in + off, len);
+        submit(job, TASK_IN, staging[i], off, len);
+    }
+}
+
+static void expect_all_ok(void)
+{
+    collector_wait(&col, ntasks);
+    for (size_t i = 0; i < ntasks; i++) {
+        ck_assert_ptr_eq(col.order[i], &tasks[i]);   /* in submission order */
+        ck_assert_msg(tasks[i].status == STATUS_OK, "task %zu: %s", i, tasks[i].msg);
+    }
+}
+
+static void expect_hist(const struct hist_result *got, const struct hist_params *p,
+                        const uint8_t *data, size_t len)
+{
+    struct hist_result want;
+    ck_assert_int_eq(cpu_ref_hist(p, data, len, &want), 0);
+    ck_assert_uint_eq(got->bins, want.bins);
+    ck_assert_int_eq(memcmp(got->counts, want.counts, want.bins * sizeof(uint64_t)), 0);
+    free(want.counts);
+}
+
+START_TEST(chunked_transform_then_histogram)
+{
+    uint8_t *in = malloc(TOTAL), *want = malloc(TOTAL);
+    fixture_random(in, TOTAL, 7);
+    memcpy(want, in, TOTAL);
+    struct job *job = stream_job(2, 0);   /* length not announced */
+    job->steps[0].kind = STEP_TRANSFORM;
+    /* A sub-range that starts inside chunk 0 and ends inside the tail. */
+    job->steps[0].u.transform = (struct transform_params){
+        .op = XFORM_ADD, .value = 200, .offset = 100, .length = TOTAL - 150};
+    job->steps[1].kind = STEP_HISTOGRAM;
+    job->steps[1].u.hist = (struct hist_params){.type = ELEM_U8, .bins = 256};
+    cpu_ref_transform(&job->steps[0].u.transform, want, TOTAL);
+
+    submit(job, TASK_OPEN, NULL, 0, 0);
+    submit_input(job, in);
+    submit(job, TASK_END, NULL, 0, 0);
+    submit(job, TASK_CLOSE, NULL, 0, 0);
+    expect_all_ok();
+    for (int i = 0; i < NCHUNKS; i++) {
+        struct task *t = &tasks[1 + i];
+        ck_assert_uint_eq(t->out_len, t->len);
+        fixture_expect_bytes(staging[i], want + t->offset, t->len, "chunk output");
+    }
+    expect_hist(&job->results[1].hist, &job->steps[1].u.hist, want, TOTAL);
+    ck_assert_ptr_null(job->stream);
+    job_free(job);
+    free(in);
+    free(want);
+}
+END_TEST
+
+START_TEST(resident_reverse_then_histogram)
+{
+    uint8_t *in = malloc(TOTAL), *want = malloc(TOTAL);
+    fixture_random(in, TOTAL, 8);
+    cpu_ref_reverse(in, want, TOTAL);
+    struct job *job = stream_job(2, TOTAL);
+    job->steps[0].kind = STEP_REVERSE;
+    job->steps[1].kind = STEP_HISTOGRAM;
+    job->steps[1].u.hist = (struct hist_params){.type = ELEM_U32, .bins = 10, .lo = 0,
+                                                .hi = 4e9};
+    size_t even = TOTAL / 4 * 4;
+    job->total_len = even;   /* whole uint32 elements */
+
+    submit(job, TASK_OPEN, NULL, 0, 0);
+    for (int i = 0; i < NCHUNKS; i++) {
+        size_t off = (size_t)i * CHUNK, len = even - off < CHUNK ? even - off : CHUNK;
+        memcpy(staging[i], in + off, len);
+        submit(job, TASK_IN, staging[i], off, len);
+    }
+    struct task *runt = submit(job, TASK_RUN, NULL, 0, 0);
+    collector_wait(&col, ntasks);
+    ck_assert_msg(runt->status == STATUS_OK, "%s", runt->msg);
+    ck_assert_uint_eq(runt->out_len, even);
+    for (int i = 0; i < NCHUNKS; i++) {
+        size_t off = (size_t)i * CHUNK, len = even - off < CHUNK ? even - off : CHUNK;
+        submit(job, TASK_OUT, staging[i], off, len);
+    }
+    submit(job, TASK_END, NULL, 0, 0);
+    submit(job, TASK_CLOSE, NULL, 0, 0);
+    expect_all_ok();
+    cpu_ref_reverse(in, want, even);
+    for (int i = 0; i < NCHUNKS; i++) {
+        struct task *t = &tasks[ntasks - 2 - NCHUNKS + (size_t)i];
+        ck_assert_uint_eq(t->out_len, t->len);
+        fixture_expect_bytes(staging[i], want + t->offset, t->len, "reversed piece");
+    }
+    expect_hist(&job->results[1].hist, &job->steps[1].u.hist, want, even);
+    job_free(job);
+    free(in);
+    free(want);
+}
+END_TEST
+
+START_TEST(input_past_total_length_is_refused)
+{
+    uint8_t in[64] = {0};
+    struct job *job = stream_job(1, 32);
+    job->steps[0].kind = STEP_REVERSE;
+    submit(job, TASK_OPEN, NULL, 0, 0);
+    memcpy(staging[0], in, sizeof in);
+    struct task *t = submit(job, TASK_IN, staging[0], 0, sizeof in);
+    struct task *later = submit(job, TASK_RUN, NULL, 0, 0);
+    submit(job, TASK_CLOSE, NULL, 0, 0);
+    collector_wait(&col, ntasks);
+    ck_assert_int_eq(t->status, STATUS_INVALID_ARGUMENT);
+    ck_assert_ptr_nonnull(strstr(t->msg, "total_length"));
+    ck_assert_int_eq(later->status, STATUS_INVALID_ARGUMENT);   /* the job stays failed */
+    ck_assert_int_eq(tasks[ntasks - 1].status, STATUS_OK);      /* CLOSE still frees it */
+    job_free(job);
+}
+END_TEST
+
+START_TEST(job_waits_for_memory_a_stream_holds)
+{
+    struct dev *d = fixture_dev();
+    uint64_t saved = dev_memory_capacity(d);
+    struct job *stream = stream_job(1, 0);
+    stream->steps[0].kind = STEP_TRANSFORM;
+    stream->steps[0].u.transform = (struct transform_params){.op = XFORM_XOR, .value = 1,
+                                                             .length = 1ull << 40};
+    dev_set_memory_capacity(d, dev_stream_memory(d, stream) + 1024);
+    uint8_t in[4096];
+    fixture_random(in, sizeof in, 9);
+    struct job *small = fixture_job(1, in, sizeof in);   /* needs 8 KiB: must wait */
+    small->steps[0].kind = STEP_REVERSE;
+    small->task = (struct task){.kind = TASK_JOB, .job = small};
+
+    submit(stream, TASK_OPEN, NULL, 0, 0);
+    collector_wait(&col, 1);
+    runner_submit(run, &small->task);
+    memcpy(staging[0], in, sizeof in);
+    submit(stream, TASK_IN, staging[0], 0, sizeof in);   /* streams keep flowing */
+    collector_wait(&col, 2);
+    ck_assert_ptr_eq(col.order[1], &tasks[1]);
+    ck_assert_int_eq(tasks[1].status, STATUS_OK);
+    submit(stream, TASK_CLOSE, NULL, 0, 0);
+    collector_wait(&col, 4);
+    /* The unary job ran only once CLOSE gave the memory back. */
+    ck_assert_ptr_eq(col.order[2], &tasks[2]);
+    ck_assert_ptr_eq(col.order[3], &small->task);
+    ck_assert_msg(small->status == STATUS_OK, "%s", small->msg);
+    dev_set_memory_capacity(d, saved);
+    job_free(stream);
+    job_free(small);
+}
+END_TEST
+
+START_TEST(job_that_could_never_fit_is_refused)
+{
+    struct dev *d = fixture_dev();
+    uint64_t saved = dev_memory_capacity(d);
+    dev_set_memory_capacity(d, 1000);
+    uint8_t in[800] = {0};
+    struct job *big = fixture_job(1, in, sizeof in);   /* in + out = 1600 > 1000 */
+    big->steps[0].kind = STEP_REVERSE;
+    big->task = (struct task){.kind = TASK_JOB, .job = big};
+    runner_submit(run, &big->task);
+    collector_wait(&col, 1);
+    ck_assert_int_eq(big->status, STATUS_RESOURCE_EXHAUSTED);
+    ck_assert_ptr_nonnull(strstr(big->msg, "device memory"));
+    dev_set_memory_capacity(d, saved);
+    job_free(big);
+}
+END_TEST
+
+START_TEST(cancelled_job_drops_its_tasks)
+{
+    struct job *job = stream_job(1, 0);
+    job->steps[0].kind = STEP_HISTOGRAM;
+    job->steps[0].u.hist = (struct hist_params){.type = ELEM_U8, .bins = 256};
+    submit(job, TASK_OPEN, NULL, 0, 0);
+    collector_wait(&col, 1);
+    atomic_store(&job->cancelled, true);
+    struct task *t = submit(job, TASK_IN, staging[0], 0, 16);
+    submit(job, TASK_CLOSE, NULL, 0, 0);
+    collector_wait(&col, 3);
+    ck_assert_int_eq(t->status, STATUS_CANCELLED);
+    ck_assert_int_eq(tasks[2].status, STATUS_OK);
+    ck_assert_ptr_null(job->stream);
+    job_free(job);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("stream_tasks");
+    TCase *tc = tcase_create("stream_tasks");
+    tcase_add_unchecked_fixture(tc, NULL, fixture_close);
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_add_test(tc, chunked_transform_then_histogram);
+    tcase_add_test(tc, resident_reverse_then_histogram);
+    tcase_add_test(tc, input_past_total_length_is_refused);
+    tcase_add_test(tc, job_waits_for_memory_a_stream_holds);
+    tcase_add_test(tc, job_that_could_never_fit_is_refused);
+    tcase_add_test(tc, cancelled_job_drops_its_tasks);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_set_fork_status(sr, CK_NOFORK);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
