@@ -1,0 +1,178 @@
+"""test_stream_stalled.py: a Stream client that keeps sending but stops
+reading its results must not make ampd grow.
+
+grpcio's request iterator runs on its own thread, so this client can push
+input while it never asks for a reply: exactly the client the daemon's
+backpressure is for. ampd runs with a small staging pool
+(--staging-bytes 4M --chunk-bytes 1M). While the client is stalled, the
+daemon must stop taking its input (the request iterator stops being
+pulled, far short of the input's size) and its resident memory must stay
+put; another client's unary call must still be answered. Once the client
+reads again, every reply byte arrives and is right.
+Prints one line per check and a closing "N passed, M failed".
+"""
+import os
+import sys
+import threading
+import time
+import traceback
+
+import grpc
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "support"))
+from daemon_proc import Daemon  # noqa: E402
+
+MIB = 1 << 20
+CHUNK = MIB
+TOTAL = 512 * MIB            # far more than the daemon may hold for one stream
+STALL_BOUND = 64 * MIB       # input a stalled stream may pull in at most
+RSS_BOUND = 64 * MIB         # daemon growth allowed while it is stalled
+SETTLE_S = 1.0               # input unchanged this long: the stream is stalled
+WAIT_S = 60
+TRANSFORM_OP_XOR = 2
+KEY = 0x5A
+
+
+def pb_varint(n):
+    out = bytearray()
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        out.append(b | 0x80 if n else b)
+        if not n:
+            return bytes(out)
+
+
+def pb_len(field, data):
+    return pb_varint(field << 3 | 2) + pb_varint(len(data)) + data
+
+
+def pb_uint(field, n):
+    return pb_varint(field << 3) + pb_varint(n)
+
+
+def pb_data_field(msg):
+    """The bytes of field 1 (StreamReply.data) of a reply, or None."""
+    if not msg or msg[0] != 0x0A:
+        return None
+    i, n, shift = 1, 0, 0
+    while True:
+        b = msg[i]
+        i += 1
+        n |= (b & 0x7F) << shift
+        shift += 7
+        if not b & 0x80:
+            return msg[i:i + n]
+
+
+def header():
+    transform = pb_uint(1, TRANSFORM_OP_XOR) + pb_uint(2, KEY)
+    step = pb_len(2, transform)
+    return pb_len(1, pb_len(1, step) + pb_uint(3, TOTAL))
+
+
+PATTERN = bytes(range(256)) * (CHUNK // 256)
+WANT = bytes(b ^ KEY for b in PATTERN)
+
+
+class Feeder:
+    """The request iterator: the header, then TOTAL bytes, counting."""
+
+    def __init__(self):
+        self.sent = 0
+        self.lock = threading.Lock()
+
+    def __iter__(self):
+        yield header()
+        while self.sent < TOTAL:
+            with self.lock:
+                self.sent += CHUNK
+            yield pb_len(2, PATTERN)
+
+    def count(self):
+        with self.lock:
+            return self.sent
+
+
+def rss(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    raise RuntimeError("no VmRSS")
+
+
+def expect(cond, what):
+    if not cond:
+        raise AssertionError(what)
+
+
+def wait_stalled(feeder):
+    last, since, start = feeder.count(), time.monotonic(), time.monotonic()
+    while time.monotonic() - since < SETTLE_S:
+        expect(time.monotonic() - start < WAIT_S, "the stream never stopped taking input")
+        time.sleep(0.05)
+        now = feeder.count()
+        if now != last:
+            last, since = now, time.monotonic()
+    return last
+
+
+def test_stalled_reader(daemon):
+    channel = grpc.insecure_channel(daemon.address)
+    other = grpc.insecure_channel(daemon.address)
+    try:
+        rss0 = rss(daemon.proc.pid)
+        feeder = Feeder()
+        replies = channel.stream_stream("/amp.v1.Amp/Stream")(iter(feeder), timeout=600)
+        pulled = wait_stalled(feeder)
+        grown = rss(daemon.proc.pid) - rss0
+        print("stalled after %d MiB of %d; daemon RSS +%d MiB" %
+              (pulled // MIB, TOTAL // MIB, grown // MIB))
+        expect(pulled <= STALL_BOUND, "a client that stopped reading pushed %d bytes" % pulled)
+        expect(grown < RSS_BOUND, "daemon RSS grew by %d bytes" % grown)
+
+        reverse = other.unary_unary("/amp.v1.Amp/Reverse")
+        got = reverse(pb_len(1, b"still serving"), timeout=60)
+        expect(b"gnivres llits" in got, "other client's reverse: %r" % got)
+
+        total = 0
+        for msg in replies:
+            data = pb_data_field(msg)
+            if data is None:
+                continue
+            off = total % CHUNK
+            expect(data == WANT[off:off + len(data)] if off + len(data) <= CHUNK
+                   else data == (WANT * 2)[off:off + len(data)], "wrong bytes at %d" % total)
+            total += len(data)
+        expect(total == TOTAL, "got %d reply bytes, want %d" % (total, TOTAL))
+        expect(replies.code() == grpc.StatusCode.OK, "status %s" % replies.code())
+    finally:
+        channel.close()
+        other.close()
+
+
+def main():
+    daemon = Daemon(["--staging-bytes", "4M", "--chunk-bytes", "1M"])
+    passed = failed = 0
+    try:
+        for test in (test_stalled_reader,):
+            try:
+                test(daemon)
+                print("PASS", test.__name__)
+                passed += 1
+            except Exception:
+                print("FAIL", test.__name__)
+                traceback.print_exc()
+                failed += 1
+    finally:
+        status = daemon.stop()
+    if status != 0:
+        print("FAIL ampd exit status %d" % status)
+        failed += 1
+    print("%d passed, %d failed" % (passed, failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
