@@ -317,6 +317,122 @@ def test_pipeline_usage_and_refusals():
 
 # --- streamed inputs (--stream-threshold) ------------------------------------------
 
+STREAM_LEN = (5 << 19) + 333  # 2.5 MiB and a tail: several 1 MiB chunks
+SMALL_THRESHOLD = "1M"
+
+
+def stream_data():
+    return pattern(STREAM_LEN, seed=29)
+
+
+def test_stream_transform_file_and_pipe():
+    data = stream_data()
+    want = bytes((b + 7) & 0xFF for b in data)
+    src, dst = tmpfile("stream-in.bin", data), tmpfile("stream-out.bin")
+    args = ["--stream-threshold", SMALL_THRESHOLD, "transform", "--op", "add", "--value", "7"]
+    rc, out, err = run(args + ["-i", src, "-o", dst])
+    expect_rc(rc, EXIT_OK, err)
+    expect(err == "", "stderr not empty without a terminal: %r" % err)  # no progress bar
+    with open(dst, "rb") as f:
+        expect(f.read() == want, "streamed file output differs")
+    rc, out, err = run(args, stdin=data)  # a pipe: size unknown, read incrementally
+    expect_rc(rc, EXIT_OK, err)
+    expect(out == want, "streamed pipe output differs")
+    expect(err == "", "stderr: %r" % err)
+
+
+def test_stream_reverse_file_and_pipe():
+    data = stream_data()
+    src = tmpfile("stream-rev.bin", data)
+    rc, out, err = run(["--stream-threshold", SMALL_THRESHOLD, "reverse", "-i", src])
+    expect_rc(rc, EXIT_OK, err)
+    expect(out == data[::-1], "streamed reverse of a file differs")
+    rc, out, err = run(["--stream-threshold", SMALL_THRESHOLD, "reverse"], stdin=data)
+    expect_rc(rc, EXIT_OK, err)
+    expect(out == data[::-1], "streamed reverse of a pipe differs")
+
+
+def test_stream_hist_matches_unary():
+    data = stream_data() + b"Z" * 70000
+    rc, out, err = run(["--json", "--stream-threshold", SMALL_THRESHOLD, "hist"], stdin=data)
+    expect_rc(rc, EXIT_OK, err)
+    streamed = json.loads(out)
+    rc, out, err = run(["--json", "hist"], stdin=data)  # under the default threshold: unary
+    expect_rc(rc, EXIT_OK, err)
+    unary = json.loads(out)
+    want = [0] * 256
+    for b in data:
+        want[b] += 1
+    expect(streamed["counts"] == want, "streamed counts differ from the data")
+    expect(unary["counts"] == want, "unary counts differ from the data")
+
+
+def test_stream_refusal_exits_1():
+    src = tmpfile("stream-f32.bin", stream_data()[:-1])  # whole float32 elements
+    rc, out, err = run(["--stream-threshold", "0", "hist", "--type", "float32", "--bins", "0",
+                        "--range", "0:1", "-i", src])
+    expect_rc(rc, EXIT_REFUSED, err)
+    expect(err.startswith("ampctl: ") and "bins" in err, "stderr: %s" % err)
+
+
+def test_stream_pipeline():
+    data = stream_data()
+    src, dst = tmpfile("stream-pipe.bin", data), tmpfile("stream-pipe.out")
+    rc, out, err = run(["--stream-threshold", SMALL_THRESHOLD, "pipeline", "-i", src, "-o", dst,
+                        "hist", "transform:xor:15", "hist"])
+    expect_rc(rc, EXIT_OK, err)
+    xored = bytes(b ^ 15 for b in data)
+    with open(dst, "rb") as f:
+        expect(f.read() == xored, "streamed pipeline output differs")
+    hists = [json.loads(line) for line in out.decode().splitlines()]
+    expect([h["step"] for h in hists] == [0, 2], "steps %r" % [h["step"] for h in hists])
+    for h, d in zip(hists, (data, xored)):
+        want = [0] * 256
+        for b in d:
+            want[b] += 1
+        expect(h["counts"] == want, "streamed histogram of step %d differs" % h["step"])
+
+
+def run_with_tty_stderr(args, src):
+    """Runs ampctl with stderr on a pseudo-terminal; returns (exit code, stderr text)."""
+    import pty
+    master, slave = pty.openpty()
+    argv = [AMPCTL, "--address", Ctx.daemon.address] + args
+    with open(src, "rb") as stdin:
+        p = subprocess.Popen(argv, stdin=stdin, stdout=subprocess.DEVNULL, stderr=slave)
+    os.close(slave)
+    chunks = []
+    while True:
+        try:
+            b = os.read(master, 4096)
+        except OSError:  # EIO: every writer of the terminal is gone
+            break
+        if not b:
+            break
+        chunks.append(b)
+    os.close(master)
+    rc = p.wait(timeout=CALL_TIMEOUT_S)
+    return rc, b"".join(chunks).decode(errors="replace")
+
+
+def test_stream_progress_only_on_a_terminal():
+    data = stream_data()
+    src, dst = tmpfile("stream-tty.bin", data), tmpfile("stream-tty.out")
+    args = ["--stream-threshold", SMALL_THRESHOLD, "transform", "--op", "xor", "--value", "1",
+            "-i", src, "-o", dst]
+    rc, err = run_with_tty_stderr(args, src)
+    expect_rc(rc, EXIT_OK, err)
+    expect("MB/s" in err and "100%" in err, "no progress bar on a terminal: %r" % err)
+    with open(dst, "rb") as f:
+        expect(f.read() == bytes(b ^ 1 for b in data), "output differs with a progress bar")
+    rc, err = run_with_tty_stderr(["--no-progress"] + args, src)
+    expect_rc(rc, EXIT_OK, err)
+    expect(err == "", "--no-progress still drew: %r" % err)
+    rc, err = run_with_tty_stderr(args[2:], src)  # under the default threshold: no stream
+    expect_rc(rc, EXIT_OK, err)
+    expect(err == "", "a unary call drew a progress bar: %r" % err)
+
+
 def test_stream_options_checked():
     rc, out, err = run(["--stream-threshold", "lots", "reverse", "x"])
     expect_rc(rc, EXIT_USAGE, err)
