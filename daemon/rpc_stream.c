@@ -100,6 +100,8 @@ static void rpc_stream_pump(struct rpc_stream *st);
 
 static void rpc_stream_free(struct rpc_stream *st)
 {
+    if (st->pool)
+        staging_cancel(st->pool, &st->waiter);
     if (st->begun)
         sched_stream_end(st->sched, !st->failed);
     if (st->rc)
@@ -135,10 +137,10 @@ static void rpc_stream_wind_down(struct rpc_stream *st)
 static void rpc_stream_fail(struct rpc_stream *st, enum status_code code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-static void rpc_stream_fail(struct rpc_stream *st, enum status_code code, const char *fmt, ...)
+/* Stops the stream's work without answering the call (it is answered or
+ * gone): queued tasks are dropped, buffers not in a task go back. */
+static void rpc_stream_stop(struct rpc_stream *st)
 {
-    if (st->failed)
-        return;
     st->failed = true;
     if (st->job)
         atomic_store(&st->job->cancelled, true);
@@ -148,6 +150,15 @@ static void rpc_stream_fail(struct rpc_stream *st, enum status_code code, const 
         rpc_stream_put(st, st->fill);
         st->fill = NULL;
     }
+}
+
+static void rpc_stream_fail(struct rpc_stream *st, enum status_code code, const char *fmt, ...)
+{
+    if (st->failed)
+        return;
+    rpc_stream_stop(st);
+    /* Answering may close the call at once (closed() runs inside): the
+     * stream stays alive, since its CLOSE is still owed or in flight. */
     if (st->rc) {
         char msg[STATUS_MSG_MAX];
         va_list ap;
@@ -171,10 +182,8 @@ static void rpc_stream_reply(struct rpc_stream *st, const Amp__V1__StreamReply *
         return;
     }
     protobuf_c_message_pack(&r->base, buf + GRPC_FRAME_HEADER);
-    if (h2_call_send(st->rc->h2, buf, len) != 0) {
-        st->failed = true;   /* the layer answered the call itself */
-        atomic_store(&st->job->cancelled, true);
-    }
+    if (h2_call_send(st->rc->h2, buf, len) != 0)
+        rpc_stream_stop(st);   /* the layer answered the call itself */
 }
 
 static void rpc_stream_send_data(struct rpc_stream *st, const void *data, size_t len)
@@ -298,10 +307,13 @@ static void rpc_stream_task_done(struct task *t)
     case TASK_END:
         if (ok) {
             rpc_stream_send_results(st);
-            if (st->rc && !st->failed)
-                h2_call_finish(st->rc->h2);
+            /* CLOSE first: finishing may close the call right here, and
+             * closed() must find the stream on its way out already. */
+            bool finish = st->rc && !st->failed;
             st->phase = RS_CLOSING;
             rpc_stream_submit(st, TASK_CLOSE, NULL, 0, 0);
+            if (finish)
+                h2_call_finish(st->rc->h2);
         }
         break;
     case TASK_CLOSE:
@@ -572,9 +584,7 @@ static enum status_code rpc_stream_message(struct rpc_call *rc, const uint8_t *m
     }
     amp__v1__stream_request__free_unpacked(req, NULL);
     if (code != STATUS_OK) {
-        st->failed = true;   /* the layer fails the call with err */
-        if (st->job)
-            atomic_store(&st->job->cancelled, true);
+        rpc_stream_stop(st);   /* the layer fails the call with err */
         rpc_stream_wind_down(st);
     }
     return code;
@@ -588,8 +598,8 @@ static void rpc_stream_end(struct rpc_call *rc)
         return;
     }
     if (st->phase == RS_HEADER) {
-        rpc_stream_fail(st, STATUS_INVALID_ARGUMENT, "the stream ended before its header");
-        rpc_stream_wind_down(st);
+        rpc_stream_free(st);   /* nothing was started */
+        rpc_fail(rc, STATUS_INVALID_ARGUMENT, "the stream ended before its header");
         return;
     }
     st->input_ended = true;
