@@ -1,0 +1,460 @@
+/* test_client_stream.c: amp_stream and amp_stream_fd through a real ampd
+ * whose staging pool is much smaller than the inputs (--staging-bytes 4M
+ * --chunk-bytes 1M, 24 MiB streams), so every stream goes through many
+ * refills of the daemon's buffers and HTTP/2 flow control on both sides.
+ *
+ * Results are checked against the CPU reference (tests/support/cpu_ref.h):
+ * transform+histogram chunk by chunk, reverse with total_length (resident
+ * on the device), unknown total_length, a fill with no input, the fd form;
+ * and the bad paths: a read or write callback that aborts, mid-stream or
+ * before any data (the connection stays usable), a reverse without total_length, a total_length that
+ * does not match, nhists that does not match the steps.
+ */
+#include <check.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "amp.h"
+#include "cpu_ref.h"
+#include "daemon_proc.h"
+
+#define MIB (1024u * 1024u)
+#define BIG_LEN (24u * MIB + 4093u) /* six times the staging pool, odd tail */
+#define WORDS_LEN (24u * MIB + 4092u) /* the same for uint32 histograms: whole elements */
+#define ABORT_AFTER (5u * MIB)      /* the aborting reader stops here */
+
+static struct daemon_proc ampd;
+static amp_conn *conn;
+
+static void conn_open(void)
+{
+    ck_assert_int_eq(amp_connect(ampd.address, &conn), 0);
+}
+
+static void conn_shut(void)
+{
+    amp_close(conn);
+    conn = NULL;
+}
+
+static uint8_t *random_bytes(size_t n, uint32_t seed)
+{
+    uint8_t *p = malloc(n ? n : 1);
+    ck_assert_ptr_nonnull(p);
+    uint32_t x = seed | 1;
+    for (size_t i = 0; i < n; i++) {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        p[i] = (uint8_t)(x >> 9);
+    }
+    return p;
+}
+
+#define CHECK_OK(rc) \
+    ck_assert_msg((rc) == 0, "%s: %s", amp_strerror(rc), amp_last_message(conn))
+
+/* --- callbacks over memory ------------------------------------------------------ */
+
+/* Input from memory in uneven pieces (never a whole buffer), so the
+ * library has to gather its chunks. */
+struct src {
+    const uint8_t *data;
+    size_t len, pos;
+    size_t abort_at;  /* > 0: return AMP_ECANCELLED once pos reaches it */
+    unsigned calls;
+};
+
+static long src_read(void *ctx, void *buf, size_t cap)
+{
+    struct src *s = ctx;
+    s->calls++;
+    if (s->abort_at && s->pos >= s->abort_at)
+        return AMP_ECANCELLED;
+    size_t n = s->len - s->pos;
+    size_t piece = 1000 + (s->calls * 7919u) % 300000; /* uneven */
+    if (n > piece)
+        n = piece;
+    if (n > cap)
+        n = cap;
+    memcpy(buf, s->data + s->pos, n);
+    s->pos += n;
+    return (long)n;
+}
+
+/* Output checked against the expected bytes as it arrives. */
+struct sink {
+    const uint8_t *want; /* NULL: only count */
+    size_t want_len, got;
+    size_t abort_at;     /* > 0: return AMP_ECANCELLED once got reaches it */
+    int mismatch;        /* first differing offset + 1, or 0 */
+};
+
+static int sink_write(void *ctx, const void *buf, size_t len)
+{
+    struct sink *s = ctx;
+    if (s->abort_at && s->got >= s->abort_at)
+        return AMP_ECANCELLED;
+    ck_assert_msg(s->got + len <= s->want_len, "output of %zu bytes past the expected %zu",
+                  s->got + len, s->want_len);
+    if (s->want && !s->mismatch) {
+        const uint8_t *b = buf;
+        for (size_t i = 0; i < len; i++) {
+            if (b[i] != s->want[s->got + i]) {
+                s->mismatch = (int)(s->got + i) + 1;
+                break;
+            }
+        }
+    }
+    s->got += len;
+    return 0;
+}
+
+static void expect_sink(const struct sink *s)
+{
+    ck_assert_msg(!s->mismatch, "output byte %d differs", s->mismatch - 1);
+    ck_assert_uint_eq(s->got, s->want_len);
+}
+
+static void expect_hist(const amp_hist *got, const struct hist_params *p, const uint8_t *data,
+                        size_t n)
+{
+    struct hist_result want;
+    ck_assert_int_eq(cpu_ref_hist(p, data, n, &want), 0);
+    ck_assert_uint_eq(got->bins, want.bins);
+    for (uint32_t i = 0; i < want.bins; i++)
+        ck_assert_msg(got->counts[i] == want.counts[i], "bin %u: %llu, want %llu", i,
+                      (unsigned long long)got->counts[i], (unsigned long long)want.counts[i]);
+    ck_assert_uint_eq(got->below, want.below);
+    ck_assert_uint_eq(got->above, want.above);
+    ck_assert_uint_eq(got->nan, want.nan);
+    free(want.counts);
+}
+
+/* A small stream that must work: the connection survived whatever came before. */
+static void expect_conn_usable(void)
+{
+    amp_step st = { .kind = AMP_STEP_TRANSFORM,
+                    .transform = { .op = AMP_OP_XOR, .value = 0xff } };
+    const uint8_t in[5] = { 0, 1, 2, 3, 0xf0 }, want[5] = { 0xff, 0xfe, 0xfd, 0xfc, 0x0f };
+    struct src s = { .data = in, .len = sizeof in };
+    struct sink k = { .want = want, .want_len = sizeof want };
+    CHECK_OK(amp_stream(conn, NULL, &st, 1, sizeof in, src_read, &s, sink_write, &k, NULL, 0));
+    expect_sink(&k);
+}
+
+/* --- good paths ------------------------------------------------------------------ */
+
+/* add 3 to a sub-range, then two histograms of the result: bytes, and the
+ * same bytes as uint32 values. total_length is given or not. */
+static void transform_and_histograms(int give_length)
+{
+    size_t n = WORDS_LEN;
+    uint64_t total_length = give_length ? n : 0;
+    uint8_t *in = random_bytes(n, 11), *want = malloc(n);
+    memcpy(want, in, n);
+    struct transform_params tp = { .op = XFORM_ADD, .value = 3, .offset = 1234,
+                                   .length = n - 1234 - 999 };
+    cpu_ref_transform(&tp, want, n);
+    amp_step steps[3];
+    memset(steps, 0, sizeof steps);
+    steps[0].kind = AMP_STEP_HISTOGRAM;
+    steps[0].hist = (amp_hist_params){ .type = AMP_TYPE_UINT8 };
+    steps[1].kind = AMP_STEP_TRANSFORM;
+    steps[1].transform = (amp_transform_params){ .op = AMP_OP_ADD, .value = 3, .offset = 1234,
+                                                 .length = n - 1234 - 999, .has_length = 1 };
+    steps[2].kind = AMP_STEP_HISTOGRAM;
+    steps[2].hist = (amp_hist_params){ .type = AMP_TYPE_UINT32, .bins = 100, .lo = 1e8,
+                                       .hi = 4e9 };
+    struct src s = { .data = in, .len = n };
+    struct sink k = { .want = want, .want_len = n };
+    amp_hist h[2];
+    CHECK_OK(amp_stream(conn, NULL, steps, 3, total_length, src_read, &s, sink_write, &k, h, 2));
+    expect_sink(&k);
+    ck_assert_uint_eq(s.pos, n);
+    struct hist_params bytes = { .type = ELEM_U8, .bins = 256 };
+    struct hist_params words = { .type = ELEM_U32, .bins = 100, .lo = 1e8, .hi = 4e9 };
+    expect_hist(&h[0], &bytes, in, n);
+    expect_hist(&h[1], &words, want, n);
+    ck_assert_str_ne(amp_last_device(conn), "");
+    amp_hist_free(&h[0]);
+    amp_hist_free(&h[1]);
+    free(want);
+    free(in);
+}
+
+START_TEST(transform_histogram_with_total_length)
+{
+    transform_and_histograms(1);
+}
+END_TEST
+
+START_TEST(transform_histogram_unknown_length)
+{
+    transform_and_histograms(0);
+}
+END_TEST
+
+START_TEST(reverse_with_total_length)
+{
+    size_t n = BIG_LEN;
+    uint8_t *in = random_bytes(n, 21), *want = malloc(n);
+    amp_step steps[2];
+    memset(steps, 0, sizeof steps);
+    steps[0].kind = AMP_STEP_TRANSFORM;
+    steps[0].transform = (amp_transform_params){ .op = AMP_OP_XOR, .value = 0x5a };
+    steps[1].kind = AMP_STEP_REVERSE;
+    struct transform_params tp = { .op = XFORM_XOR, .value = 0x5a, .length = n };
+    uint8_t *x = malloc(n);
+    memcpy(x, in, n);
+    cpu_ref_transform(&tp, x, n);
+    cpu_ref_reverse(x, want, n);
+    struct src s = { .data = in, .len = n };
+    struct sink k = { .want = want, .want_len = n };
+    CHECK_OK(amp_stream(conn, NULL, steps, 2, n, src_read, &s, sink_write, &k, NULL, 0));
+    expect_sink(&k);
+    free(x);
+    free(want);
+    free(in);
+}
+END_TEST
+
+START_TEST(histogram_only_has_no_data)
+{
+    size_t n = 9 * MIB + 3;
+    uint8_t *in = random_bytes(n, 31);
+    amp_step st = { .kind = AMP_STEP_HISTOGRAM, .hist = { .type = AMP_TYPE_UINT8 } };
+    struct src s = { .data = in, .len = n };
+    struct sink k = { .want_len = 0 }; /* any data at all fails */
+    amp_hist h;
+    CHECK_OK(amp_stream(conn, NULL, &st, 1, 0, src_read, &s, sink_write, &k, &h, 1));
+    ck_assert_uint_eq(k.got, 0);
+    struct hist_params bytes = { .type = ELEM_U8, .bins = 256 };
+    expect_hist(&h, &bytes, in, n);
+    amp_hist_free(&h);
+    free(in);
+}
+END_TEST
+
+START_TEST(fill_without_input)
+{
+    uint64_t count = 3 * MIB + 5; /* 12 MiB of int32 */
+    amp_step st = { .kind = AMP_STEP_FILL,
+                    .fill = { .type = AMP_TYPE_INT32, .count = count, .start = 7, .step = -3 } };
+    struct fill_params fp = { .type = ELEM_I32, .count = count, .start = 7, .step = -3 };
+    uint8_t *want = malloc(count * 4);
+    cpu_ref_fill(&fp, want);
+    struct sink k = { .want = want, .want_len = count * 4 };
+    CHECK_OK(amp_stream(conn, NULL, &st, 1, 0, NULL, NULL, sink_write, &k, NULL, 0));
+    expect_sink(&k);
+    free(want);
+}
+END_TEST
+
+static int temp_file(const char *name, const void *data, size_t len)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", ampd.dir, name);
+    int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    ck_assert_int_ge(fd, 0);
+    unlink(path);
+    if (len)
+        ck_assert_int_eq(write(fd, data, len), (ssize_t)len);
+    ck_assert_int_eq(lseek(fd, 0, SEEK_SET), 0);
+    return fd;
+}
+
+START_TEST(fd_form)
+{
+    size_t n = BIG_LEN;
+    uint8_t *in = random_bytes(n, 41), *want = malloc(n), *got = malloc(n);
+    cpu_ref_reverse(in, want, n);
+    int in_fd = temp_file("in", in, n), out_fd = temp_file("out", NULL, 0);
+    amp_step st[2] = { { .kind = AMP_STEP_REVERSE },
+                       { .kind = AMP_STEP_HISTOGRAM, .hist = { .type = AMP_TYPE_UINT8 } } };
+    amp_hist h;
+    CHECK_OK(amp_stream_fd(conn, NULL, st, 2, n, in_fd, out_fd, &h, 1));
+    ck_assert_int_eq(lseek(out_fd, 0, SEEK_CUR), (off_t)n);
+    ck_assert_int_eq(pread(out_fd, got, n, 0), (ssize_t)n);
+    ck_assert_msg(memcmp(got, want, n) == 0, "reversed file differs");
+    struct hist_params bytes = { .type = ELEM_U8, .bins = 256 };
+    expect_hist(&h, &bytes, in, n);
+    amp_hist_free(&h);
+    /* A descriptor that cannot be read is a local I/O error. */
+    int wronly = open("/dev/null", O_WRONLY | O_CLOEXEC);
+    int rc = amp_stream_fd(conn, NULL, &st[1], 1, 0, wronly, -1, &h, 1);
+    ck_assert_msg(rc == AMP_EIO, "got %s", amp_strerror(rc));
+    ck_assert_msg(strstr(amp_last_message(conn), "read"), "message '%s'", amp_last_message(conn));
+    ck_assert_ptr_null(h.counts);
+    close(wronly);
+    close(in_fd);
+    close(out_fd);
+    expect_conn_usable();
+    free(got);
+    free(want);
+    free(in);
+}
+END_TEST
+
+/* --- bad paths --------------------------------------------------------------- */
+
+START_TEST(read_callback_aborts)
+{
+    size_t n = BIG_LEN;
+    uint8_t *in = random_bytes(n, 51);
+    amp_step st[2] = { { .kind = AMP_STEP_TRANSFORM, .transform = { .op = AMP_OP_ADD, .value = 1 } },
+                       { .kind = AMP_STEP_HISTOGRAM, .hist = { .type = AMP_TYPE_UINT8 } } };
+    struct src s = { .data = in, .len = n, .abort_at = ABORT_AFTER };
+    struct sink k = { .want_len = n };
+    amp_hist h;
+    int rc = amp_stream(conn, NULL, st, 2, n, src_read, &s, sink_write, &k, &h, 1);
+    ck_assert_msg(rc == AMP_ECANCELLED, "got %s: %s", amp_strerror(rc), amp_last_message(conn));
+    ck_assert_msg(strstr(amp_last_message(conn), "input callback"), "message '%s'",
+                  amp_last_message(conn));
+    ck_assert_ptr_null(h.counts);
+    ck_assert_uint_ge(s.pos, ABORT_AFTER); /* it was asked for more after the abort point */
+    ck_assert_uint_lt(s.pos, n);
+    ck_assert_str_eq(amp_last_device(conn), "");
+    expect_conn_usable();
+    free(in);
+}
+END_TEST
+
+static long fail_at_once(void *ctx, void *buf, size_t cap)
+{
+    (void)buf;
+    (void)cap;
+    ++*(unsigned *)ctx;
+    return AMP_ECANCELLED;
+}
+
+/* The daemon sees the header and then a reset, before any data; the next
+ * stream on the same connection must still work. */
+START_TEST(read_callback_aborts_at_once)
+{
+    amp_step st = { .kind = AMP_STEP_HISTOGRAM, .hist = { .type = AMP_TYPE_UINT8 } };
+    amp_hist h;
+    for (int i = 0; i < 3; i++) {
+        unsigned calls = 0;
+        int rc = amp_stream(conn, NULL, &st, 1, 0, fail_at_once, &calls, NULL, NULL, &h, 1);
+        ck_assert_msg(rc == AMP_ECANCELLED, "got %s: %s", amp_strerror(rc),
+                      amp_last_message(conn));
+        ck_assert_uint_eq(calls, 1);
+        expect_conn_usable();
+    }
+}
+END_TEST
+
+START_TEST(write_callback_aborts)
+{
+    size_t n = BIG_LEN;
+    uint8_t *in = random_bytes(n, 61);
+    amp_step st = { .kind = AMP_STEP_TRANSFORM, .transform = { .op = AMP_OP_SET, .value = 9 } };
+    struct src s = { .data = in, .len = n };
+    struct sink k = { .want_len = n, .abort_at = 2 * MIB };
+    int rc = amp_stream(conn, NULL, &st, 1, n, src_read, &s, sink_write, &k, NULL, 0);
+    ck_assert_msg(rc == AMP_ECANCELLED, "got %s: %s", amp_strerror(rc), amp_last_message(conn));
+    ck_assert_msg(strstr(amp_last_message(conn), "output callback"), "message '%s'",
+                  amp_last_message(conn));
+    ck_assert_uint_lt(k.got, n);
+    expect_conn_usable();
+    free(in);
+}
+END_TEST
+
+START_TEST(reverse_needs_total_length)
+{
+    uint8_t *in = random_bytes(3 * MIB, 71);
+    amp_step st = { .kind = AMP_STEP_REVERSE };
+    struct src s = { .data = in, .len = 3 * MIB };
+    struct sink k = { .want_len = 3 * MIB };
+    int rc = amp_stream(conn, NULL, &st, 1, 0, src_read, &s, sink_write, &k, NULL, 0);
+    ck_assert_msg(rc == AMP_EINVAL, "got %s: %s", amp_strerror(rc), amp_last_message(conn));
+    ck_assert_msg(strstr(amp_last_message(conn), "total_length"), "message '%s'",
+                  amp_last_message(conn));
+    ck_assert_uint_eq(k.got, 0);
+    expect_conn_usable();
+    free(in);
+}
+END_TEST
+
+START_TEST(total_length_mismatch)
+{
+    size_t n = 3 * MIB + 1;
+    uint8_t *in = random_bytes(n, 81);
+    amp_step st = { .kind = AMP_STEP_HISTOGRAM, .hist = { .type = AMP_TYPE_UINT8 } };
+    amp_hist h;
+    /* more input than announced, then less */
+    struct src s = { .data = in, .len = n };
+    int rc = amp_stream(conn, NULL, &st, 1, n - 1, src_read, &s, NULL, NULL, &h, 1);
+    ck_assert_msg(rc == AMP_EINVAL, "got %s: %s", amp_strerror(rc), amp_last_message(conn));
+    ck_assert_msg(strstr(amp_last_message(conn), "total_length"), "message '%s'",
+                  amp_last_message(conn));
+    s = (struct src){ .data = in, .len = n };
+    rc = amp_stream(conn, NULL, &st, 1, n + 1, src_read, &s, NULL, NULL, &h, 1);
+    ck_assert_msg(rc == AMP_EINVAL, "got %s: %s", amp_strerror(rc), amp_last_message(conn));
+    ck_assert_msg(strstr(amp_last_message(conn), "total_length"), "message '%s'",
+                  amp_last_message(conn));
+    ck_assert_ptr_null(h.counts);
+    expect_conn_usable();
+    free(in);
+}
+END_TEST
+
+START_TEST(bad_arguments_refused_locally)
+{
+    amp_step st[2] = { { .kind = AMP_STEP_HISTOGRAM, .hist = { .type = AMP_TYPE_UINT8 } },
+                       { .kind = AMP_STEP_REVERSE } };
+    amp_hist h[2];
+    struct src s = { .data = (const uint8_t *)"abc", .len = 3 };
+    int rc = amp_stream(conn, NULL, st, 2, 3, src_read, &s, NULL, NULL, h, 2);
+    ck_assert_int_eq(rc, AMP_EINVAL);
+    ck_assert_msg(strstr(amp_last_message(conn), "nhists"), "'%s'", amp_last_message(conn));
+    rc = amp_stream(conn, NULL, st, 2, 3, src_read, &s, NULL, NULL, NULL, 1);
+    ck_assert_int_eq(rc, AMP_EINVAL);
+    st[1].kind = (amp_step_kind)0;
+    rc = amp_stream(conn, NULL, st, 2, 3, src_read, &s, NULL, NULL, h, 1);
+    ck_assert_int_eq(rc, AMP_EINVAL);
+    ck_assert_msg(strstr(amp_last_message(conn), "steps[1].kind"), "'%s'", amp_last_message(conn));
+    amp_opts bad = { NULL, -5 };
+    st[1].kind = AMP_STEP_REVERSE;
+    rc = amp_stream(conn, &bad, st, 2, 3, src_read, &s, NULL, NULL, h, 1);
+    ck_assert_int_eq(rc, AMP_EINVAL);
+    ck_assert_uint_eq(s.calls, 0); /* nothing was read */
+    expect_conn_usable();
+}
+END_TEST
+
+int main(void)
+{
+    static const char *const args[] = { "--staging-bytes", "4M", "--chunk-bytes", "1M", NULL };
+    if (daemon_start(&ampd, args) != 0)
+        return EXIT_FAILURE;
+    Suite *s = suite_create("client_stream");
+    TCase *tc = tcase_create("stream");
+    tcase_add_checked_fixture(tc, conn_open, conn_shut);
+    tcase_add_test(tc, transform_histogram_with_total_length);
+    tcase_add_test(tc, transform_histogram_unknown_length);
+    tcase_add_test(tc, reverse_with_total_length);
+    tcase_add_test(tc, histogram_only_has_no_data);
+    tcase_add_test(tc, fill_without_input);
+    tcase_add_test(tc, fd_form);
+    tcase_add_test(tc, read_callback_aborts);
+    tcase_add_test(tc, read_callback_aborts_at_once);
+    tcase_add_test(tc, write_callback_aborts);
+    tcase_add_test(tc, reverse_needs_total_length);
+    tcase_add_test(tc, total_length_mismatch);
+    tcase_add_test(tc, bad_arguments_refused_locally);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    int st = daemon_stop(&ampd);
+    if (st != 0)
+        fprintf(stderr, "ampd exited with status %d\n", st);
+    return failed || st != 0 ? EXIT_FAILURE : EXIT_SUCCESS;
+}
