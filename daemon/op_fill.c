@@ -1,23 +1,35 @@
 /* op_fill.c: the fill step (kernels/fill.cl).
  *
  * The caller's tile is the work-group size, checked against the device's
- * and the kernel's limits; the grid is padded to a multiple of it. A count
- * larger than one launch may cover (dev->launch_items_max) is split into
- * several launches, each starting at a multiple of the tile.
+ * and the kernel's limits; the grid is padded to a multiple of it. Each
+ * work-item writes OP_FILL_ITEM_BYTES on GPUs (16-byte stores) and one
+ * element on CPU devices (see fill.cl). A count
+ * larger than one launch may cover (dev->launch_items_max work-items) is
+ * split into several launches, each starting at a multiple of a group's
+ * block of tile * OP_FILL_ITEM_BYTES bytes.
  */
 #include "op.h"
 
 #define OP_FILL_TILE_DEFAULT 256
+#define OP_FILL_ITEM_BYTES (16 * 8)   /* fill.cl: FILL_STORES 16-byte stores */
 
-static const char *op_fill_kernel_name(enum elem_type t)
+/* GPUs write OP_FILL_ITEM_BYTES per work-item, CPU devices one element
+ * (kernels/fill.cl says why). */
+static const char *op_fill_kernel_name(const struct dev *d, enum elem_type t)
 {
+    bool cpu = d->shape == DEV_SHAPE_CPU;
     switch (t) {
     case ELEM_I32:
-    case ELEM_U32: return "fill_u32";
-    case ELEM_I64: return "fill_u64";
-    case ELEM_F32: return "fill_f32";
+    case ELEM_U32: return cpu ? "fill_u32_scalar" : "fill_u32";
+    case ELEM_I64: return cpu ? "fill_u64_scalar" : "fill_u64";
+    case ELEM_F32: return cpu ? "fill_f32_scalar" : "fill_f32";
     default: return NULL;
     }
+}
+
+static uint64_t op_fill_per_item(const struct dev *d, enum elem_type t)
+{
+    return d->shape == DEV_SHAPE_CPU ? 1 : OP_FILL_ITEM_BYTES / elem_size(t);
 }
 
 /* The tile a fill runs with: the caller's, or a default the kernel allows. */
@@ -29,7 +41,7 @@ static size_t op_fill_tile(const struct dev *d, const struct fill_params *p, cl_
 enum status_code op_fill_check(const struct dev *d, const struct fill_params *p,
                                struct job *job)
 {
-    const char *name = op_fill_kernel_name(p->type);
+    const char *name = op_fill_kernel_name(d, p->type);
     if (!name)
         return job_fail(job, STATUS_INVALID_ARGUMENT,
                         "fill.type: only int32, uint32, int64 and float32 can be filled");
@@ -70,19 +82,22 @@ static void op_fill_values(struct dev_exec *x, cl_kernel k, const char *name,
 
 enum status_code op_fill(struct dev_exec *x, const struct fill_params *p, struct dev_buf *dst)
 {
-    const char *name = op_fill_kernel_name(p->type);
+    const char *name = op_fill_kernel_name(x->d, p->type);
     cl_kernel k = dev_kernel(x->d, name);
     size_t tile = op_fill_tile(x->d, p, k);
-    uint64_t per_launch = x->d->launch_items_max / tile * tile;
-    if (per_launch == 0)
-        per_launch = tile;  /* one work-group is the smallest launch there is */
+    uint64_t per_item = op_fill_per_item(x->d, p->type);
+    uint64_t items_max = x->d->launch_items_max / tile * tile;
+    if (items_max == 0)
+        items_max = tile;  /* one work-group is the smallest launch there is */
+    uint64_t per_launch = items_max * per_item;
     cl_ulong n = p->count;
     dev_exec_arg(x, k, name, 0, sizeof(cl_mem), &dst->mem);
     dev_exec_arg(x, k, name, 2, sizeof n, &n);
     op_fill_values(x, k, name, p);
     const struct dev_access acc[] = {{dst, HAZARD_WRITE}};
     for (cl_ulong first = 0; first < n && !x->failed; first += per_launch) {
-        uint64_t items = n - first < per_launch ? n - first : per_launch;
+        uint64_t elems = n - first < per_launch ? n - first : per_launch;
+        uint64_t items = (elems + per_item - 1) / per_item;
         size_t global = (size_t)((items + tile - 1) / tile * tile);
         dev_exec_arg(x, k, name, 1, sizeof first, &first);
         dev_exec_kernel(x, k, name, global, tile, acc, 1);

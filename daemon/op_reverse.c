@@ -11,18 +11,22 @@ size_t op_wg(const struct dev *d, cl_kernel k)
 
 enum status_code op_reverse(struct dev_exec *x, struct dev_buf *src, struct dev_buf *dst)
 {
-    static const char name[] = "reverse_bytes";
+    /* Grid-stride on GPUs, one contiguous chunk per work-item on CPUs
+     * (see kernels/reverse.cl). */
+    bool cpu = x->d->shape == DEV_SHAPE_CPU;
+    const char *name = cpu ? "reverse_bytes_chunk" : "reverse_bytes";
     cl_kernel k = dev_kernel(x->d, name);
     cl_ulong n = src->size;
     if (n == 0)
         return STATUS_OK;
-    /* Units are output words; at least one item, for the tail. */
+    /* Units are output words; at least one item, for the edges. */
     struct dev_grid g = dev_grid_plan(x->d, n / OP_REVERSE_WORD + 1, op_wg(x->d, k));
     cl_ulong chunk = g.chunk;
     dev_exec_arg(x, k, name, 0, sizeof(cl_mem), &src->mem);
     dev_exec_arg(x, k, name, 1, sizeof(cl_mem), &dst->mem);
     dev_exec_arg(x, k, name, 2, sizeof n, &n);
-    dev_exec_arg(x, k, name, 3, sizeof chunk, &chunk);
+    if (cpu)
+        dev_exec_arg(x, k, name, 3, sizeof chunk, &chunk);
     const struct dev_access acc[] = {{src, HAZARD_READ}, {dst, HAZARD_WRITE}};
     return dev_exec_kernel(x, k, name, g.global, g.local, acc, 2);
 }

@@ -8,15 +8,25 @@
  */
 #include "op.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #define OP_XFORM_WORD 16
 #define OP_XFORM_HEADER 16   /* operand at [0]; table follows the header */
 #define OP_XFORM_TABLE 256
+/* CPU devices' map also gets the table for byte pairs: entry v (two bytes,
+ * at OP_XFORM_PAIRS_AT + 2v) is table[v & 255], table[v >> 8]. */
+#define OP_XFORM_PAIRS_AT 512
+#define OP_XFORM_PAIRS 65536
 
-static const char *const op_xform_kernels[] = {
-    [XFORM_ADD] = "transform_add", [XFORM_XOR] = "transform_xor", [XFORM_AND] = "transform_and",
-    [XFORM_OR] = "transform_or",   [XFORM_SET] = "transform_set", [XFORM_MAP] = "transform_map",
+/* transform_OP on GPUs, transform_OP_chunk on CPU devices (transform.cl). */
+static const char *const op_xform_kernels[][2] = {
+    [XFORM_ADD] = {"transform_add", "transform_add_chunk"},
+    [XFORM_XOR] = {"transform_xor", "transform_xor_chunk"},
+    [XFORM_AND] = {"transform_and", "transform_and_chunk"},
+    [XFORM_OR] = {"transform_or", "transform_or_chunk"},
+    [XFORM_SET] = {"transform_set", "transform_set_chunk"},
+    [XFORM_MAP] = {"transform_map", "transform_map_chunk"},
 };
 
 static size_t op_xform_block_size(enum transform_op op)
@@ -43,16 +53,29 @@ enum status_code op_transform_check(const struct dev *d, const struct transform_
     return STATUS_OK;
 }
 
+/* The parameter block; for map on CPU devices, with the pair table (read
+ * as __global there, so the constant-buffer limit does not apply to it). */
 static enum status_code op_xform_params(struct dev_exec *x, const struct transform_params *p,
                                         cl_mem *out)
 {
-    uint8_t block[OP_XFORM_HEADER + OP_XFORM_TABLE];
-    memset(block, 0, sizeof block);
+    bool pairs = p->op == XFORM_MAP && x->d->shape == DEV_SHAPE_CPU;
+    size_t size = pairs ? OP_XFORM_PAIRS_AT + 2 * OP_XFORM_PAIRS : op_xform_block_size(p->op);
+    uint8_t *block = calloc(1, size > OP_XFORM_HEADER + OP_XFORM_TABLE
+                                   ? size : OP_XFORM_HEADER + OP_XFORM_TABLE);
+    if (!block) {
+        *out = NULL;
+        return job_fail(x->job, STATUS_RESOURCE_EXHAUSTED,
+                        "out of host memory for the transform parameter block");
+    }
     block[0] = p->value;
     memcpy(block + OP_XFORM_HEADER, p->table, OP_XFORM_TABLE);
+    for (size_t v = 0; pairs && v < OP_XFORM_PAIRS; v++) {
+        block[OP_XFORM_PAIRS_AT + 2 * v] = p->table[v & 0xff];
+        block[OP_XFORM_PAIRS_AT + 2 * v + 1] = p->table[v >> 8];
+    }
     cl_int rc;
-    *out = clCreateBuffer(x->d->ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
-                          op_xform_block_size(p->op), block, &rc);
+    *out = clCreateBuffer(x->d->ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, size, block, &rc);
+    free(block);
     if (rc != CL_SUCCESS) {
         *out = NULL;
         return dev_exec_cl_fail(x, "creating the transform parameter block", rc);
@@ -63,7 +86,7 @@ static enum status_code op_xform_params(struct dev_exec *x, const struct transfo
 enum status_code op_transform(struct dev_exec *x, const struct transform_params *p,
                               struct dev_buf *src, struct dev_buf *dst)
 {
-    const char *name = op_xform_kernels[p->op];
+    const char *name = op_xform_kernels[p->op][x->d->shape == DEV_SHAPE_CPU];
     cl_kernel k = dev_kernel(x->d, name);
     bool in_place = src == dst;
     cl_ulong n = src->size, lo = p->offset, hi = p->offset + p->length;

@@ -1,7 +1,8 @@
 /* test_kernel_fill.c: fill on the default device against cpu_ref_fill for
  * every element type, tiles 1, 7, 64, 256 and the device maximum (with a
  * prime count, so the last work-group is partly padding), the tile limit
- * refusal, wrapping arithmetic, and the launch-splitting path. */
+ * refusal, wrapping arithmetic, and the launch-splitting path; the good
+ * paths again with the GPU kernels (dev_set_shape_for_test). */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,7 +64,7 @@ END_TEST
 START_TEST(device_max_tile)
 {
     struct dev *d = fixture_dev();
-    cl_kernel k = dev_kernel(d, "fill_u32");
+    cl_kernel k = dev_kernel(d, d->shape == DEV_SHAPE_CPU ? "fill_u32_scalar" : "fill_u32");
     size_t max = dev_kernel_wg_max(d, k);
     struct fill_params p = fill(ELEM_U32, PRIME_COUNT, (uint32_t)max);
     check_fill(&p);
@@ -145,9 +146,10 @@ START_TEST(split_launches)
         p.tile = 64;
         check_fill(&p);
     }
-    /* A cap below one tile still launches whole tiles. */
+    /* A cap below one tile still launches whole tiles (several of them:
+     * a GPU-shape launch of 64 items covers 2048 elements). */
     dev_set_launch_items_max_for_test(d, 5);
-    struct fill_params p = fill(ELEM_U32, 1001, 64);
+    struct fill_params p = fill(ELEM_U32, 5001, 64);
     check_fill(&p);
     dev_set_launch_items_max_for_test(d, saved);
 }
@@ -174,6 +176,22 @@ START_TEST(too_large_refused)
 }
 END_TEST
 
+/* The GPU kernels (several 16-byte stores per work-item) on whatever this
+ * device is; the default case runs the device's own shape. */
+static enum dev_shape own_shape;
+
+static void gpu_shape_begin(void)
+{
+    struct dev *d = fixture_dev();
+    own_shape = d->shape;
+    dev_set_shape_for_test(d, DEV_SHAPE_GPU);
+}
+
+static void gpu_shape_end(void)
+{
+    dev_set_shape_for_test(fixture_dev(), own_shape);
+}
+
 int main(void)
 {
     Suite *s = suite_create("kernel_fill");
@@ -188,6 +206,15 @@ int main(void)
     tcase_add_test(tc, bad_type_refused);
     tcase_add_test(tc, too_large_refused);
     suite_add_tcase(s, tc);
+    TCase *gpu = tcase_create("fill_gpu_shape");
+    tcase_add_unchecked_fixture(gpu, NULL, fixture_close);
+    tcase_add_checked_fixture(gpu, gpu_shape_begin, gpu_shape_end);
+    tcase_add_test(gpu, tiles_and_types);
+    tcase_add_test(gpu, device_max_tile);
+    tcase_add_test(gpu, small_counts);
+    tcase_add_test(gpu, integers_wrap);
+    tcase_add_test(gpu, split_launches);
+    suite_add_tcase(s, gpu);
     SRunner *sr = srunner_create(s);
     srunner_set_fork_status(sr, CK_NOFORK);
     srunner_run_all(sr, CK_NORMAL);

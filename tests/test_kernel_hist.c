@@ -82,6 +82,21 @@ static void check_hist(const struct hist_params *p, const void *data, size_t len
     free(want.counts);
 }
 
+/* check_hist on data repeated HIST_TILES times, so that every work-item
+ * of the CPU shape gets whole 16-element vectors (the vector bin path) and
+ * not only the scalar tail that a short array reaches. */
+#define HIST_TILES 200
+static void check_hist_tiled(const struct hist_params *p, const void *data, size_t len,
+                             const char *what)
+{
+    uint8_t *buf = malloc(len * HIST_TILES);
+    ck_assert_ptr_nonnull(buf);
+    for (size_t i = 0; i < HIST_TILES; i++)
+        memcpy(buf + i * len, data, len);
+    check_hist(p, buf, len * HIST_TILES, what);
+    free(buf);
+}
+
 START_TEST(bytes_random)
 {
     const size_t sizes[] = {0, 1, 15, 16, 17, 4095, 65536 + 3, (3u << 20) + 5};
@@ -160,6 +175,7 @@ START_TEST(values_on_bin_edges)
     ck_assert_uint_eq(h->below, 1);
     job_free(job);
     check_hist(&p, f, sizeof f, "float edges");
+    check_hist_tiled(&p, f, sizeof f, "float edges, tiled");
 
     /* Integer data against a non-integer upper bound: 5 < 5.5 is in. */
     uint32_t u[] = {0, 1, 2, 3, 4, 5, 6};
@@ -172,12 +188,14 @@ START_TEST(values_on_bin_edges)
                       6);
     job_free(job);
     check_hist(&pu, u, sizeof u, "uint32 fractional hi");
+    check_hist_tiled(&pu, u, sizeof u, "uint32 fractional hi, tiled");
 
     /* Float bounds that are not floats: 0.1 and 0.3 themselves. */
     float g[] = {0.1f, nextafterf(0.1f, 0), nextafterf(0.1f, 1), 0.3f, nextafterf(0.3f, 0),
                  0.2f};
     struct hist_params pg = n_params(ELEM_F32, 4, 0.1, 0.3, false);
     check_hist(&pg, g, sizeof g, "decimal bounds");
+    check_hist_tiled(&pg, g, sizeof g, "decimal bounds, tiled");
 }
 END_TEST
 
@@ -220,6 +238,7 @@ START_TEST(nan_and_infinities)
     ck_assert_uint_eq(job->results[0].hist.below, 2);
     job_free(job);
     check_hist(&p, f, sizeof f, "nan/inf");
+    check_hist_tiled(&p, f, sizeof f, "nan/inf, tiled");
     size_t n = 50001;
     float *r = malloc(n * sizeof *r);
     fixture_random(r, n * sizeof *r, 9);   /* random bits: NaNs, denormals, huge */

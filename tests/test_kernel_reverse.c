@@ -115,7 +115,11 @@ START_TEST(both_access_patterns)
     struct dev *d = fixture_dev();
     enum dev_shape own = d->shape;
     const enum dev_shape shapes[] = {DEV_SHAPE_GPU, DEV_SHAPE_CPU};
-    const size_t lens[] = {5, 16, 33, 4097, 100000, (1u << 20) + 3};
+    /* Inputs long enough for several grid-stride passes, then n % 16 of
+     * 0..15 in turn (the GPU kernel picks source lanes by n % 16). */
+    size_t lens[16 + 6] = {5, 16, 33, 4097, 100000, (1u << 20) + 3};
+    for (size_t r = 0; r < 16; r++)
+        lens[6 + r] = 16 * 40 + r;
     for (size_t s = 0; s < 2; s++) {
         dev_set_shape_for_test(d, shapes[s]);
         for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++)
