@@ -72,6 +72,7 @@ struct bench_opts {
     uint64_t min_size, max_size;
     unsigned device;
     int reps;                    /* 0: from BENCH_REP_BYTES */
+    const char *only;            /* run only cases whose name contains this */
 };
 
 /* One size's buffers on the device and their host copies. */
@@ -186,7 +187,7 @@ static struct fill_params bench_fill(const struct bench *b, const struct bench_c
 {
     uint32_t tile = c->tile;
     if (tile == BENCH_TILE_MAX)
-        tile = (uint32_t)dev_kernel_wg_max(b->d, dev_kernel(b->d, "fill_u32"));
+        tile = (uint32_t)dev_kernel_wg_max(b->d, dev_kernel(b->d, b->d->shape == DEV_SHAPE_CPU ? "fill_u32_scalar" : "fill_u32"));
     return (struct fill_params){.type = c->type, .count = b->size / elem_size(c->type),
                                 .tile = tile, .start = 17, .step = -3, .start_f = 1.5f,
                                 .step_f = 0.25f};
@@ -336,6 +337,8 @@ static void bench_size(struct bench_opts *o, struct dev *d, size_t size, int *fa
            "-");
     for (size_t i = 0; i < BENCH_NCASES; i++) {
         const struct bench_case *c = &bench_cases[i];
+        if (o->only && !strstr(c->name, o->only))
+            continue;
         uint64_t ns = bench_median(&b, c, reps, slots);
         /* The last timed run used input reps - 1; its output is still there. */
         bool ok = bench_check(&b, c, reps - 1, slots);
@@ -369,8 +372,10 @@ static uint64_t bench_parse_size(const char *s)
 static void bench_usage(void)
 {
     fprintf(stderr, "usage: bench_kernels [--min-size N] [--max-size N] [--device I] [--reps N]\n"
-                    "  sizes take K, M or G suffixes; defaults 1K .. 1G (capped by device "
-                    "memory)\n");
+                    "                     [--only NAME]\n"
+                    "  sizes take K, M or G suffixes; defaults 1K .. 1G (capped by device\n"
+                    "  memory and max_mem_alloc_size); --only runs the kernels whose name\n"
+                    "  contains NAME (copy always runs)\n");
     exit(2);
 }
 
@@ -389,6 +394,8 @@ static void bench_parse(int argc, char **argv, struct bench_opts *o)
             o->device = (unsigned)atoi(argv[++i]);
         else if (strcmp(argv[i], "--reps") == 0)
             o->reps = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--only") == 0)
+            o->only = argv[++i];
         else
             bench_usage();
     }
@@ -413,9 +420,13 @@ int main(int argc, char **argv)
     }
     struct dev *d = devs[o.device];
     const struct dev_info *in = dev_info(d);
+    /* Every buffer of a size must fit at once, and each in one allocation. */
     uint64_t cap = in->global_mem_size / (BENCH_DEV_BUFFERS + 1);
-    if (cap > in->max_mem_alloc_size)
+    const char *why = "global_mem_size shared by one size's buffers";
+    if (cap > in->max_mem_alloc_size) {
         cap = in->max_mem_alloc_size;
+        why = "max_mem_alloc_size";
+    }
     printf("# device %u: %s (%s, %s), %u compute units\n", in->index, in->name,
            dev_type_name(in->type), in->platform, in->compute_units);
     printf("# median of device times; ratio = GB/s over clEnqueueCopyBuffer's GB/s\n");
@@ -423,8 +434,8 @@ int main(int argc, char **argv)
     int failures = 0;
     for (uint64_t size = o.min_size; size <= o.max_size; size *= BENCH_SIZE_FACTOR) {
         if (size > cap) {
-            printf("# stopping before %llu bytes: over a %llu-byte cap from device memory\n",
-                   (unsigned long long)size, (unsigned long long)cap);
+            printf("# skipping %llu bytes and up: over the device's %s (%llu bytes)\n",
+                   (unsigned long long)size, why, (unsigned long long)cap);
             break;
         }
         bench_size(&o, d, (size_t)size, &failures);

@@ -3,7 +3,7 @@
 
 Each operation runs on device-resident data, timed with CUDA events (warm-up,
 then the median of many repetitions, rotating among several inputs so the
-50 MB L2 does not flatter small sizes). Bandwidth counts the same bytes as
+50 MB L2 does not flatter small sizes; the all-equal input is one buffer). Bandwidth counts the same bytes as
 bench/bench_kernels: read + written for reverse and transforms, read for
 histograms, written for fill. The reference is a device-to-device copy of
 the same size measured in the same run.
@@ -60,7 +60,7 @@ def timer_cupy(cp, fn, inputs, reps):
     return statistics.median(times)
 
 
-def torch_ops(torch, n):
+def torch_ops(torch, n, dst):
     lut = torch.randint(0, 256, (256,), dtype=torch.uint8, device="cuda")
     return {
         "reverse": (lambda x: torch.flip(x, [0]), 2),
@@ -68,7 +68,8 @@ def torch_ops(torch, n):
         "xor": (lambda x: x.bitwise_xor(0x5A), 2),
         "and": (lambda x: x.bitwise_and(0x0F), 2),
         "or": (lambda x: x.bitwise_or(0x80), 2),
-        "set": (lambda x: x.fill_(9), 1),
+        # into dst: filling the input would leave the later ops all-equal data
+        "set": (lambda x: dst.fill_(9), 1),
         "map": (lambda x: lut[x.long()], 2),  # torch indexes with int64 only
         "hist256": (lambda x: torch.bincount(x, minlength=256), 1),
         "hist256-equal": ("equal", lambda x: torch.bincount(x, minlength=256), 1),
@@ -76,7 +77,7 @@ def torch_ops(torch, n):
     }
 
 
-def cupy_ops(cp, n):
+def cupy_ops(cp, n, dst):
     lut = cp.random.randint(0, 256, 256, dtype=cp.uint8)
     return {
         "reverse": (lambda x: x[::-1].copy(), 2),
@@ -84,12 +85,17 @@ def cupy_ops(cp, n):
         "xor": (lambda x: x ^ cp.uint8(0x5A), 2),
         "and": (lambda x: x & cp.uint8(0x0F), 2),
         "or": (lambda x: x | cp.uint8(0x80), 2),
-        "set": (lambda x: x.fill(9), 1),
+        "set": (lambda x: dst.fill(9), 1),
         "map": (lambda x: lut[x], 2),
         "hist256": (lambda x: cp.bincount(x, minlength=256), 1),
         "hist256-equal": ("equal", lambda x: cp.bincount(x, minlength=256), 1),
         "fill-int32": ("fill", lambda _: cp.arange(0, n // 4, dtype=cp.int32), 1),
     }
+
+
+def row(peer, op, n, bw, ratio):
+    """Prints one result at once, so a run cut short keeps what it measured."""
+    print(f"{peer:<6} {op:<14} {human(n):>6} {bw / 1e9:>9.1f} {ratio:>7.2f}", flush=True)
 
 
 def unpack(spec):
@@ -105,7 +111,7 @@ def main():
     args = ap.parse_args()
     sizes = [parse_size(s) for s in args.sizes.split(",")]
 
-    rows = []
+    print(f"{'peer':<6} {'op':<14} {'size':>6} {'GB/s':>9} {'x copy':>7}", flush=True)
     try:
         import torch
         have_torch = torch.cuda.is_available()
@@ -123,38 +129,35 @@ def main():
     for n in sizes:
         if have_torch:
             rnd = [torch.randint(0, 256, (n,), dtype=torch.uint8, device="cuda") for _ in range(ROTATE)]
-            eq = [torch.full((n,), 42, dtype=torch.uint8, device="cuda") for _ in range(ROTATE)]
+            eq = [torch.full((n,), 42, dtype=torch.uint8, device="cuda")]
             dst = torch.empty_like(rnd[0])
             t_copy = timer_torch(torch, lambda x: dst.copy_(x), rnd, args.reps)
             copy_bw = 2 * n / t_copy
-            rows.append(("torch", "copy", n, copy_bw, 1.0))
-            for name, spec in torch_ops(torch, n).items():
+            row("torch", "copy", n, copy_bw, 1.0)
+            for name, spec in torch_ops(torch, n, dst).items():
                 data, fn, factor = unpack(spec)
                 inputs = eq if data == "equal" else rnd
                 t = timer_torch(torch, fn, inputs, args.reps)
                 bw = factor * n / t
-                rows.append(("torch", name, n, bw, bw / copy_bw))
+                row("torch", name, n, bw, bw / copy_bw)
             del rnd, eq, dst
             torch.cuda.empty_cache()
         if have_cupy:
             rnd = [cp.random.randint(0, 256, n, dtype=cp.uint8) for _ in range(ROTATE)]
-            eq = [cp.full(n, 42, dtype=cp.uint8) for _ in range(ROTATE)]
+            eq = [cp.full(n, 42, dtype=cp.uint8)]
             dst = cp.empty_like(rnd[0])
             t_copy = timer_cupy(cp, lambda x: cp.copyto(dst, x), rnd, args.reps)
             copy_bw = 2 * n / t_copy
-            rows.append(("cupy", "copy", n, copy_bw, 1.0))
-            for name, spec in cupy_ops(cp, n).items():
+            row("cupy", "copy", n, copy_bw, 1.0)
+            for name, spec in cupy_ops(cp, n, dst).items():
                 data, fn, factor = unpack(spec)
                 inputs = eq if data == "equal" else rnd
                 t = timer_cupy(cp, fn, inputs, args.reps)
                 bw = factor * n / t
-                rows.append(("cupy", name, n, bw, bw / copy_bw))
+                row("cupy", name, n, bw, bw / copy_bw)
             del rnd, eq, dst
             cp.get_default_memory_pool().free_all_blocks()
 
-    print(f"{'peer':<6} {'op':<14} {'size':>6} {'GB/s':>9} {'x copy':>7}")
-    for peer, op, n, bw, ratio in rows:
-        print(f"{peer:<6} {op:<14} {human(n):>6} {bw / 1e9:>9.1f} {ratio:>7.2f}")
     return 0
 
 
