@@ -5,7 +5,8 @@
  *
  * Results are checked against the CPU reference (tests/support/cpu_ref.h):
  * transform+histogram chunk by chunk, reverse with total_length (resident
- * on the device), unknown total_length, a fill with no input, the fd form;
+ * on the device), unknown total_length, a fill with no input, the fd form,
+ * input read no faster than output comes back (bounded memory);
  * and the bad paths: a read or write callback that aborts, mid-stream or
  * before any data (the connection stays usable), a reverse without total_length, a total_length that
  * does not match, nhists that does not match the steps.
@@ -299,6 +300,61 @@ START_TEST(fd_form)
 }
 END_TEST
 
+/* A long stream generated and checked on the fly: the input the client
+ * has read never runs more than LEAD_BOUND ahead of the output it has
+ * delivered. What may lie between: the client's gathered chunk and the
+ * message nghttp2 holds (2 MiB), the daemon's stream window (4 MiB), its
+ * staging pool (4 MiB), and output on its way back inside the client's
+ * 16 MiB receive window; the whole stream (LONG_LEN) is far more. */
+#define LONG_LEN (96u * MIB)
+#define LEAD_BOUND (32u * MIB)
+
+static uint8_t gen_byte(size_t i)
+{
+    return (uint8_t)(i * 131u + (i >> 12));
+}
+
+struct gen {
+    size_t len, pos, got, max_lead;
+    int mismatch;
+};
+
+static long gen_read(void *ctx, void *buf, size_t cap)
+{
+    struct gen *g = ctx;
+    size_t n = g->len - g->pos < cap ? g->len - g->pos : cap;
+    uint8_t *b = buf;
+    for (size_t i = 0; i < n; i++)
+        b[i] = gen_byte(g->pos + i);
+    g->pos += n;
+    if (g->pos - g->got > g->max_lead)
+        g->max_lead = g->pos - g->got;
+    return (long)n;
+}
+
+static int gen_write(void *ctx, const void *buf, size_t len)
+{
+    struct gen *g = ctx;
+    const uint8_t *b = buf;
+    for (size_t i = 0; i < len && !g->mismatch; i++)
+        if (b[i] != (uint8_t)(gen_byte(g->got + i) + 5))
+            g->mismatch = 1;
+    g->got += len;
+    return 0;
+}
+
+START_TEST(input_read_as_the_daemon_takes_it)
+{
+    amp_step st = { .kind = AMP_STEP_TRANSFORM, .transform = { .op = AMP_OP_ADD, .value = 5 } };
+    struct gen g = { .len = LONG_LEN };
+    CHECK_OK(amp_stream(conn, NULL, &st, 1, 0, gen_read, &g, gen_write, &g, NULL, 0));
+    ck_assert_uint_eq(g.got, LONG_LEN);
+    ck_assert_msg(!g.mismatch, "output differs");
+    ck_assert_msg(g.max_lead <= LEAD_BOUND, "input ran %zu bytes ahead of the output",
+                  g.max_lead);
+}
+END_TEST
+
 /* --- bad paths --------------------------------------------------------------- */
 
 START_TEST(read_callback_aborts)
@@ -442,6 +498,7 @@ int main(void)
     tcase_add_test(tc, histogram_only_has_no_data);
     tcase_add_test(tc, fill_without_input);
     tcase_add_test(tc, fd_form);
+    tcase_add_test(tc, input_read_as_the_daemon_takes_it);
     tcase_add_test(tc, read_callback_aborts);
     tcase_add_test(tc, read_callback_aborts_at_once);
     tcase_add_test(tc, write_callback_aborts);
