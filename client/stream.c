@@ -40,6 +40,7 @@ struct stream {
     amp_hist *hists;         /* nhists caller-owned entries; nresults <= nhists filled */
     size_t nhists, nresults;
     int in_done;             /* the input ended (or there is none): the body is closed */
+    long long deadline;      /* CLOCK_MONOTONIC ms, 0: none */
     uint8_t *header;         /* framed StreamRequest{header}, owned */
     size_t header_len;
     uint8_t *chunk;          /* AMP_STREAM_CHUNK bytes of input being gathered, owned */
@@ -124,6 +125,9 @@ static int stream_next_chunk(struct stream *st)
 {
     size_t have = 0;
     while (have < AMP_STREAM_CHUNK) {
+        /* A slow source can take long to fill a chunk: the deadline holds here too. */
+        if (st->deadline && have > 0 && conn_now_ms() >= st->deadline)
+            return conn_fail(st->c, AMP_EDEADLINE, "deadline exceeded reading the input");
         long n = st->in(st->in_ctx, st->chunk + have, AMP_STREAM_CHUNK - have);
         if (n == 0) {
             st->in_done = 1;
@@ -160,8 +164,9 @@ static int stream_window_open(const struct stream *st)
 }
 
 /* Sends and receives until the reply ends. */
-static int stream_pump(struct stream *st, long long deadline)
+static int stream_pump(struct stream *st)
 {
+    long long deadline = st->deadline;
     struct call *call = &st->call;
     while (!call->done) {
         if (!st->in_done && !call->err && call_body_drained(call) && stream_window_open(st)) {
@@ -215,11 +220,11 @@ static int stream_run(struct stream *st, const amp_opts *o, const struct steps_p
     st->call.req_len = st->header_len;
     st->call.body_open = !st->in_done;
     int timeout = jobs_timeout(o);
-    long long deadline = timeout > 0 ? conn_now_ms() + timeout : 0;
+    st->deadline = timeout > 0 ? conn_now_ms() + timeout : 0;
     rc = call_submit(c, &st->call, STREAM_PATH, timeout);
     if (rc == 0) {
         c->call = &st->call;
-        rc = stream_pump(st, deadline);
+        rc = stream_pump(st);
         call_abandon(c, &st->call);
     }
     if (rc == 0)

@@ -8,7 +8,8 @@
  * on the device), unknown total_length, a fill with no input, the fd form,
  * input read no faster than output comes back (bounded memory);
  * and the bad paths: a read or write callback that aborts, mid-stream or
- * before any data (the connection stays usable), a reverse without total_length, a total_length that
+ * before any data, input stalling past the deadline (the connection stays
+ * usable), a reverse without total_length, a total_length that
  * does not match, nhists that does not match the steps.
  */
 #include <check.h>
@@ -404,6 +405,34 @@ START_TEST(read_callback_aborts_at_once)
 }
 END_TEST
 
+/* Input that stalls past the deadline: whichever side notices first, the
+ * call ends with AMP_EDEADLINE and the connection stays usable. */
+#define STALL_US 300000
+#define DEADLINE_MS 50
+
+static long stall_read(void *ctx, void *buf, size_t cap)
+{
+    struct src *s = ctx;
+    if (s->calls == 1)
+        usleep(STALL_US); /* six deadlines: no scheduling hiccup makes this pass */
+    return src_read(ctx, buf, cap);
+}
+
+START_TEST(deadline_while_input_stalls)
+{
+    uint8_t *in = random_bytes(3 * MIB, 91);
+    amp_step st = { .kind = AMP_STEP_HISTOGRAM, .hist = { .type = AMP_TYPE_UINT8 } };
+    struct src s = { .data = in, .len = 3 * MIB };
+    amp_opts o = { NULL, DEADLINE_MS };
+    amp_hist h;
+    int rc = amp_stream(conn, &o, &st, 1, 0, stall_read, &s, NULL, NULL, &h, 1);
+    ck_assert_msg(rc == AMP_EDEADLINE, "got %s: %s", amp_strerror(rc), amp_last_message(conn));
+    ck_assert_ptr_null(h.counts);
+    expect_conn_usable();
+    free(in);
+}
+END_TEST
+
 START_TEST(write_callback_aborts)
 {
     size_t n = BIG_LEN;
@@ -501,6 +530,7 @@ int main(void)
     tcase_add_test(tc, input_read_as_the_daemon_takes_it);
     tcase_add_test(tc, read_callback_aborts);
     tcase_add_test(tc, read_callback_aborts_at_once);
+    tcase_add_test(tc, deadline_while_input_stalls);
     tcase_add_test(tc, write_callback_aborts);
     tcase_add_test(tc, reverse_needs_total_length);
     tcase_add_test(tc, total_length_mismatch);
