@@ -1,0 +1,147 @@
+/* h2_internal.h: what h2.c and h2_stream.c share, and nothing else includes.
+ *
+ * The call and session structs, the few constants both files build replies
+ * from, and the helpers that cross between them: h2.c owns the session,
+ * nghttp2's callbacks, a call's life, unary replies and request reassembly;
+ * h2_stream.c owns what only H2_STREAM calls do (pause/resume, held
+ * messages, the reply queue). The public contract stays in h2.h.
+ */
+#ifndef AMPD_H2_INTERNAL_H
+#define AMPD_H2_INTERNAL_H
+
+#include <nghttp2/nghttp2.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "grpc_frame.h"
+#include "h2.h"
+
+#define H2_PATH_MAX 256
+/* grpc-message after percent-encoding (at most 3 bytes per input byte). */
+#define H2_GRPC_MESSAGE_MAX (3 * STATUS_MSG_MAX + 1)
+
+#define GRPC_CONTENT_TYPE "application/grpc"
+#define HTTP_STATUS_OK "200"
+
+/* One queued reply message of a stream call (defined in h2_stream.c). */
+struct h2_out;
+
+struct h2_call {
+    struct h2_session *s;
+    int32_t stream_id;
+    struct h2_call *prev, *next;  /* the session's list of calls */
+    void *user;                   /* handler's state; handler frees it in closed() */
+    enum h2_call_kind kind;
+    bool started;                 /* start() accepted: closed() is owed */
+    bool answered;                /* a response was submitted: input is ignored */
+    bool remote_ended;            /* the client half-closed */
+    size_t nmessages;             /* request messages delivered */
+    struct grpc_frame_reader reader;
+    uint64_t reserved;            /* bytes of s->cfg.budget held for the message being read */
+    /* Request headers, as collected until the HEADERS frame is whole. */
+    char path[H2_PATH_MAX];
+    bool path_too_long;
+    bool is_post;
+    char content_type[64];
+    /* A failure found while feeding the reader, reported after it returns. */
+    enum status_code feed_status;
+    char feed_msg[STATUS_MSG_MAX];
+    /* The reply: prefix + message, sent from out_pos; owned by the call. */
+    uint8_t *out;
+    size_t out_len, out_pos;
+    /* Stream calls, request side. While held or pend is non-empty, new
+     * DATA is appended to pend so that messages keep their order. */
+    bool paused;             /* h2_call_pause(): deliver nothing until resumed */
+    bool in_message;         /* message() of this call is running */
+    bool hold_req;           /* paused inside message(): keep that message */
+    bool resume_owed;        /* resumed: h2_session_run_resumes() redelivers */
+    bool end_done;           /* end() was called */
+    uint8_t *held;           /* malloc'd copy of the message paused on, or NULL */
+    size_t held_len;
+    uint64_t held_reserved;  /* budget bytes held for it */
+    uint8_t *pend;           /* raw DATA behind it, neither fed nor stream-consumed yet, */
+    size_t pend_off, pend_len, pend_cap; /* in pend[pend_off, pend_off + pend_len) */
+    /* Stream calls, reply side. */
+    bool headers_sent;       /* response submitted with h2_stream_read as provider */
+    bool out_deferred;       /* the provider returned DEFERRED: resume it on new output */
+    bool finishing;          /* trailers follow the last queued byte */
+    bool sent_owed;          /* bytes taken since the last sent() */
+    struct h2_out *out_head, *out_tail;
+    size_t unsent;           /* sum of len - pos over the queue */
+    enum status_code trailer_code;
+    char *trailer_msg;       /* malloc'd, percent-encoded grpc-message, or NULL */
+};
+
+struct h2_session {
+    nghttp2_session *ng;
+    const struct h2_handlers *h;
+    void *ctx;
+    struct h2_config cfg;
+    struct h2_call *calls;   /* every call not yet closed by nghttp2 */
+    size_t ncalls;
+    int busy;                /* recv, send or a resume run in progress: no want_write */
+    bool resume_pending;     /* some call has resume_owed */
+    bool sent_pending;       /* some call has sent_owed */
+};
+
+#define H2_NV(name, value)                                                      \
+    {                                                                            \
+        (uint8_t *)(name), (uint8_t *)(value), sizeof(name) - 1, strlen(value), \
+            NGHTTP2_NV_FLAG_NO_COPY_NAME                                         \
+    }
+
+static inline void h2_budget_release(struct h2_session *s, uint64_t n)
+{
+    if (n)
+        s->cfg.budget->used -= n;
+}
+
+static inline void h2_call_unreserve(struct h2_call *c)
+{
+    h2_budget_release(c->s, c->reserved);
+    c->reserved = 0;
+}
+
+static inline void h2_session_wake(struct h2_session *s)
+{
+    if (s->busy == 0 && s->h->want_write)
+        s->h->want_write(s->ctx);
+}
+
+/* --- h2.c ----------------------------------------------------------------- */
+
+/* Submits a Trailers-Only response (or a bare HTTP error with gRPC status
+ * fields, for requests that are not gRPC at all). */
+int h2_call_answer_status(struct h2_call *c, const char *http_status, enum status_code code,
+                          const char *msg);
+/* h2_call_fail() with a printf-style message. */
+void h2_call_failf(struct h2_call *c, enum status_code code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Feeds DATA to the call's reader, within the message size limit and what
+ * is left of the daemon-wide budget. Returns a GRPC_FRAME_* code. */
+int h2_call_feed(struct h2_call *c, const uint8_t *data, size_t len);
+/* Turns a grpc_frame_feed() error into the call's status. */
+void h2_call_feed_error(struct h2_call *c, int err);
+
+/* --- h2_stream.c ---------------------------------------------------------- */
+
+/* Frees a stream call's reply queue. */
+void h2_out_free_all(struct h2_call *c);
+/* h2_call_fail() once a stream call's headers are out. */
+int h2_stream_fail(struct h2_call *c, enum status_code code, const char *msg);
+/* The stream call was answered: drops what it holds, gives the window back. */
+void h2_stream_drop_input(struct h2_call *c);
+/* Reader callback for stream calls. */
+int h2_stream_message(struct h2_call *c, const uint8_t *msg, size_t len);
+/* DATA for a stream call that is still taking input. */
+void h2_stream_data(struct h2_call *c, const uint8_t *data, size_t len);
+/* end() once the client half-closed and every message was delivered. */
+void h2_stream_try_end(struct h2_call *c);
+/* Runs the resumes asked for while the session was busy. */
+void h2_session_run_resumes(struct h2_session *s);
+/* Tells handlers whose reply bytes nghttp2 took. */
+void h2_session_notify_sent(struct h2_session *s);
+
+#endif
