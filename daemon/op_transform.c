@@ -14,10 +14,15 @@
 #define OP_XFORM_WORD 16
 #define OP_XFORM_HEADER 16   /* operand at [0]; table follows the header */
 #define OP_XFORM_TABLE 256
-/* CPU devices' map also gets the table for byte pairs: entry v (two bytes,
- * at OP_XFORM_PAIRS_AT + 2v) is table[v & 255], table[v >> 8]. */
+/* CPU devices' map of at least OP_XFORM_PAIRS_MIN bytes also gets the
+ * table for byte pairs (header byte OP_XFORM_HAS_PAIRS set): entry v (two
+ * bytes, at OP_XFORM_PAIRS_AT + 2v) is table[v & 255], table[v >> 8].
+ * Building it costs the host ~50 us and its first lookups miss the cache,
+ * which a small input does not win back. */
+#define OP_XFORM_HAS_PAIRS 1
 #define OP_XFORM_PAIRS_AT 512
 #define OP_XFORM_PAIRS 65536
+#define OP_XFORM_PAIRS_MIN (1u << 20)
 
 /* transform_OP on GPUs, transform_OP_chunk on CPU devices (transform.cl). */
 static const char *const op_xform_kernels[][2] = {
@@ -58,7 +63,8 @@ enum status_code op_transform_check(const struct dev *d, const struct transform_
 static enum status_code op_xform_params(struct dev_exec *x, const struct transform_params *p,
                                         cl_mem *out)
 {
-    bool pairs = p->op == XFORM_MAP && x->d->shape == DEV_SHAPE_CPU;
+    bool pairs = p->op == XFORM_MAP && x->d->shape == DEV_SHAPE_CPU &&
+                 p->length >= OP_XFORM_PAIRS_MIN;
     size_t size = pairs ? OP_XFORM_PAIRS_AT + 2 * OP_XFORM_PAIRS : op_xform_block_size(p->op);
     uint8_t *block = calloc(1, size > OP_XFORM_HEADER + OP_XFORM_TABLE
                                    ? size : OP_XFORM_HEADER + OP_XFORM_TABLE);
@@ -68,6 +74,7 @@ static enum status_code op_xform_params(struct dev_exec *x, const struct transfo
                         "out of host memory for the transform parameter block");
     }
     block[0] = p->value;
+    block[OP_XFORM_HAS_PAIRS] = pairs;
     memcpy(block + OP_XFORM_HEADER, p->table, OP_XFORM_TABLE);
     for (size_t v = 0; pairs && v < OP_XFORM_PAIRS; v++) {
         block[OP_XFORM_PAIRS_AT + 2 * v] = p->table[v & 0xff];
