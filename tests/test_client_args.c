@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "amp.h"
+#include "check_run.h"
 
 #define ARGS_DEADLINE_MS 2000
 
@@ -207,9 +208,5 @@ int main(void)
     tcase_add_test(tc, introspection_args);
     tcase_add_test(tc, message_cleared_by_next_call);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return check_run(s, CK_FORK_GETENV);
 }

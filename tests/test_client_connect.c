@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "amp.h"
+#include "check_run.h"
 
 static void expect_connect(const char *address, int want, const char *want_in_msg)
 {
@@ -109,9 +110,5 @@ int main(void)
     tcase_add_test(tc, unresolvable_host);
     tcase_add_test(tc, success_clears_connect_message);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return check_run(s, CK_FORK_GETENV);
 }

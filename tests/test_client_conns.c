@@ -11,14 +11,13 @@
 #include <string.h>
 
 #include "amp.h"
+#include "client_fixture.h"
 #include "daemon_proc.h"
 
 #define SEQUENTIAL_CALLS 300
 #define THREAD_CALLS 40
 #define THREAD_LEN (64 * 1024 + 7)
 #define GONE_DEADLINE_MS 60000 /* backstop only: a broken connection must fail before */
-
-static struct daemon_proc ampd;
 
 static amp_conn *connect_ok(const char *address)
 {
@@ -46,7 +45,7 @@ static void reverse_ok(amp_conn *c, int i)
 
 START_TEST(many_sequential_calls_one_connection)
 {
-    amp_conn *c = connect_ok(ampd.address);
+    amp_conn *c = connect_ok(client_fixture_address());
     for (int i = 0; i < SEQUENTIAL_CALLS; i++) {
         switch (i % 4) {
         case 0:
@@ -78,7 +77,7 @@ END_TEST
 
 START_TEST(two_connections_interleaved)
 {
-    amp_conn *a = connect_ok(ampd.address), *b = connect_ok(ampd.address);
+    amp_conn *a = connect_ok(client_fixture_address()), *b = connect_ok(client_fixture_address());
     for (int i = 0; i < 20; i++) {
         reverse_ok(a, i);
         reverse_ok(b, 1000 + i);
@@ -93,7 +92,7 @@ static void *thread_main(void *arg)
 {
     uint8_t seed = (uint8_t)(uintptr_t)arg;
     amp_conn *c = NULL;
-    if (amp_connect(ampd.address, &c) != 0)
+    if (amp_connect(client_fixture_address(), &c) != 0)
         return (void *)"connect failed";
     uint8_t *in = malloc(THREAD_LEN);
     const char *err = NULL;
@@ -131,7 +130,7 @@ END_TEST
 
 START_TEST(devices_status_health)
 {
-    amp_conn *c = connect_ok(ampd.address);
+    amp_conn *c = connect_ok(client_fixture_address());
     amp_device *list;
     size_t n;
     ck_assert_int_eq(amp_devices(c, &list, &n), 0);
@@ -205,8 +204,6 @@ END_TEST
 
 int main(void)
 {
-    if (daemon_start(&ampd, NULL) != 0)
-        return EXIT_FAILURE;
     Suite *s = suite_create("client_conns");
     TCase *tc = tcase_create("connections");
     tcase_add_test(tc, many_sequential_calls_one_connection);
@@ -216,12 +213,5 @@ int main(void)
     tcase_add_test(tc, daemon_killed_between_calls_is_eio);
     tcase_add_test(tc, daemon_stopped_then_call_fails_fast);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    int st = daemon_stop(&ampd);
-    if (st != 0)
-        fprintf(stderr, "ampd exited with status %d\n", st);
-    return failed || st != 0 ? EXIT_FAILURE : EXIT_SUCCESS;
+    return client_fixture_run(s, NULL);
 }

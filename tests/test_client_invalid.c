@@ -10,35 +10,21 @@
 #include <string.h>
 
 #include "amp.h"
-#include "daemon_proc.h"
+#include "client_fixture.h"
 
 #define MAX_MESSAGE (1u << 20) /* the daemon's --max-message-bytes, small to test it */
 #define MAX_MESSAGE_TEXT "1048576"
 
-static struct daemon_proc ampd;
-static amp_conn *conn;
-
-static void conn_open(void)
-{
-    ck_assert_int_eq(amp_connect(ampd.address, &conn), 0);
-}
-
-static void conn_shut(void)
-{
-    amp_close(conn);
-    conn = NULL;
-}
-
 /* rc must be want with a message naming field; then a job still works. */
 static void expect_refused(int rc, int want, const char *field)
 {
-    const char *msg = amp_last_message(conn);
+    const char *msg = amp_last_message(client_conn);
     ck_assert_msg(rc == want, "rc %d (%s: %s), want %d for %s", rc, amp_strerror(rc), msg, want,
                   field);
     ck_assert_msg(strstr(msg, field), "message '%s' does not name '%s'", msg, field);
     void *out;
     size_t n;
-    ck_assert_int_eq(amp_reverse(conn, NULL, "ok", 2, &out, &n), 0);
+    ck_assert_int_eq(amp_reverse(client_conn, NULL, "ok", 2, &out, &n), 0);
     ck_assert_int_eq(memcmp(out, "ko", 2), 0);
     amp_free(out);
 }
@@ -49,10 +35,10 @@ START_TEST(transform_range)
     void *out;
     size_t n;
     amp_transform_params p = { .op = AMP_OP_ADD, .value = 1, .offset = 11 };
-    expect_refused(amp_transform(conn, NULL, &p, data, sizeof data, &out, &n), AMP_EINVAL,
+    expect_refused(amp_transform(client_conn, NULL, &p, data, sizeof data, &out, &n), AMP_EINVAL,
                    "params.offset");
     p = (amp_transform_params){ .op = AMP_OP_ADD, .offset = 4, .length = 7, .has_length = 1 };
-    expect_refused(amp_transform(conn, NULL, &p, data, sizeof data, &out, &n), AMP_EINVAL,
+    expect_refused(amp_transform(client_conn, NULL, &p, data, sizeof data, &out, &n), AMP_EINVAL,
                    "params.length");
 }
 END_TEST
@@ -62,22 +48,25 @@ START_TEST(histogram_params)
     float data[4] = { 0 };
     amp_hist h;
     amp_hist_params p = { .type = AMP_TYPE_FLOAT32, .bins = 0, .lo = 0, .hi = 1 };
-    expect_refused(amp_histogram(conn, NULL, &p, data, sizeof data, &h), AMP_EINVAL,
+    expect_refused(amp_histogram(client_conn, NULL, &p, data, sizeof data, &h), AMP_EINVAL,
                    "params.bins");
     ck_assert_ptr_null(h.counts);
     p = (amp_hist_params){ .type = AMP_TYPE_INT32, .bins = 4, .lo = 5, .hi = 5 };
-    expect_refused(amp_histogram(conn, NULL, &p, data, sizeof data, &h), AMP_EINVAL, "params.lo");
+    expect_refused(amp_histogram(client_conn, NULL, &p, data, sizeof data, &h), AMP_EINVAL,
+                   "params.lo");
     p = (amp_hist_params){ .type = AMP_TYPE_UINT32, .bins = 4, .lo = NAN, .hi = 1 };
-    expect_refused(amp_histogram(conn, NULL, &p, data, sizeof data, &h), AMP_EINVAL, "params.lo");
+    expect_refused(amp_histogram(client_conn, NULL, &p, data, sizeof data, &h), AMP_EINVAL,
+                   "params.lo");
     p = (amp_hist_params){ .type = AMP_TYPE_FLOAT32, .bins = 4, .lo = 0, .hi = INFINITY };
-    expect_refused(amp_histogram(conn, NULL, &p, data, sizeof data, &h), AMP_EINVAL, "params.hi");
+    expect_refused(amp_histogram(client_conn, NULL, &p, data, sizeof data, &h), AMP_EINVAL,
+                   "params.hi");
     p = (amp_hist_params){ .type = AMP_TYPE_INT64, .bins = 4, .lo = 0, .hi = 1 };
-    expect_refused(amp_histogram(conn, NULL, &p, data, sizeof data, &h), AMP_EINVAL,
+    expect_refused(amp_histogram(client_conn, NULL, &p, data, sizeof data, &h), AMP_EINVAL,
                    "params.type");
     p = (amp_hist_params){ .type = AMP_TYPE_UINT8, .bins = 10 };
-    expect_refused(amp_histogram(conn, NULL, &p, data, sizeof data, &h), AMP_EINVAL, "bins");
+    expect_refused(amp_histogram(client_conn, NULL, &p, data, sizeof data, &h), AMP_EINVAL, "bins");
     p = (amp_hist_params){ .type = AMP_TYPE_INT32, .bins = 4, .lo = 0, .hi = 1 };
-    expect_refused(amp_histogram(conn, NULL, &p, data, 6, &h), AMP_EINVAL, "data");
+    expect_refused(amp_histogram(client_conn, NULL, &p, data, 6, &h), AMP_EINVAL, "data");
 }
 END_TEST
 
@@ -86,11 +75,11 @@ START_TEST(fill_params)
     void *out = NULL;
     size_t n;
     amp_fill_params p = { .type = AMP_TYPE_UINT8, .count = 4 };
-    expect_refused(amp_fill(conn, NULL, &p, &out, &n), AMP_EINVAL, "params.type");
+    expect_refused(amp_fill(client_conn, NULL, &p, &out, &n), AMP_EINVAL, "params.type");
     p = (amp_fill_params){ .type = AMP_TYPE_INT64, .count = 1ull << 50 };
-    expect_refused(amp_fill(conn, NULL, &p, &out, &n), AMP_EINVAL, "params.count");
+    expect_refused(amp_fill(client_conn, NULL, &p, &out, &n), AMP_EINVAL, "params.count");
     p = (amp_fill_params){ .type = AMP_TYPE_INT32, .count = 100, .tile = 1u << 30 };
-    expect_refused(amp_fill(conn, NULL, &p, &out, &n), AMP_EINVAL, "tile");
+    expect_refused(amp_fill(client_conn, NULL, &p, &out, &n), AMP_EINVAL, "tile");
     ck_assert_ptr_null(out);
 }
 END_TEST
@@ -100,14 +89,14 @@ START_TEST(device_selection)
     void *out;
     size_t n;
     amp_opts o = { "bogus", 0 };
-    expect_refused(amp_reverse(conn, &o, "abc", 3, &out, &n), AMP_EINVAL, "device");
+    expect_refused(amp_reverse(client_conn, &o, "abc", 3, &out, &n), AMP_EINVAL, "device");
     o.device = "99999";
-    expect_refused(amp_reverse(conn, &o, "abc", 3, &out, &n), AMP_EINVAL, "device");
+    expect_refused(amp_reverse(client_conn, &o, "abc", 3, &out, &n), AMP_EINVAL, "device");
     char longname[200];
     memset(longname, 'x', sizeof longname - 1);
     longname[sizeof longname - 1] = '\0';
     o.device = longname;
-    expect_refused(amp_reverse(conn, &o, "abc", 3, &out, &n), AMP_EINVAL, "device");
+    expect_refused(amp_reverse(client_conn, &o, "abc", 3, &out, &n), AMP_EINVAL, "device");
 }
 END_TEST
 
@@ -120,7 +109,7 @@ START_TEST(oversized_request_is_exhausted)
     size_t len;
     /* The daemon refuses from the length prefix, before reading the body:
      * the call ends while the client may still be sending. */
-    expect_refused(amp_reverse(conn, NULL, big, n, &out, &len), AMP_EEXHAUSTED, "");
+    expect_refused(amp_reverse(client_conn, NULL, big, n, &out, &len), AMP_EEXHAUSTED, "");
     free(big);
 }
 END_TEST
@@ -129,7 +118,7 @@ START_TEST(missing_device_type_is_unavailable)
 {
     amp_device *list;
     size_t ndev;
-    ck_assert_int_eq(amp_devices(conn, &list, &ndev), 0);
+    ck_assert_int_eq(amp_devices(client_conn, &list, &ndev), 0);
     /* Ask for a type this host lacks: gpu on CPU-only hosts, else cpu. */
     const char *want = "gpu";
     for (size_t i = 0; i < ndev; i++)
@@ -144,18 +133,16 @@ START_TEST(missing_device_type_is_unavailable)
     amp_opts o = { want, 0 };
     void *out;
     size_t n;
-    expect_refused(amp_reverse(conn, &o, "abc", 3, &out, &n), AMP_EUNAVAIL, want);
+    expect_refused(amp_reverse(client_conn, &o, "abc", 3, &out, &n), AMP_EUNAVAIL, want);
 }
 END_TEST
 
 int main(void)
 {
     static const char *const args[] = { "--max-message-bytes", MAX_MESSAGE_TEXT, NULL };
-    if (daemon_start(&ampd, args) != 0)
-        return EXIT_FAILURE;
     Suite *s = suite_create("client_invalid");
     TCase *tc = tcase_create("invalid");
-    tcase_add_checked_fixture(tc, conn_open, conn_shut);
+    tcase_add_checked_fixture(tc, client_fixture_open, client_fixture_close);
     tcase_add_test(tc, transform_range);
     tcase_add_test(tc, histogram_params);
     tcase_add_test(tc, fill_params);
@@ -163,12 +150,5 @@ int main(void)
     tcase_add_test(tc, oversized_request_is_exhausted);
     tcase_add_test(tc, missing_device_type_is_unavailable);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    int st = daemon_stop(&ampd);
-    if (st != 0)
-        fprintf(stderr, "ampd exited with status %d\n", st);
-    return failed || st != 0 ? EXIT_FAILURE : EXIT_SUCCESS;
+    return client_fixture_run(s, args);
 }

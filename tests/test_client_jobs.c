@@ -13,38 +13,7 @@
 #include <string.h>
 
 #include "amp.h"
-#include "daemon_proc.h"
-
-static struct daemon_proc ampd;
-static amp_conn *conn;
-
-static void conn_open(void)
-{
-    ck_assert_int_eq(amp_connect(ampd.address, &conn), 0);
-}
-
-static void conn_shut(void)
-{
-    amp_close(conn);
-    conn = NULL;
-}
-
-static uint8_t *random_bytes(size_t n, uint32_t seed)
-{
-    uint8_t *p = malloc(n ? n : 1);
-    ck_assert_ptr_nonnull(p);
-    uint32_t x = seed | 1;
-    for (size_t i = 0; i < n; i++) {
-        x ^= x << 13;
-        x ^= x >> 17;
-        x ^= x << 5;
-        p[i] = (uint8_t)(x >> 7);
-    }
-    return p;
-}
-
-#define CHECK_OK(rc) \
-    ck_assert_msg((rc) == 0, "%s: %s", amp_strerror(rc), amp_last_message(conn))
+#include "client_fixture.h"
 
 /* --- transform ------------------------------------------------------------ */
 
@@ -63,10 +32,10 @@ static uint8_t ref_byte(const amp_transform_params *p, uint8_t b)
 
 static void check_transform(const amp_transform_params *p, size_t n)
 {
-    uint8_t *in = random_bytes(n, (uint32_t)(n + p->op));
+    uint8_t *in = client_fixture_random(n, (uint32_t)(n + p->op));
     void *out;
     size_t out_len;
-    CHECK_OK(amp_transform(conn, NULL, p, in, n, &out, &out_len));
+    CLIENT_CHECK_OK(amp_transform(client_conn, NULL, p, in, n, &out, &out_len));
     ck_assert_uint_eq(out_len, n);
     uint64_t end = p->has_length ? p->offset + p->length : n;
     const uint8_t *o = out;
@@ -115,14 +84,14 @@ END_TEST
 START_TEST(hist_bytes_skewed)
 {
     size_t n = (1u << 20) + 3, same = 65536;
-    uint8_t *in = random_bytes(n + same, 99);
+    uint8_t *in = client_fixture_random(n + same, 99);
     memset(in + n, 'A', same); /* adversarial: one bin takes a lot */
     uint64_t ref[256] = { 0 };
     for (size_t i = 0; i < n + same; i++)
         ref[in[i]]++;
     amp_hist_params p = { .type = AMP_TYPE_UINT8 };
     amp_hist h;
-    CHECK_OK(amp_histogram(conn, NULL, &p, in, n + same, &h));
+    CLIENT_CHECK_OK(amp_histogram(client_conn, NULL, &p, in, n + same, &h));
     ck_assert_uint_eq(h.bins, 256);
     for (int b = 0; b < 256; b++)
         ck_assert_msg(h.counts[b] == ref[b], "bin %d: %llu, want %llu", b,
@@ -155,7 +124,7 @@ static void check_hist_int32(int clamp)
     amp_hist_params p = { .type = AMP_TYPE_INT32, .bins = BINS, .lo = 0, .hi = 100,
                           .clamp = clamp };
     amp_hist h;
-    CHECK_OK(amp_histogram(conn, NULL, &p, v, N * sizeof *v, &h));
+    CLIENT_CHECK_OK(amp_histogram(client_conn, NULL, &p, v, N * sizeof *v, &h));
     ck_assert_uint_eq(h.bins, BINS);
     for (int b = 0; b < BINS; b++)
         ck_assert_msg(h.counts[b] == ref[b], "clamp %d bin %d: %llu, want %llu", clamp, b,
@@ -187,7 +156,7 @@ START_TEST(hist_uint32_high_values)
     }
     amp_hist_params p = { .type = AMP_TYPE_UINT32, .bins = BINS, .lo = 0, .hi = 4294967296.0 };
     amp_hist h;
-    CHECK_OK(amp_histogram(conn, NULL, &p, v, N * sizeof *v, &h));
+    CLIENT_CHECK_OK(amp_histogram(client_conn, NULL, &p, v, N * sizeof *v, &h));
     for (int b = 0; b < BINS; b++)
         ck_assert_uint_eq(h.counts[b], ref[b]);
     ck_assert_uint_eq(h.below + h.above + h.nan, 0);
@@ -210,7 +179,7 @@ START_TEST(hist_float32_with_nan)
     v[N + 2] = 16.0f; /* hi itself is above */
     amp_hist_params p = { .type = AMP_TYPE_FLOAT32, .bins = BINS, .lo = 0, .hi = 16 };
     amp_hist h;
-    CHECK_OK(amp_histogram(conn, NULL, &p, v, sizeof v, &h));
+    CLIENT_CHECK_OK(amp_histogram(client_conn, NULL, &p, v, sizeof v, &h));
     for (int b = 0; b < BINS; b++)
         ck_assert_uint_eq(h.counts[b], ref[b]);
     ck_assert_uint_eq(h.nan, 1);
@@ -226,7 +195,7 @@ static void *fill_ok(const amp_fill_params *p, size_t elem)
 {
     void *out;
     size_t n;
-    CHECK_OK(amp_fill(conn, NULL, p, &out, &n));
+    CLIENT_CHECK_OK(amp_fill(client_conn, NULL, p, &out, &n));
     ck_assert_uint_eq(n, p->count * elem);
     return out;
 }
@@ -283,7 +252,7 @@ START_TEST(fill_empty)
     amp_fill_params p = { .type = AMP_TYPE_INT32, .count = 0 };
     void *out = NULL;
     size_t n = 1;
-    CHECK_OK(amp_fill(conn, NULL, &p, &out, &n));
+    CLIENT_CHECK_OK(amp_fill(client_conn, NULL, &p, &out, &n));
     ck_assert_uint_eq(n, 0);
     amp_free(out);
 }
@@ -291,11 +260,9 @@ END_TEST
 
 int main(void)
 {
-    if (daemon_start(&ampd, NULL) != 0)
-        return EXIT_FAILURE;
     Suite *s = suite_create("client_jobs");
     TCase *tc = tcase_create("jobs");
-    tcase_add_checked_fixture(tc, conn_open, conn_shut);
+    tcase_add_checked_fixture(tc, client_fixture_open, client_fixture_close);
     tcase_add_test(tc, transform_add_wraps_per_byte);
     tcase_add_test(tc, transform_ops_on_sub_ranges);
     tcase_add_test(tc, transform_map_table);
@@ -308,12 +275,5 @@ int main(void)
     tcase_add_test(tc, fill_int64_and_float32);
     tcase_add_test(tc, fill_empty);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    int st = daemon_stop(&ampd);
-    if (st != 0)
-        fprintf(stderr, "ampd exited with status %d\n", st);
-    return failed || st != 0 ? EXIT_FAILURE : EXIT_SUCCESS;
+    return client_fixture_run(s, NULL);
 }

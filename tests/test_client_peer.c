@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "amp.h"
+#include "check_run.h"
 
 #define PEER_DEADLINE_MS 300   /* for the silent peer */
 #define PEER_SAFETY_MS 30000   /* any call that should fail fast gets this as a backstop */
@@ -191,9 +192,5 @@ int main(void)
     tcase_add_test(tc, silent_peer_hits_deadline);
     tcase_add_test(tc, http1_peer_is_eproto);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return check_run(s, CK_FORK_GETENV);
 }

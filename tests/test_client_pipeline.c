@@ -12,38 +12,7 @@
 
 #include "amp.h"
 #include "cpu_ref.h"
-#include "daemon_proc.h"
-
-static struct daemon_proc ampd;
-static amp_conn *conn;
-
-static void conn_open(void)
-{
-    ck_assert_int_eq(amp_connect(ampd.address, &conn), 0);
-}
-
-static void conn_shut(void)
-{
-    amp_close(conn);
-    conn = NULL;
-}
-
-static uint8_t *random_bytes(size_t n, uint32_t seed)
-{
-    uint8_t *p = malloc(n ? n : 1);
-    ck_assert_ptr_nonnull(p);
-    uint32_t x = seed | 1;
-    for (size_t i = 0; i < n; i++) {
-        x ^= x << 13;
-        x ^= x >> 17;
-        x ^= x << 5;
-        p[i] = (uint8_t)(x >> 11);
-    }
-    return p;
-}
-
-#define CHECK_OK(rc) \
-    ck_assert_msg((rc) == 0, "%s: %s", amp_strerror(rc), amp_last_message(conn))
+#include "client_fixture.h"
 
 /* The reference's view of the client's parameters. */
 static struct transform_params ref_transform(const amp_transform_params *p, size_t n)
@@ -73,21 +42,6 @@ static struct hist_params ref_hist(const amp_hist_params *p)
     return h;
 }
 
-static void expect_hist(const amp_hist *got, const struct hist_params *p, const uint8_t *data,
-                        size_t n)
-{
-    struct hist_result want;
-    ck_assert_int_eq(cpu_ref_hist(p, data, n, &want), 0);
-    ck_assert_uint_eq(got->bins, want.bins);
-    for (uint32_t i = 0; i < want.bins; i++)
-        ck_assert_msg(got->counts[i] == want.counts[i], "bin %u: %llu, want %llu", i,
-                      (unsigned long long)got->counts[i], (unsigned long long)want.counts[i]);
-    ck_assert_uint_eq(got->below, want.below);
-    ck_assert_uint_eq(got->above, want.above);
-    ck_assert_uint_eq(got->nan, want.nan);
-    free(want.counts);
-}
-
 static void expect_bytes(const amp_step_result *r, const uint8_t *want, size_t n, const char *what)
 {
     ck_assert_ptr_nonnull(r->data);
@@ -101,7 +55,7 @@ static void expect_bytes(const amp_step_result *r, const uint8_t *want, size_t n
 START_TEST(transform_then_histogram)
 {
     size_t n = (1u << 20) + 77;
-    uint8_t *in = random_bytes(n, 5);
+    uint8_t *in = client_fixture_random(n, 5);
     amp_step steps[2];
     memset(steps, 0, sizeof steps);
     steps[0].kind = AMP_STEP_TRANSFORM;
@@ -111,9 +65,9 @@ START_TEST(transform_then_histogram)
     steps[1].hist = (amp_hist_params){ .type = AMP_TYPE_UINT8 };
 
     amp_step_result *r = NULL;
-    CHECK_OK(amp_pipeline(conn, NULL, steps, 2, in, n, &r));
+    CLIENT_CHECK_OK(amp_pipeline(client_conn, NULL, steps, 2, in, n, &r));
     ck_assert_ptr_nonnull(r);
-    ck_assert_str_ne(amp_last_device(conn), "");
+    ck_assert_str_ne(amp_last_device(client_conn), "");
 
     uint8_t *want = malloc(n);
     memcpy(want, in, n);
@@ -123,7 +77,7 @@ START_TEST(transform_then_histogram)
     expect_bytes(&r[0], want, n, "transform step");
     ck_assert_ptr_null(r[1].data);
     struct hist_params hp = ref_hist(&steps[1].hist);
-    expect_hist(&r[1].hist, &hp, want, n);
+    client_fixture_expect_hist(&r[1].hist, &hp, want, n);
     amp_step_results_free(r, 2);
     free(want);
     free(in);
@@ -135,7 +89,7 @@ END_TEST
 START_TEST(histogram_between_data_steps)
 {
     size_t n = 65536 * 4 + 12;
-    uint8_t *in = random_bytes(n, 77);
+    uint8_t *in = client_fixture_random(n, 77);
     uint8_t table[256];
     for (int i = 0; i < 256; i++)
         table[i] = (uint8_t)(i * 7 + 1);
@@ -150,14 +104,14 @@ START_TEST(histogram_between_data_steps)
     steps[2].kind = AMP_STEP_REVERSE;
 
     amp_step_result *r = NULL;
-    CHECK_OK(amp_pipeline(conn, NULL, steps, 3, in, n, &r));
+    CLIENT_CHECK_OK(amp_pipeline(client_conn, NULL, steps, 3, in, n, &r));
     uint8_t *mapped = malloc(n), *rev = malloc(n);
     memcpy(mapped, in, n);
     struct transform_params tp = ref_transform(&steps[0].transform, n);
     cpu_ref_transform(&tp, mapped, n);
     expect_bytes(&r[0], mapped, n, "map step");
     struct hist_params hp = ref_hist(&steps[1].hist);
-    expect_hist(&r[1].hist, &hp, mapped, n - n % 4);
+    client_fixture_expect_hist(&r[1].hist, &hp, mapped, n - n % 4);
     ck_assert_uint_gt(r[1].hist.below + r[1].hist.above, 0); /* the range cuts both ends */
     cpu_ref_reverse(mapped, rev, n);
     expect_bytes(&r[2], rev, n, "reverse step");
@@ -179,7 +133,7 @@ START_TEST(fill_feeds_histogram)
     steps[1].hist = (amp_hist_params){ .type = AMP_TYPE_INT32, .bins = 10, .lo = -4000,
                                        .hi = 4000 };
     amp_step_result *r = NULL;
-    CHECK_OK(amp_pipeline(conn, NULL, steps, 2, NULL, 0, &r));
+    CLIENT_CHECK_OK(amp_pipeline(client_conn, NULL, steps, 2, NULL, 0, &r));
     ck_assert_uint_eq(r[0].len, 10000 * 4);
     const uint8_t *b = r[0].data;
     for (int k = 0; k < 10000; k++) {
@@ -202,9 +156,9 @@ END_TEST
 static void expect_einval(int rc, const char *needle, amp_step_result *const *r)
 {
     ck_assert_msg(rc == AMP_EINVAL, "got %s (%s), want AMP_EINVAL", amp_strerror(rc),
-                  amp_last_message(conn));
-    ck_assert_msg(strstr(amp_last_message(conn), needle), "message '%s' lacks '%s'",
-                  amp_last_message(conn), needle);
+                  amp_last_message(client_conn));
+    ck_assert_msg(strstr(amp_last_message(client_conn), needle), "message '%s' lacks '%s'",
+                  amp_last_message(client_conn), needle);
     ck_assert_ptr_null(*r);
 }
 
@@ -215,19 +169,22 @@ START_TEST(bad_steps_refused_locally)
     steps[0].kind = AMP_STEP_REVERSE;
     steps[1].kind = (amp_step_kind)99;
     amp_step_result *r = (amp_step_result *)&steps; /* must be cleared */
-    expect_einval(amp_pipeline(conn, NULL, steps, 2, "ab", 2, &r), "steps[1].kind", &r);
+    expect_einval(amp_pipeline(client_conn, NULL, steps, 2, "ab", 2, &r), "steps[1].kind", &r);
     steps[1].kind = AMP_STEP_TRANSFORM;
     steps[1].transform.op = (amp_op)0;
-    expect_einval(amp_pipeline(conn, NULL, steps, 2, "ab", 2, &r), "steps[1].transform.op", &r);
+    expect_einval(amp_pipeline(client_conn, NULL, steps, 2, "ab", 2, &r), "steps[1].transform.op",
+                  &r);
     steps[1].transform = (amp_transform_params){ .op = AMP_OP_MAP };
-    expect_einval(amp_pipeline(conn, NULL, steps, 2, "ab", 2, &r), "steps[1].transform.table", &r);
+    expect_einval(amp_pipeline(client_conn, NULL, steps, 2, "ab", 2, &r),
+                  "steps[1].transform.table", &r);
     steps[0].kind = AMP_STEP_HISTOGRAM;
     steps[0].hist.type = (amp_type)42;
-    expect_einval(amp_pipeline(conn, NULL, steps, 2, "ab", 2, &r), "steps[0].histogram.type", &r);
-    expect_einval(amp_pipeline(conn, NULL, steps, 0, "ab", 2, &r), "nsteps", &r);
-    expect_einval(amp_pipeline(conn, NULL, NULL, 2, "ab", 2, &r), "steps", &r);
-    expect_einval(amp_pipeline(conn, NULL, steps, 1, NULL, 2, &r), "in", &r);
-    ck_assert_int_eq(amp_pipeline(conn, NULL, steps, 1, "ab", 2, NULL), AMP_EINVAL);
+    expect_einval(amp_pipeline(client_conn, NULL, steps, 2, "ab", 2, &r), "steps[0].histogram.type",
+                  &r);
+    expect_einval(amp_pipeline(client_conn, NULL, steps, 0, "ab", 2, &r), "nsteps", &r);
+    expect_einval(amp_pipeline(client_conn, NULL, NULL, 2, "ab", 2, &r), "steps", &r);
+    expect_einval(amp_pipeline(client_conn, NULL, steps, 1, NULL, 2, &r), "in", &r);
+    ck_assert_int_eq(amp_pipeline(client_conn, NULL, steps, 1, "ab", 2, NULL), AMP_EINVAL);
     ck_assert_int_eq(amp_pipeline(NULL, NULL, steps, 1, "ab", 2, &r), AMP_EINVAL);
 }
 END_TEST
@@ -241,16 +198,16 @@ START_TEST(bad_steps_refused_by_daemon)
     steps[1].hist = (amp_hist_params){ .type = AMP_TYPE_FLOAT32, .bins = 8, .lo = 2, .hi = 1 };
     steps[2].kind = AMP_STEP_REVERSE;
     amp_step_result *r = NULL;
-    expect_einval(amp_pipeline(conn, NULL, steps, 3, "abcdefgh", 8, &r), "steps[1].histogram",
-                  &r);
+    expect_einval(amp_pipeline(client_conn, NULL, steps, 3, "abcdefgh", 8, &r),
+                  "steps[1].histogram", &r);
     steps[1].kind = AMP_STEP_TRANSFORM;
     steps[1].transform = (amp_transform_params){ .op = AMP_OP_ADD, .offset = 9 };
-    expect_einval(amp_pipeline(conn, NULL, steps, 3, "abcdefgh", 8, &r), "steps[1].transform",
-                  &r);
+    expect_einval(amp_pipeline(client_conn, NULL, steps, 3, "abcdefgh", 8, &r),
+                  "steps[1].transform", &r);
     /* The connection is still good. */
     steps[1].transform.offset = 2;
     steps[1].transform.value = 1;
-    CHECK_OK(amp_pipeline(conn, NULL, steps, 3, "abcdefgh", 8, &r));
+    CLIENT_CHECK_OK(amp_pipeline(client_conn, NULL, steps, 3, "abcdefgh", 8, &r));
     ck_assert_mem_eq(r[0].data, "hgfedcba", 8);
     ck_assert_mem_eq(r[1].data, "hggfedcb", 8); /* bytes 2.. plus one */
     ck_assert_mem_eq(r[2].data, "bcdefggh", 8);
@@ -260,23 +217,14 @@ END_TEST
 
 int main(void)
 {
-    if (daemon_start(&ampd, NULL) != 0)
-        return EXIT_FAILURE;
     Suite *s = suite_create("client_pipeline");
     TCase *tc = tcase_create("pipeline");
-    tcase_add_checked_fixture(tc, conn_open, conn_shut);
+    tcase_add_checked_fixture(tc, client_fixture_open, client_fixture_close);
     tcase_add_test(tc, transform_then_histogram);
     tcase_add_test(tc, histogram_between_data_steps);
     tcase_add_test(tc, fill_feeds_histogram);
     tcase_add_test(tc, bad_steps_refused_locally);
     tcase_add_test(tc, bad_steps_refused_by_daemon);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    int st = daemon_stop(&ampd);
-    if (st != 0)
-        fprintf(stderr, "ampd exited with status %d\n", st);
-    return failed || st != 0 ? EXIT_FAILURE : EXIT_SUCCESS;
+    return client_fixture_run(s, NULL);
 }

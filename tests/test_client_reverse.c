@@ -7,44 +7,17 @@
 #include <string.h>
 
 #include "amp.h"
-#include "daemon_proc.h"
+#include "client_fixture.h"
 
 #define BIG_LEN ((3u << 20) + 13) /* a few MiB, not a multiple of any word size */
 
-static struct daemon_proc ampd;
-static amp_conn *conn;
-
-static void conn_open(void)
-{
-    ck_assert_int_eq(amp_connect(ampd.address, &conn), 0);
-}
-
-static void conn_shut(void)
-{
-    amp_close(conn);
-    conn = NULL;
-}
-
-static void fill_pattern(uint8_t *p, size_t n, uint32_t seed)
-{
-    uint32_t x = seed | 1;
-    for (size_t i = 0; i < n; i++) {
-        x ^= x << 13;
-        x ^= x >> 17;
-        x ^= x << 5;
-        p[i] = (uint8_t)x;
-    }
-}
-
 static void check_reverse(size_t n)
 {
-    uint8_t *in = malloc(n ? n : 1);
-    ck_assert_ptr_nonnull(in);
-    fill_pattern(in, n, (uint32_t)n * 2654435761u);
+    uint8_t *in = client_fixture_random(n, (uint32_t)n * 2654435761u);
     void *out = NULL;
     size_t out_len = 12345;
-    int rc = amp_reverse(conn, NULL, in, n, &out, &out_len);
-    ck_assert_msg(rc == 0, "len %zu: %s: %s", n, amp_strerror(rc), amp_last_message(conn));
+    int rc = amp_reverse(client_conn, NULL, in, n, &out, &out_len);
+    ck_assert_msg(rc == 0, "len %zu: %s: %s", n, amp_strerror(rc), amp_last_message(client_conn));
     ck_assert_ptr_nonnull(out);
     ck_assert_uint_eq(out_len, n);
     uint8_t *want = malloc(n ? n : 1);
@@ -81,12 +54,12 @@ START_TEST(text_and_device_name)
 {
     void *out;
     size_t n;
-    ck_assert_int_eq(amp_reverse(conn, NULL, "stressed", 8, &out, &n), 0);
+    ck_assert_int_eq(amp_reverse(client_conn, NULL, "stressed", 8, &out, &n), 0);
     ck_assert_uint_eq(n, 8);
     ck_assert_int_eq(memcmp(out, "desserts", 8), 0);
     amp_free(out);
-    ck_assert_str_ne(amp_last_device(conn), "");
-    ck_assert_str_eq(amp_last_message(conn), "");
+    ck_assert_str_ne(amp_last_device(client_conn), "");
+    ck_assert_str_eq(amp_last_message(client_conn), "");
 }
 END_TEST
 
@@ -94,18 +67,17 @@ START_TEST(explicit_device_and_deadline)
 {
     amp_device *list;
     size_t ndev;
-    ck_assert_int_eq(amp_devices(conn, &list, &ndev), 0);
+    ck_assert_int_eq(amp_devices(client_conn, &list, &ndev), 0);
     ck_assert_uint_ge(ndev, 1);
     char index[16];
     snprintf(index, sizeof index, "%u", list[0].index);
     amp_opts o = { index, 60000 };
     void *out;
     size_t n;
-    int rc = amp_reverse(conn, &o, "abc", 3, &out, &n);
-    ck_assert_msg(rc == 0, "%s: %s", amp_strerror(rc), amp_last_message(conn));
+    CLIENT_CHECK_OK(amp_reverse(client_conn, &o, "abc", 3, &out, &n));
     ck_assert_int_eq(memcmp(out, "cba", 3), 0);
-    ck_assert_msg(strstr(amp_last_device(conn), list[0].name), "ran on '%s', asked for '%s'",
-                  amp_last_device(conn), list[0].name);
+    ck_assert_msg(strstr(amp_last_device(client_conn), list[0].name), "ran on '%s', asked for '%s'",
+                  amp_last_device(client_conn), list[0].name);
     amp_free(out);
     amp_free(list);
 }
@@ -113,22 +85,13 @@ END_TEST
 
 int main(void)
 {
-    if (daemon_start(&ampd, NULL) != 0)
-        return EXIT_FAILURE;
     Suite *s = suite_create("client_reverse");
     TCase *tc = tcase_create("reverse");
-    tcase_add_checked_fixture(tc, conn_open, conn_shut);
+    tcase_add_checked_fixture(tc, client_fixture_open, client_fixture_close);
     tcase_add_test(tc, small_lengths);
     tcase_add_test(tc, few_mib_with_odd_tail);
     tcase_add_test(tc, text_and_device_name);
     tcase_add_test(tc, explicit_device_and_deadline);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    int st = daemon_stop(&ampd);
-    if (st != 0)
-        fprintf(stderr, "ampd exited with status %d\n", st);
-    return failed || st != 0 ? EXIT_FAILURE : EXIT_SUCCESS;
+    return client_fixture_run(s, NULL);
 }

@@ -21,43 +21,12 @@
 
 #include "amp.h"
 #include "cpu_ref.h"
-#include "daemon_proc.h"
+#include "client_fixture.h"
 
 #define MIB (1024u * 1024u)
 #define BIG_LEN (24u * MIB + 4093u) /* six times the staging pool, odd tail */
 #define WORDS_LEN (24u * MIB + 4092u) /* the same for uint32 histograms: whole elements */
 #define ABORT_AFTER (5u * MIB)      /* the aborting reader stops here */
-
-static struct daemon_proc ampd;
-static amp_conn *conn;
-
-static void conn_open(void)
-{
-    ck_assert_int_eq(amp_connect(ampd.address, &conn), 0);
-}
-
-static void conn_shut(void)
-{
-    amp_close(conn);
-    conn = NULL;
-}
-
-static uint8_t *random_bytes(size_t n, uint32_t seed)
-{
-    uint8_t *p = malloc(n ? n : 1);
-    ck_assert_ptr_nonnull(p);
-    uint32_t x = seed | 1;
-    for (size_t i = 0; i < n; i++) {
-        x ^= x << 13;
-        x ^= x >> 17;
-        x ^= x << 5;
-        p[i] = (uint8_t)(x >> 9);
-    }
-    return p;
-}
-
-#define CHECK_OK(rc) \
-    ck_assert_msg((rc) == 0, "%s: %s", amp_strerror(rc), amp_last_message(conn))
 
 /* --- callbacks over memory ------------------------------------------------------ */
 
@@ -121,21 +90,6 @@ static void expect_sink(const struct sink *s)
     ck_assert_uint_eq(s->got, s->want_len);
 }
 
-static void expect_hist(const amp_hist *got, const struct hist_params *p, const uint8_t *data,
-                        size_t n)
-{
-    struct hist_result want;
-    ck_assert_int_eq(cpu_ref_hist(p, data, n, &want), 0);
-    ck_assert_uint_eq(got->bins, want.bins);
-    for (uint32_t i = 0; i < want.bins; i++)
-        ck_assert_msg(got->counts[i] == want.counts[i], "bin %u: %llu, want %llu", i,
-                      (unsigned long long)got->counts[i], (unsigned long long)want.counts[i]);
-    ck_assert_uint_eq(got->below, want.below);
-    ck_assert_uint_eq(got->above, want.above);
-    ck_assert_uint_eq(got->nan, want.nan);
-    free(want.counts);
-}
-
 /* A small stream that must work: the connection survived whatever came before. */
 static void expect_conn_usable(void)
 {
@@ -144,7 +98,8 @@ static void expect_conn_usable(void)
     const uint8_t in[5] = { 0, 1, 2, 3, 0xf0 }, want[5] = { 0xff, 0xfe, 0xfd, 0xfc, 0x0f };
     struct src s = { .data = in, .len = sizeof in };
     struct sink k = { .want = want, .want_len = sizeof want };
-    CHECK_OK(amp_stream(conn, NULL, &st, 1, sizeof in, src_read, &s, sink_write, &k, NULL, 0));
+    CLIENT_CHECK_OK(
+        amp_stream(client_conn, NULL, &st, 1, sizeof in, src_read, &s, sink_write, &k, NULL, 0));
     expect_sink(&k);
 }
 
@@ -156,7 +111,7 @@ static void transform_and_histograms(int give_length)
 {
     size_t n = WORDS_LEN;
     uint64_t total_length = give_length ? n : 0;
-    uint8_t *in = random_bytes(n, 11), *want = malloc(n);
+    uint8_t *in = client_fixture_random(n, 11), *want = malloc(n);
     memcpy(want, in, n);
     struct transform_params tp = { .op = XFORM_ADD, .value = 3, .offset = 1234,
                                    .length = n - 1234 - 999 };
@@ -174,14 +129,15 @@ static void transform_and_histograms(int give_length)
     struct src s = { .data = in, .len = n };
     struct sink k = { .want = want, .want_len = n };
     amp_hist h[2];
-    CHECK_OK(amp_stream(conn, NULL, steps, 3, total_length, src_read, &s, sink_write, &k, h, 2));
+    CLIENT_CHECK_OK(
+        amp_stream(client_conn, NULL, steps, 3, total_length, src_read, &s, sink_write, &k, h, 2));
     expect_sink(&k);
     ck_assert_uint_eq(s.pos, n);
     struct hist_params bytes = { .type = ELEM_U8, .bins = 256 };
     struct hist_params words = { .type = ELEM_U32, .bins = 100, .lo = 1e8, .hi = 4e9 };
-    expect_hist(&h[0], &bytes, in, n);
-    expect_hist(&h[1], &words, want, n);
-    ck_assert_str_ne(amp_last_device(conn), "");
+    client_fixture_expect_hist(&h[0], &bytes, in, n);
+    client_fixture_expect_hist(&h[1], &words, want, n);
+    ck_assert_str_ne(amp_last_device(client_conn), "");
     amp_hist_free(&h[0]);
     amp_hist_free(&h[1]);
     free(want);
@@ -203,7 +159,7 @@ END_TEST
 START_TEST(reverse_with_total_length)
 {
     size_t n = BIG_LEN;
-    uint8_t *in = random_bytes(n, 21), *want = malloc(n);
+    uint8_t *in = client_fixture_random(n, 21), *want = malloc(n);
     amp_step steps[2];
     memset(steps, 0, sizeof steps);
     steps[0].kind = AMP_STEP_TRANSFORM;
@@ -216,7 +172,8 @@ START_TEST(reverse_with_total_length)
     cpu_ref_reverse(x, want, n);
     struct src s = { .data = in, .len = n };
     struct sink k = { .want = want, .want_len = n };
-    CHECK_OK(amp_stream(conn, NULL, steps, 2, n, src_read, &s, sink_write, &k, NULL, 0));
+    CLIENT_CHECK_OK(
+        amp_stream(client_conn, NULL, steps, 2, n, src_read, &s, sink_write, &k, NULL, 0));
     expect_sink(&k);
     free(x);
     free(want);
@@ -227,15 +184,15 @@ END_TEST
 START_TEST(histogram_only_has_no_data)
 {
     size_t n = 9 * MIB + 3;
-    uint8_t *in = random_bytes(n, 31);
+    uint8_t *in = client_fixture_random(n, 31);
     amp_step st = { .kind = AMP_STEP_HISTOGRAM, .hist = { .type = AMP_TYPE_UINT8 } };
     struct src s = { .data = in, .len = n };
     struct sink k = { .want_len = 0 }; /* any data at all fails */
     amp_hist h;
-    CHECK_OK(amp_stream(conn, NULL, &st, 1, 0, src_read, &s, sink_write, &k, &h, 1));
+    CLIENT_CHECK_OK(amp_stream(client_conn, NULL, &st, 1, 0, src_read, &s, sink_write, &k, &h, 1));
     ck_assert_uint_eq(k.got, 0);
     struct hist_params bytes = { .type = ELEM_U8, .bins = 256 };
-    expect_hist(&h, &bytes, in, n);
+    client_fixture_expect_hist(&h, &bytes, in, n);
     amp_hist_free(&h);
     free(in);
 }
@@ -250,7 +207,7 @@ START_TEST(fill_without_input)
     uint8_t *want = malloc(count * 4);
     cpu_ref_fill(&fp, want);
     struct sink k = { .want = want, .want_len = count * 4 };
-    CHECK_OK(amp_stream(conn, NULL, &st, 1, 0, NULL, NULL, sink_write, &k, NULL, 0));
+    CLIENT_CHECK_OK(amp_stream(client_conn, NULL, &st, 1, 0, NULL, NULL, sink_write, &k, NULL, 0));
     expect_sink(&k);
     free(want);
 }
@@ -259,7 +216,7 @@ END_TEST
 static int temp_file(const char *name, const void *data, size_t len)
 {
     char path[512];
-    snprintf(path, sizeof path, "%s/%s", ampd.dir, name);
+    snprintf(path, sizeof path, "%s/%s", client_fixture_dir(), name);
     int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     ck_assert_int_ge(fd, 0);
     unlink(path);
@@ -272,24 +229,25 @@ static int temp_file(const char *name, const void *data, size_t len)
 START_TEST(fd_form)
 {
     size_t n = BIG_LEN;
-    uint8_t *in = random_bytes(n, 41), *want = malloc(n), *got = malloc(n);
+    uint8_t *in = client_fixture_random(n, 41), *want = malloc(n), *got = malloc(n);
     cpu_ref_reverse(in, want, n);
     int in_fd = temp_file("in", in, n), out_fd = temp_file("out", NULL, 0);
     amp_step st[2] = { { .kind = AMP_STEP_REVERSE },
                        { .kind = AMP_STEP_HISTOGRAM, .hist = { .type = AMP_TYPE_UINT8 } } };
     amp_hist h;
-    CHECK_OK(amp_stream_fd(conn, NULL, st, 2, n, in_fd, out_fd, &h, 1));
+    CLIENT_CHECK_OK(amp_stream_fd(client_conn, NULL, st, 2, n, in_fd, out_fd, &h, 1));
     ck_assert_int_eq(lseek(out_fd, 0, SEEK_CUR), (off_t)n);
     ck_assert_int_eq(pread(out_fd, got, n, 0), (ssize_t)n);
     ck_assert_msg(memcmp(got, want, n) == 0, "reversed file differs");
     struct hist_params bytes = { .type = ELEM_U8, .bins = 256 };
-    expect_hist(&h, &bytes, in, n);
+    client_fixture_expect_hist(&h, &bytes, in, n);
     amp_hist_free(&h);
     /* A descriptor that cannot be read is a local I/O error. */
     int wronly = open("/dev/null", O_WRONLY | O_CLOEXEC);
-    int rc = amp_stream_fd(conn, NULL, &st[1], 1, 0, wronly, -1, &h, 1);
+    int rc = amp_stream_fd(client_conn, NULL, &st[1], 1, 0, wronly, -1, &h, 1);
     ck_assert_msg(rc == AMP_EIO, "got %s", amp_strerror(rc));
-    ck_assert_msg(strstr(amp_last_message(conn), "read"), "message '%s'", amp_last_message(conn));
+    ck_assert_msg(strstr(amp_last_message(client_conn), "read"), "message '%s'",
+                  amp_last_message(client_conn));
     ck_assert_ptr_null(h.counts);
     close(wronly);
     close(in_fd);
@@ -348,7 +306,7 @@ START_TEST(input_read_as_the_daemon_takes_it)
 {
     amp_step st = { .kind = AMP_STEP_TRANSFORM, .transform = { .op = AMP_OP_ADD, .value = 5 } };
     struct gen g = { .len = LONG_LEN };
-    CHECK_OK(amp_stream(conn, NULL, &st, 1, 0, gen_read, &g, gen_write, &g, NULL, 0));
+    CLIENT_CHECK_OK(amp_stream(client_conn, NULL, &st, 1, 0, gen_read, &g, gen_write, &g, NULL, 0));
     ck_assert_uint_eq(g.got, LONG_LEN);
     ck_assert_msg(!g.mismatch, "output differs");
     ck_assert_msg(g.max_lead <= LEAD_BOUND, "input ran %zu bytes ahead of the output",
@@ -361,20 +319,21 @@ END_TEST
 START_TEST(read_callback_aborts)
 {
     size_t n = BIG_LEN;
-    uint8_t *in = random_bytes(n, 51);
+    uint8_t *in = client_fixture_random(n, 51);
     amp_step st[2] = { { .kind = AMP_STEP_TRANSFORM, .transform = { .op = AMP_OP_ADD, .value = 1 } },
                        { .kind = AMP_STEP_HISTOGRAM, .hist = { .type = AMP_TYPE_UINT8 } } };
     struct src s = { .data = in, .len = n, .abort_at = ABORT_AFTER };
     struct sink k = { .want_len = n };
     amp_hist h;
-    int rc = amp_stream(conn, NULL, st, 2, n, src_read, &s, sink_write, &k, &h, 1);
-    ck_assert_msg(rc == AMP_ECANCELLED, "got %s: %s", amp_strerror(rc), amp_last_message(conn));
-    ck_assert_msg(strstr(amp_last_message(conn), "input callback"), "message '%s'",
-                  amp_last_message(conn));
+    int rc = amp_stream(client_conn, NULL, st, 2, n, src_read, &s, sink_write, &k, &h, 1);
+    ck_assert_msg(rc == AMP_ECANCELLED, "got %s: %s", amp_strerror(rc),
+                  amp_last_message(client_conn));
+    ck_assert_msg(strstr(amp_last_message(client_conn), "input callback"), "message '%s'",
+                  amp_last_message(client_conn));
     ck_assert_ptr_null(h.counts);
     ck_assert_uint_ge(s.pos, ABORT_AFTER); /* it was asked for more after the abort point */
     ck_assert_uint_lt(s.pos, n);
-    ck_assert_str_eq(amp_last_device(conn), "");
+    ck_assert_str_eq(amp_last_device(client_conn), "");
     expect_conn_usable();
     free(in);
 }
@@ -396,9 +355,9 @@ START_TEST(read_callback_aborts_at_once)
     amp_hist h;
     for (int i = 0; i < 3; i++) {
         unsigned calls = 0;
-        int rc = amp_stream(conn, NULL, &st, 1, 0, fail_at_once, &calls, NULL, NULL, &h, 1);
+        int rc = amp_stream(client_conn, NULL, &st, 1, 0, fail_at_once, &calls, NULL, NULL, &h, 1);
         ck_assert_msg(rc == AMP_ECANCELLED, "got %s: %s", amp_strerror(rc),
-                      amp_last_message(conn));
+                      amp_last_message(client_conn));
         ck_assert_uint_eq(calls, 1);
         expect_conn_usable();
     }
@@ -420,13 +379,14 @@ static long stall_read(void *ctx, void *buf, size_t cap)
 
 START_TEST(deadline_while_input_stalls)
 {
-    uint8_t *in = random_bytes(3 * MIB, 91);
+    uint8_t *in = client_fixture_random(3 * MIB, 91);
     amp_step st = { .kind = AMP_STEP_HISTOGRAM, .hist = { .type = AMP_TYPE_UINT8 } };
     struct src s = { .data = in, .len = 3 * MIB };
     amp_opts o = { NULL, DEADLINE_MS };
     amp_hist h;
-    int rc = amp_stream(conn, &o, &st, 1, 0, stall_read, &s, NULL, NULL, &h, 1);
-    ck_assert_msg(rc == AMP_EDEADLINE, "got %s: %s", amp_strerror(rc), amp_last_message(conn));
+    int rc = amp_stream(client_conn, &o, &st, 1, 0, stall_read, &s, NULL, NULL, &h, 1);
+    ck_assert_msg(rc == AMP_EDEADLINE, "got %s: %s", amp_strerror(rc),
+                  amp_last_message(client_conn));
     ck_assert_ptr_null(h.counts);
     expect_conn_usable();
     free(in);
@@ -436,14 +396,15 @@ END_TEST
 START_TEST(write_callback_aborts)
 {
     size_t n = BIG_LEN;
-    uint8_t *in = random_bytes(n, 61);
+    uint8_t *in = client_fixture_random(n, 61);
     amp_step st = { .kind = AMP_STEP_TRANSFORM, .transform = { .op = AMP_OP_SET, .value = 9 } };
     struct src s = { .data = in, .len = n };
     struct sink k = { .want_len = n, .abort_at = 2 * MIB };
-    int rc = amp_stream(conn, NULL, &st, 1, n, src_read, &s, sink_write, &k, NULL, 0);
-    ck_assert_msg(rc == AMP_ECANCELLED, "got %s: %s", amp_strerror(rc), amp_last_message(conn));
-    ck_assert_msg(strstr(amp_last_message(conn), "output callback"), "message '%s'",
-                  amp_last_message(conn));
+    int rc = amp_stream(client_conn, NULL, &st, 1, n, src_read, &s, sink_write, &k, NULL, 0);
+    ck_assert_msg(rc == AMP_ECANCELLED, "got %s: %s", amp_strerror(rc),
+                  amp_last_message(client_conn));
+    ck_assert_msg(strstr(amp_last_message(client_conn), "output callback"), "message '%s'",
+                  amp_last_message(client_conn));
     ck_assert_uint_lt(k.got, n);
     expect_conn_usable();
     free(in);
@@ -452,14 +413,14 @@ END_TEST
 
 START_TEST(reverse_needs_total_length)
 {
-    uint8_t *in = random_bytes(3 * MIB, 71);
+    uint8_t *in = client_fixture_random(3 * MIB, 71);
     amp_step st = { .kind = AMP_STEP_REVERSE };
     struct src s = { .data = in, .len = 3 * MIB };
     struct sink k = { .want_len = 3 * MIB };
-    int rc = amp_stream(conn, NULL, &st, 1, 0, src_read, &s, sink_write, &k, NULL, 0);
-    ck_assert_msg(rc == AMP_EINVAL, "got %s: %s", amp_strerror(rc), amp_last_message(conn));
-    ck_assert_msg(strstr(amp_last_message(conn), "total_length"), "message '%s'",
-                  amp_last_message(conn));
+    int rc = amp_stream(client_conn, NULL, &st, 1, 0, src_read, &s, sink_write, &k, NULL, 0);
+    ck_assert_msg(rc == AMP_EINVAL, "got %s: %s", amp_strerror(rc), amp_last_message(client_conn));
+    ck_assert_msg(strstr(amp_last_message(client_conn), "total_length"), "message '%s'",
+                  amp_last_message(client_conn));
     ck_assert_uint_eq(k.got, 0);
     expect_conn_usable();
     free(in);
@@ -469,20 +430,20 @@ END_TEST
 START_TEST(total_length_mismatch)
 {
     size_t n = 3 * MIB + 1;
-    uint8_t *in = random_bytes(n, 81);
+    uint8_t *in = client_fixture_random(n, 81);
     amp_step st = { .kind = AMP_STEP_HISTOGRAM, .hist = { .type = AMP_TYPE_UINT8 } };
     amp_hist h;
     /* more input than announced, then less */
     struct src s = { .data = in, .len = n };
-    int rc = amp_stream(conn, NULL, &st, 1, n - 1, src_read, &s, NULL, NULL, &h, 1);
-    ck_assert_msg(rc == AMP_EINVAL, "got %s: %s", amp_strerror(rc), amp_last_message(conn));
-    ck_assert_msg(strstr(amp_last_message(conn), "total_length"), "message '%s'",
-                  amp_last_message(conn));
+    int rc = amp_stream(client_conn, NULL, &st, 1, n - 1, src_read, &s, NULL, NULL, &h, 1);
+    ck_assert_msg(rc == AMP_EINVAL, "got %s: %s", amp_strerror(rc), amp_last_message(client_conn));
+    ck_assert_msg(strstr(amp_last_message(client_conn), "total_length"), "message '%s'",
+                  amp_last_message(client_conn));
     s = (struct src){ .data = in, .len = n };
-    rc = amp_stream(conn, NULL, &st, 1, n + 1, src_read, &s, NULL, NULL, &h, 1);
-    ck_assert_msg(rc == AMP_EINVAL, "got %s: %s", amp_strerror(rc), amp_last_message(conn));
-    ck_assert_msg(strstr(amp_last_message(conn), "total_length"), "message '%s'",
-                  amp_last_message(conn));
+    rc = amp_stream(client_conn, NULL, &st, 1, n + 1, src_read, &s, NULL, NULL, &h, 1);
+    ck_assert_msg(rc == AMP_EINVAL, "got %s: %s", amp_strerror(rc), amp_last_message(client_conn));
+    ck_assert_msg(strstr(amp_last_message(client_conn), "total_length"), "message '%s'",
+                  amp_last_message(client_conn));
     ck_assert_ptr_null(h.counts);
     expect_conn_usable();
     free(in);
@@ -495,18 +456,20 @@ START_TEST(bad_arguments_refused_locally)
                        { .kind = AMP_STEP_REVERSE } };
     amp_hist h[2];
     struct src s = { .data = (const uint8_t *)"abc", .len = 3 };
-    int rc = amp_stream(conn, NULL, st, 2, 3, src_read, &s, NULL, NULL, h, 2);
+    int rc = amp_stream(client_conn, NULL, st, 2, 3, src_read, &s, NULL, NULL, h, 2);
     ck_assert_int_eq(rc, AMP_EINVAL);
-    ck_assert_msg(strstr(amp_last_message(conn), "nhists"), "'%s'", amp_last_message(conn));
-    rc = amp_stream(conn, NULL, st, 2, 3, src_read, &s, NULL, NULL, NULL, 1);
+    ck_assert_msg(strstr(amp_last_message(client_conn), "nhists"), "'%s'",
+                  amp_last_message(client_conn));
+    rc = amp_stream(client_conn, NULL, st, 2, 3, src_read, &s, NULL, NULL, NULL, 1);
     ck_assert_int_eq(rc, AMP_EINVAL);
     st[1].kind = (amp_step_kind)0;
-    rc = amp_stream(conn, NULL, st, 2, 3, src_read, &s, NULL, NULL, h, 1);
+    rc = amp_stream(client_conn, NULL, st, 2, 3, src_read, &s, NULL, NULL, h, 1);
     ck_assert_int_eq(rc, AMP_EINVAL);
-    ck_assert_msg(strstr(amp_last_message(conn), "steps[1].kind"), "'%s'", amp_last_message(conn));
+    ck_assert_msg(strstr(amp_last_message(client_conn), "steps[1].kind"), "'%s'",
+                  amp_last_message(client_conn));
     amp_opts bad = { NULL, -5 };
     st[1].kind = AMP_STEP_REVERSE;
-    rc = amp_stream(conn, &bad, st, 2, 3, src_read, &s, NULL, NULL, h, 1);
+    rc = amp_stream(client_conn, &bad, st, 2, 3, src_read, &s, NULL, NULL, h, 1);
     ck_assert_int_eq(rc, AMP_EINVAL);
     ck_assert_uint_eq(s.calls, 0); /* nothing was read */
     expect_conn_usable();
@@ -516,11 +479,9 @@ END_TEST
 int main(void)
 {
     static const char *const args[] = { "--staging-bytes", "4M", "--chunk-bytes", "1M", NULL };
-    if (daemon_start(&ampd, args) != 0)
-        return EXIT_FAILURE;
     Suite *s = suite_create("client_stream");
     TCase *tc = tcase_create("stream");
-    tcase_add_checked_fixture(tc, conn_open, conn_shut);
+    tcase_add_checked_fixture(tc, client_fixture_open, client_fixture_close);
     tcase_add_test(tc, transform_histogram_with_total_length);
     tcase_add_test(tc, transform_histogram_unknown_length);
     tcase_add_test(tc, reverse_with_total_length);
@@ -536,12 +497,5 @@ int main(void)
     tcase_add_test(tc, total_length_mismatch);
     tcase_add_test(tc, bad_arguments_refused_locally);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    int st = daemon_stop(&ampd);
-    if (st != 0)
-        fprintf(stderr, "ampd exited with status %d\n", st);
-    return failed || st != 0 ? EXIT_FAILURE : EXIT_SUCCESS;
+    return client_fixture_run(s, args);
 }
