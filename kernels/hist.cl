@@ -111,8 +111,9 @@ __kernel void hist256_local(__global const uchar *src, ulong first, ulong count,
 /* One work-item per chunk of chunk bytes (a multiple of 16), counting into
  * four private sub-histograms by byte position, so that increments of one
  * bin form four independent chains instead of one serial chain through
- * memory; a 16-byte word of one repeated byte is added at once (one test
- * per word rather than a run test per byte). */
+ * memory; a 64-byte block of one repeated byte is added at once (one test
+ * per block rather than a run test per byte: testing each 16-byte word
+ * cost random data 6% on PoCL, a block costs it about nothing). */
 #define HIST256_SUBS 4
 #define SUBS_WORD(v)                                                            \
     do {                                                                        \
@@ -131,18 +132,24 @@ __kernel void hist256_private(__global const uchar *src, ulong first, ulong coun
     const ulong end = min(count, begin + chunk);
     if (begin < end) {
         __global const uint4 *s4 = (__global const uint4 *)(src + first + begin);
-        const ulong nw = (end - begin) / WORD;
-        for (ulong w = 0; w < nw; w++) {
-            const uint4 v = s4[w];
-            const uint b = v.s0 & 0xffu;
-            if (all(v == (uint4)(b * 0x01010101u))) {
-                h[b] += WORD;
+        const ulong nw = (end - begin) / WORD, nb = nw / 4;
+        for (ulong k = 0; k < nb; k++) {
+            const uint4 v0 = s4[4 * k], v1 = s4[4 * k + 1], v2 = s4[4 * k + 2],
+                        v3 = s4[4 * k + 3];
+            const uint b = v0.s0 & 0xffu;
+            const uint4 e = (uint4)(b * 0x01010101u);
+            if (all((v0 == e) & (v1 == e) & (v2 == e) & (v3 == e))) {
+                h[b] += 4 * WORD;
             } else {
-                SUBS_WORD(v.s0);
-                SUBS_WORD(v.s1);
-                SUBS_WORD(v.s2);
-                SUBS_WORD(v.s3);
+                SUBS_WORD(v0.s0); SUBS_WORD(v0.s1); SUBS_WORD(v0.s2); SUBS_WORD(v0.s3);
+                SUBS_WORD(v1.s0); SUBS_WORD(v1.s1); SUBS_WORD(v1.s2); SUBS_WORD(v1.s3);
+                SUBS_WORD(v2.s0); SUBS_WORD(v2.s1); SUBS_WORD(v2.s2); SUBS_WORD(v2.s3);
+                SUBS_WORD(v3.s0); SUBS_WORD(v3.s1); SUBS_WORD(v3.s2); SUBS_WORD(v3.s3);
             }
+        }
+        for (ulong w = nb * 4; w < nw; w++) {
+            const uint4 v = s4[w];
+            SUBS_WORD(v.s0); SUBS_WORD(v.s1); SUBS_WORD(v.s2); SUBS_WORD(v.s3);
         }
         for (ulong i = begin + nw * WORD; i < end; i++)
             h[src[first + i]]++;
