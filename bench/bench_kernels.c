@@ -187,8 +187,9 @@ static struct hist_params bench_hist(enum elem_type t)
 static struct fill_params bench_fill(const struct bench *b, const struct bench_case *c)
 {
     uint32_t tile = c->tile;
+    const char *kernel = b->d->shape == DEV_SHAPE_CPU ? "fill_u32_scalar" : "fill_u32";
     if (tile == BENCH_TILE_MAX)
-        tile = (uint32_t)dev_kernel_wg_max(b->d, dev_kernel(b->d, b->d->shape == DEV_SHAPE_CPU ? "fill_u32_scalar" : "fill_u32"));
+        tile = (uint32_t)dev_kernel_wg_max(b->d, dev_kernel(b->d, kernel));
     return (struct fill_params){.type = c->type, .count = b->size / elem_size(c->type),
                                 .tile = tile, .start = 17, .step = -3, .start_f = 1.5f,
                                 .step_f = 0.25f};

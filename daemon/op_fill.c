@@ -3,10 +3,9 @@
  * The caller's tile is the work-group size, checked against the device's
  * and the kernel's limits; the grid is padded to a multiple of it. Each
  * work-item writes OP_FILL_ITEM_BYTES on GPUs (16-byte stores) and one
- * element on CPU devices (see fill.cl). A count
- * larger than one launch may cover (dev->launch_items_max work-items) is
- * split into several launches, each starting at a multiple of a group's
- * block of tile * OP_FILL_ITEM_BYTES bytes.
+ * element on CPU devices (see fill.cl). A count larger than one launch may
+ * cover (dev->launch_items_max work-items) is split into several launches,
+ * each starting at a multiple of a work-group's share.
  */
 #include "op.h"
 

@@ -1,11 +1,11 @@
 /* fill.cl: A[k] = start + k*step for k in [first, n); on GPUs FILL_STORES
  * 16-byte stores per work-item, on CPU devices one element (*_scalar).
  *
- * Access pattern (GPUs): work-group g of a launch (the caller's tile of work-items)
- * owns the contiguous block of tile * FILL_STORES 16-byte vectors starting
- * at element first + g * that; store j of work-item i writes vector
- * j * tile + i of the block, so each store instruction of a wavefront is one
- * coalesced run. One 4-byte store per work-item left 32-bit fills at 0.56
+ * Access pattern (GPUs): work-group g of a launch (the caller's tile of
+ * work-items) owns the contiguous block of tile * FILL_STORES 16-byte
+ * vectors starting at element first + g * that; store j of work-item i
+ * writes vector j * tile + i of the block, so each store instruction of a
+ * wavefront is one coalesced run. One 4-byte store per work-item left 32-bit fills at 0.56
  * of copy on the H100, and tile 64 at 0.14, bound by how fast work-groups
  * are started: each group now writes 16 * FILL_STORES bytes per work-item.
  * The host pads the grid to a multiple of the tile and starts each launch
@@ -21,7 +21,7 @@
  * 16 times this. Eight make a tile-64 group write 8 KiB. */
 #define FILL_STORES 8
 
-#define FILL_BODY(TV, V, VECTOR, VALUE)                                              \
+#define FILL_BODY(TV, V, VECTOR, VALUE)                                         \
     const ulong tile = get_local_size(0);                                       \
     const ulong block = first + get_group_id(0) * tile * (V * FILL_STORES);     \
     for (uint j = 0; j < FILL_STORES; j++) {                                    \

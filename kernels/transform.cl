@@ -1,17 +1,20 @@
 /* transform.cl: per-byte add/xor/and/or/set/map over [lo, hi) of a buffer.
  *
  * Access pattern: aligned 16-byte words w0 <= w < w1, one uchar16 load and
- * store per word; grid-stride (chunk == 0, GPUs: consecutive work-items on
- * consecutive words, coalesced, XFORM_UNROLL words per work-item and pass)
- * or a contiguous run of chunk words per work-item (CPU devices). In place (src == dst) the host passes only the words
+ * store per word; grid-stride on GPUs (transform_OP: consecutive work-items
+ * on consecutive words, coalesced, XFORM_UNROLL words per work-item and
+ * pass) or a contiguous run of chunk words per work-item on CPU devices
+ * (transform_OP_chunk). In place (src == dst) the host passes only the words
  * covering [lo, hi); out of place it passes every word and bytes outside
  * [lo, hi) are copied unchanged. A word straddling lo or hi selects per
  * lane; the last word, when n % 16 != 0, is done byte by byte, so nothing
  * outside [0, n) is touched. Arithmetic is native uchar16: add wraps modulo
  * 256 in each byte and never carries into its neighbour.
  * The parameter block (operand at [0], map table at [16, 272)) is in
- * __constant memory; map copies the table into __local memory first, since
- * a constant cache serialises lanes that look up different entries.
+ * __constant memory; map on GPUs copies the table into __local memory first,
+ * since a constant cache serialises lanes that look up different entries;
+ * map on CPU devices reads it (and the byte-pair table after it) as
+ * __global memory, where it is no more than a cached array.
  * Bound: memory bandwidth (one read and one write per byte).
  */
 #define WORD 16
@@ -121,8 +124,9 @@ __kernel void transform_map(XFORM_ARGS)
 /* CPU devices: bytes go sixteen at a time through the table of byte pairs
  * that op_transform.c appends to the block for large inputs (entry v maps
  * the bytes of v; 128 KiB, so lookups hit L2): two 8-byte loads, eight
- * lookups, two 8-byte stores; without it, byte by byte through the table. Sixteen byte lookups building a uchar16 lane by lane ran at 0.44 of
- * copy on PoCL, eight byte lookups shifted into a ulong no better. */
+ * lookups, two 8-byte stores; without it, byte by byte through the table.
+ * Sixteen byte lookups building a uchar16 lane by lane ran at 0.44 of copy
+ * on PoCL, eight byte lookups shifted into a ulong no better. */
 #define HAS_PAIRS 1   /* header byte: the pair table is there */
 #define PAIRS_AT 512
 #define MAP_PAIRS8(x)                                                                 \
