@@ -156,7 +156,7 @@ static int pipeline_step(struct pipeline_args *a, const char *spec)
         return ampctl_usage_error("pipeline", "at most %d steps", PIPELINE_MAX_STEPS);
     if (strlen(spec) >= PIPELINE_SPEC_MAX)
         return pipeline_bad(spec, "too long");
-    char buf[PIPELINE_SPEC_MAX], *f[PIPELINE_MAX_FIELDS];
+    char buf[PIPELINE_SPEC_MAX], *f[PIPELINE_MAX_FIELDS] = {0};
     size_t n = pipeline_split(spec, buf, f);
     amp_step *s = &a->steps[a->nsteps];
     memset(s, 0, sizeof *s);

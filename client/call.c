@@ -20,6 +20,9 @@
 #define CALL_USER_AGENT "ampclient/" AMP_VERSION
 #define CALL_TIMEOUT_MAX_DIGITS 99999999 /* grpc-timeout allows at most 8 digits */
 #define CALL_HTTP_OK 200
+/* A reply buffer this size or smaller is reused for the next message of
+ * the call (a stream's chunks): no fresh pages to fault in each time. */
+#define CALL_KEEP_REPLY (8u * 1024 * 1024)
 #define CALL_MSG_ABORT 1 /* from call_on_message: positive, unlike grpc_frame_err codes */
 
 
@@ -330,6 +333,7 @@ void call_init(struct call *call)
     memset(call, 0, sizeof *call);
     call->grpc_status = -1;
     grpc_frame_reader_init(&call->reader, CALL_MAX_REPLY);
+    call->reader.keep_max = CALL_KEEP_REPLY;
 }
 
 void call_release(struct call *call)

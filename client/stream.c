@@ -29,6 +29,9 @@
 /* Room for the protobuf field tag and length varint around a chunk. */
 #define STREAM_DATA_OVERHEAD 16
 #define STREAM_FRAME_MAX (GRPC_FRAME_HEADER + AMP_STREAM_CHUNK + STREAM_DATA_OVERHEAD)
+#define STREAM_PB_DATA_TAG 0x0a   /* StreamReply field 1 (data), length-delimited */
+#define STREAM_PB_DEVICE_TAG 0x1a /* StreamReply field 3 (device), length-delimited */
+#define STREAM_DEVICE_MAX 160
 
 struct stream {
     amp_conn *c;
@@ -46,6 +49,7 @@ struct stream {
     uint8_t *chunk;          /* AMP_STREAM_CHUNK bytes of input being gathered, owned */
     uint8_t *frame;          /* framed StreamRequest{data} being sent, owned; reused once
                               * call_body_drained() */
+    char device[STREAM_DEVICE_MAX]; /* the replies' device, last passed to jobs_set_device */
 };
 
 /* A callback of the caller's asked to stop: keep its code, and say so
@@ -85,16 +89,59 @@ static int stream_on_result(struct stream *st, const Amp__V1__StepResult *r)
     return rc;
 }
 
+/* Reads a protobuf varint at msg[*i], within len. */
+static int stream_varint(const uint8_t *msg, size_t len, size_t *i, uint64_t *v)
+{
+    *v = 0;
+    for (unsigned shift = 0; *i < len && shift < 64; shift += 7) {
+        uint8_t b = msg[(*i)++];
+        *v |= (uint64_t)(b & 0x7f) << shift;
+        if (!(b & 0x80))
+            return 0;
+    }
+    return -1;
+}
+
+/* The usual data reply, StreamReply{data (field 1), device (field 3)},
+ * read in place: decoding it with protobuf-c would copy every chunk once
+ * more. Returns 1 when handled, 0 to fall back to protobuf-c. */
+static int stream_data_view(struct stream *st, const uint8_t *msg, size_t len, int *rc)
+{
+    size_t i = 1;
+    uint64_t n, dn;
+    if (len < 2 || msg[0] != STREAM_PB_DATA_TAG || stream_varint(msg, len, &i, &n) != 0 ||
+        n > len - i)
+        return 0;
+    size_t dev = i + (size_t)n;
+    if (dev < len) {
+        size_t j = dev + 1;
+        if (msg[dev] != STREAM_PB_DEVICE_TAG || stream_varint(msg, len, &j, &dn) != 0 ||
+            dn != len - j || dn >= sizeof(st->device))
+            return 0;
+        if (dn && (dn != strlen(st->device) || memcmp(st->device, msg + j, dn) != 0)) {
+            memcpy(st->device, msg + j, dn);
+            st->device[dn] = '\0';
+            jobs_set_device(st->c, st->device);
+        }
+    }
+    ProtobufCBinaryData data = {(size_t)n, (uint8_t *)msg + i};
+    *rc = stream_on_data(st, &data);
+    return 1;
+}
+
 /* call_message_cb: one StreamReply. */
 static int stream_on_message(const uint8_t *msg, size_t len, void *ctx)
 {
     struct stream *st = ctx;
+    int rc;
+    if (stream_data_view(st, msg, len, &rc))
+        return rc;
     Amp__V1__StreamReply *r = amp__v1__stream_reply__unpack(NULL, len, msg);
     if (!r)
         return conn_fail(st->c, AMP_EPROTO, "cannot decode a StreamReply");
     if (r->device && r->device[0])
         jobs_set_device(st->c, r->device);
-    int rc = 0;
+    rc = 0;
     if (r->msg_case == AMP__V1__STREAM_REPLY__MSG_DATA)
         rc = stream_on_data(st, &r->data);
     else if (r->msg_case == AMP__V1__STREAM_REPLY__MSG_RESULT)

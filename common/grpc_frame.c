@@ -23,7 +23,10 @@ void grpc_frame_reader_init(struct grpc_frame_reader *r, size_t max_len)
 void grpc_frame_reader_free(struct grpc_frame_reader *r)
 {
     free(r->msg);
+    free(r->spare);
     r->msg = NULL;
+    r->spare = NULL;
+    r->spare_cap = 0;
     r->hdr_have = 0;
     r->msg_len = 0;
     r->msg_have = 0;
@@ -57,9 +60,17 @@ static int grpc_frame_start_body(struct grpc_frame_reader *r)
     if (r->msg_len > r->max_len)
         return GRPC_FRAME_TOO_LARGE;
     /* +1 so that a zero-length message still gets a non-NULL buffer. */
+    if (r->spare && r->spare_cap > r->msg_len) {
+        r->msg = r->spare;
+        r->msg_cap = r->spare_cap;
+        r->spare = NULL;
+        r->spare_cap = 0;
+        return GRPC_FRAME_OK;
+    }
     r->msg = malloc(r->msg_len + 1);
     if (!r->msg)
         return GRPC_FRAME_NOMEM;
+    r->msg_cap = r->msg_len + 1;
     return GRPC_FRAME_OK;
 }
 
@@ -67,13 +78,19 @@ static int grpc_frame_start_body(struct grpc_frame_reader *r)
 static int grpc_frame_deliver(struct grpc_frame_reader *r, grpc_frame_msg_cb cb, void *ctx)
 {
     uint8_t *msg = r->msg;
-    size_t len = r->msg_len;
+    size_t len = r->msg_len, cap = r->msg_cap;
     r->msg = NULL;
     r->hdr_have = 0;
     r->msg_len = 0;
     r->msg_have = 0;
     int rv = cb(msg, len, ctx);
-    free(msg);
+    if (cap <= r->keep_max && cap > r->spare_cap) {
+        free(r->spare);
+        r->spare = msg;
+        r->spare_cap = cap;
+    } else {
+        free(msg);
+    }
     return rv;
 }
 

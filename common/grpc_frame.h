@@ -25,8 +25,17 @@ struct grpc_frame_reader {
     uint8_t hdr[GRPC_FRAME_HEADER];
     size_t hdr_have;      /* < GRPC_FRAME_HEADER while reading the header */
     uint8_t *msg;         /* malloc'd body of the message being read */
+    size_t msg_cap;       /* bytes allocated at msg: > msg_len */
     size_t msg_len;       /* declared length of that message */
     size_t msg_have;      /* msg_have <= msg_len */
+    /* A delivered message's buffer kept for the next one (streams carry
+     * many messages of one size: a fresh malloc of MiBs each time costs a
+     * page fault per page), if it is at most keep_max bytes; 0 (the
+     * default) keeps nothing, as the daemon wants: memory it holds between
+     * messages would be outside its budget. */
+    size_t keep_max;
+    uint8_t *spare;
+    size_t spare_cap;
 };
 
 typedef int (*grpc_frame_msg_cb)(const uint8_t *msg, size_t len, void *ctx);

@@ -1,10 +1,11 @@
 /* conn.c: a connection's life: accept, bytes in, bytes out, close.
  *
- * Reads go straight into h2_session_recv(). Writes gather what the session
- * has queued into one buffer (up to CONN_WRITE_MAX) and hand it to
- * listen_sock_write(); the next buffer is gathered when that write finishes,
- * so a slow reader holds at most one buffer here and nghttp2 keeps the rest
- * as unsent frames. A connection ends when the session wants neither to
+ * Reads go straight into h2_session_recv(). Writes go straight from the
+ * session's buffers to the socket while it takes them (uv_try_write, no
+ * copy); what it refuses is gathered into one buffer (up to CONN_WRITE_MAX)
+ * and handed to listen_sock_write(); the next is gathered when that write
+ * finishes, so a slow reader holds at most one buffer here and nghttp2 keeps
+ * the rest as unsent frames. A connection ends when the session wants neither to
  * read nor to write, when the peer goes away, or on a fatal protocol error
  * (after the GOAWAY is flushed). The h2 session, and with it every call,
  * is freed only in the socket's closed callback.
@@ -113,8 +114,29 @@ static void conn_sock_closed(void *ctx)
 
 /* --- bytes ---------------------------------------------------------------- */
 
-/* Gathers queued output into one malloc'd buffer. Returns its length (0:
- * nothing queued) or -1 on a fatal session error. */
+/* Appends n bytes of p to the gathered write buffer. */
+static int conn_append(uint8_t **buf, size_t *len, size_t *cap, const uint8_t *p, size_t n)
+{
+    if (*len + n > *cap) {
+        size_t ncap = *cap ? *cap * 2 : CONN_WRITE_FIRST;
+        while (ncap < *len + n)
+            ncap *= 2;
+        uint8_t *nb = realloc(*buf, ncap);
+        if (!nb)
+            return -1;
+        *buf = nb;
+        *cap = ncap;
+    }
+    memcpy(*buf + *len, p, n);
+    *len += n;
+    return 0;
+}
+
+/* Moves queued output to the socket: straight from the session's buffer
+ * while the socket takes it (no copy: streamed replies are GiBs), and what
+ * it does not take, with everything after it, gathered into one malloc'd
+ * buffer (up to CONN_WRITE_MAX). Returns the gathered length (0: all
+ * written or nothing queued) or -1 on a fatal session or socket error. */
 static ssize_t conn_gather(struct conn *c, uint8_t **out)
 {
     uint8_t *buf = NULL;
@@ -122,26 +144,27 @@ static ssize_t conn_gather(struct conn *c, uint8_t **out)
     for (;;) {
         const uint8_t *p;
         ssize_t n = h2_session_send(c->h2, &p);
-        if (n < 0) {
+        if (n <= 0) {
+            if (n == 0)
+                break;
             free(buf);
             return -1;
         }
-        if (n == 0)
-            break;
-        if (len + (size_t)n > cap) {
-            size_t ncap = cap ? cap * 2 : CONN_WRITE_FIRST;
-            while (ncap < len + (size_t)n)
-                ncap *= 2;
-            uint8_t *nb = realloc(buf, ncap);
-            if (!nb) {
+        if (len == 0) {
+            ssize_t w = listen_sock_try_write(c->sock, p, (size_t)n);
+            if (w < 0) {
                 free(buf);
                 return -1;
             }
-            buf = nb;
-            cap = ncap;
+            p += w;
+            n -= w;
+            if (n == 0)
+                continue;
         }
-        memcpy(buf + len, p, (size_t)n);
-        len += (size_t)n;
+        if (conn_append(&buf, &len, &cap, p, (size_t)n) != 0) {
+            free(buf);
+            return -1;
+        }
         if (len >= CONN_WRITE_MAX)
             break;
     }

@@ -202,6 +202,24 @@ bool dev_exec_ready(const struct dev_exec *x)
     return true;
 }
 
+static void CL_CALLBACK dev_exec_on_event(cl_event ev, cl_int status, void *arg)
+{
+    (void)ev;
+    (void)status;
+    const struct dev_notify *n = arg;
+    n->fn(n->arg);
+}
+
+size_t dev_exec_notify(struct dev_exec *x, const struct dev_notify *n)
+{
+    size_t registered = 0;
+    for (size_t i = 0; i < x->nevents; i++)
+        if (clSetEventCallback(x->events[i], CL_COMPLETE, dev_exec_on_event, (void *)n) ==
+            CL_SUCCESS)
+            registered++;
+    return registered;
+}
+
 enum status_code dev_buf_create(struct dev_exec *x, struct dev_buf *b, size_t size,
                                 const char *what)
 {

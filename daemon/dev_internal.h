@@ -13,6 +13,7 @@
 #include <CL/cl.h>
 
 #include "dev.h"
+#include "dev_task.h"
 #include "hazard.h"
 #include "job.h"
 
@@ -115,6 +116,11 @@ enum status_code dev_exec_wait(struct dev_exec *x);
 
 /* Non-blocking: have all of x's commands finished (or failed)? */
 bool dev_exec_ready(const struct dev_exec *x);
+
+/* Calls n->fn(n->arg) from a driver thread as each of x's commands
+ * finishes (or fails); n must outlive those calls. Returns how many calls
+ * are owed. */
+size_t dev_exec_notify(struct dev_exec *x, const struct dev_notify *n);
 
 /* Fails the job for a CL error: RESOURCE_EXHAUSTED for allocation and
  * resource errors, INTERNAL for the rest; the message names what and err. */

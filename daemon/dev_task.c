@@ -79,6 +79,16 @@ bool dev_task_ready(const struct dev_exec *x)
     return dev_exec_ready(x);
 }
 
+size_t dev_task_events(const struct dev_exec *x)
+{
+    return x->nevents;
+}
+
+size_t dev_task_notify(struct dev_exec *x, const struct dev_notify *n)
+{
+    return dev_exec_notify(x, n);
+}
+
 void dev_task_finish(struct dev *d, struct task *t, struct dev_exec *x)
 {
     dev_stream_finish(d, t, x);

@@ -31,6 +31,18 @@ struct dev_exec *dev_task_start(struct dev *d, struct task *t);
 /* Non-blocking: have x's commands all finished? */
 bool dev_task_ready(const struct dev_exec *x);
 
+/* A wake-up for the runner: fn(arg) is called from a driver thread each
+ * time one of a task's commands finishes. */
+struct dev_notify {
+    void (*fn)(void *arg);
+    void *arg;
+};
+/* How many commands x has. */
+size_t dev_task_events(const struct dev_exec *x);
+/* Registers n on every command of x; returns how many calls are owed
+ * (fewer than dev_task_events(x) where registering failed). */
+size_t dev_task_notify(struct dev_exec *x, const struct dev_notify *n);
+
 /* Waits for x's commands, sets t's status and results, frees x. */
 void dev_task_finish(struct dev *d, struct task *t, struct dev_exec *x);
 

@@ -148,6 +148,15 @@ int listen_sock_write(struct listen_sock *s, uint8_t *buf, size_t len)
     return rv;
 }
 
+ssize_t listen_sock_try_write(struct listen_sock *s, const uint8_t *buf, size_t len)
+{
+    uv_buf_t b = uv_buf_init((char *)buf, (unsigned)len);
+    int rv = uv_try_write(&s->h.stream, &b, 1);
+    if (rv == UV_EAGAIN)
+        return 0;
+    return rv;
+}
+
 static void listen_sock_on_linger(uv_timer_t *t)
 {
     listen_sock_close_now(t->data);

@@ -47,6 +47,11 @@ int listen_sock_start(struct listen_sock *s, const struct listen_sock_cbs *cbs, 
  * wait for written() before the next. Returns 0 or a uv error. */
 int listen_sock_write(struct listen_sock *s, uint8_t *buf, size_t len);
 
+/* Writes what the socket takes at once of buf (not owned), without
+ * waiting: returns the bytes written (0 when it would block), or a negative
+ * uv error. Only while no listen_sock_write() is in flight. */
+ssize_t listen_sock_try_write(struct listen_sock *s, const uint8_t *buf, size_t len);
+
 /* Closes the socket. linger_ms > 0: shut down the write side (after the
  * write in flight), discard what the peer still sends until it closes or
  * linger_ms pass, then close. closed() follows either way; read() and eof()

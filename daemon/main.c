@@ -5,6 +5,7 @@
  * can connect can also run jobs. The device list is printed to stderr
  * (the journal under systemd), then server.c runs until a drain completes.
  */
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,7 @@
 
 #define MAIN_ERR_MAX 512
 #define MAIN_EXIT_USAGE 2
+#define MAIN_MMAP_THRESHOLD (32 * 1024 * 1024)   /* malloc serves blocks below this from the heap */
 
 static void main_print_devices(struct dev **devs, size_t n, size_t default_index)
 {
@@ -40,6 +42,11 @@ int main(int argc, char **argv)
     }
     /* A client that vanishes mid-write must not kill the daemon. */
     signal(SIGPIPE, SIG_IGN);
+    /* Request messages and write buffers of a few MiB come and go all the
+     * time while data streams: keep them in the heap for reuse instead of
+     * fresh mmap()s whose pages fault in, zeroed, every time. The limits
+     * (--max-job-memory, --max-message-bytes) still bound how much is held. */
+    mallopt(M_MMAP_THRESHOLD, MAIN_MMAP_THRESHOLD);
 
     struct dev **devs = NULL;
     size_t ndevs = 0;

@@ -5,7 +5,10 @@
  * (dev_task_start), keeping up to RUNNER_FLIGHT_MAX started tasks in
  * flight, and finishes them oldest first. A task is handed to the
  * completion callback once finished, so a stream's tasks complete in the
- * order they were submitted.
+ * order they were submitted. The thread sleeps on one condition variable
+ * that both a new task and a finished device command signal (an OpenCL
+ * event callback), so it never sits in a blocking wait on the device while
+ * a task it could start is queued: that would serialise a stream's chunks.
  *
  * Admission: a unary job or a stream's OPEN reserves the device memory it
  * needs first. One that could never fit fails with RESOURCE_EXHAUSTED; one
@@ -39,11 +42,14 @@ struct runner {
     runner_complete_cb complete;
     void *ctx;
     pthread_t thread;
-    pthread_mutex_t lock;           /* guards head, tail, load, stopping */
+    pthread_mutex_t lock;           /* guards head, tail, load, stopping, kicked, callbacks */
     pthread_cond_t wake;
     struct task *head, *tail;       /* queued tasks, linked through task->next */
     size_t load;                    /* queued + parked + in flight */
     bool stopping;
+    bool kicked;                    /* a device command finished since the last look */
+    size_t callbacks;               /* event callbacks owed: r lives until they are 0 */
+    struct dev_notify notify;       /* what the event callbacks call: runner_kick(r) */
 
     /* Runner thread only. */
     struct task *parked, *parked_tail; /* waiting for device memory, in order */
@@ -94,6 +100,17 @@ static void runner_fail(struct task *t, enum status_code code, const char *fmt, 
     t->status = code;
     if (t->kind == TASK_JOB)
         job_fail(t->job, code, "%s", t->msg);   /* a unary job reports through itself */
+}
+
+/* Driver thread: one of a task's commands finished. */
+static void runner_kick(void *arg)
+{
+    struct runner *r = arg;
+    pthread_mutex_lock(&r->lock);
+    r->kicked = true;
+    r->callbacks--;
+    pthread_cond_broadcast(&r->wake);
+    pthread_mutex_unlock(&r->lock);
 }
 
 /* Parked tasks go back to the front of the queue, in their order. */
@@ -159,6 +176,16 @@ static void runner_begin(struct runner *r, struct task *t)
     struct dev_exec *x = NULL;
     if (t->status == STATUS_OK)
         x = dev_task_start(r->dev, t);
+    if (x) {
+        /* Counted before registering: a callback may run at once. */
+        pthread_mutex_lock(&r->lock);
+        r->callbacks += dev_task_events(x);
+        pthread_mutex_unlock(&r->lock);
+        size_t owed = dev_task_notify(x, &r->notify);
+        pthread_mutex_lock(&r->lock);
+        r->callbacks -= dev_task_events(x) - owed;
+        pthread_mutex_unlock(&r->lock);
+    }
     if (t->kind == TASK_JOB || t->kind == TASK_CLOSE)
         runner_release(r, t->job);   /* both ran to the end in start */
     r->flight[r->nflight++] = (struct runner_flight){t, x};
@@ -205,30 +232,30 @@ static void runner_drain(struct runner *r)
     }
 }
 
+/* Something to do: a task to start (with room in flight), or a command
+ * finished so the oldest task may be done. Called with the lock held. */
+static bool runner_has_work(const struct runner *r)
+{
+    return r->stopping || (r->head && r->nflight < RUNNER_FLIGHT_MAX) ||
+           (r->kicked && r->nflight);
+}
+
 static void *runner_main(void *arg)
 {
     struct runner *r = arg;
     pthread_mutex_lock(&r->lock);
     for (;;) {
-        while (!r->head && r->nflight == 0 && !r->stopping)
+        while (!runner_has_work(r))
             pthread_cond_wait(&r->wake, &r->lock);
         if (r->stopping)
             break;
+        r->kicked = false;
         struct task *t = r->nflight < RUNNER_FLIGHT_MAX ? runner_pop(r) : NULL;
         pthread_mutex_unlock(&r->lock);
         if (t)
             runner_begin(r, t);
-        /* Finish what is done; wait for the oldest only when there is
-         * nothing new to start. */
         while (runner_retire(r, false))
             ;
-        if (!t) {
-            pthread_mutex_lock(&r->lock);
-            bool idle = !r->head || r->nflight == RUNNER_FLIGHT_MAX;
-            pthread_mutex_unlock(&r->lock);
-            if (idle)
-                runner_retire(r, true);
-        }
         pthread_mutex_lock(&r->lock);
     }
     pthread_mutex_unlock(&r->lock);
@@ -244,6 +271,7 @@ struct runner *runner_start(struct dev *d, runner_complete_cb complete, void *ct
     r->dev = d;
     r->complete = complete;
     r->ctx = ctx;
+    r->notify = (struct dev_notify){runner_kick, r};
     pthread_mutex_init(&r->lock, NULL);
     pthread_cond_init(&r->wake, NULL);
     if (pthread_create(&r->thread, NULL, runner_main, r) != 0) {
@@ -286,6 +314,11 @@ void runner_stop(struct runner *r)
     pthread_cond_signal(&r->wake);
     pthread_mutex_unlock(&r->lock);
     pthread_join(r->thread, NULL);
+    /* Every task is finished, but drivers may still be inside callbacks. */
+    pthread_mutex_lock(&r->lock);
+    while (r->callbacks)
+        pthread_cond_wait(&r->wake, &r->lock);
+    pthread_mutex_unlock(&r->lock);
     pthread_cond_destroy(&r->wake);
     pthread_mutex_destroy(&r->lock);
     free(r);
