@@ -2,13 +2,14 @@
  *
  * Reads go straight into h2_session_recv(). Writes go straight from the
  * session's buffers to the socket while it takes them (uv_try_write, no
- * copy); what it refuses is gathered into one buffer (up to CONN_WRITE_MAX)
- * and handed to listen_sock_write(); the next is gathered when that write
- * finishes, so a slow reader holds at most one buffer here and nghttp2 keeps
- * the rest as unsent frames. A connection ends when the session wants neither to
- * read nor to write, when the peer goes away, or on a fatal protocol error
- * (after the GOAWAY is flushed). The h2 session, and with it every call,
- * is freed only in the socket's closed callback.
+ * copy); the rest of a piece it refuses is copied and handed to
+ * listen_sock_write(), and the session is asked for more only when that
+ * write finishes, so a slow reader holds at most one piece (one HTTP/2
+ * frame) here and nghttp2 keeps the rest as unsent frames. A connection
+ * ends when the session wants neither to read nor to write, when the peer
+ * goes away, or on a fatal protocol error (after the GOAWAY is flushed).
+ * The h2 session, and with it every call, is freed only in the socket's
+ * closed callback.
  */
 #include "conn.h"
 
@@ -16,8 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CONN_WRITE_FIRST (64 * 1024)   /* first size of a gathered write buffer */
-#define CONN_WRITE_MAX (1024 * 1024)   /* stop gathering past this */
 #define CONN_LINGER_MS 2000            /* graceful close: wait this long for the peer's EOF */
 #define CONN_REASON_MAX 128
 
@@ -114,62 +113,31 @@ static void conn_sock_closed(void *ctx)
 
 /* --- bytes ---------------------------------------------------------------- */
 
-/* Appends n bytes of p to the gathered write buffer. */
-static int conn_append(uint8_t **buf, size_t *len, size_t *cap, const uint8_t *p, size_t n)
-{
-    if (*len + n > *cap) {
-        size_t ncap = *cap ? *cap * 2 : CONN_WRITE_FIRST;
-        while (ncap < *len + n)
-            ncap *= 2;
-        uint8_t *nb = realloc(*buf, ncap);
-        if (!nb)
-            return -1;
-        *buf = nb;
-        *cap = ncap;
-    }
-    memcpy(*buf + *len, p, n);
-    *len += n;
-    return 0;
-}
-
 /* Moves queued output to the socket: straight from the session's buffer
- * while the socket takes it (no copy: streamed replies are GiBs), and what
- * it does not take, with everything after it, gathered into one malloc'd
- * buffer (up to CONN_WRITE_MAX). Returns the gathered length (0: all
- * written or nothing queued) or -1 on a fatal session or socket error. */
+ * while the socket takes it (no copy: streamed replies are GiBs); the rest
+ * of the piece it refuses is copied into one malloc'd buffer for an async
+ * write, and later pieces stay in nghttp2 until that write is done.
+ * Returns that buffer's length (0: all written or nothing queued) or -1 on
+ * a fatal session or socket error. */
 static ssize_t conn_gather(struct conn *c, uint8_t **out)
 {
-    uint8_t *buf = NULL;
-    size_t len = 0, cap = 0;
     for (;;) {
         const uint8_t *p;
         ssize_t n = h2_session_send(c->h2, &p);
-        if (n <= 0) {
-            if (n == 0)
-                break;
-            free(buf);
+        if (n <= 0)
+            return n;   /* 0: all written; -1: fatal */
+        ssize_t w = listen_sock_try_write(c->sock, p, (size_t)n);
+        if (w < 0)
             return -1;
-        }
-        if (len == 0) {
-            ssize_t w = listen_sock_try_write(c->sock, p, (size_t)n);
-            if (w < 0) {
-                free(buf);
-                return -1;
-            }
-            p += w;
-            n -= w;
-            if (n == 0)
-                continue;
-        }
-        if (conn_append(&buf, &len, &cap, p, (size_t)n) != 0) {
-            free(buf);
+        if (w == n)
+            continue;
+        size_t rest = (size_t)(n - w);
+        *out = malloc(rest);
+        if (!*out)
             return -1;
-        }
-        if (len >= CONN_WRITE_MAX)
-            break;
+        memcpy(*out, p + w, rest);
+        return (ssize_t)rest;
     }
-    *out = buf;
-    return (ssize_t)len;
 }
 
 static void conn_flush(struct conn *c)

@@ -18,6 +18,7 @@
 #define MAIN_ERR_MAX 512
 #define MAIN_EXIT_USAGE 2
 #define MAIN_MMAP_THRESHOLD (32 * 1024 * 1024)   /* malloc serves blocks below this from the heap */
+#define MAIN_TRIM_THRESHOLD (256 * 1024 * 1024)  /* and gives the heap's top back past this */
 
 static void main_print_devices(struct dev **devs, size_t n, size_t default_index)
 {
@@ -47,6 +48,7 @@ int main(int argc, char **argv)
      * fresh mmap()s whose pages fault in, zeroed, every time. The limits
      * (--max-job-memory, --max-message-bytes) still bound how much is held. */
     mallopt(M_MMAP_THRESHOLD, MAIN_MMAP_THRESHOLD);
+    mallopt(M_TRIM_THRESHOLD, MAIN_TRIM_THRESHOLD);
 
     struct dev **devs = NULL;
     size_t ndevs = 0;
