@@ -17,6 +17,16 @@
 
 size_t op_wg(const struct dev *d, cl_kernel k);
 
+/* Where a kernel family has two GPU kernels, a constant in its op_*.c
+ * (OP_HIST256_GPU_KERNEL, OP_XFORM_GPU_KERNEL, OP_REVERSE_GPU_KERNEL) picks
+ * one; bench_kernels and the tests run the other through
+ * op_*_gpu_kernel_for_test (process-wide, set between jobs; returns the
+ * previous choice). CPU devices have one kernel each and ignore it. */
+enum op_gpu_kernel { OP_GPU_KERNEL_V1, OP_GPU_KERNEL_V2 };
+enum op_gpu_kernel op_hist256_gpu_kernel_for_test(enum op_gpu_kernel k);
+enum op_gpu_kernel op_transform_gpu_kernel_for_test(enum op_gpu_kernel k);
+enum op_gpu_kernel op_reverse_gpu_kernel_for_test(enum op_gpu_kernel k);
+
 /* dst = reverse of src; dst->size == src->size. */
 enum status_code op_reverse(struct dev_exec *x, struct dev_buf *src, struct dev_buf *dst);
 

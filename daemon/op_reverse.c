@@ -4,6 +4,23 @@
 
 #define OP_REVERSE_WORD 16
 
+/* The GPU kernel, the one line to change after measuring (bench_kernels
+ * prints the other one as "reverse (v2)" or "reverse (v1)" beside it):
+ *   OP_GPU_KERNEL_V1  reverse_bytes: grid-stride, 4 words in flight per
+ *                     work-item (H100, 1 GiB: 0.946 of copy);
+ *   OP_GPU_KERNEL_V2  reverse_bytes_v2: a group's tile of 8 x 256
+ *                     consecutive output words per pass (reverse.cl). */
+#define OP_REVERSE_GPU_KERNEL OP_GPU_KERNEL_V1
+
+static enum op_gpu_kernel op_reverse_gpu = OP_REVERSE_GPU_KERNEL;
+
+enum op_gpu_kernel op_reverse_gpu_kernel_for_test(enum op_gpu_kernel k)
+{
+    enum op_gpu_kernel was = op_reverse_gpu;
+    op_reverse_gpu = k;
+    return was;
+}
+
 size_t op_wg(const struct dev *d, cl_kernel k)
 {
     return dev_kernel_wg(d, k, d->shape == DEV_SHAPE_CPU ? OP_WG_CPU : OP_WG_GPU);
@@ -14,7 +31,9 @@ enum status_code op_reverse(struct dev_exec *x, struct dev_buf *src, struct dev_
     /* Grid-stride on GPUs, one contiguous chunk per work-item on CPUs
      * (see kernels/reverse.cl). */
     bool cpu = x->d->shape == DEV_SHAPE_CPU;
-    const char *name = cpu ? "reverse_bytes_chunk" : "reverse_bytes";
+    const char *name = cpu                                ? "reverse_bytes_chunk"
+                       : op_reverse_gpu == OP_GPU_KERNEL_V2 ? "reverse_bytes_v2"
+                                                            : "reverse_bytes";
     cl_kernel k = dev_kernel(x->d, name);
     cl_ulong n = src->size;
     if (n == 0)

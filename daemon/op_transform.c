@@ -24,14 +24,34 @@
 #define OP_XFORM_PAIRS 65536
 #define OP_XFORM_PAIRS_MIN (1u << 20)
 
-/* transform_OP on GPUs, transform_OP_chunk on CPU devices (transform.cl). */
-static const char *const op_xform_kernels[][2] = {
-    [XFORM_ADD] = {"transform_add", "transform_add_chunk"},
-    [XFORM_XOR] = {"transform_xor", "transform_xor_chunk"},
-    [XFORM_AND] = {"transform_and", "transform_and_chunk"},
-    [XFORM_OR] = {"transform_or", "transform_or_chunk"},
-    [XFORM_SET] = {"transform_set", "transform_set_chunk"},
-    [XFORM_MAP] = {"transform_map", "transform_map_chunk"},
+/* The GPU kernel, the one line to change after measuring (bench_kernels
+ * prints the other one as "add (v2)" or "add (v1)" beside each op):
+ *   OP_GPU_KERNEL_V1  transform_OP: grid-stride, 4 words in flight per
+ *                     work-item (H100, 1 GiB: 0.943-0.948 of copy);
+ *   OP_GPU_KERNEL_V2  transform_OP_v2: a group's tile of 8 x 256
+ *                     consecutive words per pass, 8 words in flight, no
+ *                     per-word tests inside the range (transform.cl). */
+#define OP_XFORM_GPU_KERNEL OP_GPU_KERNEL_V1
+
+static enum op_gpu_kernel op_xform_gpu = OP_XFORM_GPU_KERNEL;
+
+enum op_gpu_kernel op_transform_gpu_kernel_for_test(enum op_gpu_kernel k)
+{
+    enum op_gpu_kernel was = op_xform_gpu;
+    op_xform_gpu = k;
+    return was;
+}
+
+/* transform_OP and transform_OP_v2 on GPUs, transform_OP_chunk on CPU
+ * devices (transform.cl). */
+enum { OP_XFORM_GPU_V1, OP_XFORM_GPU_V2, OP_XFORM_CPU };
+static const char *const op_xform_kernels[][3] = {
+    [XFORM_ADD] = {"transform_add", "transform_add_v2", "transform_add_chunk"},
+    [XFORM_XOR] = {"transform_xor", "transform_xor_v2", "transform_xor_chunk"},
+    [XFORM_AND] = {"transform_and", "transform_and_v2", "transform_and_chunk"},
+    [XFORM_OR] = {"transform_or", "transform_or_v2", "transform_or_chunk"},
+    [XFORM_SET] = {"transform_set", "transform_set_v2", "transform_set_chunk"},
+    [XFORM_MAP] = {"transform_map", "transform_map_v2", "transform_map_chunk"},
 };
 
 static size_t op_xform_block_size(enum transform_op op)
@@ -93,7 +113,10 @@ static enum status_code op_xform_params(struct dev_exec *x, const struct transfo
 enum status_code op_transform(struct dev_exec *x, const struct transform_params *p,
                               struct dev_buf *src, struct dev_buf *dst)
 {
-    const char *name = op_xform_kernels[p->op][x->d->shape == DEV_SHAPE_CPU];
+    int which = x->d->shape == DEV_SHAPE_CPU        ? OP_XFORM_CPU
+                : op_xform_gpu == OP_GPU_KERNEL_V2 ? OP_XFORM_GPU_V2
+                                                   : OP_XFORM_GPU_V1;
+    const char *name = op_xform_kernels[p->op][which];
     cl_kernel k = dev_kernel(x->d, name);
     bool in_place = src == dst;
     cl_ulong n = src->size, lo = p->offset, hi = p->offset + p->length;

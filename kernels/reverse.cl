@@ -89,6 +89,49 @@ __kernel void reverse_bytes(__global const uchar *restrict src, __global uchar *
         rev_edges(src, dst, n);
 }
 
+/* GPUs, second kernel (op_reverse.c's OP_REVERSE_GPU_KERNEL picks it):
+ * per pass a work-group writes a tile of REV_UNROLL2 * local_size
+ * consecutive output words, work-item i words tile + i + k * local_size,
+ * groups striding over tiles; twice reverse_bytes' words in flight, and a
+ * group's reads and writes each within one 32 KiB stretch instead of four
+ * runs a grid apart. */
+#define REV_UNROLL2 8
+
+__kernel void reverse_bytes_v2(__global const uchar *restrict src,
+                               __global uchar *restrict dst, ulong n)
+{
+    const ulong nw = n / WORD;
+    const uint r = (uint)(n % WORD);
+    const uint q = r / 4, sh = 8 * (r % 4);
+    const ulong lsz = get_local_size(0), tile = REV_UNROLL2 * lsz;
+    const ulong stride = get_num_groups(0) * tile;
+    /* Word 0 is an edge when r != 0. */
+    const ulong w_lo = r ? 1 : 0;
+    __global const uint4 *s4 = (__global const uint4 *)src;
+    __global uint4 *d4 = (__global uint4 *)dst;
+
+    for (ulong t0 = w_lo + get_group_id(0) * tile; t0 < nw; t0 += stride) {
+        const ulong w = t0 + get_local_id(0);
+        uint4 a[REV_UNROLL2], b[REV_UNROLL2];
+#pragma unroll
+        for (uint k = 0; k < REV_UNROLL2; k++) {
+            const ulong wk = w + k * lsz;
+            if (wk < nw) {
+                a[k] = s4[nw - 1 - wk];
+                b[k] = r ? s4[nw - wk] : a[k];
+            }
+        }
+#pragma unroll
+        for (uint k = 0; k < REV_UNROLL2; k++) {
+            const ulong wk = w + k * lsz;
+            if (wk < nw)
+                d4[wk] = rev_window(a[k], b[k], q, sh);
+        }
+    }
+    if (get_global_id(0) == 0)
+        rev_edges(src, dst, n);
+}
+
 /* CPU devices: one contiguous run of chunk words per work-item (a
  * work-item is a loop on one core, where a stride would defeat the caches
  * and prefetchers); shuffle2 vectorises well there. */

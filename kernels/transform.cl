@@ -95,13 +95,51 @@ static inline char16 lane_mask(ulong start, ulong lo, ulong hi)
                 XFORM_WORD(w + k * g, v[k], OPV, OPS);                                \
     }
 
+/* GPUs, second kernel (transform_OP_v2; op_transform.c's
+ * OP_XFORM_GPU_KERNEL picks it): per pass a work-group takes a tile of
+ * XFORM_UNROLL2 * local_size consecutive words, work-item i words
+ * tile + i + k * local_size, and groups stride over tiles. Against
+ * transform_OP: twice the words in flight per work-item, a group's loads all
+ * within one 32 KiB stretch instead of four runs a grid apart, and a tile
+ * wholly inside [lo, hi) and [0, n) (all but at most two tiles) takes a
+ * path without the per-word bounds and lane tests. */
+#define XFORM_UNROLL2 8
+#define XFORM_TILE(OPV, OPS)                                                          \
+    const uchar val = params[0];                                                      \
+    __global const uchar16 *s16 = (__global const uchar16 *)src;                      \
+    __global uchar16 *d16 = (__global uchar16 *)dst;                                  \
+    const ulong lsz = get_local_size(0), tile = XFORM_UNROLL2 * lsz;                  \
+    const ulong full = min(w1, n / WORD);                                             \
+    /* Words [in0, in1) lie wholly inside [lo, hi) and [0, n). */                     \
+    const ulong in0 = (lo + WORD - 1) / WORD, in1 = min(full, hi / WORD);             \
+    const ulong stride = get_num_groups(0) * tile;                                    \
+    for (ulong t0 = w0 + get_group_id(0) * tile; t0 < w1; t0 += stride) {             \
+        const ulong w = t0 + get_local_id(0);                                         \
+        uchar16 v[XFORM_UNROLL2];                                                     \
+        if (t0 >= in0 && t0 + tile <= in1) {                                          \
+            for (uint k = 0; k < XFORM_UNROLL2; k++)                                  \
+                v[k] = s16[w + k * lsz];                                              \
+            for (uint k = 0; k < XFORM_UNROLL2; k++)                                  \
+                d16[w + k * lsz] = OPV(v[k]);                                         \
+        } else {                                                                      \
+            for (uint k = 0; k < XFORM_UNROLL2; k++)                                  \
+                if (w + k * lsz < full)                                               \
+                    v[k] = s16[w + k * lsz];                                          \
+            for (uint k = 0; k < XFORM_UNROLL2; k++)                                  \
+                if (w + k * lsz < w1)                                                 \
+                    XFORM_WORD(w + k * lsz, v[k], OPV, OPS);                          \
+        }                                                                             \
+    }
+
 #define XFORM_ARGS                                                                    \
     __global const uchar *src, __global uchar *dst, ulong n, ulong lo, ulong hi,      \
         ulong w0, ulong w1, ulong chunk, __constant uchar *params
 
-/* transform_OP for GPUs (chunk is 0), transform_OP_chunk for CPU devices. */
+/* transform_OP and transform_OP_v2 for GPUs (chunk is 0),
+ * transform_OP_chunk for CPU devices. */
 #define XFORM_KERNELS(NAME, OPV, OPS)                                                 \
     __kernel void transform_##NAME(XFORM_ARGS) { XFORM_GRID(OPV, OPS) }               \
+    __kernel void transform_##NAME##_v2(XFORM_ARGS) { XFORM_TILE(OPV, OPS) }          \
     __kernel void transform_##NAME##_chunk(XFORM_ARGS) { XFORM_CHUNK(OPV, OPS) }
 
 XFORM_KERNELS(add, OPV_ADD, OPS_ADD)
@@ -119,6 +157,15 @@ __kernel void transform_map(XFORM_ARGS)
         tab[i] = params[TABLE_AT + i];
     barrier(CLK_LOCAL_MEM_FENCE);
     XFORM_GRID(OPV_MAP, OPS_MAP)
+}
+
+__kernel void transform_map_v2(XFORM_ARGS)
+{
+    __local uchar tab[256];
+    for (uint i = get_local_id(0); i < 256; i += get_local_size(0))
+        tab[i] = params[TABLE_AT + i];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    XFORM_TILE(OPV_MAP, OPS_MAP)
 }
 
 /* CPU devices: bytes go sixteen at a time through the table of byte pairs

@@ -3,7 +3,8 @@
  * dev_set_shape_for_test, the other one, so a CPU-only host runs the GPU
  * kernels too): random and all-equal bytes, values on bin edges, out of
  * range (drop and clamp), NaN floats, int32 negatives, a million bins,
- * the launch-splitting path, and the refusals. */
+ * the launch-splitting path, and the refusals. Bytes on the GPU shape run
+ * both 256-bin GPU kernels (hist256_local and hist256_bytes). */
 #include <check.h>
 #include <float.h>
 #include <math.h>
@@ -14,8 +15,7 @@
 #include "cpu_ref.h"
 #include "dev_fixture.h"
 #include "dev_internal.h"
-
-static enum dev_shape shapes[] = {DEV_SHAPE_CPU, DEV_SHAPE_GPU};
+#include "op.h"
 
 static struct hist_params byte_params(void)
 {
@@ -60,6 +60,18 @@ static void expect_hist(const struct hist_result *got, const struct hist_result 
                   (unsigned long long)want->above, (unsigned long long)want->nan);
 }
 
+/* The kernels a shape runs: for bytes, the GPU shape has two (op_hist.c's
+ * OP_HIST256_GPU_KERNEL), both checked whichever is the default. */
+static const struct {
+    enum dev_shape shape;
+    enum op_gpu_kernel kernel;
+    const char *name;
+} configs[] = {
+    {DEV_SHAPE_CPU, OP_GPU_KERNEL_V1, "cpu shape"},
+    {DEV_SHAPE_GPU, OP_GPU_KERNEL_V1, "gpu shape, hist256_local"},
+    {DEV_SHAPE_GPU, OP_GPU_KERNEL_V2, "gpu shape, hist256_bytes"},
+};
+
 /* Checks data against the reference under every kernel shape. */
 static void check_hist(const struct hist_params *p, const void *data, size_t len,
                        const char *what)
@@ -68,17 +80,22 @@ static void check_hist(const struct hist_params *p, const void *data, size_t len
     ck_assert_int_eq(cpu_ref_hist(p, data, len, &want), 0);
     struct dev *d = fixture_dev();
     enum dev_shape own = d->shape;
-    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
-        dev_set_shape_for_test(d, shapes[s]);
+    enum op_gpu_kernel own_kernel = op_hist256_gpu_kernel_for_test(OP_GPU_KERNEL_V1);
+    for (size_t c = 0; c < sizeof configs / sizeof configs[0]; c++) {
+        /* Other types have one GPU kernel: V2 would repeat V1. */
+        if (configs[c].kernel == OP_GPU_KERNEL_V2 && p->type != ELEM_U8)
+            continue;
+        dev_set_shape_for_test(d, configs[c].shape);
+        op_hist256_gpu_kernel_for_test(configs[c].kernel);
         struct job *job = run_hist(p, data, len);
-        char label[128];
-        snprintf(label, sizeof label, "%s (%s shape)", what,
-                 shapes[s] == DEV_SHAPE_CPU ? "cpu" : "gpu");
+        char label[160];
+        snprintf(label, sizeof label, "%s (%s)", what, configs[c].name);
         ck_assert_msg(job->status == STATUS_OK, "%s: %s", label, job->msg);
         expect_hist(&job->results[0].hist, &want, label);
         job_free(job);
     }
     dev_set_shape_for_test(d, own);
+    op_hist256_gpu_kernel_for_test(own_kernel);
     free(want.counts);
 }
 
@@ -280,6 +297,39 @@ START_TEST(a_million_bins)
 }
 END_TEST
 
+/* hist256_bytes' 8-bit counters: the kernel is there and takes its
+ * 128-item groups here (else op_hist.c would quietly run hist256_local and
+ * the checks above would not reach it); one byte value in every position
+ * (each work-item's counter of that bin reaches 240 before every flush,
+ * and work-item 0's 255 with a 15-byte tail), far more than 255 equal
+ * bytes per work-item, and two values alternating by word. */
+START_TEST(bytes_kernel_counter_limits)
+{
+    struct dev *d = fixture_dev();
+    cl_kernel k = dev_kernel(d, "hist256_bytes");
+    ck_assert_ptr_nonnull(k);
+    ck_assert_uint_ge(dev_kernel_wg_max(d, k), 128);
+    ck_assert_uint_ge(d->local_mem_size, 256 * 128);
+    const size_t sizes[] = {15, 16 * 15 + 15, (4u << 20) + 15, (4u << 20) + 16};
+    const uint8_t values[] = {0x00, 0xff, 0x80};
+    struct hist_params p = byte_params();
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        uint8_t *buf = malloc(sizes[i]);
+        ck_assert_ptr_nonnull(buf);
+        for (size_t v = 0; v < sizeof values / sizeof values[0]; v++) {
+            memset(buf, values[v], sizes[i]);
+            char what[64];
+            snprintf(what, sizeof what, "%zu bytes of %#x", sizes[i], values[v]);
+            check_hist(&p, buf, sizes[i], what);
+        }
+        for (size_t j = 0; j < sizes[i]; j++)
+            buf[j] = (j / 16) % 2 ? 0x7f : 0x01;
+        check_hist(&p, buf, sizes[i], "two values by word");
+        free(buf);
+    }
+}
+END_TEST
+
 START_TEST(split_launches)
 {
     struct dev *d = fixture_dev();
@@ -338,6 +388,7 @@ int main(void)
     tcase_add_test(tc, nan_and_infinities);
     tcase_add_test(tc, all_equal_elements);
     tcase_add_test(tc, a_million_bins);
+    tcase_add_test(tc, bytes_kernel_counter_limits);
     tcase_add_test(tc, split_launches);
     tcase_add_test(tc, refusals);
     suite_add_tcase(s, tc);

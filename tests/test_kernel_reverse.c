@@ -9,6 +9,7 @@
 #include "cpu_ref.h"
 #include "dev_fixture.h"
 #include "dev_internal.h"
+#include "op.h"
 
 static void check_reverse(size_t n, uint64_t seed)
 {
@@ -114,18 +115,27 @@ START_TEST(both_access_patterns)
      * whatever this device is. */
     struct dev *d = fixture_dev();
     enum dev_shape own = d->shape;
-    const enum dev_shape shapes[] = {DEV_SHAPE_GPU, DEV_SHAPE_CPU};
-    /* Inputs long enough for several grid-stride passes, then n % 16 of
-     * 0..15 in turn (the GPU kernel picks source lanes by n % 16). */
-    size_t lens[16 + 6] = {5, 16, 33, 4097, 100000, (1u << 20) + 3};
+    enum op_gpu_kernel own_kernel = op_reverse_gpu_kernel_for_test(OP_GPU_KERNEL_V1);
+    /* Both GPU kernels (op_reverse.c's OP_REVERSE_GPU_KERNEL), then CPU. */
+    const enum dev_shape shapes[] = {DEV_SHAPE_GPU, DEV_SHAPE_GPU, DEV_SHAPE_CPU};
+    const enum op_gpu_kernel kernels[] = {OP_GPU_KERNEL_V1, OP_GPU_KERNEL_V2,
+                                          OP_GPU_KERNEL_V1};
+    /* Inputs long enough for several grid-stride passes (and several of
+     * reverse_bytes_v2's 2048-word tiles per group, with a partial last
+     * one), then n % 16 of 0..15 in turn (the GPU kernels pick source
+     * lanes by n % 16). */
+    size_t lens[16 + 8] = {5,      16, 33, 4097, 100000, (1u << 20) + 3, 16 * 70001 + 9,
+                           16 * 70001};
     for (size_t r = 0; r < 16; r++)
-        lens[6 + r] = 16 * 40 + r;
-    for (size_t s = 0; s < 2; s++) {
+        lens[8 + r] = 16 * 40 + r;
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
         dev_set_shape_for_test(d, shapes[s]);
+        op_reverse_gpu_kernel_for_test(kernels[s]);
         for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++)
             check_reverse(lens[i], 300 + i);
     }
     dev_set_shape_for_test(d, own);
+    op_reverse_gpu_kernel_for_test(own_kernel);
 }
 END_TEST
 

@@ -12,6 +12,7 @@
 #include "cpu_ref.h"
 #include "dev_fixture.h"
 #include "dev_internal.h"
+#include "op.h"
 
 static const enum transform_op all_ops[] = {XFORM_ADD, XFORM_XOR, XFORM_AND,
                                             XFORM_OR,  XFORM_SET, XFORM_MAP};
@@ -151,14 +152,26 @@ START_TEST(both_access_patterns)
      * a sub-range and out of place, whatever this device is. */
     struct dev *d = fixture_dev();
     enum dev_shape own = d->shape;
-    const enum dev_shape shapes[] = {DEV_SHAPE_GPU, DEV_SHAPE_CPU};
-    for (size_t s = 0; s < 2; s++) {
+    enum op_gpu_kernel own_kernel = op_transform_gpu_kernel_for_test(OP_GPU_KERNEL_V1);
+    /* Both GPU kernels (op_transform.c's OP_XFORM_GPU_KERNEL), then CPU. */
+    const enum dev_shape shapes[] = {DEV_SHAPE_GPU, DEV_SHAPE_GPU, DEV_SHAPE_CPU};
+    const enum op_gpu_kernel kernels[] = {OP_GPU_KERNEL_V1, OP_GPU_KERNEL_V2,
+                                          OP_GPU_KERNEL_V1};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
         dev_set_shape_for_test(d, shapes[s]);
+        op_transform_gpu_kernel_for_test(kernels[s]);
         for (size_t o = 0; o < NOPS; o++) {
             struct transform_params p = params(all_ops[o], 0x77, 13, 300000);
             check_transform(&p, 300017, o);
             p = params(all_ops[o], 0x11, 0, 4099);
             check_transform(&p, 4099, o);
+            /* transform_OP_v2's tiles (2048 words): whole ones inside the
+             * range take its path without per-word tests, the ones holding
+             * lo, hi or the end of the buffer the checked path. */
+            p = params(all_ops[o], 0xe5, 32768 * 3 + 5, 32768 * 20 + 1);
+            check_transform(&p, 32768 * 30 + 3, o + 50);
+            p = params(all_ops[o], 0xff, 0, 32768 * 4);
+            check_transform(&p, 32768 * 4, o + 60);
         }
         /* A sub-range over a MiB: CPU devices map it through the table of
          * byte pairs, with unaligned bytes before and after. */
@@ -166,6 +179,7 @@ START_TEST(both_access_patterns)
         check_transform(&m, (1u << 20) + 31, 99);
     }
     dev_set_shape_for_test(d, own);
+    op_transform_gpu_kernel_for_test(own_kernel);
 }
 END_TEST
 
