@@ -11,6 +11,10 @@
  * bytes are read+written for copy/reverse/transforms, written for fill and
  * read for histograms. Every result is checked against the CPU reference
  * (tests/support/cpu_ref.c); a mismatch makes the exit status nonzero.
+ * Where a family has two GPU kernels (op.h), GPU-shaped devices also get
+ * a row for the one the daemon does not choose: "reverse (v2)", "add (v2)"
+ * ... "map (v2)", "hist256 random (bytes)", "hist256 equal (bytes)" (or
+ * "(v1)"/"(atomic)" once the daemon chooses v2/bytes).
  */
 #include <math.h>
 #include <stdio.h>
@@ -38,6 +42,12 @@
 enum bench_kind { B_REVERSE, B_TRANSFORM, B_HIST, B_FILL };
 enum bench_bytes { BYTES_RW, BYTES_READ, BYTES_WRITE };
 
+/* Which GPU kernel a case runs where its family has two (op.h): the
+ * daemon's choice, or one forced. A forced row runs only on GPU-shaped
+ * devices and only when it is not the daemon's choice already, so each
+ * family shows both kernels side by side whichever is the default. */
+enum bench_kernel { K_DAEMON, K_V1, K_V2 };
+
 struct bench_case {
     const char *name;
     enum bench_kind kind;
@@ -46,26 +56,38 @@ struct bench_case {
     enum transform_op op;
     enum elem_type type;         /* histograms and fills */
     uint32_t tile;               /* fills */
+    enum bench_kernel kernel;
 };
 
+#define XFORM_CASES(NAME, OP)                                                     \
+    {NAME, B_TRANSFORM, BYTES_RW, false, OP, 0, 0, K_DAEMON},                     \
+    {NAME " (v2)", B_TRANSFORM, BYTES_RW, false, OP, 0, 0, K_V2},                 \
+    {NAME " (v1)", B_TRANSFORM, BYTES_RW, false, OP, 0, 0, K_V1}
+#define HIST256_CASES(NAME, EQUAL)                                                \
+    {NAME, B_HIST, BYTES_READ, EQUAL, 0, ELEM_U8, 0, K_DAEMON},                   \
+    {NAME " (bytes)", B_HIST, BYTES_READ, EQUAL, 0, ELEM_U8, 0, K_V2},            \
+    {NAME " (atomic)", B_HIST, BYTES_READ, EQUAL, 0, ELEM_U8, 0, K_V1}
+
 static const struct bench_case bench_cases[] = {
-    {"reverse", B_REVERSE, BYTES_RW, false, 0, 0, 0},
-    {"add", B_TRANSFORM, BYTES_RW, false, XFORM_ADD, 0, 0},
-    {"xor", B_TRANSFORM, BYTES_RW, false, XFORM_XOR, 0, 0},
-    {"and", B_TRANSFORM, BYTES_RW, false, XFORM_AND, 0, 0},
-    {"or", B_TRANSFORM, BYTES_RW, false, XFORM_OR, 0, 0},
-    {"set", B_TRANSFORM, BYTES_RW, false, XFORM_SET, 0, 0},
-    {"map", B_TRANSFORM, BYTES_RW, false, XFORM_MAP, 0, 0},
-    {"hist256 random", B_HIST, BYTES_READ, false, 0, ELEM_U8, 0},
-    {"hist256 equal", B_HIST, BYTES_READ, true, 0, ELEM_U8, 0},
-    {"histN u32 random", B_HIST, BYTES_READ, false, 0, ELEM_U32, 0},
-    {"histN u32 equal", B_HIST, BYTES_READ, true, 0, ELEM_U32, 0},
-    {"fill i32", B_FILL, BYTES_WRITE, false, 0, ELEM_I32, 0},
-    {"fill u32", B_FILL, BYTES_WRITE, false, 0, ELEM_U32, 0},
-    {"fill i64", B_FILL, BYTES_WRITE, false, 0, ELEM_I64, 0},
-    {"fill f32", B_FILL, BYTES_WRITE, false, 0, ELEM_F32, 0},
-    {"fill u32 tile 64", B_FILL, BYTES_WRITE, false, 0, ELEM_U32, 64},
-    {"fill u32 tile max", B_FILL, BYTES_WRITE, false, 0, ELEM_U32, BENCH_TILE_MAX},
+    {"reverse", B_REVERSE, BYTES_RW, false, 0, 0, 0, K_DAEMON},
+    {"reverse (v2)", B_REVERSE, BYTES_RW, false, 0, 0, 0, K_V2},
+    {"reverse (v1)", B_REVERSE, BYTES_RW, false, 0, 0, 0, K_V1},
+    XFORM_CASES("add", XFORM_ADD),
+    XFORM_CASES("xor", XFORM_XOR),
+    XFORM_CASES("and", XFORM_AND),
+    XFORM_CASES("or", XFORM_OR),
+    XFORM_CASES("set", XFORM_SET),
+    XFORM_CASES("map", XFORM_MAP),
+    HIST256_CASES("hist256 random", false),
+    HIST256_CASES("hist256 equal", true),
+    {"histN u32 random", B_HIST, BYTES_READ, false, 0, ELEM_U32, 0, K_DAEMON},
+    {"histN u32 equal", B_HIST, BYTES_READ, true, 0, ELEM_U32, 0, K_DAEMON},
+    {"fill i32", B_FILL, BYTES_WRITE, false, 0, ELEM_I32, 0, K_DAEMON},
+    {"fill u32", B_FILL, BYTES_WRITE, false, 0, ELEM_U32, 0, K_DAEMON},
+    {"fill i64", B_FILL, BYTES_WRITE, false, 0, ELEM_I64, 0, K_DAEMON},
+    {"fill f32", B_FILL, BYTES_WRITE, false, 0, ELEM_F32, 0, K_DAEMON},
+    {"fill u32 tile 64", B_FILL, BYTES_WRITE, false, 0, ELEM_U32, 64, K_DAEMON},
+    {"fill u32 tile max", B_FILL, BYTES_WRITE, false, 0, ELEM_U32, BENCH_TILE_MAX, K_DAEMON},
 };
 #define BENCH_NCASES (sizeof bench_cases / sizeof bench_cases[0])
 
@@ -74,6 +96,7 @@ struct bench_opts {
     unsigned device;
     int reps;                    /* 0: from BENCH_REP_BYTES */
     const char *only;            /* run only cases whose name contains this */
+    const char *shape;           /* "gpu"/"cpu": kernel shape forced (checks only) */
 };
 
 /* One size's buffers on the device and their host copies. */
@@ -195,12 +218,43 @@ static struct fill_params bench_fill(const struct bench *b, const struct bench_c
                                 .step_f = 0.25f};
 }
 
+/* The GPU-kernel selector of c's family, or NULL where it has one kernel. */
+typedef enum op_gpu_kernel (*bench_selector)(enum op_gpu_kernel);
+static bench_selector bench_family_selector(const struct bench_case *c)
+{
+    if (c->kind == B_REVERSE)
+        return op_reverse_gpu_kernel_for_test;
+    if (c->kind == B_TRANSFORM)
+        return op_transform_gpu_kernel_for_test;
+    if (c->kind == B_HIST && c->type == ELEM_U8)
+        return op_hist256_gpu_kernel_for_test;
+    return NULL;
+}
+
+/* Whether c's row runs on d: a forced kernel only on GPU-shaped devices,
+ * and only when the daemon would not pick it anyway. */
+static bool bench_case_runs(const struct dev *d, const struct bench_case *c)
+{
+    bench_selector sel = bench_family_selector(c);
+    if (c->kernel == K_DAEMON || !sel)
+        return true;
+    if (d->shape == DEV_SHAPE_CPU)
+        return false;
+    enum op_gpu_kernel daemon = sel(OP_GPU_KERNEL_V1);
+    sel(daemon);
+    return daemon != (c->kernel == K_V2 ? OP_GPU_KERNEL_V2 : OP_GPU_KERNEL_V1);
+}
+
 /* Runs c once on input rep and returns the device nanoseconds. */
 static uint64_t bench_once(struct bench *b, const struct bench_case *c, int rep, uint64_t *slots)
 {
     struct dev_buf *src = c->equal_input ? &b->equal : &b->in[rep % BENCH_NBUF];
     struct dev_buf *dst = &b->out[rep % BENCH_NOUT];
     struct dev_exec x = bench_exec_begin(b);
+    bench_selector sel = bench_family_selector(c);
+    enum op_gpu_kernel daemon = OP_GPU_KERNEL_V1;
+    if (sel && c->kernel != K_DAEMON)
+        daemon = sel(c->kernel == K_V2 ? OP_GPU_KERNEL_V2 : OP_GPU_KERNEL_V1);
     if (c->kind == B_REVERSE) {
         op_reverse(&x, src, dst);
     } else if (c->kind == B_TRANSFORM) {
@@ -216,6 +270,9 @@ static uint64_t bench_once(struct bench *b, const struct bench_case *c, int rep,
         else
             x.failed = true;
     }
+    /* The kernel is chosen when enqueued: the daemon's choice is back. */
+    if (sel && c->kernel != K_DAEMON)
+        sel(daemon);
     if (dev_exec_finish(&x) != STATUS_OK)
         bench_die(c->name, &b->job);
     return x.device_ns;
@@ -357,18 +414,18 @@ static void bench_size(struct bench_opts *o, struct dev *d, size_t size, int *fa
     bench_size_label(size, label, sizeof label);
     uint64_t copy_ns = bench_median(&b, NULL, reps, NULL, NULL);
     double copy_gbs = bench_bytes(BYTES_RW, size) / (double)(copy_ns ? copy_ns : 1);
-    printf("%-20s %9s %11.1f %9.2f %8.3f %s\n", "copy", label, copy_ns / 1e3, copy_gbs, 1.0,
+    printf("%-24s %9s %11.1f %9.2f %8.3f %s\n", "copy", label, copy_ns / 1e3, copy_gbs, 1.0,
            "-");
     for (size_t i = 0; i < BENCH_NCASES; i++) {
         const struct bench_case *c = &bench_cases[i];
-        if (o->only && !strstr(c->name, o->only))
+        if ((o->only && !strstr(c->name, o->only)) || !bench_case_runs(d, c))
             continue;
         double ratio = 0;
         uint64_t ns = bench_median(&b, c, reps, slots, &ratio);
         /* The last timed run used input reps - 1; its output is still there. */
         bool ok = bench_check(&b, c, reps - 1, slots);
         double gbs = bench_bytes(c->bytes, size) / (double)(ns ? ns : 1);
-        printf("%-20s %9s %11.1f %9.2f %8.3f %s\n", c->name, label, ns / 1e3, gbs,
+        printf("%-24s %9s %11.1f %9.2f %8.3f %s\n", c->name, label, ns / 1e3, gbs,
                ratio, ok ? "ok" : "MISMATCH");
         fflush(stdout);
         if (!ok)
@@ -397,10 +454,12 @@ static uint64_t bench_parse_size(const char *s)
 static void bench_usage(void)
 {
     fprintf(stderr, "usage: bench_kernels [--min-size N] [--max-size N] [--device I] [--reps N]\n"
-                    "                     [--only NAME]\n"
+                    "                     [--only NAME] [--shape gpu|cpu]\n"
                     "  sizes take K, M or G suffixes; defaults 1K .. 1G (capped by device\n"
                     "  memory and max_mem_alloc_size); --only runs the kernels whose name\n"
-                    "  contains NAME (copy always runs)\n");
+                    "  contains NAME (copy always runs); --shape runs the kernels written\n"
+                    "  for the other device type (to check them, e.g. GPU kernels on PoCL;\n"
+                    "  their times there say nothing of a GPU)\n");
     exit(2);
 }
 
@@ -421,10 +480,13 @@ static void bench_parse(int argc, char **argv, struct bench_opts *o)
             o->reps = atoi(argv[++i]);
         else if (strcmp(argv[i], "--only") == 0)
             o->only = argv[++i];
+        else if (strcmp(argv[i], "--shape") == 0)
+            o->shape = argv[++i];
         else
             bench_usage();
     }
-    if (o->min_size == 0 || o->max_size < o->min_size || o->reps < 0)
+    if (o->min_size == 0 || o->max_size < o->min_size || o->reps < 0 ||
+        (o->shape && strcmp(o->shape, "gpu") != 0 && strcmp(o->shape, "cpu") != 0))
         bench_usage();
 }
 
@@ -444,6 +506,8 @@ int main(int argc, char **argv)
         return 2;
     }
     struct dev *d = devs[o.device];
+    if (o.shape)
+        dev_set_shape_for_test(d, strcmp(o.shape, "gpu") == 0 ? DEV_SHAPE_GPU : DEV_SHAPE_CPU);
     const struct dev_info *in = dev_info(d);
     /* Every buffer of a size must fit at once, and each in one allocation. */
     uint64_t cap = in->global_mem_size / (BENCH_DEV_BUFFERS + 1);
@@ -456,7 +520,7 @@ int main(int argc, char **argv)
            dev_type_name(in->type), in->platform, in->compute_units);
     printf("# median of device times; ratio = median over runs of GB/s over the GB/s of a\n"
            "# clEnqueueCopyBuffer of the same size run just before\n");
-    printf("%-20s %9s %11s %9s %8s %s\n", "kernel", "size", "time_us", "GB/s", "ratio", "check");
+    printf("%-24s %9s %11s %9s %8s %s\n", "kernel", "size", "time_us", "GB/s", "ratio", "check");
     int failures = 0;
     for (uint64_t size = o.min_size; size <= o.max_size; size *= BENCH_SIZE_FACTOR) {
         if (size > cap) {
