@@ -16,6 +16,12 @@
 #define OP_WG_CPU 16
 
 size_t op_wg(const struct dev *d, cl_kernel k);
+/* GPU launch of work-groups of wg items, each covering a tile of
+ * per_item * wg units once: as many groups as tiles (not only as many as
+ * are resident, so the tail is a small part of many waves whatever the
+ * kernel's occupancy), capped by d->launch_items_max (the kernel strides
+ * over tiles for the rest). */
+struct dev_grid op_tile_grid(const struct dev *d, uint64_t units, size_t wg, uint64_t per_item);
 
 /* Where a kernel family has two GPU kernels, a constant in its op_*.c
  * (OP_HIST256_GPU_KERNEL, OP_XFORM_GPU_KERNEL, OP_REVERSE_GPU_KERNEL) picks

@@ -9,8 +9,11 @@
  *   OP_GPU_KERNEL_V1  reverse_bytes: grid-stride, 4 words in flight per
  *                     work-item (H100, 1 GiB: 0.946 of copy);
  *   OP_GPU_KERNEL_V2  reverse_bytes_v2: a group's tile of 8 x 256
- *                     consecutive output words per pass (reverse.cl). */
+ *                     consecutive output words, 8 in flight per
+ *                     work-item, one group per tile (reverse.cl). */
 #define OP_REVERSE_GPU_KERNEL OP_GPU_KERNEL_V1
+/* reverse_bytes_v2's words per work-item and tile (REV_UNROLL2). */
+#define OP_REVERSE_V2_WORDS 8
 
 static enum op_gpu_kernel op_reverse_gpu = OP_REVERSE_GPU_KERNEL;
 
@@ -24,6 +27,20 @@ enum op_gpu_kernel op_reverse_gpu_kernel_for_test(enum op_gpu_kernel k)
 size_t op_wg(const struct dev *d, cl_kernel k)
 {
     return dev_kernel_wg(d, k, d->shape == DEV_SHAPE_CPU ? OP_WG_CPU : OP_WG_GPU);
+}
+
+struct dev_grid op_tile_grid(const struct dev *d, uint64_t units, size_t wg, uint64_t per_item)
+{
+    struct dev_grid g = {0, wg ? wg : 1, 0};
+    uint64_t tile = per_item * g.local;
+    uint64_t groups = (units + tile - 1) / tile;
+    uint64_t cap = d->launch_items_max / g.local;
+    if (groups > cap)
+        groups = cap;
+    if (groups == 0)
+        groups = 1;
+    g.global = (size_t)(groups * g.local);
+    return g;
 }
 
 enum status_code op_reverse(struct dev_exec *x, struct dev_buf *src, struct dev_buf *dst)
@@ -40,6 +57,8 @@ enum status_code op_reverse(struct dev_exec *x, struct dev_buf *src, struct dev_
         return STATUS_OK;
     /* Units are output words; at least one item, for the edges. */
     struct dev_grid g = dev_grid_plan(x->d, n / OP_REVERSE_WORD + 1, op_wg(x->d, k));
+    if (!cpu && op_reverse_gpu == OP_GPU_KERNEL_V2)
+        g = op_tile_grid(x->d, n / OP_REVERSE_WORD + 1, g.local, OP_REVERSE_V2_WORDS);
     cl_ulong chunk = g.chunk;
     dev_exec_arg(x, k, name, 0, sizeof(cl_mem), &src->mem);
     dev_exec_arg(x, k, name, 1, sizeof(cl_mem), &dst->mem);

@@ -29,9 +29,12 @@
  *   OP_GPU_KERNEL_V1  transform_OP: grid-stride, 4 words in flight per
  *                     work-item (H100, 1 GiB: 0.943-0.948 of copy);
  *   OP_GPU_KERNEL_V2  transform_OP_v2: a group's tile of 8 x 256
- *                     consecutive words per pass, 8 words in flight, no
- *                     per-word tests inside the range (transform.cl). */
+ *                     consecutive words, 8 words in flight, no per-word
+ *                     tests inside the range, one group per tile
+ *                     (transform.cl, op_tile_grid). */
 #define OP_XFORM_GPU_KERNEL OP_GPU_KERNEL_V1
+/* transform_OP_v2's words per work-item and tile (XFORM_UNROLL2). */
+#define OP_XFORM_V2_WORDS 8
 
 static enum op_gpu_kernel op_xform_gpu = OP_XFORM_GPU_KERNEL;
 
@@ -131,6 +134,8 @@ enum status_code op_transform(struct dev_exec *x, const struct transform_params 
     if (st != STATUS_OK)
         return st;
     struct dev_grid g = dev_grid_plan(x->d, w1 - w0, op_wg(x->d, k));
+    if (which == OP_XFORM_GPU_V2)
+        g = op_tile_grid(x->d, w1 - w0, g.local, OP_XFORM_V2_WORDS);
     const cl_ulong args[] = {n, lo, hi, w0, w1, g.chunk};
     dev_exec_arg(x, k, name, 0, sizeof(cl_mem), &src->mem);
     dev_exec_arg(x, k, name, 1, sizeof(cl_mem), &dst->mem);

@@ -92,9 +92,9 @@ __kernel void reverse_bytes(__global const uchar *restrict src, __global uchar *
 /* GPUs, second kernel (op_reverse.c's OP_REVERSE_GPU_KERNEL picks it):
  * per pass a work-group writes a tile of REV_UNROLL2 * local_size
  * consecutive output words, work-item i words tile + i + k * local_size,
- * groups striding over tiles; twice reverse_bytes' words in flight, and a
+ * groups striding over tiles; twice reverse_bytes' words in flight, a
  * group's reads and writes each within one 32 KiB stretch instead of four
- * runs a grid apart. */
+ * runs a grid apart, and one group per tile (op_tile_grid). */
 #define REV_UNROLL2 8
 
 __kernel void reverse_bytes_v2(__global const uchar *restrict src,

@@ -102,7 +102,9 @@ static inline char16 lane_mask(ulong start, ulong lo, ulong hi)
  * transform_OP: twice the words in flight per work-item, a group's loads all
  * within one 32 KiB stretch instead of four runs a grid apart, and a tile
  * wholly inside [lo, hi) and [0, n) (all but at most two tiles) takes a
- * path without the per-word bounds and lane tests. */
+ * path without the per-word bounds and lane tests. The host launches one
+ * group per tile (op_tile_grid), so the loop usually runs once and the
+ * launch is many short waves rather than one resident wave. */
 #define XFORM_UNROLL2 8
 #define XFORM_TILE(OPV, OPS)                                                          \
     const uchar val = params[0];                                                      \

@@ -133,6 +133,12 @@ START_TEST(both_access_patterns)
         op_reverse_gpu_kernel_for_test(kernels[s]);
         for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++)
             check_reverse(lens[i], 300 + i);
+        /* Launches capped below one group per tile: groups stride. */
+        uint64_t saved = d->launch_items_max;
+        dev_set_launch_items_max_for_test(d, 512);
+        check_reverse(16 * 70001 + 9, 400 + s);
+        check_reverse(16 * 70001, 410 + s);
+        dev_set_launch_items_max_for_test(d, saved);
     }
     dev_set_shape_for_test(d, own);
     op_reverse_gpu_kernel_for_test(own_kernel);

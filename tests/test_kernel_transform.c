@@ -172,6 +172,12 @@ START_TEST(both_access_patterns)
             check_transform(&p, 32768 * 30 + 3, o + 50);
             p = params(all_ops[o], 0xff, 0, 32768 * 4);
             check_transform(&p, 32768 * 4, o + 60);
+            /* Launches capped below one group per tile: groups stride. */
+            uint64_t saved = d->launch_items_max;
+            dev_set_launch_items_max_for_test(d, 512);
+            p = params(all_ops[o], 0x3d, 32768 + 9, 32768 * 9);
+            check_transform(&p, 32768 * 12 + 5, o + 70);
+            dev_set_launch_items_max_for_test(d, saved);
         }
         /* A sub-range over a MiB: CPU devices map it through the table of
          * byte pairs, with unaligned bytes before and after. */
