@@ -27,8 +27,10 @@
 
 #define STREAM_PATH "/amp.v1.Amp/Stream"
 /* Room for the protobuf field tag and length varint around a chunk. */
-#define STREAM_DATA_OVERHEAD 16
-#define STREAM_FRAME_MAX (GRPC_FRAME_HEADER + AMP_STREAM_CHUNK + STREAM_DATA_OVERHEAD)
+/* Longest prefix of a data message: gRPC's, the field tag, the length varint. */
+#define STREAM_PREFIX_MAX (GRPC_FRAME_HEADER + 1 + 10)
+#define STREAM_FRAME_MAX (STREAM_PREFIX_MAX + AMP_STREAM_CHUNK)
+#define STREAM_PB_REQ_DATA_TAG 0x12 /* StreamRequest field 2 (data), length-delimited */
 #define STREAM_PB_DATA_TAG 0x0a   /* StreamReply field 1 (data), length-delimited */
 #define STREAM_PB_DEVICE_TAG 0x1a /* StreamReply field 3 (device), length-delimited */
 #define STREAM_DEVICE_MAX 160
@@ -46,9 +48,9 @@ struct stream {
     long long deadline;      /* CLOCK_MONOTONIC ms, 0: none */
     uint8_t *header;         /* framed StreamRequest{header}, owned */
     size_t header_len;
-    uint8_t *chunk;          /* AMP_STREAM_CHUNK bytes of input being gathered, owned */
-    uint8_t *frame;          /* framed StreamRequest{data} being sent, owned; reused once
-                              * call_body_drained() */
+    uint8_t *frame;          /* STREAM_FRAME_MAX bytes, owned: input is read in at
+                              * STREAM_PREFIX_MAX and sent from there with its prefix;
+                              * reused once call_body_drained() */
     char device[STREAM_DEVICE_MAX]; /* the replies' device, last passed to jobs_set_device */
 };
 
@@ -166,16 +168,31 @@ static int stream_encode_header(struct stream *st, const struct steps_pb *pb, co
     return call_encode(st->c, &req.base, &st->header, &st->header_len);
 }
 
+/* Bytes of a varint holding v. */
+static size_t stream_varint_len(uint64_t v)
+{
+    size_t n = 1;
+    while (v >= 0x80) {
+        v >>= 7;
+        n++;
+    }
+    return n;
+}
+
 /* Gathers up to a chunk of input and queues it as the next data message;
- * at the end of input the body closes (with the last chunk, or empty). */
+ * at the end of input the body closes (with the last chunk, or empty). The
+ * input is read straight into the frame, after room for the longest
+ * prefix (gRPC prefix, field tag, length); the prefix is then written just
+ * before it, so the chunk is not copied again to be encoded. */
 static int stream_next_chunk(struct stream *st)
 {
+    uint8_t *chunk = st->frame + STREAM_PREFIX_MAX;
     size_t have = 0;
     while (have < AMP_STREAM_CHUNK) {
         /* A slow source can take long to fill a chunk: the deadline holds here too. */
         if (st->deadline && have > 0 && conn_now_ms() >= st->deadline)
             return conn_fail(st->c, AMP_EDEADLINE, "deadline exceeded reading the input");
-        long n = st->in(st->in_ctx, st->chunk + have, AMP_STREAM_CHUNK - have);
+        long n = st->in(st->in_ctx, chunk + have, AMP_STREAM_CHUNK - have);
         if (n == 0) {
             st->in_done = 1;
             break;
@@ -191,14 +208,15 @@ static int stream_next_chunk(struct stream *st)
         call_set_body(st->c, &st->call, NULL, 0, 0);
         return 0;
     }
-    Amp__V1__StreamRequest req = AMP__V1__STREAM_REQUEST__INIT;
-    req.msg_case = AMP__V1__STREAM_REQUEST__MSG_DATA;
-    req.data.data = st->chunk;
-    req.data.len = have;
-    size_t n = protobuf_c_message_get_packed_size(&req.base);
-    grpc_frame_header(st->frame, n);
-    protobuf_c_message_pack(&req.base, st->frame + GRPC_FRAME_HEADER);
-    call_set_body(st->c, &st->call, st->frame, GRPC_FRAME_HEADER + n, !st->in_done);
+    /* StreamRequest{data = chunk}: tag, length, bytes. */
+    size_t lenlen = stream_varint_len(have);
+    uint8_t *p = chunk - lenlen - 1 - GRPC_FRAME_HEADER;
+    grpc_frame_header(p, 1 + lenlen + have);
+    p[GRPC_FRAME_HEADER] = STREAM_PB_REQ_DATA_TAG;
+    uint64_t v = have;
+    for (size_t i = 0; i < lenlen; i++, v >>= 7)
+        p[GRPC_FRAME_HEADER + 1 + i] = (uint8_t)((v & 0x7f) | (i + 1 < lenlen ? 0x80 : 0));
+    call_set_body(st->c, &st->call, p, (size_t)(chunk + have - p), !st->in_done);
     return 0;
 }
 
@@ -253,9 +271,8 @@ static int stream_run(struct stream *st, const amp_opts *o, const struct steps_p
         return conn_fail(c, AMP_EIO, "the connection to the daemon broke earlier; reconnect");
     int rc = stream_encode_header(st, pb, o, total_length);
     if (rc == 0 && st->in) {
-        st->chunk = malloc(AMP_STREAM_CHUNK);
         st->frame = malloc(STREAM_FRAME_MAX);
-        if (!st->chunk || !st->frame)
+        if (!st->frame)
             rc = conn_fail(c, AMP_ENOMEM, "out of memory for stream buffers");
     }
     if (rc != 0)
@@ -303,7 +320,6 @@ int amp_stream(amp_conn *c, const amp_opts *o, const amp_step *steps, size_t nst
         };
         rc = stream_run(&st, o, &pb, total_length);
         free(st.header);
-        free(st.chunk);
         free(st.frame);
     }
     steps_free(&pb);
