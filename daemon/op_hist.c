@@ -53,7 +53,10 @@ enum op_gpu_kernel op_hist256_gpu_kernel_for_test(enum op_gpu_kernel k)
 #define OP_HIST_CU_LOCAL_BYTES (192u << 10)
 #define OP_HIST_GROUPS_PER_CU_MAX 8
 #define OP_HIST_PARTIALS_BUDGET (64ull << 20)
-#define OP_HIST_REDUCE_WG 64
+/* hist_reduce: groups of up to 256 items (hist.cl's HIST_REDUCE_WG_MAX),
+ * each covering 32 bins (HIST_REDUCE_LANES) or fewer when smaller. */
+#define OP_HIST_REDUCE_WG 256
+#define OP_HIST_REDUCE_LANES 32
 
 enum op_hist_shape { OP_HIST_LOCAL, OP_HIST_GLOBAL, OP_HIST_ROWS };
 
@@ -247,7 +250,8 @@ static enum status_code op_hist_reduce(struct op_hist_run *h)
     struct dev_exec *x = h->x;
     cl_kernel k = dev_kernel(x->d, name);
     size_t wg = dev_kernel_wg(x->d, k, OP_HIST_REDUCE_WG);
-    size_t global = (size_t)op_hist_round_up(h->width, wg);
+    size_t lanes = wg < OP_HIST_REDUCE_LANES ? wg : OP_HIST_REDUCE_LANES;
+    size_t global = (size_t)((h->width + lanes - 1) / lanes * wg);
     dev_exec_arg(x, k, name, 0, sizeof(cl_mem), &h->partials->mem);
     dev_exec_arg(x, k, name, 1, sizeof h->rows, &h->rows);
     dev_exec_arg(x, k, name, 2, sizeof h->width, &h->width);

@@ -256,15 +256,37 @@ __kernel void hist256_private(__global const uchar *src, ulong first, ulong coun
         row[b] = h[b] + h[256 + b] + h[512 + b] + h[768 + b];
 }
 
-/* out[b] += sum of rows; out holds the 64-bit counts across launches. */
+/* out[b] += sum of rows; out holds the 64-bit counts across launches.
+ * A work-group covers HIST_REDUCE_LANES consecutive bins (a warp's lanes:
+ * coalesced reads) with local_size / HIST_REDUCE_LANES slices of the rows,
+ * each work-item summing every slices-th row with several loads in flight;
+ * the slices are added in __local memory. One work-item per bin, summing
+ * all ~800 rows of a GPU launch one L2 load after another, cost about
+ * 35 us per launch on the H100 (5% of a 1 GiB histogram). The host
+ * launches ceil(width / lanes) groups of at most HIST_REDUCE_WG_MAX. */
+#define HIST_REDUCE_LANES 32
+#define HIST_REDUCE_WG_MAX 256
 __kernel void hist_reduce(__global const uint *partials, uint rows, uint width,
                           __global ulong *out)
 {
-    for (uint b = get_global_id(0); b < width; b += get_global_size(0)) {
-        ulong s = 0;
-        for (uint r = 0; r < rows; r++)
+    __local ulong part[HIST_REDUCE_WG_MAX];
+    const uint lid = get_local_id(0), lsz = get_local_size(0);
+    const uint lanes = min(lsz, (uint)HIST_REDUCE_LANES), slices = lsz / lanes;
+    const uint lane = lid % lanes, slice = lid / lanes;
+    const ulong b = (ulong)get_group_id(0) * lanes + lane;
+    ulong s = 0;
+    if (b < width && slice < slices) {
+#pragma unroll 8
+        for (uint r = slice; r < rows; r += slices)
             s += partials[(ulong)r * width + b];
-        out[b] += s;
+    }
+    part[lid] = s;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    if (slice == 0 && b < width) {
+        ulong t = 0;
+        for (uint k = 0; k < slices; k++)
+            t += part[k * lanes + lane];
+        out[b] += t;
     }
 }
 
