@@ -7,11 +7,12 @@
 /* The GPU kernel, the one line to change after measuring (bench_kernels
  * prints the other one as "reverse (v2)" or "reverse (v1)" beside it):
  *   OP_GPU_KERNEL_V1  reverse_bytes: grid-stride, 4 words in flight per
- *                     work-item (H100, 1 GiB: 0.946 of copy);
+ *                     work-item (H100, 1 GiB: 0.946 of copy; 4 GiB: 0.938);
  *   OP_GPU_KERNEL_V2  reverse_bytes_v2: a group's tile of 8 x 256
  *                     consecutive output words, 8 in flight per
- *                     work-item, one group per tile (reverse.cl). */
-#define OP_REVERSE_GPU_KERNEL OP_GPU_KERNEL_V1
+ *                     work-item, one group per tile (reverse.cl)
+ *                     (H100, 1 GiB: 1.007; 4 GiB: 1.006). */
+#define OP_REVERSE_GPU_KERNEL OP_GPU_KERNEL_V2
 /* reverse_bytes_v2's words per work-item and tile (REV_UNROLL2). */
 #define OP_REVERSE_V2_WORDS 8
 

@@ -31,7 +31,9 @@
  *   OP_GPU_KERNEL_V2  transform_OP_v2: a group's tile of 8 x 256
  *                     consecutive words, 8 words in flight, no per-word
  *                     tests inside the range, one group per tile
- *                     (transform.cl, op_tile_grid). */
+ *                     (transform.cl, op_tile_grid) (H100, 1 GiB: add, xor,
+ *                     and, or 0.86-0.87, map 0.62, set 1.00: slower but
+ *                     for set, so V1 stays). */
 #define OP_XFORM_GPU_KERNEL OP_GPU_KERNEL_V1
 /* transform_OP_v2's words per work-item and tile (XFORM_UNROLL2). */
 #define OP_XFORM_V2_WORDS 8
