@@ -26,6 +26,7 @@
 
 #include "address.h"
 #include "call.h"
+#include "data_frame.h"
 
 #define CONN_OUT_BATCH (1024 * 1024)     /* stop pulling frames from nghttp2 past this */
 #define CONN_OUT_INITIAL (64 * 1024)
@@ -34,7 +35,6 @@
  * nghttp2 hands data to call.c as it arrives. */
 #define CONN_STREAM_WINDOW (16 * 1024 * 1024)
 #define CONN_SESSION_WINDOW (64 * 1024 * 1024)
-#define CONN_FRAME_MAX (1024 * 1024)   /* largest DATA frame either way (HTTP/2 allows 16 MiB) */
 
 /* Why this thread's last amp_connect() failed: its amp_conn is gone by
  * the time the caller asks, so the message is kept here. */
@@ -136,25 +136,16 @@ static int conn_on_error(nghttp2_session *s, int lib_error_code, const char *msg
     return 0;
 }
 
-/* DATA frames as large as the daemon, the windows and CONN_FRAME_MAX
- * allow, instead of nghttp2's 16 KiB: a streamed GiB is then thousands of
- * frames, not tens of thousands (each one a callback and a copy). */
-static ssize_t conn_data_length(nghttp2_session *h2, uint8_t frame_type, int32_t stream_id,
+/* nghttp2's data_source_read_length callback: large DATA frames (data_frame.h). */
+static ssize_t conn_data_length(nghttp2_session *ng, uint8_t frame_type, int32_t stream_id,
                                 int32_t session_window, int32_t stream_window,
                                 uint32_t remote_max_frame, void *user_data)
 {
-    (void)h2;
+    (void)ng;
     (void)frame_type;
     (void)stream_id;
     (void)user_data;
-    int64_t n = CONN_FRAME_MAX;
-    if (n > session_window)
-        n = session_window;
-    if (n > stream_window)
-        n = stream_window;
-    if (n > (int64_t)remote_max_frame)
-        n = remote_max_frame;
-    return (ssize_t)(n > 0 ? n : 1);
+    return data_frame_len(session_window, stream_window, remote_max_frame);
 }
 
 static int conn_open_session(amp_conn *c)
@@ -172,7 +163,7 @@ static int conn_open_session(amp_conn *c)
     nghttp2_settings_entry iv[] = {
         { NGHTTP2_SETTINGS_ENABLE_PUSH, 0 },
         { NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, CONN_STREAM_WINDOW },
-        { NGHTTP2_SETTINGS_MAX_FRAME_SIZE, CONN_FRAME_MAX },
+        { NGHTTP2_SETTINGS_MAX_FRAME_SIZE, DATA_FRAME_MAX },
     };
     rv = nghttp2_submit_settings(c->h2, NGHTTP2_FLAG_NONE, iv, sizeof iv / sizeof iv[0]);
     if (rv == 0)

@@ -23,13 +23,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "data_frame.h"
 #include "grpc_frame.h"
 #include "h2_internal.h"
 
 /* Per-stream receive window we advertise, and the connection's: large
  * enough that a 64 MiB request is not throttled by round trips. */
 #define H2_STREAM_WINDOW (4 * 1024 * 1024)
-#define H2_FRAME_MAX (1024 * 1024)   /* largest DATA frame either way (HTTP/2 allows 16 MiB) */
 #define H2_CONN_WINDOW (16 * 1024 * 1024)
 /* Request header block limit: gRPC metadata is small. */
 #define H2_MAX_HEADER_LIST (64 * 1024)
@@ -468,9 +468,7 @@ static int h2_on_stream_close(nghttp2_session *ng, int32_t stream_id, uint32_t e
 
 /* --- session -------------------------------------------------------------- */
 
-/* DATA frames up to H2_FRAME_MAX (and what the peer and the windows
- * allow) rather than nghttp2's 16 KiB: fewer frames, callbacks and writes
- * per streamed MiB. */
+/* nghttp2's data_source_read_length callback: large DATA frames (data_frame.h). */
 static ssize_t h2_data_length(nghttp2_session *ng, uint8_t frame_type, int32_t stream_id,
                               int32_t session_window, int32_t stream_window,
                               uint32_t remote_max_frame, void *user_data)
@@ -479,14 +477,7 @@ static ssize_t h2_data_length(nghttp2_session *ng, uint8_t frame_type, int32_t s
     (void)frame_type;
     (void)stream_id;
     (void)user_data;
-    int64_t n = H2_FRAME_MAX;
-    if (n > session_window)
-        n = session_window;
-    if (n > stream_window)
-        n = stream_window;
-    if (n > (int64_t)remote_max_frame)
-        n = remote_max_frame;
-    return (ssize_t)(n > 0 ? n : 1);
+    return data_frame_len(session_window, stream_window, remote_max_frame);
 }
 
 static int h2_session_setup(struct h2_session *s)
@@ -516,7 +507,7 @@ static int h2_session_setup(struct h2_session *s)
         { NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, s->cfg.max_streams },
         { NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, H2_STREAM_WINDOW },
         { NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, H2_MAX_HEADER_LIST },
-        { NGHTTP2_SETTINGS_MAX_FRAME_SIZE, H2_FRAME_MAX },
+        { NGHTTP2_SETTINGS_MAX_FRAME_SIZE, DATA_FRAME_MAX },
     };
     if (nghttp2_submit_settings(s->ng, NGHTTP2_FLAG_NONE, iv, sizeof(iv) / sizeof(iv[0])) != 0)
         return -1;

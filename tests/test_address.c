@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check_run.h"
 #include "address.h"
 
 static struct address parse_ok(const char *text)
@@ -135,9 +136,5 @@ int main(void)
     tcase_add_test(tc, tcp_bad);
     tcase_add_test(tc, null_args);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return check_run(s, CK_FORK_GETENV);
 }

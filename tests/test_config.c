@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "check_run.h"
 #include "amp.h"
 #include "config.h"
 
@@ -152,9 +153,5 @@ int main(void)
     tcase_add_test(tc, bad_values);
     tcase_add_test(tc, help_and_version);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return check_run(s, CK_FORK_GETENV);
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "check_run.h"
 #include "amp.pb-c.h"
 #include "daemon_proc.h"
 #include "h2_client.h"
@@ -244,9 +245,5 @@ int main(void)
     tcase_add_test(tc, placement);
     tcase_add_test(tc, device_errors_relayed_and_counted);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return check_run(s, CK_FORK_GETENV);
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "check_run.h"
 #include "dev.h"
 
 static int type_rank(enum dev_type t)
@@ -75,10 +76,5 @@ int main(void)
     tcase_add_test(tc, no_platform_is_an_error);
     tcase_add_test(tc, type_names);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_set_fork_status(sr, CK_FORK);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return check_run(s, CK_FORK);
 }

@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "check_run.h"
 #include "amp.pb-c.h"
 #include "daemon_proc.h"
 #include "grpc/health/v1/health.pb-c.h"
@@ -146,9 +147,5 @@ int main(void)
     tcase_add_test(tc, sigterm_finishes_calls_in_flight);
     tcase_add_test(tc, drain_timeout_bounds_a_stuck_call);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return check_run(s, CK_FORK_GETENV);
 }

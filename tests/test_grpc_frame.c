@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check_run.h"
 #include "grpc_frame.h"
 
 #define MAX_MSGS 16
@@ -240,9 +241,5 @@ int main(void)
     tcase_add_test(tc, callback_stops_feed);
     tcase_add_test(tc, header_bytes);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return check_run(s, CK_FORK_GETENV);
 }

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check_run.h"
 #include "grpc_frame.h"
 #include "h2_pair.h"
 
@@ -313,9 +314,5 @@ int main(void)
     tcase_add_test(tc, trailers_percent_encoded_on_wire);
     tcase_add_test(tc, others_keep_working);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return check_run(s, CK_FORK_GETENV);
 }

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check_run.h"
 #include "grpc_frame.h"
 #include "h2.h"
 #include "h2_client.h"
@@ -814,9 +815,5 @@ int main(void)
     tcase_add_test(tc, stream_api_refused_on_unary_calls);
     tcase_add_test(tc, session_freed_with_paused_call);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return check_run(s, CK_FORK_GETENV);
 }

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check_run.h"
 #include "amp.pb-c.h"
 #include "grpc/health/v1/health.pb-c.h"
 #include "grpc_frame.h"
@@ -231,9 +232,5 @@ int main(void)
     tcase_add_test(tc, request_over_many_frames);
     tcase_add_test(tc, open_call_freed_with_session);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return check_run(s, CK_FORK_GETENV);
 }

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check_run.h"
 #include "hazard.h"
 
 enum { Q_IN, Q_KERNEL, Q_OUT };
@@ -185,9 +186,5 @@ int main(void)
     tcase_add_test(tc, read_only_buffers_never_wait);
     tcase_add_test(tc, clear_releases_references);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return check_run(s, CK_FORK_GETENV);
 }

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check_run.h"
 #include "cpu_ref.h"
 #include "dev_fixture.h"
 #include "dev_internal.h"
@@ -392,10 +393,5 @@ int main(void)
     tcase_add_test(tc, split_launches);
     tcase_add_test(tc, refusals);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_set_fork_status(sr, CK_NOFORK);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return check_run(s, CK_NOFORK);
 }

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check_run.h"
 #include "cpu_ref.h"
 #include "dev_fixture.h"
 #include "dev_internal.h"
@@ -177,10 +178,5 @@ int main(void)
     tcase_add_test(tc, both_access_patterns);
     tcase_add_test(tc, input_over_alloc_limit_refused);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_set_fork_status(sr, CK_NOFORK);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return check_run(s, CK_NOFORK);
 }

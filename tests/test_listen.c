@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "check_run.h"
 #include "daemon_proc.h"
 #include "h2_client.h"
 
@@ -167,9 +168,5 @@ int main(void)
     tcase_add_test(tc, live_socket_not_stolen);
     tcase_add_test(tc, not_a_socket_left_alone);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return check_run(s, CK_FORK_GETENV);
 }

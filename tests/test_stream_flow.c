@@ -23,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "check_run.h"
 #include "amp.h"
 #include "daemon_proc.h"
 
@@ -310,10 +311,5 @@ int main(void)
     tcase_add_test(tc, held_stream_others_proceed);
     tcase_add_test(tc, client_dying_mid_stream_is_cleaned_up);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_set_fork_status(sr, CK_NOFORK);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return check_run(s, CK_NOFORK);
 }

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check_run.h"
 #include "cpu_ref.h"
 #include "dev_fixture.h"
 #include "dev_task.h"
@@ -299,10 +300,5 @@ int main(void)
     tcase_add_test(tc, job_that_could_never_fit_is_refused);
     tcase_add_test(tc, cancelled_job_drops_its_tasks);
     suite_add_tcase(s, tc);
-    SRunner *sr = srunner_create(s);
-    srunner_set_fork_status(sr, CK_NOFORK);
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return check_run(s, CK_NOFORK);
 }
