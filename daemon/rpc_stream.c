@@ -63,7 +63,6 @@ enum rpc_stream_phase {
 struct rpc_stream {
     struct rpc_call *rc;          /* NULL once the call closed */
     struct sched *sched;
-    size_t max_message;
     Amp__V1__JobHeader *header;   /* owned, kept to re-check the steps at the end */
     struct job *job;              /* owned; NULL before the header */
     size_t dev;                   /* device index, once placed */
@@ -531,7 +530,6 @@ static struct rpc_stream *rpc_stream_of(struct rpc_call *rc)
             return NULL;
         st->rc = rc;
         st->sched = rc->env->sched;
-        st->max_message = rc->env->max_message_bytes;
         st->waiter.ready = rpc_stream_on_buffer;
         rc->stream = st;
     }
