@@ -104,30 +104,38 @@ static int stream_varint(const uint8_t *msg, size_t len, size_t *i, uint64_t *v)
     return -1;
 }
 
-/* The usual data reply, StreamReply{data (field 1), device (field 3)},
- * read in place: decoding it with protobuf-c would copy every chunk once
- * more. Returns 1 when handled, 0 to fall back to protobuf-c. */
+/* The usual data reply, StreamReply{device (field 3), data (field 1)} in
+ * either order, read in place: decoding it with protobuf-c would copy every
+ * chunk once more. Returns 1 when handled, 0 to fall back to protobuf-c. */
 static int stream_data_view(struct stream *st, const uint8_t *msg, size_t len, int *rc)
 {
-    size_t i = 1;
-    uint64_t n, dn;
-    if (len < 2 || msg[0] != STREAM_PB_DATA_TAG || stream_varint(msg, len, &i, &n) != 0 ||
-        n > len - i)
-        return 0;
-    size_t dev = i + (size_t)n;
-    if (dev < len) {
-        size_t j = dev + 1;
-        if (msg[dev] != STREAM_PB_DEVICE_TAG || stream_varint(msg, len, &j, &dn) != 0 ||
-            dn != len - j || dn >= sizeof(st->device))
+    const uint8_t *data = NULL, *dev = NULL;
+    uint64_t data_len = 0, dev_len = 0;
+    size_t i = 0;
+    while (i < len) {
+        uint8_t tag = msg[i++];
+        uint64_t n;
+        if ((tag != STREAM_PB_DATA_TAG && tag != STREAM_PB_DEVICE_TAG) ||
+            stream_varint(msg, len, &i, &n) != 0 || n > len - i)
             return 0;
-        if (dn && (dn != strlen(st->device) || memcmp(st->device, msg + j, dn) != 0)) {
-            memcpy(st->device, msg + j, dn);
-            st->device[dn] = '\0';
-            jobs_set_device(st->c, st->device);
+        if (tag == STREAM_PB_DATA_TAG) {
+            data = msg + i;
+            data_len = n;
+        } else {
+            dev = msg + i;
+            dev_len = n;
         }
+        i += (size_t)n;
     }
-    ProtobufCBinaryData data = {(size_t)n, (uint8_t *)msg + i};
-    *rc = stream_on_data(st, &data);
+    if (!data || dev_len >= sizeof(st->device))
+        return 0;
+    if (dev_len && (dev_len != strlen(st->device) || memcmp(st->device, dev, dev_len) != 0)) {
+        memcpy(st->device, dev, dev_len);
+        st->device[dev_len] = '\0';
+        jobs_set_device(st->c, st->device);
+    }
+    ProtobufCBinaryData bytes = {(size_t)data_len, (uint8_t *)data};
+    *rc = stream_on_data(st, &bytes);
     return 1;
 }
 

@@ -189,6 +189,18 @@ size_t h2_call_buffered(const struct h2_call *call);
  * (unary or answered call, too large, out of memory). */
 int h2_call_send(struct h2_call *call, uint8_t *buf, size_t len);
 
+/* h2_call_send for a message whose tail, body_len bytes at body, the
+ * caller keeps (a staging buffer): the layer copies it straight into
+ * HTTP/2 frames, not first into one message buffer. head is as buf for
+ * h2_call_send (GRPC_FRAME_HEADER free bytes in front, ownership passes);
+ * head_len counts the message bytes before body. release(ctx) is called
+ * exactly once, when the layer no longer needs body: once it is all taken,
+ * or when the message is dropped (the call fails, closes, or this call
+ * fails - then from inside it; after a close, possibly after closed()).
+ * Returns 0 or -1 as h2_call_send. */
+int h2_call_send_ref(struct h2_call *call, uint8_t *head, size_t head_len, const uint8_t *body,
+                     size_t body_len, void (*release)(void *ctx), void *ctx);
+
 /* Reply bytes (prefixes included) queued by h2_call_send and not yet taken
  * by nghttp2. */
 size_t h2_call_unsent(const struct h2_call *call);

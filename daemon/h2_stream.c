@@ -22,17 +22,44 @@
 /* One queued reply message of a stream call. */
 struct h2_out {
     struct h2_out *next;
-    uint8_t *buf;      /* malloc'd prefix + message, owned */
-    size_t len, pos;   /* pos <= len: bytes already taken by nghttp2 */
+    uint8_t *buf;      /* malloc'd prefix + message (or its head), owned */
+    size_t buf_len;    /* bytes at buf */
+    const uint8_t *body; /* h2_call_send_ref: the message's tail, borrowed */
+    void (*release)(void *ctx); /* gives body back; NULL for h2_call_send */
+    void *release_ctx;
+    size_t len, pos;   /* len = buf_len + body length; pos <= len: taken by nghttp2 */
 };
+
+/* Frees o and gives its borrowed body back. */
+static void h2_out_free(struct h2_out *o)
+{
+    free(o->buf);
+    if (o->release)
+        o->release(o->release_ctx);
+    free(o);
+}
+
+/* Copies k bytes of o from o->pos on, across its two parts. */
+static void h2_out_copy(struct h2_out *o, uint8_t *dst, size_t k)
+{
+    size_t pos = o->pos;
+    if (pos < o->buf_len) {
+        size_t a = o->buf_len - pos < k ? o->buf_len - pos : k;
+        memcpy(dst, o->buf + pos, a);
+        dst += a;
+        pos += a;
+        k -= a;
+    }
+    if (k)
+        memcpy(dst, o->body + (pos - o->buf_len), k);
+}
 
 void h2_out_free_all(struct h2_call *c)
 {
     while (c->out_head) {
         struct h2_out *o = c->out_head;
         c->out_head = o->next;
-        free(o->buf);
-        free(o);
+        h2_out_free(o);
     }
     c->out_tail = NULL;
     c->unsent = 0;
@@ -63,15 +90,14 @@ static ssize_t h2_stream_read(nghttp2_session *ng, int32_t stream_id, uint8_t *b
         size_t k = o->len - o->pos;
         if (k > length - n)
             k = length - n;
-        memcpy(buf + n, o->buf + o->pos, k);
+        h2_out_copy(o, buf + n, k);
         o->pos += k;
         n += k;
         if (o->pos == o->len) {
             c->out_head = o->next;
             if (!c->out_head)
                 c->out_tail = NULL;
-            free(o->buf);
-            free(o);
+            h2_out_free(o);
         }
     }
     if (n) {
@@ -100,28 +126,9 @@ static ssize_t h2_stream_read(nghttp2_session *ng, int32_t stream_id, uint8_t *b
     return (ssize_t)n;
 }
 
-int h2_call_send(struct h2_call *call, uint8_t *buf, size_t len)
+/* Queues o (its prefix already written) and starts the response if need be. */
+static int h2_stream_queue(struct h2_call *call, struct h2_out *o)
 {
-    if (call->kind != H2_STREAM || call->answered) {
-        free(buf);
-        return -1;
-    }
-    if (len > call->s->cfg.max_message_bytes) {
-        free(buf);
-        char msg[STATUS_MSG_MAX];
-        snprintf(msg, sizeof(msg), "reply message of %zu bytes exceeds --max-message-bytes (%zu)",
-                 len, call->s->cfg.max_message_bytes);
-        h2_call_fail(call, STATUS_RESOURCE_EXHAUSTED, msg);
-        return -1;
-    }
-    struct h2_out *o = malloc(sizeof(*o));
-    if (!o) {
-        free(buf);
-        h2_call_fail(call, STATUS_RESOURCE_EXHAUSTED, "out of memory for a reply message");
-        return -1;
-    }
-    grpc_frame_header(buf, len);
-    *o = (struct h2_out){ .buf = buf, .len = len + GRPC_FRAME_HEADER };
     if (call->out_tail)
         call->out_tail->next = o;
     else
@@ -152,6 +159,62 @@ int h2_call_send(struct h2_call *call, uint8_t *buf, size_t len)
     h2_stream_kick(call);
     h2_session_wake(call->s);
     return 0;
+}
+
+/* Checks a message of len bytes can be queued on call. Returns 0, or -1
+ * (the call failed where the size is the reason). */
+static int h2_stream_can_send(struct h2_call *call, size_t len)
+{
+    if (call->kind != H2_STREAM || call->answered)
+        return -1;
+    if (len > call->s->cfg.max_message_bytes) {
+        char msg[STATUS_MSG_MAX];
+        snprintf(msg, sizeof(msg), "reply message of %zu bytes exceeds --max-message-bytes (%zu)",
+                 len, call->s->cfg.max_message_bytes);
+        h2_call_fail(call, STATUS_RESOURCE_EXHAUSTED, msg);
+        return -1;
+    }
+    return 0;
+}
+
+static struct h2_out *h2_out_new(struct h2_call *call)
+{
+    struct h2_out *o = calloc(1, sizeof(*o));
+    if (!o)
+        h2_call_fail(call, STATUS_RESOURCE_EXHAUSTED, "out of memory for a reply message");
+    return o;
+}
+
+int h2_call_send(struct h2_call *call, uint8_t *buf, size_t len)
+{
+    struct h2_out *o = NULL;
+    if (h2_stream_can_send(call, len) != 0 || !(o = h2_out_new(call))) {
+        free(buf);
+        return -1;
+    }
+    grpc_frame_header(buf, len);
+    o->buf = buf;
+    o->buf_len = o->len = len + GRPC_FRAME_HEADER;
+    return h2_stream_queue(call, o);
+}
+
+int h2_call_send_ref(struct h2_call *call, uint8_t *head, size_t head_len, const uint8_t *body,
+                     size_t body_len, void (*release)(void *ctx), void *ctx)
+{
+    struct h2_out *o = NULL;
+    if (h2_stream_can_send(call, head_len + body_len) != 0 || !(o = h2_out_new(call))) {
+        free(head);
+        release(ctx);
+        return -1;
+    }
+    grpc_frame_header(head, head_len + body_len);
+    o->buf = head;
+    o->buf_len = head_len + GRPC_FRAME_HEADER;
+    o->body = body;
+    o->len = o->buf_len + body_len;
+    o->release = release;
+    o->release_ctx = ctx;
+    return h2_stream_queue(call, o);
 }
 
 size_t h2_call_unsent(const struct h2_call *call)

@@ -49,6 +49,11 @@
  * real length is checked when the input ends. */
 #define RPC_STREAM_UNKNOWN_LEN (UINT64_MAX / 4 / 16 * 16)
 #define RPC_PB_DATA_TAG 0x12    /* StreamRequest field 2 (data), length-delimited */
+#define RPC_PB_REPLY_DATA_TAG 0x0a   /* StreamReply field 1 (data) */
+#define RPC_PB_REPLY_DEVICE_TAG 0x1a /* StreamReply field 3 (device) */
+/* A data reply's bytes before the data, besides the device name: two tags
+ * and two varints of at most 10 bytes. */
+#define RPC_REPLY_HEAD_MAX 22
 
 enum rpc_stream_phase {
     RS_HEADER,    /* waiting for the JobHeader */
@@ -82,7 +87,9 @@ struct rpc_stream {
     size_t skip;                  /* bytes of a redelivered message already taken */
     uint64_t received;            /* input bytes taken */
     uint64_t out_next, out_total; /* resident: result bytes requested, and all */
-    unsigned held;                /* staging buffers held, <= cap */
+    unsigned held;                /* staging buffers held, <= cap (lent ones too) */
+    unsigned lent;                /* of those, lent to h2 as replies being sent */
+    bool close_done;              /* CLOSE finished; freed once lent is 0 */
     unsigned cap;
     unsigned tasks;               /* submitted and not yet done */
 };
@@ -185,15 +192,59 @@ static void rpc_stream_reply(struct rpc_stream *st, const Amp__V1__StreamReply *
         rpc_stream_stop(st);   /* the layer answered the call itself */
 }
 
-static void rpc_stream_send_data(struct rpc_stream *st, const void *data, size_t len)
+static size_t rpc_pb_varint(uint8_t *out, uint64_t v)
 {
-    Amp__V1__StreamReply r;
-    amp__v1__stream_reply__init(&r);   /* the INIT macro trips -Wmissing-braces */
-    r.msg_case = AMP__V1__STREAM_REPLY__MSG_DATA;
-    r.data.data = (uint8_t *)data;
-    r.data.len = len;
-    r.device = st->job->device;
-    rpc_stream_reply(st, &r);
+    size_t n = 0;
+    do {
+        out[n] = (uint8_t)(v & 0x7f);
+        v >>= 7;
+        if (v)
+            out[n] |= 0x80;
+        n++;
+    } while (v);
+    return n;
+}
+
+static void rpc_stream_release(void *ctx);
+
+/* A data reply straight from the task's staging buffer, which h2 copies
+ * into its frames and gives back through rpc_stream_release():
+ * StreamReply{device (field 3), data (field 1)} - field order is free in
+ * protobuf, and this one puts the borrowed bytes last. */
+static void rpc_stream_send_data(struct rpc_stream *st, struct rpc_stream_task *rt)
+{
+    size_t devlen = strlen(st->job->device), len = rt->t.out_len;
+    st->lent++;   /* from here on rpc_stream_release gives it back */
+    uint8_t *head = malloc(GRPC_FRAME_HEADER + RPC_REPLY_HEAD_MAX + devlen);
+    if (!head) {
+        rpc_stream_fail(st, STATUS_RESOURCE_EXHAUSTED, "out of memory for a reply");
+        rpc_stream_release(rt);
+        return;
+    }
+    uint8_t *p = head + GRPC_FRAME_HEADER;
+    *p++ = RPC_PB_REPLY_DEVICE_TAG;
+    p += rpc_pb_varint(p, devlen);
+    memcpy(p, st->job->device, devlen);
+    p += devlen;
+    *p++ = RPC_PB_REPLY_DATA_TAG;
+    p += rpc_pb_varint(p, len);
+    if (h2_call_send_ref(st->rc->h2, head, (size_t)(p - head) - GRPC_FRAME_HEADER, rt->t.buf, len,
+                         rpc_stream_release, rt) != 0)
+        rpc_stream_stop(st);   /* the layer answered the call itself */
+}
+
+/* h2 is done with a lent reply buffer: back to the pool. Maybe called from
+ * inside h2 (so it only returns the buffer; the sent() handler resumes the
+ * stream), and after the call closed. */
+static void rpc_stream_release(void *ctx)
+{
+    struct rpc_stream_task *rt = ctx;
+    struct rpc_stream *st = rt->st;
+    st->lent--;
+    rpc_stream_put(st, rt->sb);
+    free(rt);
+    if (st->close_done && st->lent == 0)
+        rpc_stream_free(st);
 }
 
 static void rpc_stream_send_results(struct rpc_stream *st)
@@ -294,8 +345,11 @@ static void rpc_stream_task_done(struct task *t)
         break;
     case TASK_IN:
     case TASK_OUT:
-        if (ok && t->out_len)
-            rpc_stream_send_data(st, t->buf, t->out_len);
+        if (ok && t->out_len && st->rc) {
+            rpc_stream_send_data(st, rt);   /* rt and its buffer go to h2 */
+            rpc_stream_pump(st);
+            return;
+        }
         rpc_stream_put(st, rt->sb);
         break;
     case TASK_RUN:
@@ -317,7 +371,10 @@ static void rpc_stream_task_done(struct task *t)
         break;
     case TASK_CLOSE:
         free(rt);
-        rpc_stream_free(st);
+        if (st->lent)
+            st->close_done = true;   /* the last release frees it */
+        else
+            rpc_stream_free(st);
         return;
     default:
         break;

@@ -11,6 +11,7 @@
 #include <check.h>
 #include <nghttp2/nghttp2.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -637,6 +638,59 @@ START_TEST(fail_after_messages_goes_in_trailers)
 }
 END_TEST
 
+/* h2_call_send_ref: the borrowed tail reaches the client as part of the
+ * message, and release runs exactly once per message: when it is sent,
+ * when the failing call drops it, and from inside a refused send. */
+static int ref_released[4];
+
+static void ref_release(void *ctx)
+{
+    ref_released[(intptr_t)ctx]++;
+}
+
+START_TEST(send_ref_releases_once)
+{
+    struct tenv e;
+    tenv_init(&e);
+    memset(ref_released, 0, sizeof ref_released);
+    int32_t id = stream_open(&e, 7, 1, 32, false);
+    pump(&e);
+    struct h2_call *call = e.calls[0].call;
+    enum { LEN = 100, HEAD = 10 };
+    uint8_t *whole[3];
+    for (int i = 0; i < 3; i++) {
+        whole[i] = reply_new(7, (uint32_t)i, LEN);   /* the message, then split */
+        uint8_t *head = malloc(GRPC_FRAME_HEADER + HEAD);
+        memcpy(head + GRPC_FRAME_HEADER, whole[i] + GRPC_FRAME_HEADER, HEAD);
+        ck_assert_int_eq(h2_call_send_ref(call, head, HEAD, whole[i] + GRPC_FRAME_HEADER + HEAD,
+                                          LEN - HEAD, ref_release, (void *)(intptr_t)i),
+                         0);
+        if (i == 1)
+            pump(&e);   /* the first two go out; the third stays queued */
+    }
+    ck_assert_int_eq(ref_released[0], 1);
+    ck_assert_int_eq(ref_released[1], 1);
+    ck_assert_int_eq(ref_released[2], 0);
+    ck_assert_int_eq(h2_call_fail(call, STATUS_INTERNAL, "stop"), 0);
+    ck_assert_int_eq(ref_released[2], 1);   /* dropped with the call's queue */
+    /* Refused (the call is answered): released from inside, once. */
+    uint8_t *head = malloc(GRPC_FRAME_HEADER + HEAD);
+    ck_assert_int_eq(h2_call_send_ref(call, head, HEAD, whole[0], LEN, ref_release,
+                                      (void *)(intptr_t)3),
+                     -1);
+    ck_assert_int_eq(ref_released[3], 1);
+    pump(&e);
+    const struct h2c_result *r = h2c_result(e.client, id);
+    ck_assert(r->closed);
+    ck_assert_uint_eq(reply_count(r, 7), 2);   /* whole, valid messages */
+    tenv_free(&e);
+    for (int i = 0; i < 4; i++)
+        ck_assert_int_eq(ref_released[i], 1);
+    for (int i = 0; i < 3; i++)
+        free(whole[i]);
+}
+END_TEST
+
 START_TEST(fail_before_any_message_is_trailers_only)
 {
     /* A bad request message fails a stream call like a unary one. */
@@ -807,6 +861,7 @@ int main(void)
     tcase_add_test(tc, refill_from_sent_then_finish);
     tcase_add_test(tc, finish_after_messages_and_calls_refused_after);
     tcase_add_test(tc, fail_after_messages_goes_in_trailers);
+    tcase_add_test(tc, send_ref_releases_once);
     tcase_add_test(tc, fail_before_any_message_is_trailers_only);
     tcase_add_test(tc, bad_message_after_replies_goes_in_trailers);
     tcase_add_test(tc, truncated_stream_after_resume_is_internal);

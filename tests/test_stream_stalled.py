@@ -53,16 +53,22 @@ def pb_uint(field, n):
 
 def pb_data_field(msg):
     """The bytes of field 1 (StreamReply.data) of a reply, or None."""
-    if not msg or msg[0] != 0x0A:
-        return None
-    i, n, shift = 1, 0, 0
-    while True:
-        b = msg[i]
+    i = 0
+    while i < len(msg):
+        key = msg[i]
         i += 1
-        n |= (b & 0x7F) << shift
-        shift += 7
-        if not b & 0x80:
+        n, shift = 0, 0
+        while True:
+            b = msg[i]
+            i += 1
+            n |= (b & 0x7F) << shift
+            shift += 7
+            if not b & 0x80:
+                break
+        if key == 0x0A:
             return msg[i:i + n]
+        i += n
+    return None
 
 
 def header():
