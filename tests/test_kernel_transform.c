@@ -190,6 +190,30 @@ START_TEST(both_access_patterns)
 }
 END_TEST
 
+START_TEST(map_around_64_byte_blocks)
+{
+    /* CPU devices map 64 bytes at a time (by nibbles: a wrong half of the
+     * table or lane shows up as a wrong byte) and the rest through pairs or
+     * bytes: every start and end around a block, in place and out of place
+     * (the chained step), with a table unlike the identity in every nibble. */
+    struct dev *d = fixture_dev();
+    enum dev_shape own = d->shape;
+    dev_set_shape_for_test(d, DEV_SHAPE_CPU);
+    const size_t sizes[] = {63, 64, 65, 127, 128, 129, 200, 1000};
+    const uint64_t offs[] = {0, 1, 15, 16, 17, 48, 63, 64};
+    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
+        for (size_t o = 0; o < sizeof offs / sizeof offs[0] && offs[o] <= sizes[s]; o++)
+            for (uint64_t cut = 0; cut < 2 && offs[o] + cut <= sizes[s]; cut++) {
+                struct transform_params p =
+                    params(XFORM_MAP, 0, offs[o], sizes[s] - offs[o] - cut);
+                for (int i = 0; i < 256; i++)
+                    p.table[i] = (uint8_t)(i * 167 + 91);
+                check_transform(&p, sizes[s], s * 100 + o * 2 + cut);
+            }
+    dev_set_shape_for_test(d, own);
+}
+END_TEST
+
 START_TEST(range_past_end_refused)
 {
     uint8_t in[10] = {0};
@@ -239,6 +263,7 @@ int main(void)
     tcase_add_test(tc, add_wraps_per_byte);
     tcase_add_test(tc, chained_transforms_work_out_of_place);
     tcase_add_test(tc, both_access_patterns);
+    tcase_add_test(tc, map_around_64_byte_blocks);
     tcase_add_test(tc, range_past_end_refused);
     tcase_add_test(tc, constant_limit_refused);
     suite_add_tcase(s, tc);
