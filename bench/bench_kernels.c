@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bench_util.h"
 #include "cpu_ref.h"
 #include "dev_internal.h"
 #include "op.h"
@@ -108,22 +109,6 @@ struct bench {
     struct job job;              /* where dev_exec reports failures */
     int failures;
 };
-
-static uint64_t bench_rand(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-static void bench_random(uint8_t *p, size_t n, uint64_t seed)
-{
-    for (size_t i = 0; i < n; i += 8) {
-        uint64_t v = bench_rand(&seed);
-        memcpy(p + i, &v, n - i < 8 ? n - i : 8);
-    }
-}
 
 static void bench_die(const char *what, const struct job *job)
 {
@@ -314,12 +299,6 @@ static double bench_bytes(enum bench_bytes mode, size_t size)
     return mode == BYTES_RW ? 2.0 * (double)size : (double)size;
 }
 
-static int bench_cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* Median device time of reps runs of c (the copy when c is NULL) after the
  * warm-up. For a kernel, each run is paired with a copy just before it (on
  * other buffers) and *ratio is the median over runs of the kernel's GB/s
@@ -392,18 +371,6 @@ static bool bench_check(struct bench *b, const struct bench_case *c, int rep,
     return memcmp(b->got, b->want, len) == 0;
 }
 
-static void bench_size_label(uint64_t size, char *buf, size_t len)
-{
-    if (size >= (1ull << 30) && size % (1ull << 30) == 0)
-        snprintf(buf, len, "%llu GiB", (unsigned long long)(size >> 30));
-    else if (size >= (1ull << 20) && size % (1ull << 20) == 0)
-        snprintf(buf, len, "%llu MiB", (unsigned long long)(size >> 20));
-    else if (size >= 1024 && size % 1024 == 0)
-        snprintf(buf, len, "%llu KiB", (unsigned long long)(size >> 10));
-    else
-        snprintf(buf, len, "%llu B", (unsigned long long)size);
-}
-
 static void bench_size(struct bench_opts *o, struct dev *d, size_t size, int *failures)
 {
     struct bench b;
@@ -411,7 +378,7 @@ static void bench_size(struct bench_opts *o, struct dev *d, size_t size, int *fa
     int reps = bench_reps(o, size);
     uint64_t *slots = bench_malloc(OP_HIST_SLOTS(BENCH_NBINS) * sizeof(uint64_t));
     char label[32];
-    bench_size_label(size, label, sizeof label);
+    bench_size_label(size, label, sizeof label, false);
     uint64_t copy_ns = bench_median(&b, NULL, reps, NULL, NULL);
     double copy_gbs = bench_bytes(BYTES_RW, size) / (double)(copy_ns ? copy_ns : 1);
     printf("%-24s %9s %11.1f %9.2f %8.3f %s\n", "copy", label, copy_ns / 1e3, copy_gbs, 1.0,
@@ -433,22 +400,6 @@ static void bench_size(struct bench_opts *o, struct dev *d, size_t size, int *fa
     }
     free(slots);
     bench_teardown(&b);
-}
-
-static uint64_t bench_parse_size(const char *s)
-{
-    char *end;
-    double v = strtod(s, &end);
-    uint64_t mult = 1;
-    if (*end == 'K' || *end == 'k')
-        mult = 1ull << 10;
-    else if (*end == 'M' || *end == 'm')
-        mult = 1ull << 20;
-    else if (*end == 'G' || *end == 'g')
-        mult = 1ull << 30;
-    else if (*end != '\0')
-        return 0;
-    return v > 0 ? (uint64_t)(v * (double)mult) : 0;
 }
 
 static void bench_usage(void)

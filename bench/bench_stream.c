@@ -37,6 +37,7 @@
 #include <unistd.h>
 
 #include "amp.h"
+#include "bench_util.h"
 #include "cpu_ref.h"
 #include "dev_internal.h"
 #include "op.h"
@@ -137,28 +138,6 @@ static void bench_sleep_ms(int ms)
     struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
     while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
     }
-}
-
-static uint64_t bench_rand(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-static void bench_random(uint8_t *p, size_t n, uint64_t seed)
-{
-    for (size_t i = 0; i < n; i += 8) {
-        uint64_t v = bench_rand(&seed);
-        memcpy(p + i, &v, n - i < 8 ? n - i : 8);
-    }
-}
-
-static int bench_cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
 }
 
 static double bench_median(double *t, int n)
@@ -648,18 +627,6 @@ static int bench_whole(const struct bench_opts *o, const uint8_t *input, const u
 
 /* --- report -------------------------------------------------------------------------- */
 
-static void bench_size_label(uint64_t size, char *buf, size_t len)
-{
-    if (size >= (1ull << 30) && size % (1ull << 30) == 0)
-        snprintf(buf, len, "%lluG", (unsigned long long)(size >> 30));
-    else if (size >= (1ull << 20) && size % (1ull << 20) == 0)
-        snprintf(buf, len, "%lluM", (unsigned long long)(size >> 20));
-    else if (size >= 1024 && size % 1024 == 0)
-        snprintf(buf, len, "%lluK", (unsigned long long)(size >> 10));
-    else
-        snprintf(buf, len, "%llu", (unsigned long long)size);
-}
-
 static void bench_row(const char *job, const char *size, const char *what, double s,
                       double bytes, const char *note)
 {
@@ -669,7 +636,7 @@ static void bench_row(const char *job, const char *size, const char *what, doubl
 static void bench_report(const struct bench_opts *o, const struct bench_times *tm)
 {
     char size[32];
-    bench_size_label(o->size, size, sizeof size);
+    bench_size_label(o->size, size, sizeof size, true);
     double bytes = (double)o->size;
     printf("%-10s %6s  %-18s %10s %8s  %s\n", "job", "size", "stage", "seconds", "GB/s",
            "note");
@@ -700,24 +667,6 @@ static void bench_report(const struct bench_opts *o, const struct bench_times *t
 }
 
 /* --- options and main ---------------------------------------------------------------- */
-
-static uint64_t bench_parse_size(const char *s)
-{
-    char *end;
-    double v = strtod(s, &end);
-    uint64_t mult = 1;
-    if (*end == 'K' || *end == 'k')
-        mult = 1ull << 10;
-    else if (*end == 'M' || *end == 'm')
-        mult = 1ull << 20;
-    else if (*end == 'G' || *end == 'g')
-        mult = 1ull << 30;
-    else if (*end != '\0')
-        return 0;
-    if (*end != '\0' && end[1] != '\0')
-        return 0;
-    return v > 0 ? (uint64_t)(v * (double)mult) : 0;
-}
 
 static void bench_usage(void)
 {
@@ -795,8 +744,8 @@ int main(int argc, char **argv)
         bench_die("--chunk is over the device's max_mem_alloc_size (%llu)",
                   (unsigned long long)in->max_mem_alloc_size);
     char size[32], chunk[32];
-    bench_size_label(o.size, size, sizeof size);
-    bench_size_label(o.chunk, chunk, sizeof chunk);
+    bench_size_label(o.size, size, sizeof size, true);
+    bench_size_label(o.chunk, chunk, sizeof chunk, true);
     printf("# device %u: %s (%s, %s), %u compute units\n", in->index, in->name,
            dev_type_name(in->type), in->platform, in->compute_units);
     printf("# size %s, chunk %s, median of %d after 1 warm-up; GB/s = job input bytes / s\n",

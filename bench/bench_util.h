@@ -1,0 +1,24 @@
+/* bench_util.h: what the benchmark programs share: reproducible random
+ * input, the K/M/G sizes of their options and tables, and sorting for
+ * medians. */
+#ifndef AMP_BENCH_UTIL_H
+#define AMP_BENCH_UTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* n pseudo-random bytes from seed (splitmix64), the same on every run. */
+void bench_random(uint8_t *p, size_t n, uint64_t seed);
+
+/* "64K", "1.5M", "4G" or plain bytes; 0 for anything else. */
+uint64_t bench_parse_size(const char *s);
+
+/* size as a table label: "4 GiB" ("4G" when compact), "1 MiB", "3 KiB",
+ * or bytes when it is no whole number of those. */
+void bench_size_label(uint64_t size, char *buf, size_t len, bool compact);
+
+/* qsort comparator for doubles, ascending. */
+int bench_cmp_double(const void *a, const void *b);
+
+#endif
