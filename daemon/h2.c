@@ -251,6 +251,17 @@ static void h2_call_headers_done(struct h2_call *c)
     c->started = true;
 }
 
+bool h2_call_fail_truncated(struct h2_call *c)
+{
+    if (!grpc_frame_pending(&c->reader))
+        return false;
+    h2_call_failf(c, STATUS_INTERNAL,
+                  "request stream ended inside a message (declared %zu bytes, got %zu)",
+                  c->reader.hdr_have < GRPC_FRAME_HEADER ? (size_t)0 : c->reader.msg_len,
+                  c->reader.msg_have);
+    return true;
+}
+
 /* The client half-closed: check the request's shape and let the handler answer. */
 static void h2_call_remote_end(struct h2_call *c)
 {
@@ -261,13 +272,8 @@ static void h2_call_remote_end(struct h2_call *c)
         h2_stream_try_end(c);
         return;
     }
-    if (grpc_frame_pending(&c->reader)) {
-        h2_call_failf(c, STATUS_INTERNAL,
-                      "request stream ended inside a message (declared %zu bytes, got %zu)",
-                      c->reader.hdr_have < GRPC_FRAME_HEADER ? (size_t)0 : c->reader.msg_len,
-                      c->reader.msg_have);
+    if (h2_call_fail_truncated(c))
         return;
-    }
     if (c->kind == H2_UNARY && c->nmessages != 1) {
         h2_call_failf(c, STATUS_UNIMPLEMENTED,
                       "unary method needs exactly one request message, got %zu", c->nmessages);

@@ -124,6 +124,9 @@ void h2_call_failf(struct h2_call *c, enum status_code code, const char *fmt, ..
 int h2_call_feed(struct h2_call *c, const uint8_t *data, size_t len);
 /* Turns a grpc_frame_feed() error into the call's status. */
 void h2_call_feed_error(struct h2_call *c, int err);
+/* At the client's half-close: fails the call with INTERNAL if a message is
+ * partly read (the stream ended inside it) and returns true. */
+bool h2_call_fail_truncated(struct h2_call *c);
 
 /* --- h2_stream.c ---------------------------------------------------------- */
 

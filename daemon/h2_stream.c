@@ -409,13 +409,8 @@ void h2_stream_try_end(struct h2_call *c)
 {
     if (!c->remote_ended || c->answered || c->end_done || c->paused || c->held || c->pend_len)
         return;
-    if (grpc_frame_pending(&c->reader)) {
-        h2_call_failf(c, STATUS_INTERNAL,
-                      "request stream ended inside a message (declared %zu bytes, got %zu)",
-                      c->reader.hdr_have < GRPC_FRAME_HEADER ? (size_t)0 : c->reader.msg_len,
-                      c->reader.msg_have);
+    if (h2_call_fail_truncated(c))
         return;
-    }
     c->end_done = true;
     c->s->h->end(c, c->s->ctx);
 }
