@@ -23,12 +23,12 @@
 #include "call.h"
 #include "conn.h"
 #include "jobs.h"
+#include "pb_wire.h"
 #include "steps.h"
 
 #define STREAM_PATH "/amp.v1.Amp/Stream"
-/* Room for the protobuf field tag and length varint around a chunk. */
 /* Longest prefix of a data message: gRPC's, the field tag, the length varint. */
-#define STREAM_PREFIX_MAX (GRPC_FRAME_HEADER + 1 + 10)
+#define STREAM_PREFIX_MAX (GRPC_FRAME_HEADER + 1 + PB_VARINT_MAX)
 #define STREAM_FRAME_MAX (STREAM_PREFIX_MAX + AMP_STREAM_CHUNK)
 #define STREAM_PB_REQ_DATA_TAG 0x12 /* StreamRequest field 2 (data), length-delimited */
 #define STREAM_PB_DATA_TAG 0x0a   /* StreamReply field 1 (data), length-delimited */
@@ -91,19 +91,6 @@ static int stream_on_result(struct stream *st, const Amp__V1__StepResult *r)
     return rc;
 }
 
-/* Reads a protobuf varint at msg[*i], within len. */
-static int stream_varint(const uint8_t *msg, size_t len, size_t *i, uint64_t *v)
-{
-    *v = 0;
-    for (unsigned shift = 0; *i < len && shift < 64; shift += 7) {
-        uint8_t b = msg[(*i)++];
-        *v |= (uint64_t)(b & 0x7f) << shift;
-        if (!(b & 0x80))
-            return 0;
-    }
-    return -1;
-}
-
 /* The usual data reply, StreamReply{device (field 3), data (field 1)} in
  * either order, read in place: decoding it with protobuf-c would copy every
  * chunk once more. Returns 1 when handled, 0 to fall back to protobuf-c. */
@@ -116,7 +103,7 @@ static int stream_data_view(struct stream *st, const uint8_t *msg, size_t len, i
         uint8_t tag = msg[i++];
         uint64_t n;
         if ((tag != STREAM_PB_DATA_TAG && tag != STREAM_PB_DEVICE_TAG) ||
-            stream_varint(msg, len, &i, &n) != 0 || n > len - i)
+            pb_varint_get(msg, len, &i, &n) != 0 || n > len - i)
             return 0;
         if (tag == STREAM_PB_DATA_TAG) {
             data = msg + i;
@@ -176,17 +163,6 @@ static int stream_encode_header(struct stream *st, const struct steps_pb *pb, co
     return call_encode(st->c, &req.base, &st->header, &st->header_len);
 }
 
-/* Bytes of a varint holding v. */
-static size_t stream_varint_len(uint64_t v)
-{
-    size_t n = 1;
-    while (v >= 0x80) {
-        v >>= 7;
-        n++;
-    }
-    return n;
-}
-
 /* Gathers up to a chunk of input and queues it as the next data message;
  * at the end of input the body closes (with the last chunk, or empty). The
  * input is read straight into the frame, after room for the longest
@@ -217,13 +193,11 @@ static int stream_next_chunk(struct stream *st)
         return 0;
     }
     /* StreamRequest{data = chunk}: tag, length, bytes. */
-    size_t lenlen = stream_varint_len(have);
+    size_t lenlen = pb_varint_len(have);
     uint8_t *p = chunk - lenlen - 1 - GRPC_FRAME_HEADER;
     grpc_frame_header(p, 1 + lenlen + have);
     p[GRPC_FRAME_HEADER] = STREAM_PB_REQ_DATA_TAG;
-    uint64_t v = have;
-    for (size_t i = 0; i < lenlen; i++, v >>= 7)
-        p[GRPC_FRAME_HEADER + 1 + i] = (uint8_t)((v & 0x7f) | (i + 1 < lenlen ? 0x80 : 0));
+    pb_varint_put(p + GRPC_FRAME_HEADER + 1, have);
     call_set_body(st->c, &st->call, p, (size_t)(chunk + have - p), !st->in_done);
     return 0;
 }

@@ -33,6 +33,7 @@
 
 #include "amp.pb-c.h"
 #include "grpc_frame.h"
+#include "pb_wire.h"
 #include "rpc_params.h"
 #include "scheduler.h"
 #include "staging.h"
@@ -52,8 +53,8 @@
 #define RPC_PB_REPLY_DATA_TAG 0x0a   /* StreamReply field 1 (data) */
 #define RPC_PB_REPLY_DEVICE_TAG 0x1a /* StreamReply field 3 (device) */
 /* A data reply's bytes before the data, besides the device name: two tags
- * and two varints of at most 10 bytes. */
-#define RPC_REPLY_HEAD_MAX 22
+ * and two varints. */
+#define RPC_REPLY_HEAD_MAX (2 + 2 * PB_VARINT_MAX)
 
 enum rpc_stream_phase {
     RS_HEADER,    /* waiting for the JobHeader */
@@ -192,19 +193,6 @@ static void rpc_stream_reply(struct rpc_stream *st, const Amp__V1__StreamReply *
         rpc_stream_stop(st);   /* the layer answered the call itself */
 }
 
-static size_t rpc_pb_varint(uint8_t *out, uint64_t v)
-{
-    size_t n = 0;
-    do {
-        out[n] = (uint8_t)(v & 0x7f);
-        v >>= 7;
-        if (v)
-            out[n] |= 0x80;
-        n++;
-    } while (v);
-    return n;
-}
-
 static void rpc_stream_release(void *ctx);
 
 /* A data reply straight from the task's staging buffer, which h2 copies
@@ -223,11 +211,11 @@ static void rpc_stream_send_data(struct rpc_stream *st, struct rpc_stream_task *
     }
     uint8_t *p = head + GRPC_FRAME_HEADER;
     *p++ = RPC_PB_REPLY_DEVICE_TAG;
-    p += rpc_pb_varint(p, devlen);
+    p += pb_varint_put(p, devlen);
     memcpy(p, st->job->device, devlen);
     p += devlen;
     *p++ = RPC_PB_REPLY_DATA_TAG;
-    p += rpc_pb_varint(p, len);
+    p += pb_varint_put(p, len);
     if (h2_call_send_ref(st->rc->h2, head, (size_t)(p - head) - GRPC_FRAME_HEADER, rt->t.buf, len,
                          rpc_stream_release, rt) != 0)
         rpc_stream_stop(st);   /* the layer answered the call itself */
@@ -448,19 +436,13 @@ static bool rpc_stream_data_view(const uint8_t *msg, size_t len, const uint8_t *
 {
     if (len < 2 || msg[0] != RPC_PB_DATA_TAG)
         return false;
-    uint64_t v = 0;
+    uint64_t v;
     size_t i = 1;
-    for (unsigned shift = 0; i < len && shift < 64; shift += 7) {
-        v |= (uint64_t)(msg[i] & 0x7f) << shift;
-        if (!(msg[i++] & 0x80)) {
-            if (v != len - i)
-                return false;
-            *data = msg + i;
-            *n = (size_t)v;
-            return true;
-        }
-    }
-    return false;
+    if (pb_varint_get(msg, len, &i, &v) != 0 || v != len - i)
+        return false;
+    *data = msg + i;
+    *n = (size_t)v;
+    return true;
 }
 
 /* --- header ---------------------------------------------------------------------- */
