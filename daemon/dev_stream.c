@@ -26,7 +26,6 @@
 /* Device buffers of a chunked stream: one being copied in, one in the
  * kernels, one being copied out, and a spare so the copy in never waits. */
 #define DEV_STREAM_RING 4
-#define DEV_HIST_COUNT_BYTES 8
 /* A length to check steps against when the client did not announce one:
  * any offset passes here; rpc_stream.c checks the real length at the end. */
 #define DEV_STREAM_UNKNOWN_LEN (UINT64_MAX / 4 / 16 * 16)
@@ -49,20 +48,11 @@ static bool dev_stream_is_resident(const struct job *job)
     return false;
 }
 
-static uint64_t dev_stream_hist_bytes(const struct job *job)
-{
-    uint64_t total = 0;
-    for (size_t i = 0; i < job->nsteps; i++)
-        if (job->steps[i].kind == STEP_HISTOGRAM)
-            total += ((uint64_t)job->steps[i].u.hist.bins + 3) * DEV_HIST_COUNT_BYTES;
-    return total;
-}
-
 uint64_t dev_stream_memory(struct dev *d, struct job *job)
 {
     (void)d;
     if (!dev_stream_is_resident(job))
-        return DEV_STREAM_RING * (uint64_t)job->chunk_bytes + dev_stream_hist_bytes(job);
+        return DEV_STREAM_RING * (uint64_t)job->chunk_bytes + dev_hist_bytes(job);
     /* The input and every reverse/fill output alive at once, counted
      * generously (transforms run in place). */
     uint64_t total = job->total_len, len = job->total_len;
@@ -73,7 +63,7 @@ uint64_t dev_stream_memory(struct dev *d, struct job *job)
         if (st->kind == STEP_FILL || st->kind == STEP_REVERSE)
             total += len;
     }
-    return total + dev_stream_hist_bytes(job);
+    return total + dev_hist_bytes(job);
 }
 
 static struct dev_exec *dev_stream_exec(struct dev *d, struct job *job)

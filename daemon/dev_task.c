@@ -5,10 +5,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "dev_internal.h"
 #include "job.h"
+#include "op.h"
 
-#define DEV_HIST_COUNT_BYTES 8  /* one 64-bit device counter per bin */
 
 uint64_t dev_memory_capacity(const struct dev *d)
 {
@@ -20,6 +19,15 @@ void dev_set_memory_capacity(struct dev *d, uint64_t bytes)
     d->mem_capacity = bytes;
 }
 
+uint64_t dev_hist_bytes(const struct job *job)
+{
+    uint64_t total = 0;
+    for (size_t i = 0; i < job->nsteps; i++)
+        if (job->steps[i].kind == STEP_HISTOGRAM)
+            total += OP_HIST_SLOTS(job->steps[i].u.hist.bins) * sizeof(cl_ulong);
+    return total;
+}
+
 /* A unary job's device buffers at their peak, counted generously: the input
  * and every step's output alive at once. */
 static uint64_t dev_job_memory(const struct job *job)
@@ -27,15 +35,13 @@ static uint64_t dev_job_memory(const struct job *job)
     uint64_t total = job->in_len, len = job->in_len;
     for (size_t i = 0; i < job->nsteps; i++) {
         const struct step *st = &job->steps[i];
-        if (st->kind == STEP_HISTOGRAM) {
-            total += ((uint64_t)st->u.hist.bins + 3) * DEV_HIST_COUNT_BYTES;
+        if (st->kind == STEP_HISTOGRAM)
             continue;
-        }
         if (st->kind == STEP_FILL)
             len = st->u.fill.count * elem_size(st->u.fill.type);
         total += len;
     }
-    return total;
+    return total + dev_hist_bytes(job);
 }
 
 uint64_t dev_task_memory(struct dev *d, struct task *t)

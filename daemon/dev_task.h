@@ -46,6 +46,9 @@ size_t dev_task_notify(struct dev_exec *x, const struct dev_notify *n);
 /* Waits for x's commands, sets t's status and results, frees x. */
 void dev_task_finish(struct dev *d, struct task *t, struct dev_exec *x);
 
+/* Device bytes of the 64-bit counts of job's histogram steps. */
+uint64_t dev_hist_bytes(const struct job *job);
+
 /* Streamed jobs: dev_stream.c. */
 uint64_t dev_stream_memory(struct dev *d, struct job *job);
 struct dev_exec *dev_stream_start(struct dev *d, struct task *t);
