@@ -14,7 +14,8 @@
  * Where a family has two GPU kernels (op.h), GPU-shaped devices also get
  * a row for the one the daemon does not choose: "reverse (v2)", "add (v2)"
  * ... "map (v2)", "hist256 random (bytes)", "hist256 equal (bytes)" (or
- * "(v1)"/"(atomic)" once the daemon chooses v2/bytes).
+ * "(v1)"/"(atomic)" once the daemon chooses v2/bytes); 256-bin histograms
+ * also get "(quad)" and "(wrap)" rows.
  */
 #include <math.h>
 #include <stdio.h>
@@ -47,7 +48,7 @@ enum bench_bytes { BYTES_RW, BYTES_READ, BYTES_WRITE };
  * daemon's choice, or one forced. A forced row runs only on GPU-shaped
  * devices and only when it is not the daemon's choice already, so each
  * family shows both kernels side by side whichever is the default. */
-enum bench_kernel { K_DAEMON, K_V1, K_V2 };
+enum bench_kernel { K_DAEMON, K_V1, K_V2, K_V3, K_V4 };
 
 struct bench_case {
     const char *name;
@@ -67,7 +68,9 @@ struct bench_case {
 #define HIST256_CASES(NAME, EQUAL)                                                \
     {NAME, B_HIST, BYTES_READ, EQUAL, 0, ELEM_U8, 0, K_DAEMON},                   \
     {NAME " (bytes)", B_HIST, BYTES_READ, EQUAL, 0, ELEM_U8, 0, K_V2},            \
-    {NAME " (atomic)", B_HIST, BYTES_READ, EQUAL, 0, ELEM_U8, 0, K_V1}
+    {NAME " (atomic)", B_HIST, BYTES_READ, EQUAL, 0, ELEM_U8, 0, K_V1},           \
+    {NAME " (quad)", B_HIST, BYTES_READ, EQUAL, 0, ELEM_U8, 0, K_V3},            \
+    {NAME " (wrap)", B_HIST, BYTES_READ, EQUAL, 0, ELEM_U8, 0, K_V4}
 
 static const struct bench_case bench_cases[] = {
     {"reverse", B_REVERSE, BYTES_RW, false, 0, 0, 0, K_DAEMON},
@@ -203,6 +206,12 @@ static struct fill_params bench_fill(const struct bench *b, const struct bench_c
                                 .step_f = 0.25f};
 }
 
+/* The GPU kernel a forced case runs. */
+static enum op_gpu_kernel bench_forced(enum bench_kernel k)
+{
+    return (enum op_gpu_kernel)(OP_GPU_KERNEL_V1 + (k - K_V1));
+}
+
 /* The GPU-kernel selector of c's family, or NULL where it has one kernel. */
 typedef enum op_gpu_kernel (*bench_selector)(enum op_gpu_kernel);
 static bench_selector bench_family_selector(const struct bench_case *c)
@@ -227,7 +236,7 @@ static bool bench_case_runs(const struct dev *d, const struct bench_case *c)
         return false;
     enum op_gpu_kernel daemon = sel(OP_GPU_KERNEL_V1);
     sel(daemon);
-    return daemon != (c->kernel == K_V2 ? OP_GPU_KERNEL_V2 : OP_GPU_KERNEL_V1);
+    return daemon != bench_forced(c->kernel);
 }
 
 /* Runs c once on input rep and returns the device nanoseconds. */
@@ -239,7 +248,7 @@ static uint64_t bench_once(struct bench *b, const struct bench_case *c, int rep,
     bench_selector sel = bench_family_selector(c);
     enum op_gpu_kernel daemon = OP_GPU_KERNEL_V1;
     if (sel && c->kernel != K_DAEMON)
-        daemon = sel(c->kernel == K_V2 ? OP_GPU_KERNEL_V2 : OP_GPU_KERNEL_V1);
+        daemon = sel(bench_forced(c->kernel));
     if (c->kind == B_REVERSE) {
         op_reverse(&x, src, dst);
     } else if (c->kind == B_TRANSFORM) {

@@ -35,8 +35,10 @@
  *                     and, or 0.86-0.87, map 0.62, set 1.00: slower but
  *                     for set, so V1 stays). */
 #define OP_XFORM_GPU_KERNEL OP_GPU_KERNEL_V1
-/* transform_OP_v2's words per work-item and tile (XFORM_UNROLL2). */
+/* transform_OP_v2's words per work-item and tile (XFORM_UNROLL2); map's
+ * groups take several tiles each, since each first fills an 8 KiB table. */
 #define OP_XFORM_V2_WORDS 8
+#define OP_XFORM_V2_MAP_TILES 4
 
 static enum op_gpu_kernel op_xform_gpu = OP_XFORM_GPU_KERNEL;
 
@@ -137,7 +139,8 @@ enum status_code op_transform(struct dev_exec *x, const struct transform_params 
         return st;
     struct dev_grid g = dev_grid_plan(x->d, w1 - w0, op_wg(x->d, k));
     if (which == OP_XFORM_GPU_V2)
-        g = op_tile_grid(x->d, w1 - w0, g.local, OP_XFORM_V2_WORDS);
+        g = op_tile_grid(x->d, w1 - w0, g.local,
+                         OP_XFORM_V2_WORDS * (p->op == XFORM_MAP ? OP_XFORM_V2_MAP_TILES : 1));
     const cl_ulong args[] = {n, lo, hi, w0, w1, g.chunk};
     dev_exec_arg(x, k, name, 0, sizeof(cl_mem), &src->mem);
     dev_exec_arg(x, k, name, 1, sizeof(cl_mem), &dst->mem);
