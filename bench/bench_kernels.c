@@ -15,7 +15,7 @@
  * a row for the one the daemon does not choose: "reverse (v2)", "add (v2)"
  * ... "map (v2)", "hist256 random (bytes)", "hist256 equal (bytes)" (or
  * "(v1)"/"(atomic)" once the daemon chooses v2/bytes); 256-bin histograms
- * also get "(quad)" and "(wrap)" rows.
+ * also get an "(inc)" row.
  */
 #include <math.h>
 #include <stdio.h>
@@ -48,7 +48,7 @@ enum bench_bytes { BYTES_RW, BYTES_READ, BYTES_WRITE };
  * daemon's choice, or one forced. A forced row runs only on GPU-shaped
  * devices and only when it is not the daemon's choice already, so each
  * family shows both kernels side by side whichever is the default. */
-enum bench_kernel { K_DAEMON, K_V1, K_V2, K_V3, K_V4 };
+enum bench_kernel { K_DAEMON, K_V1, K_V2, K_V3 };
 
 struct bench_case {
     const char *name;
@@ -69,8 +69,7 @@ struct bench_case {
     {NAME, B_HIST, BYTES_READ, EQUAL, 0, ELEM_U8, 0, K_DAEMON},                   \
     {NAME " (bytes)", B_HIST, BYTES_READ, EQUAL, 0, ELEM_U8, 0, K_V2},            \
     {NAME " (atomic)", B_HIST, BYTES_READ, EQUAL, 0, ELEM_U8, 0, K_V1},           \
-    {NAME " (quad)", B_HIST, BYTES_READ, EQUAL, 0, ELEM_U8, 0, K_V3},            \
-    {NAME " (wrap)", B_HIST, BYTES_READ, EQUAL, 0, ELEM_U8, 0, K_V4}
+    {NAME " (inc)", B_HIST, BYTES_READ, EQUAL, 0, ELEM_U8, 0, K_V3}
 
 static const struct bench_case bench_cases[] = {
     {"reverse", B_REVERSE, BYTES_RW, false, 0, 0, 0, K_DAEMON},

@@ -24,22 +24,14 @@
 #define OP_HIST_MAX_COPIES 8             /* local copies per work-group (N bins) */
 /* hist256_local's __local array (hist.cl: 32 copies of 256 counters). */
 #define OP_HIST256_LOCAL_BYTES (32 * 256 * sizeof(cl_uint))
-/* The 256-bin GPU kernels with a column of counters per work-item in
- * __local memory (hist.cl): the work-group size their layout requires
- * (reqd_work_group_size) and their __local bytes, by OP_GPU_KERNEL_*. */
-struct op_hist256_column {
-    const char *name;
-    size_t wg;
-    uint64_t local;
-};
-static const struct op_hist256_column op_hist256_columns[] = {
-    [OP_GPU_KERNEL_V2] = {"hist256_bytes", 128, 256 * 128},
-    [OP_GPU_KERNEL_V3] = {"hist256_quad", 128, 256 * 128},
-    [OP_GPU_KERNEL_V4] = {"hist256_wrap", 128, 256 * 128},
-};
+/* hist256_bytes: work-groups of exactly this size (reqd_work_group_size),
+ * each with 256 byte counters per work-item in __local memory. */
+#define OP_HIST256_BYTES_WG 128
+#define OP_HIST256_BYTES_LOCAL (256 * OP_HIST256_BYTES_WG)
+
 /* The 256-bin kernel on GPUs, the one line to change after measuring
- * (bench_kernels prints the other one as "hist256 ... (bytes)" or
- * "(atomic)" beside it):
+ * (bench_kernels prints the others beside it as "hist256 ... (atomic)",
+ * "(bytes)" and "(inc)"):
  *   OP_GPU_KERNEL_V1  hist256_local: 32 copies of 32-bit counters, local
  *                     atomics, runs of equal bytes added at once
  *                     (H100, 1 GiB: 0.455 of copy random, 0.755 all-equal);
@@ -47,13 +39,8 @@ static const struct op_hist256_column op_hist256_columns[] = {
  *                     loads and stores, flushed every 240 bytes
  *                     (H100, 1 GiB: 0.680 random, 0.683 all-equal; 4 GiB:
  *                     0.721 and 0.724; both before hist_reduce's 2959373);
- *   OP_GPU_KERNEL_V3  hist256_quad: the same counters and rounds, the
- *                     four bytes of a 32-bit word counted at once;
- *   OP_GPU_KERNEL_V4  hist256_wrap: the same four at once, never flushed
- *                     in rounds: a counter that passes 255 adds 256 to
- *                     the group's row with one global atomic.
- *   (First cut of the wrap idea, one byte at a time: 0.564 random; with
- *   16-bit counters in groups of 64: 0.362.) */
+ *   OP_GPU_KERNEL_V3  hist256_inc: hist256_local's copies, one atomic
+ *                     increment per byte and no run test. */
 #define OP_HIST256_GPU_KERNEL OP_GPU_KERNEL_V2
 
 static enum op_gpu_kernel op_hist256_gpu = OP_HIST256_GPU_KERNEL;
@@ -191,21 +178,22 @@ static void op_hist_plan(struct op_hist_run *h)
     uint64_t local = bytes ? OP_HIST256_LOCAL_BYTES
                            : (uint64_t)h->copies * h->width * sizeof(cl_uint);
     h->k = NULL;
-    if (bytes && op_hist256_gpu != OP_GPU_KERNEL_V1) {
-        const struct op_hist256_column *col = &op_hist256_columns[op_hist256_gpu];
-        snprintf(h->kname, sizeof h->kname, "%s", col->name);
+    if (bytes && op_hist256_gpu == OP_GPU_KERNEL_V2) {
+        snprintf(h->kname, sizeof h->kname, "hist256_bytes");
         h->k = dev_kernel(d, h->kname);
-        /* Its layout needs whole groups of col->wg; else the atomic kernel. */
-        if (h->k && dev_kernel_wg_max(d, h->k) >= col->wg && d->local_mem_size >= col->local) {
-            h->wg = col->wg;
-            local = col->local;
+        /* Its layout needs whole 128-item groups; else an atomic kernel. */
+        if (h->k && dev_kernel_wg_max(d, h->k) >= OP_HIST256_BYTES_WG &&
+            d->local_mem_size >= OP_HIST256_BYTES_LOCAL) {
+            h->wg = OP_HIST256_BYTES_WG;
+            local = OP_HIST256_BYTES_LOCAL;
         } else {
             h->k = NULL;
         }
     }
     if (!h->k) {
         if (bytes)
-            snprintf(h->kname, sizeof h->kname, "hist256_local");
+            snprintf(h->kname, sizeof h->kname, "%s",
+                     op_hist256_gpu == OP_GPU_KERNEL_V3 ? "hist256_inc" : "hist256_local");
         else
             snprintf(h->kname, sizeof h->kname, "histn_%s_%s", h->copies ? "local" : "global",
                      op_hist_suffix(h->p->type));

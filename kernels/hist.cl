@@ -8,9 +8,10 @@
  *    several interleaved copies of the histogram in __local memory
  *    (work-item i uses copy i % copies, so lanes hitting one bin hit
  *    different banks), one partial row per work-group. For 256 bins there
- *    are other GPU kernels, hist256_bytes/_quad/_wrap (8-bit counters per
- *    work-item, no atomics while counting); op_hist.c's
- *    OP_HIST256_GPU_KERNEL chooses.
+ *    are other GPU kernels: hist256_bytes (8-bit counters per work-item,
+ *    no atomics while counting) and hist256_inc (hist256_local without
+ *    the run test: one atomic per byte); op_hist.c's OP_HIST256_GPU_KERNEL
+ *    chooses.
  *  - histn_global (GPUs, bins too many for local memory): global atomics
  *    into one row.
  *  - *_private / histn_rows (CPU devices): one work-item per contiguous
@@ -66,6 +67,18 @@
 
 #define FLUSH_LOCAL256(s, n) atomic_add(&h[(s) * HIST256_COPIES + copy], (n))
 
+/* row[b] = the sum of bin b's copies (h[b * 32 + c]). */
+static inline void hist256_copies_out(__local const uint *h, uint lid, uint lsz,
+                                      __global uint *row)
+{
+    for (uint b = lid; b < 256; b += lsz) {
+        uint s = 0;
+        for (uint c = 0; c < HIST256_COPIES; c++)
+            s += h[b * HIST256_COPIES + c];
+        row[b] = s;
+    }
+}
+
 /* src + first is 16-byte aligned (the host splits at multiples of 16).
  * Copy c of bin b is at h[b * 32 + c] and work-item i uses copy i % 32, so
  * the 32 lanes of a warp always hit 32 different banks whatever their bins
@@ -101,48 +114,73 @@ __kernel void hist256_local(__global const uchar *src, ulong first, ulong count,
     if (run)
         FLUSH_LOCAL256(last, run);
     barrier(CLK_LOCAL_MEM_FENCE);
-
-    __global uint *row = partials + (ulong)get_group_id(0) * 256;
-    for (uint b = lid; b < 256; b += lsz) {
-        uint s = 0;
-        for (uint c = 0; c < HIST256_COPIES; c++)
-            s += h[b * HIST256_COPIES + c];
-        row[b] = s;
-    }
+    hist256_copies_out(h, lid, lsz, partials + (ulong)get_group_id(0) * 256);
 }
 
-/* GPUs, second to fourth kernels (op_hist.c's OP_HIST256_GPU_KERNEL
- * picks one): no atomics while counting. Each work-item owns a column of
- * 256 8-bit counters in __local memory and increments them with plain byte
- * loads, adds and stores (one work-item per column, so no other lane
- * touches them). Counter b of column col is at c[b * HIST256B_WG + col];
- * work-item t of a 128-item group owns column (t % 32) * 4 + t / 32, so
- * lane l of any warp always hits 32-bit word b * 32 + l, bank l, whatever
- * the bins: a warp's 32 byte increments are one conflict-free access each
- * for the load and the store (hist256_local's atomics measured 0.45 of
- * copy on the H100 on random bytes, with every warp conflict-free already).
- * How bytes are counted:
- *  - hist256_bytes: one byte at a time. Each increment's load must wait
- *    for the previous one's store (they may be the same counter), so a
- *    work-item has one increment in flight.
- *  - hist256_quad and hist256_wrap: the four bytes of a 32-bit word at
- *    once: four loads, then four stores of old + the number of times the
- *    byte occurs in the word (dup_counts), so that equal bytes store the
- *    same, right value; four increments in flight.
- * How counters stay below 256:
- *  - hist256_bytes and hist256_quad: every HIST256B_ROUND words per
- *    work-item (15 words, at most 240 increments of one bin) the group stops
- *    at a barrier and flushes: work-item t adds up the rows of bins t and
- *    t + 128 (128 counters each, read 16 at a time) into two private 32-bit
- *    totals and clears them. Rounds are the same for the whole group
- *    (counted from its first work-item, which has the most words), so every
- *    work-item reaches every barrier. The count % 16 tail bytes (at most
- *    15) are counted by work-item 0 before its first round: 15 + 240 = 255
- *    still fits.
- *  - hist256_wrap: never flushed while counting; a counter that passes 255
- *    keeps its low 8 bits and adds 256 to the group's global row with one
- *    atomic (random bytes: once per 256 increments of a bin); the columns
- *    are added to the row at the end. */
+/* GPUs, third kernel (OP_HIST256_GPU_KERNEL V3): hist256_local's copies
+ * and loads without the run test: one atomic increment per byte, about 4
+ * instructions and one shared-memory access (hist256_bytes needs a load
+ * and a store, hist256_local's run test ~7 instructions). All-equal input
+ * costs the same: a warp's 32 lanes still hit 32 banks. */
+__kernel void hist256_inc(__global const uchar *src, ulong first, ulong count,
+                          __global uint *partials)
+{
+    __local uint h[256 * HIST256_COPIES];
+    const uint lid = get_local_id(0), lsz = get_local_size(0);
+    __local uint *mine = h + lid % HIST256_COPIES;
+    for (uint i = lid; i < 256 * HIST256_COPIES; i += lsz)
+        h[i] = 0;
+    barrier(CLK_LOCAL_MEM_FENCE);
+
+    __global const uint4 *s4 = (__global const uint4 *)(src + first);
+    const ulong nw = count / WORD, g = get_global_size(0);
+    for (ulong w = get_global_id(0); w < nw; w += HIST_UNROLL * g) {
+        uint4 v[HIST_UNROLL];
+#pragma unroll
+        for (uint k = 0; k < HIST_UNROLL; k++)
+            if (w + k * g < nw)
+                v[k] = s4[w + k * g];
+#pragma unroll
+        for (uint k = 0; k < HIST_UNROLL; k++)
+            if (w + k * g < nw)
+                for (uint j = 0; j < 4; j++) {
+                    const uint x = j == 0 ? v[k].s0 : j == 1 ? v[k].s1 : j == 2 ? v[k].s2 : v[k].s3;
+                    atomic_inc(&mine[(x & 0xffu) * HIST256_COPIES]);
+                    atomic_inc(&mine[((x >> 8) & 0xffu) * HIST256_COPIES]);
+                    atomic_inc(&mine[((x >> 16) & 0xffu) * HIST256_COPIES]);
+                    atomic_inc(&mine[(x >> 24) * HIST256_COPIES]);
+                }
+    }
+    if (get_global_id(0) == 0)
+        for (ulong i = nw * WORD; i < count; i++)
+            atomic_inc(&mine[src[first + i] * HIST256_COPIES]);
+    barrier(CLK_LOCAL_MEM_FENCE);
+    hist256_copies_out(h, lid, lsz, partials + (ulong)get_group_id(0) * 256);
+}
+
+/* GPUs, second kernel (op_hist.c's OP_HIST256_GPU_KERNEL picks it): no
+ * atomics while counting. Each work-item owns a column of 256 8-bit
+ * counters in __local memory and increments them with a plain byte load,
+ * add and store (one work-item per column, so no other lane touches them).
+ * Counter b of column col is at c[b * HIST256B_WG + col]; work-item t of
+ * a 128-item group owns column (t % 32) * 4 + t / 32, so lane l of any
+ * warp always hits 32-bit word b * 32 + l, bank l, whatever the bins: a
+ * warp's 32 byte increments are one conflict-free access each for the load
+ * and the store (hist256_local's atomics measured 0.45 of copy on the H100
+ * on random bytes, with every warp conflict-free already).
+ * A counter must not pass 255: every HIST256B_ROUND words per work-item
+ * (15 words, at most 240 increments of one bin) the group stops at a
+ * barrier and flushes: work-item t adds up the rows of bins t and t + 128
+ * (128 counters each, read 16 at a time) into two private 32-bit totals and
+ * clears them. Rounds are the same for the whole group (counted from its
+ * first work-item, which has the most words), so every work-item reaches
+ * every barrier. The count % 16 tail bytes (at most 15) are counted by
+ * work-item 0 before its first round: 15 + 240 = 255 still fits.
+ * Tried on the H100 and not kept (bench/RESULTS.md): the four bytes of a
+ * 32-bit word counted at once (loads first, equal bytes found by SWAR
+ * compares: 0.52 against this kernel's 0.67), and no rounds, a wrapping
+ * counter adding 256 to the row by an atomic (0.46-0.56; 16-bit counters
+ * in groups of 64: 0.36). */
 #define HIST256B_WG 128                       /* 4 warps: the column layout above */
 #define HIST256B_ROUND 15                     /* words per work-item per flush */
 #define HIST256B_UNROLL 5                     /* words in flight; divides the round */
@@ -155,67 +193,6 @@ __kernel void hist256_local(__global const uchar *src, ulong first, ulong count,
         B_CNT(((x) >> 8) & 0xffu);                                              \
         B_CNT(((x) >> 16) & 0xffu);                                             \
         B_CNT((x) >> 24);                                                       \
-    } while (0)
-
-/* 1 in each byte of v that is zero (no carries cross bytes: (y & 0x7f) +
- * 0x7f <= 0xfe). */
-static inline uint zero_bytes(uint v)
-{
-    return (~(((v & 0x7f7f7f7fu) + 0x7f7f7f7fu) | v) & 0x80808080u) >> 7;
-}
-
-/* Byte i: how many of x's four bytes equal byte i (1..4): itself, plus
- * its neighbours i + 1 and i - 1 and the byte two away (rotations). */
-static inline uint dup_counts(uint x)
-{
-    const uint z1 = zero_bytes(x ^ rotate(x, 24u));   /* b[i] == b[i + 1] */
-    const uint z2 = zero_bytes(x ^ rotate(x, 16u));   /* b[i] == b[i + 2] */
-    return 0x01010101u + z1 + rotate(z1, 8u) + z2;
-}
-
-/* The four counters of x's bytes: loaded together, then each stored as
- * old + its byte's count in x (equal bytes load and store the same). */
-#define QUAD_LOAD(x)                                                            \
-    const uint x_ = (x), n_ = dup_counts(x_);                                   \
-    __local uchar *p0 = &c[(x_ & 0xffu) * HIST256B_WG + col];                   \
-    __local uchar *p1 = &c[((x_ >> 8) & 0xffu) * HIST256B_WG + col];            \
-    __local uchar *p2 = &c[((x_ >> 16) & 0xffu) * HIST256B_WG + col];           \
-    __local uchar *p3 = &c[(x_ >> 24) * HIST256B_WG + col];                     \
-    const uint v0 = *p0 + (n_ & 0xffu), v1 = *p1 + ((n_ >> 8) & 0xffu);         \
-    const uint v2 = *p2 + ((n_ >> 16) & 0xffu), v3 = *p3 + (n_ >> 24);          \
-    *p0 = (uchar)v0;                                                            \
-    *p1 = (uchar)v1;                                                            \
-    *p2 = (uchar)v2;                                                            \
-    *p3 = (uchar)v3
-#define QUAD_CNT_UINT(x)                                                        \
-    do {                                                                        \
-        QUAD_LOAD(x);                                                           \
-    } while (0)
-/* A counter past 255 lost 256: added to the row once per distinct bin. */
-#define WRAP_CNT_UINT(x)                                                        \
-    do {                                                                        \
-        QUAD_LOAD(x);                                                           \
-        if ((v0 | v1 | v2 | v3) > 255u) {                                       \
-            const uint b0 = x_ & 0xffu, b1 = (x_ >> 8) & 0xffu;                 \
-            const uint b2 = (x_ >> 16) & 0xffu, b3 = x_ >> 24;                  \
-            if (v0 > 255u)                                                      \
-                atomic_add(&row[b0], 256u);                                     \
-            if (v1 > 255u && b1 != b0)                                          \
-                atomic_add(&row[b1], 256u);                                     \
-            if (v2 > 255u && b2 != b0 && b2 != b1)                              \
-                atomic_add(&row[b2], 256u);                                     \
-            if (v3 > 255u && b3 != b0 && b3 != b1 && b3 != b2)                  \
-                atomic_add(&row[b3], 256u);                                     \
-        }                                                                       \
-    } while (0)
-#define WRAP_CNT(b)                                                             \
-    do {                                                                        \
-        const uint b_ = (b);                                                    \
-        __local uchar *p_ = &c[b_ * HIST256B_WG + col];                         \
-        const uint v_ = *p_ + 1u;                                               \
-        *p_ = (uchar)v_;                                                        \
-        if (v_ > 255u)                                                          \
-            atomic_add(&row[b_], 256u);                                         \
     } while (0)
 
 /* Sum of the 128 byte counters of bin b's row (each <= 255), clearing
@@ -235,97 +212,50 @@ static inline uint hist256b_flush_row(__local uint4 *c4, uint b, uint lid)
     return (s & 0xffffu) + (s >> 16);
 }
 
-/* hist256_bytes and hist256_quad: counting rounds with flushes between. */
-#define HIST256_ROUNDS_KERNEL(NAME, CNT_UINT)                                   \
-__kernel __attribute__((reqd_work_group_size(HIST256B_WG, 1, 1)))              \
-void NAME(__global const uchar *src, ulong first, ulong count,                  \
-          __global uint *partials)                                              \
-{                                                                               \
-    __local uint4 c4[256 * HIST256B_ROW4];                                      \
-    __local uchar *c = (__local uchar *)c4;                                     \
-    const uint lid = get_local_id(0);                                           \
-    const uint col = ((lid % 32) << 2) | (lid / 32);                            \
-    for (uint i = lid; i < 256 * HIST256B_ROW4; i += HIST256B_WG)               \
-        c4[i] = (uint4)(0);                                                     \
-    barrier(CLK_LOCAL_MEM_FENCE);                                               \
-                                                                                \
-    __global const uint4 *s4 = (__global const uint4 *)(src + first);           \
-    const ulong nw = count / WORD, g = get_global_size(0), gid = get_global_id(0); \
-    const ulong lead = get_group_id(0) * (ulong)HIST256B_WG;                    \
-    const ulong steps = lead < nw ? (nw - lead + g - 1) / g : 0;                \
-    if (gid == 0)                                                               \
-        for (ulong i = nw * WORD; i < count; i++)                               \
-            B_CNT(src[first + i]);                                              \
-    uint lo_total = 0, hi_total = 0;   /* bins lid and lid + 128 */             \
-    /* At least one round, so the tail is flushed even when nw == 0. */         \
-    for (ulong s0 = 0; s0 == 0 || s0 < steps; s0 += HIST256B_ROUND) {           \
-        for (uint p = 0; p < HIST256B_ROUND; p += HIST256B_UNROLL) {            \
-            const ulong w = gid + (s0 + p) * g;                                 \
-            uint4 v[HIST256B_UNROLL];                                           \
-            for (uint k = 0; k < HIST256B_UNROLL; k++)                          \
-                if (w + k * g < nw)                                             \
-                    v[k] = s4[w + k * g];                                       \
-            for (uint k = 0; k < HIST256B_UNROLL; k++)                          \
-                if (w + k * g < nw) {                                           \
-                    CNT_UINT(v[k].s0);                                          \
-                    CNT_UINT(v[k].s1);                                          \
-                    CNT_UINT(v[k].s2);                                          \
-                    CNT_UINT(v[k].s3);                                          \
-                }                                                               \
-        }                                                                       \
-        barrier(CLK_LOCAL_MEM_FENCE);                                           \
-        lo_total += hist256b_flush_row(c4, lid, lid);                           \
-        hi_total += hist256b_flush_row(c4, lid + HIST256B_WG, lid);             \
-        barrier(CLK_LOCAL_MEM_FENCE);                                           \
-    }                                                                           \
-    __global uint *row = partials + (ulong)get_group_id(0) * 256;               \
-    row[lid] = lo_total;                                                        \
-    row[lid + HIST256B_WG] = hi_total;                                          \
-}
-
-HIST256_ROUNDS_KERNEL(hist256_bytes, B_CNT_UINT)
-HIST256_ROUNDS_KERNEL(hist256_quad, QUAD_CNT_UINT)
-
-/* hist256_wrap: no rounds; the group's row takes the wraps as they come
- * (it is cleared first: the barrier with a global fence orders that
- * before any work-item's atomics) and the columns at the end. */
-#define HIST256W_UNROLL 4
 __kernel __attribute__((reqd_work_group_size(HIST256B_WG, 1, 1)))
-void hist256_wrap(__global const uchar *src, ulong first, ulong count,
-                  __global uint *partials)
+void hist256_bytes(__global const uchar *src, ulong first, ulong count,
+                   __global uint *partials)
 {
     __local uint4 c4[256 * HIST256B_ROW4];
     __local uchar *c = (__local uchar *)c4;
     const uint lid = get_local_id(0);
     const uint col = ((lid % 32) << 2) | (lid / 32);
-    __global uint *row = partials + (ulong)get_group_id(0) * 256;
     for (uint i = lid; i < 256 * HIST256B_ROW4; i += HIST256B_WG)
         c4[i] = (uint4)(0);
-    row[lid] = 0;
-    row[lid + HIST256B_WG] = 0;
-    barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
+    barrier(CLK_LOCAL_MEM_FENCE);
 
     __global const uint4 *s4 = (__global const uint4 *)(src + first);
-    const ulong nw = count / WORD, g = get_global_size(0);
-    for (ulong w = get_global_id(0); w < nw; w += HIST256W_UNROLL * g) {
-        uint4 v[HIST256W_UNROLL];
-        for (uint k = 0; k < HIST256W_UNROLL; k++)
-            if (w + k * g < nw)
-                v[k] = s4[w + k * g];
-        for (uint k = 0; k < HIST256W_UNROLL; k++)
-            if (w + k * g < nw) {
-                WRAP_CNT_UINT(v[k].s0);
-                WRAP_CNT_UINT(v[k].s1);
-                WRAP_CNT_UINT(v[k].s2);
-                WRAP_CNT_UINT(v[k].s3);
-            }
-    }
-    if (get_global_id(0) == 0)
+    const ulong nw = count / WORD, g = get_global_size(0), gid = get_global_id(0);
+    const ulong lead = get_group_id(0) * (ulong)HIST256B_WG;
+    const ulong steps = lead < nw ? (nw - lead + g - 1) / g : 0;
+    if (gid == 0)
         for (ulong i = nw * WORD; i < count; i++)
-            WRAP_CNT(src[first + i]);
-    barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
-    atomic_add(&row[lid], hist256b_flush_row(c4, lid, lid));
-    atomic_add(&row[lid + HIST256B_WG], hist256b_flush_row(c4, lid + HIST256B_WG, lid));
+            B_CNT(src[first + i]);
+    uint lo_total = 0, hi_total = 0;   /* bins lid and lid + 128 */
+    /* At least one round, so the tail is flushed even when nw == 0. */
+    for (ulong s0 = 0; s0 == 0 || s0 < steps; s0 += HIST256B_ROUND) {
+        for (uint p = 0; p < HIST256B_ROUND; p += HIST256B_UNROLL) {
+            const ulong w = gid + (s0 + p) * g;
+            uint4 v[HIST256B_UNROLL];
+            for (uint k = 0; k < HIST256B_UNROLL; k++)
+                if (w + k * g < nw)
+                    v[k] = s4[w + k * g];
+            for (uint k = 0; k < HIST256B_UNROLL; k++)
+                if (w + k * g < nw) {
+                    B_CNT_UINT(v[k].s0);
+                    B_CNT_UINT(v[k].s1);
+                    B_CNT_UINT(v[k].s2);
+                    B_CNT_UINT(v[k].s3);
+                }
+        }
+        barrier(CLK_LOCAL_MEM_FENCE);
+        lo_total += hist256b_flush_row(c4, lid, lid);
+        hi_total += hist256b_flush_row(c4, lid + HIST256B_WG, lid);
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    __global uint *row = partials + (ulong)get_group_id(0) * 256;
+    row[lid] = lo_total;
+    row[lid + HIST256B_WG] = hi_total;
 }
 
 /* One work-item per chunk of chunk bytes (a multiple of 16), counting into

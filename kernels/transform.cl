@@ -130,7 +130,10 @@ static inline uint4 swar_add(uint4 a, uint4 b)
  * wholly inside [lo, hi) and [0, n) (all but at most two tiles) takes a
  * path without the per-word bounds and lane tests. The host launches one
  * group per tile (op_tile_grid), so the loop usually runs once and the
- * launch is many short waves rather than one resident wave. */
+ * launch is many short waves rather than one resident wave. The loops over
+ * v[] are unrolled by force: map's body is long enough that NVIDIA's
+ * compiler otherwise kept v[] in (off-chip) local memory, a 128-byte
+ * stack frame, and ran at 0.64 of copy. */
 #define XFORM_UNROLL2 8
 #define XFORM_TILE(OPW, OPS)                                                          \
     const uchar val = params[0];                                                      \
@@ -146,15 +149,15 @@ static inline uint4 swar_add(uint4 a, uint4 b)
         const ulong w = t0 + get_local_id(0);                                         \
         uint4 v[XFORM_UNROLL2];                                                       \
         if (t0 >= in0 && t0 + tile <= in1) {                                          \
-            for (uint k = 0; k < XFORM_UNROLL2; k++)                                  \
+            _Pragma("unroll") for (uint k = 0; k < XFORM_UNROLL2; k++)                \
                 v[k] = s16[w + k * lsz];                                              \
-            for (uint k = 0; k < XFORM_UNROLL2; k++)                                  \
+            _Pragma("unroll") for (uint k = 0; k < XFORM_UNROLL2; k++)                \
                 d16[w + k * lsz] = OPW(v[k]);                                         \
         } else {                                                                      \
-            for (uint k = 0; k < XFORM_UNROLL2; k++)                                  \
+            _Pragma("unroll") for (uint k = 0; k < XFORM_UNROLL2; k++)                \
                 if (w + k * lsz < full)                                               \
                     v[k] = s16[w + k * lsz];                                          \
-            for (uint k = 0; k < XFORM_UNROLL2; k++)                                  \
+            _Pragma("unroll") for (uint k = 0; k < XFORM_UNROLL2; k++)                \
                 if (w + k * lsz < w1)                                                 \
                     XFORM_WORD(w + k * lsz, v[k], uint4, OPW, OPS);                   \
         }                                                                             \
