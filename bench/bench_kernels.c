@@ -11,11 +11,10 @@
  * bytes are read+written for copy/reverse/transforms, written for fill and
  * read for histograms. Every result is checked against the CPU reference
  * (tests/support/cpu_ref.c); a mismatch makes the exit status nonzero.
- * Where a family has two GPU kernels (op.h), GPU-shaped devices also get
- * a row for the one the daemon does not choose: "reverse (v2)", "add (v2)"
- * ... "map (v2)", "hist256 random (bytes)", "hist256 equal (bytes)" (or
- * "(v1)"/"(atomic)" once the daemon chooses v2/bytes); 256-bin histograms
- * also get an "(inc)" row.
+ * Where a family has several GPU kernels (op.h), GPU-shaped devices also
+ * get a row for each one the daemon does not choose: "reverse (v1)",
+ * "add (v1)" ... "map (v1)" (or "(v2)"), and for 256-bin histograms two of
+ * "(atomic)", "(bytes)" and "(inc)".
  */
 #include <math.h>
 #include <stdio.h>

@@ -25,16 +25,17 @@
 #define OP_XFORM_PAIRS_MIN (1u << 20)
 
 /* The GPU kernel, the one line to change after measuring (bench_kernels
- * prints the other one as "add (v2)" or "add (v1)" beside each op):
+ * prints the other one as "add (v1)" or "add (v2)" beside each op):
  *   OP_GPU_KERNEL_V1  transform_OP: grid-stride, 4 words in flight per
- *                     work-item (H100, 1 GiB: 0.943-0.948 of copy);
+ *                     work-item (H100, 1 GiB: 0.943-0.948 of copy, map
+ *                     0.917);
  *   OP_GPU_KERNEL_V2  transform_OP_v2: a group's tile of 8 x 256
  *                     consecutive words, 8 words in flight, no per-word
  *                     tests inside the range, one group per tile
  *                     (transform.cl, op_tile_grid) (H100, 1 GiB: add, xor,
- *                     and, or 0.86-0.87, map 0.62, set 1.00: slower but
- *                     for set, so V1 stays). */
-#define OP_XFORM_GPU_KERNEL OP_GPU_KERNEL_V1
+ *                     and, or 1.001-1.002, map 0.984; set 2.17, as it
+ *                     writes without reading). */
+#define OP_XFORM_GPU_KERNEL OP_GPU_KERNEL_V2
 /* transform_OP_v2's words per work-item and tile (XFORM_UNROLL2); map's
  * groups take several tiles each, since each first fills an 8 KiB table. */
 #define OP_XFORM_V2_WORDS 8

@@ -118,16 +118,21 @@ __kernel void hist256_local(__global const uchar *src, ulong first, ulong count,
 }
 
 /* GPUs, third kernel (OP_HIST256_GPU_KERNEL V3): hist256_local's copies
- * and loads without the run test: one atomic increment per byte, about 4
- * instructions and one shared-memory access (hist256_bytes needs a load
- * and a store, hist256_local's run test ~7 instructions). All-equal input
- * costs the same: a warp's 32 lanes still hit 32 banks. */
+ * and loads without the run test: one atomic increment per byte, one
+ * shared-memory access (hist256_bytes needs a load and a store,
+ * hist256_local's run test ~7 instructions more). All-equal input costs
+ * the same: a warp's 32 lanes still hit 32 banks. Counter b of this lane's
+ * copy is at byte b * 128 + mine: the byte of x shifted straight to
+ * b * 128, masked and or-ed with mine, two instructions per byte before
+ * the atomic where indexing h[] took four. */
+#define INC_AT(b128) atomic_inc((__local uint *)(hb + ((b128) | mine)))
 __kernel void hist256_inc(__global const uchar *src, ulong first, ulong count,
                           __global uint *partials)
 {
     __local uint h[256 * HIST256_COPIES];
     const uint lid = get_local_id(0), lsz = get_local_size(0);
-    __local uint *mine = h + lid % HIST256_COPIES;
+    __local uchar *hb = (__local uchar *)h;
+    const uint mine = lid % HIST256_COPIES * 4;   /* byte offset of this lane's copy */
     for (uint i = lid; i < 256 * HIST256_COPIES; i += lsz)
         h[i] = 0;
     barrier(CLK_LOCAL_MEM_FENCE);
@@ -145,15 +150,15 @@ __kernel void hist256_inc(__global const uchar *src, ulong first, ulong count,
             if (w + k * g < nw)
                 for (uint j = 0; j < 4; j++) {
                     const uint x = j == 0 ? v[k].s0 : j == 1 ? v[k].s1 : j == 2 ? v[k].s2 : v[k].s3;
-                    atomic_inc(&mine[(x & 0xffu) * HIST256_COPIES]);
-                    atomic_inc(&mine[((x >> 8) & 0xffu) * HIST256_COPIES]);
-                    atomic_inc(&mine[((x >> 16) & 0xffu) * HIST256_COPIES]);
-                    atomic_inc(&mine[(x >> 24) * HIST256_COPIES]);
+                    INC_AT((x << 7) & 0x7f80u);
+                    INC_AT((x >> 1) & 0x7f80u);
+                    INC_AT((x >> 9) & 0x7f80u);
+                    INC_AT((x >> 17) & 0x7f80u);
                 }
     }
     if (get_global_id(0) == 0)
         for (ulong i = nw * WORD; i < count; i++)
-            atomic_inc(&mine[src[first + i] * HIST256_COPIES]);
+            INC_AT((uint)src[first + i] << 7);
     barrier(CLK_LOCAL_MEM_FENCE);
     hist256_copies_out(h, lid, lsz, partials + (ulong)get_group_id(0) * 256);
 }
