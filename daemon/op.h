@@ -58,6 +58,8 @@ enum status_code op_hist(struct dev_exec *x, const struct hist_params *p, struct
 struct op_hist_acc {
     struct dev_buf out;       /* OP_HIST_SLOTS(bins) (256 for bytes) 64-bit counts */
     struct dev_buf partials;  /* per-launch 32-bit rows, reused while big enough */
+    bool counted;             /* out written by a launch (the first one stores,
+                                 later ones add; op_hist_end clears it if none) */
 };
 enum status_code op_hist_begin(struct dev_exec *x, const struct hist_params *p,
                                struct op_hist_acc *acc);

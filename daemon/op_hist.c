@@ -80,6 +80,7 @@ struct op_hist_run {
     size_t wg, global;      /* the counting launch */
     cl_uint rows, copies;
     uint64_t per_launch;    /* elements per launch, a multiple of OP_HIST_ALIGN */
+    struct op_hist_acc *acc;          /* the launches' accumulator */
     struct dev_buf *partials, *out;  /* the accumulator's */
 };
 
@@ -262,6 +263,9 @@ static enum status_code op_hist_reduce(struct op_hist_run *h)
     dev_exec_arg(x, k, name, 1, sizeof h->rows, &h->rows);
     dev_exec_arg(x, k, name, 2, sizeof h->width, &h->width);
     dev_exec_arg(x, k, name, 3, sizeof(cl_mem), &h->out->mem);
+    cl_uint add = h->acc->counted;
+    dev_exec_arg(x, k, name, 4, sizeof add, &add);
+    h->acc->counted = true;
     const struct dev_access acc[] = {{h->partials, HAZARD_READ}, {h->out, HAZARD_WRITE}};
     return dev_exec_kernel(x, k, name, global, wg, acc, 2);
 }
@@ -289,12 +293,9 @@ enum status_code op_hist_begin(struct dev_exec *x, const struct hist_params *p,
 {
     memset(acc, 0, sizeof(*acc));
     size_t width = p->type == ELEM_U8 ? OP_HIST_BYTE_BINS : (size_t)p->bins + 3;
-    enum status_code st =
-        dev_buf_create(x, &acc->out, width * sizeof(cl_ulong), "histogram counts");
-    const cl_ulong zero = 0;
-    if (st == STATUS_OK)
-        st = dev_exec_fill(x, &acc->out, &zero, sizeof zero, 0, acc->out.size);
-    return st;
+    /* Not cleared here: the first hist_reduce stores instead of adding,
+     * which saves a command (~3 us of a 1 GiB histogram's 420 on the H100). */
+    return dev_buf_create(x, &acc->out, width * sizeof(cl_ulong), "histogram counts");
 }
 
 /* Partial rows for this input: the accumulator's, grown when too small. */
@@ -308,6 +309,7 @@ static enum status_code op_hist_partials(struct op_hist_run *h, struct op_hist_a
         if (st != STATUS_OK)
             return st;
     }
+    h->acc = acc;
     h->partials = &acc->partials;
     h->out = &acc->out;
     return STATUS_OK;
@@ -339,7 +341,13 @@ enum status_code op_hist_add(struct dev_exec *x, const struct hist_params *p, st
 
 enum status_code op_hist_end(struct dev_exec *x, struct op_hist_acc *acc, uint64_t *slots)
 {
-    return dev_exec_read(x, &acc->out, slots, 0, acc->out.size);
+    const cl_ulong zero = 0;
+    enum status_code st = STATUS_OK;
+    if (!acc->counted)   /* nothing was counted: all zeros */
+        st = dev_exec_fill(x, &acc->out, &zero, sizeof zero, 0, acc->out.size);
+    if (st == STATUS_OK)
+        st = dev_exec_read(x, &acc->out, slots, 0, acc->out.size);
+    return st;
 }
 
 void op_hist_acc_release(struct op_hist_acc *acc)

@@ -317,7 +317,8 @@ __kernel void hist256_private(__global const uchar *src, ulong first, ulong coun
         row[b] = h[b] + h[256 + b] + h[512 + b] + h[768 + b];
 }
 
-/* out[b] += sum of rows; out holds the 64-bit counts across launches.
+/* out[b] += sum of rows (out[b] = sum for a histogram's first launch,
+ * add == 0); out holds the 64-bit counts across launches.
  * A work-group covers HIST_REDUCE_LANES consecutive bins (a warp's lanes:
  * coalesced reads) with local_size / HIST_REDUCE_LANES slices of the rows,
  * each work-item summing every slices-th row with several loads in flight;
@@ -328,7 +329,7 @@ __kernel void hist256_private(__global const uchar *src, ulong first, ulong coun
 #define HIST_REDUCE_LANES 32
 #define HIST_REDUCE_WG_MAX 256
 __kernel void hist_reduce(__global const uint *partials, uint rows, uint width,
-                          __global ulong *out)
+                          __global ulong *out, uint add)
 {
     __local ulong part[HIST_REDUCE_WG_MAX];
     const uint lid = get_local_id(0), lsz = get_local_size(0);
@@ -347,7 +348,7 @@ __kernel void hist_reduce(__global const uint *partials, uint rows, uint width,
         ulong t = 0;
         for (uint k = 0; k < slices; k++)
             t += part[k * lanes + lane];
-        out[b] += t;
+        out[b] = add ? out[b] + t : t;
     }
 }
 
