@@ -339,29 +339,41 @@ static inline uint slot_f32(float x, HISTN_PARAMS)
 
 /* The same bins for 16 elements at once, lane for lane equal to the scalar
  * functions above (float conversions round the same way, select() keeps
- * their order of tests); CPU devices run these as SIMD instructions. */
+ * their order of tests); CPU devices run these as SIMD instructions.
+ * The conversion needs no saturation: only lanes with 0 < t < bins_f <=
+ * 2^32 keep it, and (uint)t is exact there. */
 static inline uint16 bin_index16(float16 x, float lo_f, float scale_f, float bins_f, uint bins)
 {
     const float16 t = (x - lo_f) * scale_f;
-    uint16 i = select((uint16)(bins - 1), convert_uint16_sat(t), t < bins_f);
+    uint16 i = select((uint16)(bins - 1), convert_uint16(t), t < bins_f);
     i = select((uint16)0, i, t > 0.0f);
     return min(i, (uint16)(bins - 1));
 }
 
+/* Integer elements are compared in 32 bits against lo_t and hi_t clamped
+ * to their type's range (x < lo_t iff x < lo or lo_t is above the range;
+ * x >= hi_t iff x >= hi and hi_t is not above it): widening 16 lanes to
+ * 64 bits for the compares was half of the binning's instructions. */
 static inline uint16 slot16_u32(uint16 x, HISTN_PARAMS)
 {
-    const long16 v = convert_long16(x);
+    const uint lo = (uint)clamp(lo_t, 0L, (long)UINT_MAX);
+    const uint hi = (uint)clamp(hi_t, 0L, (long)UINT_MAX);
+    const int16 below_all = (int16)(lo_t > UINT_MAX ? -1 : 0);
+    const int16 above_none = (int16)(hi_t > UINT_MAX ? -1 : 0);
     uint16 s = bin_index16(convert_float16(x), lo_f, scale_f, bins_f, bins);
-    s = select(s, (uint16)(bins + 1), convert_int16(v >= hi_t));
-    return select(s, (uint16)bins, convert_int16(v < lo_t));
+    s = select(s, (uint16)(bins + 1), (x >= hi) & ~above_none);
+    return select(s, (uint16)bins, (x < lo) | below_all);
 }
 
 static inline uint16 slot16_i32(int16 x, HISTN_PARAMS)
 {
-    const long16 v = convert_long16(x);
+    const int lo = (int)clamp(lo_t, (long)INT_MIN, (long)INT_MAX);
+    const int hi = (int)clamp(hi_t, (long)INT_MIN, (long)INT_MAX);
+    const int16 below_all = (int16)(lo_t > INT_MAX ? -1 : 0);
+    const int16 above_none = (int16)(hi_t > INT_MAX ? -1 : 0);
     uint16 s = bin_index16(convert_float16(x), lo_f, scale_f, bins_f, bins);
-    s = select(s, (uint16)(bins + 1), convert_int16(v >= hi_t));
-    return select(s, (uint16)bins, convert_int16(v < lo_t));
+    s = select(s, (uint16)(bins + 1), (x >= hi) & ~above_none);
+    return select(s, (uint16)bins, (x < lo) | below_all);
 }
 
 static inline uint16 slot16_f32(float16 x, HISTN_PARAMS)

@@ -8,7 +8,8 @@
  * large enough for histn_rows' 256-element blocks (CPU shape) comes in
  * shapes aimed at them: blocks of one value next to mixed ones, one odd
  * element at every position of a block, two values alternating, lengths
- * around block and vector multiples, and launches that start mid-input. */
+ * around block and vector multiples, launches that start mid-input, and
+ * integer thresholds at and beyond the ends of uint32 and int32. */
 #include <check.h>
 #include <float.h>
 #include <math.h>
@@ -336,6 +337,46 @@ START_TEST(ints_blocks)
 }
 END_TEST
 
+/* Integer thresholds at and beyond the ends of uint32 and int32 (the CPU
+ * kernels compare in 32 bits against clamped thresholds): edge values
+ * mixed with random ones, enough for whole 256-element blocks per
+ * work-item. */
+START_TEST(ints_thresholds)
+{
+    const uint32_t edges[] = {0, 1, 2, 99, 100, 0x7ffffffe, 0x7fffffff, 0x80000000, 0x80000001,
+                              0xfffffffe, 0xffffffff, 0xffffff9c, 0xffffff9b};
+    const size_t ne = sizeof edges / sizeof edges[0];
+    const double u_ranges[][2] = {{0, 4294967296.0}, {-100, 100}, {-10, -1}, {5e9, 6e9},
+                                  {0, 5e9}, {2147483647.5, 4294967295.0}, {1, 4294967295.5},
+                                  {4294967295.0, 4294967296.0}};
+    const double i_ranges[][2] = {{-2147483648.0, 2147483648.0}, {-3e9, 3e9}, {3e9, 4e9},
+                                  {-4e9, -3e9}, {-2147483648.5, 2147483647.0}, {-1, 1},
+                                  {0, 2147483647.5}, {-100, 100}};
+    size_t n = 8 * 256 * 3 + 37;
+    uint32_t *v = malloc(n * sizeof *v);
+    ck_assert_ptr_nonnull(v);
+    fixture_random(v, n * sizeof *v, 51);
+    for (size_t i = 0; i < n; i++)
+        if (i % 3)
+            v[i] = edges[(i * 7) % ne];
+    for (size_t r = 0; r < sizeof u_ranges / sizeof u_ranges[0]; r++) {
+        struct hist_params p = n_params(ELEM_U32, 7, u_ranges[r][0], u_ranges[r][1], r % 2);
+        char what[96];
+        snprintf(what, sizeof what, "uint32 edges over [%.1f, %.1f)", u_ranges[r][0],
+                 u_ranges[r][1]);
+        check_hist(&p, v, n * sizeof *v, what);
+    }
+    for (size_t r = 0; r < sizeof i_ranges / sizeof i_ranges[0]; r++) {
+        struct hist_params p = n_params(ELEM_I32, 7, i_ranges[r][0], i_ranges[r][1], r % 2);
+        char what[96];
+        snprintf(what, sizeof what, "int32 edges over [%.1f, %.1f)", i_ranges[r][0],
+                 i_ranges[r][1]);
+        check_hist(&p, v, n * sizeof *v, what);
+    }
+    free(v);
+}
+END_TEST
+
 /* Blocks in launches that start mid-input: 65536 elements per launch
  * (launch_items_max 4096), so each CPU work-item has 32 blocks. */
 START_TEST(ints_blocks_split)
@@ -462,6 +503,7 @@ int main(void)
     tcase_add_test(tc, all_equal_elements);
     tcase_add_test(tc, ints_blocks);
     tcase_add_test(tc, ints_blocks_split);
+    tcase_add_test(tc, ints_thresholds);
     tcase_add_test(tc, a_million_bins);
     tcase_add_test(tc, bytes_kernel_counter_limits);
     tcase_add_test(tc, split_launches);
