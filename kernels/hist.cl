@@ -25,7 +25,9 @@
  * sub-histograms (see there).
  * The bin of a value mirrors daemon/hist_bin.h exactly (see there).
  * Bound: memory bandwidth on random data (each element read once); local
- * atomic throughput on GPUs for many distinct values per word.
+ * atomic throughput on GPUs for many distinct values per word; on CPU
+ * devices the counter increments (a load and a store each, plus the
+ * index's load in histn_rows: about 1 cycle per increment and core).
  */
 #pragma OPENCL FP_CONTRACT OFF
 
@@ -403,12 +405,12 @@ static inline uint16 slot16_f32(float16 x, HISTN_PARAMS)
  * buffer while it counts the previous block's from the other half, one
  * plain increment per slot. Increments indexed straight from vector
  * registers (the bins of 16 elements extracted lane by lane) ran at about
- * 8 cycles each on this machine's EPYC (Zen 4; C with that shape too),
- * about 1 when the index is loaded from memory that a vector store left
- * long before; and interleaving lets the SIMD binning and the scalar
- * increments share the core instead of taking turns. A block of one slot
- * is added at once: all-equal input would otherwise be one serial chain
- * of increments. */
+ * 8 cycles each on the AMD EPYC (Zen 4) this was tuned on, C with that
+ * shape too, and about 1 when the index is loaded from memory that a
+ * vector store left long before; interleaving lets the SIMD binning and
+ * the scalar increments share the core instead of taking turns. A block
+ * of one slot is added at once: all-equal input would otherwise be one
+ * serial chain of increments. */
 #define HISTN_BLOCK 256
 #define HISTN_VECS (HISTN_BLOCK / 16)
 
