@@ -4,7 +4,12 @@
  * kernels too): random and all-equal bytes, values on bin edges, out of
  * range (drop and clamp), NaN floats, int32 negatives, a million bins,
  * the launch-splitting path, and the refusals. Bytes on the GPU shape run
- * both 256-bin GPU kernels (hist256_local and hist256_bytes). */
+ * both 256-bin GPU kernels (hist256_local and hist256_bytes). N-bin data
+ * large enough for histn_rows' 256-element blocks (CPU shape) comes in
+ * shapes aimed at them: blocks of one value next to mixed ones, one odd
+ * element at every position of a block, two values alternating, lengths
+ * around block and vector multiples, launches that start mid-input, and
+ * integer thresholds at and beyond the ends of uint32 and int32. */
 #include <check.h>
 #include <float.h>
 #include <math.h>
@@ -286,6 +291,114 @@ START_TEST(all_equal_elements)
 }
 END_TEST
 
+/* Elements i of n uint32: value v(i) as the pattern says, bins of 1 over
+ * [0, 64) so that each value is its own slot (64 and up: above). */
+enum block_pattern { BP_ALTERNATE, BP_ODD_ONE, BP_BLOCKS_MIXED, BP_RUNS_200 };
+
+static uint32_t block_value(enum block_pattern bp, size_t i, uint32_t rnd)
+{
+    switch (bp) {
+    case BP_ALTERNATE:
+        return i % 2 ? 5 : 9;
+    case BP_ODD_ONE:   /* 257: the odd one moves through every block position */
+        return i % 257 == 0 ? 3 : 60;
+    case BP_BLOCKS_MIXED:   /* 256-element blocks: random, one value, random ... */
+        return (i / 256) % 3 == 0 ? rnd % 70 : (uint32_t)(i / 256) % 64;
+    case BP_RUNS_200:
+        return (uint32_t)(i / 200) % 66;
+    }
+    return 0;
+}
+
+START_TEST(ints_blocks)
+{
+    /* 8 * 256 * 5: every CPU work-item gets exactly 5 blocks; the others
+     * leave remainders of whole vectors and a scalar tail. */
+    const size_t sizes[] = {255, 256, 257, 8 * 256 * 5, 8 * 256 * 5 + 16 * 7 + 9, 100000 + 13};
+    const enum block_pattern pats[] = {BP_ALTERNATE, BP_ODD_ONE, BP_BLOCKS_MIXED, BP_RUNS_200};
+    const char *names[] = {"alternating", "odd one", "blocks mixed", "runs of 200"};
+    struct hist_params p = n_params(ELEM_U32, 64, 0, 64, false);
+    for (size_t z = 0; z < sizeof sizes / sizeof sizes[0]; z++) {
+        size_t n = sizes[z];
+        uint32_t *u = malloc(n * sizeof *u);
+        ck_assert_ptr_nonnull(u);
+        fixture_random(u, n * sizeof *u, 31 + z);
+        for (size_t k = 0; k < sizeof pats / sizeof pats[0]; k++) {
+            uint32_t *v = malloc(n * sizeof *v);
+            ck_assert_ptr_nonnull(v);
+            for (size_t i = 0; i < n; i++)
+                v[i] = block_value(pats[k], i, u[i]);
+            char what[96];
+            snprintf(what, sizeof what, "%zu uint32, %s", n, names[k]);
+            check_hist(&p, v, n * sizeof *v, what);
+            free(v);
+        }
+        free(u);
+    }
+}
+END_TEST
+
+/* Integer thresholds at and beyond the ends of uint32 and int32 (the CPU
+ * kernels compare in 32 bits against clamped thresholds): edge values
+ * mixed with random ones, enough for whole 256-element blocks per
+ * work-item. */
+START_TEST(ints_thresholds)
+{
+    const uint32_t edges[] = {0, 1, 2, 99, 100, 0x7ffffffe, 0x7fffffff, 0x80000000, 0x80000001,
+                              0xfffffffe, 0xffffffff, 0xffffff9c, 0xffffff9b};
+    const size_t ne = sizeof edges / sizeof edges[0];
+    const double u_ranges[][2] = {{0, 4294967296.0}, {-100, 100}, {-10, -1}, {5e9, 6e9},
+                                  {0, 5e9}, {2147483647.5, 4294967295.0}, {1, 4294967295.5},
+                                  {4294967295.0, 4294967296.0}};
+    const double i_ranges[][2] = {{-2147483648.0, 2147483648.0}, {-3e9, 3e9}, {3e9, 4e9},
+                                  {-4e9, -3e9}, {-2147483648.5, 2147483647.0}, {-1, 1},
+                                  {0, 2147483647.5}, {-100, 100}};
+    size_t n = 8 * 256 * 3 + 37;
+    uint32_t *v = malloc(n * sizeof *v);
+    ck_assert_ptr_nonnull(v);
+    fixture_random(v, n * sizeof *v, 51);
+    for (size_t i = 0; i < n; i++)
+        if (i % 3)
+            v[i] = edges[(i * 7) % ne];
+    for (size_t r = 0; r < sizeof u_ranges / sizeof u_ranges[0]; r++) {
+        struct hist_params p = n_params(ELEM_U32, 7, u_ranges[r][0], u_ranges[r][1], r % 2);
+        char what[96];
+        snprintf(what, sizeof what, "uint32 edges over [%.1f, %.1f)", u_ranges[r][0],
+                 u_ranges[r][1]);
+        check_hist(&p, v, n * sizeof *v, what);
+    }
+    for (size_t r = 0; r < sizeof i_ranges / sizeof i_ranges[0]; r++) {
+        struct hist_params p = n_params(ELEM_I32, 7, i_ranges[r][0], i_ranges[r][1], r % 2);
+        char what[96];
+        snprintf(what, sizeof what, "int32 edges over [%.1f, %.1f)", i_ranges[r][0],
+                 i_ranges[r][1]);
+        check_hist(&p, v, n * sizeof *v, what);
+    }
+    free(v);
+}
+END_TEST
+
+/* Blocks in launches that start mid-input: 65536 elements per launch
+ * (launch_items_max 4096), so each CPU work-item has 32 blocks. */
+START_TEST(ints_blocks_split)
+{
+    struct dev *d = fixture_dev();
+    uint64_t saved = d->launch_items_max;
+    dev_set_launch_items_max_for_test(d, 4096);
+    size_t n = 3 * 65536 + 1000 + 7;
+    float *f = malloc(n * sizeof *f);
+    ck_assert_ptr_nonnull(f);
+    fixture_random(f, n * sizeof *f, 41);
+    for (size_t i = 0; i < n; i++)
+        if ((i / 256) % 2)
+            f[i] = 1.5f;   /* every other block of one value, the rest random bits */
+    struct hist_params p = n_params(ELEM_F32, 100, -10, 10, true);
+    check_hist(&p, f, n * sizeof *f, "float blocks, split");
+    dev_set_launch_items_max_for_test(d, saved);
+    free(f);
+}
+END_TEST
+
 START_TEST(a_million_bins)
 {
     size_t n = 300007;
@@ -408,6 +521,9 @@ int main(void)
     tcase_add_test(tc, out_of_range_drop_and_clamp);
     tcase_add_test(tc, nan_and_infinities);
     tcase_add_test(tc, all_equal_elements);
+    tcase_add_test(tc, ints_blocks);
+    tcase_add_test(tc, ints_blocks_split);
+    tcase_add_test(tc, ints_thresholds);
     tcase_add_test(tc, a_million_bins);
     tcase_add_test(tc, bytes_kernel_counter_limits);
     tcase_add_test(tc, split_launches);
