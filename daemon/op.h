@@ -32,6 +32,9 @@ struct dev_grid op_tile_grid(const struct dev *d, uint64_t units, size_t wg, uin
 enum op_gpu_kernel { OP_GPU_KERNEL_V1, OP_GPU_KERNEL_V2, OP_GPU_KERNEL_V3 };
 enum op_gpu_kernel op_hist256_gpu_kernel_for_test(enum op_gpu_kernel k);
 enum op_gpu_kernel op_transform_gpu_kernel_for_test(enum op_gpu_kernel k);
+/* Map takes the v2 kernel only from this many bytes (returns the previous
+ * bound; tests set 0 to reach it with small inputs). */
+size_t op_transform_map_v2_min_for_test(size_t bytes);
 enum op_gpu_kernel op_reverse_gpu_kernel_for_test(enum op_gpu_kernel k);
 
 /* dst = reverse of src; dst->size == src->size. */

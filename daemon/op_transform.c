@@ -41,8 +41,19 @@
 #define OP_XFORM_V2_WORDS 8
 #define OP_XFORM_V2_MAP_TILES 4
 #define OP_XFORM_V2_MAP_GROUPS_PER_CU 8
+/* Smaller maps run transform_map (v1): on the H100 v1/v2 were 0.95/0.61
+ * of copy at 1 MiB, 0.93/0.90 at 64 MiB, 0.91/0.95 at 256 MiB. */
+#define OP_XFORM_V2_MAP_MIN (128u << 20)
 
 static enum op_gpu_kernel op_xform_gpu = OP_XFORM_GPU_KERNEL;
+static size_t op_xform_v2_map_min = OP_XFORM_V2_MAP_MIN;
+
+size_t op_transform_map_v2_min_for_test(size_t bytes)
+{
+    size_t was = op_xform_v2_map_min;
+    op_xform_v2_map_min = bytes;
+    return was;
+}
 
 enum op_gpu_kernel op_transform_gpu_kernel_for_test(enum op_gpu_kernel k)
 {
@@ -136,9 +147,13 @@ static enum status_code op_xform_params(struct dev_exec *x, const struct transfo
 enum status_code op_transform(struct dev_exec *x, const struct transform_params *p,
                               struct dev_buf *src, struct dev_buf *dst)
 {
-    int which = x->d->shape == DEV_SHAPE_CPU        ? OP_XFORM_CPU
-                : op_xform_gpu == OP_GPU_KERNEL_V2 ? OP_XFORM_GPU_V2
-                                                   : OP_XFORM_GPU_V1;
+    /* Map's v2 fills an 8 KiB table per group first: below
+     * OP_XFORM_V2_MAP_MIN bytes v1 is faster. */
+    bool v2 = op_xform_gpu == OP_GPU_KERNEL_V2 &&
+              (p->op != XFORM_MAP || src->size >= op_xform_v2_map_min);
+    int which = x->d->shape == DEV_SHAPE_CPU ? OP_XFORM_CPU
+                : v2                         ? OP_XFORM_GPU_V2
+                                             : OP_XFORM_GPU_V1;
     const char *name = op_xform_kernels[p->op][which];
     cl_kernel k = dev_kernel(x->d, name);
     bool in_place = src == dst;

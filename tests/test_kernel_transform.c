@@ -154,6 +154,7 @@ START_TEST(both_access_patterns)
     struct dev *d = fixture_dev();
     enum dev_shape own = d->shape;
     enum op_gpu_kernel own_kernel = op_transform_gpu_kernel_for_test(OP_GPU_KERNEL_V1);
+    size_t own_map_min = op_transform_map_v2_min_for_test(0);
     /* Both GPU kernels (op_transform.c's OP_XFORM_GPU_KERNEL), then CPU. */
     const enum dev_shape shapes[] = {DEV_SHAPE_GPU, DEV_SHAPE_GPU, DEV_SHAPE_CPU};
     const enum op_gpu_kernel kernels[] = {OP_GPU_KERNEL_V1, OP_GPU_KERNEL_V2,
@@ -181,12 +182,14 @@ START_TEST(both_access_patterns)
             dev_set_launch_items_max_for_test(d, saved);
         }
         /* A sub-range over a MiB: CPU devices map it through the table of
-         * byte pairs, with unaligned bytes before and after. */
+         * byte pairs, with unaligned bytes before and after; transform_map_v2
+         * gives each group two tiles on the two compute units here. */
         struct transform_params m = params(XFORM_MAP, 0, 7, (1u << 20) + 9);
         check_transform(&m, (1u << 20) + 31, 99);
     }
     dev_set_shape_for_test(d, own);
     op_transform_gpu_kernel_for_test(own_kernel);
+    op_transform_map_v2_min_for_test(own_map_min);
 }
 END_TEST
 
