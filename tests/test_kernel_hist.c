@@ -360,20 +360,22 @@ START_TEST(ints_thresholds)
     for (size_t i = 0; i < n; i++)
         if (i % 3)
             v[i] = edges[(i * 7) % ne];
-    for (size_t r = 0; r < sizeof u_ranges / sizeof u_ranges[0]; r++) {
-        struct hist_params p = n_params(ELEM_U32, 7, u_ranges[r][0], u_ranges[r][1], r % 2);
-        char what[96];
-        snprintf(what, sizeof what, "uint32 edges over [%.1f, %.1f)", u_ranges[r][0],
-                 u_ranges[r][1]);
-        check_hist(&p, v, n * sizeof *v, what);
-    }
-    for (size_t r = 0; r < sizeof i_ranges / sizeof i_ranges[0]; r++) {
-        struct hist_params p = n_params(ELEM_I32, 7, i_ranges[r][0], i_ranges[r][1], r % 2);
-        char what[96];
-        snprintf(what, sizeof what, "int32 edges over [%.1f, %.1f)", i_ranges[r][0],
-                 i_ranges[r][1]);
-        check_hist(&p, v, n * sizeof *v, what);
-    }
+    const struct {
+        enum elem_type type;
+        const char *name;
+        const double (*ranges)[2];
+        size_t nranges;
+    } types[] = {{ELEM_U32, "uint32", u_ranges, sizeof u_ranges / sizeof u_ranges[0]},
+                 {ELEM_I32, "int32", i_ranges, sizeof i_ranges / sizeof i_ranges[0]}};
+    for (size_t t = 0; t < sizeof types / sizeof types[0]; t++)
+        for (size_t r = 0; r < types[t].nranges; r++) {
+            const double *range = types[t].ranges[r];
+            struct hist_params p = n_params(types[t].type, 7, range[0], range[1], r % 2);
+            char what[96];
+            snprintf(what, sizeof what, "%s edges over [%.1f, %.1f)", types[t].name, range[0],
+                     range[1]);
+            check_hist(&p, v, n * sizeof *v, what);
+        }
     free(v);
 }
 END_TEST
