@@ -242,6 +242,11 @@ static void h2_call_headers_done(struct h2_call *c)
         h2_call_fail(c, STATUS_UNIMPLEMENTED, "unknown method (path too long)");
         return;
     }
+    if (c->timeout_bad) {
+        h2_call_fail(c, STATUS_INTERNAL,
+                     "malformed grpc-timeout: want 1 to 8 digits and a unit (H, M, S, m, u or n)");
+        return;
+    }
     char msg[STATUS_MSG_MAX] = "";
     enum status_code code = s->h->start(c, c->path, &c->kind, msg, sizeof(msg), s->ctx);
     if (code != STATUS_OK) {
@@ -380,6 +385,36 @@ static bool h2_name_is(const uint8_t *name, size_t namelen, const char *want)
     return namelen == strlen(want) && memcmp(name, want, namelen) == 0;
 }
 
+/* grpc-timeout: 1 to 8 digits and a unit, H M S m u n (gRPC's
+ * PROTOCOL-HTTP2). In milliseconds, rounded up so that a short timeout
+ * does not become none. */
+static bool h2_parse_timeout(const uint8_t *v, size_t len, uint64_t *ms)
+{
+    if (len < 2 || len > 9)
+        return false;
+    uint64_t n = 0;
+    for (size_t i = 0; i + 1 < len; i++) {
+        if (v[i] < '0' || v[i] > '9')
+            return false;
+        n = n * 10 + (uint64_t)(v[i] - '0');
+    }
+    switch (v[len - 1]) {
+    case 'H': *ms = n * 3600000; break;
+    case 'M': *ms = n * 60000; break;
+    case 'S': *ms = n * 1000; break;
+    case 'm': *ms = n; break;
+    case 'u': *ms = (n + 999) / 1000; break;
+    case 'n': *ms = (n + 999999) / 1000000; break;
+    default: return false;
+    }
+    return true;
+}
+
+uint64_t h2_call_timeout_ms(const struct h2_call *call)
+{
+    return call->timeout_ms;
+}
+
 static int h2_on_header(nghttp2_session *ng, const nghttp2_frame *frame, const uint8_t *name,
                         size_t namelen, const uint8_t *value, size_t valuelen, uint8_t flags,
                         void *user_data)
@@ -400,6 +435,8 @@ static int h2_on_header(nghttp2_session *ng, const nghttp2_frame *frame, const u
             memcpy(c->path, value, valuelen);
             c->path[valuelen] = '\0';
         }
+    } else if (h2_name_is(name, namelen, "grpc-timeout")) {
+        c->timeout_bad = !h2_parse_timeout(value, valuelen, &c->timeout_ms);
     } else if (h2_name_is(name, namelen, "content-type")) {
         size_t n = valuelen < sizeof(c->content_type) - 1 ? valuelen : sizeof(c->content_type) - 1;
         memcpy(c->content_type, value, n);

@@ -134,6 +134,11 @@ void h2_session_refuse(struct h2_session *s, const char *reason);
 /* Calls open on this session. */
 size_t h2_session_calls(const struct h2_session *s);
 
+/* The client's deadline from its grpc-timeout header, in milliseconds
+ * (rounded up), or 0 when it sent none. A malformed one never reaches a
+ * handler: the call is answered INTERNAL, as gRPC servers do. */
+uint64_t h2_call_timeout_ms(const struct h2_call *call);
+
 /* Per-call slot for the handler's state; NULL until set. */
 void *h2_call_user(const struct h2_call *call);
 void h2_call_set_user(struct h2_call *call, void *user);

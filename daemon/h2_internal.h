@@ -45,6 +45,8 @@ struct h2_call {
     bool path_too_long;
     bool is_post;
     char content_type[64];
+    uint64_t timeout_ms;     /* grpc-timeout, 0 if none */
+    bool timeout_bad;        /* grpc-timeout did not parse */
     /* A failure found while feeding the reader, reported after it returns. */
     enum status_code feed_status;
     char feed_msg[STATUS_MSG_MAX];

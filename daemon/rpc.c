@@ -5,6 +5,9 @@
  * for a known method starts, freed when h2.c says the call closed. A job in
  * flight points back at its call through job->owner; closing the call clears
  * that pointer, so a completion for a vanished client just frees the job.
+ * A call whose client sent grpc-timeout gets a timer: when it fires first,
+ * the call is answered DEADLINE_EXCEEDED and its job cancelled (queued
+ * device work is dropped; a running command finishes and is thrown away).
  */
 #include "rpc.h"
 
@@ -13,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <uv.h>
 
 #include "amp.pb-c.h"
 #include "grpc/health/v1/health.pb-c.h"
@@ -47,6 +51,39 @@ uint64_t rpc_now_ms(void)
     return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
+/* --- deadlines ------------------------------------------------------------ */
+
+static void rpc_on_deadline(uv_timer_t *t)
+{
+    struct rpc_call *rc = t->data;
+    char msg[STATUS_MSG_MAX];
+    snprintf(msg, sizeof msg, "deadline exceeded: the call's grpc-timeout of %llu ms passed",
+             (unsigned long long)h2_call_timeout_ms(rc->h2));
+    if (rc->method->streaming) {
+        rc->method->streaming->fail(rc, STATUS_DEADLINE_EXCEEDED, msg);
+        return;
+    }
+    if (rc->job)
+        atomic_store(&rc->job->cancelled, true);
+    rpc_fail(rc, STATUS_DEADLINE_EXCEEDED, "%s", msg);
+}
+
+static int rpc_deadline_start(struct rpc_call *rc, uint64_t ms)
+{
+    rc->deadline = malloc(sizeof *rc->deadline);
+    if (!rc->deadline)
+        return -1;
+    uv_timer_init(rc->env->loop, rc->deadline);
+    rc->deadline->data = rc;
+    uv_timer_start(rc->deadline, rpc_on_deadline, ms, 0);
+    return 0;
+}
+
+static void rpc_deadline_free(uv_handle_t *h)
+{
+    free(h);
+}
+
 /* --- h2 handlers ---------------------------------------------------------- */
 
 enum status_code rpc_h2_start(struct h2_call *call, const char *path, enum h2_call_kind *kind,
@@ -65,6 +102,12 @@ enum status_code rpc_h2_start(struct h2_call *call, const char *path, enum h2_ca
     rc->h2 = call;
     rc->env = env;
     rc->method = m;
+    uint64_t timeout = h2_call_timeout_ms(call);
+    if (timeout && env->loop && rpc_deadline_start(rc, timeout) != 0) {
+        free(rc);
+        snprintf(msg, msglen, "out of memory");
+        return STATUS_RESOURCE_EXHAUSTED;
+    }
     h2_call_set_user(call, rc);
     *kind = m->streaming ? H2_STREAM : H2_UNARY;
     return STATUS_OK;
@@ -110,6 +153,10 @@ void rpc_h2_closed(struct h2_call *call, struct rpc_env *env)
     struct rpc_call *rc = h2_call_user(call);
     if (!rc)
         return;
+    if (rc->deadline) {
+        uv_timer_stop(rc->deadline);
+        uv_close((uv_handle_t *)rc->deadline, rpc_deadline_free);
+    }
     if (rc->method->streaming)
         rc->method->streaming->closed(rc);
     if (rc->job)

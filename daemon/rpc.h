@@ -28,6 +28,7 @@ struct rpc_env {
     bool draining;             /* shutting down: health checks say NOT_SERVING */
     uint64_t start_ms;         /* rpc_now_ms() at startup, for Status.uptime_ms */
     uint32_t connections;      /* connections open now; kept by conn.c */
+    struct uv_loop_s *loop;    /* runs calls' deadline timers; NULL (h2 tests): not enforced */
 };
 
 struct rpc_call;
@@ -42,6 +43,8 @@ struct rpc_streaming {
     void (*end)(struct rpc_call *rc);
     void (*sent)(struct rpc_call *rc);
     void (*closed)(struct rpc_call *rc);
+    /* Fails the call from outside (its deadline passed), stopping its work. */
+    void (*fail)(struct rpc_call *rc, enum status_code code, const char *msg);
 };
 
 struct rpc_method {
@@ -61,6 +64,7 @@ struct rpc_call {
     ProtobufCMessage *req;              /* decoded request, owned; freed with the call */
     struct job *job;                    /* submitted, not yet completed; job->owner == this */
     void *stream;                       /* a streaming method's state (rpc_stream.c) */
+    struct uv_timer_s *deadline;        /* fires at the client's grpc-timeout; NULL if none */
 };
 
 /* The method for path, or NULL. */

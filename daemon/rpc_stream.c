@@ -661,9 +661,22 @@ static void rpc_stream_closed(struct rpc_call *rc)
     rpc_stream_wind_down(st);
 }
 
+/* The layer fails the call (its deadline passed): stop first, since the
+ * answer may close the call at once. */
+static void rpc_stream_fail_call(struct rpc_call *rc, enum status_code code, const char *msg)
+{
+    struct rpc_stream *st = rc->stream;
+    if (st) {
+        rpc_stream_stop(st);
+        rpc_stream_wind_down(st);   /* may free st; rc->stream is cleared then */
+    }
+    rpc_fail(rc, code, "%s", msg);
+}
+
 const struct rpc_streaming rpc_stream_method = {
     .message = rpc_stream_message,
     .end = rpc_stream_end,
     .sent = rpc_stream_sent,
     .closed = rpc_stream_closed,
+    .fail = rpc_stream_fail_call,
 };

@@ -137,6 +137,7 @@ static void server_init(struct server *srv, const struct config *cfg)
     srv->cfg = cfg;
     srv->env.max_message_bytes = (size_t)cfg->max_message_bytes;
     srv->env.start_ms = rpc_now_ms();
+    srv->env.loop = &srv->loop;
     srv->conns.max = cfg->max_connections;
     srv->conns.h2cfg.max_message_bytes = (size_t)cfg->max_message_bytes;
     srv->conns.h2cfg.max_streams = cfg->max_streams;

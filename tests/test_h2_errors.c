@@ -54,6 +54,32 @@ START_TEST(stream_needs_header_first)
 }
 END_TEST
 
+/* grpc-timeout must be 1 to 8 digits and one of H M S m u n; a malformed
+ * one is answered INTERNAL (as gRPC servers do), a good one changes
+ * nothing here (these layers run no timers; test_deadline.c does). */
+START_TEST(malformed_timeout)
+{
+    static const char *const bad[] = {"S", "12", "12x", "5s", "-1S", "1.5S", "123456789S",
+                                      "1 S", "0x1S"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        h2c_set_timeout(pair.client, bad[i]);
+        const struct h2c_result *r = h2_pair_call(&pair, "/amp.v1.Amp/Status", NULL, 0);
+        ck_assert_msg(r->grpc_status == STATUS_INTERNAL, "grpc-timeout \"%s\": status %d", bad[i],
+                      r->grpc_status);
+        char msg[H2C_MESSAGE_MAX];
+        h2c_percent_decode(r->grpc_message, msg, sizeof msg);
+        ck_assert_ptr_nonnull(strstr(msg, "malformed grpc-timeout"));
+    }
+    static const char *const good[] = {"1n", "999u", "50m", "5S", "1M", "99999999H", "00000001S"};
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        h2c_set_timeout(pair.client, good[i]);
+        const struct h2c_result *r = h2_pair_call(&pair, "/amp.v1.Amp/Status", NULL, 0);
+        ck_assert_msg(r->grpc_status == 0, "grpc-timeout \"%s\": status %d", good[i],
+                      r->grpc_status);
+    }
+}
+END_TEST
+
 START_TEST(stream_without_devices)
 {
     /* StreamRequest{header{steps: [{reverse: {}}]}}: valid, but this
@@ -313,6 +339,7 @@ int main(void)
     tcase_add_test(tc, percent_encoding);
     tcase_add_test(tc, trailers_percent_encoded_on_wire);
     tcase_add_test(tc, others_keep_working);
+    tcase_add_test(tc, malformed_timeout);
     suite_add_tcase(s, tc);
     return check_run(s, CK_FORK_GETENV);
 }

@@ -32,6 +32,7 @@ struct h2c_stream {
 
 struct h2c {
     nghttp2_session *ng;
+    char timeout[32];             /* grpc-timeout of new requests; "" for none */
     struct h2c_stream *streams;
     bool goaway;
     uint32_t goaway_code;
@@ -192,10 +193,12 @@ static int32_t h2c_submit(struct h2c *c, const char *method, const char *path, c
         { (uint8_t *)":path", (uint8_t *)path, 5, strlen(path), 0 },
         { (uint8_t *)"content-type", (uint8_t *)ct, 12, strlen(ct), 0 },
         { (uint8_t *)"te", (uint8_t *)"trailers", 2, 8, 0 },
+        { (uint8_t *)"grpc-timeout", (uint8_t *)c->timeout, 12, strlen(c->timeout), 0 },
     };
+    size_t nnv = sizeof(nv) / sizeof(nv[0]) - (c->timeout[0] ? 0 : 1);
     nghttp2_data_provider dp = { .source.ptr = s, .read_callback = h2c_body_read };
-    int32_t id = nghttp2_submit_request(c->ng, NULL, nv, sizeof(nv) / sizeof(nv[0]),
-                                        (len || end_stream) ? &dp : NULL, NULL);
+    int32_t id = nghttp2_submit_request(c->ng, NULL, nv, nnv, (len || end_stream) ? &dp : NULL,
+                                        NULL);
     if (id < 0) {
         free(s->body_owned);
         free(s);
@@ -205,6 +208,11 @@ static int32_t h2c_submit(struct h2c *c, const char *method, const char *path, c
     s->next = c->streams;
     c->streams = s;
     return id;
+}
+
+void h2c_set_timeout(struct h2c *c, const char *grpc_timeout)
+{
+    snprintf(c->timeout, sizeof c->timeout, "%s", grpc_timeout ? grpc_timeout : "");
 }
 
 int32_t h2c_request(struct h2c *c, const char *path, const char *content_type, const uint8_t *body,

@@ -40,6 +40,10 @@ void h2c_free(struct h2c *c);
 int32_t h2c_request(struct h2c *c, const char *path, const char *content_type, const uint8_t *body,
                     size_t len, bool end_stream);
 
+/* The grpc-timeout header value (sent verbatim, e.g. "50m" or "12x") of
+ * the requests started after this; NULL: none (the default). */
+void h2c_set_timeout(struct h2c *c, const char *grpc_timeout);
+
 /* Same, with one gRPC message built from msg (prefix added). */
 int32_t h2c_call(struct h2c *c, const char *path, const uint8_t *msg, size_t len);
 
