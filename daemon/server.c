@@ -16,6 +16,7 @@
 
 #include "conn.h"
 #include "listen.h"
+#include "notify.h"
 #include "rpc.h"
 #include "scheduler.h"
 
@@ -125,6 +126,7 @@ static void server_on_signal(uv_signal_t *h, int signum)
         return;
     }
     fprintf(stderr, "ampd: signal %d: draining\n", signum);
+    notify_state("STOPPING=1");
     srv->draining = true;
     srv->env.draining = true;
     server_close_listeners(srv);
@@ -182,6 +184,7 @@ int server_run(const struct config *cfg, struct dev **devs, size_t ndevs, size_t
     if (status == 0) {
         uv_signal_start(&srv->sigterm, server_on_signal, SIGTERM);
         uv_signal_start(&srv->sigint, server_on_signal, SIGINT);
+        notify_state("READY=1"); /* devices found, kernels built, sockets listening */
         uv_run(&srv->loop, UV_RUN_DEFAULT);
     } else {
         server_close_listeners(srv);

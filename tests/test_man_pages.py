@@ -1,0 +1,53 @@
+"""test_man_pages.py: the man pages name what the programs offer.
+
+Every long option in `ampd --help` must appear in docs/man/ampd.8, and
+every long option and command in `ampctl --help` in docs/man/ampctl.1, so
+a new option without its documentation fails here. Roff writes hyphens as
+\\-, which is undone before comparing.
+"""
+import os
+import re
+import subprocess
+import sys
+
+SRC = os.environ.get("AMP_SOURCE_DIR", os.path.join(os.path.dirname(__file__), ".."))
+AMPD = os.environ.get("AMPD_BIN", "ampd")
+AMPCTL = os.environ.get("AMPCTL_BIN", "ampctl")
+
+
+def help_text(binary):
+    p = subprocess.run([binary, "--help"], capture_output=True, text=True, timeout=60)
+    return p.stdout + p.stderr
+
+
+def page(name):
+    with open(os.path.join(SRC, "docs", "man", name), encoding="utf-8") as f:
+        return f.read().replace("\\-", "-")
+
+
+def missing(words, text):
+    return [w for w in words if not re.search(r"(?<![\w-])" + re.escape(w) + r"(?![\w-])", text)]
+
+
+def main():
+    failures = []
+    ampd_opts = sorted(set(re.findall(r"--[a-z][a-z-]*", help_text(AMPD))))
+    failures += ["ampd.8 lacks " + w for w in missing(ampd_opts, page("ampd.8"))]
+
+    ctl = help_text(AMPCTL)
+    ctl_opts = sorted(set(re.findall(r"--[a-z][a-z-]*", ctl)))
+    commands = re.findall(r"^  ([a-z]+)  ", ctl.split("Commands:")[1].split("Exit status:")[0], re.M)
+    failures += ["ampctl.1 lacks " + w for w in missing(ctl_opts + commands, page("ampctl.1"))]
+
+    checked = len(ampd_opts) + len(ctl_opts) + len(commands)
+    if len(ampd_opts) < 10 or len(commands) < 8:
+        failures.append("could not read the --help texts (%d ampd options, %d ampctl commands)"
+                        % (len(ampd_opts), len(commands)))
+    for f in failures:
+        print("FAIL", f)
+    print("%d names checked, %d missing" % (checked, len(failures)))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

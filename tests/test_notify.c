@@ -1,0 +1,103 @@
+/* test_notify.c: ampd speaks systemd's notify protocol. With
+ * $NOTIFY_SOCKET naming a datagram socket (a path, or '@' and an abstract
+ * name) it sends READY=1 once it serves and STOPPING=1 when SIGTERM starts
+ * the drain; a NOTIFY_SOCKET that is no socket path changes nothing else. */
+#include <check.h>
+#include <poll.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "check_run.h"
+#include "daemon_proc.h"
+
+#define WAIT_MS 60000
+
+static struct daemon_proc ampd;
+
+/* A datagram socket bound to name ('@': abstract); returns the fd. */
+static int bind_notify(const char *name)
+{
+    int fd = socket(AF_UNIX, SOCK_DGRAM, 0);
+    ck_assert_int_ge(fd, 0);
+    struct sockaddr_un addr = { .sun_family = AF_UNIX };
+    size_t len = strlen(name);
+    ck_assert_uint_lt(len, sizeof addr.sun_path);
+    memcpy(addr.sun_path, name, len);
+    if (name[0] == '@')
+        addr.sun_path[0] = '\0';
+    ck_assert_int_eq(bind(fd, (struct sockaddr *)&addr,
+                          (socklen_t)(offsetof(struct sockaddr_un, sun_path) + len)),
+                     0);
+    return fd;
+}
+
+/* The next datagram on fd, as a string. */
+static void expect_state(int fd, const char *want)
+{
+    struct pollfd pfd = { .fd = fd, .events = POLLIN };
+    ck_assert_msg(poll(&pfd, 1, WAIT_MS) == 1, "no %s within %d ms", want, WAIT_MS);
+    char buf[256];
+    ssize_t n = recv(fd, buf, sizeof buf - 1, 0);
+    ck_assert_int_gt(n, 0);
+    buf[n] = '\0';
+    ck_assert_str_eq(buf, want);
+}
+
+static void ready_and_stopping(const char *name)
+{
+    int fd = bind_notify(name);
+    ck_assert_int_eq(setenv("NOTIFY_SOCKET", name, 1), 0);
+    ck_assert_int_eq(daemon_start(&ampd, NULL), 0);
+    unsetenv("NOTIFY_SOCKET");
+    expect_state(fd, "READY=1");
+    ck_assert_int_eq(daemon_stop(&ampd), 0);
+    expect_state(fd, "STOPPING=1");
+    close(fd);
+}
+
+START_TEST(path_socket)
+{
+    char dir[] = "/tmp/ampd-notify-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    char name[64];
+    snprintf(name, sizeof name, "%s/notify", dir);
+    ready_and_stopping(name);
+    unlink(name);
+    rmdir(dir);
+}
+END_TEST
+
+START_TEST(abstract_socket)
+{
+    char name[64];
+    snprintf(name, sizeof name, "@ampd-test-notify-%d", (int)getpid());
+    ready_and_stopping(name);
+}
+END_TEST
+
+START_TEST(not_a_socket_path)
+{
+    ck_assert_int_eq(setenv("NOTIFY_SOCKET", "relative/notify", 1), 0);
+    ck_assert_int_eq(daemon_start(&ampd, NULL), 0);
+    unsetenv("NOTIFY_SOCKET");
+    ck_assert(daemon_alive(&ampd));
+    ck_assert_int_eq(daemon_stop(&ampd), 0);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("notify");
+    TCase *tc = tcase_create("daemon");
+    tcase_set_timeout(tc, 600);
+    tcase_add_test(tc, path_socket);
+    tcase_add_test(tc, abstract_socket);
+    tcase_add_test(tc, not_a_socket_path);
+    suite_add_tcase(s, tc);
+    return check_run(s, CK_FORK_GETENV);
+}
