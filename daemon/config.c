@@ -58,6 +58,9 @@ static const struct config_opt config_opts[] = {
       "device bytes jobs may reserve at once, per device (default 0: 90%)" },
     { "drain-timeout", "S", CFG_SECONDS, CFG_OFF(drain_timeout_ms), 0,
       UINT32_MAX / CONFIG_MS_PER_S, "on SIGTERM, wait at most S seconds for calls (default 30)" },
+    { "idle-timeout", "S", CFG_SECONDS, CFG_OFF(idle_timeout_ms), 0,
+      UINT32_MAX / CONFIG_MS_PER_S,
+      "close a connection with no call open for S seconds (default 0: never)" },
 };
 
 #define CONFIG_NOPTS (sizeof(config_opts) / sizeof(config_opts[0]))

@@ -45,6 +45,7 @@ struct config {
     uint32_t max_streams;
     uint64_t max_job_memory;
     uint32_t drain_timeout_ms;
+    uint32_t idle_timeout_ms;          /* 0: idle connections stay open */
     uint64_t staging_bytes;            /* per device; >= chunk_bytes */
     uint64_t chunk_bytes;              /* multiple of AMPD_CHUNK_ALIGN */
     uint64_t max_device_memory;        /* 0: 90% of each device's memory */

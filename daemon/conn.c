@@ -29,6 +29,8 @@ struct conn {
     bool writing;               /* a listen_sock_write() is in flight */
     bool closing;               /* listen_sock_close() called: no more I/O */
     bool fatal;                 /* protocol error: close once the GOAWAY is out */
+    bool idle_closed;           /* got its GOAWAY for --idle-timeout */
+    uint64_t active_ms;         /* rpc_now_ms() of the last byte read or written */
 };
 
 static void conn_flush(struct conn *c);
@@ -165,6 +167,7 @@ static void conn_flush(struct conn *c)
 static void conn_sock_read(void *ctx, const uint8_t *data, size_t len)
 {
     struct conn *c = ctx;
+    c->active_ms = rpc_now_ms();
     if (c->fatal)
         return;
     if (h2_session_recv(c->h2, data, len) != 0)
@@ -181,6 +184,7 @@ static void conn_sock_written(void *ctx, int status)
 {
     struct conn *c = ctx;
     c->writing = false;
+    c->active_ms = rpc_now_ms();
     if (status != 0) {
         conn_close(c, 0);
         return;
@@ -209,6 +213,7 @@ void conn_accept(struct conn_set *set, struct listen_sock *sock)
     }
     c->set = set;
     c->sock = sock;
+    c->active_ms = rpc_now_ms();
     c->next = set->head;
     if (set->head)
         set->head->prev = c;
@@ -244,6 +249,18 @@ void conn_drain_all(struct conn_set *set)
         if (c->closing)
             continue;
         h2_session_goaway(c->h2);
+        conn_flush(c);
+    }
+}
+
+void conn_close_idle(struct conn_set *set, uint64_t now_ms, uint64_t idle_ms)
+{
+    for (struct conn *c = set->head; c; c = c->next) {
+        if (c->closing || c->idle_closed || h2_session_calls(c->h2) > 0 ||
+            now_ms - c->active_ms < idle_ms)
+            continue;
+        c->idle_closed = true;
+        h2_session_goaway(c->h2);   /* no call open: it closes once the GOAWAY is out */
         conn_flush(c);
     }
 }

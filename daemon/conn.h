@@ -30,6 +30,11 @@ struct conn_set {
     bool draining;              /* new connections are refused, old ones got GOAWAY */
 };
 
+/* --idle-timeout: every connection with no call open and no bytes read or
+ * written for idle_ms (milliseconds, rpc_now_ms clock) gets a GOAWAY and
+ * closes. server.c calls this from a periodic timer. */
+void conn_close_idle(struct conn_set *set, uint64_t now_ms, uint64_t idle_ms);
+
 /* Takes an accepted socket: serves it, or refuses it with a GOAWAY naming
  * the limit when --max-connections are already open (or while draining). */
 void conn_accept(struct conn_set *set, struct listen_sock *sock);

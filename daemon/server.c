@@ -20,6 +20,9 @@
 #include "rpc.h"
 #include "scheduler.h"
 
+#define SERVER_IDLE_SWEEPS 4
+#define SERVER_IDLE_SWEEP_MAX_MS 1000
+
 struct server {
     uv_loop_t loop;
     const struct config *cfg;
@@ -31,6 +34,7 @@ struct server {
     size_t nlisteners;
     uv_signal_t sigterm, sigint;
     uv_timer_t drain_timer;
+    uv_timer_t idle_timer;     /* --idle-timeout's sweep over the connections */
     bool draining;
     bool stopped;           /* final teardown started: connections closing */
     bool finished;          /* connections gone, scheduler and handles closed */
@@ -83,6 +87,7 @@ static void server_finish(struct server *srv)
     uv_close((uv_handle_t *)&srv->sigterm, NULL);
     uv_close((uv_handle_t *)&srv->sigint, NULL);
     uv_close((uv_handle_t *)&srv->drain_timer, NULL);
+    uv_close((uv_handle_t *)&srv->idle_timer, NULL);
 }
 
 /* Everything is drained or given up on: close the connections left, then
@@ -93,6 +98,7 @@ static void server_stop(struct server *srv)
         return;
     srv->stopped = true;
     uv_timer_stop(&srv->drain_timer);
+    uv_timer_stop(&srv->idle_timer);
     srv->conns.draining = true;   /* so that empty() reports the last close */
     if (srv->conns.head) {
         conn_close_all(&srv->conns);
@@ -117,6 +123,25 @@ static void server_on_drain_timeout(uv_timer_t *t)
     server_stop(srv);
 }
 
+static void server_on_idle_sweep(uv_timer_t *t)
+{
+    struct server *srv = t->data;
+    conn_close_idle(&srv->conns, rpc_now_ms(), srv->cfg->idle_timeout_ms);
+}
+
+/* Sweeps a few times per timeout (at least every second), so an idle
+ * connection closes within a quarter of the timeout (or a second) of it. */
+static void server_start_idle_sweep(struct server *srv)
+{
+    uint64_t every = srv->cfg->idle_timeout_ms / SERVER_IDLE_SWEEPS;
+    if (every > SERVER_IDLE_SWEEP_MAX_MS)
+        every = SERVER_IDLE_SWEEP_MAX_MS;
+    if (every == 0)
+        every = 1;
+    if (srv->cfg->idle_timeout_ms)
+        uv_timer_start(&srv->idle_timer, server_on_idle_sweep, every, every);
+}
+
 static void server_on_signal(uv_signal_t *h, int signum)
 {
     struct server *srv = h->data;
@@ -129,6 +154,7 @@ static void server_on_signal(uv_signal_t *h, int signum)
     notify_state("STOPPING=1");
     srv->draining = true;
     srv->env.draining = true;
+    uv_timer_stop(&srv->idle_timer);   /* the drain closes connections now */
     server_close_listeners(srv);
     uv_timer_start(&srv->drain_timer, server_on_drain_timeout, srv->cfg->drain_timeout_ms, 0);
     conn_drain_all(&srv->conns); /* may call server_on_conns_empty at once */
@@ -151,7 +177,8 @@ static void server_init(struct server *srv, const struct config *cfg)
     uv_signal_init(&srv->loop, &srv->sigterm);
     uv_signal_init(&srv->loop, &srv->sigint);
     uv_timer_init(&srv->loop, &srv->drain_timer);
-    srv->sigterm.data = srv->sigint.data = srv->drain_timer.data = srv;
+    uv_timer_init(&srv->loop, &srv->idle_timer);
+    srv->sigterm.data = srv->sigint.data = srv->drain_timer.data = srv->idle_timer.data = srv;
 }
 
 int server_run(const struct config *cfg, struct dev **devs, size_t ndevs, size_t default_index)
@@ -184,6 +211,7 @@ int server_run(const struct config *cfg, struct dev **devs, size_t ndevs, size_t
     if (status == 0) {
         uv_signal_start(&srv->sigterm, server_on_signal, SIGTERM);
         uv_signal_start(&srv->sigint, server_on_signal, SIGINT);
+        server_start_idle_sweep(srv);
         notify_state("READY=1"); /* devices found, kernels built, sockets listening */
         uv_run(&srv->loop, UV_RUN_DEFAULT);
     } else {
