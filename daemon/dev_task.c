@@ -63,18 +63,22 @@ struct dev_exec *dev_task_start(struct dev *d, struct task *t)
 {
     struct job *job = t->job;
     t->out_len = 0;
-    if (t->kind == TASK_JOB) {
-        dev_run(d, job);
-        dev_task_status(t, job->status, job->msg);
-        return NULL;
-    }
     if (t->kind == TASK_CLOSE) {
         dev_stream_close(job);
         dev_task_status(t, STATUS_OK, "");
         return NULL;
     }
+    /* Its call is gone (the client left, or its deadline passed): nothing
+     * would receive the result. A unary job reports through itself. */
     if (atomic_load(&job->cancelled)) {
-        dev_task_status(t, STATUS_CANCELLED, "the client went away");
+        if (t->kind == TASK_JOB)
+            job_fail(job, STATUS_CANCELLED, "the call ended before its job ran");
+        dev_task_status(t, STATUS_CANCELLED, "the call ended before its job ran");
+        return NULL;
+    }
+    if (t->kind == TASK_JOB) {
+        dev_run(d, job);
+        dev_task_status(t, job->status, job->msg);
         return NULL;
     }
     return dev_stream_start(d, t);

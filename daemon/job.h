@@ -92,8 +92,9 @@ struct job {
     /* Streamed jobs (task.h). */
     uint64_t total_len;   /* input bytes announced by the client; 0: unknown */
     size_t chunk_bytes;   /* staging buffer size: the most one IN carries */
-    atomic_bool cancelled;/* set by the loop when the client went away: the
-                           * runner drops the job's queued tasks */
+    atomic_bool cancelled;/* set by the loop when the job's call ended (client
+                           * gone, deadline passed): the runner drops the
+                           * job's queued tasks, a unary job's too */
 
     /* Runner thread only. */
     struct dev_stream *stream; /* device side of a stream, OPEN to CLOSE */

@@ -4,10 +4,10 @@
  * method families in rpc_*.c. It owns struct rpc_call: created when a call
  * for a known method starts, freed when h2.c says the call closed. A job in
  * flight points back at its call through job->owner; closing the call clears
- * that pointer, so a completion for a vanished client just frees the job.
+ * that pointer and cancels the job (a queued job is not run; one already
+ * running finishes), so the completion for a vanished client just frees it.
  * A call whose client sent grpc-timeout gets a timer: when it fires first,
- * the call is answered DEADLINE_EXCEEDED and its job cancelled (queued
- * device work is dropped; a running command finishes and is thrown away).
+ * the call is answered DEADLINE_EXCEEDED, which closes it.
  */
 #include "rpc.h"
 
@@ -63,9 +63,7 @@ static void rpc_on_deadline(uv_timer_t *t)
         rc->method->streaming->fail(rc, STATUS_DEADLINE_EXCEEDED, msg);
         return;
     }
-    if (rc->job)
-        atomic_store(&rc->job->cancelled, true);
-    rpc_fail(rc, STATUS_DEADLINE_EXCEEDED, "%s", msg);
+    rpc_fail(rc, STATUS_DEADLINE_EXCEEDED, "%s", msg);   /* the call closes: its job is cancelled */
 }
 
 static int rpc_deadline_start(struct rpc_call *rc, uint64_t ms)
@@ -159,8 +157,10 @@ void rpc_h2_closed(struct h2_call *call, struct rpc_env *env)
     }
     if (rc->method->streaming)
         rc->method->streaming->closed(rc);
-    if (rc->job)
+    if (rc->job) {
         rc->job->owner = NULL; /* the completion will find the call gone */
+        atomic_store(&rc->job->cancelled, true);   /* and if it has not run, it will not */
+    }
     if (rc->req)
         protobuf_c_message_free_unpacked(rc->req, NULL);
     free(rc);

@@ -1,7 +1,8 @@
 /* test_runner.c: a device's runner thread (daemon/runner.c): jobs run in
  * submission order on one thread that is not the submitter's, every job
- * completes exactly once, the load counts queued and running jobs, and
- * stopping completes queued jobs with STATUS_CANCELLED. */
+ * completes exactly once, the load counts queued and running jobs,
+ * stopping completes queued jobs with STATUS_CANCELLED, and so does a
+ * job cancelled before it ran. */
 #include <check.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -93,6 +94,32 @@ START_TEST(runs_in_order_on_its_thread)
 }
 END_TEST
 
+/* A job whose call has ended before it ran (rpc.c cancels it) completes
+ * CANCELLED without running; the jobs around it run. */
+START_TEST(cancelled_job_is_not_run)
+{
+    struct completions c;
+    completions_init(&c);
+    struct runner *r = runner_start(fixture_dev(), on_complete, &c);
+    ck_assert_ptr_nonnull(r);
+    struct job *jobs[3];
+    for (int i = 0; i < 3; i++)
+        jobs[i] = reverse_job((uint8_t)i);
+    atomic_store(&jobs[1]->cancelled, true);
+    for (int i = 0; i < 3; i++)
+        runner_submit(r, &jobs[i]->task);
+    completions_wait(&c, 3);
+    runner_stop(r);
+    ck_assert_int_eq(jobs[0]->status, STATUS_OK);
+    ck_assert_int_eq(jobs[1]->status, STATUS_CANCELLED);
+    ck_assert_ptr_null(jobs[1]->results);   /* dev_run() never saw it */
+    ck_assert_int_eq(jobs[2]->status, STATUS_OK);
+    ck_assert_uint_eq(jobs[2]->results[0].data[2], 2);
+    for (int i = 0; i < 3; i++)
+        job_free(jobs[i]);
+}
+END_TEST
+
 struct stopper {
     struct runner *r;
     struct completions *c;
@@ -167,6 +194,7 @@ int main(void)
     tcase_add_unchecked_fixture(tc, NULL, fixture_close);
     tcase_add_test(tc, runs_in_order_on_its_thread);
     tcase_add_test(tc, stop_cancels_queued_jobs);
+    tcase_add_test(tc, cancelled_job_is_not_run);
     tcase_add_test(tc, stop_idle_runner);
     suite_add_tcase(s, tc);
     return check_run(s, CK_NOFORK);
