@@ -80,8 +80,7 @@ struct op_hist_run {
     size_t wg, global;      /* the counting launch */
     cl_uint rows, copies;
     uint64_t per_launch;    /* elements per launch, a multiple of OP_HIST_ALIGN */
-    struct op_hist_acc *acc;          /* the launches' accumulator */
-    struct dev_buf *partials, *out;  /* the accumulator's */
+    struct op_hist_acc *acc;          /* the launches' accumulator: partials, out */
 };
 
 enum status_code op_hist_check(const struct dev *d, const struct hist_params *p, size_t len,
@@ -248,7 +247,7 @@ static void op_hist_shape_args(struct op_hist_run *h, uint64_t count)
                      (size_t)h->copies * h->width * sizeof(cl_uint), NULL);
         dev_exec_arg(x, h->k, h->kname, i++, sizeof h->copies, &h->copies);
     }
-    dev_exec_arg(x, h->k, h->kname, i, sizeof(cl_mem), &h->partials->mem);
+    dev_exec_arg(x, h->k, h->kname, i, sizeof(cl_mem), &h->acc->partials.mem);
 }
 
 static enum status_code op_hist_reduce(struct op_hist_run *h)
@@ -259,14 +258,15 @@ static enum status_code op_hist_reduce(struct op_hist_run *h)
     size_t wg = dev_kernel_wg(x->d, k, OP_HIST_REDUCE_WG);
     size_t lanes = wg < OP_HIST_REDUCE_LANES ? wg : OP_HIST_REDUCE_LANES;
     size_t global = (size_t)((h->width + lanes - 1) / lanes * wg);
-    dev_exec_arg(x, k, name, 0, sizeof(cl_mem), &h->partials->mem);
+    dev_exec_arg(x, k, name, 0, sizeof(cl_mem), &h->acc->partials.mem);
     dev_exec_arg(x, k, name, 1, sizeof h->rows, &h->rows);
     dev_exec_arg(x, k, name, 2, sizeof h->width, &h->width);
-    dev_exec_arg(x, k, name, 3, sizeof(cl_mem), &h->out->mem);
+    dev_exec_arg(x, k, name, 3, sizeof(cl_mem), &h->acc->out.mem);
     cl_uint add = h->acc->counted;
     dev_exec_arg(x, k, name, 4, sizeof add, &add);
     h->acc->counted = true;
-    const struct dev_access acc[] = {{h->partials, HAZARD_READ}, {h->out, HAZARD_WRITE}};
+    const struct dev_access acc[] = {{&h->acc->partials, HAZARD_READ},
+                                     {&h->acc->out, HAZARD_WRITE}};
     return dev_exec_kernel(x, k, name, global, wg, acc, 2);
 }
 
@@ -276,14 +276,14 @@ static enum status_code op_hist_launch(struct op_hist_run *h, uint64_t first, ui
     if (h->shape != OP_HIST_LOCAL && h->p->type != ELEM_U8) {
         /* These shapes add into the rows instead of overwriting them. */
         const cl_uint zero = 0;
-        dev_exec_fill(x, h->partials, &zero, sizeof zero, 0, h->partials->size);
+        dev_exec_fill(x, &h->acc->partials, &zero, sizeof zero, 0, h->acc->partials.size);
     }
     cl_ulong a_first = first, a_count = count;
     dev_exec_arg(x, h->k, h->kname, 0, sizeof(cl_mem), &h->src->mem);
     dev_exec_arg(x, h->k, h->kname, 1, sizeof a_first, &a_first);
     dev_exec_arg(x, h->k, h->kname, 2, sizeof a_count, &a_count);
     op_hist_shape_args(h, count);
-    const struct dev_access acc[] = {{h->src, HAZARD_READ}, {h->partials, HAZARD_WRITE}};
+    const struct dev_access acc[] = {{h->src, HAZARD_READ}, {&h->acc->partials, HAZARD_WRITE}};
     dev_exec_kernel(x, h->k, h->kname, h->global, h->wg, acc, 2);
     return op_hist_reduce(h);
 }
@@ -310,8 +310,6 @@ static enum status_code op_hist_partials(struct op_hist_run *h, struct op_hist_a
             return st;
     }
     h->acc = acc;
-    h->partials = &acc->partials;
-    h->out = &acc->out;
     return STATUS_OK;
 }
 
