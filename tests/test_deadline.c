@@ -11,9 +11,9 @@
 #include "check_run.h"
 #include "amp.pb-c.h"
 #include "daemon_proc.h"
-#include "grpc_frame.h"
 #include "h2_client.h"
 #include "status.h"
+#include "stream_msg.h"
 
 #define IO_TIMEOUT_MS 60000
 /* Fill of 8M uint32: 32 MiB made and copied back, milliseconds of work
@@ -80,28 +80,13 @@ END_TEST
 START_TEST(quiet_stream_past_deadline)
 {
     ck_assert_int_eq(daemon_start(&ampd, NULL), 0);
-    Amp__V1__HistogramParams hp = AMP__V1__HISTOGRAM_PARAMS__INIT;
-    Amp__V1__Step step = AMP__V1__STEP__INIT;
-    step.kind_case = AMP__V1__STEP__KIND_HISTOGRAM;
-    step.histogram = &hp;
-    Amp__V1__Step *steps[] = {&step};
-    Amp__V1__JobHeader header = AMP__V1__JOB_HEADER__INIT;
-    header.n_steps = 1;
-    header.steps = steps;
-    Amp__V1__StreamRequest req = AMP__V1__STREAM_REQUEST__INIT;
-    req.msg_case = AMP__V1__STREAM_REQUEST__MSG_HEADER;
-    req.header = &header;
     size_t len;
-    uint8_t *msg = pack(&req.base, &len);
-    uint8_t *body = malloc(GRPC_FRAME_HEADER + len);
-    grpc_frame_header(body, len);
-    memcpy(body + GRPC_FRAME_HEADER, msg, len);
-
+    uint8_t *body = stream_histogram_header(&len);
     int fd = h2c_connect_unix(ampd.sock_path);
     ck_assert_int_ge(fd, 0);
     struct h2c *c = h2c_new();
     h2c_set_timeout(c, "100m");
-    int32_t id = h2c_request_open(c, "/amp.v1.Amp/Stream", body, GRPC_FRAME_HEADER + len);
+    int32_t id = h2c_request_open(c, "/amp.v1.Amp/Stream", body, len);
     ck_assert_int_eq(h2c_run_fd(c, fd, IO_TIMEOUT_MS), 0);
     const struct h2c_result *r = h2c_result(c, id);
     ck_assert_int_eq(r->grpc_status, STATUS_DEADLINE_EXCEEDED);
@@ -116,7 +101,6 @@ START_TEST(quiet_stream_past_deadline)
     h2c_free(c);
     close(fd);
     free(body);
-    free(msg);
     ck_assert_int_eq(daemon_stop(&ampd), 0);
 }
 END_TEST

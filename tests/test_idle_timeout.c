@@ -10,11 +10,10 @@
 #include <unistd.h>
 
 #include "check_run.h"
-#include "amp.pb-c.h"
 #include "daemon_proc.h"
-#include "grpc_frame.h"
 #include "h2_client.h"
 #include "status.h"
+#include "stream_msg.h"
 
 #define IO_TIMEOUT_MS 60000
 #define IDLE_S "1"
@@ -99,26 +98,12 @@ START_TEST(open_call_keeps_connection)
 {
     static const char *const args[] = { "--idle-timeout", IDLE_S, NULL };
     ck_assert_int_eq(daemon_start(&ampd, args), 0);
-    Amp__V1__HistogramParams hp = AMP__V1__HISTOGRAM_PARAMS__INIT;
-    Amp__V1__Step step = AMP__V1__STEP__INIT;
-    step.kind_case = AMP__V1__STEP__KIND_HISTOGRAM;
-    step.histogram = &hp;
-    Amp__V1__Step *steps[] = {&step};
-    Amp__V1__JobHeader header = AMP__V1__JOB_HEADER__INIT;
-    header.n_steps = 1;
-    header.steps = steps;
-    Amp__V1__StreamRequest req = AMP__V1__STREAM_REQUEST__INIT;
-    req.msg_case = AMP__V1__STREAM_REQUEST__MSG_HEADER;
-    req.header = &header;
-    size_t len = protobuf_c_message_get_packed_size(&req.base);
-    uint8_t *body = malloc(GRPC_FRAME_HEADER + len);
-    ck_assert_ptr_nonnull(body);
-    grpc_frame_header(body, len);
-    protobuf_c_message_pack(&req.base, body + GRPC_FRAME_HEADER);
+    size_t len;
+    uint8_t *body = stream_histogram_header(&len);
 
     int fd = connect_daemon();
     struct h2c *c = h2c_new();
-    int32_t id = h2c_request_open(c, "/amp.v1.Amp/Stream", body, GRPC_FRAME_HEADER + len);
+    int32_t id = h2c_request_open(c, "/amp.v1.Amp/Stream", body, len);
     ck_assert_int_eq(h2c_flush(c, fd), 0);
     expect_kept(c, fd, QUIET_MS);
     ck_assert_int_eq(h2c_append(c, id, NULL, 0, true), 0);
