@@ -31,20 +31,19 @@
 #define OPV_AND(v) ((v) & val)
 #define OPV_OR(v) ((v) | val)
 #define OPV_SET(v) ((uchar16)val)
-#define OPV_MAP(v) MAP16(v)
 /* The same on uint4 for GPUs (val4: the operand in every byte). */
 #define OPW_ADD(v) swar_add((v), val4)
 #define OPW_XOR(v) ((v) ^ val4)
 #define OPW_AND(v) ((v) & val4)
 #define OPW_OR(v) ((v) | val4)
 #define OPW_SET(v) (val4)
-#define OPW_MAP(v) ((uint4)(MAP4((v).x), MAP4((v).y), MAP4((v).z), MAP4((v).w)))
+#define OPW_MAP(v) MAP_UINT4(v, TAB)
 #define OPS_ADD(b) ((uchar)((b) + val))
 #define OPS_XOR(b) ((uchar)((b) ^ val))
 #define OPS_AND(b) ((uchar)((b) & val))
 #define OPS_OR(b) ((uchar)((b) | val))
 #define OPS_SET(b) (val)
-#define OPS_MAP(b) (tab[(b)])
+#define OPS_MAP(b) TAB(b)
 
 /* Lanes whose byte index start+j lies in [lo, hi), as a select() mask. */
 static inline char16 lane_mask(ulong start, ulong lo, ulong hi)
@@ -63,15 +62,15 @@ static inline uint4 swar_add(uint4 a, uint4 b)
     return ((a & ~top) + (b & ~top)) ^ ((a ^ b) & top);
 }
 
-/* tab is __local on GPUs and private on CPU devices, hence a macro. */
-#define MAP16(v)                                                                      \
-    ((uchar16)(tab[(v).s0], tab[(v).s1], tab[(v).s2], tab[(v).s3], tab[(v).s4],       \
-               tab[(v).s5], tab[(v).s6], tab[(v).s7], tab[(v).s8], tab[(v).s9],       \
-               tab[(v).sa], tab[(v).sb], tab[(v).sc], tab[(v).sd], tab[(v).se],       \
-               tab[(v).sf]))
-#define MAP4(x)                                                                       \
-    ((uint)tab[(x) & 0xffu] | (uint)tab[((x) >> 8) & 0xffu] << 8 |                   \
-     (uint)tab[((x) >> 16) & 0xffu] << 16 | (uint)tab[(x) >> 24] << 24)
+/* Map on GPUs: the four bytes of x, and of each uint of v, looked up by
+ * LOOK(b), a macro since the table is a kernel's __local array (TAB here;
+ * TABR, a copy per bank, in transform_map_v2). */
+#define TAB(b) (tab[(b)])
+#define MAP4(x, LOOK)                                                                 \
+    ((uint)LOOK((x) & 0xffu) | (uint)LOOK(((x) >> 8) & 0xffu) << 8 |                 \
+     (uint)LOOK(((x) >> 16) & 0xffu) << 16 | (uint)LOOK((x) >> 24) << 24)
+#define MAP_UINT4(v, LOOK)                                                            \
+    ((uint4)(MAP4((v).x, LOOK), MAP4((v).y, LOOK), MAP4((v).z, LOOK), MAP4((v).w, LOOK)))
 
 /* Word w (v: its 16 bytes as a T, evaluated only when the word lies
  * wholly inside [0, n)). */
@@ -198,10 +197,7 @@ __kernel void transform_map(XFORM_ARGS)
  * two). 8 KiB per group; the host gives each group several tiles
  * (op_transform.c) so that filling it is a small part of the group's work. */
 #define TABR(b) (tabr8[((b) & 0xfcu) * 32 + lane4 + ((b) & 3u)])
-#define MAP4R(x)                                                                      \
-    ((uint)TABR((x) & 0xffu) | (uint)TABR(((x) >> 8) & 0xffu) << 8 |                 \
-     (uint)TABR(((x) >> 16) & 0xffu) << 16 | (uint)TABR((x) >> 24) << 24)
-#define OPW_MAPR(v) ((uint4)(MAP4R((v).x), MAP4R((v).y), MAP4R((v).z), MAP4R((v).w)))
+#define OPW_MAPR(v) MAP_UINT4(v, TABR)
 #define OPS_MAPR(b) TABR((uint)(b))
 
 __kernel void transform_map_v2(XFORM_ARGS)
