@@ -200,12 +200,13 @@ static const struct listen_sock_cbs conn_sock_cbs = {
 
 /* --- accept and drain ----------------------------------------------------- */
 
-/* Connections from peer already served. */
+/* Connections from peer being served: not those on their way out (a
+ * GOAWAY sent for a fault, lingering for the peer's close). */
 static uint32_t conn_peer_count(const struct conn_set *set, const char *peer)
 {
     uint32_t n = 0;
     for (const struct conn *c = set->head; c; c = c->next)
-        n += c->counted && strcmp(c->peer, peer) == 0;
+        n += c->counted && !c->closing && !c->fatal && strcmp(c->peer, peer) == 0;
     return n;
 }
 
