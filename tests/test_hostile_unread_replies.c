@@ -104,7 +104,7 @@ static void read_answers(struct attacker *a, int *conn_refused, int *job_refused
 START_TEST(unread_replies_are_bounded)
 {
     static const char *const args[] = { "--max-job-memory", JOB_MEMORY, "--max-connection-memory",
- CONN_MEMORY, "--max-connections", "16", NULL };
+                                        CONN_MEMORY, "--max-connections", "16", NULL };
     long base = hostile_start(&ampd, args);
     struct attacker a[ATTACKERS];
     for (int i = 0; i < ATTACKERS; i++)
