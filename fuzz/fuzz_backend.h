@@ -29,7 +29,6 @@
 
 struct fuzz_sched_limits {
     uint32_t max_jobs;          /* as --max-jobs */
-    uint64_t max_job_memory;    /* as --max-job-memory, for sched_submit's admission */
     size_t staging_count;       /* staging buffers per device */
     size_t chunk_bytes;         /* each of them */
     uint64_t device_memory;     /* what one fake device admits per job or stream */
@@ -66,8 +65,8 @@ bool fuzz_sched_idle(struct sched *s);
 const struct fuzz_sched_counts *fuzz_sched_counts(const struct sched *s);
 
 /* Traps unless nothing is queued or in flight, every job and stream that
- * began has ended, every OPEN had its CLOSE, the job memory is back and
- * every staging buffer is in its pool. */
+ * began has ended, every OPEN had its CLOSE and every staging buffer is in
+ * its pool. */
 void fuzz_sched_check_quiet(const struct sched *s);
 
 /* staging.h's pool over malloc'd buffers (fuzz_staging.c); the loop and

@@ -14,9 +14,12 @@
  *             stops reading: flow control and reply queues fill up);
  *   bits 2-3  device work: 0 all of it and again until quiet, 1 one task,
  *             2 none (jobs wait on a busy device), 3 the tasks queued now;
- *   bit 4     every deadline (grpc-timeout) fires now;
+ *   bit 4     a second passes: --request-timeout is enforced at the new
+ *             time, and every deadline (grpc-timeout) fires;
  *   bit 5     the first task completed fails, as a device error;
- *   bit 6     a drain starts (GOAWAY, health NOT_SERVING);
+ *   bit 6     a drain starts (GOAWAY, health NOT_SERVING); the second time,
+ *             the drain's time is up: every call still open is failed and
+ *             the connection closes once that is out;
  *   bit 7     toggles other connections holding all but a little of the
  *             daemon-wide memory budget.
  * ctrl 0 is a daemon that keeps up, which is what fuzz/capture.py records.
@@ -27,7 +30,8 @@
  * ran once per accepted start(), every unary job and stream was delivered
  * and ended, every stream OPEN had its CLOSE, every staging buffer and
  * every byte of the memory budget are back, no deadline timer outlived its
- * call. Leaks are LeakSanitizer's to find.
+ * call, and every call start() accepted was counted under some status.
+ * Leaks are LeakSanitizer's to find.
  */
 #include <stdbool.h>
 #include <stddef.h>
@@ -37,6 +41,7 @@
 #include <string.h>
 #include <uv.h>
 
+#include "budget.h"
 #include "fuzz_backend.h"
 #include "h2.h"
 #include "rpc.h"
@@ -49,7 +54,7 @@
 #define FUZZ_CONN_TASKS_ONE 1
 #define FUZZ_CONN_TASKS_NONE 2
 #define FUZZ_CONN_TASKS_QUEUED 3
-#define FUZZ_CONN_CTRL_DEADLINES 0x10
+#define FUZZ_CONN_CTRL_TICK 0x10
 #define FUZZ_CONN_CTRL_FAIL 0x20
 #define FUZZ_CONN_CTRL_DRAIN 0x40
 #define FUZZ_CONN_CTRL_CROWD 0x80
@@ -60,11 +65,16 @@
  * staging buffers per device (a stream may hold two). */
 #define FUZZ_CONN_MAX_MESSAGE (64 * 1024)
 #define FUZZ_CONN_MAX_STREAMS 8
-#define FUZZ_CONN_BUDGET (256 * 1024)
+#define FUZZ_CONN_DAEMON_MEMORY (512 * 1024)   /* --max-job-memory */
+#define FUZZ_CONN_MEMORY (256 * 1024)          /* --max-connection-memory */
 #define FUZZ_CONN_CROWD_ROOM 1024
+/* --request-timeout and --min-request-rate; each "time passes" piece is a
+ * second, so a request stalls out after a few of them. */
+#define FUZZ_CONN_REQUEST_TIMEOUT_MS 2000
+#define FUZZ_CONN_MIN_REQUEST_RATE 1024
+#define FUZZ_CONN_TICK_MS 1000
 static const struct fuzz_sched_limits fuzz_conn_limits = {
     .max_jobs = 4,
-    .max_job_memory = 256 * 1024,
     .staging_count = 4,
     .chunk_bytes = 4096,
     .device_memory = 1024 * 1024,
@@ -78,8 +88,11 @@ static const struct fuzz_sched_limits fuzz_conn_limits = {
 
 struct fuzz_conn {
     struct rpc_env env;
-    struct h2_budget budget;
-    uint64_t crowd;             /* budget bytes "other connections" hold now */
+    struct budget daemon;       /* --max-job-memory: every connection's */
+    struct budget budget;       /* --max-connection-memory: this one's; parent daemon */
+    uint64_t crowd;             /* daemon budget bytes "other connections" hold now */
+    uint64_t status_counts[STATUS_CODE_COUNT]; /* calls answered, by status */
+    int drain;                  /* 0; 1: GOAWAY sent; 2: the drain's end came */
     struct sched *sched;
     struct h2_session *h2;
     uint64_t starts, closes;    /* accepted start() and closed() calls */
@@ -161,7 +174,16 @@ static const struct h2_handlers fuzz_conn_handlers = {
     .want_write = fuzz_conn_want_write,
 };
 
-/* --- deadlines --------------------------------------------------------------- */
+/* --- time ------------------------------------------------------------------- */
+
+/* The h2 layer's clock (h2_config.now_ms): it moves only when the input
+ * says a second passed, so that a run does not depend on the machine. */
+static uint64_t fuzz_conn_clock;
+
+static uint64_t fuzz_conn_now_ms(void)
+{
+    return fuzz_conn_clock;
+}
 
 static uv_loop_t *fuzz_conn_loop(void)
 {
@@ -288,7 +310,7 @@ static void fuzz_conn_tasks(struct fuzz_conn *fc, unsigned mode, bool fail)
 /* Other connections take (or give back) all of the budget but a little. */
 static void fuzz_conn_crowd(struct fuzz_conn *fc)
 {
-    struct h2_budget *b = &fc->budget;
+    struct budget *b = &fc->daemon;
     if (fc->crowd) {
         b->used -= fc->crowd;
         fc->crowd = 0;
@@ -300,6 +322,38 @@ static void fuzz_conn_crowd(struct fuzz_conn *fc)
     }
 }
 
+/* A second passes: requests that stalled are answered (or the connection
+ * is given up, as the sweep in server.c does), and deadlines fire. */
+static void fuzz_conn_tick(struct fuzz_conn *fc)
+{
+    fuzz_conn_clock += FUZZ_CONN_TICK_MS;
+    if (h2_session_expire(fc->h2, fuzz_conn_clock) != 0) {
+        fuzz_conn_output(fc, true);
+        fc->over = true;
+        return;
+    }
+    fuzz_conn_fire_deadlines();
+}
+
+/* The drain: GOAWAY first; at its end (the second time) every call still
+ * open is failed, and the connection closes once that is out, as server.c
+ * and conn.c do at --drain-timeout. */
+static void fuzz_conn_drain(struct fuzz_conn *fc)
+{
+    if (fc->drain == 0) {
+        fc->drain = 1;
+        fc->env.draining = true;
+        h2_session_goaway(fc->h2);
+        return;
+    }
+    if (fc->drain == 1) {
+        fc->drain = 2;
+        h2_session_fail_all(fc->h2, STATUS_UNAVAILABLE, "fuzz: --drain-timeout passed");
+        fuzz_conn_output(fc, true);
+        fc->over = true;
+    }
+}
+
 static void fuzz_conn_between(struct fuzz_conn *fc, uint8_t ctrl)
 {
     unsigned output = ctrl & FUZZ_CONN_CTRL_OUTPUT;
@@ -307,12 +361,12 @@ static void fuzz_conn_between(struct fuzz_conn *fc, uint8_t ctrl)
     bool fail = ctrl & FUZZ_CONN_CTRL_FAIL;
     if (ctrl & FUZZ_CONN_CTRL_CROWD)
         fuzz_conn_crowd(fc);
-    if (ctrl & FUZZ_CONN_CTRL_DRAIN && !fc->env.draining) {
-        fc->env.draining = true;
-        h2_session_goaway(fc->h2);
-    }
-    if (ctrl & FUZZ_CONN_CTRL_DEADLINES)
-        fuzz_conn_fire_deadlines();
+    if (ctrl & FUZZ_CONN_CTRL_DRAIN)
+        fuzz_conn_drain(fc);
+    if (ctrl & FUZZ_CONN_CTRL_TICK && !fc->over)
+        fuzz_conn_tick(fc);
+    if (fc->over)
+        return;
     if (output != FUZZ_CONN_OUTPUT_ONE && output != FUZZ_CONN_OUTPUT_NONE && tasks == 0) {
         fuzz_conn_keep_up(fc, fail);
         return;
@@ -344,17 +398,25 @@ static bool fuzz_conn_next(const uint8_t **in, size_t *left, struct fuzz_conn_pi
 static int fuzz_conn_open(struct fuzz_conn *fc)
 {
     memset(fc, 0, sizeof(*fc));
-    fc->budget.max = FUZZ_CONN_BUDGET;
+    fc->daemon = (struct budget){ .max = FUZZ_CONN_DAEMON_MEMORY, .name = "--max-job-memory" };
+    fc->budget = (struct budget){ .max = FUZZ_CONN_MEMORY, .parent = &fc->daemon,
+                                  .name = "--max-connection-memory" };
     fc->sched = fuzz_sched_new(&fuzz_conn_limits);
     fc->env.sched = fc->sched;
     fc->env.max_message_bytes = FUZZ_CONN_MAX_MESSAGE;
     fc->env.start_ms = rpc_now_ms();
     fc->env.connections = 1;
     fc->env.loop = fuzz_conn_loop();
+    fc->env.budget = &fc->daemon;
+    fc->env.status_counts = fc->status_counts;
     struct h2_config cfg = {
         .max_message_bytes = FUZZ_CONN_MAX_MESSAGE,
         .max_streams = FUZZ_CONN_MAX_STREAMS,
         .budget = &fc->budget,
+        .now_ms = fuzz_conn_now_ms,
+        .request_timeout_ms = FUZZ_CONN_REQUEST_TIMEOUT_MS,
+        .min_request_rate = FUZZ_CONN_MIN_REQUEST_RATE,
+        .status_counts = fc->status_counts,
     };
     fc->h2 = fc->sched ? h2_session_new(&cfg, &fuzz_conn_handlers, fc) : NULL;
     if (!fc->h2) {
@@ -385,7 +447,14 @@ static void fuzz_conn_close(struct fuzz_conn *fc)
     if (fc->starts != fc->closes)
         fuzz_backend_trap("a call accepted by start() never got closed()");
     if (fc->budget.used != 0)
-        fuzz_backend_trap("memory budget bytes not given back");
+        fuzz_backend_trap("--max-connection-memory bytes not given back");
+    if (fc->daemon.used != 0)
+        fuzz_backend_trap("--max-job-memory bytes not given back");
+    uint64_t counted = 0;
+    for (size_t i = 0; i < STATUS_CODE_COUNT; i++)
+        counted += fc->status_counts[i];
+    if (counted < fc->starts)
+        fuzz_backend_trap("a call start() accepted was never counted under a status");
     fuzz_sched_free(fc->sched);   /* checks that it is quiet */
 }
 

@@ -20,6 +20,7 @@
 
 #include "cpu_ref.h"
 #include "fuzz_backend.h"
+#include "sat.h"
 
 /* Device buffers a chunked stream keeps, as dev_stream.c's ring. */
 #define FUZZ_DEVICE_RING 4
@@ -42,20 +43,14 @@ const char *dev_type_name(enum dev_type t)
     return "?";
 }
 
-static uint64_t fuzz_device_add(uint64_t a, uint64_t b)
-{
-    return a > UINT64_MAX - b ? UINT64_MAX : a + b;
-}
-
 static uint64_t fuzz_device_fill_bytes(const struct fill_params *p)
 {
-    size_t es = elem_size(p->type);
-    return p->count > UINT64_MAX / es ? UINT64_MAX : p->count * es;
+    return sat_mul_u64(p->count, elem_size(p->type));
 }
 
 static uint64_t fuzz_device_hist_bytes(const struct step *st)
 {
-    return st->kind == STEP_HISTOGRAM ? (uint64_t)st->u.hist.bins * sizeof(uint64_t) : 0;
+    return st->kind == STEP_HISTOGRAM ? sat_mul_u64(st->u.hist.bins, sizeof(uint64_t)) : 0;
 }
 
 static bool fuzz_device_is_resident(const struct job *job)
@@ -75,7 +70,7 @@ static uint64_t fuzz_device_job_memory(const struct job *job, uint64_t in_len)
         const struct step *st = &job->steps[i];
         if (st->kind == STEP_FILL)
             len = fuzz_device_fill_bytes(&st->u.fill);
-        total = fuzz_device_add(total, st->kind == STEP_HISTOGRAM ? fuzz_device_hist_bytes(st) : len);
+        total = sat_add_u64(total, st->kind == STEP_HISTOGRAM ? fuzz_device_hist_bytes(st) : len);
     }
     return total;
 }
@@ -86,7 +81,7 @@ static uint64_t fuzz_device_stream_memory(const struct job *job)
         return fuzz_device_job_memory(job, job->total_len);
     uint64_t total = FUZZ_DEVICE_RING * (uint64_t)job->chunk_bytes;
     for (size_t i = 0; i < job->nsteps; i++)
-        total = fuzz_device_add(total, fuzz_device_hist_bytes(&job->steps[i]));
+        total = sat_add_u64(total, fuzz_device_hist_bytes(&job->steps[i]));
     return total;
 }
 
@@ -224,7 +219,7 @@ static bool fuzz_device_clip(const struct transform_params *p, uint64_t off, siz
                              struct transform_params *out)
 {
     uint64_t lo = p->offset > off ? p->offset : off;
-    uint64_t end = fuzz_device_add(p->offset, p->length);
+    uint64_t end = sat_add_u64(p->offset, p->length);
     uint64_t hi = end < off + len ? end : off + len;
     if (hi <= lo)
         return false;

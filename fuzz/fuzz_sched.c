@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "fuzz_backend.h"
+#include "sat.h"
 
 #define FUZZ_SCHED_NDEVS 2
 
@@ -24,7 +25,6 @@ struct sched {
     struct task *head, *tail;   /* queued tasks, oldest first, linked through next */
     size_t queued;
     uint32_t in_flight;         /* unary jobs and streams, as sched.c counts them */
-    uint64_t memory;            /* sched_job_memory() of the unary jobs in flight */
     uint64_t completed, failed;
     struct fuzz_sched_counts counts;
 };
@@ -122,36 +122,32 @@ static enum status_code fuzz_sched_place(const struct sched *s, const char *req,
     return STATUS_INVALID_ARGUMENT;
 }
 
-static enum status_code fuzz_sched_admit(const struct sched *s, uint64_t need, char *msg,
-                                         size_t msglen)
+/* Host memory is the rpc layer's to count (budget.h); the scheduler only
+ * bounds the jobs in flight. */
+static enum status_code fuzz_sched_admit(const struct sched *s, char *msg, size_t msglen)
 {
     if (s->in_flight >= s->limits.max_jobs) {
         snprintf(msg, msglen, "--max-jobs (%" PRIu32 ") jobs are already queued or running",
                  s->limits.max_jobs);
         return STATUS_RESOURCE_EXHAUSTED;
     }
-    if (need > s->limits.max_job_memory - s->memory) {
-        snprintf(msg, msglen, "--max-job-memory (%" PRIu64 ") in use", s->limits.max_job_memory);
-        return STATUS_RESOURCE_EXHAUSTED;
-    }
     return STATUS_OK;
 }
 
-/* The input and every step's output of a unary job, saturating: the fake
- * scheduler's own count, like sched.c's. */
+/* The bytes rpc_submit() holds for a job: its input and every step's
+ * output, saturating. sched.c's count cannot be linked without its
+ * runners; this fake device holds exactly these bytes (fuzz_device.c). */
 uint64_t sched_job_memory(const struct job *job)
 {
     uint64_t total = job->in_len, len = job->in_len;
     for (size_t i = 0; i < job->nsteps; i++) {
         const struct step *st = &job->steps[i];
         uint64_t out = len;
-        if (st->kind == STEP_FILL) {
-            size_t es = elem_size(st->u.fill.type);
-            len = out = st->u.fill.count > UINT64_MAX / es ? UINT64_MAX : st->u.fill.count * es;
-        } else if (st->kind == STEP_HISTOGRAM) {
-            out = (uint64_t)st->u.hist.bins * sizeof(uint64_t);
-        }
-        total = total > UINT64_MAX - out ? UINT64_MAX : total + out;
+        if (st->kind == STEP_FILL)
+            len = out = sat_mul_u64(st->u.fill.count, elem_size(st->u.fill.type));
+        else if (st->kind == STEP_HISTOGRAM)
+            out = sat_mul_u64(st->u.hist.bins, sizeof(uint64_t));
+        total = sat_add_u64(total, out);
     }
     return total;
 }
@@ -188,14 +184,12 @@ enum status_code sched_submit(struct sched *s, struct job *job, char *msg, size_
     enum status_code code = fuzz_sched_place(s, job->device_req, &index, msg, msglen);
     if (code != STATUS_OK)
         return code;
-    uint64_t need = sched_job_memory(job);
-    code = fuzz_sched_admit(s, need, msg, msglen);
+    code = fuzz_sched_admit(s, msg, msglen);
     if (code != STATUS_OK)
         return code;
     if (!job->done || !job->owner)
         fuzz_backend_trap("sched_submit of a job without done or owner");
     s->in_flight++;
-    s->memory += need;
     s->counts.jobs_submitted++;
     snprintf(job->device, sizeof job->device, "%zu: %s", index, s->info[index].name);
     job->task = (struct task){ .kind = TASK_JOB, .job = job };
@@ -209,7 +203,7 @@ enum status_code sched_stream_begin(struct sched *s, struct job *job, size_t *in
     enum status_code code = fuzz_sched_place(s, job->device_req, index, msg, msglen);
     if (code != STATUS_OK)
         return code;
-    code = fuzz_sched_admit(s, 0, msg, msglen);
+    code = fuzz_sched_admit(s, msg, msglen);
     if (code != STATUS_OK)
         return code;
     job->chunk_bytes = staging_buf_size(s->pools[*index]);
@@ -251,7 +245,6 @@ struct staging_pool *sched_staging(struct sched *s, size_t index)
 static void fuzz_sched_job_done(struct sched *s, struct job *job)
 {
     s->in_flight--;
-    s->memory -= sched_job_memory(job);
     s->counts.jobs_done++;
     if (job->status == STATUS_OK)
         s->completed++;
@@ -307,8 +300,6 @@ void fuzz_sched_check_quiet(const struct sched *s)
         fuzz_backend_trap("a stream OPEN without its CLOSE");
     if (s->in_flight != 0)
         fuzz_backend_trap("jobs in flight once quiet");
-    if (s->memory != 0)
-        fuzz_backend_trap("job memory held once quiet");
     for (size_t i = 0; i < FUZZ_SCHED_NDEVS; i++)
         if (staging_free_count(s->pools[i]) != staging_count(s->pools[i]))
             fuzz_backend_trap("a staging buffer is not back in its pool");
@@ -338,5 +329,4 @@ void sched_stats(const struct sched *s, struct sched_stats *out)
     out->jobs_in_flight = s->in_flight;
     out->jobs_completed = s->completed;
     out->jobs_failed = s->failed;
-    out->job_memory = s->memory;
 }
