@@ -84,7 +84,31 @@ capture stream-hist-u8 --stream-threshold 0 hist -i "$tmp/in20k"
 capture stream-hist-i32 --stream-threshold 0 hist --type int32 --bins 32 --range -1e9:1e9 -i "$tmp/in20k"
 capture stream-reverse --stream-threshold 0 reverse -i "$tmp/in20k"
 capture stream-pipeline --stream-threshold 0 pipeline -i "$tmp/in20k" -o /dev/null transform:add:1:100:5000 hist reverse
+capture stream-hist-too-many-bins --stream-threshold 0 hist --type uint32 --bins 100000 --range 0:1e6 -i "$tmp/in3k"
 capture stream-pipeline-hist --stream-threshold 0 pipeline -i "$tmp/floats" -o /dev/null hist:float32:8:-2:2 transform:map:"$tmp/lut"
 capture_stdin stream-reverse-pipe "$tmp/in3k" --stream-threshold 0 reverse
 capture_stdin stream-hist-pipe "$tmp/in20k" --stream-threshold 0 hist
-ls -l "$out"
+# fuzz_requests' seeds: the request messages of these connections.
+python3 fuzz/corpus_requests.py "$out" fuzz/corpus/fuzz_requests
+
+# Seeds past what a real client sends: the same traffic with a daemon that
+# falls behind (ctrl bytes, fuzz_conn.c): no output taken and no device
+# work until the client is gone; deadlines firing while the job waits.
+restamp() {
+  python3 - "$out/$1" "$out/$2" "$3" <<'PY'
+import sys
+src, dst, ctrl = sys.argv[1], sys.argv[2], int(sys.argv[3], 0)
+blob, out, i = open(src, "rb").read(), bytearray(), 0
+while i + 3 <= len(blob):
+    n = int.from_bytes(blob[i + 1:i + 3], "big")
+    out += bytes([ctrl]) + blob[i + 1:i + 3 + n]
+    i += 3 + n
+open(dst, "wb").write(out)
+PY
+}
+restamp stream-reverse stream-reverse-stalled 0x0a
+restamp stream-xor stream-xor-unread 0x02
+restamp reverse-deadline reverse-deadline-fired 0x18
+restamp stream-hist-u8 stream-hist-u8-drained 0x40
+
+ls -l "$out" fuzz/corpus/fuzz_requests
