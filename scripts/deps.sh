@@ -8,6 +8,7 @@ PACKAGES=(
   libuv1-dev libnghttp2-dev libprotobuf-c-dev protobuf-c-compiler
   ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo
   check libsubunit-dev
+  clang libclang-rt-14-dev
   python3-grpcio
 )
 

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs dependencies, builds, and runs the whole suite twice: a plain
 # build and one under AddressSanitizer + UndefinedBehaviorSanitizer.
-# Set AMP_TEST_SANITIZE=0 to skip the sanitizer pass.
+# Set AMP_TEST_SANITIZE=0 to skip the sanitizer pass. Then each libFuzzer
+# harness (fuzz/) runs over its corpus for AMP_FUZZ_SECONDS (default 20; 0
+# skips).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh
@@ -18,4 +20,9 @@ if [ "${AMP_TEST_SANITIZE:-1}" != 0 ]; then
   export LSAN_OPTIONS=suppressions=$PWD/tests/lsan.supp:print_suppressions=0
   export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
   (cd build-asan && ctest -j"$jobs" --timeout 900)
+fi
+
+fuzz_seconds=${AMP_FUZZ_SECONDS:-20}
+if [ "$fuzz_seconds" != 0 ]; then
+  scripts/fuzz.sh "$fuzz_seconds"
 fi
