@@ -106,6 +106,16 @@ while i + 3 <= len(blob):
 open(dst, "wb").write(out)
 PY
 }
+# Calls competing on one connection (budgets, staging buffers, --max-jobs):
+# captured connections spliced into one (ampctl makes one call each).
+splice() {
+  local name=$1
+  shift
+  python3 fuzz/corpus_splice.py "$out/$name" "${@/#/$out/}"
+}
+splice multi-streams stream-reverse stream-xor stream-hist-u8 fill-i32
+splice multi-unary reverse-text transform-add hist-u8 pipeline fill-f32 status health devices
+restamp multi-unary multi-unary-stalled 0x08
 restamp stream-reverse stream-reverse-stalled 0x0a
 restamp stream-xor stream-xor-unread 0x02
 restamp reverse-deadline reverse-deadline-fired 0x18
