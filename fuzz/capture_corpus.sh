@@ -16,9 +16,10 @@ mkdir -p "$out"
 daemon=$!
 for _ in $(seq 100); do [ -S "$tmp/ampd.sock" ] && break; sleep 0.1; done
 
-# Inputs: small, so that every seed stays a few KiB and a fuzz run is fast.
-head -c 3000 /dev/urandom >"$tmp/in3k"
-head -c 20000 /dev/urandom >"$tmp/in20k"
+# Inputs: small, so that every seed stays a few KiB and a fuzz run is fast;
+# seeded, so that a second recording differs only where the traffic does.
+python3 -c "import random,sys; sys.stdout.buffer.write(random.Random(3).randbytes(3000))" >"$tmp/in3k"
+python3 -c "import random,sys; sys.stdout.buffer.write(random.Random(20).randbytes(20000))" >"$tmp/in20k"
 python3 -c "import sys; sys.stdout.buffer.write(bytes(range(255, -1, -1)))" >"$tmp/lut"
 python3 -c "import struct,sys; sys.stdout.buffer.write(b''.join(struct.pack('<f', (i - 500) / 250) for i in range(1000)))" >"$tmp/floats"
 
@@ -93,19 +94,25 @@ python3 fuzz/corpus_requests.py "$out" fuzz/corpus/fuzz_requests
 
 # Seeds past what a real client sends: the same traffic with a daemon that
 # falls behind (ctrl bytes, fuzz_conn.c): no output taken and no device
-# work until the client is gone; deadlines firing while the job waits.
+# work until the client is gone; one task per read (streams wait for
+# staging buffers); deadlines firing while the job waits.
+# restamp SEED NEW CTRL [final]: SEED's pieces with another ctrl byte;
+# "final" appends an empty ctrl-0 piece: the daemon catches up at the end.
 restamp() {
-  python3 - "$out/$1" "$out/$2" "$3" <<'PY'
+  python3 - "$out/$1" "$out/$2" "$3" "${4:-}" <<'PY'
 import sys
-src, dst, ctrl = sys.argv[1], sys.argv[2], int(sys.argv[3], 0)
+src, dst, ctrl, final = sys.argv[1], sys.argv[2], int(sys.argv[3], 0), sys.argv[4]
 blob, out, i = open(src, "rb").read(), bytearray(), 0
 while i + 3 <= len(blob):
     n = int.from_bytes(blob[i + 1:i + 3], "big")
     out += bytes([ctrl]) + blob[i + 1:i + 3 + n]
     i += 3 + n
+if final:
+    out += bytes(3)
 open(dst, "wb").write(out)
 PY
 }
+
 # Calls competing on one connection (budgets, staging buffers, --max-jobs):
 # captured connections spliced into one (ampctl makes one call each).
 splice() {
@@ -116,6 +123,7 @@ splice() {
 splice multi-streams stream-reverse stream-xor stream-hist-u8 fill-i32
 splice multi-unary reverse-text transform-add hist-u8 pipeline fill-f32 status health devices
 restamp multi-unary multi-unary-stalled 0x08
+restamp multi-streams multi-streams-busy 0x04 final
 restamp stream-reverse stream-reverse-stalled 0x0a
 restamp stream-xor stream-xor-unread 0x02
 restamp reverse-deadline reverse-deadline-fired 0x18
