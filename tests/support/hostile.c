@@ -278,16 +278,22 @@ size_t hostile_request_block(uint8_t *out, size_t cap, const char *path, size_t 
     pad[extra_pad] = '\0';
     nghttp2_nv nv[] = {
         HOSTILE_NV(":method", "POST"), HOSTILE_NV(":scheme", "http"),
-        HOSTILE_NV(":authority", "localhost"), HOSTILE_NV(":path", path),
+        HOSTILE_NV(":authority", "localhost"), HOSTILE_NV(":path", path ? path : "/"),
         HOSTILE_NV("content-type", "application/grpc"), HOSTILE_NV("te", "trailers"),
         HOSTILE_NV("x-pad", pad),
     };
     size_t nnv = sizeof nv / sizeof nv[0] - (extra_pad ? 0 : 1);
+    nghttp2_nv *first = nv;
+    if (!path) {
+        ck_assert_uint_gt(extra_pad, 0);
+        first = &nv[nnv - 1];
+        nnv = 1;
+    }
     nghttp2_hd_deflater *d;
     ck_assert_int_eq(nghttp2_hd_deflate_new(&d, 0), 0);
     ssize_t n = 0;
-    if (nghttp2_hd_deflate_bound(d, nv, nnv) <= cap)
-        n = nghttp2_hd_deflate_hd(d, out, cap, nv, nnv);
+    if (nghttp2_hd_deflate_bound(d, first, nnv) <= cap)
+        n = nghttp2_hd_deflate_hd(d, out, cap, first, nnv);
     nghttp2_hd_deflate_del(d);
     free(pad);
     return n > 0 ? (size_t)n : 0;

@@ -109,8 +109,9 @@ size_t hostile_hello(uint8_t *out);
 
 /* An HPACK block (no dynamic table, so it can be sent on any connection
  * in any order) of a gRPC POST to path, with extra_pad header bytes of a
- * filler header "x-pad" added (0: none). Returns its length, or 0 if cap
- * is too small. */
+ * filler header "x-pad" added (0: none); path NULL: the x-pad header
+ * alone (a CONTINUATION's worth). Returns its length, or 0 if cap is too
+ * small. */
 size_t hostile_request_block(uint8_t *out, size_t cap, const char *path, size_t extra_pad);
 
 /* What the daemon sent on a raw connection, frame by frame. */
