@@ -25,6 +25,7 @@
 #define FILL_COUNT (1024 * 1024)       /* int32: a 4 MiB reply */
 #define CALLS_PER_CONN 16
 #define ATTACKERS 3
+#define WARM_FILLS 16
 
 static struct daemon_proc ampd;
 
@@ -105,7 +106,8 @@ START_TEST(unread_replies_are_bounded)
 {
     static const char *const args[] = { "--max-job-memory", JOB_MEMORY, "--max-connection-memory",
                                         CONN_MEMORY, "--max-connections", "16", NULL };
-    long base = hostile_start(&ampd, args);
+    hostile_start(&ampd, args);
+    long base = hostile_warm(&ampd, FILL_COUNT, WARM_FILLS, false);
     struct attacker a[ATTACKERS];
     for (int i = 0; i < ATTACKERS; i++)
         attack(&a[i]);

@@ -21,6 +21,7 @@
 #define HOSTILE_PROBE_TIMEOUT_MS 10000
 #define HOSTILE_POLL_MS 50
 #define HOSTILE_FRAME_HEADER 9
+#define HOSTILE_WARM_STREAM_BYTES (8u * 1024 * 1024)
 
 const uint8_t hostile_preface[24] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 
@@ -96,6 +97,41 @@ long hostile_start(struct daemon_proc *d, const char *const *args)
     hostile_env();
     ck_assert_msg(daemon_start(d, args) == 0, "ampd did not start");
     hostile_assert_served(d->address);
+    long kb = hostile_rss_kb(d->pid);
+    ck_assert_int_gt(kb, 0);
+    return kb;
+}
+
+static long hostile_zeros(void *ctx, void *buf, size_t cap)
+{
+    size_t *left = ctx;
+    size_t n = *left < cap ? *left : cap;
+    memset(buf, 0, n);
+    *left -= n;
+    return (long)n;
+}
+
+long hostile_warm(const struct daemon_proc *d, uint64_t fill_count, int fills, bool stream)
+{
+    amp_conn *c;
+    ck_assert_int_eq(amp_connect(d->address, &c), 0);
+    amp_opts o = { .device = NULL, .timeout_ms = HOSTILE_IO_MS };
+    for (int i = 0; i < fills; i++) {
+        amp_fill_params fp = { .type = AMP_TYPE_INT32, .count = fill_count };
+        void *out = NULL;
+        size_t len;
+        int rc = amp_fill(c, &o, &fp, &out, &len);
+        ck_assert_msg(rc == 0, "warm-up fill: %s: %s", amp_strerror(rc), amp_last_message(c));
+        amp_free(out);
+    }
+    if (stream) {
+        amp_step step = { .kind = AMP_STEP_TRANSFORM, .transform = { .op = AMP_OP_XOR, .value = 1 } };
+        size_t left = HOSTILE_WARM_STREAM_BYTES;
+        int rc = amp_stream(c, &o, &step, 1, HOSTILE_WARM_STREAM_BYTES, hostile_zeros, &left, NULL,
+                            NULL, NULL, 0);
+        ck_assert_msg(rc == 0, "warm-up stream: %s: %s", amp_strerror(rc), amp_last_message(c));
+    }
+    amp_close(c);
     long kb = hostile_rss_kb(d->pid);
     ck_assert_int_gt(kb, 0);
     return kb;

@@ -55,6 +55,14 @@ extern const uint8_t hostile_preface[24];
  * VmRSS in KiB. Fails the test if ampd does not start or the probe fails. */
 long hostile_start(struct daemon_proc *d, const char *const *args);
 
+/* Runs the job shapes an attack will cause, so that what the daemon and
+ * its OpenCL runtime keep for reuse (a stream's staging buffers, device
+ * buffers PoCL caches: VmRSS grows by up to ~150 MiB over the first dozen
+ * 16 MiB fills and then stays) is there before the baseline: `fills` Fill
+ * calls of fill_count int32 and, if stream, one 8 MiB Stream transform.
+ * Returns the new baseline VmRSS in KiB. Fails the test if a call fails. */
+long hostile_warm(const struct daemon_proc *d, uint64_t fill_count, int fills, bool stream);
+
 /* VmRSS of pid in KiB, or -1 if it cannot be read. */
 long hostile_rss_kb(pid_t pid);
 
