@@ -32,6 +32,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <uv.h>
 
@@ -90,6 +92,18 @@ struct fuzz_conn_piece {
     size_t len;
 };
 
+/* FUZZ_CONN_VERBOSE=1 in the environment: each call's path and each
+ * connection's counts on stderr, to see what a seed does. */
+static bool fuzz_conn_verbose(void)
+{
+    static int verbose = -1;
+    if (verbose < 0) {
+        const char *v = getenv("FUZZ_CONN_VERBOSE");
+        verbose = v && *v && strcmp(v, "0") != 0;
+    }
+    return verbose;
+}
+
 /* --- the handlers: rpc, counted ------------------------------------------- */
 
 static enum status_code fuzz_conn_start(struct h2_call *call, const char *path,
@@ -100,6 +114,8 @@ static enum status_code fuzz_conn_start(struct h2_call *call, const char *path,
     enum status_code code = rpc_h2_start(call, path, kind, msg, msglen, &fc->env);
     if (code == STATUS_OK)
         fc->starts++;
+    if (fuzz_conn_verbose())
+        fprintf(stderr, "fuzz_conn: call %s: start %d\n", path, (int)code);
     return code;
 }
 
@@ -356,6 +372,12 @@ static void fuzz_conn_close(struct fuzz_conn *fc)
         fuzz_conn_crowd(fc);
     h2_session_free(fc->h2);
     fuzz_conn_settle(fc, false);
+    if (fuzz_conn_verbose()) {
+        const struct fuzz_sched_counts *c = fuzz_sched_counts(fc->sched);
+        fprintf(stderr, "fuzz_conn: %llu calls, %llu jobs, %llu streams, %llu tasks\n",
+                (unsigned long long)fc->starts, (unsigned long long)c->jobs_submitted,
+                (unsigned long long)c->streams_begun, (unsigned long long)c->tasks_run);
+    }
     uv_walk(fuzz_conn_loop(), fuzz_conn_timer_left, NULL);
     uv_run(fuzz_conn_loop(), UV_RUN_NOWAIT);   /* closed timers' callbacks free them */
     if (uv_loop_alive(fuzz_conn_loop()))
