@@ -1,0 +1,395 @@
+/* hostile.c: sockets, frames, memory and probes for the hostile-client
+ * tests (see hostile.h). */
+#define _GNU_SOURCE
+#include "hostile.h"
+
+#include <arpa/inet.h>
+#include <check.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <nghttp2/nghttp2.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#define HOSTILE_PROBE_BYTES 4096
+#define HOSTILE_PROBE_TIMEOUT_MS 10000
+#define HOSTILE_POLL_MS 50
+#define HOSTILE_FRAME_HEADER 9
+
+const uint8_t hostile_preface[24] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
+long long hostile_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void hostile_sleep_ms(int ms)
+{
+    struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+}
+
+/* --- memory ------------------------------------------------------------- */
+
+long hostile_rss_kb(pid_t pid)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    long kb = -1;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "VmRSS: %ld kB", &kb) == 1)
+            break;
+    fclose(f);
+    return kb;
+}
+
+long hostile_rss_settle_kb(pid_t pid, long bound_kb, int timeout_ms)
+{
+    long long deadline = hostile_now_ms() + timeout_ms;
+    long kb = hostile_rss_kb(pid);
+    while (kb > bound_kb && hostile_now_ms() < deadline) {
+        hostile_sleep_ms(HOSTILE_POLL_MS * 2);
+        kb = hostile_rss_kb(pid);
+    }
+    return kb;
+}
+
+void hostile_assert_rss_back(const struct daemon_proc *d, long baseline_kb)
+{
+    long bound = baseline_kb + HOSTILE_RSS_SLACK_KB;
+    long kb = hostile_rss_settle_kb(d->pid, bound, HOSTILE_SETTLE_MS);
+    ck_assert_msg(kb >= 0 && kb <= bound, "ampd VmRSS %ld KiB, baseline %ld KiB (bound %ld)", kb,
+                  baseline_kb, bound);
+}
+
+/* The daemon inherits this environment. glibc's default mmap threshold
+ * grows after large frees, after which freed replies stay in the heap and
+ * VmRSS says nothing; ASan keeps freed blocks in a 256 MiB quarantine.
+ * Both are set so that memory the daemon frees leaves VmRSS. (ASan ignores
+ * the variable in a plain build, glibc the other under ASan.) */
+static void hostile_env(void)
+{
+    setenv("MALLOC_MMAP_THRESHOLD_", "131072", 1);
+    const char *asan = getenv("ASAN_OPTIONS");
+    if (!asan || !strstr(asan, "quarantine_size_mb")) {
+        char buf[512];
+        snprintf(buf, sizeof buf, "%s%squarantine_size_mb=4", asan ? asan : "",
+                 asan && *asan ? ":" : "");
+        setenv("ASAN_OPTIONS", buf, 1);
+    }
+}
+
+long hostile_start(struct daemon_proc *d, const char *const *args)
+{
+    hostile_env();
+    ck_assert_msg(daemon_start(d, args) == 0, "ampd did not start");
+    hostile_assert_served(d->address);
+    long kb = hostile_rss_kb(d->pid);
+    ck_assert_int_gt(kb, 0);
+    return kb;
+}
+
+/* --- calls ---------------------------------------------------------------- */
+
+int hostile_probe(const char *address, char *why, size_t whylen)
+{
+    amp_conn *c;
+    int rc = amp_connect(address, &c);
+    if (rc != 0) {
+        snprintf(why, whylen, "connect: %s", amp_last_message(NULL));
+        return rc;
+    }
+    uint8_t in[HOSTILE_PROBE_BYTES];
+    for (size_t i = 0; i < sizeof in; i++)
+        in[i] = (uint8_t)(i * 7 + 3);
+    amp_opts o = { .device = NULL, .timeout_ms = HOSTILE_PROBE_TIMEOUT_MS };
+    void *out = NULL;
+    size_t out_len = 0;
+    rc = amp_reverse(c, &o, in, sizeof in, &out, &out_len);
+    if (rc != 0) {
+        snprintf(why, whylen, "%s", amp_last_message(c));
+    } else if (out_len != sizeof in) {
+        snprintf(why, whylen, "reply of %zu bytes", out_len);
+        rc = AMP_EPROTO;
+    } else {
+        for (size_t i = 0; i < sizeof in; i++)
+            if (((uint8_t *)out)[i] != in[sizeof in - 1 - i]) {
+                snprintf(why, whylen, "reply differs at byte %zu", i);
+                rc = AMP_EPROTO;
+                break;
+            }
+    }
+    amp_free(out);
+    amp_close(c);
+    return rc;
+}
+
+void hostile_assert_served(const char *address)
+{
+    char why[512] = "";
+    int rc = hostile_probe(address, why, sizeof why);
+    ck_assert_msg(rc == 0, "well-behaved call on %s: %s: %s", address, amp_strerror(rc), why);
+}
+
+int hostile_status(const char *address, amp_daemon_status *st)
+{
+    amp_conn *c;
+    int rc = amp_connect(address, &c);
+    if (rc != 0)
+        return rc;
+    amp_opts o = { .device = NULL, .timeout_ms = HOSTILE_PROBE_TIMEOUT_MS };
+    rc = amp_status(c, &o, st);
+    amp_close(c);
+    return rc;
+}
+
+bool hostile_wait_quiet(const char *address, uint32_t connections, int timeout_ms)
+{
+    long long deadline = hostile_now_ms() + timeout_ms;
+    do {
+        amp_daemon_status st;
+        if (hostile_status(address, &st) == 0 && st.connections <= connections
+            && st.jobs_in_flight == 0)
+            return true;
+        hostile_sleep_ms(HOSTILE_POLL_MS);
+    } while (hostile_now_ms() < deadline);
+    return false;
+}
+
+/* --- sockets -------------------------------------------------------------- */
+
+int hostile_connect_unix(const char *path)
+{
+    struct sockaddr_un sa = { .sun_family = AF_UNIX };
+    snprintf(sa.sun_path, sizeof sa.sun_path, "%s", path);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -1;
+    if (connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+int hostile_connect_tcp(const char *src, int port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -1;
+    if (src) {
+        struct sockaddr_in from = { .sin_family = AF_INET };
+        if (inet_pton(AF_INET, src, &from.sin_addr) != 1
+            || bind(fd, (struct sockaddr *)&from, sizeof from) != 0) {
+            close(fd);
+            return -1;
+        }
+    }
+    struct sockaddr_in to = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+                              .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+    if (connect(fd, (struct sockaddr *)&to, sizeof to) != 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+int hostile_free_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    ck_assert_int_ge(fd, 0);
+    struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+    ck_assert_int_eq(bind(fd, (struct sockaddr *)&sa, sizeof sa), 0);
+    socklen_t len = sizeof sa;
+    ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&sa, &len), 0);
+    close(fd);
+    return ntohs(sa.sin_port);
+}
+
+int hostile_send(int fd, const void *p, size_t n)
+{
+    const uint8_t *b = p;
+    while (n > 0) {
+        ssize_t w = send(fd, b, n, MSG_NOSIGNAL);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        b += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+ssize_t hostile_send_some(int fd, const void *p, size_t n)
+{
+    for (;;) {
+        ssize_t w = send(fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (w >= 0)
+            return w;
+        if (errno == EINTR)
+            continue;
+        return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -1;
+    }
+}
+
+/* --- frames --------------------------------------------------------------- */
+
+size_t hostile_frame(uint8_t *out, uint32_t len, uint8_t type, uint8_t flags, uint32_t stream_id)
+{
+    out[0] = (uint8_t)(len >> 16);
+    out[1] = (uint8_t)(len >> 8);
+    out[2] = (uint8_t)len;
+    out[3] = type;
+    out[4] = flags;
+    out[5] = (uint8_t)((stream_id >> 24) & 0x7f);
+    out[6] = (uint8_t)(stream_id >> 16);
+    out[7] = (uint8_t)(stream_id >> 8);
+    out[8] = (uint8_t)stream_id;
+    return HOSTILE_FRAME_HEADER;
+}
+
+size_t hostile_hello(uint8_t *out)
+{
+    memcpy(out, hostile_preface, sizeof hostile_preface);
+    return sizeof hostile_preface + hostile_frame(out + sizeof hostile_preface, 0,
+                                                  HOSTILE_SETTINGS, 0, 0);
+}
+
+#define HOSTILE_NV(n, v) { (uint8_t *)(n), (uint8_t *)(v), strlen(n), strlen(v), NGHTTP2_NV_FLAG_NONE }
+
+size_t hostile_request_block(uint8_t *out, size_t cap, const char *path, size_t extra_pad)
+{
+    char *pad = malloc(extra_pad + 1);
+    ck_assert_ptr_nonnull(pad);
+    memset(pad, 'p', extra_pad);
+    pad[extra_pad] = '\0';
+    nghttp2_nv nv[] = {
+        HOSTILE_NV(":method", "POST"), HOSTILE_NV(":scheme", "http"),
+        HOSTILE_NV(":authority", "localhost"), HOSTILE_NV(":path", path),
+        HOSTILE_NV("content-type", "application/grpc"), HOSTILE_NV("te", "trailers"),
+        HOSTILE_NV("x-pad", pad),
+    };
+    size_t nnv = sizeof nv / sizeof nv[0] - (extra_pad ? 0 : 1);
+    nghttp2_hd_deflater *d;
+    ck_assert_int_eq(nghttp2_hd_deflate_new(&d, 0), 0);
+    ssize_t n = 0;
+    if (nghttp2_hd_deflate_bound(d, nv, nnv) <= cap)
+        n = nghttp2_hd_deflate_hd(d, out, cap, nv, nnv);
+    nghttp2_hd_deflate_del(d);
+    free(pad);
+    return n > 0 ? (size_t)n : 0;
+}
+
+/* --- reading what the daemon sends ---------------------------------------- */
+
+void hostile_reader_init(struct hostile_reader *r)
+{
+    memset(r, 0, sizeof *r);
+}
+
+static void hostile_reader_frame(struct hostile_reader *r, const uint8_t *f, uint32_t len)
+{
+    uint8_t type = f[3], flags = f[4];
+    const uint8_t *p = f + HOSTILE_FRAME_HEADER;
+    r->frames++;
+    if (type == HOSTILE_GOAWAY && len >= 8) {
+        r->goaway = true;
+        r->goaway_code = ((uint32_t)p[4] << 24) | ((uint32_t)p[5] << 16) | ((uint32_t)p[6] << 8) | p[7];
+        size_t dlen = len - 8;
+        if (dlen >= sizeof r->goaway_debug)
+            dlen = sizeof r->goaway_debug - 1;
+        memcpy(r->goaway_debug, p + 8, dlen);
+        r->goaway_debug[dlen] = '\0';
+    } else if (type == HOSTILE_RST_STREAM) {
+        r->rst_streams++;
+    } else if (type == HOSTILE_PING && (flags & HOSTILE_FLAG_ACK)) {
+        r->ping_acks++;
+    }
+}
+
+/* Parses every complete frame in r->buf, discarding DATA and anything too
+ * big to keep (the tests only look at control frames). */
+static void hostile_reader_parse(struct hostile_reader *r, const uint8_t *data, size_t n)
+{
+    while (n > 0) {
+        if (r->skip > 0) {
+            size_t k = n < r->skip ? n : r->skip;
+            r->skip -= k;
+            data += k;
+            n -= k;
+            continue;
+        }
+        size_t k = sizeof r->buf - r->len;
+        if (k > n)
+            k = n;
+        memcpy(r->buf + r->len, data, k);
+        r->len += k;
+        data += k;
+        n -= k;
+        for (;;) {
+            if (r->len < HOSTILE_FRAME_HEADER)
+                break;
+            uint32_t flen = ((uint32_t)r->buf[0] << 16) | ((uint32_t)r->buf[1] << 8) | r->buf[2];
+            size_t total = HOSTILE_FRAME_HEADER + (size_t)flen;
+            if (total > sizeof r->buf) {
+                r->frames++;
+                r->skip = total - r->len;
+                r->len = 0;
+                break;
+            }
+            if (r->len < total)
+                break;
+            hostile_reader_frame(r, r->buf, flen);
+            memmove(r->buf, r->buf + total, r->len - total);
+            r->len -= total;
+        }
+    }
+}
+
+int hostile_reader_pump(struct hostile_reader *r, int fd, int timeout_ms)
+{
+    if (r->eof)
+        return 1;
+    struct pollfd pfd = { .fd = fd, .events = POLLIN };
+    int pr = poll(&pfd, 1, timeout_ms);
+    if (pr <= 0)
+        return 0;
+    uint8_t buf[1 << 16];
+    for (;;) {
+        ssize_t n = recv(fd, buf, sizeof buf, MSG_DONTWAIT);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+            return 0;
+        if (n <= 0) {
+            r->eof = true;
+            return 1;
+        }
+        hostile_reader_parse(r, buf, (size_t)n);
+    }
+}
+
+long hostile_reader_until_eof(struct hostile_reader *r, int fd, int timeout_ms)
+{
+    long long start = hostile_now_ms(), deadline = start + timeout_ms;
+    for (;;) {
+        long long left = deadline - hostile_now_ms();
+        if (left <= 0)
+            return -1;
+        if (hostile_reader_pump(r, fd, (int)left) == 1)
+            return (long)(hostile_now_ms() - start);
+    }
+}
