@@ -20,9 +20,18 @@ static void status_print(const amp_daemon_status *st, int json)
         json_string(stdout, st->version);
         printf(",\"uptime_ms\":%" PRIu64 ",\"connections\":%" PRIu32
                ",\"jobs_in_flight\":%" PRIu32 ",\"jobs_completed\":%" PRIu64
-               ",\"jobs_failed\":%" PRIu64 "}\n",
+               ",\"jobs_failed\":%" PRIu64 ",\"peak_rss_bytes\":%" PRIu64
+               ",\"held_bytes\":%" PRIu64 ",\"calls\":{",
                st->uptime_ms, st->connections, st->jobs_in_flight, st->jobs_completed,
-               st->jobs_failed);
+               st->jobs_failed, st->peak_rss_bytes, st->held_bytes);
+        const char *sep = "";
+        for (int code = 0; code < AMP_STATUS_CODES; code++) {
+            if (!st->calls[code])
+                continue;
+            printf("%s\"%s\":%" PRIu64, sep, amp_status_code_name(code), st->calls[code]);
+            sep = ",";
+        }
+        puts("}}");
         return;
     }
     printf("version         %s\n"
@@ -33,6 +42,12 @@ static void status_print(const amp_daemon_status *st, int json)
            "jobs failed     %" PRIu64 "\n",
            st->version, st->uptime_ms / STATUS_MS_PER_S, st->uptime_ms % STATUS_MS_PER_S,
            st->connections, st->jobs_in_flight, st->jobs_completed, st->jobs_failed);
+    printf("peak memory     %" PRIu64 " bytes\n"
+           "held for calls  %" PRIu64 " bytes\n",
+           st->peak_rss_bytes, st->held_bytes);
+    for (int code = 0; code < AMP_STATUS_CODES; code++)
+        if (st->calls[code])
+            printf("calls %-20s %" PRIu64 "\n", amp_status_code_name(code), st->calls[code]);
 }
 
 static int status_run(struct ampctl *ctx, int argc, char **argv)

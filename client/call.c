@@ -163,9 +163,29 @@ static int call_on_data(nghttp2_session *s, uint8_t flags, int32_t stream_id,
     return 0;
 }
 
+/* The daemon refused the call with its GOAWAY: say why, as it did (a
+ * limit: "RESOURCE_EXHAUSTED: --max-peer-connections (64) reached for uid
+ * 1000"; a drain: "server is shutting down"). */
+static int call_refused(amp_conn *c)
+{
+    static const char exhausted[] = "RESOURCE_EXHAUSTED";
+    if (strncmp(c->goaway, exhausted, sizeof exhausted - 1) == 0)
+        return conn_fail(c, AMP_EEXHAUSTED,
+                         "the daemon refused the connection: %s", c->goaway);
+    if (c->goaway[0])
+        return conn_fail(c, AMP_EUNAVAIL, "the daemon refused the call: %s", c->goaway);
+    return conn_fail(c, AMP_EUNAVAIL, "the daemon refused the call");
+}
+
 static int call_on_frame(nghttp2_session *s, const nghttp2_frame *frame, void *user_data)
 {
     (void)s;
+    if (frame->hd.type == NGHTTP2_GOAWAY) {
+        amp_conn *c = user_data;
+        snprintf(c->goaway, sizeof c->goaway, "%.*s", (int)frame->goaway.opaque_data_len,
+                 (const char *)frame->goaway.opaque_data);
+        return 0;
+    }
     struct call *call = call_of(user_data, frame->hd.stream_id);
     if (!call)
         return 0;
@@ -302,7 +322,7 @@ int call_outcome(amp_conn *c, struct call *call)
                              call->http_status);
         }
         if (call->reset_code == NGHTTP2_REFUSED_STREAM)
-            return conn_fail(c, AMP_EUNAVAIL, "the daemon refused the call (shutting down?)");
+            return call_refused(c);
         if (call->reset_code == NGHTTP2_CANCEL)
             return conn_fail(c, AMP_ECANCELLED, "the daemon cancelled the call");
         if (call->reset_code != NGHTTP2_NO_ERROR)

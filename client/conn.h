@@ -25,6 +25,7 @@ struct amp_conn {
     int broken;            /* set after an I/O or protocol failure: later calls fail fast */
     int proto_error;       /* nghttp2 saw the peer break HTTP/2; proto_message says how */
     char proto_message[CONN_MESSAGE_MAX];
+    char goaway[CONN_MESSAGE_MAX]; /* the daemon's GOAWAY debug data (why it refused), or "" */
     struct call *call;     /* the call in progress or NULL; owned by its caller's stack */
     uint8_t *out;          /* bytes nghttp2 produced, not yet written: out_pos <= out_len <= out_cap */
     size_t out_pos, out_len, out_cap;

@@ -7,6 +7,7 @@
 #include "amp.pb-c.h"
 #include "call.h"
 #include "conn.h"
+#include "error.h"
 #include "grpc/health/v1/health.pb-c.h"
 #include "jobs.h"
 
@@ -83,6 +84,12 @@ int amp_status(amp_conn *c, const amp_opts *o, amp_daemon_status *st)
     st->jobs_in_flight = r->jobs_in_flight;
     st->jobs_completed = r->jobs_completed;
     st->jobs_failed = r->jobs_failed;
+    st->peak_rss_bytes = r->peak_rss_bytes;
+    st->held_bytes = r->held_bytes;
+    for (size_t i = 0; i < r->n_calls_by_status; i++)
+        for (int code = 0; code < AMP_STATUS_CODES; code++)
+            if (strcmp(r->calls_by_status[i]->code, error_grpc_name(code)) == 0)
+                st->calls[code] = r->calls_by_status[i]->calls;
     protobuf_c_message_free_unpacked(msg, NULL);
     return 0;
 }

@@ -53,6 +53,11 @@ const char *error_grpc_name(int grpc_status)
     return error_grpc_names[grpc_status];
 }
 
+const char *amp_status_code_name(int code)
+{
+    return error_grpc_name(code);
+}
+
 int error_from_grpc(int grpc_status)
 {
     switch (grpc_status) {

@@ -46,6 +46,27 @@ void grpc_frame_header(uint8_t out[GRPC_FRAME_HEADER], size_t len)
     out[4] = (uint8_t)len;
 }
 
+/* Makes room at msg for at least need bytes (need <= msg_len + 1): doubles,
+ * so a body that arrives in many pieces is copied O(1) times per byte. */
+static int grpc_frame_grow(struct grpc_frame_reader *r, size_t need)
+{
+    if (need <= r->msg_cap)
+        return GRPC_FRAME_OK;
+    size_t cap = r->msg_cap ? 2 * r->msg_cap : GRPC_FRAME_FIRST_CAP;
+    if (cap < need)
+        cap = need;
+    if (cap > r->msg_len + 1)
+        cap = r->msg_len + 1;
+    if (r->reserve && r->reserve(r->reserve_ctx, cap - r->msg_cap) != 0)
+        return GRPC_FRAME_REFUSED;
+    uint8_t *p = realloc(r->msg, cap);
+    if (!p)
+        return GRPC_FRAME_NOMEM;
+    r->msg = p;
+    r->msg_cap = cap;
+    return GRPC_FRAME_OK;
+}
+
 /* The prefix is whole: check it and get ready for the body. msg_len keeps
  * the declared length even on error, so callers can report it. */
 static int grpc_frame_start_body(struct grpc_frame_reader *r)
@@ -59,19 +80,21 @@ static int grpc_frame_start_body(struct grpc_frame_reader *r)
         return GRPC_FRAME_BAD_FLAG;
     if (r->msg_len > r->max_len)
         return GRPC_FRAME_TOO_LARGE;
-    /* +1 so that a zero-length message still gets a non-NULL buffer. */
     if (r->spare && r->spare_cap > r->msg_len) {
+        if (r->reserve && r->reserve(r->reserve_ctx, r->spare_cap) != 0)
+            return GRPC_FRAME_REFUSED;
         r->msg = r->spare;
         r->msg_cap = r->spare_cap;
         r->spare = NULL;
         r->spare_cap = 0;
         return GRPC_FRAME_OK;
     }
-    r->msg = malloc(r->msg_len + 1);
-    if (!r->msg)
-        return GRPC_FRAME_NOMEM;
-    r->msg_cap = r->msg_len + 1;
-    return GRPC_FRAME_OK;
+    /* A buffer for the first bytes only (+1 so that a zero-length message
+     * still gets a non-NULL buffer): a prefix that declares 64 MiB and
+     * sends nothing more holds 64 KiB. */
+    r->msg_cap = 0;
+    return grpc_frame_grow(r, r->msg_len < GRPC_FRAME_FIRST_CAP ? r->msg_len + 1
+                                                                 : GRPC_FRAME_FIRST_CAP);
 }
 
 /* The body is whole: deliver it and reset for the next prefix. */
@@ -115,6 +138,9 @@ int grpc_frame_feed(struct grpc_frame_reader *r, const uint8_t *data, size_t len
             size_t n = r->msg_len - r->msg_have;
             if (n > len)
                 n = len;
+            int rv = grpc_frame_grow(r, r->msg_have + n + 1);
+            if (rv != GRPC_FRAME_OK)
+                return rv;
             memcpy(r->msg + r->msg_have, data, n);
             r->msg_have += n;
             data += n;

@@ -18,6 +18,7 @@ enum grpc_frame_err {
     GRPC_FRAME_COMPRESSED = -2,  /* compressed flag set: we offer no encodings */
     GRPC_FRAME_BAD_FLAG = -3,    /* flag byte other than 0 or 1 */
     GRPC_FRAME_NOMEM = -4,
+    GRPC_FRAME_REFUSED = -5,     /* the reserve hook refused a larger buffer */
 };
 
 struct grpc_frame_reader {
@@ -25,7 +26,8 @@ struct grpc_frame_reader {
     uint8_t hdr[GRPC_FRAME_HEADER];
     size_t hdr_have;      /* < GRPC_FRAME_HEADER while reading the header */
     uint8_t *msg;         /* malloc'd body of the message being read */
-    size_t msg_cap;       /* bytes allocated at msg: > msg_len */
+    size_t msg_cap;       /* bytes allocated at msg: > msg_have, and <= msg_len + 1 unless
+                           * it was the spare */
     size_t msg_len;       /* declared length of that message */
     size_t msg_have;      /* msg_have <= msg_len */
     /* A delivered message's buffer kept for the next one (streams carry
@@ -36,7 +38,17 @@ struct grpc_frame_reader {
     size_t keep_max;
     uint8_t *spare;
     size_t spare_cap;
+    /* The body buffer grows as bytes arrive (a prefix alone buys at most
+     * GRPC_FRAME_FIRST_CAP), and each growth by `more` bytes is first
+     * offered to reserve(reserve_ctx, more): nonzero refuses it
+     * (GRPC_FRAME_REFUSED). NULL: no owner to ask. The reader never gives
+     * back: whoever reserves releases once the buffer is gone. */
+    int (*reserve)(void *ctx, size_t more);
+    void *reserve_ctx;
 };
+
+/* What a message body buffer starts at before its bytes arrive. */
+#define GRPC_FRAME_FIRST_CAP (64 * 1024)
 
 typedef int (*grpc_frame_msg_cb)(const uint8_t *msg, size_t len, void *ctx);
 

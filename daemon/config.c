@@ -21,7 +21,7 @@
 #define CONFIG_MS_PER_S 1000
 #define CONFIG_HELP_COLUMN 28
 
-enum config_kind { CFG_LISTEN, CFG_DEVICE, CFG_U64, CFG_U32, CFG_SECONDS };
+enum config_kind { CFG_LISTEN, CFG_DEVICE, CFG_GROUP, CFG_U64, CFG_U32, CFG_SECONDS, CFG_MODE };
 
 struct config_opt {
     const char *name;
@@ -49,7 +49,22 @@ static const struct config_opt config_opts[] = {
     { "max-streams", "N", CFG_U32, CFG_OFF(max_streams), 1, INT32_MAX,
       "concurrent calls per connection (default 32)" },
     { "max-job-memory", "N", CFG_U64, CFG_OFF(max_job_memory), 1, UINT64_MAX,
-      "bytes of job input and output held at once (default 1G)" },
+      "bytes held for all clients at once: requests arriving, jobs'\n"
+      "                            input and output, replies not yet read (default 1G)" },
+    { "max-connection-memory", "N", CFG_U64, CFG_OFF(max_connection_memory), 1, UINT64_MAX,
+      "the same bytes, for one connection (default: max-job-memory / 4)" },
+    { "max-peer-connections", "N", CFG_U32, CFG_OFF(max_peer_connections), 1, UINT32_MAX,
+      "connections from one uid (Unix socket) or address (TCP) (default 64)" },
+    { "request-timeout", "S", CFG_SECONDS, CFG_OFF(request_timeout_ms), 0,
+      UINT32_MAX / CONFIG_MS_PER_S,
+      "a request must arrive within S seconds plus its bytes at\n"
+      "                            --min-request-rate; 0: never time out (default 10)" },
+    { "min-request-rate", "N", CFG_U64, CFG_OFF(min_request_rate), 1, UINT64_MAX,
+      "bytes per second a request arrives at, at least (default 64K)" },
+    { "socket-mode", "MODE", CFG_MODE, CFG_OFF(socket_mode), 0, 0777,
+      "permissions of Unix socket files, octal (default 0660)" },
+    { "socket-group", "GROUP", CFG_GROUP, 0, 0, 0,
+      "group of Unix socket files, a name or gid (default: ampd's own)" },
     { "staging-bytes", "N", CFG_U64, CFG_OFF(staging_bytes), AMPD_MIN_CHUNK_BYTES, UINT64_MAX,
       "pinned staging memory per device for streams (default 64M)" },
     { "chunk-bytes", "N", CFG_U64, CFG_OFF(chunk_bytes), AMPD_MIN_CHUNK_BYTES,
@@ -112,11 +127,30 @@ static int config_number(const char *text, uint64_t *out)
     return 0;
 }
 
+/* Parses an octal permission mode ("660" or "0660"). */
+static int config_octal(const char *text, uint64_t *out)
+{
+    if (*text < '0' || *text > '7')
+        return -1;
+    errno = 0;
+    char *end;
+    unsigned long v = strtoul(text, &end, 8);
+    if (errno != 0 || *end != '\0')
+        return -1;
+    *out = v;
+    return 0;
+}
+
 static int config_set_number(struct config *cfg, const struct config_opt *o, const char *value,
                              char *err, size_t errlen)
 {
     uint64_t v;
-    if (config_number(value, &v) != 0 || v < o->min || v > o->max) {
+    int rv = o->kind == CFG_MODE ? config_octal(value, &v) : config_number(value, &v);
+    if (rv != 0 || v < o->min || v > o->max) {
+        if (o->kind == CFG_MODE) {
+            snprintf(err, errlen, "--%s: \"%s\" is not an octal mode in 0..0777", o->name, value);
+            return -1;
+        }
         snprintf(err, errlen, "--%s: \"%s\" is not a number in %" PRIu64 "..%" PRIu64, o->name,
                  value, o->min, o->max);
         return -1;
@@ -124,7 +158,7 @@ static int config_set_number(struct config *cfg, const struct config_opt *o, con
     char *field = (char *)cfg + o->offset;
     if (o->kind == CFG_U64)
         *(uint64_t *)field = v;
-    else if (o->kind == CFG_U32)
+    else if (o->kind == CFG_U32 || o->kind == CFG_MODE)
         *(uint32_t *)field = (uint32_t)v;
     else
         *(uint32_t *)field = (uint32_t)(v * CONFIG_MS_PER_S);
@@ -156,6 +190,13 @@ static int config_set(struct config *cfg, const struct config_opt *o, const char
         }
         snprintf(cfg->device, sizeof(cfg->device), "%s", value);
         return 0;
+    case CFG_GROUP:
+        if (strlen(value) >= sizeof(cfg->socket_group)) {
+            snprintf(err, errlen, "--socket-group: \"%s\" is too long", value);
+            return -1;
+        }
+        snprintf(cfg->socket_group, sizeof(cfg->socket_group), "%s", value);
+        return 0;
     default:
         return config_set_number(cfg, o, value, err, errlen);
     }
@@ -169,6 +210,10 @@ static void config_defaults(struct config *cfg)
     cfg->max_jobs = AMPD_DEFAULT_MAX_JOBS;
     cfg->max_streams = AMPD_DEFAULT_MAX_STREAMS;
     cfg->max_job_memory = AMPD_DEFAULT_MAX_JOB_MEMORY;
+    cfg->max_peer_connections = AMPD_DEFAULT_MAX_PEER_CONNECTIONS;
+    cfg->request_timeout_ms = AMPD_DEFAULT_REQUEST_TIMEOUT_MS;
+    cfg->min_request_rate = AMPD_DEFAULT_MIN_REQUEST_RATE;
+    cfg->socket_mode = AMPD_DEFAULT_SOCKET_MODE;
     cfg->drain_timeout_ms = AMPD_DEFAULT_DRAIN_TIMEOUT_MS;
     cfg->staging_bytes = AMPD_DEFAULT_STAGING_BYTES;
     cfg->chunk_bytes = AMPD_DEFAULT_CHUNK_BYTES;
@@ -177,6 +222,13 @@ static void config_defaults(struct config *cfg)
 /* Settings that only make sense together. */
 static int config_check(struct config *cfg, char *err, size_t errlen)
 {
+    if (!cfg->max_connection_memory) {
+        cfg->max_connection_memory = cfg->max_job_memory / AMPD_DEFAULT_CONNECTION_MEMORY_SHARE;
+        if (!cfg->max_connection_memory)
+            cfg->max_connection_memory = cfg->max_job_memory;
+    }
+    if (cfg->max_connection_memory > cfg->max_job_memory)
+        cfg->max_connection_memory = cfg->max_job_memory;
     if (cfg->chunk_bytes % AMPD_CHUNK_ALIGN) {
         snprintf(err, errlen, "--chunk-bytes must be a multiple of %d", AMPD_CHUNK_ALIGN);
         return -1;

@@ -19,6 +19,13 @@
 #define AMPD_DEFAULT_MAX_STREAMS 32
 #define AMPD_DEFAULT_MAX_JOB_MEMORY (1024ull * 1024 * 1024)
 #define AMPD_DEFAULT_DRAIN_TIMEOUT_MS 30000
+/* A connection may hold this share of --max-job-memory unless told otherwise. */
+#define AMPD_DEFAULT_CONNECTION_MEMORY_SHARE 4
+#define AMPD_DEFAULT_MAX_PEER_CONNECTIONS 64
+#define AMPD_DEFAULT_REQUEST_TIMEOUT_MS 10000
+#define AMPD_DEFAULT_MIN_REQUEST_RATE (64ull * 1024)
+#define AMPD_DEFAULT_SOCKET_MODE 0660
+#define AMPD_GROUP_MAX 64
 #define AMPD_DEFAULT_STAGING_BYTES (64ull * 1024 * 1024)
 #define AMPD_DEFAULT_CHUNK_BYTES (4ull * 1024 * 1024)
 #define AMPD_MIN_CHUNK_BYTES (64ull * 1024)
@@ -43,7 +50,13 @@ struct config {
     uint32_t max_connections;
     uint32_t max_jobs;
     uint32_t max_streams;
-    uint64_t max_job_memory;
+    uint64_t max_job_memory;           /* daemon-wide bytes held for clients (budget.h) */
+    uint64_t max_connection_memory;    /* the same, per connection; <= max_job_memory */
+    uint32_t max_peer_connections;     /* per uid (Unix sockets) or address (TCP) */
+    uint32_t request_timeout_ms;       /* 0: requests may stall forever */
+    uint64_t min_request_rate;         /* bytes/s a request must keep up after the timeout */
+    uint32_t socket_mode;              /* Unix socket files' permission bits */
+    char socket_group[AMPD_GROUP_MAX]; /* Unix socket files' group; "": the daemon's */
     uint32_t drain_timeout_ms;
     uint32_t idle_timeout_ms;          /* 0: idle connections stay open */
     uint64_t staging_bytes;            /* per device; >= chunk_bytes */

@@ -25,12 +25,13 @@ struct conn {
     struct conn *prev, *next;   /* set->head list */
     struct listen_sock *sock;   /* valid until closed() */
     struct h2_session *h2;      /* freed in closed() */
+    struct budget budget;       /* what the session's calls hold; used is 0 once h2 is freed */
+    char peer[LISTEN_PEER_MAX]; /* listen_sock_peer(): whose connection this is */
     bool counted;               /* counts toward set->count */
     bool writing;               /* a listen_sock_write() is in flight */
     bool closing;               /* listen_sock_close() called: no more I/O */
     bool fatal;                 /* protocol error: close once the GOAWAY is out */
     bool idle_closed;           /* got its GOAWAY for --idle-timeout */
-    uint64_t active_ms;         /* rpc_now_ms() of the last byte read or written */
 };
 
 static void conn_flush(struct conn *c);
@@ -167,7 +168,6 @@ static void conn_flush(struct conn *c)
 static void conn_sock_read(void *ctx, const uint8_t *data, size_t len)
 {
     struct conn *c = ctx;
-    c->active_ms = rpc_now_ms();
     if (c->fatal)
         return;
     if (h2_session_recv(c->h2, data, len) != 0)
@@ -184,7 +184,6 @@ static void conn_sock_written(void *ctx, int status)
 {
     struct conn *c = ctx;
     c->writing = false;
-    c->active_ms = rpc_now_ms();
     if (status != 0) {
         conn_close(c, 0);
         return;
@@ -201,11 +200,26 @@ static const struct listen_sock_cbs conn_sock_cbs = {
 
 /* --- accept and drain ----------------------------------------------------- */
 
+/* Connections from peer being served: not those on their way out (a
+ * GOAWAY sent for a fault, lingering for the peer's close). */
+static uint32_t conn_peer_count(const struct conn_set *set, const char *peer)
+{
+    uint32_t n = 0;
+    for (const struct conn *c = set->head; c; c = c->next)
+        n += c->counted && !c->closing && !c->fatal && strcmp(c->peer, peer) == 0;
+    return n;
+}
+
 void conn_accept(struct conn_set *set, struct listen_sock *sock)
 {
     struct conn *c = calloc(1, sizeof(*c));
-    if (c)
-        c->h2 = h2_session_new(&set->h2cfg, &conn_h2_handlers, c);
+    if (c) {
+        c->budget = (struct budget){ .max = set->conn_memory, .parent = set->budget,
+                                     .name = "--max-connection-memory" };
+        struct h2_config cfg = set->h2cfg;
+        cfg.budget = &c->budget;
+        c->h2 = h2_session_new(&cfg, &conn_h2_handlers, c);
+    }
     if (!c || !c->h2) {
         free(c);
         listen_sock_close(sock, 0);
@@ -213,17 +227,23 @@ void conn_accept(struct conn_set *set, struct listen_sock *sock)
     }
     c->set = set;
     c->sock = sock;
-    c->active_ms = rpc_now_ms();
+    listen_sock_peer(sock, c->peer, sizeof(c->peer));
+    uint32_t peers = conn_peer_count(set, c->peer);
     c->next = set->head;
     if (set->head)
         set->head->prev = c;
     set->head = c;
+    char reason[CONN_REASON_MAX];
     if (set->draining) {
         h2_session_refuse(c->h2, "server is shutting down");
     } else if (set->count >= set->max) {
-        char reason[CONN_REASON_MAX];
         snprintf(reason, sizeof(reason), "RESOURCE_EXHAUSTED: --max-connections (%u) reached",
                  set->max);
+        h2_session_refuse(c->h2, reason);
+    } else if (peers >= set->max_per_peer) {
+        snprintf(reason, sizeof(reason),
+                 "RESOURCE_EXHAUSTED: --max-peer-connections (%u) reached for %s",
+                 set->max_per_peer, c->peer);
         h2_session_refuse(c->h2, reason);
     } else {
         c->counted = true;
@@ -253,14 +273,29 @@ void conn_drain_all(struct conn_set *set)
     }
 }
 
-void conn_close_idle(struct conn_set *set, uint64_t now_ms, uint64_t idle_ms)
+void conn_sweep(struct conn_set *set, uint64_t now_ms, uint64_t idle_ms)
+{
+    for (struct conn *c = set->head, *next; c; c = next) {
+        next = c->next;   /* a flush may close c, but frees it only in a later callback */
+        if (c->closing || c->fatal)
+            continue;
+        if (h2_session_expire(c->h2, now_ms) != 0)
+            c->fatal = true;   /* closes once its GOAWAY is out */
+        if (idle_ms && !c->idle_closed && h2_session_calls(c->h2) == 0 &&
+            now_ms - h2_session_active_ms(c->h2) >= idle_ms) {
+            c->idle_closed = true;
+            h2_session_goaway(c->h2);   /* no call open: it closes once the GOAWAY is out */
+        }
+        conn_flush(c);
+    }
+}
+
+void conn_fail_all(struct conn_set *set, enum status_code code, const char *msg)
 {
     for (struct conn *c = set->head; c; c = c->next) {
-        if (c->closing || c->idle_closed || h2_session_calls(c->h2) > 0 ||
-            now_ms - c->active_ms < idle_ms)
+        if (c->closing)
             continue;
-        c->idle_closed = true;
-        h2_session_goaway(c->h2);   /* no call open: it closes once the GOAWAY is out */
+        h2_session_fail_all(c->h2, code, msg);
         conn_flush(c);
     }
 }

@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "budget.h"
 #include "h2.h"
 #include "listen.h"
 #include "rpc.h"
@@ -22,7 +23,10 @@ struct conn_set {
     struct conn *head;          /* all live connections, refused ones too */
     uint32_t count;             /* accepted and served (not refused); env->connections mirrors it */
     uint32_t max;               /* --max-connections */
-    struct h2_config h2cfg;
+    uint32_t max_per_peer;      /* --max-peer-connections */
+    struct budget *budget;      /* the daemon's; each connection's own budget is its child */
+    uint64_t conn_memory;       /* --max-connection-memory: the max of each connection's budget */
+    struct h2_config h2cfg;     /* every session's, but for its budget (the connection's) */
     struct rpc_env *env;
     /* Called when the last connection has closed, while draining. */
     void (*empty)(void *ctx);
@@ -30,20 +34,28 @@ struct conn_set {
     bool draining;              /* new connections are refused, old ones got GOAWAY */
 };
 
-/* --idle-timeout: every connection with no call open and no bytes read or
- * written for idle_ms (milliseconds, rpc_now_ms clock) gets a GOAWAY and
- * closes. server.c calls this from a periodic timer. */
-void conn_close_idle(struct conn_set *set, uint64_t now_ms, uint64_t idle_ms);
+/* The periodic sweep (server.c's timer), at now_ms on the rpc_now_ms
+ * clock: requests stalled past --request-timeout are answered and
+ * connections stalled before their first call are closed
+ * (h2_session_expire); with idle_ms (--idle-timeout) set, connections with
+ * no call open and no useful activity for that long get a GOAWAY and close. */
+void conn_sweep(struct conn_set *set, uint64_t now_ms, uint64_t idle_ms);
 
 /* Takes an accepted socket: serves it, or refuses it with a GOAWAY naming
- * the limit when --max-connections are already open (or while draining). */
+ * the limit when --max-connections, or --max-peer-connections from its
+ * peer, are already open (or while draining). */
 void conn_accept(struct conn_set *set, struct listen_sock *sock);
 
 /* Graceful drain: GOAWAY on every connection; each closes once its calls
  * are answered. set->empty() runs when none is left. */
 void conn_drain_all(struct conn_set *set);
 
-/* Closes every connection now (drain timeout). */
+/* The drain timed out: every call still open ends with code and msg (or
+ * a reset, where its answer is being sent) and each connection closes once
+ * that is flushed. */
+void conn_fail_all(struct conn_set *set, enum status_code code, const char *msg);
+
+/* Closes every connection now. */
 void conn_close_all(struct conn_set *set);
 
 #endif

@@ -22,6 +22,7 @@
 
 #include "dev_internal.h"
 #include "op.h"
+#include "sat.h"
 
 /* Device buffers of a chunked stream: one being copied in, one in the
  * kernels, one being copied out, and a spare so the copy in never waits. */
@@ -52,18 +53,18 @@ uint64_t dev_stream_memory(struct dev *d, struct job *job)
 {
     (void)d;
     if (!dev_stream_is_resident(job))
-        return DEV_STREAM_RING * (uint64_t)job->chunk_bytes + dev_hist_bytes(job);
+        return sat_add_u64(DEV_STREAM_RING * (uint64_t)job->chunk_bytes, dev_hist_bytes(job));
     /* The input and every reverse/fill output alive at once, counted
      * generously (transforms run in place). */
     uint64_t total = job->total_len, len = job->total_len;
     for (size_t i = 0; i < job->nsteps; i++) {
         const struct step *st = &job->steps[i];
         if (st->kind == STEP_FILL)
-            len = st->u.fill.count * elem_size(st->u.fill.type);
+            len = sat_mul_u64(st->u.fill.count, elem_size(st->u.fill.type));
         if (st->kind == STEP_FILL || st->kind == STEP_REVERSE)
-            total += len;
+            total = sat_add_u64(total, len);
     }
-    return total + dev_hist_bytes(job);
+    return sat_add_u64(total, dev_hist_bytes(job));
 }
 
 static struct dev_exec *dev_stream_exec(struct dev *d, struct job *job)

@@ -7,6 +7,7 @@
 
 #include "job.h"
 #include "op.h"
+#include "sat.h"
 
 
 uint64_t dev_memory_capacity(const struct dev *d)
@@ -24,7 +25,8 @@ uint64_t dev_hist_bytes(const struct job *job)
     uint64_t total = 0;
     for (size_t i = 0; i < job->nsteps; i++)
         if (job->steps[i].kind == STEP_HISTOGRAM)
-            total += OP_HIST_SLOTS(job->steps[i].u.hist.bins) * sizeof(cl_ulong);
+            total = sat_add_u64(total, OP_HIST_SLOTS((uint64_t)job->steps[i].u.hist.bins) *
+                                           sizeof(cl_ulong));
     return total;
 }
 
@@ -38,10 +40,10 @@ static uint64_t dev_job_memory(const struct job *job)
         if (st->kind == STEP_HISTOGRAM)
             continue;
         if (st->kind == STEP_FILL)
-            len = st->u.fill.count * elem_size(st->u.fill.type);
-        total += len;
+            len = sat_mul_u64(st->u.fill.count, elem_size(st->u.fill.type));
+        total = sat_add_u64(total, len);
     }
-    return total + dev_hist_bytes(job);
+    return sat_add_u64(total, dev_hist_bytes(job));
 }
 
 uint64_t dev_task_memory(struct dev *d, struct task *t)

@@ -23,9 +23,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "budget.h"
 #include "data_frame.h"
 #include "grpc_frame.h"
 #include "h2_internal.h"
+#include "sat.h"
 
 /* Per-stream receive window we advertise, and the connection's: large
  * enough that a 64 MiB request is not throttled by round trips. */
@@ -37,6 +39,44 @@
 #define HTTP_STATUS_BAD_METHOD "405"
 #define HTTP_STATUS_BAD_MEDIA "415"
 
+/* --- the budget ---------------------------------------------------------- */
+
+bool h2_take(struct h2_session *s, uint64_t n, char *why, size_t whylen)
+{
+    struct budget *full = s->cfg.budget && n ? budget_take(s->cfg.budget, n) : NULL;
+    if (full)
+        budget_refusal(full, n, why, whylen);
+    return !full;
+}
+
+void h2_give(struct h2_session *s, uint64_t n)
+{
+    if (s->cfg.budget && n)
+        budget_give(s->cfg.budget, n);
+}
+
+/* The reader's growth hook: request bytes are held as they arrive. */
+static int h2_call_reserve(void *ctx, size_t more)
+{
+    struct h2_call *c = ctx;
+    if (!h2_take(c->s, more, c->feed_msg, sizeof(c->feed_msg)))
+        return -1;
+    c->reserved += more;
+    return 0;
+}
+
+int h2_call_hold(struct h2_call *call, uint64_t bytes, char *msg, size_t msglen)
+{
+    if (bytes > call->handler_held) {
+        if (!h2_take(call->s, bytes - call->handler_held, msg, msglen))
+            return -1;
+    } else {
+        h2_give(call->s, call->handler_held - bytes);
+    }
+    call->handler_held = bytes;
+    return 0;
+}
+
 /* --- calls ---------------------------------------------------------------- */
 
 static struct h2_call *h2_call_new(struct h2_session *s, int32_t stream_id)
@@ -46,7 +86,10 @@ static struct h2_call *h2_call_new(struct h2_session *s, int32_t stream_id)
         return NULL;
     c->s = s;
     c->stream_id = stream_id;
+    c->created_ms = h2_now(s);
     grpc_frame_reader_init(&c->reader, s->cfg.max_message_bytes);
+    c->reader.reserve = h2_call_reserve;
+    c->reader.reserve_ctx = c;
     c->next = s->calls;
     if (s->calls)
         s->calls->prev = c;
@@ -59,6 +102,11 @@ static void h2_call_release(struct h2_call *c)
 {
     struct h2_session *s = c->s;
     h2_call_unreserve(c);
+    /* Before closed(): a handler whose job outlives the call takes what the
+     * job holds from the daemon's budget alone (rpc.c). */
+    h2_call_hold(c, 0, NULL, 0);
+    if (c->started && !c->answered)
+        h2_count_status(s, STATUS_CANCELLED);   /* the client left first */
     if (c->started && s->h->closed)
         s->h->closed(c, s->ctx);
     if (c->prev)
@@ -71,9 +119,11 @@ static void h2_call_release(struct h2_call *c)
     grpc_frame_reader_free(&c->reader);
     free(c->out);
     free(c->held);
-    h2_budget_release(s, c->held_reserved);
+    h2_give(s, c->held_reserved);
+    h2_give(s, c->pend_cap);
     free(c->pend);
     h2_out_free_all(c);
+    h2_give(s, c->out_held);
     free(c->trailer_msg);
     free(c);
 }
@@ -118,6 +168,7 @@ int h2_call_answer_status(struct h2_call *c, const char *http_status, enum statu
     if (c->answered)
         return -1;
     c->answered = true;
+    h2_count_status(c->s, code);
     if (c->kind == H2_STREAM)
         h2_stream_drop_input(c);
     char status[16], encoded[H2_GRPC_MESSAGE_MAX];
@@ -156,7 +207,12 @@ static ssize_t h2_reply_read(nghttp2_session *ng, int32_t stream_id, uint8_t *bu
         n = length;
     memcpy(buf, c->out + c->out_pos, n);
     c->out_pos += n;
+    c->s->active_ms = h2_now(c->s);
     if (c->out_pos == c->out_len) {
+        free(c->out);   /* all in nghttp2's frame now: the client's bytes are not ours to hold */
+        c->out = NULL;
+        h2_give(c->s, c->out_held);
+        c->out_held = 0;
         *flags |= NGHTTP2_DATA_FLAG_EOF | NGHTTP2_DATA_FLAG_NO_END_STREAM;
         nghttp2_nv trailers[] = { H2_NV("grpc-status", "0") };
         if (nghttp2_submit_trailer(ng, stream_id, trailers, 1) != 0)
@@ -184,11 +240,20 @@ int h2_call_reply(struct h2_call *call, uint8_t *buf, size_t len)
         h2_call_fail(call, STATUS_RESOURCE_EXHAUSTED, msg);
         return -1;
     }
+    char why[STATUS_MSG_MAX];
+    if (!h2_take(call->s, len + GRPC_FRAME_HEADER, why, sizeof(why))) {
+        free(buf);
+        h2_call_failf(call, STATUS_RESOURCE_EXHAUSTED, "no room for a %zu-byte reply: %s", len,
+                      why);
+        return -1;
+    }
     grpc_frame_header(buf, len);
     call->out = buf;
     call->out_len = len + GRPC_FRAME_HEADER;
+    call->out_held = call->out_len;
     call->out_pos = 0;
     call->answered = true;
+    h2_count_status(call->s, STATUS_OK);
     nghttp2_nv nv[] = {
         H2_NV(":status", HTTP_STATUS_OK),
         H2_NV("content-type", GRPC_CONTENT_TYPE),
@@ -248,6 +313,7 @@ static void h2_call_headers_done(struct h2_call *c)
         return;
     }
     char msg[STATUS_MSG_MAX] = "";
+    s->active_ms = h2_now(s);
     enum status_code code = s->h->start(c, c->path, &c->kind, msg, sizeof(msg), s->ctx);
     if (code != STATUS_OK) {
         h2_call_fail(c, code, msg);
@@ -293,15 +359,18 @@ static int h2_on_message(const uint8_t *msg, size_t len, void *ctx)
     struct h2_session *s = c->s;
     if (c->kind == H2_STREAM)
         return h2_stream_message(c, msg, len);
-    h2_call_unreserve(c);
     c->nmessages++;
     if (c->kind == H2_UNARY && c->nmessages > 1) {
+        h2_call_unreserve(c);
         c->feed_status = STATUS_UNIMPLEMENTED;
         snprintf(c->feed_msg, sizeof(c->feed_msg),
                  "unary method needs exactly one request message, got more");
         return 1;
     }
+    /* The raw message stays held while the handler decodes it (and holds
+     * the decoded copy): both exist at once. */
     c->feed_status = s->h->message(c, msg, len, c->feed_msg, sizeof(c->feed_msg), s->ctx);
+    h2_call_unreserve(c);
     return c->feed_status != STATUS_OK;
 }
 
@@ -311,16 +380,13 @@ static int h2_on_message(const uint8_t *msg, size_t len, void *ctx)
 void h2_call_feed_error(struct h2_call *c, int err)
 {
     size_t max = c->s->cfg.max_message_bytes;
-    struct h2_budget *b = c->s->cfg.budget;
     switch (err) {
+    case GRPC_FRAME_REFUSED:
+        h2_call_failf(c, STATUS_RESOURCE_EXHAUSTED,
+                      "no room for the request message of %zu bytes: %s", c->reader.msg_len,
+                      c->feed_msg);
+        break;
     case GRPC_FRAME_TOO_LARGE:
-        if (c->reader.msg_len <= max) {
-            h2_call_failf(c, STATUS_RESOURCE_EXHAUSTED,
-                          "--max-job-memory (%llu) is taken by requests being received; this "
-                          "message declares %zu bytes",
-                          (unsigned long long)b->max, c->reader.msg_len);
-            break;
-        }
         h2_call_failf(c, STATUS_RESOURCE_EXHAUSTED,
                       "request message of %zu bytes exceeds --max-message-bytes (%zu)",
                       c->reader.msg_len, max);
@@ -343,22 +409,12 @@ void h2_call_feed_error(struct h2_call *c, int err)
     h2_call_unreserve(c);
 }
 
-/* Feeds DATA to the call's reader, within the message size limit and what
- * is left of the daemon-wide budget; reserves a message that is now being
- * buffered. */
+/* Feeds DATA to the call's reader, within the message size limit; the
+ * reader's buffer is held in the budget as it grows (h2_call_reserve). */
 int h2_call_feed(struct h2_call *c, const uint8_t *data, size_t len)
 {
-    struct h2_budget *b = c->s->cfg.budget;
-    size_t room = c->s->cfg.max_message_bytes;
-    if (b && !c->reserved && b->max - b->used < room)
-        room = (size_t)(b->max - b->used);
-    c->reader.max_len = room;
-    int rv = grpc_frame_feed(&c->reader, data, len, h2_on_message, c);
-    if (rv == GRPC_FRAME_OK && b && c->reader.msg && !c->reserved) {
-        c->reserved = c->reader.msg_len;
-        b->used += c->reserved;
-    }
-    return rv;
+    c->wait_bytes += len;
+    return grpc_frame_feed(&c->reader, data, len, h2_on_message, c);
 }
 
 /* --- nghttp2 callbacks ---------------------------------------------------- */
@@ -447,7 +503,9 @@ static int h2_on_header(nghttp2_session *ng, const nghttp2_frame *frame, const u
 
 static int h2_on_frame_recv(nghttp2_session *ng, const nghttp2_frame *frame, void *user_data)
 {
-    (void)user_data;
+    struct h2_session *s = user_data;
+    if (frame->hd.type == NGHTTP2_SETTINGS && !(frame->hd.flags & NGHTTP2_FLAG_ACK))
+        s->settings_seen = true;
     if (frame->hd.type != NGHTTP2_HEADERS && frame->hd.type != NGHTTP2_DATA)
         return 0;
     struct h2_call *c = h2_stream_call(ng, frame->hd.stream_id);
@@ -464,8 +522,10 @@ static int h2_on_data_chunk(nghttp2_session *ng, uint8_t flags, int32_t stream_i
                             const uint8_t *data, size_t len, void *user_data)
 {
     (void)flags;
-    (void)user_data;
+    struct h2_session *s = user_data;
     struct h2_call *c = h2_stream_call(ng, stream_id);
+    if (c && c->started)
+        s->active_ms = h2_now(s);
     if (c && c->kind == H2_STREAM && c->started && !c->answered) {
         /* The connection's share at once, so a paused stream never stalls
          * its neighbours; the stream's share as the reader takes it. */
@@ -568,6 +628,7 @@ struct h2_session *h2_session_new(const struct h2_config *cfg, const struct h2_h
     s->h = handlers;
     s->ctx = ctx;
     s->cfg = *cfg;
+    s->created_ms = s->active_ms = h2_now(s);
     if (h2_session_setup(s) != 0) {
         h2_session_free(s);
         return NULL;
@@ -647,4 +708,81 @@ void h2_session_refuse(struct h2_session *s, const char *reason)
 size_t h2_session_calls(const struct h2_session *s)
 {
     return s->ncalls;
+}
+
+uint64_t h2_session_active_ms(const struct h2_session *s)
+{
+    return s->active_ms;
+}
+
+/* --- timeouts and the drain's end ----------------------------------------- */
+
+/* True while the call cannot go on until the client sends more: a unary
+ * request not yet whole, or a stream message begun and not paused by us. */
+static bool h2_call_waiting(const struct h2_call *c)
+{
+    if (!c->started || c->answered)
+        return false;
+    if (c->kind == H2_UNARY)
+        return !c->remote_ended;
+    return !c->paused && !c->held && !c->pend_len && grpc_frame_pending(&c->reader);
+}
+
+/* A waiting call must get min_request_rate bytes a second after a grace
+ * of request_timeout_ms; counted from when the sweep first saw it wait. */
+static void h2_call_expire(struct h2_call *c, uint64_t now)
+{
+    const struct h2_config *cfg = &c->s->cfg;
+    if (!h2_call_waiting(c)) {
+        c->wait_ms = 0;
+        c->wait_bytes = 0;
+        return;
+    }
+    if (!c->wait_ms) {
+        c->wait_ms = now;
+        c->wait_bytes = 0;
+        return;
+    }
+    uint64_t allowed = sat_add_u64(cfg->request_timeout_ms,
+                                   sat_mul_u64(c->wait_bytes, 1000) / cfg->min_request_rate);
+    if (now - c->wait_ms <= allowed)
+        return;
+    h2_call_failf(c, STATUS_RESOURCE_EXHAUSTED,
+                  "the request stalled: %llu bytes in %llu ms, below --min-request-rate (%llu "
+                  "bytes/s) after --request-timeout (%llu ms)",
+                  (unsigned long long)c->wait_bytes, (unsigned long long)(now - c->wait_ms),
+                  (unsigned long long)cfg->min_request_rate,
+                  (unsigned long long)cfg->request_timeout_ms);
+}
+
+int h2_session_expire(struct h2_session *s, uint64_t now)
+{
+    uint64_t limit = s->cfg.request_timeout_ms;
+    if (!limit)
+        return 0;
+    bool stalled = !s->settings_seen && now - s->created_ms > limit;
+    s->busy++;
+    for (struct h2_call *c = s->calls, *next; c; c = next) {
+        next = c->next;   /* failing may not free c (that waits for a send), but be safe */
+        if (!c->started && !c->answered && now - c->created_ms > limit)
+            stalled = true;   /* a HEADERS block left unfinished holds the whole connection */
+        h2_call_expire(c, now);
+    }
+    s->busy--;
+    if (stalled)
+        h2_session_refuse(s, "the connection preface or a HEADERS block did not arrive within "
+                             "--request-timeout");
+    return stalled ? -1 : 0;
+}
+
+void h2_session_fail_all(struct h2_session *s, enum status_code code, const char *msg)
+{
+    s->busy++;
+    for (struct h2_call *c = s->calls; c; c = c->next) {
+        if (c->started && !c->answered)
+            h2_call_fail(c, code, msg);
+        else
+            nghttp2_submit_rst_stream(s->ng, NGHTTP2_FLAG_NONE, c->stream_id, NGHTTP2_CANCEL);
+    }
+    s->busy--;
 }

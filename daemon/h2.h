@@ -85,19 +85,28 @@ struct h2_handlers {
     void (*sent)(struct h2_call *call, void *ctx);
 };
 
-/* Request bytes being received, shared by every session of the daemon, so
- * that many slow senders cannot make it buffer without bound. A message's
- * declared length is reserved when its prefix arrives (before its body is
- * buffered) and released once it has been handed over. */
-struct h2_budget {
-    uint64_t used;  /* used <= max */
-    uint64_t max;   /* --max-job-memory */
-};
+struct budget;
 
 struct h2_config {
     size_t max_message_bytes;  /* each request and reply message */
     uint32_t max_streams;      /* SETTINGS_MAX_CONCURRENT_STREAMS */
-    struct h2_budget *budget;  /* NULL: no daemon-wide bound */
+    /* What the session's calls hold (request bytes as they arrive, held and
+     * pending stream input, replies not yet taken, and what handlers add
+     * with h2_call_hold) is taken from this budget and its parents, and all
+     * of it is given back by the time the call closes. NULL: unbounded. */
+    struct budget *budget;
+    /* Milliseconds on a monotonic clock; NULL: no timeouts, no activity stamps. */
+    uint64_t (*now_ms)(void);
+    /* --request-timeout: a request message that started arriving (or a
+     * unary call not yet half-closed) must arrive within this plus its
+     * bytes / min_request_rate seconds; the connection preface and a
+     * HEADERS block must arrive within it. 0: no limit. */
+    uint64_t request_timeout_ms;
+    uint64_t min_request_rate; /* bytes per second; >= 1 when request_timeout_ms is set */
+    /* Calls answered, by status code (STATUS_CODE_COUNT entries, shared by
+     * every session); a call the client abandoned counts as CANCELLED.
+     * NULL: not counted. */
+    uint64_t *status_counts;
 };
 
 /* Creates a server session and queues its SETTINGS. handlers and ctx must
@@ -134,10 +143,35 @@ void h2_session_refuse(struct h2_session *s, const char *reason);
 /* Calls open on this session. */
 size_t h2_session_calls(const struct h2_session *s);
 
+/* now_ms() of the last useful activity: a call starting, request DATA for
+ * a call, reply bytes taken for sending. Pings, settings, window updates
+ * and partial frames are not activity, so they keep no connection alive. */
+uint64_t h2_session_active_ms(const struct h2_session *s);
+
+/* Enforces --request-timeout at now (a periodic sweep calls this): calls
+ * whose request stalled below min_request_rate are answered
+ * RESOURCE_EXHAUSTED. Returns -1 when the connection itself stalled (no
+ * preface and SETTINGS, or an unfinished HEADERS block, within the
+ * timeout): a GOAWAY is queued and the owner should flush and close. */
+int h2_session_expire(struct h2_session *s, uint64_t now);
+
+/* The drain's end: every call not yet answered is answered with code and
+ * msg (in trailers where a response began), and every call whose answer is
+ * still being sent is reset with CANCEL, so that no call ends without a
+ * status when the connection closes. */
+void h2_session_fail_all(struct h2_session *s, enum status_code code, const char *msg);
+
 /* The client's deadline from its grpc-timeout header, in milliseconds
  * (rounded up), or 0 when it sent none. A malformed one never reaches a
  * handler: the call is answered INTERNAL, as gRPC servers do. */
 uint64_t h2_call_timeout_ms(const struct h2_call *call);
+
+/* Sets the bytes the handler holds for this call (a decoded request, a
+ * job's input and output) to bytes, taking the difference from the
+ * session's budget or giving it back. Returns 0, or -1 with the limit that
+ * refused in msg (nothing changed). The layer gives whatever is held back
+ * just before closed(). */
+int h2_call_hold(struct h2_call *call, uint64_t bytes, char *msg, size_t msglen);
 
 /* Per-call slot for the handler's state; NULL until set. */
 void *h2_call_user(const struct h2_call *call);

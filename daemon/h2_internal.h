@@ -39,7 +39,14 @@ struct h2_call {
     bool remote_ended;            /* the client half-closed */
     size_t nmessages;             /* request messages delivered */
     struct grpc_frame_reader reader;
-    uint64_t reserved;            /* bytes of s->cfg.budget held for the message being read */
+    /* Bytes of s->cfg.budget this call holds, by what holds them; all are
+     * given back in h2_call_release(). */
+    uint64_t reserved;            /* the reader's buffer (its msg_cap, as it grew) */
+    uint64_t handler_held;        /* h2_call_hold() */
+    uint64_t out_held;            /* reply bytes queued and not yet taken by nghttp2 */
+    uint64_t created_ms;          /* HEADERS began: they must end within the timeout */
+    uint64_t wait_ms;             /* the call began waiting for request bytes; 0: not waiting */
+    uint64_t wait_bytes;          /* request bytes that arrived since */
     /* Request headers, as collected until the HEADERS frame is whole. */
     char path[H2_PATH_MAX];
     bool path_too_long;
@@ -64,7 +71,8 @@ struct h2_call {
     size_t held_len;
     uint64_t held_reserved;  /* budget bytes held for it */
     uint8_t *pend;           /* raw DATA behind it, neither fed nor stream-consumed yet, */
-    size_t pend_off, pend_len, pend_cap; /* in pend[pend_off, pend_off + pend_len) */
+    size_t pend_off, pend_len, pend_cap; /* in pend[pend_off, pend_off + pend_len); pend_cap
+                                          * bytes are held in the budget */
     /* Stream calls, reply side. */
     bool headers_sent;       /* response submitted with h2_stream_read as provider */
     bool out_deferred;       /* the provider returned DEFERRED: resume it on new output */
@@ -84,6 +92,9 @@ struct h2_session {
     struct h2_call *calls;   /* every call not yet closed by nghttp2 */
     size_t ncalls;
     int busy;                /* recv, send or a resume run in progress: no want_write */
+    uint64_t created_ms;     /* the preface and SETTINGS must arrive within the timeout */
+    uint64_t active_ms;      /* last useful activity (h2_session_active_ms) */
+    bool settings_seen;      /* the client's first SETTINGS arrived */
     bool resume_pending;     /* some call has resume_owed */
     bool sent_pending;       /* some call has sent_owed */
 };
@@ -94,16 +105,29 @@ struct h2_session {
             NGHTTP2_NV_FLAG_NO_COPY_NAME                                         \
     }
 
-static inline void h2_budget_release(struct h2_session *s, uint64_t n)
-{
-    if (n)
-        s->cfg.budget->used -= n;
-}
+/* Takes n bytes of the session's budget, or writes which limit refused
+ * them into why and returns false. */
+bool h2_take(struct h2_session *s, uint64_t n, char *why, size_t whylen);
+/* Gives back n bytes taken with h2_take(). */
+void h2_give(struct h2_session *s, uint64_t n);
 
 static inline void h2_call_unreserve(struct h2_call *c)
 {
-    h2_budget_release(c->s, c->reserved);
+    h2_give(c->s, c->reserved);
     c->reserved = 0;
+}
+
+/* Milliseconds now, or 0 without a clock. */
+static inline uint64_t h2_now(const struct h2_session *s)
+{
+    return s->cfg.now_ms ? s->cfg.now_ms() : 0;
+}
+
+/* Counts the status a call was answered with. */
+static inline void h2_count_status(struct h2_session *s, enum status_code code)
+{
+    if (s->cfg.status_counts && (unsigned)code < STATUS_CODE_COUNT)
+        s->cfg.status_counts[code]++;
 }
 
 static inline void h2_session_wake(struct h2_session *s)
@@ -132,7 +156,7 @@ bool h2_call_fail_truncated(struct h2_call *c);
 
 /* --- h2_stream.c ---------------------------------------------------------- */
 
-/* Frees a stream call's reply queue. */
+/* Frees a stream call's reply queue and gives back what it held. */
 void h2_out_free_all(struct h2_call *c);
 /* h2_call_fail() once a stream call's headers are out. */
 int h2_stream_fail(struct h2_call *c, enum status_code code, const char *msg);

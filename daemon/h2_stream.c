@@ -30,9 +30,12 @@ struct h2_out {
     size_t len, pos;   /* len = buf_len + body length; pos <= len: taken by nghttp2 */
 };
 
-/* Frees o and gives its borrowed body back. */
-static void h2_out_free(struct h2_out *o)
+/* Frees o, a message of c, gives its borrowed body back and its bytes
+ * back to the budget. */
+static void h2_out_free(struct h2_call *c, struct h2_out *o)
 {
+    c->out_held -= o->buf_len;
+    h2_give(c->s, o->buf_len);
     free(o->buf);
     if (o->release)
         o->release(o->release_ctx);
@@ -59,7 +62,7 @@ void h2_out_free_all(struct h2_call *c)
     while (c->out_head) {
         struct h2_out *o = c->out_head;
         c->out_head = o->next;
-        h2_out_free(o);
+        h2_out_free(c, o);
     }
     c->out_tail = NULL;
     c->unsent = 0;
@@ -97,13 +100,14 @@ static ssize_t h2_stream_read(nghttp2_session *ng, int32_t stream_id, uint8_t *b
             c->out_head = o->next;
             if (!c->out_head)
                 c->out_tail = NULL;
-            h2_out_free(o);
+            h2_out_free(c, o);
         }
     }
     if (n) {
         c->unsent -= n;
         c->sent_owed = true;
         c->s->sent_pending = true;
+        c->s->active_ms = h2_now(c->s);
     }
     if (c->out_head)
         return (ssize_t)n;
@@ -177,24 +181,37 @@ static int h2_stream_can_send(struct h2_call *call, size_t len)
     return 0;
 }
 
-static struct h2_out *h2_out_new(struct h2_call *call)
+/* A queue entry for a message whose own buffer is buf_len bytes, held in
+ * the budget until it is taken or dropped. NULL: the call failed. */
+static struct h2_out *h2_out_new(struct h2_call *call, size_t buf_len)
 {
+    char why[STATUS_MSG_MAX];
+    if (!h2_take(call->s, buf_len, why, sizeof(why))) {
+        h2_call_failf(call, STATUS_RESOURCE_EXHAUSTED, "no room for a %zu-byte reply: %s",
+                      buf_len, why);
+        return NULL;
+    }
     struct h2_out *o = calloc(1, sizeof(*o));
-    if (!o)
+    if (!o) {
+        h2_give(call->s, buf_len);
         h2_call_fail(call, STATUS_RESOURCE_EXHAUSTED, "out of memory for a reply message");
+        return NULL;
+    }
+    o->buf_len = buf_len;
+    call->out_held += buf_len;
     return o;
 }
 
 int h2_call_send(struct h2_call *call, uint8_t *buf, size_t len)
 {
     struct h2_out *o = NULL;
-    if (h2_stream_can_send(call, len) != 0 || !(o = h2_out_new(call))) {
+    if (h2_stream_can_send(call, len) != 0 || !(o = h2_out_new(call, len + GRPC_FRAME_HEADER))) {
         free(buf);
         return -1;
     }
     grpc_frame_header(buf, len);
     o->buf = buf;
-    o->buf_len = o->len = len + GRPC_FRAME_HEADER;
+    o->len = o->buf_len;
     return h2_stream_queue(call, o);
 }
 
@@ -202,14 +219,14 @@ int h2_call_send_ref(struct h2_call *call, uint8_t *head, size_t head_len, const
                      size_t body_len, void (*release)(void *ctx), void *ctx)
 {
     struct h2_out *o = NULL;
-    if (h2_stream_can_send(call, head_len + body_len) != 0 || !(o = h2_out_new(call))) {
+    if (h2_stream_can_send(call, head_len + body_len) != 0 ||
+        !(o = h2_out_new(call, head_len + GRPC_FRAME_HEADER))) {
         free(head);
         release(ctx);
         return -1;
     }
     grpc_frame_header(head, head_len + body_len);
     o->buf = head;
-    o->buf_len = head_len + GRPC_FRAME_HEADER;
     o->body = body;
     o->len = o->buf_len + body_len;
     o->release = release;
@@ -231,6 +248,7 @@ int h2_call_finish(struct h2_call *call)
     call->answered = true;
     call->finishing = true;
     call->trailer_code = STATUS_OK;
+    h2_count_status(call->s, STATUS_OK);
     h2_stream_drop_input(call);
     h2_stream_kick(call);
     h2_session_wake(call->s);
@@ -246,6 +264,7 @@ int h2_stream_fail(struct h2_call *c, enum status_code code, const char *msg)
     c->answered = true;
     c->finishing = true;
     c->trailer_code = code;
+    h2_count_status(c->s, code);
     char encoded[H2_GRPC_MESSAGE_MAX];
     h2_percent_encode(msg ? msg : "", encoded, sizeof(encoded));
     c->trailer_msg = strdup(encoded); /* NULL: the status alone still goes out */
@@ -293,12 +312,12 @@ int h2_stream_message(struct h2_call *c, const uint8_t *msg, size_t len)
     bool hold;
     c->feed_status = h2_stream_handle(c, msg, len, &hold);
     if (!hold) {
-        h2_budget_release(c->s, reserved);
+        h2_give(c->s, reserved);
         return c->feed_status != STATUS_OK;
     }
     c->held = malloc(len + 1);
     if (!c->held) {
-        h2_budget_release(c->s, reserved);
+        h2_give(c->s, reserved);
         c->feed_status = STATUS_RESOURCE_EXHAUSTED;
         snprintf(c->feed_msg, sizeof(c->feed_msg), "out of memory for a held request message");
         return 1;
@@ -339,7 +358,8 @@ static size_t h2_stream_take(struct h2_call *c, const uint8_t *data, size_t len)
 }
 
 /* Keeps DATA that arrived behind a held message. The stream window bounds
- * it: none of it is consumed until it is fed. */
+ * it: none of it is consumed until it is fed. Its buffer is held in the
+ * budget; -1 with why in c->feed_msg when there is no room. */
 static int h2_stream_pend(struct h2_call *c, const uint8_t *data, size_t len)
 {
     if (c->pend_off && c->pend_off + c->pend_len + len > c->pend_cap) {
@@ -350,9 +370,14 @@ static int h2_stream_pend(struct h2_call *c, const uint8_t *data, size_t len)
         size_t cap = c->pend_cap ? c->pend_cap : 4096;
         while (cap < c->pend_len + len)
             cap *= 2;
-        uint8_t *nb = realloc(c->pend, cap);
-        if (!nb)
+        if (!h2_take(c->s, cap - c->pend_cap, c->feed_msg, sizeof(c->feed_msg)))
             return -1;
+        uint8_t *nb = realloc(c->pend, cap);
+        if (!nb) {
+            h2_give(c->s, cap - c->pend_cap);
+            snprintf(c->feed_msg, sizeof(c->feed_msg), "out of memory");
+            return -1;
+        }
         c->pend = nb;
         c->pend_cap = cap;
     }
@@ -363,6 +388,7 @@ static int h2_stream_pend(struct h2_call *c, const uint8_t *data, size_t len)
 
 static void h2_stream_pend_free(struct h2_call *c)
 {
+    h2_give(c->s, c->pend_cap);
     free(c->pend);
     c->pend = NULL;
     c->pend_off = c->pend_len = c->pend_cap = 0;
@@ -382,7 +408,7 @@ void h2_stream_data(struct h2_call *c, const uint8_t *data, size_t len)
     }
     if (h2_stream_pend(c, data + taken, len - taken) != 0) {
         nghttp2_session_consume_stream(c->s->ng, c->stream_id, len - taken);
-        h2_call_fail(c, STATUS_RESOURCE_EXHAUSTED, "out of memory for request data");
+        h2_call_failf(c, STATUS_RESOURCE_EXHAUSTED, "no room for request data: %s", c->feed_msg);
     }
 }
 
@@ -393,7 +419,7 @@ void h2_stream_drop_input(struct h2_call *c)
 {
     free(c->held);
     c->held = NULL;
-    h2_budget_release(c->s, c->held_reserved);
+    h2_give(c->s, c->held_reserved);
     c->held_reserved = 0;
     if (c->pend_len)
         nghttp2_session_consume_stream(c->s->ng, c->stream_id, c->pend_len);
@@ -434,7 +460,7 @@ static void h2_stream_redeliver(struct h2_call *c)
             return;
         }
         free(msg);
-        h2_budget_release(c->s, reserved);
+        h2_give(c->s, reserved);
         if (st != STATUS_OK) {
             h2_call_fail(c, st, c->feed_msg);
             return;
@@ -456,6 +482,7 @@ static void h2_stream_redeliver(struct h2_call *c)
             c->pend_len = len - taken;
             c->pend_cap = cap;
         } else {
+            h2_give(c->s, cap);
             free(pend);
         }
     }

@@ -17,6 +17,8 @@
 #include "status.h"
 #include "task.h"
 
+struct budget;
+
 enum step_kind { STEP_REVERSE, STEP_TRANSFORM, STEP_HISTOGRAM, STEP_FILL };
 
 enum transform_op { XFORM_ADD, XFORM_XOR, XFORM_AND, XFORM_OR, XFORM_SET, XFORM_MAP };
@@ -95,6 +97,11 @@ struct job {
     atomic_bool cancelled;/* set by the loop when the job's call ended (client
                            * gone, deadline passed): the runner drops the
                            * job's queued tasks, a unary job's too */
+
+    /* Loop thread: bytes of held_in (the daemon's budget) that the job keeps
+     * after its call closed, given back when it completes (rpc.c). */
+    struct budget *held_in;
+    uint64_t held;
 
     /* Runner thread only. */
     struct dev_stream *stream; /* device side of a stream, OPEN to CLOSE */

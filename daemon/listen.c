@@ -5,9 +5,11 @@
  * every read; the h2 layer copies what it keeps) and a timer for lingering
  * closes. Handles are freed only in their close callbacks.
  */
+#define _GNU_SOURCE  /* struct ucred, SO_PEERCRED */
 #include "listen.h"
 
 #include <errno.h>
+#include <grp.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -180,6 +182,32 @@ void listen_sock_close(struct listen_sock *s, unsigned linger_ms)
         listen_sock_start_shutdown(s);
 }
 
+void listen_sock_peer(struct listen_sock *s, char *out, size_t outlen)
+{
+    snprintf(out, outlen, "unknown");
+    uv_os_fd_t fd;
+    if (uv_fileno(&s->h.handle, &fd) != 0)
+        return;
+    if (s->h.handle.type == UV_NAMED_PIPE) {
+        struct ucred cred;
+        socklen_t len = sizeof(cred);
+        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0)
+            snprintf(out, outlen, "uid %u", (unsigned)cred.uid);
+        return;
+    }
+    struct sockaddr_storage sa;
+    int len = sizeof(sa);
+    char host[INET6_ADDRSTRLEN] = "";
+    if (uv_tcp_getpeername(&s->h.tcp, (struct sockaddr *)&sa, &len) != 0)
+        return;
+    if (sa.ss_family == AF_INET)
+        uv_ip4_name((struct sockaddr_in *)&sa, host, sizeof(host));
+    else if (sa.ss_family == AF_INET6)
+        uv_ip6_name((struct sockaddr_in6 *)&sa, host, sizeof(host));
+    if (host[0])
+        snprintf(out, outlen, "address %s", host);
+}
+
 /* --- listeners ------------------------------------------------------------ */
 
 static struct listen_sock *listen_sock_new(uv_loop_t *loop, bool is_unix)
@@ -247,18 +275,52 @@ static int listen_clear_stale(const char *path, char *err, size_t errlen)
     return 0;
 }
 
-static int listen_bind_unix(uv_loop_t *loop, struct listener *l, const char *path, char *err,
-                            size_t errlen)
+int listen_group(const char *name, long *gid, char *err, size_t errlen)
+{
+    *gid = -1;
+    if (!*name)
+        return 0;
+    char *end;
+    errno = 0;
+    unsigned long n = strtoul(name, &end, 10);
+    if (*end == '\0' && errno == 0 && n <= (gid_t)-1 - 1) {
+        *gid = (long)n;
+        return 0;
+    }
+    struct group *g = getgrnam(name);   /* startup only: a blocking lookup is fine */
+    if (!g) {
+        snprintf(err, errlen, "--socket-group %s: no such group", name);
+        return -1;
+    }
+    *gid = (long)g->gr_gid;
+    return 0;
+}
+
+/* The socket file is born with no permissions beyond the owner's (umask
+ * around bind: the only way, since bind creates it), then gets its group
+ * and mode; a client racing the start-up finds it closed, never open. */
+static int listen_bind_unix(uv_loop_t *loop, struct listener *l, const char *path,
+                            const struct listen_unix_access *access, char *err, size_t errlen)
 {
     if (listen_clear_stale(path, err, errlen) != 0)
         return -1;
     uv_pipe_init(loop, &l->h.pipe, 0);
+    mode_t old = umask(S_IRWXG | S_IRWXO | S_IXUSR);
     int rv = uv_pipe_bind(&l->h.pipe, path);
+    umask(old);
     if (rv != 0) {
         snprintf(err, errlen, "bind %s: %s", path, uv_strerror(rv));
         return -1;
     }
     snprintf(l->unix_path, sizeof(l->unix_path), "%s", path);
+    if (access->gid >= 0 && chown(path, (uid_t)-1, (gid_t)access->gid) != 0) {
+        snprintf(err, errlen, "chown %s to group %ld: %s", path, access->gid, strerror(errno));
+        return -1;
+    }
+    if (chmod(path, (mode_t)access->mode) != 0) {
+        snprintf(err, errlen, "chmod %s %03o: %s", path, access->mode, strerror(errno));
+        return -1;
+    }
     return 0;
 }
 
@@ -291,8 +353,8 @@ static void listen_on_closed(uv_handle_t *h)
     free(h->data);
 }
 
-int listen_open(uv_loop_t *loop, const struct address *addr, listen_accept_cb cb, void *ctx,
-                struct listener **out, char *err, size_t errlen)
+int listen_open(uv_loop_t *loop, const struct address *addr, const struct listen_unix_access *access,
+                listen_accept_cb cb, void *ctx, struct listener **out, char *err, size_t errlen)
 {
     struct listener *l = calloc(1, sizeof(*l));
     if (!l) {
@@ -302,7 +364,7 @@ int listen_open(uv_loop_t *loop, const struct address *addr, listen_accept_cb cb
     l->accept = cb;
     l->ctx = ctx;
     l->h.handle.data = l;
-    int rv = addr->kind == ADDRESS_UNIX ? listen_bind_unix(loop, l, addr->path, err, errlen)
+    int rv = addr->kind == ADDRESS_UNIX ? listen_bind_unix(loop, l, addr->path, access, err, errlen)
                                         : listen_bind_tcp(loop, l, addr, err, errlen);
     if (rv == 0) {
         l->h.handle.data = l;

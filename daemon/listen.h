@@ -30,11 +30,29 @@ struct listen_sock_cbs {
     void (*closed)(void *ctx);       /* the socket is gone; last callback */
 };
 
+/* Who a Unix socket file is for: its permission bits and group (-1: the
+ * daemon's own). */
+struct listen_unix_access {
+    unsigned mode;
+    long gid;
+};
+
 /* Binds and listens on addr. A stale Unix socket file (nothing accepting
- * on it) is removed first; a live one is an error. Returns 0, or -1 with a
- * reason in err. */
-int listen_open(uv_loop_t *loop, const struct address *addr, listen_accept_cb cb, void *ctx,
-                struct listener **out, char *err, size_t errlen);
+ * on it) is removed first; a live one is an error. A Unix socket file is
+ * created with access's mode and group, never wider even for a moment.
+ * Returns 0, or -1 with a reason in err. */
+int listen_open(uv_loop_t *loop, const struct address *addr, const struct listen_unix_access *access,
+                listen_accept_cb cb, void *ctx, struct listener **out, char *err, size_t errlen);
+
+/* Resolves a --socket-group value (a group name or a numeric gid; "" is
+ * the daemon's own, -1) into *gid. Returns 0, or -1 with a reason in err. */
+int listen_group(const char *name, long *gid, char *err, size_t errlen);
+
+#define LISTEN_PEER_MAX 64
+
+/* Who is on the other end: "uid 1000" on a Unix socket (SO_PEERCRED),
+ * "address 10.0.0.7" on TCP; "unknown" if the system will not say. */
+void listen_sock_peer(struct listen_sock *s, char *out, size_t outlen);
 
 /* Stops accepting, removes a Unix socket file, and frees the listener once
  * libuv has closed it. */

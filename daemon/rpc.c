@@ -19,6 +19,7 @@
 #include <uv.h>
 
 #include "amp.pb-c.h"
+#include "budget.h"
 #include "grpc/health/v1/health.pb-c.h"
 #include "grpc_frame.h"
 #include "scheduler.h"
@@ -118,6 +119,12 @@ enum status_code rpc_h2_message(struct h2_call *call, const uint8_t *msg, size_t
     struct rpc_call *rc = h2_call_user(call);
     if (rc->method->streaming)
         return rc->method->streaming->message(rc, msg, len, err, errlen);
+    /* The decoded copy is about as large as the message (its bytes fields). */
+    char why[STATUS_MSG_MAX];
+    if (h2_call_hold(call, len, why, sizeof(why)) != 0) {
+        snprintf(err, errlen, "no room to decode the %zu-byte request: %s", len, why);
+        return STATUS_RESOURCE_EXHAUSTED;
+    }
     rc->req = protobuf_c_message_unpack(rc->method->request, NULL, len, msg);
     if (!rc->req) {
         /* gRPC's status table: a server failing to parse a request says INTERNAL. */
@@ -147,7 +154,6 @@ void rpc_h2_sent(struct h2_call *call, struct rpc_env *env)
 
 void rpc_h2_closed(struct h2_call *call, struct rpc_env *env)
 {
-    (void)env;
     struct rpc_call *rc = h2_call_user(call);
     if (!rc)
         return;
@@ -160,6 +166,14 @@ void rpc_h2_closed(struct h2_call *call, struct rpc_env *env)
     if (rc->job) {
         rc->job->owner = NULL; /* the completion will find the call gone */
         atomic_store(&rc->job->cancelled, true);   /* and if it has not run, it will not */
+        /* The call's hold went back to its connection's budget just now,
+         * but the job's memory lives until the runner hands it back: the
+         * daemon-wide budget keeps counting it (room is there, since the
+         * same bytes were just given back). */
+        if (env->budget && !budget_take(env->budget, rc->job_held)) {
+            rc->job->held_in = env->budget;
+            rc->job->held = rc->job_held;
+        }
     }
     if (rc->req)
         protobuf_c_message_free_unpacked(rc->req, NULL);
@@ -183,6 +197,9 @@ void rpc_reply(struct rpc_call *rc, const ProtobufCMessage *reply)
         return;
     }
     protobuf_c_message_pack(reply, buf + GRPC_FRAME_HEADER);
+    /* What the handler held (the request, the job) is freed as it returns;
+     * the reply is held instead until it is sent. */
+    h2_call_hold(rc->h2, 0, NULL, 0);
     h2_call_reply(rc->h2, buf, len);
 }
 
@@ -208,6 +225,17 @@ void rpc_submit(struct rpc_call *rc, struct job *job, void (*done)(struct job *j
     job->owner = rc;
     job->done = done;
     char msg[STATUS_MSG_MAX];
+    /* The job's input and outputs replace the decoded request in the
+     * call's hold (its bytes moved into the job). */
+    uint64_t need = sched_job_memory(job);
+    h2_call_hold(rc->h2, 0, NULL, 0);
+    if (h2_call_hold(rc->h2, need, msg, sizeof(msg)) != 0) {
+        job_free(job);
+        rpc_fail(rc, STATUS_RESOURCE_EXHAUSTED, "the job needs %llu bytes: %s",
+                 (unsigned long long)need, msg);
+        return;
+    }
+    rc->job_held = need;
     enum status_code code = sched_submit(rc->env->sched, job, msg, sizeof(msg));
     if (code != STATUS_OK) {
         job_free(job);
@@ -221,6 +249,8 @@ struct rpc_call *rpc_job_call(struct job *job)
 {
     struct rpc_call *rc = job->owner;
     if (!rc) {
+        if (job->held)
+            budget_give(job->held_in, job->held);
         job_free(job);
         return NULL;
     }

@@ -29,6 +29,8 @@ struct rpc_env {
     uint64_t start_ms;         /* rpc_now_ms() at startup, for Status.uptime_ms */
     uint32_t connections;      /* connections open now; kept by conn.c */
     struct uv_loop_s *loop;    /* runs calls' deadline timers; NULL (h2 tests): not enforced */
+    struct budget *budget;     /* the daemon's (--max-job-memory): jobs of closed calls; NULL: none */
+    const uint64_t *status_counts; /* calls answered by status (h2_config); NULL: none */
 };
 
 struct rpc_call;
@@ -63,6 +65,7 @@ struct rpc_call {
     const struct rpc_method *method;
     ProtobufCMessage *req;              /* decoded request, owned; freed with the call */
     struct job *job;                    /* submitted, not yet completed; job->owner == this */
+    uint64_t job_held;                  /* bytes held for job (h2_call_hold) */
     void *stream;                       /* a streaming method's state (rpc_stream.c) */
     struct uv_timer_s *deadline;        /* fires at the client's grpc-timeout; NULL if none */
 };

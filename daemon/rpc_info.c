@@ -6,9 +6,13 @@
 #include "rpc.h"
 
 #include <stdlib.h>
+#include <sys/resource.h>
 
 #include "amp.pb-c.h"
+#include "budget.h"
 #include "scheduler.h"
+
+#define RPC_INFO_KIB 1024
 
 void rpc_list_devices(struct rpc_call *rc, ProtobufCMessage *req)
 {
@@ -60,5 +64,22 @@ void rpc_status(struct rpc_call *rc, ProtobufCMessage *req)
     reply.jobs_in_flight = st.jobs_in_flight;
     reply.jobs_completed = st.jobs_completed;
     reply.jobs_failed = st.jobs_failed;
+    struct rusage ru;
+    if (getrusage(RUSAGE_SELF, &ru) == 0)
+        reply.peak_rss_bytes = (uint64_t)ru.ru_maxrss * RPC_INFO_KIB;   /* Linux: KiB */
+    if (rc->env->budget)
+        reply.held_bytes = rc->env->budget->used;
+    Amp__V1__StatusCount counts[STATUS_CODE_COUNT], *ptrs[STATUS_CODE_COUNT];
+    const uint64_t *by = rc->env->status_counts;
+    for (int code = 0; by && code < STATUS_CODE_COUNT; code++) {
+        if (!by[code])
+            continue;
+        Amp__V1__StatusCount *c = &counts[reply.n_calls_by_status];
+        amp__v1__status_count__init(c);
+        c->code = (char *)status_name((enum status_code)code);
+        c->calls = by[code];
+        ptrs[reply.n_calls_by_status++] = c;
+    }
+    reply.calls_by_status = ptrs;
     rpc_reply(rc, &reply.base);
 }

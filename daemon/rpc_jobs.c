@@ -13,6 +13,7 @@
 
 #include "amp.pb-c.h"
 #include "rpc_params.h"
+#include "sat.h"
 
 /* Longest pipeline accepted: each step holds a result until the reply. */
 #define RPC_PIPELINE_MAX_STEPS 64
@@ -183,11 +184,13 @@ static enum status_code rpc_pipeline_steps(const Amp__V1__PipelineRequest *r, st
     uint64_t len = job->in_len, reply = 0;
     for (size_t i = 0; i < r->n_steps; i++) {
         enum status_code code =
-            rpc_params_step(r->steps[i], i, max_message, &job->steps[i], &len, err, errlen);
+            rpc_params_step(r->steps[i], i, max_message, max_message, &job->steps[i], &len, err,
+                            errlen);
         if (code != STATUS_OK)
             return code;
         const struct step *st = &job->steps[i];
-        reply += st->kind == STEP_HISTOGRAM ? (uint64_t)st->u.hist.bins * sizeof(uint64_t) : len;
+        reply = sat_add_u64(reply, st->kind == STEP_HISTOGRAM
+                                       ? (uint64_t)st->u.hist.bins * sizeof(uint64_t) : len);
     }
     if (reply > max_message) {
         snprintf(err, errlen,

@@ -14,6 +14,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "sat.h"
+
 #define RPC_BYTE_MAX 255
 #define RPC_MAP_TABLE 256
 #define RPC_U8_BINS 256
@@ -195,7 +197,7 @@ enum status_code rpc_params_fill(const Amp__V1__FillParams *p, const char *f, si
 uint64_t rpc_step_output_len(const struct step *st, uint64_t len)
 {
     switch (st->kind) {
-    case STEP_FILL: return st->u.fill.count * elem_size(st->u.fill.type);
+    case STEP_FILL: return sat_mul_u64(st->u.fill.count, elem_size(st->u.fill.type));
     case STEP_REVERSE:
     case STEP_TRANSFORM:
     case STEP_HISTOGRAM: return len; /* a histogram passes its input on */
@@ -211,8 +213,9 @@ enum status_code rpc_params_device(const char *device, struct job *job, char *er
     return STATUS_OK;
 }
 
-enum status_code rpc_params_step(const Amp__V1__Step *ps, size_t i, size_t max_message,
-                                 struct step *st, uint64_t *len, char *err, size_t errlen)
+enum status_code rpc_params_step(const Amp__V1__Step *ps, size_t i, size_t max_data,
+                                 size_t max_result, struct step *st, uint64_t *len, char *err,
+                                 size_t errlen)
 {
     char f[RPC_FIELD_MAX];
     enum status_code code = STATUS_OK;
@@ -226,11 +229,11 @@ enum status_code rpc_params_step(const Amp__V1__Step *ps, size_t i, size_t max_m
         break;
     case AMP__V1__STEP__KIND_HISTOGRAM:
         snprintf(f, sizeof(f), "steps[%zu].histogram", i);
-        code = rpc_params_histogram(ps->histogram, f, *len, max_message, st, err, errlen);
+        code = rpc_params_histogram(ps->histogram, f, *len, max_result, st, err, errlen);
         break;
     case AMP__V1__STEP__KIND_FILL:
         snprintf(f, sizeof(f), "steps[%zu].fill", i);
-        code = rpc_params_fill(ps->fill, f, max_message, st, err, errlen);
+        code = rpc_params_fill(ps->fill, f, max_data, st, err, errlen);
         break;
     default:
         snprintf(err, errlen, "steps[%zu]: no step kind set", i);

@@ -29,11 +29,15 @@ enum status_code rpc_params_fill(const Amp__V1__FillParams *p, const char *f, si
                                  struct step *st, char *err, size_t errlen);
 
 /* One step of steps[i] (field "steps[i]"); *len is the data length it
- * sees, updated to what the next step sees. */
-enum status_code rpc_params_step(const Amp__V1__Step *ps, size_t i, size_t max_message,
-                                 struct step *st, uint64_t *len, char *err, size_t errlen);
+ * sees, updated to what the next step sees. max_data bounds a fill's
+ * output (one message in a unary reply, unbounded when streamed);
+ * max_result a histogram's, which is always one message. */
+enum status_code rpc_params_step(const Amp__V1__Step *ps, size_t i, size_t max_data,
+                                 size_t max_result, struct step *st, uint64_t *len, char *err,
+                                 size_t errlen);
 
-/* Length of the data the step after st sees, given st saw len bytes. */
+/* Length of the data the step after st sees, given st saw len bytes
+ * (saturating, sat.h). */
 uint64_t rpc_step_output_len(const struct step *st, uint64_t len);
 
 /* Copies the placement request into job->device_req; too long a string

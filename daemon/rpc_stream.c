@@ -69,6 +69,7 @@ enum rpc_stream_phase {
 struct rpc_stream {
     struct rpc_call *rc;          /* NULL once the call closed */
     struct sched *sched;
+    size_t max_result;            /* --max-message-bytes: a histogram's result is one message */
     Amp__V1__JobHeader *header;   /* owned, kept to re-check the steps at the end */
     struct job *job;              /* owned; NULL before the header */
     size_t dev;                   /* device index, once placed */
@@ -128,14 +129,24 @@ static void rpc_stream_put(struct rpc_stream *st, struct staging_buf *sb)
 static void rpc_stream_submit(struct rpc_stream *st, enum task_kind kind, struct staging_buf *sb,
                               uint64_t offset, size_t len);
 
+/* The one place a CLOSE is submitted: every path that ends a stream (its
+ * END, a failure, the call closing, which can happen inside either of the
+ * others) comes here, and only the first submits. */
+static void rpc_stream_close(struct rpc_stream *st)
+{
+    if (st->phase == RS_CLOSING)
+        return;
+    st->phase = RS_CLOSING;
+    rpc_stream_submit(st, TASK_CLOSE, NULL, 0, 0);
+}
+
 /* Once nothing is in flight, a failed stream frees its device side. */
 static void rpc_stream_wind_down(struct rpc_stream *st)
 {
     if (!st->failed || st->tasks || st->phase == RS_CLOSING)
         return;
     if (st->opened) {
-        st->phase = RS_CLOSING;
-        rpc_stream_submit(st, TASK_CLOSE, NULL, 0, 0);
+        rpc_stream_close(st);
         return;
     }
     rpc_stream_free(st);
@@ -303,8 +314,8 @@ static void rpc_stream_input_done(struct rpc_stream *st)
     for (size_t i = 0; i < st->header->n_steps; i++) {
         struct step check;
         char err[STATUS_MSG_MAX];
-        if (rpc_params_step(st->header->steps[i], i, SIZE_MAX, &check, &len, err, sizeof err) !=
-            STATUS_OK) {
+        if (rpc_params_step(st->header->steps[i], i, SIZE_MAX, st->max_result, &check, &len, err,
+                            sizeof err) != STATUS_OK) {
             rpc_stream_fail(st, STATUS_INVALID_ARGUMENT, "%s", err);
             return;
         }
@@ -347,12 +358,14 @@ static void rpc_stream_task_done(struct task *t)
         break;
     case TASK_END:
         if (ok) {
+            /* A result the layer refuses (over --max-message-bytes) fails
+             * the call, which may close it right here and wind the stream
+             * down: rpc_stream_close() submits CLOSE once either way. */
             rpc_stream_send_results(st);
             /* CLOSE first: finishing may close the call right here, and
              * closed() must find the stream on its way out already. */
             bool finish = st->rc && !st->failed;
-            st->phase = RS_CLOSING;
-            rpc_stream_submit(st, TASK_CLOSE, NULL, 0, 0);
+            rpc_stream_close(st);
             if (finish)
                 h2_call_finish(st->rc->h2);
         }
@@ -466,9 +479,10 @@ static enum status_code rpc_stream_steps(struct rpc_stream *st, const Amp__V1__J
     }
     uint64_t len = h->total_length ? h->total_length : RPC_STREAM_UNKNOWN_LEN;
     for (size_t i = 0; i < h->n_steps; i++) {
-        /* Streamed results are not bound by the message size: SIZE_MAX. */
-        enum status_code code =
-            rpc_params_step(h->steps[i], i, SIZE_MAX, &st->job->steps[i], &len, err, errlen);
+        /* Streamed data is not bound by the message size (SIZE_MAX); a
+         * histogram's result is one message all the same. */
+        enum status_code code = rpc_params_step(h->steps[i], i, SIZE_MAX, st->max_result,
+                                                &st->job->steps[i], &len, err, errlen);
         if (code != STATUS_OK)
             return code;
         enum step_kind k = st->job->steps[i].kind;
@@ -569,6 +583,7 @@ static struct rpc_stream *rpc_stream_of(struct rpc_call *rc)
             return NULL;
         st->rc = rc;
         st->sched = rc->env->sched;
+        st->max_result = rc->env->max_message_bytes;
         st->waiter.ready = rpc_stream_on_buffer;
         rc->stream = st;
     }

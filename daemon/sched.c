@@ -18,6 +18,7 @@
 
 #include "dev_task.h"
 #include "runner.h"
+#include "sat.h"
 #include "staging.h"
 
 #define SCHED_HIST_COUNT_BYTES sizeof(uint64_t)
@@ -38,7 +39,6 @@ struct sched {
 
     /* Loop thread only. */
     uint32_t in_flight;        /* jobs submitted and not yet delivered */
-    uint64_t memory;           /* sum of sched_job_memory() over those jobs */
     uint64_t completed, failed;
 };
 
@@ -159,37 +159,28 @@ uint64_t sched_job_memory(const struct job *job)
         const struct step *st = &job->steps[i];
         switch (st->kind) {
         case STEP_FILL:
-            len = st->u.fill.count * elem_size(st->u.fill.type);
-            total += len;
+            len = sat_mul_u64(st->u.fill.count, elem_size(st->u.fill.type));
+            total = sat_add_u64(total, len);
             break;
         case STEP_HISTOGRAM:
-            total += (uint64_t)st->u.hist.bins * SCHED_HIST_COUNT_BYTES;
+            total = sat_add_u64(total, (uint64_t)st->u.hist.bins * SCHED_HIST_COUNT_BYTES);
             break;
         case STEP_REVERSE:
         case STEP_TRANSFORM:
-            total += len;
+            total = sat_add_u64(total, len);
             break;
         }
     }
     return total;
 }
 
-static enum status_code sched_admit(const struct sched *s, uint64_t need, char *msg, size_t msglen)
+/* Host memory is not counted here: the caller holds a job's bytes in its
+ * client's budget (budget.h) before submitting. */
+static enum status_code sched_admit(const struct sched *s, char *msg, size_t msglen)
 {
     if (s->in_flight >= s->limits.max_jobs) {
         snprintf(msg, msglen, "--max-jobs (%" PRIu32 ") jobs are already queued or running",
                  s->limits.max_jobs);
-        return STATUS_RESOURCE_EXHAUSTED;
-    }
-    if (need > s->limits.max_job_memory) {
-        snprintf(msg, msglen, "the job needs %" PRIu64 " bytes, over --max-job-memory (%" PRIu64 ")",
-                 need, s->limits.max_job_memory);
-        return STATUS_RESOURCE_EXHAUSTED;
-    }
-    if (need > s->limits.max_job_memory - s->memory) {
-        snprintf(msg, msglen,
-                 "--max-job-memory (%" PRIu64 ") in use: %" PRIu64 " bytes held, the job needs %" PRIu64,
-                 s->limits.max_job_memory, s->memory, need);
         return STATUS_RESOURCE_EXHAUSTED;
     }
     return STATUS_OK;
@@ -201,12 +192,10 @@ enum status_code sched_submit(struct sched *s, struct job *job, char *msg, size_
     enum status_code code = sched_place(s, job->device_req, &index, msg, msglen);
     if (code != STATUS_OK)
         return code;
-    uint64_t need = sched_job_memory(job);
-    code = sched_admit(s, need, msg, msglen);
+    code = sched_admit(s, msg, msglen);
     if (code != STATUS_OK)
         return code;
     s->in_flight++;
-    s->memory += need;
     job->task = (struct task){ .kind = TASK_JOB, .job = job };
     runner_submit(s->runners[index], &job->task);
     return STATUS_OK;
@@ -220,7 +209,7 @@ enum status_code sched_stream_begin(struct sched *s, struct job *job, size_t *in
     enum status_code code = sched_place(s, job->device_req, index, msg, msglen);
     if (code != STATUS_OK)
         return code;
-    code = sched_admit(s, 0, msg, msglen);
+    code = sched_admit(s, msg, msglen);
     if (code != STATUS_OK)
         return code;
     job->chunk_bytes = staging_buf_size(s->staging[*index]);
@@ -288,7 +277,6 @@ static void sched_on_complete(struct task *t, void *ctx)
 static void sched_job_done(struct sched *s, struct job *job)
 {
     s->in_flight--;
-    s->memory -= sched_job_memory(job);
     if (job->status == STATUS_OK)
         s->completed++;
     else
@@ -385,7 +373,6 @@ void sched_stats(const struct sched *s, struct sched_stats *out)
     out->jobs_in_flight = s->in_flight;
     out->jobs_completed = s->completed;
     out->jobs_failed = s->failed;
-    out->job_memory = s->memory;
 }
 
 static void sched_on_closed(uv_handle_t *h)

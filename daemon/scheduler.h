@@ -25,7 +25,6 @@ struct sched;
 
 struct sched_limits {
     uint32_t max_jobs;        /* jobs (unary or streamed) queued or running, daemon-wide */
-    uint64_t max_job_memory;  /* bytes of unary job input + output held at once, daemon-wide */
     uint64_t staging_bytes;   /* pinned staging memory per device (streams) */
     size_t chunk_bytes;       /* one staging buffer: staging_bytes / chunk_bytes >= 1 */
     uint64_t max_device_memory; /* per device, reserved by jobs at once; 0: 90% of it */
@@ -35,7 +34,6 @@ struct sched_stats {
     uint32_t jobs_in_flight;
     uint64_t jobs_completed;  /* finished with STATUS_OK */
     uint64_t jobs_failed;     /* finished with any other status */
-    uint64_t job_memory;      /* bytes reserved by jobs in flight */
 };
 
 /* Resolves a --device selection ("", an index, "gpu" or "cpu") to the index
@@ -68,7 +66,8 @@ void sched_stream_task(struct sched *s, size_t index, struct task *t);
 void sched_stream_end(struct sched *s, bool ok);
 struct staging_pool *sched_staging(struct sched *s, size_t index);
 
-/* Bytes a job holds while in flight (input plus every step's output). */
+/* Bytes a job holds while in flight (input plus every step's output),
+ * saturating at UINT64_MAX (sat.h). */
 uint64_t sched_job_memory(const struct job *job);
 
 size_t sched_ndevs(const struct sched *s);

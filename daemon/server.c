@@ -20,22 +20,29 @@
 #include "rpc.h"
 #include "scheduler.h"
 
-#define SERVER_IDLE_SWEEPS 4
-#define SERVER_IDLE_SWEEP_MAX_MS 1000
+/* The sweep runs a few times per timeout, at least every second, so a
+ * timeout is enforced within a quarter of itself (or a second). */
+#define SERVER_SWEEPS_PER_TIMEOUT 4
+#define SERVER_SWEEP_MAX_MS 1000
+/* After --drain-timeout, calls get their status; connections that cannot
+ * take it (a client that does not read) are closed this much later. */
+#define SERVER_DRAIN_FLUSH_MS 2000
 
 struct server {
     uv_loop_t loop;
     const struct config *cfg;
     struct rpc_env env;
     struct conn_set conns;
-    struct h2_budget budget;   /* request bytes being received, all connections */
+    struct budget budget;      /* bytes held for clients, all connections (--max-job-memory) */
+    uint64_t status_counts[STATUS_CODE_COUNT]; /* calls answered, by status */
     struct sched *sched;
     struct listener *listeners[AMPD_MAX_LISTEN];
     size_t nlisteners;
     uv_signal_t sigterm, sigint;
     uv_timer_t drain_timer;
-    uv_timer_t idle_timer;     /* --idle-timeout's sweep over the connections */
+    uv_timer_t sweep_timer;    /* --request-timeout's and --idle-timeout's sweep */
     bool draining;
+    bool drain_expired;        /* --drain-timeout passed: calls were failed, closing soon */
     bool stopped;           /* final teardown started: connections closing */
     bool finished;          /* connections gone, scheduler and handles closed */
 };
@@ -52,9 +59,11 @@ static int server_listen(struct server *srv)
         const char *text = srv->cfg->listen[i];
         struct address addr;
         char err[256];
+        struct listen_unix_access access = { .mode = srv->cfg->socket_mode };
         if (address_parse(text, &addr, err, sizeof(err)) != 0
-            || listen_open(&srv->loop, &addr, server_on_accept, srv, &srv->listeners[i], err,
-                           sizeof(err))
+            || listen_group(srv->cfg->socket_group, &access.gid, err, sizeof(err)) != 0
+            || listen_open(&srv->loop, &addr, &access, server_on_accept, srv, &srv->listeners[i],
+                           err, sizeof(err))
                    != 0) {
             fprintf(stderr, "ampd: --listen %s: %s\n", text, err);
             return -1;
@@ -87,7 +96,7 @@ static void server_finish(struct server *srv)
     uv_close((uv_handle_t *)&srv->sigterm, NULL);
     uv_close((uv_handle_t *)&srv->sigint, NULL);
     uv_close((uv_handle_t *)&srv->drain_timer, NULL);
-    uv_close((uv_handle_t *)&srv->idle_timer, NULL);
+    uv_close((uv_handle_t *)&srv->sweep_timer, NULL);
 }
 
 /* Everything is drained or given up on: close the connections left, then
@@ -98,7 +107,7 @@ static void server_stop(struct server *srv)
         return;
     srv->stopped = true;
     uv_timer_stop(&srv->drain_timer);
-    uv_timer_stop(&srv->idle_timer);
+    uv_timer_stop(&srv->sweep_timer);
     srv->conns.draining = true;   /* so that empty() reports the last close */
     if (srv->conns.head) {
         conn_close_all(&srv->conns);
@@ -116,30 +125,47 @@ static void server_on_conns_empty(void *ctx)
         server_stop(srv);
 }
 
+/* First the calls still open get a status (GOAWAY went out at the
+ * drain's start), then, SERVER_DRAIN_FLUSH_MS later, whatever connection
+ * is left is closed. */
 static void server_on_drain_timeout(uv_timer_t *t)
 {
     struct server *srv = t->data;
-    fprintf(stderr, "ampd: drain timeout: closing %u remaining connections\n", srv->conns.count);
-    server_stop(srv);
+    if (srv->drain_expired) {
+        fprintf(stderr, "ampd: drain: closing %u connections that did not take their status\n",
+                srv->conns.count);
+        server_stop(srv);
+        return;
+    }
+    srv->drain_expired = true;
+    fprintf(stderr, "ampd: drain timeout: ending the calls of %u connections\n", srv->conns.count);
+    char msg[STATUS_MSG_MAX];
+    snprintf(msg, sizeof(msg), "the daemon is shutting down: --drain-timeout (%u s) passed",
+             srv->cfg->drain_timeout_ms / 1000);
+    uv_timer_start(&srv->drain_timer, server_on_drain_timeout, SERVER_DRAIN_FLUSH_MS, 0);
+    conn_fail_all(&srv->conns, STATUS_UNAVAILABLE, msg); /* may call server_on_conns_empty */
 }
 
-static void server_on_idle_sweep(uv_timer_t *t)
+static void server_on_sweep(uv_timer_t *t)
 {
     struct server *srv = t->data;
-    conn_close_idle(&srv->conns, rpc_now_ms(), srv->cfg->idle_timeout_ms);
+    conn_sweep(&srv->conns, rpc_now_ms(), srv->cfg->idle_timeout_ms);
 }
 
-/* Sweeps a few times per timeout (at least every second), so an idle
- * connection closes within a quarter of the timeout (or a second) of it. */
-static void server_start_idle_sweep(struct server *srv)
+/* Sweeps a few times per the shorter timeout (at least every second). */
+static void server_start_sweep(struct server *srv)
 {
-    uint64_t every = srv->cfg->idle_timeout_ms / SERVER_IDLE_SWEEPS;
-    if (every > SERVER_IDLE_SWEEP_MAX_MS)
-        every = SERVER_IDLE_SWEEP_MAX_MS;
+    uint64_t shortest = srv->cfg->request_timeout_ms;
+    if (srv->cfg->idle_timeout_ms && (!shortest || srv->cfg->idle_timeout_ms < shortest))
+        shortest = srv->cfg->idle_timeout_ms;
+    if (!shortest)
+        return;
+    uint64_t every = shortest / SERVER_SWEEPS_PER_TIMEOUT;
+    if (every > SERVER_SWEEP_MAX_MS)
+        every = SERVER_SWEEP_MAX_MS;
     if (every == 0)
         every = 1;
-    if (srv->cfg->idle_timeout_ms)
-        uv_timer_start(&srv->idle_timer, server_on_idle_sweep, every, every);
+    uv_timer_start(&srv->sweep_timer, server_on_sweep, every, every);
 }
 
 static void server_on_signal(uv_signal_t *h, int signum)
@@ -154,7 +180,7 @@ static void server_on_signal(uv_signal_t *h, int signum)
     notify_state("STOPPING=1");
     srv->draining = true;
     srv->env.draining = true;
-    uv_timer_stop(&srv->idle_timer);   /* the drain closes connections now */
+    uv_timer_stop(&srv->sweep_timer);   /* the drain closes connections now */
     server_close_listeners(srv);
     uv_timer_start(&srv->drain_timer, server_on_drain_timeout, srv->cfg->drain_timeout_ms, 0);
     conn_drain_all(&srv->conns); /* may call server_on_conns_empty at once */
@@ -167,18 +193,28 @@ static void server_init(struct server *srv, const struct config *cfg)
     srv->env.start_ms = rpc_now_ms();
     srv->env.loop = &srv->loop;
     srv->conns.max = cfg->max_connections;
-    srv->conns.h2cfg.max_message_bytes = (size_t)cfg->max_message_bytes;
-    srv->conns.h2cfg.max_streams = cfg->max_streams;
-    srv->budget.max = cfg->max_job_memory;
-    srv->conns.h2cfg.budget = &srv->budget;
+    srv->conns.max_per_peer = cfg->max_peer_connections;
+    srv->budget = (struct budget){ .max = cfg->max_job_memory, .name = "--max-job-memory" };
+    srv->conns.budget = &srv->budget;
+    srv->conns.conn_memory = cfg->max_connection_memory;
+    srv->env.budget = &srv->budget;
+    srv->env.status_counts = srv->status_counts;
+    srv->conns.h2cfg = (struct h2_config){
+        .max_message_bytes = (size_t)cfg->max_message_bytes,
+        .max_streams = cfg->max_streams,
+        .now_ms = rpc_now_ms,
+        .request_timeout_ms = cfg->request_timeout_ms,
+        .min_request_rate = cfg->min_request_rate,
+        .status_counts = srv->status_counts,
+    };
     srv->conns.env = &srv->env;
     srv->conns.empty = server_on_conns_empty;
     srv->conns.ctx = srv;
     uv_signal_init(&srv->loop, &srv->sigterm);
     uv_signal_init(&srv->loop, &srv->sigint);
     uv_timer_init(&srv->loop, &srv->drain_timer);
-    uv_timer_init(&srv->loop, &srv->idle_timer);
-    srv->sigterm.data = srv->sigint.data = srv->drain_timer.data = srv->idle_timer.data = srv;
+    uv_timer_init(&srv->loop, &srv->sweep_timer);
+    srv->sigterm.data = srv->sigint.data = srv->drain_timer.data = srv->sweep_timer.data = srv;
 }
 
 int server_run(const struct config *cfg, struct dev **devs, size_t ndevs, size_t default_index)
@@ -194,7 +230,6 @@ int server_run(const struct config *cfg, struct dev **devs, size_t ndevs, size_t
     char err[256];
     struct sched_limits limits = {
         .max_jobs = cfg->max_jobs,
-        .max_job_memory = cfg->max_job_memory,
         .staging_bytes = cfg->staging_bytes,
         .chunk_bytes = (size_t)cfg->chunk_bytes,
         .max_device_memory = cfg->max_device_memory,
@@ -211,7 +246,7 @@ int server_run(const struct config *cfg, struct dev **devs, size_t ndevs, size_t
     if (status == 0) {
         uv_signal_start(&srv->sigterm, server_on_signal, SIGTERM);
         uv_signal_start(&srv->sigint, server_on_signal, SIGINT);
-        server_start_idle_sweep(srv);
+        server_start_sweep(srv);
         notify_state("READY=1"); /* devices found, kernels built, sockets listening */
         uv_run(&srv->loop, UV_RUN_DEFAULT);
     } else {

@@ -2,26 +2,44 @@
  *
  * Every layer that can refuse a request (decoding, validation, the device
  * runner) reports one of these plus a human message; the gRPC layer turns
- * them into grpc-status / grpc-message trailers.
+ * them into grpc-status / grpc-message trailers. One list (STATUS_MAP)
+ * makes the enum and the names, so a code and its name cannot drift.
  */
 #ifndef AMPD_STATUS_H
 #define AMPD_STATUS_H
 
+/* gRPC's codes (doc/statuscodes.md), in order: XX(name, value). */
+#define STATUS_MAP(XX)               \
+    XX(OK, 0)                        \
+    XX(CANCELLED, 1)                 \
+    XX(UNKNOWN, 2)                   \
+    XX(INVALID_ARGUMENT, 3)          \
+    XX(DEADLINE_EXCEEDED, 4)         \
+    XX(NOT_FOUND, 5)                 \
+    XX(ALREADY_EXISTS, 6)            \
+    XX(PERMISSION_DENIED, 7)         \
+    XX(RESOURCE_EXHAUSTED, 8)        \
+    XX(FAILED_PRECONDITION, 9)       \
+    XX(ABORTED, 10)                  \
+    XX(OUT_OF_RANGE, 11)             \
+    XX(UNIMPLEMENTED, 12)            \
+    XX(INTERNAL, 13)                 \
+    XX(UNAVAILABLE, 14)              \
+    XX(DATA_LOSS, 15)                \
+    XX(UNAUTHENTICATED, 16)
+
 enum status_code {
-    STATUS_OK = 0,
-    STATUS_CANCELLED = 1,
-    STATUS_UNKNOWN = 2,
-    STATUS_INVALID_ARGUMENT = 3,
-    STATUS_DEADLINE_EXCEEDED = 4,
-    STATUS_NOT_FOUND = 5,
-    STATUS_RESOURCE_EXHAUSTED = 8,
-    STATUS_FAILED_PRECONDITION = 9,
-    STATUS_UNIMPLEMENTED = 12,
-    STATUS_INTERNAL = 13,
-    STATUS_UNAVAILABLE = 14,
+#define STATUS_ENUM(name, value) STATUS_##name = value,
+    STATUS_MAP(STATUS_ENUM)
+#undef STATUS_ENUM
+    STATUS_CODE_COUNT
 };
 
 /* Longest message kept with a status; longer ones are truncated. */
 #define STATUS_MSG_MAX 256
+
+/* "RESOURCE_EXHAUSTED" for STATUS_RESOURCE_EXHAUSTED; "?" for a value
+ * outside the list. */
+const char *status_name(enum status_code code);
 
 #endif

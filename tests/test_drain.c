@@ -109,19 +109,30 @@ END_TEST
 START_TEST(drain_timeout_bounds_a_stuck_call)
 {
     /* A call whose client never finishes its request: the drain gives up
-     * after --drain-timeout, closes the connection, and still exits 0. */
+     * after --drain-timeout, answers it UNAVAILABLE (a status, not a
+     * broken connection), closes the connection, and still exits 0. */
     static const char *const args[] = { "--drain-timeout", "1", NULL };
     ck_assert_int_eq(daemon_start(&ampd, args), 0);
     int fd = h2c_connect_unix(ampd.sock_path);
     ck_assert_int_ge(fd, 0);
     struct h2c *c = h2c_new();
     uint8_t body[GRPC_FRAME_HEADER] = { 0, 0, 0, 0, 9 };
-    h2c_request_open(c, "/amp.v1.Amp/Reverse", body, sizeof(body));
+    int32_t id = h2c_request_open(c, "/amp.v1.Amp/Reverse", body, sizeof(body));
     h2c_ping(c);
     ck_assert_int_eq(h2c_run_until(c, fd, IO_TIMEOUT_MS, ping_acked, NULL), 0);
     ck_assert_int_eq(kill(ampd.pid, SIGTERM), 0);
-    /* The daemon closes the connection on its own. */
-    ck_assert_int_eq(h2c_run_fd(c, fd, IO_TIMEOUT_MS), 1);
+    /* The call ends with a status, then the daemon closes the connection. */
+    ck_assert_int_ge(h2c_run_fd(c, fd, IO_TIMEOUT_MS), 0);
+    const struct h2c_result *r = h2c_result(c, id);
+    ck_assert(r->closed);
+    ck_assert_int_eq(r->grpc_status, STATUS_UNAVAILABLE);
+    char msg[H2C_MESSAGE_MAX];
+    h2c_percent_decode(r->grpc_message, msg, sizeof(msg));
+    ck_assert_str_eq(msg, "the daemon is shutting down: --drain-timeout (1 s) passed");
+    uint8_t buf[256];
+    struct pollfd pfd = { .fd = fd, .events = POLLIN };
+    while (poll(&pfd, 1, IO_TIMEOUT_MS) == 1 && recv(fd, buf, sizeof(buf), 0) > 0) {
+    }
     for (int i = 0; i < IO_TIMEOUT_MS / 10 && daemon_alive(&ampd); i++)
         usleep(10000);
     ck_assert(!daemon_alive(&ampd));

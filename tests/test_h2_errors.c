@@ -153,34 +153,38 @@ END_TEST
 
 START_TEST(budget_bounds_buffering)
 {
-    /* A daemon-wide budget of 100 bytes: a call holding 60 of them (half
-     * sent) leaves 40, so a second call declaring 50 is refused at its
-     * prefix; once the first finishes, the 50 fit. */
-    pair.budget.max = 100;
-    uint8_t body[GRPC_FRAME_HEADER + 60] = { 0 };
-    grpc_frame_header(body, 60);
+    /* A budget of 300 bytes: a call that declared 100 holds its buffer
+     * (100 + 1 bytes: a message's buffer has one spare) as its bytes
+     * arrive; a second call whose 200 bytes would need 201 more is refused
+     * once they arrive; after the first finishes, everything is back. */
+    pair.budget.max = 300;
+    uint8_t body[GRPC_FRAME_HEADER + 100] = { 0 };
+    grpc_frame_header(body, 100);
     int32_t first = h2c_request_open(pair.client, "/amp.v1.Amp/Reverse", body, GRPC_FRAME_HEADER + 10);
     h2_pair_pump(&pair);
-    ck_assert_uint_eq(pair.budget.used, 60);
-    uint8_t body2[GRPC_FRAME_HEADER + 50] = { 0 };
-    grpc_frame_header(body2, 50);
+    ck_assert_uint_eq(pair.budget.used, 101);
+    uint8_t body2[GRPC_FRAME_HEADER + 200] = { 0 };
+    grpc_frame_header(body2, 200);
     const struct h2c_result *r = raw("/amp.v1.Amp/Reverse", NULL, body2, sizeof(body2));
     ck_assert_int_eq(r->grpc_status, STATUS_RESOURCE_EXHAUSTED);
     char msg[256];
     h2c_percent_decode(r->grpc_message, msg, sizeof(msg));
-    ck_assert_str_eq(msg, "--max-job-memory (100) is taken by requests being received; this "
-                          "message declares 50 bytes");
-    ck_assert_int_eq(h2c_append(pair.client, first, body + GRPC_FRAME_HEADER + 10, 50, true), 0);
+    ck_assert_str_eq(msg, "no room for the request message of 200 bytes: --max-job-memory (300) is "
+                          "in use: 101 bytes held, 201 more wanted");
+    ck_assert_uint_eq(pair.budget.used, 101);
+    ck_assert_int_eq(h2c_append(pair.client, first, body + GRPC_FRAME_HEADER + 10, 90, true), 0);
     h2_pair_pump(&pair);
     ck_assert(h2c_result(pair.client, first)->closed);
     ck_assert_uint_eq(pair.budget.used, 0);
-    r = raw("/amp.v1.Amp/Reverse", NULL, body2, sizeof(body2));
-    /* Admitted now: it gets as far as decoding (50 zero bytes are no protobuf). */
+    r = raw("/amp.v1.Amp/Reverse", NULL, body, sizeof(body));
+    /* Admitted, raw and decoded copy at once (201 bytes): it gets as far as
+     * decoding (100 zero bytes are no protobuf). */
     ck_assert_int_eq(r->grpc_status, STATUS_INTERNAL);
-    /* A call that dies mid-message gives its reservation back. */
+    /* A prefix alone holds nothing but a first buffer for what it declared:
+     * a call that dies mid-message gives it back. */
     int32_t third = h2c_request_open(pair.client, "/amp.v1.Amp/Reverse", body, GRPC_FRAME_HEADER + 10);
     h2_pair_pump(&pair);
-    ck_assert_uint_eq(pair.budget.used, 60);
+    ck_assert_uint_eq(pair.budget.used, 101);
     ck_assert_int_eq(h2c_reset(pair.client, third), 0);
     h2_pair_pump(&pair);
     ck_assert_uint_eq(pair.budget.used, 0);

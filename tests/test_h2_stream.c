@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "check_run.h"
+#include "budget.h"
 #include "grpc_frame.h"
 #include "h2.h"
 #include "h2_client.h"
@@ -46,7 +47,7 @@ struct tcall {
 };
 
 struct tenv {
-    struct h2_budget budget;
+    struct budget budget;
     struct h2_session *server;
     struct h2c *client;
     struct tcall calls[MAX_STREAMS];
@@ -239,8 +240,9 @@ static void tenv_init(struct tenv *e)
         e->pause_at[i] = NO_PAUSE;
         e->resume_tag_on_msg[i] = -1;
     }
-    e->budget.max = UINT64_MAX;
-    struct h2_config cfg = { MAX_MSG, MAX_STREAMS, &e->budget };
+    e->budget = (struct budget){ .max = UINT64_MAX, .name = "--max-job-memory" };
+    struct h2_config cfg = { .max_message_bytes = MAX_MSG, .max_streams = MAX_STREAMS,
+                             .budget = &e->budget };
     e->server = h2_session_new(&cfg, &t_handlers, e);
     e->client = h2c_new();
     ck_assert_ptr_nonnull(e->server);
@@ -391,7 +393,9 @@ START_TEST(pause_then_resume_delivers_in_order)
     ck_assert(!h2c_result(e.client, id)->closed);
     /* The held message plus the six raw ones behind it, prefixes included. */
     ck_assert_uint_eq(h2_call_buffered(t->call), 1000 + 6 * (GRPC_FRAME_HEADER + 1000));
-    ck_assert_uint_eq(e.budget.used, 1000); /* the held message keeps its reservation */
+    /* The held message keeps its buffer's reservation (1000 + 1), and the
+     * raw bytes behind it theirs (a 4 KiB buffer, doubled to 8 KiB). */
+    ck_assert_uint_eq(e.budget.used, 1001 + 8192);
     h2_call_resume(t->call); /* from outside: delivered now */
     assert_seqs(t, 10);
     ck_assert_int_eq(t->ends, 1);
@@ -767,7 +771,7 @@ START_TEST(reset_while_paused_closes_once)
     struct tcall *t = &e.calls[0];
     assert_seqs(t, 2);
     ck_assert_uint_gt(h2_call_buffered(t->call), 5000);
-    ck_assert_uint_eq(e.budget.used, 5000);
+    ck_assert_uint_eq(e.budget.used, 5001 + 256 * 1024);   /* held message + pending buffer */
     ck_assert_int_eq(h2_call_send(t->call, reply_new(0, 0, 100), 100), 0);
     ck_assert_int_eq(h2c_reset(e.client, id), 0);
     pump(&e);

@@ -1,6 +1,6 @@
 /* test_limits.c: every daemon limit, hit on purpose against a real ampd:
  * --max-message-bytes (request and reply), --max-connections,
- * --max-streams, --max-jobs and --max-job-memory. Each refusal is
+ * --max-streams, --max-jobs, --max-job-memory and --max-connection-memory. Each refusal is
  * RESOURCE_EXHAUSTED (or INVALID_ARGUMENT where the request itself asks for
  * too much) with a message naming the limit and its value. */
 #include <check.h>
@@ -37,6 +37,16 @@ static size_t pack_reverse(const uint8_t *data, size_t n, uint8_t *out)
     Amp__V1__ReverseRequest req = AMP__V1__REVERSE_REQUEST__INIT;
     req.data.data = (uint8_t *)data;
     req.data.len = n;
+    return protobuf_c_message_pack(&req.base, out);
+}
+
+static size_t pack_fill(uint64_t count, uint8_t *out)
+{
+    Amp__V1__FillParams p = AMP__V1__FILL_PARAMS__INIT;
+    p.type = AMP__V1__ELEMENT_TYPE__ELEMENT_TYPE_INT32;
+    p.count = count;
+    Amp__V1__FillRequest req = AMP__V1__FILL_REQUEST__INIT;
+    req.params = &p;
     return protobuf_c_message_pack(&req.base, out);
 }
 
@@ -202,18 +212,43 @@ END_TEST
 
 START_TEST(job_memory)
 {
-    static const char *const args[] = { "--max-job-memory", "1000", NULL };
+    /* A job's input and outputs are held while it runs: a Fill of 300
+     * int32 (1200 bytes out) can never fit in 1000; one of 200 (800) does.
+     * (A connection may hold all of it here: by default it holds a quarter.) */
+    static const char *const args[] = { "--max-job-memory", "1000", "--max-connection-memory",
+                                        "1000", NULL };
     start(args);
-    uint8_t data[600], msg[700];
-    memset(data, 'm', sizeof(data));
+    uint8_t msg[64];
     struct h2c *c = h2c_new();
-    /* 600 bytes in + 600 out = 1200 > 1000. */
-    int32_t big = h2c_call(c, "/amp.v1.Amp/Reverse", msg, pack_reverse(data, 600, msg));
-    int32_t ok = h2c_call(c, "/amp.v1.Amp/Reverse", msg, pack_reverse(data, 400, msg));
+    int32_t big = h2c_call(c, "/amp.v1.Amp/Fill", msg, pack_fill(300, msg));
+    int32_t ok = h2c_call(c, "/amp.v1.Amp/Fill", msg, pack_fill(200, msg));
     run(c);
     const struct h2c_result *r = h2c_result(c, big);
     ck_assert_int_eq(r->grpc_status, STATUS_RESOURCE_EXHAUSTED);
-    ck_assert_str_eq(decoded(r), "the job needs 1200 bytes, over --max-job-memory (1000)");
+    ck_assert_str_eq(decoded(r), "the job needs 1200 bytes: --max-job-memory (1000) is less than "
+                                 "the 1200 bytes wanted");
+    ck_assert_int_eq(h2c_result(c, ok)->grpc_status, 0);
+    h2c_free(c);
+    stop_clean();
+}
+END_TEST
+
+START_TEST(connection_memory)
+{
+    /* One connection may hold --max-connection-memory of it: the same
+     * 800-byte Fill is refused there, naming that limit. */
+    static const char *const args[] = { "--max-job-memory", "1000", "--max-connection-memory",
+                                        "500", NULL };
+    start(args);
+    uint8_t msg[64];
+    struct h2c *c = h2c_new();
+    int32_t big = h2c_call(c, "/amp.v1.Amp/Fill", msg, pack_fill(200, msg));
+    int32_t ok = h2c_call(c, "/amp.v1.Amp/Fill", msg, pack_fill(100, msg));
+    run(c);
+    const struct h2c_result *r = h2c_result(c, big);
+    ck_assert_int_eq(r->grpc_status, STATUS_RESOURCE_EXHAUSTED);
+    ck_assert_str_eq(decoded(r), "the job needs 800 bytes: --max-connection-memory (500) is less "
+                                 "than the 800 bytes wanted");
     ck_assert_int_eq(h2c_result(c, ok)->grpc_status, 0);
     h2c_free(c);
     stop_clean();
@@ -230,6 +265,7 @@ int main(void)
     tcase_add_test(tc, streams);
     tcase_add_test(tc, jobs);
     tcase_add_test(tc, job_memory);
+    tcase_add_test(tc, connection_memory);
     suite_add_tcase(s, tc);
     return check_run(s, CK_FORK_GETENV);
 }

@@ -237,6 +237,9 @@ AMP_EXTERN int amp_devices(amp_conn *c, amp_device **list, size_t *n);
 
 /* --- daemon status and health -------------------------------------------- */
 
+/* gRPC's status codes run 0 (OK) to 16 (UNAUTHENTICATED). */
+#define AMP_STATUS_CODES 17
+
 typedef struct amp_daemon_status {
     char version[32];
     uint64_t uptime_ms;
@@ -244,7 +247,14 @@ typedef struct amp_daemon_status {
     uint32_t jobs_in_flight;
     uint64_t jobs_completed;
     uint64_t jobs_failed;
+    uint64_t peak_rss_bytes;           /* the daemon's peak resident memory */
+    uint64_t held_bytes;               /* bytes it holds for clients now (--max-job-memory) */
+    uint64_t calls[AMP_STATUS_CODES];  /* calls it answered, by gRPC status code */
 } amp_daemon_status;
+
+/* The name of gRPC status code ("RESOURCE_EXHAUSTED" for 8); "UNKNOWN"
+ * outside 0..AMP_STATUS_CODES-1. The string is static. */
+AMP_EXTERN const char *amp_status_code_name(int code);
 
 /* Asks the daemon for its counters (amp.v1.Amp/Status) into *st.
  * o may be NULL; only o->timeout_ms is used. */

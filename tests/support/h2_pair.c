@@ -50,8 +50,9 @@ void h2_pair_init(struct h2_pair *p, size_t max_message_bytes, uint32_t max_stre
     memset(p, 0, sizeof(*p));
     p->env.max_message_bytes = max_message_bytes;
     p->env.start_ms = rpc_now_ms();
-    p->budget.max = UINT64_MAX;
-    struct h2_config cfg = { max_message_bytes, max_streams, &p->budget };
+    p->budget = (struct budget){ .max = UINT64_MAX, .name = "--max-job-memory" };
+    struct h2_config cfg = { .max_message_bytes = max_message_bytes, .max_streams = max_streams,
+                             .budget = &p->budget };
     p->server = h2_session_new(&cfg, &pair_handlers, p);
     p->client = h2c_new();
 }

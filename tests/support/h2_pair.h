@@ -12,13 +12,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "budget.h"
 #include "h2.h"
 #include "h2_client.h"
 #include "rpc.h"
 
 struct h2_pair {
     struct rpc_env env;
-    struct h2_budget budget;  /* max starts unlimited; tests may lower it */
+    struct budget budget;     /* max starts unlimited; tests may lower it */
     struct h2_session *server;
     struct h2c *client;
     int server_recv_rv;   /* last h2_session_recv() result */

@@ -1,0 +1,148 @@
+/* fuzz_staging.c: staging.h over malloc'd buffers, for fuzz_conn.
+ *
+ * The daemon's pool (daemon/staging.c) holds pinned device memory and wakes
+ * its waiters from a uv_idle callback, never from inside staging_put(). This
+ * one keeps that promise the same way: staging_put() only marks the pool,
+ * and the harness calls fuzz_staging_idle() between input pieces, where the
+ * daemon's loop would have turned. Buffers are separate allocations so that
+ * ASan sees any write past a chunk.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "fuzz_backend.h"
+
+struct staging_pool {
+    size_t size, count;
+    struct staging_buf *bufs;       /* count entries; bufs[i].host malloc'd */
+    struct staging_buf *free_list;
+    size_t nfree;                   /* nfree <= count */
+    struct staging_waiter *waiters, *waiters_tail;
+};
+
+int staging_pool_new(uv_loop_t *loop, struct dev *d, size_t count, size_t size,
+                     struct staging_pool **out, char *err, size_t errlen)
+{
+    (void)loop;
+    (void)d;
+    struct staging_pool *p = calloc(1, sizeof(*p));
+    if (p)
+        p->bufs = calloc(count ? count : 1, sizeof(*p->bufs));
+    if (!p || !p->bufs) {
+        free(p);
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    p->size = size;
+    for (; p->count < count; p->count++) {
+        struct staging_buf *b = &p->bufs[p->count];
+        b->host = malloc(size);
+        if (!b->host) {
+            staging_pool_free(p);
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+        b->next = p->free_list;
+        p->free_list = b;
+        p->nfree++;
+    }
+    *out = p;
+    return 0;
+}
+
+void staging_pool_free(struct staging_pool *p)
+{
+    if (!p)
+        return;
+    if (p->nfree != p->count)
+        fuzz_backend_trap("a staging pool freed with buffers out");
+    for (size_t i = 0; i < p->count; i++)
+        free(p->bufs[i].host);
+    free(p->bufs);
+    free(p);
+}
+
+size_t staging_buf_size(const struct staging_pool *p)
+{
+    return p->size;
+}
+
+size_t staging_count(const struct staging_pool *p)
+{
+    return p->count;
+}
+
+size_t staging_free_count(const struct staging_pool *p)
+{
+    return p->nfree;
+}
+
+struct staging_buf *staging_get(struct staging_pool *p)
+{
+    struct staging_buf *b = p->free_list;
+    if (b) {
+        p->free_list = b->next;
+        b->next = NULL;
+        p->nfree--;
+    }
+    return b;
+}
+
+void staging_put(struct staging_pool *p, struct staging_buf *b)
+{
+    if (b < p->bufs || b >= p->bufs + p->count || p->nfree == p->count)
+        fuzz_backend_trap("staging_put of a buffer not taken from this pool");
+    for (struct staging_buf *f = p->free_list; f; f = f->next)
+        if (f == b)
+            fuzz_backend_trap("staging_put of a buffer already in the pool");
+    b->next = p->free_list;
+    p->free_list = b;
+    p->nfree++;
+}
+
+void staging_wait(struct staging_pool *p, struct staging_waiter *w)
+{
+    if (w->waiting)
+        return;
+    w->waiting = true;
+    w->next = NULL;
+    if (p->waiters_tail)
+        p->waiters_tail->next = w;
+    else
+        p->waiters = w;
+    p->waiters_tail = w;
+}
+
+void staging_cancel(struct staging_pool *p, struct staging_waiter *w)
+{
+    if (!w->waiting)
+        return;
+    struct staging_waiter **pp = &p->waiters, *prev = NULL;
+    while (*pp && *pp != w) {
+        prev = *pp;
+        pp = &(*pp)->next;
+    }
+    if (!*pp)
+        fuzz_backend_trap("a waiting staging waiter is not on its pool's list");
+    *pp = w->next;
+    if (p->waiters_tail == w)
+        p->waiters_tail = prev;
+    w->next = NULL;
+    w->waiting = false;
+}
+
+bool fuzz_staging_idle(struct staging_pool *p)
+{
+    bool woke = false;
+    while (p->waiters && p->nfree) {
+        struct staging_waiter *w = p->waiters;
+        p->waiters = w->next;
+        if (!p->waiters)
+            p->waiters_tail = NULL;
+        w->next = NULL;
+        w->waiting = false;
+        woke = true;
+        w->ready(w);
+    }
+    return woke;
+}
