@@ -197,7 +197,7 @@ bool hostile_wait_quiet(const char *address, uint32_t connections, int timeout_m
     do {
         amp_daemon_status st;
         if (hostile_status(address, &st) == 0 && st.connections <= connections
-            && st.jobs_in_flight == 0)
+            && st.jobs_in_flight == 0 && st.held_bytes == 0)
             return true;
         hostile_sleep_ms(HOSTILE_POLL_MS);
     } while (hostile_now_ms() < deadline);

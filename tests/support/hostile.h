@@ -86,7 +86,8 @@ void hostile_assert_rss_back(const struct daemon_proc *d, long baseline_kb);
 int hostile_status(const char *address, amp_daemon_status *st);
 
 /* Polls the Status RPC until at most `connections` connections (the
- * status call's own included) and no job are left, or timeout_ms pass.
+ * status call's own included), no job and no held byte (every
+ * --max-job-memory budget given back) are left, or timeout_ms pass.
  * Returns true when that was reached. */
 bool hostile_wait_quiet(const char *address, uint32_t connections, int timeout_ms);
 
