@@ -21,6 +21,7 @@
 #define HOSTILE_PROBE_TIMEOUT_MS 10000
 #define HOSTILE_POLL_MS 50
 #define HOSTILE_FRAME_HEADER 9
+#define HOSTILE_WARM_STREAM_BYTES (8u * 1024 * 1024)
 
 const uint8_t hostile_preface[24] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 
@@ -101,6 +102,41 @@ long hostile_start(struct daemon_proc *d, const char *const *args)
     return kb;
 }
 
+static long hostile_zeros(void *ctx, void *buf, size_t cap)
+{
+    size_t *left = ctx;
+    size_t n = *left < cap ? *left : cap;
+    memset(buf, 0, n);
+    *left -= n;
+    return (long)n;
+}
+
+long hostile_warm(const struct daemon_proc *d, uint64_t fill_count, int fills, bool stream)
+{
+    amp_conn *c;
+    ck_assert_int_eq(amp_connect(d->address, &c), 0);
+    amp_opts o = { .device = NULL, .timeout_ms = HOSTILE_IO_MS };
+    for (int i = 0; i < fills; i++) {
+        amp_fill_params fp = { .type = AMP_TYPE_INT32, .count = fill_count };
+        void *out = NULL;
+        size_t len;
+        int rc = amp_fill(c, &o, &fp, &out, &len);
+        ck_assert_msg(rc == 0, "warm-up fill: %s: %s", amp_strerror(rc), amp_last_message(c));
+        amp_free(out);
+    }
+    if (stream) {
+        amp_step step = { .kind = AMP_STEP_TRANSFORM, .transform = { .op = AMP_OP_XOR, .value = 1 } };
+        size_t left = HOSTILE_WARM_STREAM_BYTES;
+        int rc = amp_stream(c, &o, &step, 1, HOSTILE_WARM_STREAM_BYTES, hostile_zeros, &left, NULL,
+                            NULL, NULL, 0);
+        ck_assert_msg(rc == 0, "warm-up stream: %s: %s", amp_strerror(rc), amp_last_message(c));
+    }
+    amp_close(c);
+    long kb = hostile_rss_kb(d->pid);
+    ck_assert_int_gt(kb, 0);
+    return kb;
+}
+
 /* --- calls ---------------------------------------------------------------- */
 
 int hostile_probe(const char *address, char *why, size_t whylen)
@@ -161,7 +197,7 @@ bool hostile_wait_quiet(const char *address, uint32_t connections, int timeout_m
     do {
         amp_daemon_status st;
         if (hostile_status(address, &st) == 0 && st.connections <= connections
-            && st.jobs_in_flight == 0)
+            && st.jobs_in_flight == 0 && st.held_bytes == 0)
             return true;
         hostile_sleep_ms(HOSTILE_POLL_MS);
     } while (hostile_now_ms() < deadline);
@@ -278,16 +314,22 @@ size_t hostile_request_block(uint8_t *out, size_t cap, const char *path, size_t 
     pad[extra_pad] = '\0';
     nghttp2_nv nv[] = {
         HOSTILE_NV(":method", "POST"), HOSTILE_NV(":scheme", "http"),
-        HOSTILE_NV(":authority", "localhost"), HOSTILE_NV(":path", path),
+        HOSTILE_NV(":authority", "localhost"), HOSTILE_NV(":path", path ? path : "/"),
         HOSTILE_NV("content-type", "application/grpc"), HOSTILE_NV("te", "trailers"),
         HOSTILE_NV("x-pad", pad),
     };
     size_t nnv = sizeof nv / sizeof nv[0] - (extra_pad ? 0 : 1);
+    nghttp2_nv *first = nv;
+    if (!path) {
+        ck_assert_uint_gt(extra_pad, 0);
+        first = &nv[nnv - 1];
+        nnv = 1;
+    }
     nghttp2_hd_deflater *d;
     ck_assert_int_eq(nghttp2_hd_deflate_new(&d, 0), 0);
     ssize_t n = 0;
-    if (nghttp2_hd_deflate_bound(d, nv, nnv) <= cap)
-        n = nghttp2_hd_deflate_hd(d, out, cap, nv, nnv);
+    if (nghttp2_hd_deflate_bound(d, first, nnv) <= cap)
+        n = nghttp2_hd_deflate_hd(d, out, cap, first, nnv);
     nghttp2_hd_deflate_del(d);
     free(pad);
     return n > 0 ? (size_t)n : 0;

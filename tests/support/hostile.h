@@ -55,6 +55,14 @@ extern const uint8_t hostile_preface[24];
  * VmRSS in KiB. Fails the test if ampd does not start or the probe fails. */
 long hostile_start(struct daemon_proc *d, const char *const *args);
 
+/* Runs the job shapes an attack will cause, so that what the daemon and
+ * its OpenCL runtime keep for reuse (a stream's staging buffers, device
+ * buffers PoCL caches: VmRSS grows by up to ~150 MiB over the first dozen
+ * 16 MiB fills and then stays) is there before the baseline: `fills` Fill
+ * calls of fill_count int32 and, if stream, one 8 MiB Stream transform.
+ * Returns the new baseline VmRSS in KiB. Fails the test if a call fails. */
+long hostile_warm(const struct daemon_proc *d, uint64_t fill_count, int fills, bool stream);
+
 /* VmRSS of pid in KiB, or -1 if it cannot be read. */
 long hostile_rss_kb(pid_t pid);
 
@@ -78,7 +86,8 @@ void hostile_assert_rss_back(const struct daemon_proc *d, long baseline_kb);
 int hostile_status(const char *address, amp_daemon_status *st);
 
 /* Polls the Status RPC until at most `connections` connections (the
- * status call's own included) and no job are left, or timeout_ms pass.
+ * status call's own included), no job and no held byte (every
+ * --max-job-memory budget given back) are left, or timeout_ms pass.
  * Returns true when that was reached. */
 bool hostile_wait_quiet(const char *address, uint32_t connections, int timeout_ms);
 
@@ -109,8 +118,9 @@ size_t hostile_hello(uint8_t *out);
 
 /* An HPACK block (no dynamic table, so it can be sent on any connection
  * in any order) of a gRPC POST to path, with extra_pad header bytes of a
- * filler header "x-pad" added (0: none). Returns its length, or 0 if cap
- * is too small. */
+ * filler header "x-pad" added (0: none); path NULL: the x-pad header
+ * alone (a CONTINUATION's worth). Returns its length, or 0 if cap is too
+ * small. */
 size_t hostile_request_block(uint8_t *out, size_t cap, const char *path, size_t extra_pad);
 
 /* What the daemon sent on a raw connection, frame by frame. */
