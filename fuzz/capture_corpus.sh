@@ -10,6 +10,7 @@ build=${1:-build}
 out=fuzz/corpus/fuzz_conn
 tmp=$(mktemp -d)
 trap 'kill "$daemon" 2>/dev/null || true; rm -rf "$tmp"' EXIT
+rm -rf "$out" fuzz/corpus/fuzz_requests   # both are rewritten whole
 mkdir -p "$out"
 
 "$build/ampd" --listen "unix:$tmp/ampd.sock" >"$tmp/ampd.log" 2>&1 &
