@@ -45,7 +45,8 @@ static int region_fill_input(struct io_input *in, amp_region *r, size_t size)
 {
     uint8_t *p = amp_region_data(r);
     size_t have = in->head_len - in->head_pos;
-    memcpy(p, in->head + in->head_pos, have);
+    if (have)
+        memcpy(p, in->head + in->head_pos, have);
     while (have < size) {
         ssize_t n = read(in->fd, p + have, size - have);
         if (n < 0 && errno == EINTR)

@@ -330,7 +330,8 @@ def test_stream_transform_file_and_pipe():
     data = stream_data()
     want = bytes((b + 7) & 0xFF for b in data)
     src, dst = tmpfile("stream-in.bin", data), tmpfile("stream-out.bin")
-    args = ["--transport", "socket", "--stream-threshold", SMALL_THRESHOLD, "transform", "--op", "add", "--value", "7"]
+    args = ["--transport", "socket",
+            "--stream-threshold", SMALL_THRESHOLD, "transform", "--op", "add", "--value", "7"]
     rc, out, err = run(args + ["-i", src, "-o", dst])
     expect_rc(rc, EXIT_OK, err)
     expect(err == "", "stderr not empty without a terminal: %r" % err)  # no progress bar
@@ -345,17 +346,20 @@ def test_stream_transform_file_and_pipe():
 def test_stream_reverse_file_and_pipe():
     data = stream_data()
     src = tmpfile("stream-rev.bin", data)
-    rc, out, err = run(["--transport", "socket", "--stream-threshold", SMALL_THRESHOLD, "reverse", "-i", src])
+    rc, out, err = run(["--transport", "socket",
+                        "--stream-threshold", SMALL_THRESHOLD, "reverse", "-i", src])
     expect_rc(rc, EXIT_OK, err)
     expect(out == data[::-1], "streamed reverse of a file differs")
-    rc, out, err = run(["--transport", "socket", "--stream-threshold", SMALL_THRESHOLD, "reverse"], stdin=data)
+    rc, out, err = run(["--transport", "socket",
+                        "--stream-threshold", SMALL_THRESHOLD, "reverse"], stdin=data)
     expect_rc(rc, EXIT_OK, err)
     expect(out == data[::-1], "streamed reverse of a pipe differs")
 
 
 def test_stream_hist_matches_unary():
     data = stream_data() + b"Z" * 70000
-    rc, out, err = run(["--transport", "socket", "--json", "--stream-threshold", SMALL_THRESHOLD, "hist"], stdin=data)
+    rc, out, err = run(["--transport", "socket",
+                        "--json", "--stream-threshold", SMALL_THRESHOLD, "hist"], stdin=data)
     expect_rc(rc, EXIT_OK, err)
     streamed = json.loads(out)
     rc, out, err = run(["--transport", "socket", "--json", "hist"], stdin=data)  # unary
@@ -370,7 +374,8 @@ def test_stream_hist_matches_unary():
 
 def test_stream_refusal_exits_1():
     src = tmpfile("stream-f32.bin", stream_data()[:-1])  # whole float32 elements
-    rc, out, err = run(["--transport", "socket", "--stream-threshold", "0", "hist", "--type", "float32", "--bins", "0",
+    rc, out, err = run(["--transport", "socket",
+                        "--stream-threshold", "0", "hist", "--type", "float32", "--bins", "0",
                         "--range", "0:1", "-i", src])
     expect_rc(rc, EXIT_REFUSED, err)
     expect(err.startswith("ampctl: ") and "bins" in err, "stderr: %s" % err)
@@ -379,7 +384,8 @@ def test_stream_refusal_exits_1():
 def test_stream_pipeline():
     data = stream_data()
     src, dst = tmpfile("stream-pipe.bin", data), tmpfile("stream-pipe.out")
-    rc, out, err = run(["--transport", "socket", "--stream-threshold", SMALL_THRESHOLD, "pipeline", "-i", src, "-o", dst,
+    rc, out, err = run(["--transport", "socket",
+                        "--stream-threshold", SMALL_THRESHOLD, "pipeline", "-i", src, "-o", dst,
                         "hist", "transform:xor:15", "hist"])
     expect_rc(rc, EXIT_OK, err)
     xored = bytes(b ^ 15 for b in data)
@@ -419,8 +425,8 @@ def run_with_tty_stderr(args, src):
 def test_stream_progress_only_on_a_terminal():
     data = stream_data()
     src, dst = tmpfile("stream-tty.bin", data), tmpfile("stream-tty.out")
-    args = ["--transport", "socket", "--stream-threshold", SMALL_THRESHOLD, "transform", "--op", "xor", "--value", "1",
-            "-i", src, "-o", dst]
+    args = ["--transport", "socket", "--stream-threshold", SMALL_THRESHOLD, "transform", "--op",
+            "xor", "--value", "1", "-i", src, "-o", dst]
     rc, err = run_with_tty_stderr(args, src)
     expect_rc(rc, EXIT_OK, err)
     expect("MB/s" in err and "100%" in err, "no progress bar on a terminal: %r" % err)
@@ -429,7 +435,7 @@ def test_stream_progress_only_on_a_terminal():
     rc, err = run_with_tty_stderr(["--no-progress"] + args, src)
     expect_rc(rc, EXIT_OK, err)
     expect(err == "", "--no-progress still drew: %r" % err)
-    rc, err = run_with_tty_stderr(args[2:], src)  # under the default threshold: no stream
+    rc, err = run_with_tty_stderr(args[:2] + args[4:], src)  # default threshold: no stream
     expect_rc(rc, EXIT_OK, err)
     expect(err == "", "a unary call drew a progress bar: %r" % err)
 

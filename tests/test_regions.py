@@ -161,7 +161,8 @@ def check_socket_refusals(d, channel, rsock):
     assert ro.answer.startswith("ERROR FAILED_PRECONDITION the memfd is sealed against writing")
     empty = os.memfd_create("e", os.MFD_ALLOW_SEALING)
     fcntl.fcntl(empty, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW)
-    assert ask(rsock, b"REGISTER\n", [empty]).startswith("ERROR INVALID_ARGUMENT the memfd is empty")
+    assert ask(rsock, b"REGISTER\n", [empty]).startswith(
+        "ERROR INVALID_ARGUMENT the memfd is empty")
     os.close(empty)
     assert ask(rsock, b"REGISTER\n").startswith("ERROR INVALID_ARGUMENT REGISTER needs a memfd")
     assert ask(rsock, b"HELLO\n").startswith("ERROR INVALID_ARGUMENT unknown request")
