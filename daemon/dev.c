@@ -116,15 +116,34 @@ static void dev_free_slots(uint64_t **slots, size_t n)
     free(slots);
 }
 
+/* A CPU device reads a region's input where it lies (bench_host_dma and
+ * bench_data_path: on PoCL a copy into a fresh buffer costs more than the
+ * kernels; on the H100 a copy from the mapping runs at pinned speed while
+ * a USE_HOST_PTR buffer reads at half of it, so GPUs copy). The kernels
+ * load 16-byte words: the input must be aligned for them. */
+#define DEV_SHARED_ALIGN 128
+static bool dev_input_in_place(const struct dev *d, const struct job *job)
+{
+    return d->info.type == DEV_CPU && job->in_region && job->steps[0].kind != STEP_FILL &&
+           (uintptr_t)job->in % DEV_SHARED_ALIGN == 0;
+}
+
 static enum status_code dev_enqueue_steps(struct dev_exec *x, const size_t *out_len,
                                           uint64_t **slots)
 {
     struct job *job = x->job;
     struct dev_buf cur;
-    bool cur_is_result = false;
-    enum status_code st = dev_buf_create(x, &cur, job->in_len, "the job's input");
-    if (st == STATUS_OK && job->steps[0].kind != STEP_FILL)
-        st = dev_exec_write(x, &cur, job->in, job->in_len);
+    /* cur_is_result: others read cur (a result being copied out, or the
+     * client's own input region), so no step may change it in place. */
+    bool cur_is_result = dev_input_in_place(x->d, job);
+    enum status_code st;
+    if (cur_is_result) {
+        st = dev_buf_wrap(x, &cur, job->in, job->in_len, "the job's input region");
+    } else {
+        st = dev_buf_create(x, &cur, job->in_len, "the job's input");
+        if (st == STATUS_OK && job->steps[0].kind != STEP_FILL)
+            st = dev_exec_write(x, &cur, job->in, job->in_len);
+    }
     for (size_t i = 0; i < job->nsteps && st == STATUS_OK; i++) {
         const struct step *s = &job->steps[i];
         if (s->kind == STEP_HISTOGRAM) {
