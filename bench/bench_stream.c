@@ -126,20 +126,6 @@ static void *bench_malloc(size_t n)
     return p;
 }
 
-static double bench_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static void bench_sleep_ms(int ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-    }
-}
-
 static double bench_median(double *t, int n)
 {
     qsort(t, (size_t)n, sizeof t[0], bench_cmp_double);
