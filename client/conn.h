@@ -18,6 +18,7 @@
 #define CONN_READ_CHUNK (256 * 1024) /* bytes read from the socket at once */
 
 struct call;
+struct region_link;
 
 struct amp_conn {
     int fd;                /* non-blocking socket, owned */
@@ -32,6 +33,8 @@ struct amp_conn {
     uint8_t *in;           /* read buffer of CONN_READ_CHUNK bytes, owned */
     char message[CONN_MESSAGE_MAX]; /* amp_last_message() */
     char device[CONN_DEVICE_MAX];   /* amp_last_device() */
+    char region_path[108];          /* the daemon's region socket (Unix connections), or "" */
+    struct region_link *regions;    /* region.c: the region socket once used, or NULL */
 };
 
 /* Sets c->message (printf-style) and returns code, so callers can write
@@ -57,6 +60,11 @@ int conn_pump_once(amp_conn *c, long long deadline_ms, const int *done);
 /* Writes whatever the session has queued without waiting (used after a
  * call gave up on its stream). Errors are left for the next call. */
 void conn_flush_nowait(amp_conn *c);
+
+/* Drops a reference to the region socket (region.c); the socket closes,
+ * ending its registrations, when the connection and every region that
+ * used it have let go. NULL is a no-op. */
+void region_link_put(struct region_link *l);
 
 /* Now on CLOCK_MONOTONIC, in ms. */
 long long conn_now_ms(void);

@@ -46,10 +46,23 @@ enum status_code dev_check_steps(struct dev *d, struct job *job, uint64_t in_len
 }
 
 /* Host memory for a data result; never NULL, even for 0 bytes, so that
- * callers may pass it to memcpy. */
+ * callers may pass it to memcpy. A region job's results go one after
+ * another into its output region (rpc_jobs.c checked that they fit). */
 static enum status_code dev_result_alloc(struct dev_exec *x, struct step_result *r, size_t len)
 {
+    struct job *job = x->job;
     r->len = len;
+    if (job->out_region) {
+        if (len > job->out_cap - job->out_used) {
+            x->failed = true;
+            return job_fail(job, STATUS_OUT_OF_RANGE,
+                            "output_region: %zu bytes do not fit in the %zu left", len,
+                            job->out_cap - job->out_used);
+        }
+        r->data = job->out + job->out_used;
+        job->out_used += len;
+        return STATUS_OK;
+    }
     r->data = malloc(len ? len : 1);
     if (!r->data) {
         x->failed = true;
@@ -142,8 +155,10 @@ static void dev_collect_hists(struct job *job, uint64_t **slots)
 /* On failure a job keeps its results array but no result data. */
 static void dev_drop_results(struct job *job)
 {
+    job->out_used = 0;
     for (size_t i = 0; i < job->nsteps; i++) {
-        free(job->results[i].data);
+        if (!job->out_region)
+            free(job->results[i].data);
         free(job->results[i].hist.counts);
         memset(&job->results[i], 0, sizeof(job->results[i]));
     }
