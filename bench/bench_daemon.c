@@ -74,8 +74,10 @@ static int bench_daemon_health(const char *address)
 
 static void bench_daemon_cleanup(struct bench_daemon *dm)
 {
-    char sock[sizeof dm->dir + 16];
+    char sock[sizeof dm->dir + 32];
     snprintf(sock, sizeof sock, "%s/ampd.sock", dm->dir);
+    unlink(sock);
+    snprintf(sock, sizeof sock, "%s/ampd.sock.regions", dm->dir);   /* its region socket */
     unlink(sock);
     unlink(dm->log);
     rmdir(dm->dir);

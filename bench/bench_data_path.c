@@ -16,13 +16,19 @@
  *               histogram (bytes in only) from client memory to client
  *               memory through libampclient: the Stream call over a Unix
  *               socket and over TCP loopback, the unary calls over a Unix
- *               socket, and four streams on four connections at once
- *               against one; median of --reps, after one warm-up.
+ *               socket, the unary call over shared-memory regions
+ *               (amp_run_region: the input already in a region, the
+ *               output read from one), and four streams on four
+ *               connections at once against one; median of --reps, after
+ *               one warm-up.
  *
  * Each ampd row's ratio is to the limit its bytes cannot beat: the raw
  * copy one way for a histogram, both ways at once for a streamed
  * transform (its bytes go in while results come out), one way twice over
- * for a unary transform (its reply starts when its request has arrived).
+ * for a unary transform (its reply starts when its request has arrived);
+ * the pinned copy in for a region histogram, in then out for a region
+ * transform (the device copies straight from and to the region's
+ * mapping, pageable memory, where the pinned copy is the best case).
  * The four-stream rows compare with one stream (the issue's target is
  * 2.5x). GB/s is input bytes over seconds everywhere, bytes per direction
  * for the raw copies.
@@ -80,6 +86,7 @@ enum dp_row {
     R_UNIX_1, R_UNIX_2, R_TCP_1, R_TCP_2,
     R_STREAM_UNIX_X, R_STREAM_UNIX_H, R_STREAM_TCP_X, R_STREAM_TCP_H,
     R_UNARY_X, R_UNARY_H,
+    R_REGION_X, R_REGION_H,
     R_MULTI_X, R_MULTI_H,
     DP_NROWS
 };
@@ -107,6 +114,8 @@ static const struct dp_row_def dp_rows[DP_NROWS] = {
     [R_STREAM_TCP_H] = {"stream tcp", "histogram", R_TCP_1, -1, "raw tcp 1-way", ""},
     [R_UNARY_X] = {"unary unix", "transform", R_UNIX_1, R_UNIX_1, "raw unix 1-way, twice", ""},
     [R_UNARY_H] = {"unary unix", "histogram", R_UNIX_1, -1, "raw unix 1-way", ""},
+    [R_REGION_X] = {"region unix", "transform", R_PIN_IN, R_PIN_OUT, "pinned h->d, d->h", ""},
+    [R_REGION_H] = {"region unix", "histogram", R_PIN_IN, -1, "pinned h->d", ""},
     [R_MULTI_X] = {DP_STR(DP_STREAMS) " streams unix", "transform", R_STREAM_UNIX_X, -1,
                    "1 stream unix", "target >= " DP_STREAMS_TARGET},
     [R_MULTI_H] = {DP_STR(DP_STREAMS) " streams unix", "histogram", R_STREAM_UNIX_H, -1,
@@ -156,6 +165,13 @@ static void dp_die(const char *fmt, ...)
     fputc('\n', stderr);
     va_end(ap);
     exit(2);
+}
+
+static void dp_call_failed(amp_conn *c, const char *call, int rc) __attribute__((noreturn));
+
+static void dp_call_failed(amp_conn *c, const char *call, int rc)
+{
+    dp_die("%s: %s: %s", call, amp_strerror(rc), amp_last_message(c));
 }
 
 static void *dp_malloc(size_t n)
@@ -329,6 +345,7 @@ struct dp_ampd {
     char args[2][32];             /* the limits it was started with */
     const char *argv[16];         /* its options after --listen, NULL-terminated */
     amp_conn *unix_c, *tcp_c;
+    amp_region *in, *out;         /* largest bytes each, on unix_c */
     amp_opts ao;
     char device[16];
 };
@@ -381,6 +398,11 @@ static void dp_ampd_start(struct dp_ampd *am, const struct dp_opts *o)
     printf("\n");
     am->unix_c = dp_connect(am->dm.address);
     am->tcp_c = dp_connect(am->tcp);
+    int rc = amp_region_create(am->unix_c, (size_t)o->largest, &am->in);
+    if (rc == 0)
+        rc = amp_region_create(am->unix_c, (size_t)o->largest, &am->out);
+    if (rc != 0)
+        dp_call_failed(am->unix_c, "amp_region_create", rc);
     snprintf(am->device, sizeof am->device, "%u", o->device);
     am->ao = (amp_opts){.device = am->device, .timeout_ms = 0};
 }
@@ -403,17 +425,12 @@ static uint64_t dp_ampd_peak(const struct dp_ampd *am)
 static int dp_ampd_stop(struct dp_ampd *am)
 {
     uint64_t peak = dp_ampd_peak(am);
+    amp_region_release(am->in);
+    amp_region_release(am->out);
     amp_close(am->unix_c);
     amp_close(am->tcp_c);
     printf("# ampd peak resident memory (VmHWM): %.1f MiB\n", (double)peak / (1 << 20));
     return bench_daemon_stop(&am->dm);
-}
-
-static void dp_call_failed(amp_conn *c, const char *call, int rc) __attribute__((noreturn));
-
-static void dp_call_failed(amp_conn *c, const char *call, int rc)
-{
-    dp_die("%s: %s: %s", call, amp_strerror(rc), amp_last_message(c));
 }
 
 /* --- results against the reference ------------------------------------------------------ */
@@ -616,9 +633,41 @@ static double dp_unary_once(amp_conn *c, const amp_opts *ao, enum dp_job job,
     return t;
 }
 
+/* --- the unary call over regions ----------------------------------------------------------- */
+
+/* The input is put in the input region untimed (a region's user has it
+ * there already); the output region is cleared, so that a result left
+ * from an earlier call cannot pass the check, which reads the region. */
+static double dp_region_once(struct dp_ampd *am, enum dp_job job, const struct dp_data *data,
+                             int k, size_t size)
+{
+    uint8_t *in = amp_region_data(am->in), *out = amp_region_data(am->out);
+    memcpy(in, data->input, size);
+    amp_step st = dp_step(job);
+    amp_slice in_s = {am->in, 0, size}, out_s = {am->out, 0, size};
+    amp_step_result *r = NULL;
+    if (job == JOB_TRANSFORM)
+        memset(out, 0, size);
+    double t0 = bench_now();
+    int rc = amp_run_region(am->unix_c, &am->ao, &st, 1, &in_s,
+                            job == JOB_TRANSFORM ? &out_s : NULL, &r);
+    double t = bench_now() - t0;
+    if (rc != 0)
+        dp_call_failed(am->unix_c, "amp_run_region", rc);
+    if (job == JOB_TRANSFORM) {
+        if (r[0].data || r[0].region_offset != 0)
+            dp_fail("a region transform's placement", size);
+        dp_check_data(out, r[0].len, data, size, "a region transform");
+    } else {
+        dp_check_hist(&r[0].hist, &data->hist[k], size, "a region histogram");
+    }
+    amp_step_results_free(r, 1);
+    return t;
+}
+
 /* --- every ampd row ---------------------------------------------------------------------- */
 
-enum dp_call { CALL_STREAM, CALL_UNARY, CALL_MULTI };
+enum dp_call { CALL_STREAM, CALL_UNARY, CALL_REGION, CALL_MULTI };
 
 /* One row: median of reps after a warm-up. */
 static void dp_ampd_row(struct dp_ampd *am, amp_conn *const multi[DP_STREAMS],
@@ -631,6 +680,7 @@ static void dp_ampd_row(struct dp_ampd *am, amp_conn *const multi[DP_STREAMS],
     for (int r = -1; r < o->reps; r++) {
         double s = call == CALL_STREAM  ? dp_stream_once(c, &am->ao, job, data, k, size)
                    : call == CALL_UNARY ? dp_unary_once(c, &am->ao, job, data, k, size)
+                   : call == CALL_REGION ? dp_region_once(am, job, data, k, size)
                                         : dp_multi_once(multi, &am->ao, job, data, k, size);
         if (r >= 0)
             t[r] = s;
@@ -659,6 +709,8 @@ static int dp_ampd_all(const struct dp_opts *o, const struct dp_data *data,
         dp_ampd_row(&am, multi, CALL_UNARY, am.unix_c, JOB_TRANSFORM, o, data, k, R_UNARY_X,
                     res);
         dp_ampd_row(&am, multi, CALL_UNARY, am.unix_c, JOB_HIST, o, data, k, R_UNARY_H, res);
+        dp_ampd_row(&am, multi, CALL_REGION, NULL, JOB_TRANSFORM, o, data, k, R_REGION_X, res);
+        dp_ampd_row(&am, multi, CALL_REGION, NULL, JOB_HIST, o, data, k, R_REGION_H, res);
         dp_ampd_row(&am, multi, CALL_MULTI, NULL, JOB_TRANSFORM, o, data, k, R_MULTI_X, res);
         dp_ampd_row(&am, multi, CALL_MULTI, NULL, JOB_HIST, o, data, k, R_MULTI_H, res);
     }
