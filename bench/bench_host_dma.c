@@ -31,13 +31,6 @@
 #include "bench_util.h"
 #include "dev_internal.h"
 
-static double bench_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 struct dma_ctx {
     struct dev *d;
     size_t size;

@@ -24,19 +24,16 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <fcntl.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "amp.h"
+#include "bench_daemon.h"
+#include "bench_sock.h"
 #include "bench_util.h"
 #include "cpu_ref.h"
 #include "dev_internal.h"
@@ -54,9 +51,6 @@
 #define BENCH_ADD_VALUE 0x5a
 #define BENCH_SEED 4242
 #define BENCH_HIST_BINS 256
-#define BENCH_START_TIMEOUT_MS 120000      /* PoCL builds ampd's kernels at start */
-#define BENCH_POLL_MS 50
-#define BENCH_LOG_TAIL 2000                /* bytes of ampd's log shown on failure */
 
 /* BENCH_AMPD_DEFAULT, the ampd binary when neither --ampd nor $AMPD_BIN
  * names one, comes from CMake: the build's own ampd. */
@@ -124,20 +118,6 @@ static void *bench_malloc(size_t n)
         bench_die("out of host memory (%zu bytes)", n);
     memset(p, 0, n);   /* touched now, so no page faults inside a timing */
     return p;
-}
-
-static double bench_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static void bench_sleep_ms(int ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-    }
 }
 
 static double bench_median(double *t, int n)
@@ -289,68 +269,6 @@ static void bench_dev_check(struct bench_dev *b, const uint8_t *want,
 
 /* --- the socket stage ----------------------------------------------------------- */
 
-/* One direction of the socket: a writer thread sends src, a reader thread
- * receives it into dst. */
-struct bench_sock_dir {
-    int wfd, rfd;
-    const uint8_t *src;
-    uint8_t *dst;
-    size_t len;
-    pthread_t writer, reader;
-    int err;                 /* errno of a failed read or write, else 0 */
-};
-
-static void *bench_sock_writer(void *arg)
-{
-    struct bench_sock_dir *s = arg;
-    for (size_t done = 0; done < s->len;) {
-        size_t n = s->len - done < BENCH_SOCK_WRITE ? s->len - done : BENCH_SOCK_WRITE;
-        ssize_t w = write(s->wfd, s->src + done, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0) {
-            s->err = errno ? errno : EIO;
-            break;
-        }
-        done += (size_t)w;
-    }
-    return NULL;
-}
-
-static void *bench_sock_reader(void *arg)
-{
-    struct bench_sock_dir *s = arg;
-    for (size_t done = 0; done < s->len;) {
-        size_t n = s->len - done < BENCH_SOCK_WRITE ? s->len - done : BENCH_SOCK_WRITE;
-        ssize_t r = read(s->rfd, s->dst + done, n);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0) {
-            s->err = r == 0 ? EPIPE : errno;
-            break;
-        }
-        done += (size_t)r;
-    }
-    return NULL;
-}
-
-static void bench_sock_start(struct bench_sock_dir *s)
-{
-    int e = pthread_create(&s->writer, NULL, bench_sock_writer, s);
-    if (e == 0)
-        e = pthread_create(&s->reader, NULL, bench_sock_reader, s);
-    if (e != 0)
-        bench_die("cannot start a socket thread (%s)", strerror(e));
-}
-
-static void bench_sock_join(struct bench_sock_dir *s)
-{
-    pthread_join(s->writer, NULL);
-    pthread_join(s->reader, NULL);
-    if (s->err)
-        bench_die("socket stage: %s", strerror(s->err));
-}
-
 /* Seconds to move in (len bytes) one way through a Unix socket, and out
  * the other way at the same time when out is not NULL; what arrives must
  * be what was sent. */
@@ -358,19 +276,11 @@ static double bench_socket(const uint8_t *in, uint8_t *in_dst, const uint8_t *ou
                            uint8_t *out_dst, size_t len)
 {
     int fd[2];
-    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fd) < 0)
+    if (bench_sock_pair(BENCH_SOCK_UNIX, fd) < 0)
         bench_die("socketpair: %s", strerror(errno));
-    struct bench_sock_dir up = {.wfd = fd[0], .rfd = fd[1], .src = in, .dst = in_dst, .len = len};
-    struct bench_sock_dir down = {.wfd = fd[1], .rfd = fd[0], .src = out, .dst = out_dst,
-                                  .len = len};
-    double t0 = bench_now();
-    bench_sock_start(&up);
-    if (out)
-        bench_sock_start(&down);
-    bench_sock_join(&up);
-    if (out)
-        bench_sock_join(&down);
-    double t = bench_now() - t0;
+    double t = bench_sock_copy(fd, in, in_dst, out, out_dst, len, BENCH_SOCK_WRITE);
+    if (t < 0)
+        bench_die("socket stage: %s", strerror(errno));
     close(fd[0]);
     close(fd[1]);
     if (memcmp(in_dst, in, len) != 0 || (out && memcmp(out_dst, out, len) != 0))
@@ -418,105 +328,14 @@ static void bench_stages(struct dev *d, const struct bench_opts *o, const uint8_
 
 /* --- the whole job through ampd ------------------------------------------------------ */
 
-struct bench_daemon {
-    pid_t pid;               /* 0 when the bench did not start it */
-    char dir[64];            /* temporary directory of the socket and log */
-    char address[128];
-    char log[128];
-};
-
-static void bench_daemon_log(const struct bench_daemon *dm)
+/* Starts ampd with --chunk-bytes set to the bench's chunk. */
+static void bench_stream_daemon_start(struct bench_daemon *dm, const char *ampd, uint64_t chunk)
 {
-    FILE *f = fopen(dm->log, "r");
-    if (!f)
-        return;
-    char buf[BENCH_LOG_TAIL + 1];
-    fseek(f, 0, SEEK_END);
-    long end = ftell(f);
-    fseek(f, end > BENCH_LOG_TAIL ? end - BENCH_LOG_TAIL : 0, SEEK_SET);
-    size_t n = fread(buf, 1, BENCH_LOG_TAIL, f);
-    buf[n] = '\0';
-    fclose(f);
-    fprintf(stderr, "--- ampd log (%s) ---\n%s\n", dm->log, buf);
-}
-
-static void bench_daemon_exec(const struct bench_daemon *dm, const char *ampd, uint64_t chunk)
-{
-    char listen_arg[160], chunk_arg[32];
-    snprintf(listen_arg, sizeof listen_arg, "unix:%s/ampd.sock", dm->dir);
+    char chunk_arg[32], err[256];
     snprintf(chunk_arg, sizeof chunk_arg, "%llu", (unsigned long long)chunk);
-    int fd = open(dm->log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (fd >= 0) {
-        dup2(fd, STDOUT_FILENO);
-        dup2(fd, STDERR_FILENO);
-    }
-    char *const argv[] = {(char *)ampd, "--listen", listen_arg, "--chunk-bytes", chunk_arg, NULL};
-    execv(ampd, argv);
-    fprintf(stderr, "exec %s: %s\n", ampd, strerror(errno));
-    _exit(127);
-}
-
-/* True once ampd at dm->address answers a health check with SERVING. */
-static bool bench_daemon_serving(const struct bench_daemon *dm)
-{
-    amp_conn *c;
-    int serving = AMP_HEALTH_UNKNOWN;
-    if (amp_connect(dm->address, &c) != 0)
-        return false;
-    int rc = amp_health(c, NULL, NULL, &serving);
-    amp_close(c);
-    return rc == 0 && serving == AMP_HEALTH_SERVING;
-}
-
-/* Starts ampd on a Unix socket in a new temporary directory, with
- * --chunk-bytes set to the bench's chunk, and waits until it serves. */
-static void bench_daemon_start(struct bench_daemon *dm, const char *ampd, uint64_t chunk)
-{
-    snprintf(dm->dir, sizeof dm->dir, "/tmp/bench_stream.XXXXXX");
-    if (!mkdtemp(dm->dir))
-        bench_die("mkdtemp: %s", strerror(errno));
-    snprintf(dm->address, sizeof dm->address, "unix:%s/ampd.sock", dm->dir);
-    snprintf(dm->log, sizeof dm->log, "%s/ampd.log", dm->dir);
-    fflush(NULL);
-    dm->pid = fork();
-    if (dm->pid < 0)
-        bench_die("fork: %s", strerror(errno));
-    if (dm->pid == 0)
-        bench_daemon_exec(dm, ampd, chunk);
-    for (int waited = 0; waited < BENCH_START_TIMEOUT_MS; waited += BENCH_POLL_MS) {
-        int st;
-        if (waitpid(dm->pid, &st, WNOHANG) == dm->pid) {
-            bench_daemon_log(dm);
-            bench_die("%s exited before serving (log above)", ampd);
-        }
-        if (bench_daemon_serving(dm))
-            return;
-        bench_sleep_ms(BENCH_POLL_MS);
-    }
-    kill(dm->pid, SIGKILL);
-    waitpid(dm->pid, NULL, 0);
-    bench_daemon_log(dm);
-    bench_die("%s did not become healthy in time (log above)", ampd);
-}
-
-/* SIGTERM (a graceful drain) and clean-up. Returns 0, or -1 (its log
- * shown) when ampd did not exit with status 0: under LeakSanitizer a leak
- * in the daemon shows up here. */
-static int bench_daemon_stop(struct bench_daemon *dm)
-{
-    if (dm->pid <= 0)
-        return 0;
-    int st = 0;
-    kill(dm->pid, SIGTERM);
-    waitpid(dm->pid, &st, 0);
-    bool clean = WIFEXITED(st) && WEXITSTATUS(st) == 0;
-    if (!clean) {
-        bench_daemon_log(dm);
-        fprintf(stderr, "bench_stream: ampd did not exit cleanly (wait status %d)\n", st);
-    }
-    unlink(dm->log);
-    rmdir(dm->dir);
-    return clean ? 0 : -1;
+    const char *args[] = {"--chunk-bytes", chunk_arg, NULL};
+    if (bench_daemon_start(dm, ampd, "bench_stream", args, err, sizeof err) < 0)
+        bench_die("%s", err);
 }
 
 /* The client's input: the bench's input buffer, read front to back. */
@@ -604,7 +423,7 @@ static int bench_whole(const struct bench_opts *o, const uint8_t *input, const u
     if (o->address)
         snprintf(dm.address, sizeof dm.address, "%s", o->address);
     else
-        bench_daemon_start(&dm, o->ampd, o->chunk);
+        bench_stream_daemon_start(&dm, o->ampd, o->chunk);
     amp_conn *c;
     if (amp_connect(dm.address, &c) != 0)
         bench_die("%s", amp_last_message(NULL));
