@@ -249,7 +249,7 @@ static void dp_pinned_size(struct dev *d, const struct dp_opts *o, const struct 
     if (!p.src || !p.dst)
         dp_die("cannot allocate 2 x %zu bytes of pinned host memory", size);
     memcpy(p.src, data->input, size);
-    double tin[DP_REPS_MAX], tout[DP_REPS_MAX];
+    double tin[DP_REPS_MAX] = { 0 }, tout[DP_REPS_MAX] = { 0 };
     for (int r = -1; r < o->reps; r++) {
         memset(p.dst, 0, size);
         double a = dp_pinned_in(&p, size), b = dp_pinned_out(&p, size);
@@ -319,7 +319,7 @@ static void dp_raw_row(enum bench_sock_kind kind, bool two_way, const struct dp_
                        struct dp_results *res)
 {
     size_t size = (size_t)o->sizes[k];
-    double t[DP_REPS_MAX];
+    double t[DP_REPS_MAX] = { 0 };
     dp_raw_once(kind, two_way, data, size);   /* warm-up */
     for (int r = 0; r < o->reps; r++)
         t[r] = dp_raw_once(kind, two_way, data, size);
@@ -676,7 +676,7 @@ static void dp_ampd_row(struct dp_ampd *am, amp_conn *const multi[DP_STREAMS],
                         struct dp_results *res)
 {
     size_t size = (size_t)o->sizes[k];
-    double t[DP_REPS_MAX];
+    double t[DP_REPS_MAX] = { 0 };
     for (int r = -1; r < o->reps; r++) {
         double s = call == CALL_STREAM  ? dp_stream_once(c, &am->ao, job, data, k, size)
                    : call == CALL_UNARY ? dp_unary_once(c, &am->ao, job, data, k, size)
