@@ -184,7 +184,9 @@ enum status_code rpc_params_fill(const Amp__V1__FillParams *p, const char *f, si
     fp->type = (enum elem_type)t;
     if (p->count > max_message / elem_size(fp->type)) {
         if (max_message == SIZE_MAX)   /* streams and regions: bounded elsewhere, if addressable */
-            return rpc_invalid(err, errlen, "%s.count * element size does not fit in 64 bits", f);
+            return rpc_invalid(err, errlen,
+                               "%s.count (%" PRIu64 ") * element size (%zu) does not fit in 64 bits",
+                               f, p->count, elem_size(fp->type));
         return rpc_invalid(err, errlen, "%s.count * element size exceeds --max-message-bytes (%zu)",
                            f, max_message);
     }
