@@ -24,7 +24,6 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -32,11 +31,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "amp.h"
+#include "bench_daemon.h"
 #include "bench_util.h"
 #include "cpu_ref.h"
 #include "dev_internal.h"
@@ -54,9 +53,6 @@
 #define BENCH_ADD_VALUE 0x5a
 #define BENCH_SEED 4242
 #define BENCH_HIST_BINS 256
-#define BENCH_START_TIMEOUT_MS 120000      /* PoCL builds ampd's kernels at start */
-#define BENCH_POLL_MS 50
-#define BENCH_LOG_TAIL 2000                /* bytes of ampd's log shown on failure */
 
 /* BENCH_AMPD_DEFAULT, the ampd binary when neither --ampd nor $AMPD_BIN
  * names one, comes from CMake: the build's own ampd. */
@@ -131,13 +127,6 @@ static double bench_now(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static void bench_sleep_ms(int ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-    }
 }
 
 static double bench_median(double *t, int n)
@@ -418,107 +407,6 @@ static void bench_stages(struct dev *d, const struct bench_opts *o, const uint8_
 
 /* --- the whole job through ampd ------------------------------------------------------ */
 
-struct bench_daemon {
-    pid_t pid;               /* 0 when the bench did not start it */
-    char dir[64];            /* temporary directory of the socket and log */
-    char address[128];
-    char log[128];
-};
-
-static void bench_daemon_log(const struct bench_daemon *dm)
-{
-    FILE *f = fopen(dm->log, "r");
-    if (!f)
-        return;
-    char buf[BENCH_LOG_TAIL + 1];
-    fseek(f, 0, SEEK_END);
-    long end = ftell(f);
-    fseek(f, end > BENCH_LOG_TAIL ? end - BENCH_LOG_TAIL : 0, SEEK_SET);
-    size_t n = fread(buf, 1, BENCH_LOG_TAIL, f);
-    buf[n] = '\0';
-    fclose(f);
-    fprintf(stderr, "--- ampd log (%s) ---\n%s\n", dm->log, buf);
-}
-
-static void bench_daemon_exec(const struct bench_daemon *dm, const char *ampd, uint64_t chunk)
-{
-    char listen_arg[160], chunk_arg[32];
-    snprintf(listen_arg, sizeof listen_arg, "unix:%s/ampd.sock", dm->dir);
-    snprintf(chunk_arg, sizeof chunk_arg, "%llu", (unsigned long long)chunk);
-    int fd = open(dm->log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (fd >= 0) {
-        dup2(fd, STDOUT_FILENO);
-        dup2(fd, STDERR_FILENO);
-    }
-    char *const argv[] = {(char *)ampd, "--listen", listen_arg, "--chunk-bytes", chunk_arg, NULL};
-    execv(ampd, argv);
-    fprintf(stderr, "exec %s: %s\n", ampd, strerror(errno));
-    _exit(127);
-}
-
-/* True once ampd at dm->address answers a health check with SERVING. */
-static bool bench_daemon_serving(const struct bench_daemon *dm)
-{
-    amp_conn *c;
-    int serving = AMP_HEALTH_UNKNOWN;
-    if (amp_connect(dm->address, &c) != 0)
-        return false;
-    int rc = amp_health(c, NULL, NULL, &serving);
-    amp_close(c);
-    return rc == 0 && serving == AMP_HEALTH_SERVING;
-}
-
-/* Starts ampd on a Unix socket in a new temporary directory, with
- * --chunk-bytes set to the bench's chunk, and waits until it serves. */
-static void bench_daemon_start(struct bench_daemon *dm, const char *ampd, uint64_t chunk)
-{
-    snprintf(dm->dir, sizeof dm->dir, "/tmp/bench_stream.XXXXXX");
-    if (!mkdtemp(dm->dir))
-        bench_die("mkdtemp: %s", strerror(errno));
-    snprintf(dm->address, sizeof dm->address, "unix:%s/ampd.sock", dm->dir);
-    snprintf(dm->log, sizeof dm->log, "%s/ampd.log", dm->dir);
-    fflush(NULL);
-    dm->pid = fork();
-    if (dm->pid < 0)
-        bench_die("fork: %s", strerror(errno));
-    if (dm->pid == 0)
-        bench_daemon_exec(dm, ampd, chunk);
-    for (int waited = 0; waited < BENCH_START_TIMEOUT_MS; waited += BENCH_POLL_MS) {
-        int st;
-        if (waitpid(dm->pid, &st, WNOHANG) == dm->pid) {
-            bench_daemon_log(dm);
-            bench_die("%s exited before serving (log above)", ampd);
-        }
-        if (bench_daemon_serving(dm))
-            return;
-        bench_sleep_ms(BENCH_POLL_MS);
-    }
-    kill(dm->pid, SIGKILL);
-    waitpid(dm->pid, NULL, 0);
-    bench_daemon_log(dm);
-    bench_die("%s did not become healthy in time (log above)", ampd);
-}
-
-/* SIGTERM (a graceful drain) and clean-up. Returns 0, or -1 (its log
- * shown) when ampd did not exit with status 0: under LeakSanitizer a leak
- * in the daemon shows up here. */
-static int bench_daemon_stop(struct bench_daemon *dm)
-{
-    if (dm->pid <= 0)
-        return 0;
-    int st = 0;
-    kill(dm->pid, SIGTERM);
-    waitpid(dm->pid, &st, 0);
-    bool clean = WIFEXITED(st) && WEXITSTATUS(st) == 0;
-    if (!clean) {
-        bench_daemon_log(dm);
-        fprintf(stderr, "bench_stream: ampd did not exit cleanly (wait status %d)\n", st);
-    }
-    unlink(dm->log);
-    rmdir(dm->dir);
-    return clean ? 0 : -1;
-}
-
 /* The client's input: the bench's input buffer, read front to back. */
 struct bench_source {
     const uint8_t *p;
@@ -600,11 +488,13 @@ static int bench_whole(const struct bench_opts *o, const uint8_t *input, const u
                         const struct hist_result *want_hist, struct bench_times *tm)
 {
     struct bench_daemon dm;
-    memset(&dm, 0, sizeof dm);
+    char chunk[32];
+    snprintf(chunk, sizeof chunk, "%llu", (unsigned long long)o->chunk);
+    const char *const args[] = {"--chunk-bytes", chunk, NULL};
     if (o->address)
-        snprintf(dm.address, sizeof dm.address, "%s", o->address);
-    else
-        bench_daemon_start(&dm, o->ampd, o->chunk);
+        bench_daemon_use(&dm, o->address);
+    else if (bench_daemon_start(&dm, o->ampd, args) != 0)
+        exit(2);
     amp_conn *c;
     if (amp_connect(dm.address, &c) != 0)
         bench_die("%s", amp_last_message(NULL));
