@@ -23,6 +23,11 @@
 /* A reply buffer this size or smaller is reused for the next message of
  * the call (a stream's chunks): no fresh pages to fault in each time. */
 #define CALL_KEEP_REPLY (8u * 1024 * 1024)
+/* A reply message declared up to this long gets its whole buffer at once
+ * (grpc_frame.h's prealloc_max): a 32 MiB reply grown by doubling would
+ * be copied about once more on its way in. Beyond it the buffer grows as
+ * the bytes come, so a daemon that declares 4 GiB does not get it for free. */
+#define CALL_PREALLOC_MAX (256u * 1024 * 1024)
 #define CALL_MSG_ABORT 1 /* from call_on_message: positive, unlike grpc_frame_err codes */
 
 
@@ -110,8 +115,8 @@ static int call_on_header(nghttp2_session *s, const nghttp2_frame *frame, const 
     return 0;
 }
 
-/* grpc_frame_feed callback: hand a streaming call's message on, or keep a
- * copy of a unary call's (single) reply message. */
+/* grpc_frame_feed callback: hand a streaming call's message on, or take
+ * the buffer of a unary call's (single) reply message from the reader. */
 static int call_on_message(const uint8_t *msg, size_t len, void *ctx)
 {
     struct call *call = ctx;
@@ -125,10 +130,7 @@ static int call_on_message(const uint8_t *msg, size_t len, void *ctx)
     }
     if (call->nreplies > 1)
         return AMP_EPROTO;
-    call->reply = malloc(len ? len : 1);
-    if (!call->reply)
-        return AMP_ENOMEM;
-    memcpy(call->reply, msg, len);
+    call->reply = grpc_frame_take(&call->reader);
     call->reply_len = len;
     return 0;
 }
@@ -363,10 +365,10 @@ int call_outcome(amp_conn *c, struct call *call)
     return 0;
 }
 
-static int call_decode(amp_conn *c, struct call *call, const ProtobufCMessageDescriptor *desc,
-                       ProtobufCMessage **reply)
+static int call_decode(amp_conn *c, const uint8_t *msg, size_t len,
+                       const ProtobufCMessageDescriptor *desc, ProtobufCMessage **reply)
 {
-    *reply = protobuf_c_message_unpack(desc, NULL, call->reply_len, call->reply);
+    *reply = protobuf_c_message_unpack(desc, NULL, len, msg);
     if (!*reply)
         return conn_fail(c, AMP_EPROTO, "cannot decode the %s reply", desc->name);
     return 0;
@@ -378,6 +380,7 @@ void call_init(struct call *call)
     call->grpc_status = -1;
     grpc_frame_reader_init(&call->reader, CALL_MAX_REPLY);
     call->reader.keep_max = CALL_KEEP_REPLY;
+    call->reader.prealloc_max = CALL_PREALLOC_MAX;
 }
 
 void call_release(struct call *call)
@@ -412,10 +415,11 @@ static int call_run(amp_conn *c, struct call *call, int timeout_ms)
     return rc;
 }
 
-int call_unary(amp_conn *c, const char *path, const ProtobufCMessage *req, int timeout_ms,
-               const ProtobufCMessageDescriptor *reply_desc, ProtobufCMessage **reply)
+int call_unary_raw(amp_conn *c, const char *path, const ProtobufCMessage *req, int timeout_ms,
+                   uint8_t **reply, size_t *reply_len)
 {
     *reply = NULL;
+    *reply_len = 0;
     conn_begin(c);
     if (c->broken)
         return conn_fail(c, AMP_EIO, "the connection to the daemon broke earlier; reconnect");
@@ -433,8 +437,24 @@ int call_unary(amp_conn *c, const char *path, const ProtobufCMessage *req, int t
         rc = call_run(c, &call, timeout_ms);
     if (rc == 0)
         rc = call_outcome(c, &call);
-    if (rc == 0)
-        rc = call_decode(c, &call, reply_desc, reply);
+    if (rc == 0) {
+        *reply = call.reply;
+        *reply_len = call.reply_len;
+        call.reply = NULL;
+    }
     call_release(&call);
+    return rc;
+}
+
+int call_unary(amp_conn *c, const char *path, const ProtobufCMessage *req, int timeout_ms,
+               const ProtobufCMessageDescriptor *reply_desc, ProtobufCMessage **reply)
+{
+    uint8_t *msg;
+    size_t len;
+    *reply = NULL;
+    int rc = call_unary_raw(c, path, req, timeout_ms, &msg, &len);
+    if (rc == 0)
+        rc = call_decode(c, msg, len, reply_desc, reply);
+    free(msg);
     return rc;
 }

@@ -43,7 +43,7 @@ struct call {
     struct grpc_frame_reader reader;
     call_message_cb on_message; /* streaming: each reply message goes here; NULL: unary */
     void *on_message_ctx;
-    uint8_t *reply;             /* unary: malloc'd copy of the one reply message, owned */
+    uint8_t *reply;             /* unary: the one reply message, taken from reader, owned */
     size_t reply_len;
     int nreplies;               /* messages seen: a unary reply has exactly one */
     int http_status;            /* 0 until :status arrived */
@@ -60,6 +60,12 @@ struct call {
  * daemon maps to its AMP_E* code and keeps the daemon's message. */
 int call_unary(amp_conn *c, const char *path, const ProtobufCMessage *req, int timeout_ms,
                const ProtobufCMessageDescriptor *reply_desc, ProtobufCMessage **reply);
+
+/* call_unary() without the decoding: on success *reply is the reply
+ * message as it arrived (malloc'd, at least *reply_len + 1 bytes; the
+ * caller frees it), for callers that read it in place. */
+int call_unary_raw(amp_conn *c, const char *path, const ProtobufCMessage *req, int timeout_ms,
+                   uint8_t **reply, size_t *reply_len);
 
 /* --- the pieces of a call, for streaming calls (stream.c) --------------- */
 
