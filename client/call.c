@@ -23,6 +23,11 @@
 /* A reply buffer this size or smaller is reused for the next message of
  * the call (a stream's chunks): no fresh pages to fault in each time. */
 #define CALL_KEEP_REPLY (8u * 1024 * 1024)
+/* A reply message declared up to this long gets its whole buffer at once
+ * (grpc_frame.h's prealloc_max): a 32 MiB reply grown by doubling would
+ * be copied about once more on its way in. Beyond it the buffer grows as
+ * the bytes come, so a daemon that declares 4 GiB does not get it for free. */
+#define CALL_PREALLOC_MAX (256u * 1024 * 1024)
 #define CALL_MSG_ABORT 1 /* from call_on_message: positive, unlike grpc_frame_err codes */
 
 
@@ -110,8 +115,8 @@ static int call_on_header(nghttp2_session *s, const nghttp2_frame *frame, const 
     return 0;
 }
 
-/* grpc_frame_feed callback: hand a streaming call's message on, or keep a
- * copy of a unary call's (single) reply message. */
+/* grpc_frame_feed callback: hand a streaming call's message on, or take
+ * the buffer of a unary call's (single) reply message from the reader. */
 static int call_on_message(const uint8_t *msg, size_t len, void *ctx)
 {
     struct call *call = ctx;
@@ -125,10 +130,7 @@ static int call_on_message(const uint8_t *msg, size_t len, void *ctx)
     }
     if (call->nreplies > 1)
         return AMP_EPROTO;
-    call->reply = malloc(len ? len : 1);
-    if (!call->reply)
-        return AMP_ENOMEM;
-    memcpy(call->reply, msg, len);
+    call->reply = grpc_frame_take(&call->reader);
     call->reply_len = len;
     return 0;
 }
@@ -209,7 +211,9 @@ static int call_on_close(nghttp2_session *s, int32_t stream_id, uint32_t error_c
 }
 
 /* Supplies the framed request as DATA. Looked up through the connection,
- * not the source pointer, so an abandoned call's stack is never touched. */
+ * not the source pointer, so an abandoned call's stack is never touched.
+ * A no_copy call only counts the bytes: conn_send_data() writes them from
+ * the body itself (call_body_iov). */
 static ssize_t call_read_body(nghttp2_session *s, int32_t stream_id, uint8_t *buf, size_t length,
                               uint32_t *data_flags, nghttp2_data_source *source, void *user_data)
 {
@@ -218,23 +222,45 @@ static ssize_t call_read_body(nghttp2_session *s, int32_t stream_id, uint8_t *bu
     struct call *call = call_of(user_data, stream_id);
     if (!call)
         return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
-    size_t n = call->req_len - call->req_pos;
+    size_t n = call->body.len - call->req_pos;
     if (n == 0 && call->body_open)
         return NGHTTP2_ERR_DEFERRED; /* call_set_body() resumes it */
     if (n > length)
         n = length;
-    if (n)
-        memcpy(buf, call->req + call->req_pos, n);
+    if (call->no_copy)
+        *data_flags |= NGHTTP2_DATA_FLAG_NO_COPY;
+    else if (n)
+        body_copy(&call->body, call->req_pos, buf, n);
     call->req_pos += n;
-    if (call->req_pos == call->req_len && !call->body_open)
+    if (call->req_pos == call->body.len && !call->body_open)
         *data_flags |= NGHTTP2_DATA_FLAG_EOF;
     return (ssize_t)n;
 }
 
+int call_body_iov(amp_conn *c, int32_t stream_id, size_t len, struct iovec *iov, int max)
+{
+    struct call *call = call_of(c, stream_id);
+    if (!call || call->sent_pos + len > call->req_pos)
+        return -2;
+    int n = body_iov(&call->body, call->sent_pos, len, iov, max);
+    if (n >= 0)
+        call->sent_pos += len;
+    return n;
+}
+
+int call_body_copy(amp_conn *c, int32_t stream_id, size_t len, uint8_t *dst)
+{
+    struct call *call = call_of(c, stream_id);
+    if (!call || call->sent_pos + len > call->req_pos)
+        return -2;
+    body_copy(&call->body, call->sent_pos, dst, len);
+    call->sent_pos += len;
+    return 0;
+}
+
 void call_set_body(amp_conn *c, struct call *call, const uint8_t *req, size_t len, int more)
 {
-    call->req = req;
-    call->req_len = len;
+    body_borrow(&call->body, req, len);
     call->req_pos = 0;
     call->body_open = more;
     /* Fails harmlessly when the body was not deferred (nghttp2 has not yet
@@ -244,7 +270,7 @@ void call_set_body(amp_conn *c, struct call *call, const uint8_t *req, size_t le
 
 int call_body_drained(const struct call *call)
 {
-    return call->req_pos == call->req_len;
+    return call->req_pos == call->body.len;
 }
 
 void call_session_callbacks(nghttp2_session_callbacks *cbs)
@@ -339,10 +365,10 @@ int call_outcome(amp_conn *c, struct call *call)
     return 0;
 }
 
-static int call_decode(amp_conn *c, struct call *call, const ProtobufCMessageDescriptor *desc,
-                       ProtobufCMessage **reply)
+static int call_decode(amp_conn *c, const uint8_t *msg, size_t len,
+                       const ProtobufCMessageDescriptor *desc, ProtobufCMessage **reply)
 {
-    *reply = protobuf_c_message_unpack(desc, NULL, call->reply_len, call->reply);
+    *reply = protobuf_c_message_unpack(desc, NULL, len, msg);
     if (!*reply)
         return conn_fail(c, AMP_EPROTO, "cannot decode the %s reply", desc->name);
     return 0;
@@ -354,10 +380,12 @@ void call_init(struct call *call)
     call->grpc_status = -1;
     grpc_frame_reader_init(&call->reader, CALL_MAX_REPLY);
     call->reader.keep_max = CALL_KEEP_REPLY;
+    call->reader.prealloc_max = CALL_PREALLOC_MAX;
 }
 
 void call_release(struct call *call)
 {
+    body_free(&call->body);
     grpc_frame_reader_free(&call->reader);
     free(call->reply);
     call->reply = NULL;
@@ -366,6 +394,9 @@ void call_release(struct call *call)
 void call_abandon(amp_conn *c, struct call *call)
 {
     c->call = NULL;
+    /* A DATA frame half on the socket still points into the body, which
+     * is about to go: the connection keeps a copy of the rest. */
+    conn_own_output(c);
     if (call->stream_id > 0 && !c->broken && !call->closed) {
         /* Deadline, an abort, or trailers before our request was all sent:
          * stop the stream; the connection stays usable. */
@@ -384,27 +415,46 @@ static int call_run(amp_conn *c, struct call *call, int timeout_ms)
     return rc;
 }
 
-int call_unary(amp_conn *c, const char *path, const ProtobufCMessage *req, int timeout_ms,
-               const ProtobufCMessageDescriptor *reply_desc, ProtobufCMessage **reply)
+int call_unary_raw(amp_conn *c, const char *path, const ProtobufCMessage *req, int timeout_ms,
+                   uint8_t **reply, size_t *reply_len)
 {
     *reply = NULL;
+    *reply_len = 0;
     conn_begin(c);
     if (c->broken)
         return conn_fail(c, AMP_EIO, "the connection to the daemon broke earlier; reconnect");
     struct call call;
     call_init(&call);
-    uint8_t *buf = NULL;
-    int rc = call_encode(c, req, &buf, &call.req_len);
-    call.req = buf;
+    call.no_copy = 1;   /* the request stays put until call_run() returns */
+    int rc = body_encode(&call.body, req);
+    if (rc == -2)
+        rc = conn_fail(c, AMP_EINVAL, "request exceeds gRPC's 4 GiB message limit");
+    else if (rc != 0)
+        rc = conn_fail(c, AMP_ENOMEM, "out of memory encoding the request");
     if (rc == 0)
         rc = call_submit(c, &call, path, timeout_ms);
     if (rc == 0)
         rc = call_run(c, &call, timeout_ms);
     if (rc == 0)
         rc = call_outcome(c, &call);
-    if (rc == 0)
-        rc = call_decode(c, &call, reply_desc, reply);
+    if (rc == 0) {
+        *reply = call.reply;
+        *reply_len = call.reply_len;
+        call.reply = NULL;
+    }
     call_release(&call);
-    free(buf);
+    return rc;
+}
+
+int call_unary(amp_conn *c, const char *path, const ProtobufCMessage *req, int timeout_ms,
+               const ProtobufCMessageDescriptor *reply_desc, ProtobufCMessage **reply)
+{
+    uint8_t *msg;
+    size_t len;
+    *reply = NULL;
+    int rc = call_unary_raw(c, path, req, timeout_ms, &msg, &len);
+    if (rc == 0)
+        rc = call_decode(c, msg, len, reply_desc, reply);
+    free(msg);
     return rc;
 }

@@ -10,6 +10,7 @@
 #include <nghttp2/nghttp2.h>
 #include <protobuf-c/protobuf-c.h>
 
+#include "body.h"
 #include "grpc_frame.h"
 
 #include "conn.h"
@@ -31,14 +32,18 @@ struct call {
     int done;                   /* the reply ended (END_STREAM seen or stream closed) */
     int closed;                 /* nghttp2 closed the stream */
     uint32_t reset_code;        /* HTTP/2 error code the stream closed with */
-    const uint8_t *req;         /* request bytes to send; req_pos <= req_len; owned by the caller */
-    size_t req_len, req_pos;
-    int body_open;              /* more request bytes will follow req (streaming): an empty
-                                 * req defers the body instead of ending it */
+    struct body body;           /* the request bytes to send, owned (what it borrows is the
+                                 * caller's, kept until the call ends or the body drained) */
+    size_t req_pos;             /* bytes of body handed to nghttp2: req_pos <= body.len */
+    size_t sent_pos;            /* of those, bytes given to conn.c as DATA frames (no_copy) */
+    int no_copy;                /* DATA leaves from body itself (conn_send_data), not copied
+                                 * into nghttp2: the body stays put until the call ends */
+    int body_open;              /* more request bytes will follow the body (streaming): an
+                                 * empty body defers instead of ending */
     struct grpc_frame_reader reader;
     call_message_cb on_message; /* streaming: each reply message goes here; NULL: unary */
     void *on_message_ctx;
-    uint8_t *reply;             /* unary: malloc'd copy of the one reply message, owned */
+    uint8_t *reply;             /* unary: the one reply message, taken from reader, owned */
     size_t reply_len;
     int nreplies;               /* messages seen: a unary reply has exactly one */
     int http_status;            /* 0 until :status arrived */
@@ -55,6 +60,12 @@ struct call {
  * daemon maps to its AMP_E* code and keeps the daemon's message. */
 int call_unary(amp_conn *c, const char *path, const ProtobufCMessage *req, int timeout_ms,
                const ProtobufCMessageDescriptor *reply_desc, ProtobufCMessage **reply);
+
+/* call_unary() without the decoding: on success *reply is the reply
+ * message as it arrived (malloc'd, at least *reply_len + 1 bytes; the
+ * caller frees it), for callers that read it in place. */
+int call_unary_raw(amp_conn *c, const char *path, const ProtobufCMessage *req, int timeout_ms,
+                   uint8_t **reply, size_t *reply_len);
 
 /* --- the pieces of a call, for streaming calls (stream.c) --------------- */
 
@@ -73,11 +84,21 @@ int call_submit(amp_conn *c, struct call *call, const char *path, int timeout_ms
 
 /* Replaces the drained body with len bytes at req (kept by the caller
  * until call_body_drained()); more: further bytes will follow, else the
- * body ends (half-close) after these. */
+ * body ends (half-close) after these. Bodies set this way are copied into
+ * nghttp2's frames (call->no_copy must be 0). */
 void call_set_body(amp_conn *c, struct call *call, const uint8_t *req, size_t len, int more);
 
 /* True once nghttp2 has taken every byte of the current body. */
 int call_body_drained(const struct call *call);
+
+/* conn.c's DATA sender for no_copy calls: points up to max iovecs at the
+ * next len bytes of the body of the call on stream_id. Returns the count,
+ * -1 when max is too few, or -2 when no call owns the stream. */
+int call_body_iov(amp_conn *c, int32_t stream_id, size_t len, struct iovec *iov, int max);
+
+/* The same bytes copied to dst (when they take more than max iovecs).
+ * Returns 0, or -2 when no call owns the stream. */
+int call_body_copy(amp_conn *c, int32_t stream_id, size_t len, uint8_t *dst);
 
 /* After the reply ended: 0, or the AMP_E* code of its status (the daemon's
  * message kept), a local failure, or a malformed reply. */

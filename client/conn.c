@@ -136,6 +136,55 @@ static int conn_on_error(nghttp2_session *s, int lib_error_code, const char *msg
     return 0;
 }
 
+/* Makes room in c->out for more bytes past out_len. */
+static int conn_out_reserve(amp_conn *c, size_t more)
+{
+    if (c->out_len + more <= c->out_cap)
+        return 0;
+    size_t cap = c->out_cap ? c->out_cap : CONN_OUT_INITIAL;
+    while (cap < c->out_len + more)
+        cap *= 2;
+    uint8_t *p = realloc(c->out, cap);
+    if (!p)
+        return -1;
+    c->out = p;
+    c->out_cap = cap;
+    return 0;
+}
+
+/* nghttp2's send_data callback, for the DATA of no_copy calls: the frame
+ * is queued as its header and iovecs over the call's body, to go out with
+ * one writev and no copy, and nghttp2 pauses so that nothing queues
+ * behind it until it is written. A frame over too many pieces (small
+ * fields between large ones) is copied into c->out instead. */
+static int conn_send_data(nghttp2_session *s, nghttp2_frame *frame, const uint8_t *framehd,
+                          size_t length, nghttp2_data_source *source, void *user_data)
+{
+    (void)s;
+    (void)source;
+    amp_conn *c = user_data;
+    if (frame->data.padlen > 0)
+        return NGHTTP2_ERR_CALLBACK_FAILURE;   /* never asked for: no padding callback */
+    int32_t id = frame->hd.stream_id;
+    int n = call_body_iov(c, id, length, c->frame + 1, CONN_FRAME_IOV - 1);
+    if (n == -1) {
+        if (conn_out_reserve(c, CONN_FRAME_HD + length) != 0)
+            return NGHTTP2_ERR_CALLBACK_FAILURE;
+        if (call_body_copy(c, id, length, c->out + c->out_len + CONN_FRAME_HD) != 0)
+            return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+        memcpy(c->out + c->out_len, framehd, CONN_FRAME_HD);
+        c->out_len += CONN_FRAME_HD + length;
+        return 0;
+    }
+    if (n < 0)
+        return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;   /* the call is gone: reset */
+    memcpy(c->frame_hd, framehd, CONN_FRAME_HD);
+    c->frame[0] = (struct iovec){ c->frame_hd, CONN_FRAME_HD };
+    c->frame_i = 0;
+    c->frame_n = n + 1;
+    return NGHTTP2_ERR_PAUSE;
+}
+
 /* nghttp2's data_source_read_length callback: large DATA frames (data_frame.h). */
 static ssize_t conn_data_length(nghttp2_session *ng, uint8_t frame_type, int32_t stream_id,
                                 int32_t session_window, int32_t stream_window,
@@ -156,6 +205,7 @@ static int conn_open_session(amp_conn *c)
     call_session_callbacks(cbs);
     nghttp2_session_callbacks_set_error_callback2(cbs, conn_on_error);
     nghttp2_session_callbacks_set_data_source_read_length_callback(cbs, conn_data_length);
+    nghttp2_session_callbacks_set_send_data_callback(cbs, conn_send_data);
     int rv = nghttp2_session_client_new(&c->h2, cbs, c);
     nghttp2_session_callbacks_del(cbs);
     if (rv != 0)
@@ -259,50 +309,94 @@ static int conn_broke(amp_conn *c, int code, const char *what, int err)
     return conn_fail(c, code, "%s", what);
 }
 
-/* Appends the session's pending frames to c->out (up to a batch). */
+static int conn_frame_pending(const amp_conn *c)
+{
+    return c->frame_i < c->frame_n;
+}
+
+/* Appends the session's pending frames to c->out (up to a batch), and
+ * stops at a borrowed DATA frame (conn_send_data). */
 static int conn_fill_out(amp_conn *c)
 {
     if (c->out_pos == c->out_len)
         c->out_pos = c->out_len = 0;
-    while (c->out_len < CONN_OUT_BATCH) {
+    while (!conn_frame_pending(c) && c->out_len < CONN_OUT_BATCH) {
         const uint8_t *data;
         ssize_t n = nghttp2_session_mem_send(c->h2, &data);
         if (n < 0)
             return conn_broke(c, AMP_EPROTO, nghttp2_strerror((int)n), 0);
         if (n == 0)
-            break;
-        if (c->out_len + (size_t)n > c->out_cap) {
-            size_t cap = c->out_cap ? c->out_cap : CONN_OUT_INITIAL;
-            while (cap < c->out_len + (size_t)n)
-                cap *= 2;
-            uint8_t *p = realloc(c->out, cap);
-            if (!p)
-                return conn_broke(c, AMP_ENOMEM, "out of memory", 0);
-            c->out = p;
-            c->out_cap = cap;
-        }
+            break;   /* nothing left, or paused at a borrowed frame */
+        if (conn_out_reserve(c, (size_t)n) != 0)
+            return conn_broke(c, AMP_ENOMEM, "out of memory", 0);
         memcpy(c->out + c->out_len, data, (size_t)n);
         c->out_len += (size_t)n;
     }
     return 0;
 }
 
-/* Writes as much of c->out as the socket takes now. */
+/* Moves the output cursors past w written bytes: c->out first, then the
+ * borrowed frame. */
+static void conn_advance(amp_conn *c, size_t w)
+{
+    size_t k = c->out_len - c->out_pos < w ? c->out_len - c->out_pos : w;
+    c->out_pos += k;
+    w -= k;
+    while (w > 0 && conn_frame_pending(c)) {
+        struct iovec *v = &c->frame[c->frame_i];
+        size_t m = v->iov_len < w ? v->iov_len : w;
+        v->iov_base = (uint8_t *)v->iov_base + m;
+        v->iov_len -= m;
+        w -= m;
+        if (v->iov_len == 0)
+            c->frame_i++;
+    }
+    if (!conn_frame_pending(c))
+        c->frame_i = c->frame_n = 0;
+}
+
+/* Writes as much of c->out and the borrowed frame as the socket takes now. */
 static int conn_write_some(amp_conn *c)
 {
-    while (c->out_pos < c->out_len) {
-        ssize_t n = send(c->fd, c->out + c->out_pos, c->out_len - c->out_pos,
-                         MSG_NOSIGNAL | MSG_DONTWAIT);
-        if (n < 0) {
+    for (;;) {
+        struct iovec iov[CONN_FRAME_IOV + 1];
+        size_t n = 0;
+        if (c->out_pos < c->out_len)
+            iov[n++] = (struct iovec){ c->out + c->out_pos, c->out_len - c->out_pos };
+        for (int i = c->frame_i; i < c->frame_n; i++)
+            iov[n++] = c->frame[i];
+        if (n == 0)
+            return 0;
+        struct msghdr mh = { .msg_iov = iov, .msg_iovlen = n };
+        ssize_t w = sendmsg(c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (w < 0) {
             if (errno == EINTR)
                 continue;
             if (errno == EAGAIN || errno == EWOULDBLOCK)
                 return 0;
             return conn_broke(c, AMP_EIO, "write to daemon", errno);
         }
-        c->out_pos += (size_t)n;
+        conn_advance(c, (size_t)w);
     }
-    return 0;
+}
+
+void conn_own_output(amp_conn *c)
+{
+    if (!conn_frame_pending(c))
+        return;
+    size_t need = 0;
+    for (int i = c->frame_i; i < c->frame_n; i++)
+        need += c->frame[i].iov_len;
+    if (conn_out_reserve(c, need) != 0) {
+        c->frame_i = c->frame_n = 0;
+        conn_broke(c, AMP_ENOMEM, "out of memory", 0);   /* half a frame cannot be taken back */
+        return;
+    }
+    for (int i = c->frame_i; i < c->frame_n; i++) {
+        memcpy(c->out + c->out_len, c->frame[i].iov_base, c->frame[i].iov_len);
+        c->out_len += c->frame[i].iov_len;
+    }
+    c->frame_i = c->frame_n = 0;
 }
 
 /* Reads what is available and feeds it to the session. */
@@ -349,7 +443,7 @@ int conn_pump_once(amp_conn *c, long long deadline_ms, const int *done)
         conn_write_some(c); /* window updates etc.; the rest goes with the next call */
         return 0;
     }
-    int pending = c->out_pos < c->out_len;
+    int pending = c->out_pos < c->out_len || conn_frame_pending(c);
     if (!pending && !nghttp2_session_want_read(c->h2)) {
         if (c->proto_error)
             return conn_broke(c, AMP_EPROTO, c->proto_message, 0);

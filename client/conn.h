@@ -10,12 +10,15 @@
 #include <nghttp2/nghttp2.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/uio.h>
 
 #include "amp.h"
 
 #define CONN_MESSAGE_MAX 512 /* longest kept detail message, NUL included */
 #define CONN_DEVICE_MAX 128  /* longest kept device name, NUL included */
 #define CONN_READ_CHUNK (256 * 1024) /* bytes read from the socket at once */
+#define CONN_FRAME_IOV 16            /* iovecs of one borrowed DATA frame, header included */
+#define CONN_FRAME_HD 9              /* an HTTP/2 frame header */
 
 struct call;
 struct region_link;
@@ -30,6 +33,14 @@ struct amp_conn {
     struct call *call;     /* the call in progress or NULL; owned by its caller's stack */
     uint8_t *out;          /* bytes nghttp2 produced, not yet written: out_pos <= out_len <= out_cap */
     size_t out_pos, out_len, out_cap;
+    /* A DATA frame of a no_copy call (call.h), written after out: its
+     * header (copied to frame_hd) and body bytes still in the call's
+     * memory. frame[frame_i..frame_n) is unwritten (frame[frame_i] maybe
+     * in part); while frame_n > frame_i nothing more is taken from nghttp2,
+     * and the call may not end before conn_own_output(). */
+    uint8_t frame_hd[CONN_FRAME_HD];
+    struct iovec frame[CONN_FRAME_IOV];
+    int frame_i, frame_n;
     uint8_t *in;           /* read buffer of CONN_READ_CHUNK bytes, owned */
     char message[CONN_MESSAGE_MAX]; /* amp_last_message() */
     char device[CONN_DEVICE_MAX];   /* amp_last_device() */
@@ -65,6 +76,10 @@ void conn_flush_nowait(amp_conn *c);
  * ending its registrations, when the connection and every region that
  * used it have let go. NULL is a no-op. */
 void region_link_put(struct region_link *l);
+
+/* Copies the unwritten part of a borrowed DATA frame into the
+ * connection's own output, so that the call it points into can end. */
+void conn_own_output(amp_conn *c);
 
 /* Now on CLOCK_MONOTONIC, in ms. */
 long long conn_now_ms(void);

@@ -15,12 +15,15 @@
 #include "call.h"
 #include "conn.h"
 #include "jobs.h"
+#include "pb_wire.h"
 
 #define JOBS_MAP_TABLE_LEN 256
 #define JOBS_PATH_REVERSE "/amp.v1.Amp/Reverse"
 #define JOBS_PATH_TRANSFORM "/amp.v1.Amp/Transform"
 #define JOBS_PATH_HISTOGRAM "/amp.v1.Amp/Histogram"
 #define JOBS_PATH_FILL "/amp.v1.Amp/Fill"
+#define JOBS_PB_DATA_TAG 0x0a   /* DataReply field 1 (data), length-delimited */
+#define JOBS_PB_DEVICE_TAG 0x12 /* DataReply field 2 (device), length-delimited */
 
 int jobs_check_opts(amp_conn *c, const amp_opts *o)
 {
@@ -75,6 +78,63 @@ static int jobs_take_data(amp_conn *c, ProtobufCMessage *msg, void **out, size_t
     return 0;
 }
 
+/* The usual DataReply, {data (field 1), device (field 2)} in any order,
+ * read in place: its data moves to the front of the message's own buffer,
+ * which becomes the caller's output. Decoding it with protobuf-c and
+ * copying the bytes out would write the whole output into fresh memory
+ * twice more. Returns 1 when handled, 0 to fall back to protobuf-c. */
+static int jobs_data_view(amp_conn *c, uint8_t *msg, size_t len, void **out, size_t *out_len)
+{
+    const uint8_t *data = NULL, *dev = NULL;
+    uint64_t data_len = 0, dev_len = 0;
+    size_t i = 0;
+    while (i < len) {
+        uint8_t tag = msg[i++];
+        uint64_t n;
+        if ((tag != JOBS_PB_DATA_TAG && tag != JOBS_PB_DEVICE_TAG) ||
+            pb_varint_get(msg, len, &i, &n) != 0 || n > len - i)
+            return 0;
+        if (tag == JOBS_PB_DATA_TAG) {
+            data = msg + i;
+            data_len = n;
+        } else {
+            dev = msg + i;
+            dev_len = n;
+        }
+        i += (size_t)n;
+    }
+    char device[CONN_DEVICE_MAX];
+    snprintf(device, sizeof device, "%.*s",
+             (int)(dev_len < sizeof device ? dev_len : sizeof device - 1),
+             dev ? (const char *)dev : "");
+    jobs_set_device(c, device);
+    if (data_len)
+        memmove(msg, data, (size_t)data_len);
+    *out = msg;
+    *out_len = (size_t)data_len;
+    return 1;
+}
+
+/* Runs a call whose reply is a DataReply and hands its bytes over. */
+static int jobs_data_call(amp_conn *c, const char *path, const ProtobufCMessage *req,
+                          int timeout_ms, void **out, size_t *out_len)
+{
+    uint8_t *msg;
+    size_t len;
+    int rc = call_unary_raw(c, path, req, timeout_ms, &msg, &len);
+    if (rc != 0)
+        return rc;
+    if (jobs_data_view(c, msg, len, out, out_len))
+        return 0;
+    ProtobufCMessage *reply = protobuf_c_message_unpack(&amp__v1__data_reply__descriptor, NULL,
+                                                        len, msg);
+    free(msg);
+    if (!reply)
+        return conn_fail(c, AMP_EPROTO, "cannot decode the %s reply",
+                         amp__v1__data_reply__descriptor.name);
+    return jobs_take_data(c, reply, out, out_len);
+}
+
 ProtobufCBinaryData jobs_bytes(const void *in, size_t len)
 {
     ProtobufCBinaryData b = { len, (uint8_t *)(uintptr_t)in };
@@ -93,10 +153,7 @@ int amp_reverse(amp_conn *c, const amp_opts *o, const void *in, size_t len, void
     Amp__V1__ReverseRequest req = AMP__V1__REVERSE_REQUEST__INIT;
     req.data = jobs_bytes(in, len);
     req.device = jobs_device(o);
-    ProtobufCMessage *reply;
-    rc = call_unary(c, JOBS_PATH_REVERSE, &req.base, jobs_timeout(o),
-                    &amp__v1__data_reply__descriptor, &reply);
-    return rc != 0 ? rc : jobs_take_data(c, reply, out, out_len);
+    return jobs_data_call(c, JOBS_PATH_REVERSE, &req.base, jobs_timeout(o), out, out_len);
 }
 
 /* --- transform ---------------------------------------------------------------- */
@@ -154,10 +211,7 @@ int amp_transform(amp_conn *c, const amp_opts *o, const amp_transform_params *p,
     req.data = jobs_bytes(in, len);
     req.params = &tp;
     req.device = jobs_device(o);
-    ProtobufCMessage *reply;
-    rc = call_unary(c, JOBS_PATH_TRANSFORM, &req.base, jobs_timeout(o),
-                    &amp__v1__data_reply__descriptor, &reply);
-    return rc != 0 ? rc : jobs_take_data(c, reply, out, out_len);
+    return jobs_data_call(c, JOBS_PATH_TRANSFORM, &req.base, jobs_timeout(o), out, out_len);
 }
 
 /* --- histogram ---------------------------------------------------------------- */
@@ -292,8 +346,5 @@ int amp_fill(amp_conn *c, const amp_opts *o, const amp_fill_params *p, void **ou
     Amp__V1__FillRequest req = AMP__V1__FILL_REQUEST__INIT;
     req.params = &fp;
     req.device = jobs_device(o);
-    ProtobufCMessage *reply;
-    rc = call_unary(c, JOBS_PATH_FILL, &req.base, jobs_timeout(o),
-                    &amp__v1__data_reply__descriptor, &reply);
-    return rc != 0 ? rc : jobs_take_data(c, reply, out, out_len);
+    return jobs_data_call(c, JOBS_PATH_FILL, &req.base, jobs_timeout(o), out, out_len);
 }

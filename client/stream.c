@@ -262,8 +262,7 @@ static int stream_run(struct stream *st, const amp_opts *o, const struct steps_p
     call_init(&st->call);
     st->call.on_message = stream_on_message;
     st->call.on_message_ctx = st;
-    st->call.req = st->header;
-    st->call.req_len = st->header_len;
+    body_borrow(&st->call.body, st->header, st->header_len);
     st->call.body_open = !st->in_done;
     int timeout = jobs_timeout(o);
     st->deadline = timeout > 0 ? conn_now_ms() + timeout : 0;

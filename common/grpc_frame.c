@@ -32,6 +32,13 @@ void grpc_frame_reader_free(struct grpc_frame_reader *r)
     r->msg_have = 0;
 }
 
+uint8_t *grpc_frame_take(struct grpc_frame_reader *r)
+{
+    uint8_t *msg = r->delivering;
+    r->delivering = NULL;
+    return msg;
+}
+
 int grpc_frame_pending(const struct grpc_frame_reader *r)
 {
     return r->hdr_have > 0;
@@ -91,10 +98,12 @@ static int grpc_frame_start_body(struct grpc_frame_reader *r)
     }
     /* A buffer for the first bytes only (+1 so that a zero-length message
      * still gets a non-NULL buffer): a prefix that declares 64 MiB and
-     * sends nothing more holds 64 KiB. */
+     * sends nothing more holds 64 KiB, unless the owner trusts its peer
+     * with prealloc_max. */
     r->msg_cap = 0;
-    return grpc_frame_grow(r, r->msg_len < GRPC_FRAME_FIRST_CAP ? r->msg_len + 1
-                                                                 : GRPC_FRAME_FIRST_CAP);
+    if (r->msg_len < GRPC_FRAME_FIRST_CAP || r->msg_len <= r->prealloc_max)
+        return grpc_frame_grow(r, r->msg_len + 1);
+    return grpc_frame_grow(r, GRPC_FRAME_FIRST_CAP);
 }
 
 /* The body is whole: deliver it and reset for the next prefix. */
@@ -106,7 +115,11 @@ static int grpc_frame_deliver(struct grpc_frame_reader *r, grpc_frame_msg_cb cb,
     r->hdr_have = 0;
     r->msg_len = 0;
     r->msg_have = 0;
+    r->delivering = msg;
     int rv = cb(msg, len, ctx);
+    if (!r->delivering)
+        return rv;   /* the callback took it */
+    r->delivering = NULL;
     if (cap <= r->keep_max && cap > r->spare_cap) {
         free(r->spare);
         r->spare = msg;

@@ -45,6 +45,12 @@ struct grpc_frame_reader {
      * back: whoever reserves releases once the buffer is gone. */
     int (*reserve)(void *ctx, size_t more);
     void *reserve_ctx;
+    /* A message declared at most prealloc_max bytes long gets its whole
+     * buffer at once: growing by doubling would copy a large body about
+     * once more on its way in. 0 (the default) grows as bytes arrive, as
+     * the daemon wants (its budget holds what a client actually sent). */
+    size_t prealloc_max;
+    uint8_t *delivering;  /* the message being handed to the callback, NULL once taken */
 };
 
 /* What a message body buffer starts at before its bytes arrive. */
@@ -60,6 +66,11 @@ void grpc_frame_reader_free(struct grpc_frame_reader *r);
  * grpc_frame_err, or the first nonzero value cb returned. */
 int grpc_frame_feed(struct grpc_frame_reader *r, const uint8_t *data, size_t len,
                     grpc_frame_msg_cb cb, void *ctx);
+
+/* Inside the message callback: takes the message's buffer (malloc'd, at
+ * least len + 1 bytes; the caller frees it) instead of leaving it to the
+ * reader, which would free or reuse it. NULL outside a callback. */
+uint8_t *grpc_frame_take(struct grpc_frame_reader *r);
 
 /* True when a message is partly read: a stream ending now was truncated. */
 int grpc_frame_pending(const struct grpc_frame_reader *r);

@@ -255,7 +255,8 @@ static int config_check(struct config *cfg, char *err, size_t errlen)
         snprintf(err, errlen, "--staging-bytes must hold at least one --chunk-bytes buffer");
         return -1;
     }
-    /* A chunk travels back as one reply message: keep it under the limit. */
+    /* A chunk travels back in reply messages under the limit (and under
+     * gRPC's default 4 MiB, rpc_stream.c): a chunk within it keeps them few. */
     if (cfg->chunk_bytes + AMPD_REPLY_OVERHEAD > cfg->max_message_bytes) {
         uint64_t room = cfg->max_message_bytes > AMPD_REPLY_OVERHEAD
                             ? cfg->max_message_bytes - AMPD_REPLY_OVERHEAD : 0;

@@ -55,6 +55,11 @@
 /* A data reply's bytes before the data, besides the device name: two tags
  * and two varints. */
 #define RPC_REPLY_HEAD_MAX (2 + 2 * PB_VARINT_MAX)
+/* Every reply message, its gRPC prefix included, fits gRPC's default
+ * receive limit (grpc.max_receive_message_length, 4 MiB), so that a stock
+ * client reads any --chunk-bytes: a larger chunk leaves as several data
+ * replies, each borrowing its part of the staging buffer. */
+#define RPC_STREAM_REPLY_MAX (4u * 1024 * 1024)
 
 enum rpc_stream_phase {
     RS_HEADER,    /* waiting for the JobHeader */
@@ -100,6 +105,7 @@ struct rpc_stream_task {
     struct task t;
     struct rpc_stream *st;
     struct staging_buf *sb;       /* IN/OUT: the buffer, returned when done */
+    size_t pieces;                /* data replies h2 still borrows sb for; sb goes back at 0 */
 };
 
 static void rpc_stream_pump(struct rpc_stream *st);
@@ -204,21 +210,41 @@ static void rpc_stream_reply(struct rpc_stream *st, const Amp__V1__StreamReply *
         rpc_stream_stop(st);   /* the layer answered the call itself */
 }
 
-static void rpc_stream_release(void *ctx);
+static void rpc_stream_release(struct rpc_stream_task *rt);
 
-/* A data reply straight from the task's staging buffer, which h2 copies
- * into its frames and gives back through rpc_stream_release():
- * StreamReply{device (field 3), data (field 1)} - field order is free in
- * protobuf, and this one puts the borrowed bytes last. */
-static void rpc_stream_send_data(struct rpc_stream *st, struct rpc_stream_task *rt)
+/* h2 is done with one data reply over rt's buffer (maybe from inside h2,
+ * and after the call closed): the last one gives the buffer back. */
+static void rpc_stream_piece_sent(void *ctx)
 {
-    size_t devlen = strlen(st->job->device), len = rt->t.out_len;
-    st->lent++;   /* from here on rpc_stream_release gives it back */
+    struct rpc_stream_task *rt = ctx;
+    if (--rt->pieces == 0)
+        rpc_stream_release(rt);
+}
+
+/* Data bytes per reply message: within RPC_STREAM_REPLY_MAX and
+ * --max-message-bytes, with room for a head of head bytes. */
+static size_t rpc_stream_piece_max(const struct rpc_stream *st, size_t head)
+{
+    size_t max = RPC_STREAM_REPLY_MAX - GRPC_FRAME_HEADER;
+    if (st->max_result < max)
+        max = st->max_result;
+    return max > head ? max - head : 1;
+}
+
+/* One data reply of the n bytes at data, which h2 sends from where they
+ * are and gives back through rpc_stream_piece_sent():
+ * StreamReply{device (field 3), data (field 1)} - field order is free in
+ * protobuf, and this one puts the borrowed bytes last. Returns 0, or -1
+ * when it failed (its piece given back already). */
+static int rpc_stream_send_piece(struct rpc_stream *st, struct rpc_stream_task *rt,
+                                 const uint8_t *data, size_t n)
+{
+    size_t devlen = strlen(st->job->device);
     uint8_t *head = malloc(GRPC_FRAME_HEADER + RPC_REPLY_HEAD_MAX + devlen);
     if (!head) {
         rpc_stream_fail(st, STATUS_RESOURCE_EXHAUSTED, "out of memory for a reply");
-        rpc_stream_release(rt);
-        return;
+        rpc_stream_piece_sent(rt);
+        return -1;
     }
     uint8_t *p = head + GRPC_FRAME_HEADER;
     *p++ = RPC_PB_REPLY_DEVICE_TAG;
@@ -226,18 +252,44 @@ static void rpc_stream_send_data(struct rpc_stream *st, struct rpc_stream_task *
     memcpy(p, st->job->device, devlen);
     p += devlen;
     *p++ = RPC_PB_REPLY_DATA_TAG;
-    p += pb_varint_put(p, len);
-    if (h2_call_send_ref(st->rc->h2, head, (size_t)(p - head) - GRPC_FRAME_HEADER, rt->t.buf, len,
-                         rpc_stream_release, rt) != 0)
+    p += pb_varint_put(p, n);
+    if (h2_call_send_ref(st->rc->h2, head, (size_t)(p - head) - GRPC_FRAME_HEADER, data, n,
+                         rpc_stream_piece_sent, rt) != 0) {
         rpc_stream_stop(st);   /* the layer answered the call itself */
+        return -1;
+    }
+    return 0;
 }
 
-/* h2 is done with a lent reply buffer: back to the pool. Maybe called from
- * inside h2 (so it only returns the buffer; the sent() handler resumes the
- * stream), and after the call closed. */
-static void rpc_stream_release(void *ctx)
+/* A task's output straight from its staging buffer, as one data reply or,
+ * past RPC_STREAM_REPLY_MAX, several: the buffer is lent to h2 until the
+ * last of them is sent (rt->pieces), so it is never packed into a message
+ * buffer first. */
+static void rpc_stream_send_data(struct rpc_stream *st, struct rpc_stream_task *rt)
 {
-    struct rpc_stream_task *rt = ctx;
+    size_t len = rt->t.out_len;
+    size_t piece = rpc_stream_piece_max(st, RPC_REPLY_HEAD_MAX + strlen(st->job->device));
+    st->lent++;   /* from here on rpc_stream_release gives it back */
+    rt->pieces = (len + piece - 1) / piece;
+    const uint8_t *buf = rt->t.buf;
+    for (size_t off = 0; off < len; off += piece) {
+        size_t n = len - off < piece ? len - off : piece;
+        size_t unsent = (len - off - n + piece - 1) / piece;   /* after this one */
+        if (rpc_stream_send_piece(st, rt, buf + off, n) != 0) {
+            /* Its piece is given back (rt may be gone if it was the last);
+             * those never queued go with it. */
+            if (unsent && (rt->pieces -= unsent) == 0)
+                rpc_stream_release(rt);
+            return;
+        }
+    }
+}
+
+/* Every data reply over rt's buffer is done: back to the pool. Only
+ * returns the buffer (it may run inside h2: the sent() handler resumes
+ * the stream), and may free a stream whose CLOSE already finished. */
+static void rpc_stream_release(struct rpc_stream_task *rt)
+{
     struct rpc_stream *st = rt->st;
     st->lent--;
     rpc_stream_put(st, rt->sb);

@@ -1,7 +1,8 @@
 /* test_grpc_frame.c: the gRPC length-prefix reader, fed in every way a
  * socket might slice a stream: whole, byte by byte, and in random splits;
- * plus the refusals (oversize before buffering, compressed flag, bad flag)
- * and the "stream ended inside a message" check. */
+ * plus the refusals (oversize before buffering, compressed flag, bad flag),
+ * the "stream ended inside a message" check, buffers bought whole for a
+ * trusted length, and buffers taken over by the callback. */
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>
@@ -214,6 +215,86 @@ START_TEST(callback_stops_feed)
 }
 END_TEST
 
+/* Growth is offered to the reserve hook: sums what the reader asked for. */
+static int count_reserve(void *ctx, size_t more)
+{
+    *(size_t *)ctx += more;
+    return 0;
+}
+
+/* A trusted length (prealloc_max) buys its whole buffer with the prefix;
+ * others start at GRPC_FRAME_FIRST_CAP and grow as bytes come. */
+START_TEST(prealloc_up_to_the_trusted_length)
+{
+    size_t len;
+    uint8_t *stream = make_stream(&len);
+    const size_t big = GRPC_FRAME_HEADER + 70000;   /* the third message */
+    const uint8_t *third = stream + len - big;
+    for (int trusted = 0; trusted <= 1; trusted++) {
+        struct grpc_frame_reader r;
+        size_t reserved = 0;
+        grpc_frame_reader_init(&r, 1 << 20);
+        r.reserve = count_reserve;
+        r.reserve_ctx = &reserved;
+        r.prealloc_max = trusted ? 70000 : 0;
+        struct sink s = { 0 };
+        ck_assert_int_eq(grpc_frame_feed(&r, third, GRPC_FRAME_HEADER + 1, sink_cb, &s), 0);
+        ck_assert_uint_eq(reserved, trusted ? 70000 + 1 : GRPC_FRAME_FIRST_CAP);
+        const uint8_t *rest = third + GRPC_FRAME_HEADER + 1;
+        ck_assert_int_eq(grpc_frame_feed(&r, rest, big - GRPC_FRAME_HEADER - 1, sink_cb, &s), 0);
+        ck_assert_uint_eq(s.n, 1);
+        ck_assert_uint_eq(s.lens[0], 70000);
+        ck_assert_int_eq(memcmp(s.msgs[0], third + GRPC_FRAME_HEADER, 70000), 0);
+        ck_assert_uint_eq(reserved, 70000 + 1);
+        sink_free(&s);
+        grpc_frame_reader_free(&r);
+    }
+    free(stream);
+}
+END_TEST
+
+/* A callback that takes the message's buffer (grpc_frame_take). */
+struct taker {
+    uint8_t *got[MAX_MSGS];
+    size_t n;
+    struct grpc_frame_reader *r;
+};
+
+static int take_cb(const uint8_t *msg, size_t len, void *ctx)
+{
+    struct taker *t = ctx;
+    uint8_t *own = grpc_frame_take(t->r);
+    ck_assert_ptr_eq(own, msg);
+    own[len] = 0;   /* at least len + 1 bytes */
+    t->got[t->n++] = own;
+    return 0;
+}
+
+/* Taken buffers are the caller's: the reader neither frees nor reuses
+ * them (not even as its spare), and take outside a callback is NULL. */
+START_TEST(take_hands_the_buffer_over)
+{
+    size_t len;
+    uint8_t *stream = make_stream(&len);
+    struct grpc_frame_reader r;
+    grpc_frame_reader_init(&r, 1 << 20);
+    r.keep_max = 1 << 20;
+    struct taker t = { .r = &r };
+    ck_assert_int_eq(grpc_frame_feed(&r, stream, len, take_cb, &t), 0);
+    ck_assert_int_eq(grpc_frame_feed(&r, stream, len, take_cb, &t), 0);
+    ck_assert_uint_eq(t.n, 6);
+    ck_assert_ptr_null(r.spare);
+    ck_assert_ptr_null(grpc_frame_take(&r));
+    for (size_t i = 0; i < t.n; i++) {
+        for (size_t j = 0; j < i; j++)
+            ck_assert_ptr_ne(t.got[i], t.got[j]);
+        free(t.got[i]);
+    }
+    grpc_frame_reader_free(&r);
+    free(stream);
+}
+END_TEST
+
 START_TEST(header_bytes)
 {
     uint8_t h[GRPC_FRAME_HEADER];
@@ -239,6 +320,8 @@ int main(void)
     tcase_add_test(tc, bad_flag);
     tcase_add_test(tc, pending_detects_truncation);
     tcase_add_test(tc, callback_stops_feed);
+    tcase_add_test(tc, prealloc_up_to_the_trusted_length);
+    tcase_add_test(tc, take_hands_the_buffer_over);
     tcase_add_test(tc, header_bytes);
     suite_add_tcase(s, tc);
     return check_run(s, CK_FORK_GETENV);

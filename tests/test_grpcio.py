@@ -4,7 +4,9 @@ Debian's python3-grpcio talks to a real ampd with no generated stubs:
 requests are protobuf bytes encoded by hand below, replies are decoded by
 hand, so the test depends on nothing of ours but the wire format in
 proto/. Checks Reverse, grpc.health.v1.Health/Check, UNIMPLEMENTED for
-unknown methods, and INVALID_ARGUMENT with a message naming the field.
+unknown methods, INVALID_ARGUMENT with a message naming the field, and a
+16 MiB Stream read by a channel with grpcio's default options (every reply
+within its 4 MiB receive limit, whatever --chunk-bytes is).
 Prints one line per check and a closing "N passed, M failed".
 """
 import os
@@ -166,6 +168,51 @@ def test_fill_and_devices():
     expect(devices, "no devices")
     first = pb_decode(devices[0])
     expect(first.get(2, [b""])[0], "device without a name")
+
+
+STREAM_LEN = 16 << 20
+STREAM_SEND_CHUNK = 1 << 20
+TRANSFORM_OP_ADD = 1
+# gRPC's default grpc.max_receive_message_length: what a stock client accepts.
+GRPC_DEFAULT_MAX_RECEIVE = 4 << 20
+
+
+def stream_add(channel, data, value):
+    """A Stream transform (add value) of data; returns the reply messages."""
+    step = pb_bytes(2, pb_uint(1, TRANSFORM_OP_ADD) + pb_uint(2, value))
+    header = pb_bytes(1, pb_bytes(1, step) + pb_uint(3, len(data)))
+
+    def requests():
+        yield header
+        for i in range(0, len(data), STREAM_SEND_CHUNK):
+            yield pb_bytes(2, data[i:i + STREAM_SEND_CHUNK])
+
+    fn = channel.stream_stream("/amp.v1.Amp/Stream")
+    return list(fn(requests(), timeout=CALL_TIMEOUT_S))
+
+
+def check_stream_add(extra_args):
+    """16 MiB through a daemon started with extra_args, read by a channel
+    with grpcio's default options: every reply fits its 4 MiB receive limit
+    and the bytes come back transformed."""
+    data = bytes((i * 7 + (i >> 12)) & 0xFF for i in range(STREAM_LEN))
+    daemon = Daemon(extra_args)
+    try:
+        with grpc.insecure_channel(daemon.address) as channel:
+            replies = stream_add(channel, data, 3)
+    finally:
+        status = daemon.stop()
+    expect(status == 0, "ampd %s exited with status %d" % (" ".join(extra_args), status))
+    expect(all(len(r) <= GRPC_DEFAULT_MAX_RECEIVE for r in replies), "a reply over 4 MiB")
+    got = b"".join(pb_decode(r).get(1, [b""])[0] for r in replies)
+    want = bytes((b + 3) & 0xFF for b in data)
+    expect(got == want, "streamed transform of %d bytes differs (got %d bytes)" %
+           (len(data), len(got)))
+
+
+def test_stream_default_client_limits():
+    check_stream_add(())   # the default 4 MiB chunk once made a 4 MiB + 41-byte reply
+    check_stream_add(("--chunk-bytes", "16M", "--staging-bytes", "64M"))
 
 
 def main():
