@@ -28,14 +28,24 @@ void amp_step_results_free(amp_step_result *r, size_t n)
     free(r);
 }
 
-/* Copies step i's result: a histogram for histogram steps, bytes for the others. */
-static int pipeline_take_one(amp_conn *c, size_t i, const amp_step *s,
+/* Step i's result: a histogram for histogram steps; for the others the
+ * bytes (copied), or with in_region where they went in the output region
+ * (which a region job's reply must say). */
+static int pipeline_take_one(amp_conn *c, size_t i, const amp_step *s, int in_region,
                              const Amp__V1__StepResult *src, amp_step_result *dst)
 {
     if (!src)
         return conn_fail(c, AMP_EPROTO, "pipeline reply: result %zu is empty", i);
     if (s->kind == AMP_STEP_HISTOGRAM)
         return jobs_copy_hist(c, src->histogram, &dst->hist);
+    if (in_region) {
+        if (!src->output_region)
+            return conn_fail(c, AMP_EPROTO, "pipeline reply: step %zu's output is not in the "
+                             "region", i);
+        dst->len = (size_t)src->output_region->length;
+        dst->region_offset = src->output_region->offset;
+        return 0;
+    }
     dst->data = malloc(src->data.len ? src->data.len : 1);
     if (!dst->data)
         return conn_fail(c, AMP_ENOMEM, "out of memory for step %zu's %zu bytes", i,
@@ -46,7 +56,7 @@ static int pipeline_take_one(amp_conn *c, size_t i, const amp_step *s,
     return 0;
 }
 
-static int pipeline_take(amp_conn *c, const amp_step *steps, size_t nsteps,
+static int pipeline_take(amp_conn *c, const amp_step *steps, size_t nsteps, int in_region,
                          const Amp__V1__PipelineReply *r, amp_step_result **results)
 {
     if (r->n_results != nsteps)
@@ -56,7 +66,7 @@ static int pipeline_take(amp_conn *c, const amp_step *steps, size_t nsteps,
     if (!res)
         return conn_fail(c, AMP_ENOMEM, "out of memory for %zu step results", nsteps);
     for (size_t i = 0; i < nsteps; i++) {
-        int rc = pipeline_take_one(c, i, &steps[i], r->results[i], &res[i]);
+        int rc = pipeline_take_one(c, i, &steps[i], in_region, r->results[i], &res[i]);
         if (rc != 0) {
             amp_step_results_free(res, nsteps);
             return rc;
@@ -65,6 +75,28 @@ static int pipeline_take(amp_conn *c, const amp_step *steps, size_t nsteps,
     jobs_set_device(c, r->device);
     *results = res;
     return 0;
+}
+
+int pipeline_call(amp_conn *c, const amp_opts *o, const amp_step *steps, size_t nsteps,
+                  Amp__V1__PipelineRequest *req, amp_step_result **results)
+{
+    struct steps_pb pb;
+    int rc = steps_encode(c, steps, nsteps, &pb);
+    if (rc == 0) {
+        req->n_steps = pb.n;
+        req->steps = pb.steps;
+        req->device = jobs_device(o);
+        ProtobufCMessage *reply;
+        rc = call_unary(c, PIPELINE_PATH, &req->base, jobs_timeout(o),
+                        &amp__v1__pipeline_reply__descriptor, &reply);
+        if (rc == 0) {
+            rc = pipeline_take(c, steps, nsteps, req->output_region != NULL,
+                               (Amp__V1__PipelineReply *)reply, results);
+            protobuf_c_message_free_unpacked(reply, NULL);
+        }
+    }
+    steps_free(&pb);
+    return rc;
 }
 
 int amp_pipeline(amp_conn *c, const amp_opts *o, const amp_step *steps, size_t nsteps,
@@ -81,22 +113,7 @@ int amp_pipeline(amp_conn *c, const amp_opts *o, const amp_step *steps, size_t n
     int rc = jobs_check_opts(c, o);
     if (rc != 0)
         return rc;
-    struct steps_pb pb;
-    rc = steps_encode(c, steps, nsteps, &pb);
-    if (rc == 0) {
-        Amp__V1__PipelineRequest req = AMP__V1__PIPELINE_REQUEST__INIT;
-        req.data = jobs_bytes(in, len);
-        req.n_steps = pb.n;
-        req.steps = pb.steps;
-        req.device = jobs_device(o);
-        ProtobufCMessage *reply;
-        rc = call_unary(c, PIPELINE_PATH, &req.base, jobs_timeout(o),
-                        &amp__v1__pipeline_reply__descriptor, &reply);
-        if (rc == 0) {
-            rc = pipeline_take(c, steps, nsteps, (Amp__V1__PipelineReply *)reply, results);
-            protobuf_c_message_free_unpacked(reply, NULL);
-        }
-    }
-    steps_free(&pb);
-    return rc;
+    Amp__V1__PipelineRequest req = AMP__V1__PIPELINE_REQUEST__INIT;
+    req.data = jobs_bytes(in, len);
+    return pipeline_call(c, o, steps, nsteps, &req, results);
 }

@@ -24,13 +24,11 @@
 #include <unistd.h>
 
 #include "amp.pb-c.h"
-#include "call.h"
 #include "conn.h"
 #include "error.h"
 #include "jobs.h"
 #include "steps.h"
 
-#define REGION_PIPELINE_PATH "/amp.v1.Amp/Pipeline"
 #define REGION_ANSWER_MAX 256
 #define REGION_ANSWER_TIMEOUT_MS 10000   /* the daemon answers at once; a bound for a stuck one */
 
@@ -256,39 +254,6 @@ static int region_slice(amp_conn *c, const char *what, const amp_slice *s,
     return 1;
 }
 
-static int region_take(amp_conn *c, const amp_step *steps, size_t nsteps,
-                       const Amp__V1__PipelineReply *r, amp_step_result **results)
-{
-    if (r->n_results != nsteps)
-        return conn_fail(c, AMP_EPROTO, "pipeline reply has %zu results for %zu steps",
-                         r->n_results, nsteps);
-    amp_step_result *res = calloc(nsteps, sizeof *res);
-    if (!res)
-        return conn_fail(c, AMP_ENOMEM, "out of memory for %zu step results", nsteps);
-    for (size_t i = 0; i < nsteps; i++) {
-        const Amp__V1__StepResult *src = r->results[i];
-        int rc = 0;
-        if (!src)
-            rc = conn_fail(c, AMP_EPROTO, "pipeline reply: result %zu is empty", i);
-        else if (steps[i].kind == AMP_STEP_HISTOGRAM)
-            rc = jobs_copy_hist(c, src->histogram, &res[i].hist);
-        else if (!src->output_region)
-            rc = conn_fail(c, AMP_EPROTO, "pipeline reply: step %zu's output is not in the "
-                           "region", i);
-        else {
-            res[i].len = (size_t)src->output_region->length;
-            res[i].region_offset = src->output_region->offset;
-        }
-        if (rc != 0) {
-            amp_step_results_free(res, nsteps);
-            return rc;
-        }
-    }
-    jobs_set_device(c, r->device);
-    *results = res;
-    return 0;
-}
-
 int amp_run_region(amp_conn *c, const amp_opts *o, const amp_step *steps, size_t nsteps,
                    const amp_slice *in, const amp_slice *out, amp_step_result **results)
 {
@@ -312,20 +277,5 @@ int amp_run_region(amp_conn *c, const amp_opts *o, const amp_step *steps, size_t
     for (size_t i = 0; i < nsteps && steps && !has_out; i++)
         if (steps[i].kind != AMP_STEP_HISTOGRAM)
             return conn_fail(c, AMP_EINVAL, "steps[%zu] writes data: out must name a region", i);
-    struct steps_pb pb;
-    rc = steps_encode(c, steps, nsteps, &pb);
-    if (rc == 0) {
-        req.n_steps = pb.n;
-        req.steps = pb.steps;
-        req.device = jobs_device(o);
-        ProtobufCMessage *reply;
-        rc = call_unary(c, REGION_PIPELINE_PATH, &req.base, jobs_timeout(o),
-                        &amp__v1__pipeline_reply__descriptor, &reply);
-        if (rc == 0) {
-            rc = region_take(c, steps, nsteps, (Amp__V1__PipelineReply *)reply, results);
-            protobuf_c_message_free_unpacked(reply, NULL);
-        }
-    }
-    steps_free(&pb);
-    return rc;
+    return pipeline_call(c, o, steps, nsteps, &req, results);
 }

@@ -22,6 +22,14 @@ int steps_encode(amp_conn *c, const amp_step *steps, size_t n, struct steps_pb *
 
 void steps_free(struct steps_pb *pb);
 
+/* Runs steps as one Pipeline call over req (its input, data or
+ * input_region, already set) and decodes the reply into *results: bytes
+ * copied, or with an output_region in req, where each data step's output
+ * went (pipeline.c, for amp_pipeline and amp_run_region). Returns 0 or an
+ * AMP_E* code with the message set. */
+int pipeline_call(amp_conn *c, const amp_opts *o, const amp_step *steps, size_t nsteps,
+                  Amp__V1__PipelineRequest *req, amp_step_result **results);
+
 /* Number of histogram steps among n. */
 size_t steps_count_hist(const amp_step *steps, size_t n);
 
