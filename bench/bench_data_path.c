@@ -154,39 +154,11 @@ static void dp_fail(const char *what, uint64_t size)
     dp_failures++;
 }
 
-static void dp_die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-
-static void dp_die(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "bench_data_path: ");
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-    exit(2);
-}
-
 static void dp_call_failed(amp_conn *c, const char *call, int rc) __attribute__((noreturn));
 
 static void dp_call_failed(amp_conn *c, const char *call, int rc)
 {
-    dp_die("%s: %s: %s", call, amp_strerror(rc), amp_last_message(c));
-}
-
-static void *dp_malloc(size_t n)
-{
-    void *p = malloc(n ? n : 1);
-    if (!p)
-        dp_die("out of host memory (%zu bytes)", n);
-    memset(p, 0, n);   /* touched now, so no page faults inside a timing */
-    return p;
-}
-
-static double dp_median(double *t, int n)
-{
-    qsort(t, (size_t)n, sizeof t[0], bench_cmp_double);
-    return t[n / 2];
+    bench_die("%s: %s: %s", call, amp_strerror(rc), amp_last_message(c));
 }
 
 static double dp_best(const double *t, int n)
@@ -215,7 +187,7 @@ struct dp_pinned {
 static void dp_cl(cl_int rc, const char *what)
 {
     if (rc != CL_SUCCESS)
-        dp_die("%s: %s", what, dev_cl_error_name(rc));
+        bench_die("%s: %s", what, dev_cl_error_name(rc));
 }
 
 static double dp_pinned_in(struct dp_pinned *p, size_t size)
@@ -247,7 +219,7 @@ static void dp_pinned_size(struct dev *d, const struct dp_opts *o, const struct 
     p.src = dev_pinned_alloc(d, size, &p.src_h);
     p.dst = dev_pinned_alloc(d, size, &p.dst_h);
     if (!p.src || !p.dst)
-        dp_die("cannot allocate 2 x %zu bytes of pinned host memory", size);
+        bench_die("cannot allocate 2 x %zu bytes of pinned host memory", size);
     memcpy(p.src, data->input, size);
     double tin[DP_REPS_MAX] = { 0 }, tout[DP_REPS_MAX] = { 0 };
     for (int r = -1; r < o->reps; r++) {
@@ -276,12 +248,12 @@ static void dp_pinned_all(const struct dp_opts *o, const struct dp_data *data,
     size_t ndevs;
     char err[512];
     if (dev_open_all(&devs, &ndevs, err, sizeof err) < 0)
-        dp_die("%s", err);
+        bench_die("%s", err);
     if (o->device >= ndevs)
-        dp_die("no device %u (%zu devices)", o->device, ndevs);
+        bench_die("no device %u (%zu devices)", o->device, ndevs);
     const struct dev_info *in = dev_info(devs[o->device]);
     if (o->largest > in->max_mem_alloc_size)
-        dp_die("a size is over the device's max_mem_alloc_size (%" PRIu64 ")",
+        bench_die("a size is over the device's max_mem_alloc_size (%" PRIu64 ")",
                in->max_mem_alloc_size);
     printf("# device %u: %s (%s, %s), %u compute units\n", in->index, in->name,
            dev_type_name(in->type), in->platform, in->compute_units);
@@ -298,14 +270,14 @@ static double dp_raw_once(enum bench_sock_kind kind, bool two_way, const struct 
 {
     int fd[2];
     if (bench_sock_pair(kind, fd) < 0)
-        dp_die("a %s socket pair: %s", kind == BENCH_SOCK_TCP ? "TCP" : "Unix", strerror(errno));
+        bench_die("a %s socket pair: %s", kind == BENCH_SOCK_TCP ? "TCP" : "Unix", strerror(errno));
     memset(data->got[0], 0, size);
     if (two_way)
         memset(data->got[1], 0, size);
     double t = bench_sock_copy(fd, data->input, data->got[0], two_way ? data->want : NULL,
                                data->got[1], size, DP_WRITE_SIZE);
     if (t < 0)
-        dp_die("raw socket copy: %s", strerror(errno));
+        bench_die("raw socket copy: %s", strerror(errno));
     close(fd[0]);
     close(fd[1]);
     if (memcmp(data->got[0], data->input, size) != 0 ||
@@ -358,7 +330,7 @@ static int dp_free_port(void)
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) < 0 ||
         getsockname(fd, (struct sockaddr *)&a, &alen) < 0)
-        dp_die("a free loopback port: %s", strerror(errno));
+        bench_die("a free loopback port: %s", strerror(errno));
     close(fd);
     return ntohs(a.sin_port);
 }
@@ -381,7 +353,7 @@ static amp_conn *dp_connect(const char *address)
 {
     amp_conn *c;
     if (amp_connect(address, &c) != 0)
-        dp_die("connect to %s: %s", address, amp_last_message(NULL));
+        bench_die("connect to %s: %s", address, amp_last_message(NULL));
     return c;
 }
 
@@ -391,7 +363,7 @@ static void dp_ampd_start(struct dp_ampd *am, const struct dp_opts *o)
     dp_ampd_args(am, o);
     char err[256];
     if (bench_daemon_start(&am->dm, o->ampd, "bench_data_path", am->argv, err, sizeof err) < 0)
-        dp_die("%s", err);
+        bench_die("%s", err);
     printf("# ampd %s --listen %s", o->ampd, am->dm.address);
     for (int i = 0; am->argv[i]; i++)
         printf(" %s", am->argv[i]);
@@ -586,7 +558,7 @@ static double dp_multi_once(amp_conn *const conns[DP_STREAMS], const amp_opts *a
             .start = &start};
         int e = pthread_create(&m[i].th, NULL, dp_multi_main, &m[i]);
         if (e != 0)
-            dp_die("cannot start a stream thread (%s)", strerror(e));
+            bench_die("cannot start a stream thread (%s)", strerror(e));
     }
     double t0 = 0, t1 = 0;
     for (int i = 0; i < DP_STREAMS; i++) {
@@ -686,7 +658,7 @@ static void dp_ampd_row(struct dp_ampd *am, amp_conn *const multi[DP_STREAMS],
             t[r] = s;
     }
     double bytes = (double)size * (call == CALL_MULTI ? DP_STREAMS : 1);
-    dp_record(res, k, row, dp_median(t, o->reps), bytes);
+    dp_record(res, k, row, bench_median(t, o->reps), bytes);
 }
 
 static int dp_ampd_all(const struct dp_opts *o, const struct dp_data *data,
@@ -818,18 +790,18 @@ static void dp_parse(int argc, char **argv, struct dp_opts *o)
 static void dp_data_init(struct dp_data *data, const struct dp_opts *o)
 {
     size_t n = (size_t)o->largest;
-    data->input = dp_malloc(n);
+    data->input = bench_alloc_touched(n);
     bench_random(data->input, n, DP_SEED);
-    data->want = dp_malloc(n);
+    data->want = bench_alloc_touched(n);
     memcpy(data->want, data->input, n);
     struct transform_params p = {.op = XFORM_XOR, .value = DP_XOR_VALUE, .length = n};
     cpu_ref_transform(&p, data->want, n);
     struct hist_params hp = {.type = ELEM_U8, .bins = DP_HIST_BINS};
     for (int k = 0; k < o->nsizes; k++)
         if (cpu_ref_hist(&hp, data->input, (size_t)o->sizes[k], &data->hist[k]) != 0)
-            dp_die("out of host memory for the histogram reference");
+            bench_die("out of host memory for the histogram reference");
     for (int i = 0; i < DP_STREAMS; i++)
-        data->got[i] = dp_malloc(n);
+        data->got[i] = bench_alloc_touched(n);
 }
 
 static void dp_data_free(struct dp_data *data, const struct dp_opts *o)
@@ -850,7 +822,7 @@ int main(int argc, char **argv)
     struct dp_data data;
     memset(&data, 0, sizeof data);
     dp_data_init(&data, &o);
-    struct dp_results *res = dp_malloc(sizeof *res);
+    struct dp_results *res = bench_alloc_touched(sizeof *res);
     dp_pinned_all(&o, &data, res);
     printf("# limits: best of %d; ampd: median of %d; each after 1 warm-up; "
            "GB/s = input bytes / s (raw: each way)\n", o.reps, o.reps);

@@ -154,12 +154,6 @@ static double dma_memcpy(uint8_t *dst, const uint8_t *src, size_t size, int thre
     return bench_now() - t0;
 }
 
-static double dma_median(double *t, int n)
-{
-    qsort(t, n, sizeof(*t), bench_cmp_double);
-    return t[n / 2];
-}
-
 int main(int argc, char **argv)
 {
     uint64_t size = 1ull << 30;
@@ -246,7 +240,7 @@ int main(int argc, char **argv)
         }
         /* The first copy from fresh pages may pay for pinning them. */
         double first = size / ti[0] / 1e9;
-        double in = size / dma_median(ti, reps) / 1e9, out = size / dma_median(to, reps) / 1e9;
+        double in = size / bench_median(ti, reps) / 1e9, out = size / bench_median(to, reps) / 1e9;
         if (w == WAY_PINNED)
             pin_in = in;
         printf("%-14s %10.2f %10.2f %10.2f %8.2f  %s\n", dma_way_name[w], first, in, out,
@@ -256,7 +250,7 @@ int main(int argc, char **argv)
     for (size_t k = 0; k < sizeof threads / sizeof *threads; k++) {
         for (int r = 0; r < reps; r++)
             ti[r] = dma_memcpy(c.pinned_p, c.region, size, threads[k]);
-        double in = size / dma_median(ti, reps) / 1e9;
+        double in = size / bench_median(ti, reps) / 1e9;
         printf("memcpy x%-6d %10s %10.2f %10s %8.2f  %s\n", threads[k], "", in, "", in / pin_in,
                memcmp(c.pinned_p, c.region, size) ? "WRONG" : "ok");
     }

@@ -111,7 +111,7 @@ struct bench {
     int failures;
 };
 
-static void bench_die(const char *what, const struct job *job)
+static void bench_job_die(const char *what, const struct job *job)
 {
     fprintf(stderr, "bench_kernels: %s: %s\n", what, job->msg);
     exit(2);
@@ -155,7 +155,7 @@ static void bench_setup(struct bench *b, struct dev *d, size_t size)
     for (int i = 0; i < BENCH_NOUT; i++)
         dev_buf_create(&x, &b->out[i], size, "a benchmark output");
     if (dev_exec_finish(&x) != STATUS_OK)
-        bench_die("setting up buffers", &b->job);
+        bench_job_die("setting up buffers", &b->job);
     b->got = bench_malloc(size);
     b->want = bench_malloc(size);
 }
@@ -266,7 +266,7 @@ static uint64_t bench_once(struct bench *b, const struct bench_case *c, int rep,
     if (sel && c->kernel != K_DAEMON)
         sel(daemon);
     if (dev_exec_finish(&x) != STATUS_OK)
-        bench_die(c->name, &b->job);
+        bench_job_die(c->name, &b->job);
     return x.device_ns;
 }
 
@@ -311,7 +311,7 @@ static double bench_bytes(enum bench_bytes mode, size_t size)
  * other buffers) and *ratio is the median over runs of the kernel's GB/s
  * over that copy's: on a shared CPU device, load from other processes
  * moves both alike, where medians taken apart compare different moments. */
-static uint64_t bench_median(struct bench *b, const struct bench_case *c, int reps,
+static uint64_t bench_case_median(struct bench *b, const struct bench_case *c, int reps,
                              uint64_t *slots, double *ratio)
 {
     uint64_t t[BENCH_MAX_REPS > 64 ? BENCH_MAX_REPS : 64];
@@ -374,7 +374,7 @@ static bool bench_check(struct bench *b, const struct bench_case *c, int rep,
     struct dev_exec x = bench_exec_begin(b);
     dev_exec_read(&x, &b->out[rep % BENCH_NOUT], b->got, 0, len);
     if (dev_exec_finish(&x) != STATUS_OK)
-        bench_die("reading a result back", &b->job);
+        bench_job_die("reading a result back", &b->job);
     return memcmp(b->got, b->want, len) == 0;
 }
 
@@ -386,7 +386,7 @@ static void bench_size(struct bench_opts *o, struct dev *d, size_t size, int *fa
     uint64_t *slots = bench_malloc(OP_HIST_SLOTS(BENCH_NBINS) * sizeof(uint64_t));
     char label[32];
     bench_size_label(size, label, sizeof label, false);
-    uint64_t copy_ns = bench_median(&b, NULL, reps, NULL, NULL);
+    uint64_t copy_ns = bench_case_median(&b, NULL, reps, NULL, NULL);
     double copy_gbs = bench_bytes(BYTES_RW, size) / (double)(copy_ns ? copy_ns : 1);
     printf("%-24s %9s %11.1f %9.2f %8.3f %s\n", "copy", label, copy_ns / 1e3, copy_gbs, 1.0,
            "-");
@@ -395,7 +395,7 @@ static void bench_size(struct bench_opts *o, struct dev *d, size_t size, int *fa
         if ((o->only && !strstr(c->name, o->only)) || !bench_case_runs(d, c))
             continue;
         double ratio = 0;
-        uint64_t ns = bench_median(&b, c, reps, slots, &ratio);
+        uint64_t ns = bench_case_median(&b, c, reps, slots, &ratio);
         /* The last timed run used input reps - 1; its output is still there. */
         bool ok = bench_check(&b, c, reps - 1, slots);
         double gbs = bench_bytes(c->bytes, size) / (double)(ns ? ns : 1);

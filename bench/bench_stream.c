@@ -98,34 +98,6 @@ static void bench_fail(const char *what)
     bench_failures++;
 }
 
-static void bench_die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-
-static void bench_die(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "bench_stream: ");
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-    exit(2);
-}
-
-static void *bench_malloc(size_t n)
-{
-    void *p = malloc(n ? n : 1);
-    if (!p)
-        bench_die("out of host memory (%zu bytes)", n);
-    memset(p, 0, n);   /* touched now, so no page faults inside a timing */
-    return p;
-}
-
-static double bench_median(double *t, int n)
-{
-    qsort(t, (size_t)n, sizeof t[0], bench_cmp_double);
-    return t[n / 2];
-}
-
 /* --- stages alone on the device --------------------------------------------- */
 
 static size_t bench_chunk_len(const struct bench_dev *b, size_t i)
@@ -308,7 +280,7 @@ static void bench_stages(struct dev *d, const struct bench_opts *o, const uint8_
     struct bench_dev b;
     bench_dev_setup(&b, d, o, input);
     bench_dev_check(&b, want, want_hist);
-    uint8_t *scratch[2] = {bench_malloc(b.size), bench_malloc(b.size)};
+    uint8_t *scratch[2] = {bench_alloc_touched(b.size), bench_alloc_touched(b.size)};
     for (int job = 0; job < BENCH_NJOBS; job++) {
         double t[BENCH_NSTAGES][BENCH_REPS_MAX];
         double once[BENCH_NSTAGES];
@@ -430,7 +402,7 @@ static int bench_whole(const struct bench_opts *o, const uint8_t *input, const u
     char device[16];
     snprintf(device, sizeof device, "%u", o->device);
     amp_opts ao = {.device = device, .timeout_ms = 0};
-    uint8_t *got = bench_malloc((size_t)o->size);
+    uint8_t *got = bench_alloc_touched((size_t)o->size);
     for (int job = 0; job < BENCH_NJOBS; job++) {
         double t[BENCH_REPS_MAX];
         bench_whole_once(c, &ao, job, input, (size_t)o->size, want, want_hist, got); /* warm */
@@ -536,7 +508,7 @@ static void bench_parse(int argc, char **argv, struct bench_opts *o)
 /* The CPU reference of both jobs over input. */
 static uint8_t *bench_reference(const uint8_t *input, size_t size, struct hist_result *hist)
 {
-    uint8_t *want = bench_malloc(size);
+    uint8_t *want = bench_alloc_touched(size);
     memcpy(want, input, size);
     struct transform_params p = {.op = XFORM_ADD, .value = BENCH_ADD_VALUE, .length = size};
     cpu_ref_transform(&p, want, size);
@@ -571,7 +543,7 @@ int main(int argc, char **argv)
            size, chunk, o.reps);
     fflush(stdout);
 
-    uint8_t *input = bench_malloc((size_t)o.size);
+    uint8_t *input = bench_alloc_touched((size_t)o.size);
     bench_random(input, (size_t)o.size, BENCH_SEED);
     struct hist_result want_hist = {0};
     uint8_t *want = bench_reference(input, (size_t)o.size, &want_hist);

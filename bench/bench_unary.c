@@ -59,28 +59,6 @@ struct bench_opts {
 
 static int bench_failures;
 
-static void bench_die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-
-static void bench_die(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "bench_unary: ");
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-    exit(2);
-}
-
-static uint8_t *bench_malloc(size_t n)
-{
-    uint8_t *p = malloc(n ? n : 1);
-    if (!p)
-        bench_die("out of memory (%zu bytes)", n);
-    memset(p, 0, n);   /* touched now: no page faults inside a timing */
-    return p;
-}
-
 
 static double bench_cpu(void)
 {
@@ -88,12 +66,6 @@ static double bench_cpu(void)
     getrusage(RUSAGE_SELF, &ru);
     return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
            (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
-}
-
-static double bench_median(double *t, int n)
-{
-    qsort(t, (size_t)n, sizeof t[0], bench_cmp_double);
-    return t[n / 2];
 }
 
 /* --- the raw socket ------------------------------------------------------------ */
@@ -175,7 +147,7 @@ static double bench_raw_once(const uint8_t *in, uint8_t *far, uint8_t *back, siz
 
 static double bench_raw(const struct bench_opts *o, const uint8_t *in, int echo)
 {
-    uint8_t *far = bench_malloc(o->size), *back = bench_malloc(o->size);
+    uint8_t *far = bench_alloc_touched(o->size), *back = bench_alloc_touched(o->size);
     double t[BENCH_REPS_MAX];
     bench_raw_once(in, far, back, o->size, echo);
     for (int r = 0; r < o->reps; r++)
@@ -305,9 +277,9 @@ int main(int argc, char **argv)
     memset(&o, 0, sizeof o);
     bench_parse(argc, argv, &o);
     signal(SIGPIPE, SIG_IGN);
-    uint8_t *in = bench_malloc(o.size);
+    uint8_t *in = bench_alloc_touched(o.size);
     bench_random(in, o.size, BENCH_SEED);
-    uint8_t *added = bench_malloc(o.size), *reversed = bench_malloc(o.size);
+    uint8_t *added = bench_alloc_touched(o.size), *reversed = bench_alloc_touched(o.size);
     for (size_t i = 0; i < o.size; i++) {
         added[i] = (uint8_t)(in[i] + BENCH_ADD_VALUE);
         reversed[i] = in[o.size - 1 - i];

@@ -1,8 +1,10 @@
 /* bench_util.c: helpers the benchmark programs share (bench_util.h). */
 #define _GNU_SOURCE
+#define _GNU_SOURCE  /* program_invocation_short_name */
 #include "bench_util.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,4 +79,30 @@ void bench_sleep_ms(int ms)
     struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
     while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
     }
+}
+
+double bench_median(double *t, int n)
+{
+    qsort(t, (size_t)n, sizeof t[0], bench_cmp_double);
+    return t[n / 2];
+}
+
+void bench_die(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "%s: ", program_invocation_short_name);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    exit(2);
+}
+
+void *bench_alloc_touched(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    if (!p)
+        bench_die("out of host memory (%zu bytes)", n);
+    memset(p, 0, n);
+    return p;
 }

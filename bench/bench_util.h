@@ -21,6 +21,16 @@ void bench_size_label(uint64_t size, char *buf, size_t len, bool compact);
 /* qsort comparator for doubles, ascending. */
 int bench_cmp_double(const void *a, const void *b);
 
+/* The median of t[0..n) (n >= 1), which it sorts. */
+double bench_median(double *t, int n);
+
+/* "PROGRAM: <message>" on stderr, then exit status 2 (could not run). */
+void bench_die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+
+/* n zeroed bytes (at least one), touched now so that no page fault lands
+ * inside a timing; dies when out of memory. */
+void *bench_alloc_touched(size_t n);
+
 /* Seconds on the monotonic clock, from an arbitrary origin. */
 double bench_now(void);
 
