@@ -187,6 +187,8 @@ int parse_range(const char *text, double *lo, double *hi);
 /* "uint8", "uint32", "int32", "float32", "int64". */
 int parse_type(const char *text, amp_type *out);
 const char *parse_type_name(amp_type t);
+/* Bytes of one element of t. */
+size_t parse_type_size(amp_type t);
 /* "add", "xor", "and", "or", "set", "map". */
 int parse_op(const char *text, amp_op *out);
 

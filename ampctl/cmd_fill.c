@@ -141,7 +141,7 @@ static void fill_print_one(FILE *f, amp_type t, const uint8_t *p)
 
 static int fill_write_text(const char *path, amp_type t, const uint8_t *data, size_t len)
 {
-    size_t esz = t == AMP_TYPE_INT64 ? 8 : 4;
+    size_t esz = parse_type_size(t);
     FILE *f;
     int rc = io_open_output(path, &f);
     if (rc != AMPCTL_OK)

@@ -96,9 +96,11 @@ int parse_range(const char *text, double *lo, double *hi)
 static const struct {
     const char *name;
     amp_type type;
+    size_t size;    /* bytes of one element */
 } parse_types[] = {
-    { "uint8", AMP_TYPE_UINT8 },     { "uint32", AMP_TYPE_UINT32 }, { "int32", AMP_TYPE_INT32 },
-    { "float32", AMP_TYPE_FLOAT32 }, { "int64", AMP_TYPE_INT64 },
+    { "uint8", AMP_TYPE_UINT8, 1 },     { "uint32", AMP_TYPE_UINT32, 4 },
+    { "int32", AMP_TYPE_INT32, 4 },     { "float32", AMP_TYPE_FLOAT32, 4 },
+    { "int64", AMP_TYPE_INT64, 8 },
 };
 
 int parse_type(const char *text, amp_type *out)
@@ -118,6 +120,14 @@ const char *parse_type_name(amp_type t)
         if (parse_types[i].type == t)
             return parse_types[i].name;
     return "?";
+}
+
+size_t parse_type_size(amp_type t)
+{
+    for (size_t i = 0; i < sizeof parse_types / sizeof parse_types[0]; i++)
+        if (parse_types[i].type == t)
+            return parse_types[i].size;
+    return 1;
 }
 
 /* Binary multipliers of the size suffixes parse_size() takes. */

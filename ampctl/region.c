@@ -19,13 +19,10 @@
  * or the daemon refuses). */
 static uint64_t region_output_bytes(const amp_step *steps, size_t nsteps, uint64_t len)
 {
-    static const uint64_t elem[] = { [AMP_TYPE_UINT8] = 1, [AMP_TYPE_UINT32] = 4,
-                                     [AMP_TYPE_INT32] = 4, [AMP_TYPE_FLOAT32] = 4,
-                                     [AMP_TYPE_INT64] = 8 };
     uint64_t total = 0;
     for (size_t i = 0; i < nsteps; i++) {
         if (steps[i].kind == AMP_STEP_FILL) {
-            uint64_t e = elem[steps[i].fill.type];
+            uint64_t e = parse_type_size(steps[i].fill.type);
             if (steps[i].fill.count > UINT64_MAX / e)
                 return 0;
             len = steps[i].fill.count * e;
