@@ -87,10 +87,11 @@ static uint64_t rpc_job_output_bytes(const struct job *job)
 static void rpc_job_start(struct rpc_call *rc, struct job *job, enum status_code code,
                           const char *device, char *err, void (*done)(struct job *job))
 {
-    if (code == STATUS_OK && job->out_region && rpc_job_output_bytes(job) > job->out_cap) {
+    uint64_t writes = code == STATUS_OK && job->out_region ? rpc_job_output_bytes(job) : 0;
+    if (writes > job->out_cap) {
         snprintf(err, STATUS_MSG_MAX,
-                 "output_region: the job writes %" PRIu64 " bytes, the slice holds %zu",
-                 rpc_job_output_bytes(job), job->out_cap);
+                 "output_region: the job writes %" PRIu64 " bytes, the slice holds %zu", writes,
+                 job->out_cap);
         code = STATUS_OUT_OF_RANGE;
     }
     if (code == STATUS_OK)
