@@ -98,6 +98,27 @@ static int region_status_code(const char *name, size_t len)
     return AMP_EPROTO;
 }
 
+static const char region_too_long[] = "answer too long";
+
+/* Reads one answer line from fd into ans (newline replaced by NUL), a
+ * byte at a time so as never to read past it. Returns NULL, or why not. */
+static const char *region_read_line(int fd, char *ans, size_t cap)
+{
+    size_t n = 0;
+    while (n == 0 || ans[n - 1] != '\n') {
+        struct pollfd p = { .fd = fd, .events = POLLIN };
+        if (poll(&p, 1, REGION_ANSWER_TIMEOUT_MS) <= 0)
+            return "no answer";
+        ssize_t k = recv(fd, ans + n, 1, 0);
+        if (k <= 0)
+            return k == 0 ? "the daemon closed it" : strerror(errno);
+        if (++n == cap)
+            return region_too_long;
+    }
+    ans[n - 1] = '\0';
+    return NULL;
+}
+
 /* Sends line (with fd attached unless -1) and reads the one-line answer.
  * Returns 0 with the answer's words after "OK " in ok, or an AMP_E* code
  * with the daemon's message on c. */
@@ -123,19 +144,10 @@ static int region_ask(amp_conn *c, struct region_link *l, const char *line, int 
     if (sendmsg(l->fd, &m, MSG_NOSIGNAL) != (ssize_t)iov.iov_len)
         return conn_fail(c, AMP_EIO, "region socket: send: %s", strerror(errno));
     char ans[REGION_ANSWER_MAX];
-    size_t n = 0;
-    while (n == 0 || ans[n - 1] != '\n') {
-        struct pollfd p = { .fd = l->fd, .events = POLLIN };
-        if (poll(&p, 1, REGION_ANSWER_TIMEOUT_MS) <= 0)
-            return conn_fail(c, AMP_EIO, "region socket: no answer");
-        ssize_t k = recv(l->fd, ans + n, 1, 0);   /* a byte at a time: never past the line */
-        if (k <= 0)
-            return conn_fail(c, AMP_EIO, "region socket: %s",
-                             k == 0 ? "the daemon closed it" : strerror(errno));
-        if (++n == sizeof ans)
-            return conn_fail(c, AMP_EPROTO, "region socket: answer too long");
-    }
-    ans[n - 1] = '\0';
+    const char *why = region_read_line(l->fd, ans, sizeof ans);
+    if (why)
+        return conn_fail(c, why == region_too_long ? AMP_EPROTO : AMP_EIO,
+                         "region socket: %s", why);
     if (strncmp(ans, "OK ", 3) == 0) {
         snprintf(ok, oklen, "%s", ans + 3);
         return 0;
@@ -223,13 +235,9 @@ void amp_region_release(amp_region *r)
     char line[64];
     snprintf(line, sizeof line, "RELEASE %" PRIu64 "\n", r->id);
     if (send(r->link->fd, line, strlen(line), MSG_NOSIGNAL | MSG_DONTWAIT) > 0) {
-        char ans[REGION_ANSWER_MAX];
-        size_t n = 0;
-        struct pollfd p = { .fd = r->link->fd, .events = POLLIN };
         /* Read its answer so that the next request's answer is the next line. */
-        while ((n == 0 || ans[n - 1] != '\n') && n < sizeof ans &&
-               poll(&p, 1, REGION_ANSWER_TIMEOUT_MS) > 0 && recv(r->link->fd, ans + n, 1, 0) == 1)
-            n++;
+        char ans[REGION_ANSWER_MAX];
+        region_read_line(r->link->fd, ans, sizeof ans);
     }
     munmap(r->map, r->size);
     region_link_put(r->link);
