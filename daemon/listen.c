@@ -20,7 +20,10 @@
 #include <unistd.h>
 
 #define LISTEN_BACKLOG 511
-#define LISTEN_READ_BUF (64 * 1024)
+/* Bytes read at once: about what a peer's write leaves in a Unix socket
+ * (its ~208 KiB send buffer), so a 32 MiB request is ~150 reads, not 512.
+ * Pages are touched only as far as reads fill them. */
+#define LISTEN_READ_BUF (256 * 1024)
 
 union listen_handle {
     uv_handle_t handle;
