@@ -28,12 +28,20 @@ enum {
  * that reach it) are streamed in chunks instead of sent in one message. */
 #define AMPCTL_STREAM_THRESHOLD (16u * 1024 * 1024)
 
+/* --transport: how data reaches the daemon. */
+enum ampctl_transport {
+    AMPCTL_TRANSPORT_AUTO,   /* regions on a Unix socket where the daemon has them, else socket */
+    AMPCTL_TRANSPORT_SHM,    /* regions, or an error */
+    AMPCTL_TRANSPORT_SOCKET, /* messages: one unary call, or a stream */
+};
+
 struct ampctl {
     const char *address; /* --address, $AMP_ADDRESS or AMP_DEFAULT_ADDRESS */
     amp_opts opts;       /* --device, --timeout */
     int json;            /* --json */
     uint64_t stream_threshold; /* --stream-threshold, default AMPCTL_STREAM_THRESHOLD */
     int no_progress;     /* --no-progress */
+    enum ampctl_transport transport; /* --transport */
     amp_conn *conn;      /* opened by ampctl_connect(), closed by main */
 };
 
@@ -132,6 +140,18 @@ int io_close_fd(const char *path, int fd);
  * file. One histogram per histogram step goes into hists. Returns an exit
  * code; a local read or write failure is AMPCTL_EIO. */
 int stream_job(struct ampctl *ctx, struct io_input *in, const amp_step *steps, size_t nsteps,
+               const char *output, int has_output, amp_hist *hists, size_t nhists);
+
+/* --- region.c ------------------------------------------------------------- */
+
+/* What region_job() returns when the job should take the socket path
+ * (--transport socket, or auto without regions): not an exit code. */
+#define REGION_UNAVAILABLE (-1)
+
+/* Runs steps over in as one job over shared-memory regions, as
+ * stream_job() does over a stream (same arguments, same output). Returns
+ * an exit code, or REGION_UNAVAILABLE. */
+int region_job(struct ampctl *ctx, struct io_input *in, const amp_step *steps, size_t nsteps,
                const char *output, int has_output, amp_hist *hists, size_t nhists);
 
 /* --- progress.c ------------------------------------------------------------ */

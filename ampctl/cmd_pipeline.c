@@ -258,10 +258,11 @@ static int pipeline_go(struct ampctl *ctx, const struct pipeline_args *a, amp_hi
     if (rc == AMPCTL_OK)
         rc = ampctl_connect(ctx);
     if (rc == AMPCTL_OK) {
-        if (io_input_streams(&in, ctx->stream_threshold))
+        rc = region_job(ctx, &in, a->steps, a->nsteps, a->output, a->has_data, hists, a->nhists);
+        if (rc == REGION_UNAVAILABLE && io_input_streams(&in, ctx->stream_threshold))
             rc = stream_job(ctx, &in, a->steps, a->nsteps, a->output, a->has_data, hists,
                             a->nhists);
-        else
+        else if (rc == REGION_UNAVAILABLE)
             rc = pipeline_unary(ctx, a, &in, hists);
     }
     if (rc == AMPCTL_OK && a->nhists)

@@ -85,12 +85,12 @@ static int reverse_run(struct ampctl *ctx, int argc, char **argv)
     if (rc == AMPCTL_OK)
         rc = ampctl_connect(ctx);
     if (rc == AMPCTL_OK) {
-        if (io_input_streams(&in, ctx->stream_threshold)) {
-            amp_step step = { .kind = AMP_STEP_REVERSE };
+        amp_step step = { .kind = AMP_STEP_REVERSE };
+        rc = region_job(ctx, &in, &step, 1, a.output, 1, NULL, 0);
+        if (rc == REGION_UNAVAILABLE && io_input_streams(&in, ctx->stream_threshold))
             rc = stream_job(ctx, &in, &step, 1, a.output, 1, NULL, 0);
-        } else {
+        else if (rc == REGION_UNAVAILABLE)
             rc = reverse_unary(ctx, a.output, in.head, in.head_len);
-        }
     }
     io_input_close(&in);
     return rc;

@@ -15,7 +15,7 @@
 #define AMPCTL_PROG "ampctl"
 #define AMPCTL_ARGV0_MAX 64
 /* getopt values of the options that have no short form */
-enum { AMPCTL_OPT_THRESHOLD = 256, AMPCTL_OPT_NO_PROGRESS };
+enum { AMPCTL_OPT_THRESHOLD = 256, AMPCTL_OPT_NO_PROGRESS, AMPCTL_OPT_TRANSPORT };
 
 static const struct ampctl_cmd *const ampctl_cmds[] = {
     &cmd_reverse, &cmd_transform, &cmd_hist,   &cmd_fill,
@@ -42,6 +42,10 @@ static void ampctl_usage(FILE *f)
             "                      suffixes (default 16M; 0: always stream)\n"
             "      --no-progress   no progress bar for streamed inputs (it is only drawn\n"
             "                      when stderr is a terminal)\n"
+            "      --transport auto|shm|socket\n"
+            "                      how data reaches the daemon: shm puts it in shared\n"
+            "                      memory regions (a local Unix socket only), socket in\n"
+            "                      messages; auto (default) takes shm where it can\n"
             "  -h, --help          this help; `ampctl COMMAND --help` for a command's\n"
             "  -V, --version       print the version\n"
             "\n"
@@ -174,6 +178,7 @@ static int ampctl_parse_common(struct ampctl *ctx, int argc, char **argv)
         { "help", no_argument, NULL, 'h' },          { "version", no_argument, NULL, 'V' },
         { "stream-threshold", required_argument, NULL, AMPCTL_OPT_THRESHOLD },
         { "no-progress", no_argument, NULL, AMPCTL_OPT_NO_PROGRESS },
+        { "transport", required_argument, NULL, AMPCTL_OPT_TRANSPORT },
         { NULL, 0, NULL, 0 },
     };
     uint32_t ms;
@@ -195,6 +200,17 @@ static int ampctl_parse_common(struct ampctl *ctx, int argc, char **argv)
                                           "(e.g. 16M)", optarg);
             break;
         case AMPCTL_OPT_NO_PROGRESS: ctx->no_progress = 1; break;
+        case AMPCTL_OPT_TRANSPORT:
+            if (strcmp(optarg, "auto") == 0)
+                ctx->transport = AMPCTL_TRANSPORT_AUTO;
+            else if (strcmp(optarg, "shm") == 0)
+                ctx->transport = AMPCTL_TRANSPORT_SHM;
+            else if (strcmp(optarg, "socket") == 0)
+                ctx->transport = AMPCTL_TRANSPORT_SOCKET;
+            else
+                return ampctl_usage_error(NULL, "--transport: '%s' is not auto, shm or socket",
+                                          optarg);
+            break;
         case 'h': ampctl_usage(stdout); return AMPCTL_OK;
         case 'V': printf(AMPCTL_PROG " %s\n", AMP_VERSION); return AMPCTL_OK;
         default: return ampctl_bad_option(NULL);

@@ -1,33 +1,28 @@
-/* bench_daemon.c: start, check and stop an ampd for a benchmark (bench_daemon.h). */
+/* bench_daemon.c: start and stop an ampd for a benchmark (bench_daemon.h).
+ * The child's stdout and stderr go to a log file, shown only when it fails:
+ * a benchmark's own output stays a table. */
 #define _GNU_SOURCE
 #include "bench_daemon.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
-#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "amp.h"
+#include "bench_util.h"
 
-#define BENCH_DAEMON_START_TIMEOUT_MS 120000 /* PoCL builds ampd's kernels at start */
+#define BENCH_DAEMON_START_MS 120000   /* PoCL builds ampd's kernels at start */
+#define BENCH_DAEMON_STOP_MS 60000     /* past ampd's default --drain-timeout (30 s) */
 #define BENCH_DAEMON_POLL_MS 50
-#define BENCH_DAEMON_LOG_TAIL 2000           /* bytes of ampd's log shown on failure */
-#define BENCH_DAEMON_MAX_ARGS 32
+#define BENCH_DAEMON_LOG_TAIL 2000     /* bytes of the log shown on failure */
+#define BENCH_DAEMON_MAX_ARGS 64
 
-static void bench_daemon_sleep_ms(int ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-    }
-}
-
-static void bench_daemon_log(const struct bench_daemon *dm)
+void bench_daemon_log(const struct bench_daemon *dm)
 {
     FILE *f = fopen(dm->log, "r");
     if (!f)
@@ -39,47 +34,63 @@ static void bench_daemon_log(const struct bench_daemon *dm)
     size_t n = fread(buf, 1, BENCH_DAEMON_LOG_TAIL, f);
     buf[n] = '\0';
     fclose(f);
-    fprintf(stderr, "--- ampd log (%s) ---\n%s\n", dm->log, buf);
+    fprintf(stderr, "--- the end of ampd's log (%s) ---\n%s\n", dm->log, buf);
 }
 
-static void bench_daemon_exec(const struct bench_daemon *dm, const char *ampd,
+/* In the child: never returns. */
+static void bench_daemon_exec(const struct bench_daemon *dm, const char *path,
                               const char *const *args)
 {
-    char listen_arg[160];
-    snprintf(listen_arg, sizeof listen_arg, "unix:%s/ampd.sock", dm->dir);
+    char listen_arg[sizeof dm->address];
+    snprintf(listen_arg, sizeof listen_arg, "%s", dm->address);
+    const char *argv[BENCH_DAEMON_MAX_ARGS + 4];
+    int n = 0;
+    argv[n++] = path;
+    argv[n++] = "--listen";
+    argv[n++] = listen_arg;
+    for (int i = 0; args && args[i] && i < BENCH_DAEMON_MAX_ARGS; i++)
+        argv[n++] = args[i];
+    argv[n] = NULL;
     int fd = open(dm->log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (fd >= 0) {
         dup2(fd, STDOUT_FILENO);
         dup2(fd, STDERR_FILENO);
     }
-    char *argv[BENCH_DAEMON_MAX_ARGS + 4] = {(char *)ampd, "--listen", listen_arg};
-    int n = 3;
-    for (int i = 0; args && args[i] && i < BENCH_DAEMON_MAX_ARGS; i++)
-        argv[n++] = (char *)args[i];
-    argv[n] = NULL;
-    execv(ampd, argv);
-    fprintf(stderr, "exec %s: %s\n", ampd, strerror(errno));
+    execv(path, (char *const *)argv);
+    fprintf(stderr, "exec %s: %s\n", path, strerror(errno));
     _exit(127);
 }
 
-/* True once ampd at dm->address answers a health check with SERVING. */
-static bool bench_daemon_serving(const struct bench_daemon *dm)
+static int bench_daemon_health(const char *address)
 {
     amp_conn *c;
     int serving = AMP_HEALTH_UNKNOWN;
-    if (amp_connect(dm->address, &c) != 0)
-        return false;
+    if (amp_connect(address, &c) != 0)
+        return AMP_HEALTH_UNKNOWN;
     int rc = amp_health(c, NULL, NULL, &serving);
     amp_close(c);
-    return rc == 0 && serving == AMP_HEALTH_SERVING;
+    return rc == 0 ? serving : AMP_HEALTH_UNKNOWN;
 }
 
-int bench_daemon_start(struct bench_daemon *dm, const char *ampd, const char *const *args)
+static void bench_daemon_cleanup(struct bench_daemon *dm)
+{
+    char sock[sizeof dm->dir + 32];
+    snprintf(sock, sizeof sock, "%s/ampd.sock", dm->dir);
+    unlink(sock);
+    snprintf(sock, sizeof sock, "%s/ampd.sock.regions", dm->dir);   /* its region socket */
+    unlink(sock);
+    unlink(dm->log);
+    rmdir(dm->dir);
+    dm->pid = 0;
+}
+
+int bench_daemon_start(struct bench_daemon *dm, const char *path, const char *prefix,
+                       const char *const *args, char *err, size_t errlen)
 {
     memset(dm, 0, sizeof *dm);
-    snprintf(dm->dir, sizeof dm->dir, "/tmp/bench_ampd.XXXXXX");
+    snprintf(dm->dir, sizeof dm->dir, "/tmp/%.32s.XXXXXX", prefix);
     if (!mkdtemp(dm->dir)) {
-        fprintf(stderr, "mkdtemp: %s\n", strerror(errno));
+        snprintf(err, errlen, "mkdtemp: %s", strerror(errno));
         return -1;
     }
     snprintf(dm->address, sizeof dm->address, "unix:%s/ampd.sock", dm->dir);
@@ -87,33 +98,30 @@ int bench_daemon_start(struct bench_daemon *dm, const char *ampd, const char *co
     fflush(NULL);
     dm->pid = fork();
     if (dm->pid < 0) {
-        fprintf(stderr, "fork: %s\n", strerror(errno));
+        snprintf(err, errlen, "fork: %s", strerror(errno));
+        rmdir(dm->dir);
         return -1;
     }
     if (dm->pid == 0)
-        bench_daemon_exec(dm, ampd, args);
-    for (int waited = 0; waited < BENCH_DAEMON_START_TIMEOUT_MS; waited += BENCH_DAEMON_POLL_MS) {
-        int st;
-        if (waitpid(dm->pid, &st, WNOHANG) == dm->pid) {
+        bench_daemon_exec(dm, path, args);
+    for (int waited = 0; waited < BENCH_DAEMON_START_MS; waited += BENCH_DAEMON_POLL_MS) {
+        if (waitpid(dm->pid, NULL, WNOHANG) == dm->pid) {
             bench_daemon_log(dm);
-            fprintf(stderr, "%s exited before serving (log above)\n", ampd);
+            snprintf(err, errlen, "%s exited before serving (its log above)", path);
+            bench_daemon_cleanup(dm);
             return -1;
         }
-        if (bench_daemon_serving(dm))
+        if (bench_daemon_health(dm->address) == AMP_HEALTH_SERVING)
             return 0;
-        bench_daemon_sleep_ms(BENCH_DAEMON_POLL_MS);
+        bench_sleep_ms(BENCH_DAEMON_POLL_MS);
     }
     kill(dm->pid, SIGKILL);
     waitpid(dm->pid, NULL, 0);
     bench_daemon_log(dm);
-    fprintf(stderr, "%s did not become healthy in time (log above)\n", ampd);
+    snprintf(err, errlen, "%s was not serving after %d s (its log above)", path,
+             BENCH_DAEMON_START_MS / 1000);
+    bench_daemon_cleanup(dm);
     return -1;
-}
-
-void bench_daemon_use(struct bench_daemon *dm, const char *address)
-{
-    memset(dm, 0, sizeof *dm);
-    snprintf(dm->address, sizeof dm->address, "%s", address);
 }
 
 int bench_daemon_stop(struct bench_daemon *dm)
@@ -122,14 +130,25 @@ int bench_daemon_stop(struct bench_daemon *dm)
         return 0;
     int st = 0;
     kill(dm->pid, SIGTERM);
-    waitpid(dm->pid, &st, 0);
+    for (int waited = 0; waitpid(dm->pid, &st, WNOHANG) != dm->pid;
+         waited += BENCH_DAEMON_POLL_MS) {
+        if (waited >= BENCH_DAEMON_STOP_MS) {
+            kill(dm->pid, SIGKILL);
+            waitpid(dm->pid, &st, 0);
+            fprintf(stderr, "ampd had not exited %d s after SIGTERM\n",
+                    BENCH_DAEMON_STOP_MS / 1000);
+            break;
+        }
+        bench_sleep_ms(BENCH_DAEMON_POLL_MS);
+    }
     bool clean = WIFEXITED(st) && WEXITSTATUS(st) == 0;
     if (!clean) {
         bench_daemon_log(dm);
-        fprintf(stderr, "ampd did not exit cleanly (wait status %d)\n", st);
+        if (WIFSIGNALED(st))
+            fprintf(stderr, "ampd died of signal %d\n", WTERMSIG(st));
+        else
+            fprintf(stderr, "ampd exited with status %d\n", WEXITSTATUS(st));
     }
-    unlink(dm->log);
-    rmdir(dm->dir);
-    dm->pid = 0;
+    bench_daemon_cleanup(dm);
     return clean ? 0 : -1;
 }

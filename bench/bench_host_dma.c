@@ -5,6 +5,8 @@
  *   pinned        clEnqueueWrite/ReadBuffer from a CL_MEM_ALLOC_HOST_PTR
  *                 buffer mapped once (the limit)
  *   pageable      clEnqueueWrite/ReadBuffer straight from the memfd mapping
+ *   pageable async  the same, non-blocking, then clFinish (as a daemon
+ *                 that queues copies and kernels together would)
  *   use_host_ptr  a CL_MEM_USE_HOST_PTR buffer over the mapping, made once;
  *                 per copy a map/unmap (so the driver sees what the host
  *                 wrote, or the host what the device wrote) and a
@@ -30,13 +32,6 @@
 
 #include "bench_util.h"
 #include "dev_internal.h"
-
-static double bench_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 struct dma_ctx {
     struct dev *d;
@@ -66,8 +61,9 @@ static bool dma_device_has(struct dma_ctx *c, const uint8_t *want)
     return memcmp(c->check, want, c->size) == 0;
 }
 
-enum dma_way { WAY_PINNED, WAY_PAGEABLE, WAY_UHP };
-static const char *const dma_way_name[] = {"pinned", "pageable", "use_host_ptr"};
+enum dma_way { WAY_PINNED, WAY_PAGEABLE, WAY_PAGEABLE_ASYNC, WAY_UHP };
+static const char *const dma_way_name[] = {"pinned", "pageable", "pageable async",
+                                           "use_host_ptr"};
 
 /* One host-to-device copy by way; returns seconds. */
 static double dma_in(struct dma_ctx *c, enum dma_way way)
@@ -79,6 +75,10 @@ static double dma_in(struct dma_ctx *c, enum dma_way way)
         rc = clEnqueueWriteBuffer(q, c->dev, CL_TRUE, 0, c->size, c->pinned_p, 0, NULL, NULL);
     } else if (way == WAY_PAGEABLE) {
         rc = clEnqueueWriteBuffer(q, c->dev, CL_TRUE, 0, c->size, c->region, 0, NULL, NULL);
+    } else if (way == WAY_PAGEABLE_ASYNC) {
+        rc = clEnqueueWriteBuffer(q, c->dev, CL_FALSE, 0, c->size, c->region, 0, NULL, NULL);
+        if (rc == CL_SUCCESS)
+            rc = clFinish(q);
     } else {
         /* The host wrote the region: a write map + unmap tells the driver. */
         void *p = clEnqueueMapBuffer(q, c->uhp, CL_TRUE, CL_MAP_WRITE, 0, c->size, 0, NULL, NULL,
@@ -105,6 +105,10 @@ static double dma_out(struct dma_ctx *c, enum dma_way way)
         rc = clEnqueueReadBuffer(q, c->dev, CL_TRUE, 0, c->size, c->pinned_p, 0, NULL, NULL);
     } else if (way == WAY_PAGEABLE) {
         rc = clEnqueueReadBuffer(q, c->dev, CL_TRUE, 0, c->size, c->region, 0, NULL, NULL);
+    } else if (way == WAY_PAGEABLE_ASYNC) {
+        rc = clEnqueueReadBuffer(q, c->dev, CL_FALSE, 0, c->size, c->region, 0, NULL, NULL);
+        if (rc == CL_SUCCESS)
+            rc = clFinish(q);
     } else {
         rc = clEnqueueCopyBuffer(q, c->dev, c->uhp, 0, 0, c->size, 0, NULL, NULL);
         void *p = rc == CL_SUCCESS ? clEnqueueMapBuffer(q, c->uhp, CL_TRUE, CL_MAP_READ, 0,

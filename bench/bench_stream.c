@@ -24,18 +24,16 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "amp.h"
 #include "bench_daemon.h"
+#include "bench_sock.h"
 #include "bench_util.h"
 #include "cpu_ref.h"
 #include "dev_internal.h"
@@ -120,13 +118,6 @@ static void *bench_malloc(size_t n)
         bench_die("out of host memory (%zu bytes)", n);
     memset(p, 0, n);   /* touched now, so no page faults inside a timing */
     return p;
-}
-
-static double bench_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 static double bench_median(double *t, int n)
@@ -278,68 +269,6 @@ static void bench_dev_check(struct bench_dev *b, const uint8_t *want,
 
 /* --- the socket stage ----------------------------------------------------------- */
 
-/* One direction of the socket: a writer thread sends src, a reader thread
- * receives it into dst. */
-struct bench_sock_dir {
-    int wfd, rfd;
-    const uint8_t *src;
-    uint8_t *dst;
-    size_t len;
-    pthread_t writer, reader;
-    int err;                 /* errno of a failed read or write, else 0 */
-};
-
-static void *bench_sock_writer(void *arg)
-{
-    struct bench_sock_dir *s = arg;
-    for (size_t done = 0; done < s->len;) {
-        size_t n = s->len - done < BENCH_SOCK_WRITE ? s->len - done : BENCH_SOCK_WRITE;
-        ssize_t w = write(s->wfd, s->src + done, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0) {
-            s->err = errno ? errno : EIO;
-            break;
-        }
-        done += (size_t)w;
-    }
-    return NULL;
-}
-
-static void *bench_sock_reader(void *arg)
-{
-    struct bench_sock_dir *s = arg;
-    for (size_t done = 0; done < s->len;) {
-        size_t n = s->len - done < BENCH_SOCK_WRITE ? s->len - done : BENCH_SOCK_WRITE;
-        ssize_t r = read(s->rfd, s->dst + done, n);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0) {
-            s->err = r == 0 ? EPIPE : errno;
-            break;
-        }
-        done += (size_t)r;
-    }
-    return NULL;
-}
-
-static void bench_sock_start(struct bench_sock_dir *s)
-{
-    int e = pthread_create(&s->writer, NULL, bench_sock_writer, s);
-    if (e == 0)
-        e = pthread_create(&s->reader, NULL, bench_sock_reader, s);
-    if (e != 0)
-        bench_die("cannot start a socket thread (%s)", strerror(e));
-}
-
-static void bench_sock_join(struct bench_sock_dir *s)
-{
-    pthread_join(s->writer, NULL);
-    pthread_join(s->reader, NULL);
-    if (s->err)
-        bench_die("socket stage: %s", strerror(s->err));
-}
-
 /* Seconds to move in (len bytes) one way through a Unix socket, and out
  * the other way at the same time when out is not NULL; what arrives must
  * be what was sent. */
@@ -347,19 +276,11 @@ static double bench_socket(const uint8_t *in, uint8_t *in_dst, const uint8_t *ou
                            uint8_t *out_dst, size_t len)
 {
     int fd[2];
-    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fd) < 0)
+    if (bench_sock_pair(BENCH_SOCK_UNIX, fd) < 0)
         bench_die("socketpair: %s", strerror(errno));
-    struct bench_sock_dir up = {.wfd = fd[0], .rfd = fd[1], .src = in, .dst = in_dst, .len = len};
-    struct bench_sock_dir down = {.wfd = fd[1], .rfd = fd[0], .src = out, .dst = out_dst,
-                                  .len = len};
-    double t0 = bench_now();
-    bench_sock_start(&up);
-    if (out)
-        bench_sock_start(&down);
-    bench_sock_join(&up);
-    if (out)
-        bench_sock_join(&down);
-    double t = bench_now() - t0;
+    double t = bench_sock_copy(fd, in, in_dst, out, out_dst, len, BENCH_SOCK_WRITE);
+    if (t < 0)
+        bench_die("socket stage: %s", strerror(errno));
     close(fd[0]);
     close(fd[1]);
     if (memcmp(in_dst, in, len) != 0 || (out && memcmp(out_dst, out, len) != 0))
@@ -406,6 +327,16 @@ static void bench_stages(struct dev *d, const struct bench_opts *o, const uint8_
 }
 
 /* --- the whole job through ampd ------------------------------------------------------ */
+
+/* Starts ampd with --chunk-bytes set to the bench's chunk. */
+static void bench_stream_daemon_start(struct bench_daemon *dm, const char *ampd, uint64_t chunk)
+{
+    char chunk_arg[32], err[256];
+    snprintf(chunk_arg, sizeof chunk_arg, "%llu", (unsigned long long)chunk);
+    const char *args[] = {"--chunk-bytes", chunk_arg, NULL};
+    if (bench_daemon_start(dm, ampd, "bench_stream", args, err, sizeof err) < 0)
+        bench_die("%s", err);
+}
 
 /* The client's input: the bench's input buffer, read front to back. */
 struct bench_source {
@@ -488,13 +419,11 @@ static int bench_whole(const struct bench_opts *o, const uint8_t *input, const u
                         const struct hist_result *want_hist, struct bench_times *tm)
 {
     struct bench_daemon dm;
-    char chunk[32];
-    snprintf(chunk, sizeof chunk, "%llu", (unsigned long long)o->chunk);
-    const char *const args[] = {"--chunk-bytes", chunk, NULL};
+    memset(&dm, 0, sizeof dm);
     if (o->address)
-        bench_daemon_use(&dm, o->address);
-    else if (bench_daemon_start(&dm, o->ampd, args) != 0)
-        exit(2);
+        snprintf(dm.address, sizeof dm.address, "%s", o->address);
+    else
+        bench_stream_daemon_start(&dm, o->ampd, o->chunk);
     amp_conn *c;
     if (amp_connect(dm.address, &c) != 0)
         bench_die("%s", amp_last_message(NULL));

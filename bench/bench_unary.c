@@ -81,12 +81,6 @@ static uint8_t *bench_malloc(size_t n)
     return p;
 }
 
-static double bench_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static double bench_cpu(void)
 {
@@ -235,11 +229,14 @@ static void bench_calls(const struct bench_opts *o, const uint8_t *in,
                         const uint8_t *want[BENCH_NCALLS], double wall[BENCH_NCALLS],
                         double cpu[BENCH_NCALLS])
 {
-    struct bench_daemon dm;
+    struct bench_daemon dm = { 0 };   /* pid 0: a daemon someone else runs */
+    char err[256];
     if (o->address)
-        bench_daemon_use(&dm, o->address);
-    else if (bench_daemon_start(&dm, o->ampd, NULL) != 0)
+        snprintf(dm.address, sizeof dm.address, "%s", o->address);
+    else if (bench_daemon_start(&dm, o->ampd, "bench_unary", NULL, err, sizeof err) != 0) {
+        fprintf(stderr, "bench_unary: %s\n", err);
         exit(2);
+    }
     amp_conn *c;
     if (amp_connect(dm.address, &c) != 0)
         bench_die("%s", amp_last_message(NULL));

@@ -1,6 +1,6 @@
 /* bench_util.h: what the benchmark programs share: reproducible random
- * input, the K/M/G sizes of their options and tables, and sorting for
- * medians. */
+ * input, the K/M/G sizes of their options and tables, sorting for
+ * medians, and the clock. */
 #ifndef AMP_BENCH_UTIL_H
 #define AMP_BENCH_UTIL_H
 
@@ -20,5 +20,11 @@ void bench_size_label(uint64_t size, char *buf, size_t len, bool compact);
 
 /* qsort comparator for doubles, ascending. */
 int bench_cmp_double(const void *a, const void *b);
+
+/* Seconds on the monotonic clock, from an arbitrary origin. */
+double bench_now(void);
+
+/* Sleeps ms milliseconds, through signals. */
+void bench_sleep_ms(int ms);
 
 #endif

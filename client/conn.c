@@ -248,6 +248,9 @@ int amp_connect(const char *address, amp_conn **out)
         rc = conn_fail(c, AMP_EADDR, "%s", err);
     else
         rc = a.kind == ADDRESS_UNIX ? conn_open_unix(c, &a) : conn_open_tcp(c, &a);
+    if (rc == 0 && a.kind == ADDRESS_UNIX &&
+        address_region_path(&a, c->region_path, sizeof c->region_path) != 0)
+        c->region_path[0] = '\0';   /* too long a path: no regions */
     if (rc == 0 && conn_set_nonblock(c->fd) != 0)
         rc = conn_fail(c, AMP_ECONNECT, "fcntl: %s", strerror(errno));
     if (rc == 0)
@@ -273,6 +276,7 @@ void amp_close(amp_conn *c)
         conn_flush_nowait(c);
     }
     nghttp2_session_del(c->h2);
+    region_link_put(c->regions);   /* regions still held keep their registrations */
     if (c->fd >= 0)
         close(c->fd);
     free(c->out);

@@ -21,6 +21,7 @@
 #define CONN_FRAME_HD 9              /* an HTTP/2 frame header */
 
 struct call;
+struct region_link;
 
 struct amp_conn {
     int fd;                /* non-blocking socket, owned */
@@ -43,6 +44,8 @@ struct amp_conn {
     uint8_t *in;           /* read buffer of CONN_READ_CHUNK bytes, owned */
     char message[CONN_MESSAGE_MAX]; /* amp_last_message() */
     char device[CONN_DEVICE_MAX];   /* amp_last_device() */
+    char region_path[108];          /* the daemon's region socket (Unix connections), or "" */
+    struct region_link *regions;    /* region.c: the region socket once used, or NULL */
 };
 
 /* Sets c->message (printf-style) and returns code, so callers can write
@@ -68,6 +71,11 @@ int conn_pump_once(amp_conn *c, long long deadline_ms, const int *done);
 /* Writes whatever the session has queued without waiting (used after a
  * call gave up on its stream). Errors are left for the next call. */
 void conn_flush_nowait(amp_conn *c);
+
+/* Drops a reference to the region socket (region.c); the socket closes,
+ * ending its registrations, when the connection and every region that
+ * used it have let go. NULL is a no-op. */
+void region_link_put(struct region_link *l);
 
 /* Copies the unwritten part of a borrowed DATA frame into the
  * connection's own output, so that the call it points into can end. */

@@ -63,7 +63,9 @@ int error_from_grpc(int grpc_status)
     switch (grpc_status) {
     case GRPC_OK: return AMP_OK;
     case GRPC_CANCELLED: return AMP_ECANCELLED;
-    case GRPC_INVALID_ARGUMENT: return AMP_EINVAL;
+    case GRPC_INVALID_ARGUMENT:
+    case GRPC_OUT_OF_RANGE:          /* a region slice past its end */
+    case GRPC_FAILED_PRECONDITION: return AMP_EINVAL;
     case GRPC_DEADLINE_EXCEEDED: return AMP_EDEADLINE;
     case GRPC_NOT_FOUND: return AMP_ENOTFOUND;
     case GRPC_RESOURCE_EXHAUSTED: return AMP_EEXHAUSTED;

@@ -146,3 +146,11 @@ int address_parse(const char *text, struct address *out, char *err, size_t errle
     }
     return address_parse_tcp(text, out, err, errlen);
 }
+
+int address_region_path(const struct address *a, char *out, size_t outlen)
+{
+    if (a->kind != ADDRESS_UNIX)
+        return -1;
+    int n = snprintf(out, outlen, "%s" ADDRESS_REGION_SUFFIX, a->path);
+    return n < 0 || (size_t)n >= outlen || (size_t)n >= ADDRESS_PATH_MAX ? -1 : 0;
+}

@@ -20,6 +20,14 @@ struct address {
     int port;                    /* ADDRESS_TCP: 0..65535 */
 };
 
+/* A Unix socket at PATH has its region socket (shared-memory regions,
+ * docs/regions.md) at PATH ".regions". */
+#define ADDRESS_REGION_SUFFIX ".regions"
+
+/* The region socket's path for a Unix address a into out. Returns 0, or -1
+ * when a is not a Unix address or the path would be too long. */
+int address_region_path(const struct address *a, char *out, size_t outlen);
+
 /* Parses text into *out. Returns 0, or -1 with a reason in err. */
 int address_parse(const char *text, struct address *out, char *err, size_t errlen);
 

@@ -21,7 +21,8 @@
 #define CONFIG_MS_PER_S 1000
 #define CONFIG_HELP_COLUMN 28
 
-enum config_kind { CFG_LISTEN, CFG_DEVICE, CFG_GROUP, CFG_U64, CFG_U32, CFG_SECONDS, CFG_MODE };
+enum config_kind { CFG_LISTEN, CFG_DEVICE, CFG_GROUP, CFG_U64, CFG_U32, CFG_SECONDS, CFG_MODE,
+                   CFG_SWITCH };
 
 struct config_opt {
     const char *name;
@@ -65,6 +66,13 @@ static const struct config_opt config_opts[] = {
       "permissions of Unix socket files, octal (default 0660)" },
     { "socket-group", "GROUP", CFG_GROUP, 0, 0, 0,
       "group of Unix socket files, a name or gid (default: ampd's own)" },
+    { "regions", "on|off", CFG_SWITCH, CFG_OFF(regions), 0, 1,
+      "shared-memory regions for Unix-socket clients, registered on\n"
+      "                            PATH" ADDRESS_REGION_SUFFIX " beside each unix:PATH listener (default on)" },
+    { "max-regions", "N", CFG_U32, CFG_OFF(max_regions), 1, UINT32_MAX,
+      "regions one client may register at once (default 64)" },
+    { "max-region-bytes", "N", CFG_U64, CFG_OFF(max_region_bytes), 1, UINT64_MAX,
+      "bytes of regions mapped at once, all clients together (default 64G)" },
     { "staging-bytes", "N", CFG_U64, CFG_OFF(staging_bytes), AMPD_MIN_CHUNK_BYTES, UINT64_MAX,
       "pinned staging memory per device for streams (default 64M)" },
     { "chunk-bytes", "N", CFG_U64, CFG_OFF(chunk_bytes), AMPD_MIN_CHUNK_BYTES,
@@ -197,6 +205,13 @@ static int config_set(struct config *cfg, const struct config_opt *o, const char
         }
         snprintf(cfg->socket_group, sizeof(cfg->socket_group), "%s", value);
         return 0;
+    case CFG_SWITCH:
+        if (strcmp(value, "on") != 0 && strcmp(value, "off") != 0) {
+            snprintf(err, errlen, "--%s: \"%s\" is not on or off", o->name, value);
+            return -1;
+        }
+        *(uint32_t *)((char *)cfg + o->offset) = value[1] == 'n';
+        return 0;
     default:
         return config_set_number(cfg, o, value, err, errlen);
     }
@@ -217,6 +232,9 @@ static void config_defaults(struct config *cfg)
     cfg->drain_timeout_ms = AMPD_DEFAULT_DRAIN_TIMEOUT_MS;
     cfg->staging_bytes = AMPD_DEFAULT_STAGING_BYTES;
     cfg->chunk_bytes = AMPD_DEFAULT_CHUNK_BYTES;
+    cfg->regions = 1;
+    cfg->max_regions = AMPD_DEFAULT_MAX_REGIONS;
+    cfg->max_region_bytes = AMPD_DEFAULT_MAX_REGION_BYTES;
 }
 
 /* Settings that only make sense together. */

@@ -26,6 +26,8 @@
 #define AMPD_DEFAULT_MIN_REQUEST_RATE (64ull * 1024)
 #define AMPD_DEFAULT_SOCKET_MODE 0660
 #define AMPD_GROUP_MAX 64
+#define AMPD_DEFAULT_MAX_REGIONS 64
+#define AMPD_DEFAULT_MAX_REGION_BYTES (64ull * 1024 * 1024 * 1024)
 #define AMPD_DEFAULT_STAGING_BYTES (64ull * 1024 * 1024)
 #define AMPD_DEFAULT_CHUNK_BYTES (4ull * 1024 * 1024)
 #define AMPD_MIN_CHUNK_BYTES (64ull * 1024)
@@ -59,6 +61,9 @@ struct config {
     char socket_group[AMPD_GROUP_MAX]; /* Unix socket files' group; "": the daemon's */
     uint32_t drain_timeout_ms;
     uint32_t idle_timeout_ms;          /* 0: idle connections stay open */
+    uint32_t regions;                  /* 1: region sockets beside Unix listeners */
+    uint32_t max_regions;              /* per region client */
+    uint64_t max_region_bytes;         /* mapped for every client together */
     uint64_t staging_bytes;            /* per device; >= chunk_bytes */
     uint64_t chunk_bytes;              /* multiple of AMPD_CHUNK_ALIGN */
     uint64_t max_device_memory;        /* 0: 90% of each device's memory */

@@ -31,6 +31,7 @@ struct conn {
     struct h2_session *h2;      /* freed in closed() */
     struct budget budget;       /* what the session's calls hold; used is 0 once h2 is freed */
     char peer[LISTEN_PEER_MAX]; /* listen_sock_peer(): whose connection this is */
+    long uid;                   /* listen_sock_uid(): whose regions its calls may name */
     bool counted;               /* counts toward set->count */
     bool writing;               /* a listen_sock_write() or _writev() is in flight */
     bool borrowed;              /* it is the session's borrowed frame: h2_session_written() owed */
@@ -47,7 +48,7 @@ static enum status_code conn_h2_start(struct h2_call *call, const char *path,
                                       enum h2_call_kind *kind, char *msg, size_t msglen, void *ctx)
 {
     struct conn *c = ctx;
-    return rpc_h2_start(call, path, kind, msg, msglen, c->set->env);
+    return rpc_h2_start(call, path, kind, msg, msglen, c->set->env, c->uid);
 }
 
 static enum status_code conn_h2_message(struct h2_call *call, const uint8_t *msg, size_t len,
@@ -265,6 +266,7 @@ void conn_accept(struct conn_set *set, struct listen_sock *sock)
     c->set = set;
     c->sock = sock;
     listen_sock_peer(sock, c->peer, sizeof(c->peer));
+    c->uid = listen_sock_uid(sock);
     uint32_t peers = conn_peer_count(set, c->peer);
     c->next = set->head;
     if (set->head)

@@ -46,10 +46,23 @@ enum status_code dev_check_steps(struct dev *d, struct job *job, uint64_t in_len
 }
 
 /* Host memory for a data result; never NULL, even for 0 bytes, so that
- * callers may pass it to memcpy. */
+ * callers may pass it to memcpy. A region job's results go one after
+ * another into its output region (rpc_jobs.c checked that they fit). */
 static enum status_code dev_result_alloc(struct dev_exec *x, struct step_result *r, size_t len)
 {
+    struct job *job = x->job;
     r->len = len;
+    if (job->out_region) {
+        if (len > job->out_cap - job->out_used) {
+            x->failed = true;
+            return job_fail(job, STATUS_OUT_OF_RANGE,
+                            "output_region: %zu bytes do not fit in the %zu left", len,
+                            job->out_cap - job->out_used);
+        }
+        r->data = job->out + job->out_used;
+        job->out_used += len;
+        return STATUS_OK;
+    }
     r->data = malloc(len ? len : 1);
     if (!r->data) {
         x->failed = true;
@@ -103,15 +116,34 @@ static void dev_free_slots(uint64_t **slots, size_t n)
     free(slots);
 }
 
+/* A CPU device reads a region's input where it lies (bench_host_dma and
+ * bench_data_path: on PoCL a copy into a fresh buffer costs more than the
+ * kernels; on the H100 a copy from the mapping runs at pinned speed while
+ * a USE_HOST_PTR buffer reads at half of it, so GPUs copy). The kernels
+ * load 16-byte words: the input must be aligned for them. */
+#define DEV_SHARED_ALIGN 128
+static bool dev_input_in_place(const struct dev *d, const struct job *job)
+{
+    return d->info.type == DEV_CPU && job->in_region && job->steps[0].kind != STEP_FILL &&
+           (uintptr_t)job->in % DEV_SHARED_ALIGN == 0;
+}
+
 static enum status_code dev_enqueue_steps(struct dev_exec *x, const size_t *out_len,
                                           uint64_t **slots)
 {
     struct job *job = x->job;
     struct dev_buf cur;
-    bool cur_is_result = false;
-    enum status_code st = dev_buf_create(x, &cur, job->in_len, "the job's input");
-    if (st == STATUS_OK && job->steps[0].kind != STEP_FILL)
-        st = dev_exec_write(x, &cur, job->in, job->in_len);
+    /* cur_is_result: others read cur (a result being copied out, or the
+     * client's own input region), so no step may change it in place. */
+    bool cur_is_result = dev_input_in_place(x->d, job);
+    enum status_code st;
+    if (cur_is_result) {
+        st = dev_buf_wrap(x, &cur, job->in, job->in_len, "the job's input region");
+    } else {
+        st = dev_buf_create(x, &cur, job->in_len, "the job's input");
+        if (st == STATUS_OK && job->steps[0].kind != STEP_FILL)
+            st = dev_exec_write(x, &cur, job->in, job->in_len);
+    }
     for (size_t i = 0; i < job->nsteps && st == STATUS_OK; i++) {
         const struct step *s = &job->steps[i];
         if (s->kind == STEP_HISTOGRAM) {
@@ -142,8 +174,10 @@ static void dev_collect_hists(struct job *job, uint64_t **slots)
 /* On failure a job keeps its results array but no result data. */
 static void dev_drop_results(struct job *job)
 {
+    job->out_used = 0;
     for (size_t i = 0; i < job->nsteps; i++) {
-        free(job->results[i].data);
+        if (!job->out_region)
+            free(job->results[i].data);
         free(job->results[i].hist.counts);
         memset(&job->results[i], 0, sizeof(job->results[i]));
     }

@@ -245,6 +245,24 @@ enum status_code dev_buf_create(struct dev_exec *x, struct dev_buf *b, size_t si
     return STATUS_OK;
 }
 
+enum status_code dev_buf_wrap(struct dev_exec *x, struct dev_buf *b, void *host, size_t size,
+                              const char *what)
+{
+    memset(b, 0, sizeof(*b));
+    b->size = size;
+    if (x->failed)
+        return x->job->status;
+    if (size == 0)
+        return STATUS_OK;
+    cl_int rc;
+    b->mem = clCreateBuffer(x->d->ctx, CL_MEM_READ_WRITE | CL_MEM_USE_HOST_PTR, size, host, &rc);
+    if (rc != CL_SUCCESS) {
+        b->mem = NULL;
+        return dev_exec_cl_fail(x, what, rc);
+    }
+    return STATUS_OK;
+}
+
 void dev_buf_release(struct dev_buf *b)
 {
     hazard_buf_clear(&dev_hazard_ops, &b->hz);

@@ -130,6 +130,10 @@ enum status_code dev_exec_cl_fail(struct dev_exec *x, const char *what, cl_int e
  * the device's max_mem_alloc_size with RESOURCE_EXHAUSTED naming what. */
 enum status_code dev_buf_create(struct dev_exec *x, struct dev_buf *b, size_t size,
                                 const char *what);
+/* A buffer over size bytes of host memory (CL_MEM_USE_HOST_PTR), which must
+ * stay valid and unchanged until the commands using it have run. */
+enum status_code dev_buf_wrap(struct dev_exec *x, struct dev_buf *b, void *host, size_t size,
+                              const char *what);
 /* Releases b's events and memory; the device keeps the memory alive until
  * commands already enqueued on it have run. */
 void dev_buf_release(struct dev_buf *b);

@@ -1,6 +1,9 @@
 /* job.c: life of a struct job (see job.h). */
 #include "job.h"
 
+#include "region.h"
+#include "sat.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,13 +40,17 @@ void job_free(struct job *job)
         return;
     if (job->results) {
         for (size_t i = 0; i < job->nsteps; i++) {
-            free(job->results[i].data);
+            if (!job->out_region)
+                free(job->results[i].data);
             free(job->results[i].hist.counts);
         }
         free(job->results);
     }
     free(job->steps);
-    free(job->in);
+    if (!job->in_region)
+        free(job->in);
+    region_put(job->in_region);
+    region_put(job->out_region);
     free(job);
 }
 
@@ -55,4 +62,28 @@ enum status_code job_fail(struct job *job, enum status_code code, const char *fm
     va_end(ap);
     job->status = code;
     return code;
+}
+
+uint64_t job_memory(const struct job *job)
+{
+    /* Bytes in a client's region are the client's memory, not ours. */
+    uint64_t total = job->in_region ? 0 : job->in_len, len = job->in_len;
+    uint64_t data = job->out_region ? 0 : 1;
+    for (size_t i = 0; i < job->nsteps; i++) {
+        const struct step *st = &job->steps[i];
+        switch (st->kind) {
+        case STEP_FILL:
+            len = sat_mul_u64(st->u.fill.count, elem_size(st->u.fill.type));
+            total = sat_add_u64(total, sat_mul_u64(len, data));
+            break;
+        case STEP_HISTOGRAM:
+            total = sat_add_u64(total, sat_mul_u64(st->u.hist.bins, sizeof(uint64_t)));
+            break;
+        case STEP_REVERSE:
+        case STEP_TRANSFORM:
+            total = sat_add_u64(total, sat_mul_u64(len, data));
+            break;
+        }
+    }
+    return total;
 }

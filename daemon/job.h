@@ -18,6 +18,7 @@
 #include "task.h"
 
 struct budget;
+struct region;
 
 enum step_kind { STEP_REVERSE, STEP_TRANSFORM, STEP_HISTOGRAM, STEP_FILL };
 
@@ -75,8 +76,18 @@ struct step_result {
 struct job {
     struct step *steps;   /* nsteps >= 1, malloc'd, owned by the job */
     size_t nsteps;
-    uint8_t *in;          /* input bytes, malloc'd, owned by the job; may be NULL if in_len == 0 */
+    uint8_t *in;          /* input bytes, malloc'd, owned by the job (in a region when
+                           * in_region is set); may be NULL if in_len == 0 */
     size_t in_len;
+    /* Region jobs (region.h): the job holds a reference on each region it
+     * names until it is freed. With out_region, each data step's result
+     * goes into out[0..out_cap) one after another (results[i].data points
+     * there, not owned). */
+    struct region *in_region;
+    struct region *out_region;
+    uint8_t *out;
+    size_t out_cap;
+    size_t out_used;      /* runner: bytes of out the results took so far */
     char device_req[32];  /* "", "gpu", "cpu" or a device index */
 
     /* Filled by the runner. results has nsteps entries once status is set. */
@@ -111,6 +122,11 @@ struct job {
 struct job *job_new(size_t nsteps);
 /* Frees the job, its input, steps and every result. NULL is a no-op. */
 void job_free(struct job *job);
+/* Host bytes a unary job holds while in flight: its input and every
+ * step's output (histogram counts included), but not what lives in a
+ * client's region; saturating at UINT64_MAX (sat.h). */
+uint64_t job_memory(const struct job *job);
+
 /* Sets status and a printf-style message; returns the status for chaining. */
 enum status_code job_fail(struct job *job, enum status_code code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

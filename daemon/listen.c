@@ -210,17 +210,24 @@ void listen_sock_close(struct listen_sock *s, unsigned linger_ms)
         listen_sock_start_shutdown(s);
 }
 
+long listen_sock_uid(struct listen_sock *s)
+{
+    uv_os_fd_t fd;
+    struct ucred cred;
+    socklen_t len = sizeof(cred);
+    if (s->h.handle.type != UV_NAMED_PIPE || uv_fileno(&s->h.handle, &fd) != 0 ||
+        getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0)
+        return -1;
+    return (long)cred.uid;
+}
+
 void listen_sock_peer(struct listen_sock *s, char *out, size_t outlen)
 {
     snprintf(out, outlen, "unknown");
-    uv_os_fd_t fd;
-    if (uv_fileno(&s->h.handle, &fd) != 0)
-        return;
     if (s->h.handle.type == UV_NAMED_PIPE) {
-        struct ucred cred;
-        socklen_t len = sizeof(cred);
-        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0)
-            snprintf(out, outlen, "uid %u", (unsigned)cred.uid);
+        long uid = listen_sock_uid(s);
+        if (uid >= 0)
+            snprintf(out, outlen, "uid %ld", uid);
         return;
     }
     struct sockaddr_storage sa;
@@ -327,26 +334,57 @@ int listen_group(const char *name, long *gid, char *err, size_t errlen)
 /* The socket file is born with no permissions beyond the owner's (umask
  * around bind: the only way, since bind creates it), then gets its group
  * and mode; a client racing the start-up finds it closed, never open. */
+int listen_unix_fd(const char *path, const struct listen_unix_access *access, int *out, char *err,
+                   size_t errlen)
+{
+    struct sockaddr_un sa = { .sun_family = AF_UNIX };
+    if (strlen(path) >= sizeof(sa.sun_path)) {
+        snprintf(err, errlen, "%s: a Unix socket path has at most %zu bytes", path,
+                 sizeof(sa.sun_path) - 1);
+        return -1;
+    }
+    if (listen_clear_stale(path, err, errlen) != 0)
+        return -1;
+    memcpy(sa.sun_path, path, strlen(path) + 1);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        snprintf(err, errlen, "socket: %s", strerror(errno));
+        return -1;
+    }
+    mode_t old = umask(S_IRWXG | S_IRWXO | S_IXUSR);
+    int rv = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+    umask(old);
+    if (rv != 0) {
+        snprintf(err, errlen, "bind %s: %s", path, strerror(errno));
+        close(fd);
+        return -1;
+    }
+    const char *what = "listen";
+    if ((access->gid >= 0 && (what = "chown", chown(path, (uid_t)-1, (gid_t)access->gid) != 0)) ||
+        (what = "chmod", chmod(path, (mode_t)access->mode) != 0) ||
+        (what = "listen", listen(fd, LISTEN_BACKLOG) != 0)) {
+        snprintf(err, errlen, "%s %s (group %ld, mode %03o): %s", what, path, access->gid,
+                 access->mode, strerror(errno));
+        close(fd);
+        unlink(path);
+        return -1;
+    }
+    *out = fd;
+    return 0;
+}
+
 static int listen_bind_unix(uv_loop_t *loop, struct listener *l, const char *path,
                             const struct listen_unix_access *access, char *err, size_t errlen)
 {
-    if (listen_clear_stale(path, err, errlen) != 0)
+    int fd;
+    if (listen_unix_fd(path, access, &fd, err, errlen) != 0)
         return -1;
     uv_pipe_init(loop, &l->h.pipe, 0);
-    mode_t old = umask(S_IRWXG | S_IRWXO | S_IXUSR);
-    int rv = uv_pipe_bind(&l->h.pipe, path);
-    umask(old);
-    if (rv != 0) {
-        snprintf(err, errlen, "bind %s: %s", path, uv_strerror(rv));
-        return -1;
-    }
     snprintf(l->unix_path, sizeof(l->unix_path), "%s", path);
-    if (access->gid >= 0 && chown(path, (uid_t)-1, (gid_t)access->gid) != 0) {
-        snprintf(err, errlen, "chown %s to group %ld: %s", path, access->gid, strerror(errno));
-        return -1;
-    }
-    if (chmod(path, (mode_t)access->mode) != 0) {
-        snprintf(err, errlen, "chmod %s %03o: %s", path, access->mode, strerror(errno));
+    int rv = uv_pipe_open(&l->h.pipe, fd);
+    if (rv != 0) {
+        close(fd);
+        snprintf(err, errlen, "%s: %s", path, uv_strerror(rv));
         return -1;
     }
     return 0;

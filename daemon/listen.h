@@ -45,6 +45,13 @@ struct listen_unix_access {
 int listen_open(uv_loop_t *loop, const struct address *addr, const struct listen_unix_access *access,
                 listen_accept_cb cb, void *ctx, struct listener **out, char *err, size_t errlen);
 
+/* A bound, listening, non-blocking Unix socket at path, made as
+ * listen_open() makes its Unix listeners (stale file removed, access's mode
+ * and group), for a listener that reads it itself (region_sock.c).
+ * Returns 0 with the descriptor in *fd, or -1 with a reason in err. */
+int listen_unix_fd(const char *path, const struct listen_unix_access *access, int *fd, char *err,
+                   size_t errlen);
+
 /* Resolves a --socket-group value (a group name or a numeric gid; "" is
  * the daemon's own, -1) into *gid. Returns 0, or -1 with a reason in err. */
 int listen_group(const char *name, long *gid, char *err, size_t errlen);
@@ -54,6 +61,9 @@ int listen_group(const char *name, long *gid, char *err, size_t errlen);
 /* Who is on the other end: "uid 1000" on a Unix socket (SO_PEERCRED),
  * "address 10.0.0.7" on TCP; "unknown" if the system will not say. */
 void listen_sock_peer(struct listen_sock *s, char *out, size_t outlen);
+
+/* The peer's uid on a Unix socket (SO_PEERCRED); -1 on TCP or unknown. */
+long listen_sock_uid(struct listen_sock *s);
 
 /* Stops accepting, removes a Unix socket file, and frees the listener once
  * libuv has closed it. */

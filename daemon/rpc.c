@@ -86,7 +86,7 @@ static void rpc_deadline_free(uv_handle_t *h)
 /* --- h2 handlers ---------------------------------------------------------- */
 
 enum status_code rpc_h2_start(struct h2_call *call, const char *path, enum h2_call_kind *kind,
-                              char *msg, size_t msglen, struct rpc_env *env)
+                              char *msg, size_t msglen, struct rpc_env *env, long peer_uid)
 {
     const struct rpc_method *m = rpc_method_find(path);
     if (!m) {
@@ -101,6 +101,7 @@ enum status_code rpc_h2_start(struct h2_call *call, const char *path, enum h2_ca
     rc->h2 = call;
     rc->env = env;
     rc->method = m;
+    rc->peer_uid = peer_uid;
     uint64_t timeout = h2_call_timeout_ms(call);
     if (timeout && env->loop && rpc_deadline_start(rc, timeout) != 0) {
         free(rc);
@@ -227,7 +228,7 @@ void rpc_submit(struct rpc_call *rc, struct job *job, void (*done)(struct job *j
     char msg[STATUS_MSG_MAX];
     /* The job's input and outputs replace the decoded request in the
      * call's hold (its bytes moved into the job). */
-    uint64_t need = sched_job_memory(job);
+    uint64_t need = job_memory(job);
     h2_call_hold(rc->h2, 0, NULL, 0);
     if (h2_call_hold(rc->h2, need, msg, sizeof(msg)) != 0) {
         job_free(job);

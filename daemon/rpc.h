@@ -20,6 +20,8 @@
 #include "status.h"
 
 struct sched;
+struct region_set;
+struct Amp__V1__RegionSlice;
 
 /* What handlers may look at: set up by server.c, shared by every call. */
 struct rpc_env {
@@ -31,6 +33,7 @@ struct rpc_env {
     struct uv_loop_s *loop;    /* runs calls' deadline timers; NULL (h2 tests): not enforced */
     struct budget *budget;     /* the daemon's (--max-job-memory): jobs of closed calls; NULL: none */
     const uint64_t *status_counts; /* calls answered by status (h2_config); NULL: none */
+    struct region_set *regions; /* clients' shared memory (region.h); NULL: regions off */
 };
 
 struct rpc_call;
@@ -68,14 +71,18 @@ struct rpc_call {
     uint64_t job_held;                  /* bytes held for job (h2_call_hold) */
     void *stream;                       /* a streaming method's state (rpc_stream.c) */
     struct uv_timer_s *deadline;        /* fires at the client's grpc-timeout; NULL if none */
+    long peer_uid;                      /* the client's uid on a Unix socket (whose regions it
+                                         * may name); -1 on TCP */
+    const struct Amp__V1__RegionSlice *output_region; /* in req: where a job's output goes */
 };
 
 /* The method for path, or NULL. */
 const struct rpc_method *rpc_method_find(const char *path);
 
-/* h2_handlers callbacks, with the env as their context. */
+/* h2_handlers callbacks, with the env as their context; peer_uid is the
+ * connection's (rpc_call.peer_uid). */
 enum status_code rpc_h2_start(struct h2_call *call, const char *path, enum h2_call_kind *kind,
-                              char *msg, size_t msglen, struct rpc_env *env);
+                              char *msg, size_t msglen, struct rpc_env *env, long peer_uid);
 enum status_code rpc_h2_message(struct h2_call *call, const uint8_t *msg, size_t len, char *err,
                                 size_t errlen, struct rpc_env *env);
 void rpc_h2_end(struct h2_call *call, struct rpc_env *env);

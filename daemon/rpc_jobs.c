@@ -1,9 +1,10 @@
 /* rpc_jobs.c: Reverse, Transform, Histogram, Fill and Pipeline.
  *
  * Each handler turns its request into a struct job (rpc_params.c validates
- * the steps), takes the request's data bytes without copying them, and
- * submits the job; its done hook encodes the reply when the runner is
- * finished. All five are the same thing underneath: a list of steps.
+ * the steps), takes the request's data bytes without copying them (or
+ * points the job into the client's regions, region.h), and submits the
+ * job; its done hook encodes the reply when the runner is finished. All
+ * five are the same thing underneath: a list of steps.
  */
 #include "rpc.h"
 
@@ -12,6 +13,7 @@
 #include <stdlib.h>
 
 #include "amp.pb-c.h"
+#include "region.h"
 #include "rpc_params.h"
 #include "sat.h"
 
@@ -35,13 +37,62 @@ static struct job *rpc_job_new(struct rpc_call *rc, size_t nsteps, ProtobufCBina
     return job;
 }
 
+/* Points the job at the regions the request names: its input instead of
+ * data (which must then be empty), its outputs into out. */
+static enum status_code rpc_job_regions(struct rpc_call *rc, struct job *job,
+                                        const Amp__V1__RegionSlice *in,
+                                        const Amp__V1__RegionSlice *out, char *err, size_t errlen)
+{
+    enum status_code code = STATUS_OK;
+    if (in) {
+        if (job->in_len) {
+            snprintf(err, errlen, "input_region: the input is either in data or in a region, "
+                                  "not both (data has %zu bytes)", job->in_len);
+            return STATUS_INVALID_ARGUMENT;
+        }
+        free(job->in);
+        job->in = NULL;
+        code = region_use(rc->env->regions, rc->peer_uid, in->region, in->offset, in->length,
+                          "input_region", &job->in_region, &job->in, err, errlen);
+        if (code != STATUS_OK)
+            return code;
+        job->in_len = (size_t)in->length;
+    }
+    if (out) {
+        code = region_use(rc->env->regions, rc->peer_uid, out->region, out->offset, out->length,
+                          "output_region", &job->out_region, &job->out, err, errlen);
+        job->out_cap = (size_t)out->length;
+        rc->output_region = out;
+    }
+    return code;
+}
+
+/* Bytes the job's data steps write, one after another (saturating). */
+static uint64_t rpc_job_output_bytes(const struct job *job)
+{
+    uint64_t len = job->in_len, total = 0;
+    for (size_t i = 0; i < job->nsteps; i++) {
+        len = rpc_step_output_len(&job->steps[i], len);
+        if (job->steps[i].kind != STEP_HISTOGRAM)
+            total = sat_add_u64(total, len);
+    }
+    return total;
+}
+
 /* Ends every job method the same way: code is the parameters' verdict (err
- * its message, STATUS_MSG_MAX bytes); if they passed, the device selection
- * is checked too. A job that passed both is submitted with done as its
- * completion; otherwise the call fails and the job is freed. */
+ * its message, STATUS_MSG_MAX bytes); if they passed, the output region and
+ * the device selection are checked too. A job that passed all is
+ * submitted with done as its completion; otherwise the call fails and the
+ * job is freed. */
 static void rpc_job_start(struct rpc_call *rc, struct job *job, enum status_code code,
                           const char *device, char *err, void (*done)(struct job *job))
 {
+    if (code == STATUS_OK && job->out_region && rpc_job_output_bytes(job) > job->out_cap) {
+        snprintf(err, STATUS_MSG_MAX,
+                 "output_region: the job writes %" PRIu64 " bytes, the slice holds %zu",
+                 rpc_job_output_bytes(job), job->out_cap);
+        code = STATUS_OUT_OF_RANGE;
+    }
     if (code == STATUS_OK)
         code = rpc_params_device(device, job, err, STATUS_MSG_MAX);
     if (code != STATUS_OK) {
@@ -50,6 +101,17 @@ static void rpc_job_start(struct rpc_call *rc, struct job *job, enum status_code
         return;
     }
     rpc_submit(rc, job, done);
+}
+
+/* What a data step's output in the output region is called in the reply. */
+static Amp__V1__RegionSlice rpc_output_slice(const struct rpc_call *rc, const struct job *job,
+                                             const struct step_result *r)
+{
+    Amp__V1__RegionSlice slice = AMP__V1__REGION_SLICE__INIT;
+    slice.region = rc->output_region->region;
+    slice.offset = rc->output_region->offset + (uint64_t)(r->data - job->out);
+    slice.length = r->len;
+    return slice;
 }
 
 /* --- replies -------------------------------------------------------------- */
@@ -70,8 +132,14 @@ static void rpc_data_done(struct job *job)
     if (!rc)
         return;
     Amp__V1__DataReply reply = AMP__V1__DATA_REPLY__INIT;
-    reply.data.data = job->results[0].data;
-    reply.data.len = job->results[0].len;
+    Amp__V1__RegionSlice slice;
+    if (job->out_region) {
+        slice = rpc_output_slice(rc, job, &job->results[0]);
+        reply.output_region = &slice;
+    } else {
+        reply.data.data = job->results[0].data;
+        reply.data.len = job->results[0].len;
+    }
     reply.device = job->device;
     rpc_reply(rc, &reply.base);
     job_free(job);
@@ -100,7 +168,8 @@ static void rpc_pipeline_done(struct job *job)
     Amp__V1__StepResult *res = calloc(n, sizeof(*res));
     Amp__V1__StepResult **ptrs = calloc(n, sizeof(*ptrs));
     Amp__V1__Histogram *hists = calloc(n, sizeof(*hists));
-    if (!res || !ptrs || !hists) {
+    Amp__V1__RegionSlice *slices = calloc(n, sizeof(*slices));
+    if (!res || !ptrs || !hists || !slices) {
         rpc_fail(rc, STATUS_RESOURCE_EXHAUSTED, "out of memory encoding the pipeline reply");
     } else {
         for (size_t i = 0; i < n; i++) {
@@ -108,6 +177,9 @@ static void rpc_pipeline_done(struct job *job)
             if (job->steps[i].kind == STEP_HISTOGRAM) {
                 rpc_hist_to_proto(&job->results[i].hist, &hists[i]);
                 res[i].histogram = &hists[i];
+            } else if (job->out_region) {
+                slices[i] = rpc_output_slice(rc, job, &job->results[i]);
+                res[i].output_region = &slices[i];
             } else {
                 res[i].data.data = job->results[i].data;
                 res[i].data.len = job->results[i].len;
@@ -120,6 +192,7 @@ static void rpc_pipeline_done(struct job *job)
         reply.device = job->device;
         rpc_reply(rc, &reply.base);
     }
+    free(slices);
     free(hists);
     free(ptrs);
     free(res);
@@ -136,7 +209,9 @@ void rpc_reverse(struct rpc_call *rc, ProtobufCMessage *req)
         return;
     char err[STATUS_MSG_MAX];
     job->steps[0].kind = STEP_REVERSE;
-    rpc_job_start(rc, job, STATUS_OK, r->device, err, rpc_data_done);
+    enum status_code code = rpc_job_regions(rc, job, r->input_region, r->output_region, err,
+                                            sizeof(err));
+    rpc_job_start(rc, job, code, r->device, err, rpc_data_done);
 }
 
 void rpc_transform(struct rpc_call *rc, ProtobufCMessage *req)
@@ -146,8 +221,11 @@ void rpc_transform(struct rpc_call *rc, ProtobufCMessage *req)
     if (!job)
         return;
     char err[STATUS_MSG_MAX];
-    enum status_code code =
-        rpc_params_transform(r->params, "params", job->in_len, &job->steps[0], err, sizeof(err));
+    enum status_code code = rpc_job_regions(rc, job, r->input_region, r->output_region, err,
+                                            sizeof(err));
+    if (code == STATUS_OK)
+        code = rpc_params_transform(r->params, "params", job->in_len, &job->steps[0], err,
+                                    sizeof(err));
     rpc_job_start(rc, job, code, r->device, err, rpc_data_done);
 }
 
@@ -158,9 +236,10 @@ void rpc_histogram(struct rpc_call *rc, ProtobufCMessage *req)
     if (!job)
         return;
     char err[STATUS_MSG_MAX];
-    enum status_code code = rpc_params_histogram(r->params, "params", job->in_len,
-                                                 rc->env->max_message_bytes, &job->steps[0], err,
-                                                 sizeof(err));
+    enum status_code code = rpc_job_regions(rc, job, r->input_region, NULL, err, sizeof(err));
+    if (code == STATUS_OK)
+        code = rpc_params_histogram(r->params, "params", job->in_len, rc->env->max_message_bytes,
+                                    &job->steps[0], err, sizeof(err));
     rpc_job_start(rc, job, code, r->device, err, rpc_hist_done);
 }
 
@@ -171,26 +250,36 @@ void rpc_fill(struct rpc_call *rc, ProtobufCMessage *req)
     if (!job)
         return;
     char err[STATUS_MSG_MAX];
-    enum status_code code = rpc_params_fill(r->params, "params", rc->env->max_message_bytes,
-                                            &job->steps[0], err, sizeof(err));
+    enum status_code code = rpc_job_regions(rc, job, NULL, r->output_region, err, sizeof(err));
+    /* Into a region, the output is bounded by the slice (rpc_job_start),
+     * not by a reply message. */
+    if (code == STATUS_OK)
+        code = rpc_params_fill(r->params, "params",
+                               job->out_region ? SIZE_MAX : rc->env->max_message_bytes,
+                               &job->steps[0], err, sizeof(err));
     rpc_job_start(rc, job, code, r->device, err, rpc_data_done);
 }
 
 /* --- pipelines ------------------------------------------------------------ */
 
+/* Validates every step; data into an output region counts against the
+ * slice (rpc_job_start), not against the reply message. */
 static enum status_code rpc_pipeline_steps(const Amp__V1__PipelineRequest *r, struct job *job,
                                            size_t max_message, char *err, size_t errlen)
 {
     uint64_t len = job->in_len, reply = 0;
+    size_t max_data = job->out_region ? SIZE_MAX : max_message;
     for (size_t i = 0; i < r->n_steps; i++) {
         enum status_code code =
-            rpc_params_step(r->steps[i], i, max_message, max_message, &job->steps[i], &len, err,
+            rpc_params_step(r->steps[i], i, max_data, max_message, &job->steps[i], &len, err,
                             errlen);
         if (code != STATUS_OK)
             return code;
         const struct step *st = &job->steps[i];
-        reply = sat_add_u64(reply, st->kind == STEP_HISTOGRAM
-                                       ? (uint64_t)st->u.hist.bins * sizeof(uint64_t) : len);
+        if (st->kind == STEP_HISTOGRAM)
+            reply = sat_add_u64(reply, (uint64_t)st->u.hist.bins * sizeof(uint64_t));
+        else if (!job->out_region)
+            reply = sat_add_u64(reply, len);
     }
     if (reply > max_message) {
         snprintf(err, errlen,
@@ -217,7 +306,9 @@ void rpc_pipeline(struct rpc_call *rc, ProtobufCMessage *req)
     if (!job)
         return;
     char err[STATUS_MSG_MAX];
-    enum status_code code =
-        rpc_pipeline_steps(r, job, rc->env->max_message_bytes, err, sizeof(err));
+    enum status_code code = rpc_job_regions(rc, job, r->input_region, r->output_region, err,
+                                            sizeof(err));
+    if (code == STATUS_OK)
+        code = rpc_pipeline_steps(r, job, rc->env->max_message_bytes, err, sizeof(err));
     rpc_job_start(rc, job, code, r->device, err, rpc_pipeline_done);
 }

@@ -182,9 +182,14 @@ enum status_code rpc_params_fill(const Amp__V1__FillParams *p, const char *f, si
     if (t != ELEM_I32 && t != ELEM_U32 && t != ELEM_I64 && t != ELEM_F32)
         return rpc_invalid(err, errlen, "%s.type must be INT32, UINT32, INT64 or FLOAT32", f);
     fp->type = (enum elem_type)t;
-    if (p->count > max_message / elem_size(fp->type))
+    if (p->count > max_message / elem_size(fp->type)) {
+        if (max_message == SIZE_MAX)   /* streams and regions: bounded elsewhere, if addressable */
+            return rpc_invalid(err, errlen,
+                               "%s.count (%" PRIu64 ") * element size (%zu) does not fit in 64 bits",
+                               f, p->count, elem_size(fp->type));
         return rpc_invalid(err, errlen, "%s.count * element size exceeds --max-message-bytes (%zu)",
                            f, max_message);
+    }
     fp->count = p->count;
     fp->tile = p->tile;
     fp->start = p->start;

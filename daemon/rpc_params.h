@@ -24,7 +24,8 @@ enum status_code rpc_params_histogram(const Amp__V1__HistogramParams *p, const c
                                       uint64_t len, size_t max_message, struct step *st,
                                       char *err, size_t errlen);
 
-/* max_message bounds count * element size (the reply). */
+/* max_message bounds count * element size (the reply); SIZE_MAX where the
+ * output is bounded elsewhere (a stream, an output region). */
 enum status_code rpc_params_fill(const Amp__V1__FillParams *p, const char *f, size_t max_message,
                                  struct step *st, char *err, size_t errlen);
 

@@ -21,7 +21,6 @@
 #include "sat.h"
 #include "staging.h"
 
-#define SCHED_HIST_COUNT_BYTES sizeof(uint64_t)
 
 struct sched {
     uv_loop_t *loop;
@@ -151,28 +150,6 @@ static enum status_code sched_place(const struct sched *s, const char *req, size
 }
 
 /* --- limits --------------------------------------------------------------- */
-
-uint64_t sched_job_memory(const struct job *job)
-{
-    uint64_t total = job->in_len, len = job->in_len;
-    for (size_t i = 0; i < job->nsteps; i++) {
-        const struct step *st = &job->steps[i];
-        switch (st->kind) {
-        case STEP_FILL:
-            len = sat_mul_u64(st->u.fill.count, elem_size(st->u.fill.type));
-            total = sat_add_u64(total, len);
-            break;
-        case STEP_HISTOGRAM:
-            total = sat_add_u64(total, (uint64_t)st->u.hist.bins * SCHED_HIST_COUNT_BYTES);
-            break;
-        case STEP_REVERSE:
-        case STEP_TRANSFORM:
-            total = sat_add_u64(total, len);
-            break;
-        }
-    }
-    return total;
-}
 
 /* Host memory is not counted here: the caller holds a job's bytes in its
  * client's budget (budget.h) before submitting. */

@@ -66,9 +66,6 @@ void sched_stream_task(struct sched *s, size_t index, struct task *t);
 void sched_stream_end(struct sched *s, bool ok);
 struct staging_pool *sched_staging(struct sched *s, size_t index);
 
-/* Bytes a job holds while in flight (input plus every step's output),
- * saturating at UINT64_MAX (sat.h). */
-uint64_t sched_job_memory(const struct job *job);
 
 size_t sched_ndevs(const struct sched *s);
 const struct dev_info *sched_dev_info(const struct sched *s, size_t i);

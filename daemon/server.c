@@ -17,6 +17,7 @@
 #include "conn.h"
 #include "listen.h"
 #include "notify.h"
+#include "region_sock.h"
 #include "rpc.h"
 #include "scheduler.h"
 
@@ -38,6 +39,9 @@ struct server {
     struct sched *sched;
     struct listener *listeners[AMPD_MAX_LISTEN];
     size_t nlisteners;
+    struct region_set *regions;  /* NULL: --regions off */
+    struct region_listener *region_listeners[AMPD_MAX_LISTEN]; /* one per Unix listener */
+    size_t nregion_listeners;
     uv_signal_t sigterm, sigint;
     uv_timer_t drain_timer;
     uv_timer_t sweep_timer;    /* --request-timeout's and --idle-timeout's sweep */
@@ -51,6 +55,31 @@ static void server_on_accept(struct listen_sock *sock, void *ctx)
 {
     struct server *srv = ctx;
     conn_accept(&srv->conns, sock);
+}
+
+/* The region socket beside a Unix listener (region_sock.h). */
+static int server_listen_regions(struct server *srv, const struct address *addr,
+                                 const struct listen_unix_access *access)
+{
+    char path[ADDRESS_PATH_MAX], err[256];
+    struct region_sock_limits limits = {
+        .max_connections = srv->cfg->max_connections,
+        .max_peer_connections = srv->cfg->max_peer_connections,
+    };
+    if (address_region_path(addr, path, sizeof path) != 0) {
+        fprintf(stderr, "ampd: --listen unix:%s: no room for its region socket's name (%s%s); "
+                        "a shorter path, or --regions off\n",
+                addr->path, addr->path, ADDRESS_REGION_SUFFIX);
+        return -1;
+    }
+    if (region_listen(&srv->loop, path, access, srv->regions, &limits,
+                      &srv->region_listeners[srv->nregion_listeners], err, sizeof err) != 0) {
+        fprintf(stderr, "ampd: regions: %s\n", err);
+        return -1;
+    }
+    srv->nregion_listeners++;
+    fprintf(stderr, "ampd: regions on unix:%s\n", path);
+    return 0;
 }
 
 static int server_listen(struct server *srv)
@@ -70,6 +99,8 @@ static int server_listen(struct server *srv)
         }
         srv->nlisteners++;
         fprintf(stderr, "ampd: listening on %s\n", text);
+        if (srv->regions && addr.kind == ADDRESS_UNIX && server_listen_regions(srv, &addr, &access) != 0)
+            return -1;
     }
     return 0;
 }
@@ -79,6 +110,10 @@ static void server_close_listeners(struct server *srv)
     for (size_t i = 0; i < srv->nlisteners; i++)
         listen_close(srv->listeners[i]);
     srv->nlisteners = 0;
+    /* Registrations end; jobs still using a region keep it mapped. */
+    for (size_t i = 0; i < srv->nregion_listeners; i++)
+        region_listen_close(srv->region_listeners[i]);
+    srv->nregion_listeners = 0;
 }
 
 /* Every connection is gone, so every call is: stop the runners (streams
@@ -199,6 +234,12 @@ static void server_init(struct server *srv, const struct config *cfg)
     srv->conns.conn_memory = cfg->max_connection_memory;
     srv->env.budget = &srv->budget;
     srv->env.status_counts = srv->status_counts;
+    if (cfg->regions) {
+        struct region_limits rl = { .max_per_client = cfg->max_regions,
+                                    .max_bytes = cfg->max_region_bytes };
+        srv->regions = region_set_new(&rl);   /* NULL (no memory): regions off */
+        srv->env.regions = srv->regions;
+    }
     srv->conns.h2cfg = (struct h2_config){
         .max_message_bytes = (size_t)cfg->max_message_bytes,
         .max_streams = cfg->max_streams,
@@ -257,6 +298,7 @@ int server_run(const struct config *cfg, struct dev **devs, size_t ndevs, size_t
     uv_run(&srv->loop, UV_RUN_DEFAULT);
     if (uv_loop_close(&srv->loop) != 0)
         fprintf(stderr, "ampd: warning: handles left open at exit\n");
+    region_set_free(srv->regions);   /* every job that used one is done */
     free(srv);
     return status;
 }

@@ -134,24 +134,6 @@ static enum status_code fuzz_sched_admit(const struct sched *s, char *msg, size_
     return STATUS_OK;
 }
 
-/* The bytes rpc_submit() holds for a job: its input and every step's
- * output, saturating. sched.c's count cannot be linked without its
- * runners; this fake device holds exactly these bytes (fuzz_device.c). */
-uint64_t sched_job_memory(const struct job *job)
-{
-    uint64_t total = job->in_len, len = job->in_len;
-    for (size_t i = 0; i < job->nsteps; i++) {
-        const struct step *st = &job->steps[i];
-        uint64_t out = len;
-        if (st->kind == STEP_FILL)
-            len = out = sat_mul_u64(st->u.fill.count, elem_size(st->u.fill.type));
-        else if (st->kind == STEP_HISTOGRAM)
-            out = sat_mul_u64(st->u.hist.bins, sizeof(uint64_t));
-        total = sat_add_u64(total, out);
-    }
-    return total;
-}
-
 /* --- the queue ---------------------------------------------------------------- */
 
 static void fuzz_sched_push(struct sched *s, struct task *t)

@@ -156,7 +156,8 @@ def test_hist_bad_params_refused():
     expect(err.startswith("ampctl: ") and "params.bins" in err, "stderr: %s" % err)
     rc, out, err = run(["hist", "--type", "int32", "--range", "5:1"], stdin=b"\0" * 8)
     expect_rc(rc, EXIT_REFUSED, err)
-    expect("params.lo" in err, "stderr: %s" % err)
+    # the socket path names the unary call's field, regions the pipeline step's
+    expect("params.lo" in err or "steps[0].histogram.lo" in err, "stderr: %s" % err)
 
 
 # --- fill ----------------------------------------------------------------------
@@ -329,7 +330,8 @@ def test_stream_transform_file_and_pipe():
     data = stream_data()
     want = bytes((b + 7) & 0xFF for b in data)
     src, dst = tmpfile("stream-in.bin", data), tmpfile("stream-out.bin")
-    args = ["--stream-threshold", SMALL_THRESHOLD, "transform", "--op", "add", "--value", "7"]
+    args = ["--transport", "socket",
+            "--stream-threshold", SMALL_THRESHOLD, "transform", "--op", "add", "--value", "7"]
     rc, out, err = run(args + ["-i", src, "-o", dst])
     expect_rc(rc, EXIT_OK, err)
     expect(err == "", "stderr not empty without a terminal: %r" % err)  # no progress bar
@@ -344,20 +346,23 @@ def test_stream_transform_file_and_pipe():
 def test_stream_reverse_file_and_pipe():
     data = stream_data()
     src = tmpfile("stream-rev.bin", data)
-    rc, out, err = run(["--stream-threshold", SMALL_THRESHOLD, "reverse", "-i", src])
+    rc, out, err = run(["--transport", "socket",
+                        "--stream-threshold", SMALL_THRESHOLD, "reverse", "-i", src])
     expect_rc(rc, EXIT_OK, err)
     expect(out == data[::-1], "streamed reverse of a file differs")
-    rc, out, err = run(["--stream-threshold", SMALL_THRESHOLD, "reverse"], stdin=data)
+    rc, out, err = run(["--transport", "socket",
+                        "--stream-threshold", SMALL_THRESHOLD, "reverse"], stdin=data)
     expect_rc(rc, EXIT_OK, err)
     expect(out == data[::-1], "streamed reverse of a pipe differs")
 
 
 def test_stream_hist_matches_unary():
     data = stream_data() + b"Z" * 70000
-    rc, out, err = run(["--json", "--stream-threshold", SMALL_THRESHOLD, "hist"], stdin=data)
+    rc, out, err = run(["--transport", "socket",
+                        "--json", "--stream-threshold", SMALL_THRESHOLD, "hist"], stdin=data)
     expect_rc(rc, EXIT_OK, err)
     streamed = json.loads(out)
-    rc, out, err = run(["--json", "hist"], stdin=data)  # under the default threshold: unary
+    rc, out, err = run(["--transport", "socket", "--json", "hist"], stdin=data)  # unary
     expect_rc(rc, EXIT_OK, err)
     unary = json.loads(out)
     want = [0] * 256
@@ -369,7 +374,8 @@ def test_stream_hist_matches_unary():
 
 def test_stream_refusal_exits_1():
     src = tmpfile("stream-f32.bin", stream_data()[:-1])  # whole float32 elements
-    rc, out, err = run(["--stream-threshold", "0", "hist", "--type", "float32", "--bins", "0",
+    rc, out, err = run(["--transport", "socket",
+                        "--stream-threshold", "0", "hist", "--type", "float32", "--bins", "0",
                         "--range", "0:1", "-i", src])
     expect_rc(rc, EXIT_REFUSED, err)
     expect(err.startswith("ampctl: ") and "bins" in err, "stderr: %s" % err)
@@ -378,7 +384,8 @@ def test_stream_refusal_exits_1():
 def test_stream_pipeline():
     data = stream_data()
     src, dst = tmpfile("stream-pipe.bin", data), tmpfile("stream-pipe.out")
-    rc, out, err = run(["--stream-threshold", SMALL_THRESHOLD, "pipeline", "-i", src, "-o", dst,
+    rc, out, err = run(["--transport", "socket",
+                        "--stream-threshold", SMALL_THRESHOLD, "pipeline", "-i", src, "-o", dst,
                         "hist", "transform:xor:15", "hist"])
     expect_rc(rc, EXIT_OK, err)
     xored = bytes(b ^ 15 for b in data)
@@ -418,8 +425,8 @@ def run_with_tty_stderr(args, src):
 def test_stream_progress_only_on_a_terminal():
     data = stream_data()
     src, dst = tmpfile("stream-tty.bin", data), tmpfile("stream-tty.out")
-    args = ["--stream-threshold", SMALL_THRESHOLD, "transform", "--op", "xor", "--value", "1",
-            "-i", src, "-o", dst]
+    args = ["--transport", "socket", "--stream-threshold", SMALL_THRESHOLD, "transform", "--op",
+            "xor", "--value", "1", "-i", src, "-o", dst]
     rc, err = run_with_tty_stderr(args, src)
     expect_rc(rc, EXIT_OK, err)
     expect("MB/s" in err and "100%" in err, "no progress bar on a terminal: %r" % err)
@@ -428,7 +435,7 @@ def test_stream_progress_only_on_a_terminal():
     rc, err = run_with_tty_stderr(["--no-progress"] + args, src)
     expect_rc(rc, EXIT_OK, err)
     expect(err == "", "--no-progress still drew: %r" % err)
-    rc, err = run_with_tty_stderr(args[2:], src)  # under the default threshold: no stream
+    rc, err = run_with_tty_stderr(args[:2] + args[4:], src)  # default threshold: no stream
     expect_rc(rc, EXIT_OK, err)
     expect(err == "", "a unary call drew a progress bar: %r" % err)
 
@@ -438,12 +445,51 @@ def test_stream_options_checked():
     expect_rc(rc, EXIT_USAGE, err)
     expect("--stream-threshold" in err, "stderr: %s" % err)
     src = tmpfile("stream-same.bin", b"abc" * 100)
-    rc, out, err = run(["--stream-threshold", "0", "transform", "--op", "add", "--value", "1",
-                        "-i", src, "-o", src])
+    rc, out, err = run(["--transport", "socket", "--stream-threshold", "0", "transform", "--op",
+                        "add", "--value", "1", "-i", src, "-o", src])
     expect_rc(rc, EXIT_USAGE, err)
     expect("input file" in err, "stderr: %s" % err)
     with open(src, "rb") as f:
         expect(f.read() == b"abc" * 100, "the input was overwritten")
+
+
+def test_transports_give_identical_bytes():
+    """Regions (auto on a Unix socket, and shm) against the socket path,
+    for a file and a pipe, one step and a pipeline."""
+    data = stream_data()
+    src = tmpfile("transport-in.bin", data)
+    jobs = [["transform", "--op", "xor", "--value", "90"], ["reverse"], ["--json", "hist"],
+            ["pipeline", "transform:add:3", "reverse", "hist"]]
+    for job in jobs:
+        outs = {}
+        for transport in ("auto", "shm", "socket"):
+            for how in ("file", "pipe"):
+                pre = ["--transport", transport] + (job[:1] if job[0] == "--json" else [])
+                cmd = job[1:] if job[0] == "--json" else job
+                if cmd[0] == "pipeline":
+                    dst = tmpfile("transport-%s-%s.bin" % (transport, how))
+                    cmd = cmd[:1] + ["-o", dst] + cmd[1:]
+                if how == "file" or cmd[0] == "pipeline":
+                    rc, out, err = run(pre + cmd[:1] + ["-i", src] + cmd[1:])
+                else:
+                    rc, out, err = run(pre + cmd, stdin=data)
+                expect_rc(rc, EXIT_OK, err)
+                if cmd[0] == "pipeline":
+                    with open(dst, "rb") as f:
+                        out += f.read()
+                outs[(transport, how)] = out
+        first = outs[("socket", "file")]
+        for k, v in outs.items():
+            expect(v == first, "%s: %s output differs from the socket's" % (" ".join(job), k))
+
+
+def test_transport_shm_needs_a_unix_socket():
+    rc, out, err = run(["--address", "127.0.0.1:1", "--transport", "shm", "reverse", "abc"],
+                       address=False)
+    expect_rc(rc, EXIT_CONNECT, err)   # reverse TEXT is one call: it only fails to connect
+    rc, out, err = run(["--transport", "sideways", "reverse", "abc"])
+    expect_rc(rc, EXIT_USAGE, err)
+    expect("--transport" in err, "stderr: %s" % err)
 
 
 def main():

@@ -30,7 +30,8 @@ extern "C" {
  * answered; the others are local failures. */
 enum {
     AMP_OK = 0,
-    AMP_EINVAL = -1,       /* invalid argument (local check or INVALID_ARGUMENT) */
+    AMP_EINVAL = -1,       /* invalid argument (local check, INVALID_ARGUMENT, OUT_OF_RANGE
+                              or FAILED_PRECONDITION) */
     AMP_ENOMEM = -2,       /* out of memory */
     AMP_EADDR = -3,        /* address could not be parsed or resolved */
     AMP_ECONNECT = -4,     /* could not connect to the daemon */
@@ -161,9 +162,11 @@ typedef struct amp_step {
 } amp_step;
 
 typedef struct amp_step_result {
-    void *data;             /* reverse/transform/fill: output bytes (malloc'd, never NULL); else NULL */
+    void *data;             /* reverse/transform/fill: output bytes (malloc'd, never NULL); else
+                               NULL, and NULL for jobs that write into a region */
     size_t len;
     amp_hist hist;          /* histogram steps; zeroed for the others */
+    uint64_t region_offset; /* amp_run_region: where in the output region data went */
 } amp_step_result;
 
 /* Runs nsteps (>= 1) steps over len bytes of in as one job (the unary
@@ -215,6 +218,49 @@ AMP_EXTERN int amp_stream(amp_conn *c, const amp_opts *o, const amp_step *steps,
 AMP_EXTERN int amp_stream_fd(amp_conn *c, const amp_opts *o, const amp_step *steps, size_t nsteps,
                              uint64_t total_length, int in_fd, int out_fd, amp_hist *hists,
                              size_t nhists);
+
+/* --- shared-memory regions ------------------------------------------------ */
+
+/* A region is memory the caller and the daemon share: a sealed memfd,
+ * mapped here and handed to the daemon once over its region socket (a Unix
+ * socket beside the gRPC one, SCM_RIGHTS). Jobs then read their input from
+ * a region and write their output into one, so the bytes never cross a
+ * socket. Only over a local Unix-socket connection; the daemon releases a
+ * region when amp_region_release() or amp_close() ends its registration,
+ * or the process dies (never while a job still uses it). */
+typedef struct amp_region amp_region;
+
+/* Creates a region of size bytes (zero-filled), maps it into the caller
+ * and registers it with the daemon c is connected to. AMP_EUNIMPL when c
+ * is not a Unix-socket connection or the daemon has regions off. */
+AMP_EXTERN int amp_region_create(amp_conn *c, size_t size, amp_region **out);
+
+/* The region's memory in this process, and its size. */
+AMP_EXTERN void *amp_region_data(const amp_region *r);
+AMP_EXTERN size_t amp_region_size(const amp_region *r);
+
+/* Ends the registration and unmaps the region. NULL is a no-op. Every
+ * region of a connection must be released before amp_close(c). */
+AMP_EXTERN void amp_region_release(amp_region *r);
+
+/* Bytes [offset, offset + length) of a region. */
+typedef struct amp_slice {
+    amp_region *region;     /* NULL: the job has no region on this side */
+    uint64_t offset;
+    uint64_t length;
+} amp_slice;
+
+/* Runs nsteps (>= 1) steps as one job (the unary Pipeline call) over
+ * regions: the input is in's bytes (in NULL or in->region NULL: no input,
+ * e.g. for a lone fill), and every data step's output is written into out,
+ * one after another from out->offset (out->length must hold them all).
+ * On success *results (nsteps entries, release with amp_step_results_free)
+ * has each data step's len and its offset in out's region (data is NULL),
+ * and each histogram. in and out may be the same bytes: the job reads its
+ * input before it writes any output. */
+AMP_EXTERN int amp_run_region(amp_conn *c, const amp_opts *o, const amp_step *steps,
+                              size_t nsteps, const amp_slice *in, const amp_slice *out,
+                              amp_step_result **results);
 
 /* --- devices ---------------------------------------------------------------- */
 

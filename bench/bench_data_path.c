@@ -1,0 +1,867 @@
+/* bench_data_path.c: how close ampd's data paths come to the limits under
+ * them, measured in one run on the same bytes.
+ *
+ * Issue 11 asks what a client pays to get bytes to a device and back
+ * through ampd, against what the hardware allows. For each --sizes size
+ * this program measures:
+ *
+ *   the limits  the device's pinned copy host->device and device->host
+ *               (a CL_MEM_ALLOC_HOST_PTR buffer mapped once, blocking
+ *               clEnqueueWrite/ReadBuffer: the PCIe limit on a GPU), and
+ *               the bytes through a bare Unix socket pair and a bare TCP
+ *               loopback connection, one way and both ways at once (a
+ *               writer and a reader thread per direction, memory to
+ *               memory): best of --reps, after one warm-up;
+ *   ampd        a transform (xor, bytes in and out) and a 256-bin uint8
+ *               histogram (bytes in only) from client memory to client
+ *               memory through libampclient: the Stream call over a Unix
+ *               socket and over TCP loopback, the unary calls over a Unix
+ *               socket, the unary call over shared-memory regions
+ *               (amp_run_region: the input already in a region, the
+ *               output read from one), and four streams on four
+ *               connections at once against one; median of --reps, after
+ *               one warm-up.
+ *
+ * Each ampd row's ratio is to the limit its bytes cannot beat: the raw
+ * copy one way for a histogram, both ways at once for a streamed
+ * transform (its bytes go in while results come out), one way twice over
+ * for a unary transform (its reply starts when its request has arrived);
+ * the pinned copy in for a region histogram, in then out for a region
+ * transform (the device copies straight from and to the region's
+ * mapping, pageable memory, where the pinned copy is the best case).
+ * The four-stream rows compare with one stream (the issue's target is
+ * 2.5x). GB/s is input bytes over seconds everywhere, bytes per direction
+ * for the raw copies.
+ *
+ * The program starts its own ampd (--ampd PATH, else $AMPD_BIN, else the
+ * build's) on a Unix socket and on 127.0.0.1, with the message and memory
+ * limits raised to fit the largest unary call, and stops it with SIGTERM.
+ * Every result ampd returns is compared with the CPU reference
+ * (tests/support/cpu_ref.c); so is every raw and pinned copy. A mismatch
+ * exits 1; a failure to run, or an ampd not exiting 0, exits 2.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <inttypes.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "amp.h"
+#include "bench_daemon.h"
+#include "bench_sock.h"
+#include "bench_util.h"
+#include "cpu_ref.h"
+#include "dev_internal.h"
+
+#define DP_SIZES_DEFAULT "1M,64M,1G"
+#define DP_MAX_SIZES 8
+#define DP_REPS_DEFAULT 3
+#define DP_REPS_MAX 64
+#define DP_SEED 4242
+#define DP_XOR_VALUE 0xa5
+#define DP_HIST_BINS 256
+#define DP_STREAMS 4                    /* the concurrent-stream rows */
+#define DP_STREAMS_TARGET "2.5"         /* issue 11: DP_STREAMS streams vs one */
+#define DP_STR(x) DP_STR_(x)
+#define DP_STR_(x) #x
+#define DP_WRITE_SIZE AMP_STREAM_CHUNK  /* bytes per raw write, as the client sends */
+/* ampd's limits for the run: a unary call of the largest size must fit in
+ * one message with its other fields, and the memory ampd holds for it
+ * (request, job input and output, reply) in the connection's budget. */
+#define DP_MESSAGE_SLACK (1ull << 20)
+#define DP_MESSAGE_MIN (64ull << 20)     /* ampd's default, above --chunk-bytes */
+#define DP_MESSAGE_MAX 0xffffffffull     /* gRPC's length prefix */
+#define DP_MEMORY_PER_BYTE 8             /* held bytes per input byte allowed */
+#define DP_MEMORY_MIN (1ull << 30)       /* ampd's default --max-job-memory */
+
+enum dp_row {
+    R_PIN_IN, R_PIN_OUT,
+    R_UNIX_1, R_UNIX_2, R_TCP_1, R_TCP_2,
+    R_STREAM_UNIX_X, R_STREAM_UNIX_H, R_STREAM_TCP_X, R_STREAM_TCP_H,
+    R_UNARY_X, R_UNARY_H,
+    R_REGION_X, R_REGION_H,
+    R_MULTI_X, R_MULTI_H,
+    DP_NROWS
+};
+
+enum dp_job { JOB_TRANSFORM, JOB_HIST };
+
+/* What a row is and what it is held against. */
+struct dp_row_def {
+    const char *path, *job;
+    int lim_a, lim_b;   /* limit rows: none (-1), a alone, or a then b in series */
+    const char *limit;  /* the limit's name in the table */
+    const char *note;
+};
+
+static const struct dp_row_def dp_rows[DP_NROWS] = {
+    [R_PIN_IN] = {"pinned", "h->d copy", -1, -1, "-", "the PCIe limit"},
+    [R_PIN_OUT] = {"pinned", "d->h copy", -1, -1, "-", "the PCIe limit"},
+    [R_UNIX_1] = {"raw unix", "copy 1-way", -1, -1, "-", ""},
+    [R_UNIX_2] = {"raw unix", "copy 2-way", -1, -1, "-", "each way, both at once"},
+    [R_TCP_1] = {"raw tcp", "copy 1-way", -1, -1, "-", ""},
+    [R_TCP_2] = {"raw tcp", "copy 2-way", -1, -1, "-", "each way, both at once"},
+    [R_STREAM_UNIX_X] = {"stream unix", "transform", R_UNIX_2, -1, "raw unix 2-way", ""},
+    [R_STREAM_UNIX_H] = {"stream unix", "histogram", R_UNIX_1, -1, "raw unix 1-way", ""},
+    [R_STREAM_TCP_X] = {"stream tcp", "transform", R_TCP_2, -1, "raw tcp 2-way", ""},
+    [R_STREAM_TCP_H] = {"stream tcp", "histogram", R_TCP_1, -1, "raw tcp 1-way", ""},
+    [R_UNARY_X] = {"unary unix", "transform", R_UNIX_1, R_UNIX_1, "raw unix 1-way, twice", ""},
+    [R_UNARY_H] = {"unary unix", "histogram", R_UNIX_1, -1, "raw unix 1-way", ""},
+    [R_REGION_X] = {"region unix", "transform", R_PIN_IN, R_PIN_OUT, "pinned h->d, d->h", ""},
+    [R_REGION_H] = {"region unix", "histogram", R_PIN_IN, -1, "pinned h->d", ""},
+    [R_MULTI_X] = {DP_STR(DP_STREAMS) " streams unix", "transform", R_STREAM_UNIX_X, -1,
+                   "1 stream unix", "target >= " DP_STREAMS_TARGET},
+    [R_MULTI_H] = {DP_STR(DP_STREAMS) " streams unix", "histogram", R_STREAM_UNIX_H, -1,
+                   "1 stream unix", "target >= " DP_STREAMS_TARGET},
+};
+
+struct dp_opts {
+    uint64_t sizes[DP_MAX_SIZES];
+    int nsizes;
+    uint64_t largest;
+    int reps;
+    unsigned device;
+    const char *ampd;
+};
+
+/* The bytes every row works on: prefixes of one random input. */
+struct dp_data {
+    uint8_t *input;                       /* largest bytes */
+    uint8_t *want;                        /* input xor DP_XOR_VALUE */
+    struct hist_result hist[DP_MAX_SIZES];/* of each size's prefix */
+    uint8_t *got[DP_STREAMS];             /* largest bytes each: what came back */
+};
+
+/* Seconds and GB/s of each row at each size; 0 for a row not measured. */
+struct dp_results {
+    double secs[DP_MAX_SIZES][DP_NROWS];
+    double gbps[DP_MAX_SIZES][DP_NROWS];
+};
+
+static int dp_failures;
+
+static void dp_fail(const char *what, uint64_t size)
+{
+    fprintf(stderr, "bench_data_path: MISMATCH: %s of %" PRIu64 " bytes differs from the "
+            "CPU reference\n", what, size);
+    dp_failures++;
+}
+
+static void dp_die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+
+static void dp_die(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "bench_data_path: ");
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    exit(2);
+}
+
+static void dp_call_failed(amp_conn *c, const char *call, int rc) __attribute__((noreturn));
+
+static void dp_call_failed(amp_conn *c, const char *call, int rc)
+{
+    dp_die("%s: %s: %s", call, amp_strerror(rc), amp_last_message(c));
+}
+
+static void *dp_malloc(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    if (!p)
+        dp_die("out of host memory (%zu bytes)", n);
+    memset(p, 0, n);   /* touched now, so no page faults inside a timing */
+    return p;
+}
+
+static double dp_median(double *t, int n)
+{
+    qsort(t, (size_t)n, sizeof t[0], bench_cmp_double);
+    return t[n / 2];
+}
+
+static double dp_best(const double *t, int n)
+{
+    double best = t[0];
+    for (int i = 1; i < n; i++)
+        best = t[i] < best ? t[i] : best;
+    return best;
+}
+
+static void dp_record(struct dp_results *res, int k, enum dp_row r, double secs, double bytes)
+{
+    res->secs[k][r] = secs;
+    res->gbps[k][r] = bytes / secs / 1e9;
+}
+
+/* --- the pinned copies ------------------------------------------------------------ */
+
+struct dp_pinned {
+    struct dev *d;
+    cl_mem buf;                      /* size bytes on the device */
+    uint8_t *src, *dst;              /* pinned, mapped once */
+    struct dev_pinned *src_h, *dst_h;
+};
+
+static void dp_cl(cl_int rc, const char *what)
+{
+    if (rc != CL_SUCCESS)
+        dp_die("%s: %s", what, dev_cl_error_name(rc));
+}
+
+static double dp_pinned_in(struct dp_pinned *p, size_t size)
+{
+    double t0 = bench_now();
+    dp_cl(clEnqueueWriteBuffer(p->d->q[DEV_Q_IN], p->buf, CL_TRUE, 0, size, p->src, 0, NULL,
+                               NULL), "pinned copy host->device");
+    return bench_now() - t0;
+}
+
+static double dp_pinned_out(struct dp_pinned *p, size_t size)
+{
+    double t0 = bench_now();
+    dp_cl(clEnqueueReadBuffer(p->d->q[DEV_Q_OUT], p->buf, CL_TRUE, 0, size, p->dst, 0, NULL,
+                              NULL), "pinned copy device->host");
+    return bench_now() - t0;
+}
+
+/* Both copies of size bytes, best of reps after a warm-up; each round
+ * trip must bring the input back. */
+static void dp_pinned_size(struct dev *d, const struct dp_opts *o, const struct dp_data *data,
+                           int k, struct dp_results *res)
+{
+    size_t size = (size_t)o->sizes[k];
+    struct dp_pinned p = {.d = d};
+    cl_int rc;
+    p.buf = clCreateBuffer(d->ctx, CL_MEM_READ_WRITE, size, NULL, &rc);
+    dp_cl(rc, "a device buffer");
+    p.src = dev_pinned_alloc(d, size, &p.src_h);
+    p.dst = dev_pinned_alloc(d, size, &p.dst_h);
+    if (!p.src || !p.dst)
+        dp_die("cannot allocate 2 x %zu bytes of pinned host memory", size);
+    memcpy(p.src, data->input, size);
+    double tin[DP_REPS_MAX] = { 0 }, tout[DP_REPS_MAX] = { 0 };
+    for (int r = -1; r < o->reps; r++) {
+        memset(p.dst, 0, size);
+        double a = dp_pinned_in(&p, size), b = dp_pinned_out(&p, size);
+        if (memcmp(p.dst, data->input, size) != 0)
+            dp_fail("the pinned copy there and back", size);
+        if (r >= 0) {
+            tin[r] = a;
+            tout[r] = b;
+        }
+    }
+    dp_record(res, k, R_PIN_IN, dp_best(tin, o->reps), (double)size);
+    dp_record(res, k, R_PIN_OUT, dp_best(tout, o->reps), (double)size);
+    dev_pinned_free(p.src_h);
+    dev_pinned_free(p.dst_h);
+    clReleaseMemObject(p.buf);
+}
+
+/* Opens the devices only for these copies: ampd has the device to itself
+ * afterwards. */
+static void dp_pinned_all(const struct dp_opts *o, const struct dp_data *data,
+                          struct dp_results *res)
+{
+    struct dev **devs;
+    size_t ndevs;
+    char err[512];
+    if (dev_open_all(&devs, &ndevs, err, sizeof err) < 0)
+        dp_die("%s", err);
+    if (o->device >= ndevs)
+        dp_die("no device %u (%zu devices)", o->device, ndevs);
+    const struct dev_info *in = dev_info(devs[o->device]);
+    if (o->largest > in->max_mem_alloc_size)
+        dp_die("a size is over the device's max_mem_alloc_size (%" PRIu64 ")",
+               in->max_mem_alloc_size);
+    printf("# device %u: %s (%s, %s), %u compute units\n", in->index, in->name,
+           dev_type_name(in->type), in->platform, in->compute_units);
+    for (int k = 0; k < o->nsizes; k++)
+        dp_pinned_size(devs[o->device], o, data, k, res);
+    dev_close_all(devs, ndevs);
+}
+
+/* --- the raw socket copies ---------------------------------------------------------- */
+
+/* One copy of size bytes (both ways when two_way): seconds, checked. */
+static double dp_raw_once(enum bench_sock_kind kind, bool two_way, const struct dp_data *data,
+                          size_t size)
+{
+    int fd[2];
+    if (bench_sock_pair(kind, fd) < 0)
+        dp_die("a %s socket pair: %s", kind == BENCH_SOCK_TCP ? "TCP" : "Unix", strerror(errno));
+    memset(data->got[0], 0, size);
+    if (two_way)
+        memset(data->got[1], 0, size);
+    double t = bench_sock_copy(fd, data->input, data->got[0], two_way ? data->want : NULL,
+                               data->got[1], size, DP_WRITE_SIZE);
+    if (t < 0)
+        dp_die("raw socket copy: %s", strerror(errno));
+    close(fd[0]);
+    close(fd[1]);
+    if (memcmp(data->got[0], data->input, size) != 0 ||
+        (two_way && memcmp(data->got[1], data->want, size) != 0))
+        dp_fail("a raw socket copy", size);
+    return t;
+}
+
+static void dp_raw_row(enum bench_sock_kind kind, bool two_way, const struct dp_opts *o,
+                       const struct dp_data *data, int k, enum dp_row row,
+                       struct dp_results *res)
+{
+    size_t size = (size_t)o->sizes[k];
+    double t[DP_REPS_MAX] = { 0 };
+    dp_raw_once(kind, two_way, data, size);   /* warm-up */
+    for (int r = 0; r < o->reps; r++)
+        t[r] = dp_raw_once(kind, two_way, data, size);
+    dp_record(res, k, row, dp_best(t, o->reps), (double)size);
+}
+
+static void dp_raw_all(const struct dp_opts *o, const struct dp_data *data,
+                       struct dp_results *res)
+{
+    for (int k = 0; k < o->nsizes; k++) {
+        dp_raw_row(BENCH_SOCK_UNIX, false, o, data, k, R_UNIX_1, res);
+        dp_raw_row(BENCH_SOCK_UNIX, true, o, data, k, R_UNIX_2, res);
+        dp_raw_row(BENCH_SOCK_TCP, false, o, data, k, R_TCP_1, res);
+        dp_raw_row(BENCH_SOCK_TCP, true, o, data, k, R_TCP_2, res);
+    }
+}
+
+/* --- ampd ------------------------------------------------------------------------------ */
+
+struct dp_ampd {
+    struct bench_daemon dm;
+    char tcp[64];                 /* "127.0.0.1:PORT" */
+    char args[2][32];             /* the limits it was started with */
+    const char *argv[16];         /* its options after --listen, NULL-terminated */
+    amp_conn *unix_c, *tcp_c;
+    amp_region *in, *out;         /* largest bytes each, on unix_c */
+    amp_opts ao;
+    char device[16];
+};
+
+/* A loopback port free a moment ago: ampd takes it next. */
+static int dp_free_port(void)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t alen = sizeof a;
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) < 0 ||
+        getsockname(fd, (struct sockaddr *)&a, &alen) < 0)
+        dp_die("a free loopback port: %s", strerror(errno));
+    close(fd);
+    return ntohs(a.sin_port);
+}
+
+static void dp_ampd_args(struct dp_ampd *am, const struct dp_opts *o)
+{
+    uint64_t msg = o->largest + DP_MESSAGE_SLACK, mem = o->largest * DP_MEMORY_PER_BYTE;
+    msg = msg < DP_MESSAGE_MIN ? DP_MESSAGE_MIN : msg > DP_MESSAGE_MAX ? DP_MESSAGE_MAX : msg;
+    mem = mem < DP_MEMORY_MIN ? DP_MEMORY_MIN : mem;
+    snprintf(am->tcp, sizeof am->tcp, "127.0.0.1:%d", dp_free_port());
+    snprintf(am->args[0], sizeof am->args[0], "%" PRIu64, msg);
+    snprintf(am->args[1], sizeof am->args[1], "%" PRIu64, mem);
+    const char *argv[] = {"--listen", am->tcp, "--max-message-bytes", am->args[0],
+                          "--max-job-memory", am->args[1], "--max-connection-memory",
+                          am->args[1], NULL};
+    memcpy(am->argv, argv, sizeof argv);
+}
+
+static amp_conn *dp_connect(const char *address)
+{
+    amp_conn *c;
+    if (amp_connect(address, &c) != 0)
+        dp_die("connect to %s: %s", address, amp_last_message(NULL));
+    return c;
+}
+
+static void dp_ampd_start(struct dp_ampd *am, const struct dp_opts *o)
+{
+    memset(am, 0, sizeof *am);
+    dp_ampd_args(am, o);
+    char err[256];
+    if (bench_daemon_start(&am->dm, o->ampd, "bench_data_path", am->argv, err, sizeof err) < 0)
+        dp_die("%s", err);
+    printf("# ampd %s --listen %s", o->ampd, am->dm.address);
+    for (int i = 0; am->argv[i]; i++)
+        printf(" %s", am->argv[i]);
+    printf("\n");
+    am->unix_c = dp_connect(am->dm.address);
+    am->tcp_c = dp_connect(am->tcp);
+    int rc = amp_region_create(am->unix_c, (size_t)o->largest, &am->in);
+    if (rc == 0)
+        rc = amp_region_create(am->unix_c, (size_t)o->largest, &am->out);
+    if (rc != 0)
+        dp_call_failed(am->unix_c, "amp_region_create", rc);
+    snprintf(am->device, sizeof am->device, "%u", o->device);
+    am->ao = (amp_opts){.device = am->device, .timeout_ms = 0};
+}
+
+/* Its peak resident memory in bytes (VmHWM), 0 if unreadable. */
+static uint64_t dp_ampd_peak(const struct dp_ampd *am)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)am->dm.pid);
+    FILE *f = fopen(path, "r");
+    uint64_t kib = 0;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "VmHWM: %" SCNu64, &kib) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return kib * 1024;
+}
+
+static int dp_ampd_stop(struct dp_ampd *am)
+{
+    uint64_t peak = dp_ampd_peak(am);
+    amp_region_release(am->in);
+    amp_region_release(am->out);
+    amp_close(am->unix_c);
+    amp_close(am->tcp_c);
+    printf("# ampd peak resident memory (VmHWM): %.1f MiB\n", (double)peak / (1 << 20));
+    return bench_daemon_stop(&am->dm);
+}
+
+/* --- results against the reference ------------------------------------------------------ */
+
+static void dp_check_data(const uint8_t *got, size_t got_len, const struct dp_data *data,
+                          size_t size, const char *what)
+{
+    if (got_len != size || memcmp(got, data->want, size) != 0)
+        dp_fail(what, size);
+}
+
+static void dp_check_hist(const amp_hist *h, const struct hist_result *want, uint64_t size,
+                          const char *what)
+{
+    if (h->bins != DP_HIST_BINS || h->below || h->above || h->nan ||
+        memcmp(h->counts, want->counts, DP_HIST_BINS * sizeof(uint64_t)) != 0)
+        dp_fail(what, size);
+}
+
+/* --- the Stream call ------------------------------------------------------------------- */
+
+static amp_step dp_step(enum dp_job job)
+{
+    amp_step st;
+    memset(&st, 0, sizeof st);
+    if (job == JOB_TRANSFORM) {
+        st.kind = AMP_STEP_TRANSFORM;
+        st.transform.op = AMP_OP_XOR;
+        st.transform.value = DP_XOR_VALUE;
+    } else {
+        st.kind = AMP_STEP_HISTOGRAM;
+        st.hist.type = AMP_TYPE_UINT8;
+        st.hist.bins = DP_HIST_BINS;
+    }
+    return st;
+}
+
+/* The client's input: the bench's input, read front to back. */
+struct dp_source {
+    const uint8_t *p;
+    size_t len, pos;
+};
+
+static long dp_source_read(void *ctx, void *buf, size_t cap)
+{
+    struct dp_source *s = ctx;
+    size_t n = s->len - s->pos < cap ? s->len - s->pos : cap;
+    memcpy(buf, s->p + s->pos, n);
+    s->pos += n;
+    return (long)n;
+}
+
+/* The client's output: a buffer of the input's size; more is an error. */
+struct dp_sink {
+    uint8_t *p;
+    size_t cap, pos;
+};
+
+static int dp_sink_write(void *ctx, const void *buf, size_t len)
+{
+    struct dp_sink *s = ctx;
+    if (len > s->cap - s->pos)
+        return AMP_EPROTO;
+    memcpy(s->p + s->pos, buf, len);
+    s->pos += len;
+    return 0;
+}
+
+/* One streamed job of size bytes on c, its output into got; the result is
+ * checked apart (dp_stream_check), so that threads only run calls. */
+struct dp_stream_run {
+    amp_conn *c;
+    const amp_opts *ao;
+    enum dp_job job;
+    const uint8_t *input;
+    uint8_t *got;
+    size_t size;
+    size_t got_len;          /* output bytes the sink took */
+    amp_hist hist;           /* a histogram's result */
+    double t0, t1;           /* the call's start and end */
+    int rc;                  /* amp_stream's */
+};
+
+static void dp_stream_run(struct dp_stream_run *s)
+{
+    amp_step st = dp_step(s->job);
+    struct dp_source src = {s->input, s->size, 0};
+    struct dp_sink sink = {s->got, s->size, 0};
+    size_t nhists = s->job == JOB_HIST ? 1 : 0;
+    memset(&s->hist, 0, sizeof s->hist);
+    s->t0 = bench_now();
+    s->rc = amp_stream(s->c, s->ao, &st, 1, s->size, dp_source_read, &src, dp_sink_write, &sink,
+                       nhists ? &s->hist : NULL, nhists);
+    s->t1 = bench_now();
+    s->got_len = sink.pos;
+}
+
+static void dp_stream_check(struct dp_stream_run *s, const struct dp_data *data, int k,
+                            const char *what)
+{
+    if (s->rc != 0)
+        dp_call_failed(s->c, what, s->rc);
+    if (s->job == JOB_TRANSFORM)
+        dp_check_data(s->got, s->got_len, data, s->size, what);
+    else if (s->got_len != 0)
+        dp_fail(what, s->size);
+    else
+        dp_check_hist(&s->hist, &data->hist[k], s->size, what);
+    amp_hist_free(&s->hist);
+}
+
+static double dp_stream_once(amp_conn *c, const amp_opts *ao, enum dp_job job,
+                             const struct dp_data *data, int k, size_t size)
+{
+    struct dp_stream_run s = {.c = c, .ao = ao, .job = job, .input = data->input,
+                              .got = data->got[0], .size = size};
+    memset(s.got, 0, size);
+    dp_stream_run(&s);
+    dp_stream_check(&s, data, k, job == JOB_TRANSFORM ? "a streamed transform"
+                                                      : "a streamed histogram");
+    return s.t1 - s.t0;
+}
+
+/* --- several streams at once ------------------------------------------------------------ */
+
+struct dp_multi_thread {
+    struct dp_stream_run run;
+    pthread_barrier_t *start;
+    pthread_t th;
+};
+
+static void *dp_multi_main(void *arg)
+{
+    struct dp_multi_thread *m = arg;
+    pthread_barrier_wait(m->start);
+    dp_stream_run(&m->run);
+    return NULL;
+}
+
+/* DP_STREAMS streams of size bytes on their own connections, started at
+ * once: seconds from the first start to the last end. */
+static double dp_multi_once(amp_conn *const conns[DP_STREAMS], const amp_opts *ao,
+                            enum dp_job job, const struct dp_data *data, int k, size_t size)
+{
+    struct dp_multi_thread m[DP_STREAMS];
+    pthread_barrier_t start;
+    pthread_barrier_init(&start, NULL, DP_STREAMS);
+    for (int i = 0; i < DP_STREAMS; i++) {
+        memset(data->got[i], 0, size);
+        m[i] = (struct dp_multi_thread){
+            .run = {.c = conns[i], .ao = ao, .job = job, .input = data->input,
+                    .got = data->got[i], .size = size},
+            .start = &start};
+        int e = pthread_create(&m[i].th, NULL, dp_multi_main, &m[i]);
+        if (e != 0)
+            dp_die("cannot start a stream thread (%s)", strerror(e));
+    }
+    double t0 = 0, t1 = 0;
+    for (int i = 0; i < DP_STREAMS; i++) {
+        pthread_join(m[i].th, NULL);
+        t0 = i == 0 || m[i].run.t0 < t0 ? m[i].run.t0 : t0;
+        t1 = m[i].run.t1 > t1 ? m[i].run.t1 : t1;
+    }
+    pthread_barrier_destroy(&start);
+    for (int i = 0; i < DP_STREAMS; i++)
+        dp_stream_check(&m[i].run, data, k, job == JOB_TRANSFORM ? "a concurrent transform"
+                                                                 : "a concurrent histogram");
+    return t1 - t0;
+}
+
+/* --- the unary calls ------------------------------------------------------------------- */
+
+static double dp_unary_once(amp_conn *c, const amp_opts *ao, enum dp_job job,
+                            const struct dp_data *data, int k, size_t size)
+{
+    double t;
+    if (job == JOB_TRANSFORM) {
+        amp_transform_params p = {.op = AMP_OP_XOR, .value = DP_XOR_VALUE};
+        void *out = NULL;
+        size_t out_len = 0;
+        double t0 = bench_now();
+        int rc = amp_transform(c, ao, &p, data->input, size, &out, &out_len);
+        t = bench_now() - t0;
+        if (rc != 0)
+            dp_call_failed(c, "amp_transform", rc);
+        dp_check_data(out, out_len, data, size, "a unary transform");
+        amp_free(out);
+    } else {
+        amp_hist_params p = {.type = AMP_TYPE_UINT8, .bins = DP_HIST_BINS};
+        amp_hist h;
+        memset(&h, 0, sizeof h);
+        double t0 = bench_now();
+        int rc = amp_histogram(c, ao, &p, data->input, size, &h);
+        t = bench_now() - t0;
+        if (rc != 0)
+            dp_call_failed(c, "amp_histogram", rc);
+        dp_check_hist(&h, &data->hist[k], size, "a unary histogram");
+        amp_hist_free(&h);
+    }
+    return t;
+}
+
+/* --- the unary call over regions ----------------------------------------------------------- */
+
+/* The input is put in the input region untimed (a region's user has it
+ * there already); the output region is cleared, so that a result left
+ * from an earlier call cannot pass the check, which reads the region. */
+static double dp_region_once(struct dp_ampd *am, enum dp_job job, const struct dp_data *data,
+                             int k, size_t size)
+{
+    uint8_t *in = amp_region_data(am->in), *out = amp_region_data(am->out);
+    memcpy(in, data->input, size);
+    amp_step st = dp_step(job);
+    amp_slice in_s = {am->in, 0, size}, out_s = {am->out, 0, size};
+    amp_step_result *r = NULL;
+    if (job == JOB_TRANSFORM)
+        memset(out, 0, size);
+    double t0 = bench_now();
+    int rc = amp_run_region(am->unix_c, &am->ao, &st, 1, &in_s,
+                            job == JOB_TRANSFORM ? &out_s : NULL, &r);
+    double t = bench_now() - t0;
+    if (rc != 0)
+        dp_call_failed(am->unix_c, "amp_run_region", rc);
+    if (job == JOB_TRANSFORM) {
+        if (r[0].data || r[0].region_offset != 0)
+            dp_fail("a region transform's placement", size);
+        dp_check_data(out, r[0].len, data, size, "a region transform");
+    } else {
+        dp_check_hist(&r[0].hist, &data->hist[k], size, "a region histogram");
+    }
+    amp_step_results_free(r, 1);
+    return t;
+}
+
+/* --- every ampd row ---------------------------------------------------------------------- */
+
+enum dp_call { CALL_STREAM, CALL_UNARY, CALL_REGION, CALL_MULTI };
+
+/* One row: median of reps after a warm-up. */
+static void dp_ampd_row(struct dp_ampd *am, amp_conn *const multi[DP_STREAMS],
+                        enum dp_call call, amp_conn *c, enum dp_job job, const struct dp_opts *o,
+                        const struct dp_data *data, int k, enum dp_row row,
+                        struct dp_results *res)
+{
+    size_t size = (size_t)o->sizes[k];
+    double t[DP_REPS_MAX] = { 0 };
+    for (int r = -1; r < o->reps; r++) {
+        double s = call == CALL_STREAM  ? dp_stream_once(c, &am->ao, job, data, k, size)
+                   : call == CALL_UNARY ? dp_unary_once(c, &am->ao, job, data, k, size)
+                   : call == CALL_REGION ? dp_region_once(am, job, data, k, size)
+                                        : dp_multi_once(multi, &am->ao, job, data, k, size);
+        if (r >= 0)
+            t[r] = s;
+    }
+    double bytes = (double)size * (call == CALL_MULTI ? DP_STREAMS : 1);
+    dp_record(res, k, row, dp_median(t, o->reps), bytes);
+}
+
+static int dp_ampd_all(const struct dp_opts *o, const struct dp_data *data,
+                       struct dp_results *res)
+{
+    struct dp_ampd am;
+    dp_ampd_start(&am, o);
+    amp_conn *multi[DP_STREAMS];
+    for (int i = 0; i < DP_STREAMS; i++)
+        multi[i] = dp_connect(am.dm.address);
+    for (int k = 0; k < o->nsizes; k++) {
+        dp_ampd_row(&am, multi, CALL_STREAM, am.unix_c, JOB_TRANSFORM, o, data, k,
+                    R_STREAM_UNIX_X, res);
+        dp_ampd_row(&am, multi, CALL_STREAM, am.unix_c, JOB_HIST, o, data, k,
+                    R_STREAM_UNIX_H, res);
+        dp_ampd_row(&am, multi, CALL_STREAM, am.tcp_c, JOB_TRANSFORM, o, data, k,
+                    R_STREAM_TCP_X, res);
+        dp_ampd_row(&am, multi, CALL_STREAM, am.tcp_c, JOB_HIST, o, data, k,
+                    R_STREAM_TCP_H, res);
+        dp_ampd_row(&am, multi, CALL_UNARY, am.unix_c, JOB_TRANSFORM, o, data, k, R_UNARY_X,
+                    res);
+        dp_ampd_row(&am, multi, CALL_UNARY, am.unix_c, JOB_HIST, o, data, k, R_UNARY_H, res);
+        dp_ampd_row(&am, multi, CALL_REGION, NULL, JOB_TRANSFORM, o, data, k, R_REGION_X, res);
+        dp_ampd_row(&am, multi, CALL_REGION, NULL, JOB_HIST, o, data, k, R_REGION_H, res);
+        dp_ampd_row(&am, multi, CALL_MULTI, NULL, JOB_TRANSFORM, o, data, k, R_MULTI_X, res);
+        dp_ampd_row(&am, multi, CALL_MULTI, NULL, JOB_HIST, o, data, k, R_MULTI_H, res);
+    }
+    printf("# ampd ran on %s\n", amp_last_device(am.unix_c));
+    for (int i = 0; i < DP_STREAMS; i++)
+        amp_close(multi[i]);
+    return dp_ampd_stop(&am);
+}
+
+/* --- the table --------------------------------------------------------------------------- */
+
+/* The GB/s a row cannot beat, 0 when it has none (or it was not measured). */
+static double dp_limit(const struct dp_results *res, int k, enum dp_row r)
+{
+    const struct dp_row_def *d = &dp_rows[r];
+    if (d->lim_a < 0 || res->gbps[k][d->lim_a] <= 0)
+        return 0;
+    double a = res->gbps[k][d->lim_a];
+    if (d->lim_b < 0)
+        return a;
+    double b = res->gbps[k][d->lim_b];
+    return b > 0 ? 1.0 / (1.0 / a + 1.0 / b) : 0;
+}
+
+static void dp_report(const struct dp_opts *o, const struct dp_results *res)
+{
+    printf("%-15s %-10s %5s %9s %8s  %-22s %8s %6s  %s\n", "path", "job", "size", "seconds",
+           "GB/s", "limit", "GB/s", "ratio", "note");
+    for (int k = 0; k < o->nsizes; k++) {
+        char size[16];
+        bench_size_label(o->sizes[k], size, sizeof size, true);
+        for (int r = 0; r < DP_NROWS; r++) {
+            const struct dp_row_def *d = &dp_rows[r];
+            if (res->gbps[k][r] <= 0)
+                continue;
+            double lim = dp_limit(res, k, r);
+            char lim_s[16] = "-", ratio_s[16] = "-";
+            if (lim > 0) {
+                snprintf(lim_s, sizeof lim_s, "%.2f", lim);
+                snprintf(ratio_s, sizeof ratio_s, "%.2f", res->gbps[k][r] / lim);
+            }
+            printf("%-15s %-10s %5s %9.4f %8.2f  %-22s %8s %6s  %s\n", d->path, d->job, size,
+                   res->secs[k][r], res->gbps[k][r], d->limit, lim_s, ratio_s, d->note);
+        }
+    }
+}
+
+/* --- options and main --------------------------------------------------------------------- */
+
+static void dp_usage(void)
+{
+    fprintf(stderr,
+            "usage: bench_data_path [--sizes LIST] [--reps N] [--device I] [--ampd PATH]\n"
+            "  --sizes   comma-separated input sizes (default " DP_SIZES_DEFAULT
+            "; K, M, G suffixes)\n"
+            "  --reps    limits: best of N; ampd: median of N; each after one warm-up\n"
+            "            (default 3, at most 64)\n"
+            "  --device  device index, for the pinned copies and ampd's jobs (default 0)\n"
+            "  --ampd    the ampd binary to start (default $AMPD_BIN, else the build's)\n");
+    exit(2);
+}
+
+static void dp_parse_sizes(const char *list, struct dp_opts *o)
+{
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", list);
+    o->nsizes = 0;
+    o->largest = 0;
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
+         tok = strtok_r(NULL, ",", &save)) {
+        uint64_t s = bench_parse_size(tok);
+        if (s == 0 || o->nsizes == DP_MAX_SIZES || s > SIZE_MAX / 2)
+            dp_usage();
+        o->sizes[o->nsizes++] = s;
+        o->largest = s > o->largest ? s : o->largest;
+    }
+    if (o->nsizes == 0)
+        dp_usage();
+}
+
+static void dp_parse(int argc, char **argv, struct dp_opts *o)
+{
+    dp_parse_sizes(DP_SIZES_DEFAULT, o);
+    o->reps = DP_REPS_DEFAULT;
+    o->ampd = getenv("AMPD_BIN") ? getenv("AMPD_BIN") : BENCH_AMPD_DEFAULT;
+    for (int i = 1; i < argc; i++) {
+        if (i + 1 >= argc)
+            dp_usage();
+        const char *v = argv[++i];
+        if (strcmp(argv[i - 1], "--sizes") == 0)
+            dp_parse_sizes(v, o);
+        else if (strcmp(argv[i - 1], "--reps") == 0)
+            o->reps = atoi(v);
+        else if (strcmp(argv[i - 1], "--device") == 0)
+            o->device = (unsigned)atoi(v);
+        else if (strcmp(argv[i - 1], "--ampd") == 0)
+            o->ampd = v;
+        else
+            dp_usage();
+    }
+    if (o->reps < 1 || o->reps > DP_REPS_MAX)
+        dp_usage();
+}
+
+static void dp_data_init(struct dp_data *data, const struct dp_opts *o)
+{
+    size_t n = (size_t)o->largest;
+    data->input = dp_malloc(n);
+    bench_random(data->input, n, DP_SEED);
+    data->want = dp_malloc(n);
+    memcpy(data->want, data->input, n);
+    struct transform_params p = {.op = XFORM_XOR, .value = DP_XOR_VALUE, .length = n};
+    cpu_ref_transform(&p, data->want, n);
+    struct hist_params hp = {.type = ELEM_U8, .bins = DP_HIST_BINS};
+    for (int k = 0; k < o->nsizes; k++)
+        if (cpu_ref_hist(&hp, data->input, (size_t)o->sizes[k], &data->hist[k]) != 0)
+            dp_die("out of host memory for the histogram reference");
+    for (int i = 0; i < DP_STREAMS; i++)
+        data->got[i] = dp_malloc(n);
+}
+
+static void dp_data_free(struct dp_data *data, const struct dp_opts *o)
+{
+    free(data->input);
+    free(data->want);
+    for (int k = 0; k < o->nsizes; k++)
+        free(data->hist[k].counts);
+    for (int i = 0; i < DP_STREAMS; i++)
+        free(data->got[i]);
+}
+
+int main(int argc, char **argv)
+{
+    struct dp_opts o = {0};
+    dp_parse(argc, argv, &o);
+    signal(SIGPIPE, SIG_IGN);
+    struct dp_data data;
+    memset(&data, 0, sizeof data);
+    dp_data_init(&data, &o);
+    struct dp_results *res = dp_malloc(sizeof *res);
+    dp_pinned_all(&o, &data, res);
+    printf("# limits: best of %d; ampd: median of %d; each after 1 warm-up; "
+           "GB/s = input bytes / s (raw: each way)\n", o.reps, o.reps);
+    fflush(stdout);
+    dp_raw_all(&o, &data, res);
+    int daemon_rc = dp_ampd_all(&o, &data, res);
+    dp_report(&o, res);
+    free(res);
+    dp_data_free(&data, &o);
+    if (dp_failures)
+        fprintf(stderr, "bench_data_path: %d result(s) differ from the CPU reference\n",
+                dp_failures);
+    return dp_failures ? 1 : daemon_rc < 0 ? 2 : 0;
+}

@@ -1,0 +1,242 @@
+/* region.c: the registry of clients' shared-memory regions (region.h). */
+#define _GNU_SOURCE
+#include "region.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+struct region {
+    struct region_set *set;
+    struct region_client *client;  /* NULL once released: no job may name it */
+    struct region *prev, *next;    /* set->head, while registered */
+    uint64_t id;
+    uid_t uid;
+    uint8_t *map;
+    size_t size;
+    atomic_uint refs;              /* the registration's, and one per job using it */
+};
+
+struct region_set {
+    struct region_limits limits;
+    struct region *head;           /* registered regions */
+    uint64_t next_id;
+    atomic_uint_fast64_t bytes;    /* mapped now, released ones included */
+};
+
+struct region_client {
+    struct region_set *set;
+    uid_t uid;
+    uint32_t count;                /* regions registered and not released */
+};
+
+struct region_set *region_set_new(const struct region_limits *limits)
+{
+    struct region_set *s = calloc(1, sizeof(*s));
+    if (!s)
+        return NULL;
+    s->limits = *limits;
+    s->next_id = 1;
+    return s;
+}
+
+void region_set_free(struct region_set *s)
+{
+    free(s);
+}
+
+uint64_t region_set_bytes(const struct region_set *s)
+{
+    return atomic_load(&s->bytes);
+}
+
+struct region_client *region_client_new(struct region_set *s, uid_t uid)
+{
+    struct region_client *c = calloc(1, sizeof(*c));
+    if (!c)
+        return NULL;
+    c->set = s;
+    c->uid = uid;
+    return c;
+}
+
+void region_put(struct region *r)
+{
+    if (!r || atomic_fetch_sub(&r->refs, 1) != 1)
+        return;
+    munmap(r->map, r->size);
+    atomic_fetch_sub(&r->set->bytes, r->size);
+    free(r);
+}
+
+static void region_end(struct region *r)
+{
+    struct region_set *s = r->set;
+    r->client->count--;
+    r->client = NULL;
+    if (r->prev)
+        r->prev->next = r->next;
+    else
+        s->head = r->next;
+    if (r->next)
+        r->next->prev = r->prev;
+    region_put(r);
+}
+
+void region_client_free(struct region_client *c)
+{
+    if (!c)
+        return;
+    for (struct region *r = c->set->head, *next; r; r = next) {
+        next = r->next;
+        if (r->client == c)
+            region_end(r);
+    }
+    free(c);
+}
+
+/* Seals that make the mapping safe to keep: the size can never change, so
+ * no page of it can vanish under a job (which would be SIGBUS). */
+static enum status_code region_check_fd(int fd, struct stat *st, char *err, size_t errlen)
+{
+    if (fstat(fd, st) != 0 || !S_ISREG(st->st_mode)) {
+        snprintf(err, errlen, "the descriptor is not a memfd (not a regular file)");
+        return STATUS_INVALID_ARGUMENT;
+    }
+    int seals = fcntl(fd, F_GET_SEALS);
+    if (seals < 0) {
+        snprintf(err, errlen, "the descriptor is not a memfd (F_GET_SEALS: %s)", strerror(errno));
+        return STATUS_INVALID_ARGUMENT;
+    }
+    if ((seals & (F_SEAL_SHRINK | F_SEAL_GROW)) != (F_SEAL_SHRINK | F_SEAL_GROW)) {
+        snprintf(err, errlen,
+                 "the memfd must be sealed with F_SEAL_SHRINK and F_SEAL_GROW (its size must "
+                 "never change while the daemon maps it)");
+        return STATUS_FAILED_PRECONDITION;
+    }
+    if (seals & (F_SEAL_WRITE | F_SEAL_FUTURE_WRITE)) {
+        snprintf(err, errlen, "the memfd is sealed against writing; jobs write their output into "
+                              "regions");
+        return STATUS_FAILED_PRECONDITION;
+    }
+    int fl = fcntl(fd, F_GETFL);
+    if (fl < 0 || (fl & O_ACCMODE) != O_RDWR) {
+        snprintf(err, errlen, "the memfd must be open for reading and writing");
+        return STATUS_INVALID_ARGUMENT;
+    }
+    if (st->st_size <= 0) {
+        snprintf(err, errlen, "the memfd is empty: a region needs at least one byte");
+        return STATUS_INVALID_ARGUMENT;
+    }
+    return STATUS_OK;
+}
+
+enum status_code region_register(struct region_client *c, int fd, uint64_t *id, uint64_t *size,
+                                 char *err, size_t errlen)
+{
+    struct region_set *s = c->set;
+    struct stat st;
+    enum status_code code = region_check_fd(fd, &st, err, errlen);
+    uint64_t bytes = (uint64_t)st.st_size;
+    if (code == STATUS_OK && c->count >= s->limits.max_per_client) {
+        snprintf(err, errlen, "--max-regions (%" PRIu32 ") regions are registered on this connection",
+                 s->limits.max_per_client);
+        code = STATUS_RESOURCE_EXHAUSTED;
+    }
+    if (code == STATUS_OK && (bytes > SIZE_MAX || bytes > s->limits.max_bytes ||
+                              region_set_bytes(s) > s->limits.max_bytes - bytes)) {
+        snprintf(err, errlen,
+                 "--max-region-bytes (%" PRIu64 ") would be exceeded: %" PRIu64
+                 " bytes mapped, %" PRIu64 " more wanted",
+                 s->limits.max_bytes, region_set_bytes(s), bytes);
+        code = STATUS_RESOURCE_EXHAUSTED;
+    }
+    struct region *r = NULL;
+    if (code == STATUS_OK && !(r = calloc(1, sizeof(*r)))) {
+        snprintf(err, errlen, "out of memory");
+        code = STATUS_RESOURCE_EXHAUSTED;
+    }
+    if (code == STATUS_OK) {
+        /* Populated now, once: a job's first pass would fault every page. */
+        r->map = mmap(NULL, (size_t)bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE,
+                      fd, 0);
+        if (r->map == MAP_FAILED) {
+            snprintf(err, errlen, "cannot map the memfd: %s", strerror(errno));
+            code = errno == ENOMEM ? STATUS_RESOURCE_EXHAUSTED : STATUS_INVALID_ARGUMENT;
+            free(r);
+        }
+    }
+    close(fd);   /* the mapping keeps the file */
+    if (code != STATUS_OK)
+        return code;
+    r->set = s;
+    r->client = c;
+    r->uid = c->uid;
+    r->size = (size_t)bytes;
+    r->id = s->next_id++;
+    atomic_init(&r->refs, 1);
+    atomic_fetch_add(&s->bytes, bytes);
+    r->next = s->head;
+    if (s->head)
+        s->head->prev = r;
+    s->head = r;
+    c->count++;
+    *id = r->id;
+    *size = bytes;
+    return STATUS_OK;
+}
+
+static struct region *region_find(const struct region_set *s, long uid, uint64_t id)
+{
+    for (struct region *r = s->head; r; r = r->next)
+        if (r->id == id && (long)r->uid == uid)
+            return r;
+    return NULL;
+}
+
+enum status_code region_release(struct region_client *c, uint64_t id, char *err, size_t errlen)
+{
+    struct region *r = region_find(c->set, (long)c->uid, id);
+    if (!r || r->client != c) {
+        snprintf(err, errlen, "region %" PRIu64 " is not registered on this connection", id);
+        return STATUS_NOT_FOUND;
+    }
+    region_end(r);
+    return STATUS_OK;
+}
+
+enum status_code region_use(struct region_set *s, long uid, uint64_t id, uint64_t offset,
+                            uint64_t length, const char *field, struct region **out, uint8_t **p,
+                            char *err, size_t errlen)
+{
+    if (uid < 0) {
+        snprintf(err, errlen, "%s: regions are only for clients on the daemon's Unix socket",
+                 field);
+        return STATUS_FAILED_PRECONDITION;
+    }
+    struct region *r = s ? region_find(s, uid, id) : NULL;
+    if (!r) {
+        snprintf(err, errlen, "%s: region %" PRIu64 " is not registered by this client%s", field,
+                 id, s ? "" : " (regions are off: --regions off)");
+        return STATUS_NOT_FOUND;
+    }
+    if (offset > r->size || length > r->size - offset) {
+        snprintf(err, errlen,
+                 "%s: offset %" PRIu64 " + length %" PRIu64 " is past the end of region %" PRIu64
+                 " (%zu bytes)",
+                 field, offset, length, id, r->size);
+        return STATUS_OUT_OF_RANGE;
+    }
+    atomic_fetch_add(&r->refs, 1);
+    *out = r;
+    *p = r->map + offset;
+    return STATUS_OK;
+}

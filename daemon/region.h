@@ -1,0 +1,72 @@
+/* region.h: clients' shared-memory regions, the registry.
+ *
+ * A region is a memfd a local client handed over on the region socket
+ * (region_sock.c), sealed against shrinking and growing, mapped here once
+ * at registration. Jobs then read their input from a region and write
+ * their output into one (rpc_jobs.c): the device copies straight between
+ * the mapping and device memory, so the bytes never cross a socket.
+ *
+ * A region belongs to the region-socket connection that registered it (its
+ * "client": limits count per client) and may be named by any gRPC call from
+ * the same uid on a Unix socket; other uids, and TCP, see no such region.
+ * It ends with RELEASE or its client's connection, but is unmapped only
+ * when the last job using it lets go (region_put), so a job never touches
+ * memory that went away. Seals mean the client cannot truncate the file
+ * under a running job (no SIGBUS).
+ *
+ * Loop thread, except region_put(), which any thread may call.
+ */
+#ifndef AMPD_REGION_H
+#define AMPD_REGION_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "status.h"
+
+struct region;
+struct region_set;
+struct region_client;
+
+struct region_limits {
+    uint32_t max_per_client;  /* --max-regions */
+    uint64_t max_bytes;       /* --max-region-bytes: mapped by every client together */
+};
+
+struct region_set *region_set_new(const struct region_limits *limits);
+/* Frees the set; every client must be gone and every job done. */
+void region_set_free(struct region_set *s);
+
+/* Bytes mapped for regions now (registered, or released and still used). */
+uint64_t region_set_bytes(const struct region_set *s);
+
+/* One region-socket connection, for uid. NULL when out of memory. */
+struct region_client *region_client_new(struct region_set *s, uid_t uid);
+/* Ends every region of the client (see region_release), frees it. */
+void region_client_free(struct region_client *c);
+
+/* Registers the memfd fd (always consumed: closed, or kept by the region):
+ * checks that it is a sealed, writable memfd of a size the limits allow,
+ * maps it, and gives it the daemon-wide id *id. Returns STATUS_OK, or a
+ * status with the reason in err. */
+enum status_code region_register(struct region_client *c, int fd, uint64_t *id, uint64_t *size,
+                                 char *err, size_t errlen);
+
+/* Ends the registration of c's region id: no new job can name it; it is
+ * unmapped once the jobs using it are done. */
+enum status_code region_release(struct region_client *c, uint64_t id, char *err, size_t errlen);
+
+/* For a job of a client with uid (-1: not a Unix-socket client): the bytes
+ * [offset, offset + length) of region id, checked with overflow-safe
+ * arithmetic, and a reference the job gives back with region_put(). field
+ * names the request field in messages ("input_region"). Returns STATUS_OK
+ * with *r and *p set, or a status with the reason in err. */
+enum status_code region_use(struct region_set *s, long uid, uint64_t id, uint64_t offset,
+                            uint64_t length, const char *field, struct region **r, uint8_t **p,
+                            char *err, size_t errlen);
+
+/* Gives back a reference from region_use(). NULL is a no-op. */
+void region_put(struct region *r);
+
+#endif
