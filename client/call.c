@@ -262,6 +262,7 @@ void call_set_body(amp_conn *c, struct call *call, const uint8_t *req, size_t le
 {
     body_borrow(&call->body, req, len);
     call->req_pos = 0;
+    call->sent_pos = 0;
     call->body_open = more;
     /* Fails harmlessly when the body was not deferred (nghttp2 has not yet
      * asked for more): it will ask. */

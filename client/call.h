@@ -37,7 +37,7 @@ struct call {
     size_t req_pos;             /* bytes of body handed to nghttp2: req_pos <= body.len */
     size_t sent_pos;            /* of those, bytes given to conn.c as DATA frames (no_copy) */
     int no_copy;                /* DATA leaves from body itself (conn_send_data), not copied
-                                 * into nghttp2: the body stays put until the call ends */
+                                 * into nghttp2: bodies stay put as call_set_body() says */
     int body_open;              /* more request bytes will follow the body (streaming): an
                                  * empty body defers instead of ending */
     struct grpc_frame_reader reader;
@@ -82,10 +82,12 @@ int call_encode(amp_conn *c, const ProtobufCMessage *req, uint8_t **buf, size_t 
  * > 0) with call->req as the body so far. Returns 0 or an AMP_E* code. */
 int call_submit(amp_conn *c, struct call *call, const char *path, int timeout_ms);
 
-/* Replaces the drained body with len bytes at req (kept by the caller
- * until call_body_drained()); more: further bytes will follow, else the
- * body ends (half-close) after these. Bodies set this way are copied into
- * nghttp2's frames (call->no_copy must be 0). */
+/* Replaces the drained body with len bytes at req; more: further bytes
+ * will follow, else the body ends (half-close) after these. The caller
+ * keeps req until call_body_drained(), and for a no_copy call (whose DATA
+ * frames point into the body until written) also until the body after
+ * this one is drained: at most one frame is ever on its way, and it is of
+ * the current body once that is drained. */
 void call_set_body(amp_conn *c, struct call *call, const uint8_t *req, size_t len, int more);
 
 /* True once nghttp2 has taken every byte of the current body. */

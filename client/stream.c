@@ -48,9 +48,10 @@ struct stream {
     long long deadline;      /* CLOCK_MONOTONIC ms, 0: none */
     uint8_t *header;         /* framed StreamRequest{header}, owned */
     size_t header_len;
-    uint8_t *frame;          /* STREAM_FRAME_MAX bytes, owned: input is read in at
-                              * STREAM_PREFIX_MAX and sent from there with its prefix;
-                              * reused once call_body_drained() */
+    uint8_t *frames[2];      /* STREAM_FRAME_MAX bytes each, owned: input is read in at
+                              * STREAM_PREFIX_MAX and sent from there with its prefix
+                              * (no copy: DATA frames point into it); they alternate */
+    int next;                /* the frame the next chunk is read into */
     char device[STREAM_DEVICE_MAX]; /* the replies' device, last passed to jobs_set_device */
 };
 
@@ -165,12 +166,15 @@ static int stream_encode_header(struct stream *st, const struct steps_pb *pb, co
 
 /* Gathers up to a chunk of input and queues it as the next data message;
  * at the end of input the body closes (with the last chunk, or empty). The
- * input is read straight into the frame, after room for the longest
- * prefix (gRPC prefix, field tag, length); the prefix is then written just
- * before it, so the chunk is not copied again to be encoded. */
+ * input is read straight into a frame, after room for the longest prefix
+ * (gRPC prefix, field tag, length); the prefix is then written just before
+ * it, so the chunk is not copied again to be encoded, nor to be sent (the
+ * call is no_copy). Frames alternate: the previous one may still be on its
+ * way to the socket (call_set_body in call.h). */
 static int stream_next_chunk(struct stream *st)
 {
-    uint8_t *chunk = st->frame + STREAM_PREFIX_MAX;
+    uint8_t *frame = st->frames[st->next];
+    uint8_t *chunk = frame + STREAM_PREFIX_MAX;
     size_t have = 0;
     while (have < AMP_STREAM_CHUNK) {
         /* A slow source can take long to fill a chunk: the deadline holds here too. */
@@ -199,6 +203,7 @@ static int stream_next_chunk(struct stream *st)
     p[GRPC_FRAME_HEADER] = STREAM_PB_REQ_DATA_TAG;
     pb_varint_put(p + GRPC_FRAME_HEADER + 1, have);
     call_set_body(st->c, &st->call, p, (size_t)(chunk + have - p), !st->in_done);
+    st->next ^= 1;
     return 0;
 }
 
@@ -253,13 +258,15 @@ static int stream_run(struct stream *st, const amp_opts *o, const struct steps_p
         return conn_fail(c, AMP_EIO, "the connection to the daemon broke earlier; reconnect");
     int rc = stream_encode_header(st, pb, o, total_length);
     if (rc == 0 && st->in) {
-        st->frame = malloc(STREAM_FRAME_MAX);
-        if (!st->frame)
+        st->frames[0] = malloc(STREAM_FRAME_MAX);
+        st->frames[1] = malloc(STREAM_FRAME_MAX);
+        if (!st->frames[0] || !st->frames[1])
             rc = conn_fail(c, AMP_ENOMEM, "out of memory for stream buffers");
     }
     if (rc != 0)
         return rc;
     call_init(&st->call);
+    st->call.no_copy = 1;   /* bodies: the header and the two frames, kept as call.h asks */
     st->call.on_message = stream_on_message;
     st->call.on_message_ctx = st;
     body_borrow(&st->call.body, st->header, st->header_len);
@@ -301,7 +308,8 @@ int amp_stream(amp_conn *c, const amp_opts *o, const amp_step *steps, size_t nst
         };
         rc = stream_run(&st, o, &pb, total_length);
         free(st.header);
-        free(st.frame);
+        free(st.frames[0]);
+        free(st.frames[1]);
     }
     steps_free(&pb);
     if (rc != 0) {

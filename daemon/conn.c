@@ -1,11 +1,12 @@
 /* conn.c: a connection's life: accept, bytes in, bytes out, close.
  *
  * Reads go straight into h2_session_recv(). Writes go straight from the
- * session's buffers to the socket while it takes them (uv_try_write, no
- * copy); the rest of a piece it refuses is copied and handed to
- * listen_sock_write(), and the session is asked for more only when that
- * write finishes, so a slow reader holds at most one piece (one HTTP/2
- * frame) here and nghttp2 keeps the rest as unsent frames. A connection
+ * session's buffers, and reply data straight from the replies themselves,
+ * to the socket while it takes them (uv_try_write of iovecs, no copy); the
+ * rest of a frame it refuses is written asynchronously (reply data still
+ * uncopied, see conn_gather), and the session is asked for more only when
+ * that write finishes, so a slow reader holds at most one HTTP/2 frame here
+ * and nghttp2 keeps the rest as unsent frames. A connection
  * ends when the session wants neither to read nor to write, when the peer
  * goes away, or on a fatal protocol error (after the GOAWAY is flushed).
  * The h2 session, and with it every call, is freed only in the socket's
@@ -16,6 +17,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* A borrowed frame goes to the socket in one write. */
+_Static_assert(H2_SEND_IOV <= LISTEN_WRITE_IOV, "a frame's iovecs fit one listen_sock write");
 
 #define CONN_LINGER_MS 2000            /* graceful close: wait this long for the peer's EOF */
 #define CONN_REASON_MAX 128
@@ -29,7 +33,8 @@ struct conn {
     char peer[LISTEN_PEER_MAX]; /* listen_sock_peer(): whose connection this is */
     long uid;                   /* listen_sock_uid(): whose regions its calls may name */
     bool counted;               /* counts toward set->count */
-    bool writing;               /* a listen_sock_write() is in flight */
+    bool writing;               /* a listen_sock_write() or _writev() is in flight */
+    bool borrowed;              /* it is the session's borrowed frame: h2_session_written() owed */
     bool closing;               /* listen_sock_close() called: no more I/O */
     bool fatal;                 /* protocol error: close once the GOAWAY is out */
     bool idle_closed;           /* got its GOAWAY for --idle-timeout */
@@ -117,30 +122,63 @@ static void conn_sock_closed(void *ctx)
 
 /* --- bytes ---------------------------------------------------------------- */
 
-/* Moves queued output to the socket: straight from the session's buffer
- * while the socket takes it (no copy: streamed replies are GiBs); the rest
- * of the piece it refuses is copied into one malloc'd buffer for an async
- * write, and later pieces stay in nghttp2 until that write is done.
- * Returns that buffer's length (0: all written or nothing queued) or -1 on
- * a fatal session or socket error. */
-static ssize_t conn_gather(struct conn *c, uint8_t **out)
+/* Skips the w bytes of iov[0..n) written; returns the index of the first
+ * piece left (shortened in place). */
+static int conn_iov_skip(struct iovec *iov, int n, size_t w)
+{
+    int i = 0;
+    while (i < n && w >= iov[i].iov_len)
+        w -= iov[i++].iov_len;
+    if (i < n) {
+        iov[i].iov_base = (uint8_t *)iov[i].iov_base + w;
+        iov[i].iov_len -= w;
+    }
+    return i;
+}
+
+/* Moves queued output to the socket while it takes it, with no copy: the
+ * session's frames as they are, and DATA frames straight from the replies
+ * (staging buffers, reply messages: h2_session_sendv borrows them). What
+ * the socket refuses goes in one async write: a borrowed frame's pieces as
+ * they are (the session keeps them until h2_session_written), a small
+ * frame of nghttp2's copied (its buffer is reused), and the session is
+ * asked for more only when that write finishes, so a slow reader holds at
+ * most one frame here and nghttp2 keeps the rest as unsent frames.
+ * Returns 1 when a write is now in flight, 0 when everything queued is
+ * written, or -1 on a fatal session or socket error. */
+static int conn_gather(struct conn *c)
 {
     for (;;) {
-        const uint8_t *p;
-        ssize_t n = h2_session_send(c->h2, &p);
+        struct iovec iov[H2_SEND_IOV];
+        bool borrowed;
+        int n = h2_session_sendv(c->h2, iov, &borrowed);
         if (n <= 0)
             return n;   /* 0: all written; -1: fatal */
-        ssize_t w = listen_sock_try_write(c->sock, p, (size_t)n);
+        size_t len = 0;
+        for (int i = 0; i < n; i++)
+            len += iov[i].iov_len;
+        ssize_t w = listen_sock_try_writev(c->sock, iov, n);
         if (w < 0)
             return -1;
-        if (w == n)
+        if ((size_t)w == len) {
+            if (borrowed)
+                h2_session_written(c->h2);
             continue;
-        size_t rest = (size_t)(n - w);
-        *out = malloc(rest);
-        if (!*out)
+        }
+        int i = conn_iov_skip(iov, n, (size_t)w);
+        if (borrowed) {
+            if (listen_sock_writev(c->sock, iov + i, n - i) != 0)
+                return -1;
+            c->borrowed = true;
+            return 1;
+        }
+        uint8_t *rest = malloc(iov[i].iov_len);
+        if (!rest)
             return -1;
-        memcpy(*out, p + w, rest);
-        return (ssize_t)rest;
+        memcpy(rest, iov[i].iov_base, iov[i].iov_len);
+        if (listen_sock_write(c->sock, rest, iov[i].iov_len) != 0)
+            return -1;
+        return 1;
     }
 }
 
@@ -148,17 +186,12 @@ static void conn_flush(struct conn *c)
 {
     if (c->writing || c->closing)
         return;
-    uint8_t *buf = NULL;
-    ssize_t n = conn_gather(c, &buf);
-    if (n < 0) {
+    int rv = conn_gather(c);
+    if (rv < 0) {
         conn_close(c, 0);
         return;
     }
-    if (n > 0) {
-        if (listen_sock_write(c->sock, buf, (size_t)n) != 0) {
-            conn_close(c, 0);
-            return;
-        }
+    if (rv > 0) {
         c->writing = true;
         return;
     }
@@ -185,6 +218,10 @@ static void conn_sock_written(void *ctx, int status)
 {
     struct conn *c = ctx;
     c->writing = false;
+    if (c->borrowed) {
+        c->borrowed = false;
+        h2_session_written(c->h2);
+    }
     if (status != 0) {
         conn_close(c, 0);
         return;

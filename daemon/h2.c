@@ -6,7 +6,8 @@
  * response (headers, messages, trailers) or Trailers-Only. Every call
  * becomes a struct h2_call hung on its nghttp2 stream, freed when nghttp2
  * closes the stream. Neighbours: conn.c moves the bytes, rpc.c handles calls,
- * h2_stream.c does what only stream calls do (h2_internal.h is their share).
+ * h2_stream.c does what only stream calls do on the request side, h2_reply.c
+ * sends every call's replies (h2_internal.h is their share).
  *
  * Handlers run only inside h2_session_recv(), h2_session_send() or an
  * outermost h2_call_resume(), each of which counts as "busy": a resume asked
@@ -19,6 +20,7 @@
 #include <nghttp2/nghttp2.h>
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -117,7 +119,6 @@ static void h2_call_release(struct h2_call *c)
         c->next->prev = c->prev;
     s->ncalls--;
     grpc_frame_reader_free(&c->reader);
-    free(c->out);
     free(c->held);
     h2_give(s, c->held_reserved);
     h2_give(s, c->pend_cap);
@@ -192,79 +193,9 @@ int h2_call_answer_status(struct h2_call *c, const char *http_status, enum statu
 
 int h2_call_fail(struct h2_call *call, enum status_code code, const char *msg)
 {
-    if (call->kind == H2_STREAM && call->headers_sent)
-        return h2_stream_fail(call, code, msg);
+    if (call->headers_sent)
+        return h2_reply_fail(call, code, msg);
     return h2_call_answer_status(call, HTTP_STATUS_OK, code, msg);
-}
-
-static ssize_t h2_reply_read(nghttp2_session *ng, int32_t stream_id, uint8_t *buf, size_t length,
-                             uint32_t *flags, nghttp2_data_source *source, void *user_data)
-{
-    (void)user_data;
-    struct h2_call *c = source->ptr;
-    size_t n = c->out_len - c->out_pos;
-    if (n > length)
-        n = length;
-    memcpy(buf, c->out + c->out_pos, n);
-    c->out_pos += n;
-    c->s->active_ms = h2_now(c->s);
-    if (c->out_pos == c->out_len) {
-        free(c->out);   /* all in nghttp2's frame now: the client's bytes are not ours to hold */
-        c->out = NULL;
-        h2_give(c->s, c->out_held);
-        c->out_held = 0;
-        *flags |= NGHTTP2_DATA_FLAG_EOF | NGHTTP2_DATA_FLAG_NO_END_STREAM;
-        nghttp2_nv trailers[] = { H2_NV("grpc-status", "0") };
-        if (nghttp2_submit_trailer(ng, stream_id, trailers, 1) != 0)
-            return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
-    }
-    return (ssize_t)n;
-}
-
-int h2_call_reply(struct h2_call *call, uint8_t *buf, size_t len)
-{
-    if (call->kind == H2_STREAM) {
-        if (h2_call_send(call, buf, len) != 0)
-            return -1;
-        return h2_call_finish(call);
-    }
-    if (call->answered) {
-        free(buf);
-        return -1;
-    }
-    if (len > call->s->cfg.max_message_bytes) {
-        free(buf);
-        char msg[STATUS_MSG_MAX];
-        snprintf(msg, sizeof(msg), "reply message of %zu bytes exceeds --max-message-bytes (%zu)",
-                 len, call->s->cfg.max_message_bytes);
-        h2_call_fail(call, STATUS_RESOURCE_EXHAUSTED, msg);
-        return -1;
-    }
-    char why[STATUS_MSG_MAX];
-    if (!h2_take(call->s, len + GRPC_FRAME_HEADER, why, sizeof(why))) {
-        free(buf);
-        h2_call_failf(call, STATUS_RESOURCE_EXHAUSTED, "no room for a %zu-byte reply: %s", len,
-                      why);
-        return -1;
-    }
-    grpc_frame_header(buf, len);
-    call->out = buf;
-    call->out_len = len + GRPC_FRAME_HEADER;
-    call->out_held = call->out_len;
-    call->out_pos = 0;
-    call->answered = true;
-    h2_count_status(call->s, STATUS_OK);
-    nghttp2_nv nv[] = {
-        H2_NV(":status", HTTP_STATUS_OK),
-        H2_NV("content-type", GRPC_CONTENT_TYPE),
-        H2_NV("grpc-accept-encoding", "identity"),
-    };
-    nghttp2_data_provider dp = { .source.ptr = call, .read_callback = h2_reply_read };
-    if (nghttp2_submit_response(call->s->ng, call->stream_id, nv, sizeof(nv) / sizeof(nv[0]), &dp)
-        != 0)
-        return -1;
-    h2_session_wake(call->s);
-    return 0;
 }
 
 /* --- request side ------------------------------------------------------- */
@@ -595,6 +526,7 @@ static int h2_session_setup(struct h2_session *s)
     nghttp2_session_callbacks_set_on_frame_send_callback(cbs, h2_on_frame_send);
     nghttp2_session_callbacks_set_on_stream_close_callback(cbs, h2_on_stream_close);
     nghttp2_session_callbacks_set_data_source_read_length_callback(cbs, h2_data_length);
+    nghttp2_session_callbacks_set_send_data_callback(cbs, h2_reply_send_data);
     nghttp2_option *opt;
     if (nghttp2_option_new(&opt) != 0) {
         nghttp2_session_callbacks_del(cbs);
@@ -646,7 +578,9 @@ void h2_session_free(struct h2_session *s)
     s->busy++;
     while (s->calls)
         h2_call_release(s->calls);
+    h2_session_written(s);   /* the socket is gone: what a frame borrowed goes too */
     nghttp2_session_del(s->ng);
+    free(s->flat);
     free(s);
 }
 
@@ -666,21 +600,63 @@ int h2_session_recv(struct h2_session *s, const uint8_t *data, size_t len)
     return 0;
 }
 
-ssize_t h2_session_send(struct h2_session *s, const uint8_t **out)
+int h2_session_sendv(struct h2_session *s, struct iovec *iov, bool *borrowed)
 {
+    *borrowed = false;
+    if (s->frame_ready)
+        return 0;   /* the borrowed frame is not written yet */
+    const uint8_t *out;
     s->busy++;
-    ssize_t n = nghttp2_session_mem_send(s->ng, out);
+    ssize_t n = nghttp2_session_mem_send(s->ng, &out);
     /* Handlers told here may queue more: with bytes in hand the owner calls
      * again anyway; with none, look once more before saying "nothing". */
     while (n >= 0 && (s->sent_pending || s->resume_pending)) {
         h2_session_notify_sent(s);
         h2_session_run_resumes(s);
-        if (n > 0)
+        if (n > 0 || s->frame_ready)
             break;
-        n = nghttp2_session_mem_send(s->ng, out);
+        n = nghttp2_session_mem_send(s->ng, &out);
     }
     s->busy--;
-    return n < 0 ? -1 : n;
+    if (n < 0)
+        return -1;
+    if (n > 0) {
+        iov[0] = (struct iovec){ (void *)(uintptr_t)out, (size_t)n };
+        return 1;
+    }
+    if (!s->frame_ready)
+        return 0;
+    memcpy(iov, s->frame, (size_t)s->frame_n * sizeof(*iov));
+    *borrowed = true;
+    return s->frame_n;
+}
+
+ssize_t h2_session_send(struct h2_session *s, const uint8_t **out)
+{
+    struct iovec iov[H2_SEND_IOV];
+    bool borrowed;
+    int n = h2_session_sendv(s, iov, &borrowed);
+    if (n <= 0)
+        return n;
+    if (!borrowed) {
+        *out = iov[0].iov_base;
+        return (ssize_t)iov[0].iov_len;
+    }
+    size_t len = 0;
+    for (int i = 0; i < n; i++)
+        len += iov[i].iov_len;
+    if (len > s->flat_cap) {
+        uint8_t *p = realloc(s->flat, len);
+        if (!p)
+            return -1;
+        s->flat = p;
+        s->flat_cap = len;
+    }
+    for (size_t i = 0, at = 0; i < (size_t)n; at += iov[i].iov_len, i++)
+        memcpy(s->flat + at, iov[i].iov_base, iov[i].iov_len);
+    h2_session_written(s);
+    *out = s->flat;
+    return (ssize_t)len;
 }
 
 int h2_session_want_read(const struct h2_session *s)

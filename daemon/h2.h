@@ -37,9 +37,11 @@
 #ifndef AMPD_H2_H
 #define AMPD_H2_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 
 #include "status.h"
 
@@ -122,9 +124,29 @@ void h2_session_free(struct h2_session *s);
  * out of memory): the owner flushes what it can and closes. */
 int h2_session_recv(struct h2_session *s, const uint8_t *data, size_t len);
 
-/* Points *out at the next bytes to write (valid until the next call into the
- * session) and returns their count; 0 when there is nothing to write now;
- * -1 on a fatal error. */
+/* Most iovecs h2_session_sendv() returns at once. */
+#define H2_SEND_IOV 16
+
+/* Points iov (H2_SEND_IOV entries) at the next bytes to write and returns
+ * how many entries it used; 0 when there is nothing to write now; -1 on a
+ * fatal error. With *borrowed false it is one piece valid until the next
+ * call into the session. With *borrowed true it is a DATA frame whose
+ * bytes are the calls' replies where they lie (a header, then the messages
+ * and staging buffers: never copied into nghttp2's frames); they stay
+ * valid until the owner calls h2_session_written(), which it must do once
+ * they are all written, and until then this returns 0. */
+int h2_session_sendv(struct h2_session *s, struct iovec *iov, bool *borrowed);
+
+/* The borrowed frame from h2_session_sendv() is written: the messages it
+ * took are freed (and staging buffers given back). No handler runs and
+ * want_write is not called from inside; the owner sends next. */
+void h2_session_written(struct h2_session *s);
+
+/* h2_session_sendv() as one buffer: points *out at the next bytes to write
+ * (valid until the next call into the session) and returns their count; 0
+ * when there is nothing to write now; -1 on a fatal error. A borrowed
+ * frame is copied and counted as written (for tests and harnesses that
+ * want plain bytes). */
 ssize_t h2_session_send(struct h2_session *s, const uint8_t **out);
 
 /* True while the session wants to read, or has something to write. When
@@ -229,13 +251,15 @@ size_t h2_call_buffered(const struct h2_call *call);
 int h2_call_send(struct h2_call *call, uint8_t *buf, size_t len);
 
 /* h2_call_send for a message whose tail, body_len bytes at body, the
- * caller keeps (a staging buffer): the layer copies it straight into
- * HTTP/2 frames, not first into one message buffer. head is as buf for
+ * caller keeps (a staging buffer): the layer writes it from there (the
+ * frame h2_session_sendv borrows), not first into one message buffer. head is as buf for
  * h2_call_send (GRPC_FRAME_HEADER free bytes in front, ownership passes);
  * head_len counts the message bytes before body. release(ctx) is called
- * exactly once, when the layer no longer needs body: once it is all taken,
- * or when the message is dropped (the call fails, closes, or this call
- * fails - then from inside it; after a close, possibly after closed()).
+ * exactly once, when the layer no longer needs body: once it is all
+ * written (h2_session_written), or when the message is dropped (the call
+ * fails, closes, or this call fails - then from inside it; after a close,
+ * possibly after closed(); a message begun while a frame is being written
+ * waits for that frame).
  * Returns 0 or -1 as h2_call_send. */
 int h2_call_send_ref(struct h2_call *call, uint8_t *head, size_t head_len, const uint8_t *body,
                      size_t body_len, void (*release)(void *ctx), void *ctx);

@@ -1,10 +1,11 @@
-/* h2_internal.h: what h2.c and h2_stream.c share, and nothing else includes.
+/* h2_internal.h: what h2.c, h2_stream.c and h2_reply.c share, and nothing else includes.
  *
- * The call and session structs, the few constants both files build replies
+ * The call and session structs, the few constants the files build replies
  * from, and the helpers that cross between them: h2.c owns the session,
- * nghttp2's callbacks, a call's life, unary replies and request reassembly;
- * h2_stream.c owns what only H2_STREAM calls do (pause/resume, held
- * messages, the reply queue). The public contract stays in h2.h.
+ * nghttp2's callbacks, a call's life and request reassembly; h2_stream.c
+ * owns what only H2_STREAM calls do on the request side (pause/resume, held
+ * messages); h2_reply.c every call's reply queue. The public contract stays
+ * in h2.h.
  */
 #ifndef AMPD_H2_INTERNAL_H
 #define AMPD_H2_INTERNAL_H
@@ -14,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/uio.h>
 
 #include "grpc_frame.h"
 #include "h2.h"
@@ -25,7 +27,7 @@
 #define GRPC_CONTENT_TYPE "application/grpc"
 #define HTTP_STATUS_OK "200"
 
-/* One queued reply message of a stream call (defined in h2_stream.c). */
+/* One queued reply message of a call (defined in h2_reply.c). */
 struct h2_out;
 
 struct h2_call {
@@ -57,9 +59,6 @@ struct h2_call {
     /* A failure found while feeding the reader, reported after it returns. */
     enum status_code feed_status;
     char feed_msg[STATUS_MSG_MAX];
-    /* The reply: prefix + message, sent from out_pos; owned by the call. */
-    uint8_t *out;
-    size_t out_len, out_pos;
     /* Stream calls, request side. While held or pend is non-empty, new
      * DATA is appended to pend so that messages keep their order. */
     bool paused;             /* h2_call_pause(): deliver nothing until resumed */
@@ -73,8 +72,8 @@ struct h2_call {
     uint8_t *pend;           /* raw DATA behind it, neither fed nor stream-consumed yet, */
     size_t pend_off, pend_len, pend_cap; /* in pend[pend_off, pend_off + pend_len); pend_cap
                                           * bytes are held in the budget */
-    /* Stream calls, reply side. */
-    bool headers_sent;       /* response submitted with h2_stream_read as provider */
+    /* Reply side, every call (h2_reply.c); a unary reply is a queue of one. */
+    bool headers_sent;       /* response submitted with h2_reply_read as provider */
     bool out_deferred;       /* the provider returned DEFERRED: resume it on new output */
     bool finishing;          /* trailers follow the last queued byte */
     bool sent_owed;          /* bytes taken since the last sent() */
@@ -97,6 +96,21 @@ struct h2_session {
     bool settings_seen;      /* the client's first SETTINGS arrived */
     bool resume_pending;     /* some call has resume_owed */
     bool sent_pending;       /* some call has sent_owed */
+    /* The DATA frame being sent from reply memory (NO_COPY, h2_reply.c):
+     * frame[0] is its header, copied to frame_hd; frame[1..frame_n) point
+     * at frame_len bytes of queued messages. h2_reply_read builds it,
+     * h2_reply_send_data completes it (frame_ready), and nothing more is
+     * taken from nghttp2 until h2_session_written(). frame_n == 0: none.
+     * Messages it points into that left their call's queue meanwhile
+     * (taken whole, or dropped with their call) wait in frame_done. */
+    uint8_t frame_hd[9];
+    struct iovec frame[H2_SEND_IOV];
+    int frame_n;
+    size_t frame_len;
+    bool frame_ready;
+    struct h2_out *frame_done;
+    uint8_t *flat;           /* h2_session_send()'s one-buffer copy of a frame, owned */
+    size_t flat_cap;
 };
 
 #define H2_NV(name, value)                                                      \
@@ -154,12 +168,20 @@ void h2_call_feed_error(struct h2_call *c, int err);
  * partly read (the stream ended inside it) and returns true. */
 bool h2_call_fail_truncated(struct h2_call *c);
 
+/* --- h2_reply.c ----------------------------------------------------------- */
+
+/* Frees a call's reply queue and gives back what it held. */
+void h2_out_free_all(struct h2_call *c);
+/* h2_call_fail() once a call's response headers are out. */
+int h2_reply_fail(struct h2_call *c, enum status_code code, const char *msg);
+/* Tells handlers whose reply bytes nghttp2 took. */
+void h2_session_notify_sent(struct h2_session *s);
+/* nghttp2's send_data callback: completes the session's frame and pauses. */
+int h2_reply_send_data(nghttp2_session *ng, nghttp2_frame *frame, const uint8_t *framehd,
+                       size_t length, nghttp2_data_source *source, void *user_data);
+
 /* --- h2_stream.c ---------------------------------------------------------- */
 
-/* Frees a stream call's reply queue and gives back what it held. */
-void h2_out_free_all(struct h2_call *c);
-/* h2_call_fail() once a stream call's headers are out. */
-int h2_stream_fail(struct h2_call *c, enum status_code code, const char *msg);
 /* The stream call was answered: drops what it holds, gives the window back. */
 void h2_stream_drop_input(struct h2_call *c);
 /* Reader callback for stream calls. */
@@ -170,7 +192,5 @@ void h2_stream_data(struct h2_call *c, const uint8_t *data, size_t len);
 void h2_stream_try_end(struct h2_call *c);
 /* Runs the resumes asked for while the session was busy. */
 void h2_session_run_resumes(struct h2_session *s);
-/* Tells handlers whose reply bytes nghttp2 took. */
-void h2_session_notify_sent(struct h2_session *s);
 
 #endif

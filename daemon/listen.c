@@ -20,7 +20,10 @@
 #include <unistd.h>
 
 #define LISTEN_BACKLOG 511
-#define LISTEN_READ_BUF (64 * 1024)
+/* Bytes read at once: about what a peer's write leaves in a Unix socket
+ * (its ~208 KiB send buffer), so a 32 MiB request is ~150 reads, not 512.
+ * Pages are touched only as far as reads fill them. */
+#define LISTEN_READ_BUF (256 * 1024)
 
 union listen_handle {
     uv_handle_t handle;
@@ -41,7 +44,8 @@ struct listen_sock {
     uv_timer_t linger;         /* bounds a graceful close */
     uv_shutdown_t shutdown;
     uv_write_t write;
-    uint8_t *wbuf;             /* buffer of the write in flight, owned; NULL when idle */
+    bool writing;              /* a write is in flight */
+    uint8_t *wbuf;             /* its buffer when owned (listen_sock_write), else NULL */
     bool closing;              /* listen_sock_close() was called: no read()/eof() */
     bool shutdown_pending;     /* shut down the write side once the write completes */
     int handles_open;          /* h and linger: freed when both are closed */
@@ -124,6 +128,7 @@ static void listen_sock_on_write(uv_write_t *req, int status)
     struct listen_sock *s = req->data;
     free(s->wbuf);
     s->wbuf = NULL;
+    s->writing = false;
     if (s->closing) {
         if (!s->shutdown_pending)
             return;
@@ -137,23 +142,46 @@ static void listen_sock_on_write(uv_write_t *req, int status)
     s->cbs->written(s->ctx, status);
 }
 
-int listen_sock_write(struct listen_sock *s, uint8_t *buf, size_t len)
+/* uv_buf_t for each iovec (the same two fields, but not promised to be the
+ * same type everywhere). */
+static int listen_sock_bufs(const struct iovec *iov, int n, uv_buf_t *b)
 {
-    uv_buf_t b = uv_buf_init((char *)buf, (unsigned)len);
-    s->wbuf = buf;
+    if (n < 1 || n > LISTEN_WRITE_IOV)
+        return UV_EINVAL;
+    for (int i = 0; i < n; i++)
+        b[i] = uv_buf_init(iov[i].iov_base, (unsigned)iov[i].iov_len);
+    return 0;
+}
+
+int listen_sock_writev(struct listen_sock *s, const struct iovec *iov, int n)
+{
+    uv_buf_t b[LISTEN_WRITE_IOV];
+    int rv = listen_sock_bufs(iov, n, b);
+    if (rv != 0)
+        return rv;
     s->write.data = s;
-    int rv = uv_write(&s->write, &s->h.stream, &b, 1, listen_sock_on_write);
-    if (rv != 0) {
-        free(buf);
-        s->wbuf = NULL;
-    }
+    rv = uv_write(&s->write, &s->h.stream, b, (unsigned)n, listen_sock_on_write);
+    s->writing = rv == 0;
     return rv;
 }
 
-ssize_t listen_sock_try_write(struct listen_sock *s, const uint8_t *buf, size_t len)
+int listen_sock_write(struct listen_sock *s, uint8_t *buf, size_t len)
 {
-    uv_buf_t b = uv_buf_init((char *)buf, (unsigned)len);
-    int rv = uv_try_write(&s->h.stream, &b, 1);
+    struct iovec iov = { buf, len };
+    int rv = listen_sock_writev(s, &iov, 1);
+    if (rv == 0)
+        s->wbuf = buf;
+    else
+        free(buf);
+    return rv;
+}
+
+ssize_t listen_sock_try_writev(struct listen_sock *s, const struct iovec *iov, int n)
+{
+    uv_buf_t b[LISTEN_WRITE_IOV];
+    int rv = listen_sock_bufs(iov, n, b);
+    if (rv == 0)
+        rv = uv_try_write(&s->h.stream, b, (unsigned)n);
     if (rv == UV_EAGAIN)
         return 0;
     return rv;
@@ -176,7 +204,7 @@ void listen_sock_close(struct listen_sock *s, unsigned linger_ms)
     /* Keep reading (and discarding) so the peer's close is seen. */
     uv_read_start(&s->h.stream, listen_sock_alloc, listen_sock_on_read);
     uv_timer_start(&s->linger, listen_sock_on_linger, linger_ms, 0);
-    if (s->wbuf)
+    if (s->writing)
         s->shutdown_pending = true;
     else
         listen_sock_start_shutdown(s);

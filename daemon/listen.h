@@ -12,6 +12,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/uio.h>
 #include <uv.h>
 
 #include "address.h"
@@ -71,14 +72,24 @@ void listen_close(struct listener *l);
 /* Starts reading; cbs and ctx must stay valid until closed() ran. */
 int listen_sock_start(struct listen_sock *s, const struct listen_sock_cbs *cbs, void *ctx);
 
+/* Most iovecs a write takes at once. */
+#define LISTEN_WRITE_IOV 16
+
 /* Writes len bytes of buf, taking ownership of it. One write at a time:
  * wait for written() before the next. Returns 0 or a uv error. */
 int listen_sock_write(struct listen_sock *s, uint8_t *buf, size_t len);
 
-/* Writes what the socket takes at once of buf (not owned), without
- * waiting: returns the bytes written (0 when it would block), or a negative
- * uv error. Only while no listen_sock_write() is in flight. */
-ssize_t listen_sock_try_write(struct listen_sock *s, const uint8_t *buf, size_t len);
+/* Writes the n (<= LISTEN_WRITE_IOV) pieces of iov, whose bytes the caller
+ * keeps valid until written() (or closed()); the iovec array itself may go
+ * at once. One write at a time, as listen_sock_write(). Returns 0 or a uv
+ * error. */
+int listen_sock_writev(struct listen_sock *s, const struct iovec *iov, int n);
+
+/* Writes what the socket takes at once of the n (<= LISTEN_WRITE_IOV)
+ * pieces of iov (not owned), without waiting: returns the bytes written (0
+ * when it would block), or a negative uv error. Only while no write is in
+ * flight. */
+ssize_t listen_sock_try_writev(struct listen_sock *s, const struct iovec *iov, int n);
 
 /* Closes the socket. linger_ms > 0: shut down the write side (after the
  * write in flight), discard what the peer still sends until it closes or

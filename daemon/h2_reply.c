@@ -1,0 +1,381 @@
+/* h2_reply.c: every call's replies (see h2.h): a queue of messages per
+ * call, handed to nghttp2 by one data provider, then the trailers.
+ *
+ * A unary reply is a queue of one message on a call that is finishing; a
+ * stream call queues messages as they come (h2_call_send, h2_call_send_ref)
+ * and ends with h2_call_finish() or a failure. The provider gives nghttp2
+ * as much of the queue as a DATA frame takes, several small messages per
+ * frame; it defers while the queue is empty and the call is not finishing,
+ * and submits the trailers once it is. Reply bytes are never copied into
+ * nghttp2's frames: a DATA frame is the session's header and iovecs over
+ * the queued messages (NO_COPY), and messages it took wait in the session
+ * until the owner has written it (h2_session_written). Neighbours: h2.c owns the session,
+ * the nghttp2 callbacks and the calls' life; h2_stream.c the request side
+ * of stream calls; h2_internal.h holds what they share.
+ */
+#include <nghttp2/nghttp2.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "grpc_frame.h"
+#include "h2.h"
+#include "h2_internal.h"
+
+/* One queued reply message of a call. */
+struct h2_out {
+    struct h2_out *next;
+    uint8_t *buf;      /* malloc'd prefix + message (or its head), owned */
+    size_t buf_len;    /* bytes at buf */
+    const uint8_t *body; /* h2_call_send_ref: the message's tail, borrowed */
+    void (*release)(void *ctx); /* gives body back; NULL for h2_call_send */
+    void *release_ctx;
+    size_t len, pos;   /* len = buf_len + body length; pos <= len: taken by nghttp2 */
+};
+
+/* Frees o, gives its borrowed body back and its bytes back to the budget. */
+static void h2_out_release(struct h2_session *s, struct h2_out *o)
+{
+    h2_give(s, o->buf_len);
+    free(o->buf);
+    if (o->release)
+        o->release(o->release_ctx);
+    free(o);
+}
+
+/* Drops o, a message of c that left c's queue. One that a DATA frame still
+ * on its way to the socket points into (begun, while a frame is out) waits
+ * for h2_session_written() instead, whatever happens to c meanwhile. */
+static void h2_out_free(struct h2_call *c, struct h2_out *o)
+{
+    struct h2_session *s = c->s;
+    c->out_held -= o->buf_len;
+    if (o->pos > 0 && s->frame_n > 0) {
+        o->next = s->frame_done;
+        s->frame_done = o;
+        return;
+    }
+    h2_out_release(s, o);
+}
+
+/* Points the session's frame at k bytes of o from o->pos on, across its two
+ * parts (one or two iovecs). */
+static void h2_out_iov(struct h2_session *s, const struct h2_out *o, size_t k)
+{
+    size_t pos = o->pos;
+    if (pos < o->buf_len) {
+        size_t a = o->buf_len - pos < k ? o->buf_len - pos : k;
+        s->frame[s->frame_n++] = (struct iovec){ o->buf + pos, a };
+        pos += a;
+        k -= a;
+    }
+    if (k)
+        s->frame[s->frame_n++] = (struct iovec){ (void *)(uintptr_t)(o->body + (pos - o->buf_len)),
+                                                 k };
+}
+
+void h2_out_free_all(struct h2_call *c)
+{
+    while (c->out_head) {
+        struct h2_out *o = c->out_head;
+        c->out_head = o->next;
+        h2_out_free(c, o);
+    }
+    c->out_tail = NULL;
+    c->unsent = 0;
+}
+
+int h2_reply_send_data(nghttp2_session *ng, nghttp2_frame *frame, const uint8_t *framehd,
+                       size_t length, nghttp2_data_source *source, void *user_data)
+{
+    (void)ng;
+    (void)source;
+    struct h2_session *s = user_data;
+    if (frame->data.padlen > 0 || s->frame_n == 0 || length != s->frame_len)
+        return NGHTTP2_ERR_CALLBACK_FAILURE;   /* no padding is ever asked for */
+    memcpy(s->frame_hd, framehd, sizeof(s->frame_hd));
+    s->frame[0] = (struct iovec){ s->frame_hd, sizeof(s->frame_hd) };
+    s->frame_ready = true;
+    return NGHTTP2_ERR_PAUSE;
+}
+
+void h2_session_written(struct h2_session *s)
+{
+    s->busy++;   /* a release that queues more output must not flush from in here */
+    s->frame_ready = false;
+    s->frame_n = 0;
+    s->frame_len = 0;
+    while (s->frame_done) {
+        struct h2_out *o = s->frame_done;
+        s->frame_done = o->next;
+        h2_out_release(s, o);
+    }
+    s->busy--;
+}
+
+/* Lets nghttp2 call h2_reply_read again after it returned DEFERRED. */
+static void h2_reply_kick(struct h2_call *c)
+{
+    if (c->out_deferred) {
+        c->out_deferred = false;
+        nghttp2_session_resume_data(c->s->ng, c->stream_id);
+    }
+}
+
+/* Data provider of every call: the queued messages in order, several per
+ * DATA frame when they are small; DEFERRED while the queue is empty and the
+ * call is not finishing; trailers once it is. The bytes are not copied into
+ * nghttp2's frame (NO_COPY): the session's frame points at them, and the
+ * owner writes them from there (h2_session_sendv). */
+static ssize_t h2_reply_read(nghttp2_session *ng, int32_t stream_id, uint8_t *buf, size_t length,
+                             uint32_t *flags, nghttp2_data_source *source, void *user_data)
+{
+    (void)buf;
+    (void)user_data;
+    struct h2_call *c = source->ptr;
+    struct h2_session *s = c->s;
+    size_t n = 0;
+    s->frame_n = 1;   /* frame[0]: the header, from h2_reply_send_data */
+    while (n < length && c->out_head && s->frame_n + 2 <= H2_SEND_IOV) {
+        struct h2_out *o = c->out_head;
+        size_t k = o->len - o->pos;
+        if (k > length - n)
+            k = length - n;
+        h2_out_iov(s, o, k);
+        o->pos += k;
+        n += k;
+        if (o->pos == o->len) {
+            c->out_head = o->next;
+            if (!c->out_head)
+                c->out_tail = NULL;
+            h2_out_free(c, o);   /* waits in frame_done until written */
+        }
+    }
+    s->frame_len = n;
+    if (n)
+        *flags |= NGHTTP2_DATA_FLAG_NO_COPY;
+    else
+        s->frame_n = 0;   /* an empty frame (the end) goes the usual way */
+    if (n) {
+        c->unsent -= n;
+        c->sent_owed = c->kind == H2_STREAM;   /* sent() is for stream calls only */
+        c->s->sent_pending |= c->sent_owed;
+        c->s->active_ms = h2_now(c->s);
+    }
+    if (c->out_head)
+        return (ssize_t)n;
+    if (!c->finishing) {
+        if (n)
+            return (ssize_t)n;
+        c->out_deferred = true;
+        return NGHTTP2_ERR_DEFERRED;
+    }
+    *flags |= NGHTTP2_DATA_FLAG_EOF | NGHTTP2_DATA_FLAG_NO_END_STREAM;
+    char status[16];
+    snprintf(status, sizeof(status), "%d", (int)c->trailer_code);
+    nghttp2_nv trailers[] = {
+        H2_NV("grpc-status", status),
+        H2_NV("grpc-message", c->trailer_msg ? c->trailer_msg : ""),
+    };
+    size_t nt = c->trailer_msg && c->trailer_msg[0] ? 2 : 1;
+    if (nghttp2_submit_trailer(ng, stream_id, trailers, nt) != 0)
+        return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+    return (ssize_t)n;
+}
+
+/* Queues o (its prefix already written) and starts the response if need be. */
+static int h2_reply_queue(struct h2_call *call, struct h2_out *o)
+{
+    if (call->out_tail)
+        call->out_tail->next = o;
+    else
+        call->out_head = o;
+    call->out_tail = o;
+    call->unsent += o->len;
+    if (!call->headers_sent) {
+        nghttp2_nv nv[] = {
+            H2_NV(":status", HTTP_STATUS_OK),
+            H2_NV("content-type", GRPC_CONTENT_TYPE),
+            H2_NV("grpc-accept-encoding", "identity"),
+        };
+        nghttp2_data_provider dp = { .source.ptr = call, .read_callback = h2_reply_read };
+        if (nghttp2_submit_response(call->s->ng, call->stream_id, nv, sizeof(nv) / sizeof(nv[0]),
+                                    &dp)
+            != 0) {
+            /* No way to send a status: reset the stream instead. */
+            nghttp2_submit_rst_stream(call->s->ng, NGHTTP2_FLAG_NONE, call->stream_id,
+                                      NGHTTP2_INTERNAL_ERROR);
+            call->answered = true;
+            h2_stream_drop_input(call);
+            h2_out_free_all(call);
+            h2_session_wake(call->s);
+            return -1;
+        }
+        call->headers_sent = true;
+    }
+    h2_reply_kick(call);
+    h2_session_wake(call->s);
+    return 0;
+}
+
+/* Checks a message of len bytes can be queued on call. Returns 0, or -1
+ * (the call failed where the size is the reason). */
+static int h2_reply_can_send(struct h2_call *call, size_t len)
+{
+    if (call->answered)
+        return -1;
+    if (len > call->s->cfg.max_message_bytes) {
+        char msg[STATUS_MSG_MAX];
+        snprintf(msg, sizeof(msg), "reply message of %zu bytes exceeds --max-message-bytes (%zu)",
+                 len, call->s->cfg.max_message_bytes);
+        h2_call_fail(call, STATUS_RESOURCE_EXHAUSTED, msg);
+        return -1;
+    }
+    return 0;
+}
+
+/* A queue entry for a message whose own buffer is buf_len bytes, held in
+ * the budget until it is taken or dropped. NULL: the call failed. */
+static struct h2_out *h2_out_new(struct h2_call *call, size_t buf_len)
+{
+    char why[STATUS_MSG_MAX];
+    if (!h2_take(call->s, buf_len, why, sizeof(why))) {
+        h2_call_failf(call, STATUS_RESOURCE_EXHAUSTED, "no room for a %zu-byte reply: %s",
+                      buf_len, why);
+        return NULL;
+    }
+    struct h2_out *o = calloc(1, sizeof(*o));
+    if (!o) {
+        h2_give(call->s, buf_len);
+        h2_call_fail(call, STATUS_RESOURCE_EXHAUSTED, "out of memory for a reply message");
+        return NULL;
+    }
+    o->buf_len = buf_len;
+    call->out_held += buf_len;
+    return o;
+}
+
+int h2_call_reply(struct h2_call *call, uint8_t *buf, size_t len)
+{
+    if (call->kind == H2_STREAM) {
+        if (h2_call_send(call, buf, len) != 0)
+            return -1;
+        return h2_call_finish(call);
+    }
+    struct h2_out *o = NULL;
+    if (h2_reply_can_send(call, len) != 0 || !(o = h2_out_new(call, len + GRPC_FRAME_HEADER))) {
+        free(buf);
+        return -1;
+    }
+    grpc_frame_header(buf, len);
+    o->buf = buf;
+    o->len = o->buf_len;
+    /* Answered and finishing before it is queued: queueing may send it all
+     * at once (want_write), trailers included, and close the call. */
+    call->answered = true;
+    call->finishing = true;
+    call->trailer_code = STATUS_OK;
+    h2_count_status(call->s, STATUS_OK);
+    return h2_reply_queue(call, o);
+}
+
+int h2_call_send(struct h2_call *call, uint8_t *buf, size_t len)
+{
+    struct h2_out *o = NULL;
+    if (call->kind != H2_STREAM || h2_reply_can_send(call, len) != 0 ||
+        !(o = h2_out_new(call, len + GRPC_FRAME_HEADER))) {
+        free(buf);
+        return -1;
+    }
+    grpc_frame_header(buf, len);
+    o->buf = buf;
+    o->len = o->buf_len;
+    return h2_reply_queue(call, o);
+}
+
+int h2_call_send_ref(struct h2_call *call, uint8_t *head, size_t head_len, const uint8_t *body,
+                     size_t body_len, void (*release)(void *ctx), void *ctx)
+{
+    struct h2_out *o = NULL;
+    if (call->kind != H2_STREAM || h2_reply_can_send(call, head_len + body_len) != 0 ||
+        !(o = h2_out_new(call, head_len + GRPC_FRAME_HEADER))) {
+        free(head);
+        release(ctx);
+        return -1;
+    }
+    grpc_frame_header(head, head_len + body_len);
+    o->buf = head;
+    o->body = body;
+    o->len = o->buf_len + body_len;
+    o->release = release;
+    o->release_ctx = ctx;
+    return h2_reply_queue(call, o);
+}
+
+size_t h2_call_unsent(const struct h2_call *call)
+{
+    return call->unsent;
+}
+
+int h2_call_finish(struct h2_call *call)
+{
+    if (call->kind != H2_STREAM || call->answered)
+        return -1;
+    if (!call->headers_sent)
+        return h2_call_answer_status(call, HTTP_STATUS_OK, STATUS_OK, NULL);
+    call->answered = true;
+    call->finishing = true;
+    call->trailer_code = STATUS_OK;
+    h2_count_status(call->s, STATUS_OK);
+    h2_stream_drop_input(call);
+    h2_reply_kick(call);
+    h2_session_wake(call->s);
+    return 0;
+}
+
+/* h2_call_fail() once headers are out: the status goes in trailers after
+ * the message nghttp2 has begun; messages not begun are dropped. */
+int h2_reply_fail(struct h2_call *c, enum status_code code, const char *msg)
+{
+    if (c->answered)
+        return -1;
+    c->answered = true;
+    c->finishing = true;
+    c->trailer_code = code;
+    h2_count_status(c->s, code);
+    char encoded[H2_GRPC_MESSAGE_MAX];
+    h2_percent_encode(msg ? msg : "", encoded, sizeof(encoded));
+    c->trailer_msg = strdup(encoded); /* NULL: the status alone still goes out */
+    h2_stream_drop_input(c);
+    struct h2_out *keep = c->out_head && c->out_head->pos > 0 ? c->out_head : NULL;
+    if (keep) {
+        c->out_head = keep->next;
+        keep->next = NULL;
+    }
+    h2_out_free_all(c);
+    if (keep) {
+        c->out_head = c->out_tail = keep;
+        c->unsent = keep->len - keep->pos;
+    }
+    h2_reply_kick(c);
+    h2_session_wake(c->s);
+    return 0;
+}
+
+
+/* Tells handlers whose reply bytes nghttp2 took. */
+void h2_session_notify_sent(struct h2_session *s)
+{
+    if (!s->sent_pending)
+        return;
+    s->sent_pending = false;
+    for (struct h2_call *c = s->calls; c; c = c->next) {
+        if (!c->sent_owed)
+            continue;
+        c->sent_owed = false;
+        if (s->h->sent)
+            s->h->sent(c, s->ctx);
+    }
+}
