@@ -113,6 +113,7 @@ struct job {
      * after its call closed, given back when it completes (rpc.c). */
     struct budget *held_in;
     uint64_t held;
+    bool abandoned;       /* counted by sched_abandon() */
 
     /* Runner thread only. */
     struct dev_stream *stream; /* device side of a stream, OPEN to CLOSE */

@@ -167,6 +167,7 @@ void rpc_h2_closed(struct h2_call *call, struct rpc_env *env)
     if (rc->job) {
         rc->job->owner = NULL; /* the completion will find the call gone */
         atomic_store(&rc->job->cancelled, true);   /* and if it has not run, it will not */
+        sched_abandon(env->sched, rc->job);
         /* The call's hold went back to its connection's budget just now,
          * but the job's memory lives until the runner hands it back: the
          * daemon-wide budget keeps counting it (room is there, since the

@@ -38,6 +38,7 @@ struct sched {
 
     /* Loop thread only. */
     uint32_t in_flight;        /* jobs submitted and not yet delivered */
+    uint32_t abandoned;        /* of those, unary jobs whose call ended (sched_abandon) */
     uint64_t completed, failed;
 };
 
@@ -155,7 +156,7 @@ static enum status_code sched_place(const struct sched *s, const char *req, size
  * client's budget (budget.h) before submitting. */
 static enum status_code sched_admit(const struct sched *s, char *msg, size_t msglen)
 {
-    if (s->in_flight >= s->limits.max_jobs) {
+    if (s->in_flight - s->abandoned >= s->limits.max_jobs) {
         snprintf(msg, msglen, "--max-jobs (%" PRIu32 ") jobs are already queued or running",
                  s->limits.max_jobs);
         return STATUS_RESOURCE_EXHAUSTED;
@@ -251,9 +252,19 @@ static void sched_on_complete(struct task *t, void *ctx)
     sched_push_done(ctx, t);
 }
 
+void sched_abandon(struct sched *s, struct job *job)
+{
+    if (!job->abandoned) {
+        job->abandoned = true;
+        s->abandoned++;
+    }
+}
+
 static void sched_job_done(struct sched *s, struct job *job)
 {
     s->in_flight--;
+    if (job->abandoned)
+        s->abandoned--;
     if (job->status == STATUS_OK)
         s->completed++;
     else

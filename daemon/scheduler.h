@@ -52,6 +52,11 @@ int sched_new(uv_loop_t *loop, struct dev **devs, size_t ndevs, size_t default_i
  * owns the job until it calls done), or a status with a message in msg, the
  * job still the caller's. */
 enum status_code sched_submit(struct sched *s, struct job *job, char *msg, size_t msglen);
+/* The call of a submitted unary job ended before the job was delivered:
+ * it stops counting against --max-jobs, so calls reset in a flood cannot
+ * hold every slot until the runner gets to them (it skips them when it
+ * does; their memory stays counted in the daemon's budget until then). */
+void sched_abandon(struct sched *s, struct job *job);
 
 /* Streams (rpc_stream.c). A stream counts as one job in flight from
  * sched_stream_begin() to sched_stream_end(). begin places it (by
