@@ -8,6 +8,7 @@
  * enqueued. The kernels themselves are driven by op_*.c.
  */
 #include "op.h"
+#include "region.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -128,6 +129,21 @@ static bool dev_input_in_place(const struct dev *d, const struct job *job)
            (uintptr_t)job->in % DEV_SHARED_ALIGN == 0;
 }
 
+/* A GPU copies between its buffers and a region's mapping, which its
+ * runner pins once per region (region_pin, dev_pinned.c): from pageable
+ * pages the H100 copies at 7 GB/s, from pinned ones at 52. A CPU device
+ * gains nothing: it reads regions in place, and its copies are memcpys. */
+static void dev_pin_region(struct dev *d, struct region *r)
+{
+    if (!r || d->info.type == DEV_CPU)
+        return;
+    uint8_t *base;
+    size_t size;
+    struct dev_pinned **slot = region_pin(r, d->info.index, &base, &size);
+    if (slot && !*slot)
+        *slot = dev_pinned_wrap(d, base, size);
+}
+
 static enum status_code dev_enqueue_steps(struct dev_exec *x, const size_t *out_len,
                                           uint64_t **slots)
 {
@@ -201,6 +217,8 @@ void dev_run(struct dev *d, struct job *job)
     } else if (dev_check_steps(d, job, job->in_len, out_len) == STATUS_OK) {
         struct dev_exec x;
         dev_exec_init(&x, d, job);
+        dev_pin_region(d, job->in_region);
+        dev_pin_region(d, job->out_region);
         dev_enqueue_steps(&x, out_len, slots);
         if (dev_exec_finish(&x) == STATUS_OK)
             dev_collect_hists(job, slots);

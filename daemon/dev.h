@@ -55,6 +55,11 @@ void dev_run(struct dev *d, struct job *job);
  * device's runner starts. */
 struct dev_pinned;
 void *dev_pinned_alloc(struct dev *d, size_t size, struct dev_pinned **out);
+/* Pins size bytes of host memory that is not d's own (a region's mapping)
+ * for d: copies between it and d's buffers then run as DMA. NULL when the
+ * driver refuses; copies still work, at pageable speed. */
+struct dev_pinned *dev_pinned_wrap(struct dev *d, void *host, size_t size);
+/* Frees what dev_pinned_alloc or dev_pinned_wrap made. Any thread. */
 void dev_pinned_free(struct dev_pinned *p);
 
 /* Sets how many device bytes jobs may hold reserved at once on d (by

@@ -14,6 +14,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "dev.h"
+
 struct region {
     struct region_set *set;
     struct region_client *client;  /* NULL once released: no job may name it */
@@ -23,12 +25,14 @@ struct region {
     uint8_t *map;
     size_t size;
     atomic_uint refs;              /* the registration's, and one per job using it */
+    struct dev_pinned **pins;      /* set->ndevs slots (region_pin) */
 };
 
 struct region_set {
     struct region_limits limits;
     struct region *head;           /* registered regions */
     uint64_t next_id;
+    size_t ndevs;
     atomic_uint_fast64_t bytes;    /* mapped now, released ones included */
 };
 
@@ -38,12 +42,13 @@ struct region_client {
     uint32_t count;                /* regions registered and not released */
 };
 
-struct region_set *region_set_new(const struct region_limits *limits)
+struct region_set *region_set_new(const struct region_limits *limits, size_t ndevs)
 {
     struct region_set *s = calloc(1, sizeof(*s));
     if (!s)
         return NULL;
     s->limits = *limits;
+    s->ndevs = ndevs;
     s->next_id = 1;
     return s;
 }
@@ -72,6 +77,9 @@ void region_put(struct region *r)
 {
     if (!r || atomic_fetch_sub(&r->refs, 1) != 1)
         return;
+    for (size_t i = 0; i < r->set->ndevs; i++)
+        dev_pinned_free(r->pins[i]);   /* before the pages it pins go */
+    free(r->pins);
     munmap(r->map, r->size);
     atomic_fetch_sub(&r->set->bytes, r->size);
     free(r);
@@ -160,7 +168,9 @@ enum status_code region_register(struct region_client *c, int fd, uint64_t *id, 
         code = STATUS_RESOURCE_EXHAUSTED;
     }
     struct region *r = NULL;
-    if (code == STATUS_OK && !(r = calloc(1, sizeof(*r)))) {
+    if (code == STATUS_OK && (!(r = calloc(1, sizeof(*r))) ||
+                              !(r->pins = calloc(s->ndevs ? s->ndevs : 1, sizeof(*r->pins))))) {
+        free(r);
         snprintf(err, errlen, "out of memory");
         code = STATUS_RESOURCE_EXHAUSTED;
     }
@@ -171,6 +181,7 @@ enum status_code region_register(struct region_client *c, int fd, uint64_t *id, 
         if (r->map == MAP_FAILED) {
             snprintf(err, errlen, "cannot map the memfd: %s", strerror(errno));
             code = errno == ENOMEM ? STATUS_RESOURCE_EXHAUSTED : STATUS_INVALID_ARGUMENT;
+            free(r->pins);
             free(r);
         }
     }
@@ -239,4 +250,11 @@ enum status_code region_use(struct region_set *s, long uid, uint64_t id, uint64_
     *out = r;
     *p = r->map + offset;
     return STATUS_OK;
+}
+
+struct dev_pinned **region_pin(struct region *r, size_t dev_index, uint8_t **base, size_t *size)
+{
+    *base = r->map;
+    *size = r->size;
+    return dev_index < r->set->ndevs ? &r->pins[dev_index] : NULL;
 }

@@ -25,6 +25,7 @@
 
 #include "status.h"
 
+struct dev_pinned;
 struct region;
 struct region_set;
 struct region_client;
@@ -34,7 +35,8 @@ struct region_limits {
     uint64_t max_bytes;       /* --max-region-bytes: mapped by every client together */
 };
 
-struct region_set *region_set_new(const struct region_limits *limits);
+/* ndevs: the daemon's devices, each of which may pin a region (region_pin). */
+struct region_set *region_set_new(const struct region_limits *limits, size_t ndevs);
 /* Frees the set; every client must be gone and every job done. */
 void region_set_free(struct region_set *s);
 
@@ -68,5 +70,13 @@ enum status_code region_use(struct region_set *s, long uid, uint64_t id, uint64_
 
 /* Gives back a reference from region_use(). NULL is a no-op. */
 void region_put(struct region *r);
+
+/* Device dev_index's pin of r's whole mapping (dev_pinned_wrap), made by
+ * that device's runner the first time one of its jobs uses r, and freed
+ * with r. Only that runner touches the slot, and only while its job holds
+ * a reference on r. Pinning happens there, not at registration, so that
+ * it never blocks the loop (~35 ms per GiB) and a device that never sees
+ * the region never pins it. NULL when dev_index is not a device's. */
+struct dev_pinned **region_pin(struct region *r, size_t dev_index, uint8_t **base, size_t *size);
 
 #endif

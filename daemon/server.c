@@ -221,7 +221,7 @@ static void server_on_signal(uv_signal_t *h, int signum)
     conn_drain_all(&srv->conns); /* may call server_on_conns_empty at once */
 }
 
-static void server_init(struct server *srv, const struct config *cfg)
+static void server_init(struct server *srv, const struct config *cfg, size_t ndevs)
 {
     srv->cfg = cfg;
     srv->env.max_message_bytes = (size_t)cfg->max_message_bytes;
@@ -237,7 +237,7 @@ static void server_init(struct server *srv, const struct config *cfg)
     if (cfg->regions) {
         struct region_limits rl = { .max_per_client = cfg->max_regions,
                                     .max_bytes = cfg->max_region_bytes };
-        srv->regions = region_set_new(&rl);   /* NULL (no memory): regions off */
+        srv->regions = region_set_new(&rl, ndevs);   /* NULL (no memory): regions off */
         srv->env.regions = srv->regions;
     }
     srv->conns.h2cfg = (struct h2_config){
@@ -266,7 +266,7 @@ int server_run(const struct config *cfg, struct dev **devs, size_t ndevs, size_t
         free(srv);
         return 1;
     }
-    server_init(srv, cfg);
+    server_init(srv, cfg, ndevs);
     int status = 0;
     char err[256];
     struct sched_limits limits = {
