@@ -7,11 +7,16 @@
  * counted: request bytes as they arrive, decoded requests, unary jobs'
  * input and output, replies not yet taken by the client (h2.c and rpc.c
  * take and give; streams' data lives in the staging pool, bounded there).
- * Loop thread only.
+ *
+ * Threads: a connection's budget lives on its I/O loop's thread; the
+ * daemon's is shared by every I/O loop and has a lock, which every take,
+ * give and read of it holds (a take holds the locks of its whole chain,
+ * outermost first, so that the check and the count are one step).
  */
 #ifndef AMPD_BUDGET_H
 #define AMPD_BUDGET_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -20,6 +25,8 @@ struct budget {
     uint64_t max;
     struct budget *parent;  /* NULL at the top */
     const char *name;       /* the option that sets max, for messages: "--max-job-memory" */
+    pthread_mutex_t *lock;  /* guards used when the budget is shared by threads; NULL: one
+                             * thread's. Not owned. */
 };
 
 /* Takes n bytes from b and every parent, or from none: returns NULL when
@@ -29,8 +36,11 @@ struct budget *budget_take(struct budget *b, uint64_t n);
 /* Gives back n bytes taken from b (and so from its parents). */
 void budget_give(struct budget *b, uint64_t n);
 
+/* Bytes held in b now. */
+uint64_t budget_used(struct budget *b);
+
 /* "--max-connection-memory (268435456) is in use: 268000000 bytes held, 1048576 more wanted":
  * why full refused n bytes, into msg. */
-void budget_refusal(const struct budget *full, uint64_t n, char *msg, size_t msglen);
+void budget_refusal(struct budget *full, uint64_t n, char *msg, size_t msglen);
 
 #endif

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "address.h"
 
@@ -79,6 +80,9 @@ static const struct config_opt config_opts[] = {
       AMPD_MAX_CHUNK_BYTES, "one staging buffer: a stream's unit of work (default 4M)" },
     { "max-device-memory", "N", CFG_U64, CFG_OFF(max_device_memory), 0, UINT64_MAX,
       "device bytes jobs may reserve at once, per device (default 0: 90%)" },
+    { "io-threads", "N", CFG_U32, CFG_OFF(io_threads), 0, AMPD_MAX_IO_THREADS,
+      "I/O loops (threads) that serve connections, each owning its\n"
+      "                            share end to end; 0: one per CPU, at most 4 (default 0)" },
     { "drain-timeout", "S", CFG_SECONDS, CFG_OFF(drain_timeout_ms), 0,
       UINT32_MAX / CONFIG_MS_PER_S, "on SIGTERM, wait at most S seconds for calls (default 30)" },
     { "idle-timeout", "S", CFG_SECONDS, CFG_OFF(idle_timeout_ms), 0,
@@ -237,9 +241,20 @@ static void config_defaults(struct config *cfg)
     cfg->max_region_bytes = AMPD_DEFAULT_MAX_REGION_BYTES;
 }
 
+/* --io-threads 0: a loop per online CPU, up to AMPD_DEFAULT_IO_THREADS_MAX. */
+static uint32_t config_io_threads_auto(void)
+{
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    if (cpus < 1)
+        return 1;
+    return cpus < AMPD_DEFAULT_IO_THREADS_MAX ? (uint32_t)cpus : AMPD_DEFAULT_IO_THREADS_MAX;
+}
+
 /* Settings that only make sense together. */
 static int config_check(struct config *cfg, char *err, size_t errlen)
 {
+    if (!cfg->io_threads)
+        cfg->io_threads = config_io_threads_auto();
     if (!cfg->max_connection_memory) {
         cfg->max_connection_memory = cfg->max_job_memory / AMPD_DEFAULT_CONNECTION_MEMORY_SHARE;
         if (!cfg->max_connection_memory)

@@ -38,6 +38,11 @@
 /* Room in a reply message besides a chunk's bytes (protobuf framing). */
 #define AMPD_REPLY_OVERHEAD 256
 
+/* --io-threads 0 (the default): one I/O loop per online CPU, at most this
+ * many; more loops than cores only add wake-ups. */
+#define AMPD_DEFAULT_IO_THREADS_MAX 4
+#define AMPD_MAX_IO_THREADS 64
+
 /* gRPC's length prefix is 32 bits: no message can be larger. */
 #define AMPD_MAX_MESSAGE_BYTES_LIMIT 0xffffffffull
 #define AMPD_MAX_LISTEN 16
@@ -67,6 +72,7 @@ struct config {
     uint64_t staging_bytes;            /* per device; >= chunk_bytes */
     uint64_t chunk_bytes;              /* multiple of AMPD_CHUNK_ALIGN */
     uint64_t max_device_memory;        /* 0: 90% of each device's memory */
+    uint32_t io_threads;               /* I/O loops serving connections: >= 1 after config_load */
 };
 
 enum config_result {

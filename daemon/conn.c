@@ -32,7 +32,8 @@ struct conn {
     struct budget budget;       /* what the session's calls hold; used is 0 once h2 is freed */
     char peer[LISTEN_PEER_MAX]; /* listen_sock_peer(): whose connection this is */
     long uid;                   /* listen_sock_uid(): whose regions its calls may name */
-    bool counted;               /* counts toward set->count */
+    bool counted;               /* admitted: counts toward --max-connections until closed() */
+    bool peer_counted;          /* and toward --max-peer-connections until it is leaving */
     bool writing;               /* a listen_sock_write() or _writev() is in flight */
     bool borrowed;              /* it is the session's borrowed frame: h2_session_written() owed */
     bool closing;               /* listen_sock_close() called: no more I/O */
@@ -41,6 +42,16 @@ struct conn {
 };
 
 static void conn_flush(struct conn *c);
+
+/* c is on its way out (closing, or a GOAWAY for a fault): its peer may
+ * open another in its place. */
+static void conn_leaving(struct conn *c)
+{
+    if (c->peer_counted) {
+        c->peer_counted = false;
+        conn_limit_leave_peer(c->set->limit, c->peer);
+    }
+}
 
 /* --- h2 handlers: rpc with the set's env, and flush on late output ------- */
 
@@ -112,6 +123,7 @@ static void conn_close(struct conn *c, unsigned linger_ms)
     if (c->closing)
         return;
     c->closing = true;
+    conn_leaving(c);
     listen_sock_close(c->sock, linger_ms);
 }
 
@@ -126,10 +138,10 @@ static void conn_sock_closed(void *ctx)
         set->head = c->next;
     if (c->next)
         c->next->prev = c->prev;
-    if (c->counted) {
-        set->count--;
-        set->env->connections = set->count;
-    }
+    conn_leaving(c);
+    if (c->counted)
+        conn_limit_leave(set->limit);
+    atomic_fetch_sub(&set->live, 1);
     free(c);
     if (set->draining && !set->head && set->empty)
         set->empty(set->ctx);
@@ -219,8 +231,10 @@ static void conn_sock_read(void *ctx, const uint8_t *data, size_t len)
     struct conn *c = ctx;
     if (c->fatal)
         return;
-    if (h2_session_recv(c->h2, data, len) != 0)
+    if (h2_session_recv(c->h2, data, len) != 0) {
         c->fatal = true;
+        conn_leaving(c);
+    }
     conn_flush(c);
 }
 
@@ -253,14 +267,32 @@ static const struct listen_sock_cbs conn_sock_cbs = {
 
 /* --- accept and drain ----------------------------------------------------- */
 
-/* Connections from peer being served: not those on their way out (a
- * GOAWAY sent for a fault, lingering for the peer's close). */
-static uint32_t conn_peer_count(const struct conn_set *set, const char *peer)
+/* Admits c daemon-wide, or refuses it with a GOAWAY naming the limit. */
+static void conn_admit(struct conn_set *set, struct conn *c)
 {
-    uint32_t n = 0;
-    for (const struct conn *c = set->head; c; c = c->next)
-        n += c->counted && !c->closing && !c->fatal && strcmp(c->peer, peer) == 0;
-    return n;
+    char reason[CONN_REASON_MAX];
+    if (set->draining) {
+        h2_session_refuse(c->h2, "server is shutting down");
+        return;
+    }
+    switch (conn_limit_admit(set->limit, c->peer)) {
+    case CONN_LIMIT_OK:
+        c->counted = c->peer_counted = true;
+        return;
+    case CONN_LIMIT_FULL:
+        snprintf(reason, sizeof(reason), "RESOURCE_EXHAUSTED: --max-connections (%u) reached",
+                 set->limit->max);
+        break;
+    case CONN_LIMIT_PEER_FULL:
+        snprintf(reason, sizeof(reason),
+                 "RESOURCE_EXHAUSTED: --max-peer-connections (%u) reached for %s",
+                 set->limit->max_per_peer, c->peer);
+        break;
+    case CONN_LIMIT_NO_MEMORY:
+        snprintf(reason, sizeof(reason), "RESOURCE_EXHAUSTED: out of memory");
+        break;
+    }
+    h2_session_refuse(c->h2, reason);
 }
 
 void conn_accept(struct conn_set *set, struct listen_sock *sock)
@@ -282,28 +314,12 @@ void conn_accept(struct conn_set *set, struct listen_sock *sock)
     c->sock = sock;
     listen_sock_peer(sock, c->peer, sizeof(c->peer));
     c->uid = listen_sock_uid(sock);
-    uint32_t peers = conn_peer_count(set, c->peer);
     c->next = set->head;
     if (set->head)
         set->head->prev = c;
     set->head = c;
-    char reason[CONN_REASON_MAX];
-    if (set->draining) {
-        h2_session_refuse(c->h2, "server is shutting down");
-    } else if (set->count >= set->max) {
-        snprintf(reason, sizeof(reason), "RESOURCE_EXHAUSTED: --max-connections (%u) reached",
-                 set->max);
-        h2_session_refuse(c->h2, reason);
-    } else if (peers >= set->max_per_peer) {
-        snprintf(reason, sizeof(reason),
-                 "RESOURCE_EXHAUSTED: --max-peer-connections (%u) reached for %s",
-                 set->max_per_peer, c->peer);
-        h2_session_refuse(c->h2, reason);
-    } else {
-        c->counted = true;
-        set->count++;
-        set->env->connections = set->count;
-    }
+    atomic_fetch_add(&set->live, 1);
+    conn_admit(set, c);
     if (listen_sock_start(sock, &conn_sock_cbs, c) != 0) {
         conn_close(c, 0);
         return;
@@ -333,8 +349,10 @@ void conn_sweep(struct conn_set *set, uint64_t now_ms, uint64_t idle_ms)
         next = c->next;   /* a flush may close c, but frees it only in a later callback */
         if (c->closing || c->fatal)
             continue;
-        if (h2_session_expire(c->h2, now_ms) != 0)
+        if (h2_session_expire(c->h2, now_ms) != 0) {
             c->fatal = true;   /* closes once its GOAWAY is out */
+            conn_leaving(c);
+        }
         if (idle_ms && !c->idle_closed && h2_session_calls(c->h2) == 0 &&
             now_ms - h2_session_active_ms(c->h2) >= idle_ms) {
             c->idle_closed = true;

@@ -8,22 +8,24 @@
 #ifndef AMPD_CONN_H
 #define AMPD_CONN_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "budget.h"
+#include "conn_limit.h"
 #include "h2.h"
 #include "listen.h"
 #include "rpc.h"
 
 struct conn;
 
-/* Every connection of the daemon. Owned by server.c, on the loop thread. */
+/* The connections of one I/O loop (io_loop.c), on its thread. */
 struct conn_set {
     struct conn *head;          /* all live connections, refused ones too */
-    uint32_t count;             /* accepted and served (not refused); env->connections mirrors it */
-    uint32_t max;               /* --max-connections */
-    uint32_t max_per_peer;      /* --max-peer-connections */
+    atomic_uint live;           /* connections on head: read by the acceptor, on another
+                                 * thread, to pick the least-loaded loop */
+    struct conn_limit *limit;   /* --max-connections and --max-peer-connections, daemon-wide */
     struct budget *budget;      /* the daemon's; each connection's own budget is its child */
     uint64_t conn_memory;       /* --max-connection-memory: the max of each connection's budget */
     struct h2_config h2cfg;     /* every session's, but for its budget (the connection's) */
@@ -43,7 +45,7 @@ void conn_sweep(struct conn_set *set, uint64_t now_ms, uint64_t idle_ms);
 
 /* Takes an accepted socket: serves it, or refuses it with a GOAWAY naming
  * the limit when --max-connections, or --max-peer-connections from its
- * peer, are already open (or while draining). */
+ * peer, are already open daemon-wide (or while draining). */
 void conn_accept(struct conn_set *set, struct listen_sock *sock);
 
 /* Graceful drain: GOAWAY on every connection; each closes once its calls

@@ -120,10 +120,10 @@ struct h2_config {
      * HEADERS block must arrive within it. 0: no limit. */
     uint64_t request_timeout_ms;
     uint64_t min_request_rate; /* bytes per second; >= 1 when request_timeout_ms is set */
-    /* Calls answered, by status code (STATUS_CODE_COUNT entries, shared by
-     * every session); a call the client abandoned counts as CANCELLED.
-     * NULL: not counted. */
-    uint64_t *status_counts;
+    /* Calls answered, by status code (shared by every session of every
+     * I/O loop); a call the client abandoned counts as CANCELLED. NULL:
+     * not counted. */
+    struct status_counts *status_counts;
 };
 
 /* Creates a server session and queues its SETTINGS. handlers and ctx must

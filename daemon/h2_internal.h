@@ -141,8 +141,7 @@ static inline uint64_t h2_now(const struct h2_session *s)
 /* Counts the status a call was answered with. */
 static inline void h2_count_status(struct h2_session *s, enum status_code code)
 {
-    if (s->cfg.status_counts && (unsigned)code < STATUS_CODE_COUNT)
-        s->cfg.status_counts[code]++;
+    status_count(s->cfg.status_counts, code);
 }
 
 static inline void h2_session_wake(struct h2_session *s)

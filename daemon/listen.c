@@ -1,7 +1,11 @@
 /* listen.c: listeners and accepted sockets on libuv (see listen.h).
  *
- * Unix and TCP sockets are both uv_stream_t underneath, so everything past
- * binding is shared. A listen_sock carries its own read buffer (reused for
+ * A listener is a plain listening socket under a uv_poll handle that
+ * accepts with accept4() itself: libuv's own listeners can only accept
+ * into a handle of their own loop, and a connection must live on the I/O
+ * loop it is handed to. Accepted sockets become uv_stream_t handles on
+ * that loop (uv_pipe_open, uv_tcp_open); Unix and TCP are both
+ * uv_stream_t underneath, so everything past that is shared. A listen_sock carries its own read buffer (reused for
  * every read; the h2 layer copies what it keeps) and a timer for lingering
  * closes. Handles are freed only in their close callbacks.
  */
@@ -10,6 +14,7 @@
 
 #include <errno.h>
 #include <grp.h>
+#include <netdb.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +25,9 @@
 #include <unistd.h>
 
 #define LISTEN_BACKLOG 511
+/* Out of descriptors (or memory) while accepting: stop polling the
+ * listener this long, instead of spinning on a backlog it cannot take. */
+#define LISTEN_RETRY_MS 100
 /* Bytes read at once: about what a peer's write leaves in a Unix socket
  * (its ~208 KiB send buffer), so a 32 MiB request is ~150 reads, not 512.
  * Pages are touched only as far as reads fill them. */
@@ -33,7 +41,10 @@ union listen_handle {
 };
 
 struct listener {
-    union listen_handle h;
+    uv_poll_t poll;            /* readable: connections wait in the backlog */
+    uv_timer_t retry;          /* restarts poll after an accept ran out of resources */
+    int fd;                    /* the listening socket; closed by listen_close() */
+    int handles_open;          /* poll and retry: freed when both are closed */
     char unix_path[ADDRESS_PATH_MAX]; /* removed on close; "" for TCP */
     listen_accept_cb accept;
     void *ctx;
@@ -243,7 +254,7 @@ void listen_sock_peer(struct listen_sock *s, char *out, size_t outlen)
         snprintf(out, outlen, "address %s", host);
 }
 
-/* --- listeners ------------------------------------------------------------ */
+/* --- accepting ------------------------------------------------------------ */
 
 static struct listen_sock *listen_sock_new(uv_loop_t *loop, bool is_unix)
 {
@@ -262,22 +273,58 @@ static struct listen_sock *listen_sock_new(uv_loop_t *loop, bool is_unix)
     return s;
 }
 
-static void listen_on_connection(uv_stream_t *server, int status)
+int listen_sock_open(uv_loop_t *loop, int fd, bool is_unix, struct listen_sock **out)
 {
-    struct listener *l = server->data;
+    struct listen_sock *s = listen_sock_new(loop, is_unix);
+    if (!s) {
+        close(fd);
+        return UV_ENOMEM;
+    }
+    int rv = is_unix ? uv_pipe_open(&s->h.pipe, fd) : uv_tcp_open(&s->h.tcp, fd);
+    if (rv != 0) {
+        close(fd);
+        listen_sock_close_now(s);
+        return rv;
+    }
+    if (!is_unix)
+        uv_tcp_nodelay(&s->h.tcp, 1);
+    *out = s;
+    return 0;
+}
+
+static void listen_on_readable(uv_poll_t *h, int status, int events);
+
+static void listen_on_retry(uv_timer_t *t)
+{
+    struct listener *l = t->data;
+    uv_poll_start(&l->poll, UV_READABLE, listen_on_readable);
+}
+
+/* Takes every connection waiting in the backlog. */
+static void listen_on_readable(uv_poll_t *h, int status, int events)
+{
+    (void)events;
+    struct listener *l = h->data;
     if (status != 0)
         return;
-    struct listen_sock *s = listen_sock_new(server->loop, l->unix_path[0] != '\0');
-    if (!s)
-        return; /* out of memory: the connection waits in the backlog */
-    if (uv_accept(server, &s->h.stream) != 0) {
-        listen_sock_close_now(s);
+    for (;;) {
+        int fd = accept4(l->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd >= 0) {
+            l->accept(fd, l->unix_path[0] != '\0', l->ctx);
+            continue;
+        }
+        if (errno == EINTR || errno == ECONNABORTED)
+            continue;
+        if (errno != EAGAIN && errno != EWOULDBLOCK) {
+            /* EMFILE and the like: the connection waits in the backlog. */
+            uv_poll_stop(&l->poll);
+            uv_timer_start(&l->retry, listen_on_retry, LISTEN_RETRY_MS, 0);
+        }
         return;
     }
-    if (!l->unix_path[0])
-        uv_tcp_nodelay(&s->h.tcp, 1);
-    l->accept(s, l->ctx);
 }
+
+/* --- listeners ------------------------------------------------------------ */
 
 /* A Unix socket file nobody accepts on is left over from a crash: remove
  * it. A live one, or a file that is not a socket, is not ours to delete. */
@@ -373,50 +420,52 @@ int listen_unix_fd(const char *path, const struct listen_unix_access *access, in
     return 0;
 }
 
-static int listen_bind_unix(uv_loop_t *loop, struct listener *l, const char *path,
+static int listen_bind_unix(struct listener *l, const char *path,
                             const struct listen_unix_access *access, char *err, size_t errlen)
 {
-    int fd;
-    if (listen_unix_fd(path, access, &fd, err, errlen) != 0)
+    if (listen_unix_fd(path, access, &l->fd, err, errlen) != 0)
         return -1;
-    uv_pipe_init(loop, &l->h.pipe, 0);
     snprintf(l->unix_path, sizeof(l->unix_path), "%s", path);
-    int rv = uv_pipe_open(&l->h.pipe, fd);
-    if (rv != 0) {
-        close(fd);
-        snprintf(err, errlen, "%s: %s", path, uv_strerror(rv));
-        return -1;
-    }
     return 0;
 }
 
-static int listen_bind_tcp(uv_loop_t *loop, struct listener *l, const struct address *addr,
-                           char *err, size_t errlen)
+static int listen_bind_tcp(struct listener *l, const struct address *addr, char *err,
+                           size_t errlen)
 {
     /* Startup only, before the loop runs: a blocking lookup is fine here. */
-    uv_getaddrinfo_t req;
     char port[16];
     snprintf(port, sizeof(port), "%d", addr->port);
     struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
                               .ai_flags = AI_PASSIVE | AI_NUMERICSERV };
-    int rv = uv_getaddrinfo(loop, &req, NULL, addr->host, port, &hints);
+    struct addrinfo *ai;
+    int rv = getaddrinfo(addr->host, port, &hints, &ai);
     if (rv != 0) {
-        snprintf(err, errlen, "%s: %s", addr->host, uv_strerror(rv));
+        snprintf(err, errlen, "%s: %s", addr->host, gai_strerror(rv));
         return -1;
     }
-    uv_tcp_init(loop, &l->h.tcp);
-    rv = uv_tcp_bind(&l->h.tcp, req.addrinfo->ai_addr, 0);
-    uv_freeaddrinfo(req.addrinfo);
-    if (rv != 0) {
-        snprintf(err, errlen, "bind %s:%d: %s", addr->host, addr->port, uv_strerror(rv));
+    int one = 1;
+    int fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    const char *what = "socket";
+    if (fd < 0 || (what = "bind", setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one)) != 0 ||
+        bind(fd, ai->ai_addr, ai->ai_addrlen) != 0 ||
+        (what = "listen", listen(fd, LISTEN_BACKLOG)) != 0) {
+        snprintf(err, errlen, "%s %s:%d: %s", what, addr->host, addr->port, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        freeaddrinfo(ai);
         return -1;
     }
+    freeaddrinfo(ai);
+    l->fd = fd;
     return 0;
 }
 
 static void listen_on_closed(uv_handle_t *h)
 {
-    free(h->data);
+    struct listener *l = h->data;
+    if (--l->handles_open > 0)
+        return;
+    free(l);
 }
 
 int listen_open(uv_loop_t *loop, const struct address *addr, const struct listen_unix_access *access,
@@ -429,22 +478,25 @@ int listen_open(uv_loop_t *loop, const struct address *addr, const struct listen
     }
     l->accept = cb;
     l->ctx = ctx;
-    l->h.handle.data = l;
-    int rv = addr->kind == ADDRESS_UNIX ? listen_bind_unix(loop, l, addr->path, access, err, errlen)
-                                        : listen_bind_tcp(loop, l, addr, err, errlen);
-    if (rv == 0) {
-        l->h.handle.data = l;
-        rv = uv_listen(&l->h.stream, LISTEN_BACKLOG, listen_on_connection);
-        if (rv != 0)
-            snprintf(err, errlen, "listen: %s", uv_strerror(rv));
-    }
+    int rv = addr->kind == ADDRESS_UNIX ? listen_bind_unix(l, addr->path, access, err, errlen)
+                                        : listen_bind_tcp(l, addr, err, errlen);
     if (rv != 0) {
-        if (uv_is_active(&l->h.handle) || l->h.handle.loop)
-            listen_close(l);
-        else
-            free(l);
+        free(l);
         return -1;
     }
+    rv = uv_poll_init(loop, &l->poll, l->fd);
+    if (rv != 0) {
+        snprintf(err, errlen, "poll: %s", uv_strerror(rv));
+        if (l->unix_path[0])
+            unlink(l->unix_path);
+        close(l->fd);
+        free(l);
+        return -1;
+    }
+    uv_timer_init(loop, &l->retry);
+    l->poll.data = l->retry.data = l;
+    l->handles_open = 2;
+    uv_poll_start(&l->poll, UV_READABLE, listen_on_readable);
     *out = l;
     return 0;
 }
@@ -453,6 +505,9 @@ void listen_close(struct listener *l)
 {
     if (l->unix_path[0])
         unlink(l->unix_path);
-    l->h.handle.data = l;
-    uv_close(&l->h.handle, listen_on_closed);
+    /* Closing the poll handle takes the fd out of epoll at once, so the
+     * socket can close now: a client connecting after this is refused. */
+    uv_close((uv_handle_t *)&l->poll, listen_on_closed);
+    uv_close((uv_handle_t *)&l->retry, listen_on_closed);
+    close(l->fd);
 }

@@ -1,8 +1,9 @@
-/* listen.h: every socket of the daemon, on the libuv loop.
+/* listen.h: every socket of the daemon, on the libuv loops.
  *
- * A listener is one bound Unix or TCP socket; each connection it accepts
- * becomes a listen_sock, handed to the accept callback (conn.c). A
- * listen_sock reads into its callbacks, writes whole malloc'd buffers one at
+ * A listener is one bound Unix or TCP socket on the main loop; it accepts
+ * connections as bare descriptors and hands each to the accept callback
+ * (server.c), which passes it to an I/O loop (io_loop.c); there it becomes a
+ * listen_sock (listen_sock_open), served by conn.c. A listen_sock reads into its callbacks, writes whole malloc'd buffers one at
  * a time, and closes either at once or gracefully (shut down the write side,
  * drain the peer's bytes until EOF or a linger timeout) so that a last
  * GOAWAY is not lost to a TCP reset. This is the only file with socket I/O.
@@ -10,6 +11,7 @@
 #ifndef AMPD_LISTEN_H
 #define AMPD_LISTEN_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/uio.h>
@@ -20,9 +22,10 @@
 struct listener;
 struct listen_sock;
 
-/* Called with a freshly accepted socket; the callee must call
- * listen_sock_start() on it (or close it). */
-typedef void (*listen_accept_cb)(struct listen_sock *sock, void *ctx);
+/* Called with a freshly accepted, non-blocking connection fd, which the
+ * callee owns from then on (listen_sock_open() or close()); is_unix says
+ * which kind of listener took it. */
+typedef void (*listen_accept_cb)(int fd, bool is_unix, void *ctx);
 
 struct listen_sock_cbs {
     void (*read)(void *ctx, const uint8_t *data, size_t len); /* bytes from the peer */
@@ -68,6 +71,11 @@ long listen_sock_uid(struct listen_sock *s);
 /* Stops accepting, removes a Unix socket file, and frees the listener once
  * libuv has closed it. */
 void listen_close(struct listener *l);
+
+/* An accepted connection fd (listen_accept_cb) as a listen_sock on loop,
+ * which must be the calling thread's. The fd is the sock's from then on,
+ * or closed on failure. Returns 0, or a uv error. */
+int listen_sock_open(uv_loop_t *loop, int fd, bool is_unix, struct listen_sock **out);
 
 /* Starts reading; cbs and ctx must stay valid until closed() ran. */
 int listen_sock_start(struct listen_sock *s, const struct listen_sock_cbs *cbs, void *ctx);

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -30,6 +31,10 @@ struct region {
 
 struct region_set {
     struct region_limits limits;
+    /* Guards head, next_id and the list links: region_sock.c registers and
+     * releases on the main loop while calls on every I/O loop look regions
+     * up (region_use). */
+    pthread_mutex_t lock;
     struct region *head;           /* registered regions */
     uint64_t next_id;
     size_t ndevs;
@@ -50,11 +55,15 @@ struct region_set *region_set_new(const struct region_limits *limits, size_t nde
     s->limits = *limits;
     s->ndevs = ndevs;
     s->next_id = 1;
+    pthread_mutex_init(&s->lock, NULL);
     return s;
 }
 
 void region_set_free(struct region_set *s)
 {
+    if (!s)
+        return;
+    pthread_mutex_destroy(&s->lock);
     free(s);
 }
 
@@ -85,7 +94,9 @@ void region_put(struct region *r)
     free(r);
 }
 
-static void region_end(struct region *r)
+/* Takes r off the list (with the set's lock held); the caller puts the
+ * registration's reference once the lock is let go. */
+static void region_unlink(struct region *r)
 {
     struct region_set *s = r->set;
     r->client->count--;
@@ -96,17 +107,28 @@ static void region_end(struct region *r)
         s->head = r->next;
     if (r->next)
         r->next->prev = r->prev;
-    region_put(r);
+    r->prev = r->next = NULL;
 }
 
 void region_client_free(struct region_client *c)
 {
     if (!c)
         return;
-    for (struct region *r = c->set->head, *next; r; r = next) {
+    struct region_set *s = c->set;
+    struct region *ended = NULL;   /* linked through next once off the list */
+    pthread_mutex_lock(&s->lock);
+    for (struct region *r = s->head, *next; r; r = next) {
         next = r->next;
-        if (r->client == c)
-            region_end(r);
+        if (r->client == c) {
+            region_unlink(r);
+            r->next = ended;
+            ended = r;
+        }
+    }
+    pthread_mutex_unlock(&s->lock);
+    for (struct region *r = ended, *next; r; r = next) {
+        next = r->next;
+        region_put(r);
     }
     free(c);
 }
@@ -192,19 +214,22 @@ enum status_code region_register(struct region_client *c, int fd, uint64_t *id, 
     r->client = c;
     r->uid = c->uid;
     r->size = (size_t)bytes;
-    r->id = s->next_id++;
     atomic_init(&r->refs, 1);
     atomic_fetch_add(&s->bytes, bytes);
+    pthread_mutex_lock(&s->lock);
+    r->id = s->next_id++;
     r->next = s->head;
     if (s->head)
         s->head->prev = r;
     s->head = r;
     c->count++;
+    pthread_mutex_unlock(&s->lock);
     *id = r->id;
     *size = bytes;
     return STATUS_OK;
 }
 
+/* With s->lock held. */
 static struct region *region_find(const struct region_set *s, long uid, uint64_t id)
 {
     for (struct region *r = s->head; r; r = r->next)
@@ -215,12 +240,18 @@ static struct region *region_find(const struct region_set *s, long uid, uint64_t
 
 enum status_code region_release(struct region_client *c, uint64_t id, char *err, size_t errlen)
 {
-    struct region *r = region_find(c->set, (long)c->uid, id);
-    if (!r || r->client != c) {
+    struct region_set *s = c->set;
+    pthread_mutex_lock(&s->lock);
+    struct region *r = region_find(s, (long)c->uid, id);
+    bool mine = r && r->client == c;
+    if (mine)
+        region_unlink(r);
+    pthread_mutex_unlock(&s->lock);
+    if (!mine) {
         snprintf(err, errlen, "region %" PRIu64 " is not registered on this connection", id);
         return STATUS_NOT_FOUND;
     }
-    region_end(r);
+    region_put(r);
     return STATUS_OK;
 }
 
@@ -233,20 +264,32 @@ enum status_code region_use(struct region_set *s, long uid, uint64_t id, uint64_
                  field);
         return STATUS_FAILED_PRECONDITION;
     }
-    struct region *r = s ? region_find(s, uid, id) : NULL;
-    if (!r) {
-        snprintf(err, errlen, "%s: region %" PRIu64 " is not registered by this client%s", field,
-                 id, s ? "" : " (regions are off: --regions off)");
+    if (!s) {
+        snprintf(err, errlen, "%s: region %" PRIu64 " is not registered by this client "
+                              "(regions are off: --regions off)", field, id);
         return STATUS_NOT_FOUND;
     }
-    if (offset > r->size || length > r->size - offset) {
+    /* The reference is taken under the lock: a RELEASE on the main loop
+     * cannot drop the last one between the lookup and the take. */
+    pthread_mutex_lock(&s->lock);
+    struct region *r = region_find(s, uid, id);
+    size_t size = r ? r->size : 0;
+    bool fits = r && offset <= size && length <= size - offset;
+    if (fits)
+        atomic_fetch_add(&r->refs, 1);
+    pthread_mutex_unlock(&s->lock);
+    if (!r) {
+        snprintf(err, errlen, "%s: region %" PRIu64 " is not registered by this client", field,
+                 id);
+        return STATUS_NOT_FOUND;
+    }
+    if (!fits) {
         snprintf(err, errlen,
                  "%s: offset %" PRIu64 " + length %" PRIu64 " is past the end of region %" PRIu64
                  " (%zu bytes)",
-                 field, offset, length, id, r->size);
+                 field, offset, length, id, size);
         return STATUS_OUT_OF_RANGE;
     }
-    atomic_fetch_add(&r->refs, 1);
     *out = r;
     *p = r->map + offset;
     return STATUS_OK;

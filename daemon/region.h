@@ -14,7 +14,9 @@
  * memory that went away. Seals mean the client cannot truncate the file
  * under a running job (no SIGBUS).
  *
- * Loop thread, except region_put(), which any thread may call.
+ * Threads: registration, release and clients (region_sock.c) belong to
+ * the main loop; region_use() runs on any I/O loop and region_put() on any
+ * thread. The set's lock makes a lookup and its reference one step.
  */
 #ifndef AMPD_REGION_H
 #define AMPD_REGION_H

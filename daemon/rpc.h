@@ -19,20 +19,25 @@
 #include "job.h"
 #include "status.h"
 
-struct sched;
+struct sched_port;
+struct conn_limit;
 struct region_set;
 struct Amp__V1__RegionSlice;
 
-/* What handlers may look at: set up by server.c, shared by every call. */
+/* What handlers may look at: one per I/O loop (io_loop.c), shared by that
+ * loop's calls; what it points at is daemon-wide unless said otherwise. */
 struct rpc_env {
-    struct sched *sched;       /* NULL when there are no devices (h2 tests): jobs get UNAVAILABLE */
+    struct sched_port *sched;  /* this loop's port into the scheduler; NULL when there are no
+                                * devices (h2 tests): jobs get UNAVAILABLE */
     size_t max_message_bytes;  /* --max-message-bytes: request and reply messages */
-    bool draining;             /* shutting down: health checks say NOT_SERVING */
+    bool draining;             /* shutting down: health checks say NOT_SERVING (set by the
+                                * loop itself when told to drain) */
     uint64_t start_ms;         /* rpc_now_ms() at startup, for Status.uptime_ms */
-    uint32_t connections;      /* connections open now; kept by conn.c */
-    struct uv_loop_s *loop;    /* runs calls' deadline timers; NULL (h2 tests): not enforced */
+    struct conn_limit *conn_limit; /* connections open now (Status); NULL: 0 */
+    struct uv_loop_s *loop;    /* this loop: runs calls' deadline timers; NULL (h2 tests): not
+                                * enforced */
     struct budget *budget;     /* the daemon's (--max-job-memory): jobs of closed calls; NULL: none */
-    const uint64_t *status_counts; /* calls answered by status (h2_config); NULL: none */
+    const struct status_counts *status_counts; /* calls answered by status (h2_config); NULL: none */
     struct region_set *regions; /* clients' shared memory (region.h); NULL: regions off */
 };
 

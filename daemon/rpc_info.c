@@ -1,7 +1,9 @@
 /* rpc_info.c: ListDevices and Status, the daemon describing itself.
  *
- * Both answer at once from the loop thread: device facts were gathered by
- * dev_open_all() at startup, counters live in the scheduler and the env.
+ * Both answer at once from the call's loop thread: device facts were
+ * gathered by dev_open_all() at startup; the counters are daemon-wide
+ * (every loop's), kept under locks or as atomics in the scheduler, the
+ * connection limit, the budget and the status counts.
  */
 #include "rpc.h"
 
@@ -10,6 +12,7 @@
 
 #include "amp.pb-c.h"
 #include "budget.h"
+#include "conn_limit.h"
 #include "scheduler.h"
 
 #define RPC_INFO_KIB 1024
@@ -17,7 +20,7 @@
 void rpc_list_devices(struct rpc_call *rc, ProtobufCMessage *req)
 {
     (void)req;
-    struct sched *s = rc->env->sched;
+    struct sched_port *s = rc->env->sched;
     size_t n = s ? sched_ndevs(s) : 0;
     Amp__V1__Device *devs = calloc(n ? n : 1, sizeof(*devs));
     Amp__V1__Device **ptrs = calloc(n ? n : 1, sizeof(*ptrs));
@@ -60,7 +63,7 @@ void rpc_status(struct rpc_call *rc, ProtobufCMessage *req)
     Amp__V1__StatusReply reply = AMP__V1__STATUS_REPLY__INIT;
     reply.version = (char *)AMP_VERSION;
     reply.uptime_ms = rpc_now_ms() - rc->env->start_ms;
-    reply.connections = rc->env->connections;
+    reply.connections = conn_limit_count(rc->env->conn_limit);
     reply.jobs_in_flight = st.jobs_in_flight;
     reply.jobs_completed = st.jobs_completed;
     reply.jobs_failed = st.jobs_failed;
@@ -68,16 +71,17 @@ void rpc_status(struct rpc_call *rc, ProtobufCMessage *req)
     if (getrusage(RUSAGE_SELF, &ru) == 0)
         reply.peak_rss_bytes = (uint64_t)ru.ru_maxrss * RPC_INFO_KIB;   /* Linux: KiB */
     if (rc->env->budget)
-        reply.held_bytes = rc->env->budget->used;
+        reply.held_bytes = budget_used(rc->env->budget);
     Amp__V1__StatusCount counts[STATUS_CODE_COUNT], *ptrs[STATUS_CODE_COUNT];
-    const uint64_t *by = rc->env->status_counts;
+    const struct status_counts *by = rc->env->status_counts;
     for (int code = 0; by && code < STATUS_CODE_COUNT; code++) {
-        if (!by[code])
+        uint64_t calls = status_counted(by, (enum status_code)code);
+        if (!calls)
             continue;
         Amp__V1__StatusCount *c = &counts[reply.n_calls_by_status];
         amp__v1__status_count__init(c);
         c->code = (char *)status_name((enum status_code)code);
-        c->calls = by[code];
+        c->calls = calls;
         ptrs[reply.n_calls_by_status++] = c;
     }
     reply.calls_by_status = ptrs;

@@ -73,12 +73,12 @@ enum rpc_stream_phase {
 
 struct rpc_stream {
     struct rpc_call *rc;          /* NULL once the call closed */
-    struct sched *sched;
+    struct sched_port *sched;
     size_t max_result;            /* --max-message-bytes: a histogram's result is one message */
     Amp__V1__JobHeader *header;   /* owned, kept to re-check the steps at the end */
     struct job *job;              /* owned; NULL before the header */
     size_t dev;                   /* device index, once placed */
-    struct staging_pool *pool;
+    struct staging_port *pool;     /* this loop's view of the device's pool */
     struct staging_waiter waiter;
     enum rpc_stream_phase phase;
     bool begun;                   /* counted by sched_stream_begin */

@@ -1,11 +1,18 @@
 /* sched.c: placement, daemon-wide limits and completions (see scheduler.h).
  *
  * Runner threads finish tasks and call sched_on_complete() on their own
- * thread; it appends the task to `done` under a mutex and wakes the loop
- * with uv_async_send() (which coalesces: one wake-up may carry many). The
- * loop's async callback takes the whole list and calls each task's done(),
- * which for a unary job is job->done(). Counters and reservations are
- * touched only on the loop thread.
+ * thread; it appends the task to its home port's `done` list under that
+ * port's mutex and wakes the port's loop with uv_async_send() (which
+ * coalesces: one wake-up may carry many). The loop's async callback takes
+ * the whole list and calls each task's done(), which for a unary job is
+ * job->done(). So a completion always runs on the loop that submitted
+ * it, and ports never touch each other's lists.
+ *
+ * Shared state has two locks, each held briefly: `counts` guards the
+ * daemon-wide job counters (admission is a check and an increment under
+ * it), and `life` is taken for reading by every use of the runners and
+ * for writing by sched_stop(), so no loop submits to a runner that is
+ * being stopped and freed.
  */
 #include "scheduler.h"
 
@@ -21,25 +28,29 @@
 #include "sat.h"
 #include "staging.h"
 
-
 struct sched {
-    uv_loop_t *loop;
-    uv_async_t wake;           /* runner threads -> loop */
-    uv_mutex_t lock;           /* guards done_head/done_tail only */
-    struct task *done_head, *done_tail; /* completed tasks not yet delivered */
-
     struct dev **devs;         /* not owned */
-    struct runner **runners;   /* runners[i] runs devs[i] */
+    struct runner **runners;   /* runners[i] runs devs[i]; NULL once stopped */
     struct staging_pool **staging; /* staging[i]: devs[i]'s pinned buffers */
-    bool stopped;              /* runners are gone: tasks are finished here */
     size_t ndevs;
     size_t default_index;
     struct sched_limits limits;
 
-    /* Loop thread only. */
-    uint32_t in_flight;        /* jobs submitted and not yet delivered */
+    uv_rwlock_t life;          /* read: using runners; write: stopping them */
+    bool stopped;              /* under life: runners are gone, tasks are finished here */
+
+    uv_mutex_t counts;         /* guards the counters below */
+    uint32_t in_flight;        /* jobs submitted and not yet delivered, every loop's */
     uint32_t abandoned;        /* of those, unary jobs whose call ended (sched_abandon) */
     uint64_t completed, failed;
+};
+
+struct sched_port {
+    struct sched *s;
+    uv_async_t wake;           /* runner threads (and this loop) -> this loop */
+    uv_mutex_t lock;           /* guards done_head/done_tail only */
+    struct task *done_head, *done_tail; /* completed tasks not yet delivered */
+    struct staging_port **staging; /* staging[i]: devs[i]'s pool as this loop sees it */
 };
 
 /* --- placement ------------------------------------------------------------ */
@@ -153,67 +164,91 @@ static enum status_code sched_place(const struct sched *s, const char *req, size
 /* --- limits --------------------------------------------------------------- */
 
 /* Host memory is not counted here: the caller holds a job's bytes in its
- * client's budget (budget.h) before submitting. */
-static enum status_code sched_admit(const struct sched *s, char *msg, size_t msglen)
+ * client's budget (budget.h) before submitting. Counts the job in when it
+ * is admitted: the check and the count are one step under the lock. */
+static enum status_code sched_admit(struct sched *s, char *msg, size_t msglen)
 {
+    enum status_code code = STATUS_OK;
+    uv_mutex_lock(&s->counts);
     if (s->in_flight - s->abandoned >= s->limits.max_jobs) {
         snprintf(msg, msglen, "--max-jobs (%" PRIu32 ") jobs are already queued or running",
                  s->limits.max_jobs);
-        return STATUS_RESOURCE_EXHAUSTED;
+        code = STATUS_RESOURCE_EXHAUSTED;
+    } else {
+        s->in_flight++;
     }
-    return STATUS_OK;
+    uv_mutex_unlock(&s->counts);
+    return code;
 }
 
-enum status_code sched_submit(struct sched *s, struct job *job, char *msg, size_t msglen)
+/* A job or stream admitted ends: it leaves the counters. */
+static void sched_count_end(struct sched *s, bool abandoned, bool ok)
 {
-    size_t index;
-    enum status_code code = sched_place(s, job->device_req, &index, msg, msglen);
-    if (code != STATUS_OK)
-        return code;
-    code = sched_admit(s, msg, msglen);
-    if (code != STATUS_OK)
-        return code;
-    s->in_flight++;
-    job->task = (struct task){ .kind = TASK_JOB, .job = job };
-    runner_submit(s->runners[index], &job->task);
-    return STATUS_OK;
-}
-
-/* --- streams ---------------------------------------------------------------- */
-
-enum status_code sched_stream_begin(struct sched *s, struct job *job, size_t *index, char *msg,
-                                    size_t msglen)
-{
-    enum status_code code = sched_place(s, job->device_req, index, msg, msglen);
-    if (code != STATUS_OK)
-        return code;
-    code = sched_admit(s, msg, msglen);
-    if (code != STATUS_OK)
-        return code;
-    job->chunk_bytes = staging_buf_size(s->staging[*index]);
-    s->in_flight++;
-    return STATUS_OK;
-}
-
-void sched_stream_end(struct sched *s, bool ok)
-{
+    uv_mutex_lock(&s->counts);
     s->in_flight--;
+    if (abandoned)
+        s->abandoned--;
     if (ok)
         s->completed++;
     else
         s->failed++;
+    uv_mutex_unlock(&s->counts);
 }
 
-static void sched_push_done(struct sched *s, struct task *t);
-
-void sched_stream_task(struct sched *s, size_t index, struct task *t)
+/* Places and admits a job (with s->life held for reading). */
+static enum status_code sched_take(struct sched *s, const char *req, size_t *index, char *msg,
+                                   size_t msglen)
 {
-    if (!s->stopped) {
-        runner_submit(s->runners[index], t);
-        return;
+    if (s->stopped) {
+        snprintf(msg, msglen, "the daemon is shutting down");
+        return STATUS_UNAVAILABLE;
     }
-    /* Shutting down: no runner is left to race with, so CLOSE frees the
-     * device side here; anything else is cancelled. */
+    enum status_code code = sched_place(s, req, index, msg, msglen);
+    if (code != STATUS_OK)
+        return code;
+    return sched_admit(s, msg, msglen);
+}
+
+enum status_code sched_submit(struct sched_port *p, struct job *job, char *msg, size_t msglen)
+{
+    struct sched *s = p->s;
+    size_t index;
+    uv_rwlock_rdlock(&s->life);
+    enum status_code code = sched_take(s, job->device_req, &index, msg, msglen);
+    if (code == STATUS_OK) {
+        job->task = (struct task){ .kind = TASK_JOB, .job = job, .home = p };
+        runner_submit(s->runners[index], &job->task);
+    }
+    uv_rwlock_rdunlock(&s->life);
+    return code;
+}
+
+/* --- streams ---------------------------------------------------------------- */
+
+enum status_code sched_stream_begin(struct sched_port *p, struct job *job, size_t *index,
+                                    char *msg, size_t msglen)
+{
+    struct sched *s = p->s;
+    uv_rwlock_rdlock(&s->life);
+    enum status_code code = sched_take(s, job->device_req, index, msg, msglen);
+    uv_rwlock_rdunlock(&s->life);
+    if (code != STATUS_OK)
+        return code;
+    job->chunk_bytes = staging_buf_size(p->staging[*index]);
+    return STATUS_OK;
+}
+
+void sched_stream_end(struct sched_port *p, bool ok)
+{
+    sched_count_end(p->s, false, ok);
+}
+
+static void sched_push_done(struct sched_port *p, struct task *t);
+
+/* Shutting down: no runner is left to race with, so CLOSE frees the
+ * device side here; anything else is cancelled. */
+static void sched_finish_here(struct sched_port *p, struct task *t)
+{
     t->out_len = 0;
     t->msg[0] = '\0';
     t->status = STATUS_OK;
@@ -223,71 +258,81 @@ void sched_stream_task(struct sched *s, size_t index, struct task *t)
         t->status = STATUS_CANCELLED;
         snprintf(t->msg, sizeof t->msg, "the daemon is shutting down");
     }
-    sched_push_done(s, t);
+    sched_push_done(p, t);
 }
 
-struct staging_pool *sched_staging(struct sched *s, size_t index)
+void sched_stream_task(struct sched_port *p, size_t index, struct task *t)
 {
-    return s->staging[index];
+    struct sched *s = p->s;
+    t->home = p;
+    uv_rwlock_rdlock(&s->life);
+    bool stopped = s->stopped;
+    if (!stopped)
+        runner_submit(s->runners[index], t);
+    uv_rwlock_rdunlock(&s->life);
+    if (stopped)
+        sched_finish_here(p, t);
+}
+
+struct staging_port *sched_staging(struct sched_port *p, size_t index)
+{
+    return p->staging[index];
 }
 
 /* --- completions ---------------------------------------------------------- */
 
-static void sched_push_done(struct sched *s, struct task *t)
+static void sched_push_done(struct sched_port *p, struct task *t)
 {
     t->next = NULL;
-    uv_mutex_lock(&s->lock);
-    if (s->done_tail)
-        s->done_tail->next = t;
+    uv_mutex_lock(&p->lock);
+    if (p->done_tail)
+        p->done_tail->next = t;
     else
-        s->done_head = t;
-    s->done_tail = t;
-    uv_mutex_unlock(&s->lock);
-    uv_async_send(&s->wake);
+        p->done_head = t;
+    p->done_tail = t;
+    uv_mutex_unlock(&p->lock);
+    uv_async_send(&p->wake);
 }
 
-/* Runner thread. */
+/* Runner thread: back to the loop that submitted it. */
 static void sched_on_complete(struct task *t, void *ctx)
 {
-    sched_push_done(ctx, t);
+    (void)ctx;
+    sched_push_done(t->home, t);
 }
 
-void sched_abandon(struct sched *s, struct job *job)
+void sched_abandon(struct sched_port *p, struct job *job)
 {
-    if (!job->abandoned) {
-        job->abandoned = true;
-        s->abandoned++;
-    }
+    if (job->abandoned)
+        return;
+    job->abandoned = true;
+    uv_mutex_lock(&p->s->counts);
+    p->s->abandoned++;
+    uv_mutex_unlock(&p->s->counts);
 }
 
 static void sched_job_done(struct sched *s, struct job *job)
 {
-    s->in_flight--;
-    if (job->abandoned)
-        s->abandoned--;
-    if (job->status == STATUS_OK)
-        s->completed++;
-    else
-        s->failed++;
+    sched_count_end(s, job->abandoned, job->status == STATUS_OK);
     job->done(job); /* frees the job */
 }
 
 /* Loop thread: delivers every completed task, including those that the
  * deliveries themselves complete (a CLOSE after shutdown). */
-static void sched_deliver(struct sched *s)
+static void sched_deliver(struct sched_port *p)
 {
     for (;;) {
-        uv_mutex_lock(&s->lock);
-        struct task *t = s->done_head;
-        s->done_head = s->done_tail = NULL;
-        uv_mutex_unlock(&s->lock);
+        uv_mutex_lock(&p->lock);
+        struct task *t = p->done_head;
+        p->done_head = p->done_tail = NULL;
+        uv_mutex_unlock(&p->lock);
         if (!t)
             return;
         while (t) {
             struct task *next = t->next;
             t->next = NULL;
             if (t->kind == TASK_JOB)
-                sched_job_done(s, t->job);
+                sched_job_done(p->s, t->job);
             else
                 t->done(t);
             t = next;
@@ -302,7 +347,7 @@ static void sched_on_wake(uv_async_t *h)
 
 /* --- life ----------------------------------------------------------------- */
 
-int sched_new(uv_loop_t *loop, struct dev **devs, size_t ndevs, size_t default_index,
+int sched_new(struct dev **devs, size_t ndevs, size_t default_index,
               const struct sched_limits *limits, struct sched **out, char *err, size_t errlen)
 {
     struct sched *s = calloc(1, sizeof(*s));
@@ -314,26 +359,26 @@ int sched_new(uv_loop_t *loop, struct dev **devs, size_t ndevs, size_t default_i
         snprintf(err, errlen, "out of memory");
         return -1;
     }
-    s->loop = loop;
     s->devs = devs;
     s->ndevs = ndevs;
     s->default_index = default_index;
     s->limits = *limits;
-    uv_mutex_init(&s->lock);
-    uv_async_init(loop, &s->wake, sched_on_wake);
-    s->wake.data = s;
+    uv_rwlock_init(&s->life);
+    uv_mutex_init(&s->counts);
     for (size_t i = 0; i < ndevs; i++) {
         if (limits->max_device_memory && limits->max_device_memory < dev_memory_capacity(devs[i]))
             dev_set_memory_capacity(devs[i], limits->max_device_memory);
-        if (staging_pool_new(loop, devs[i], limits->staging_bytes / limits->chunk_bytes,
+        if (staging_pool_new(devs[i], limits->staging_bytes / limits->chunk_bytes,
                              limits->chunk_bytes, &s->staging[i], err, errlen) != 0) {
-            sched_close(s);
+            sched_stop(s);
+            sched_free(s);
             return -1;
         }
         s->runners[i] = runner_start(devs[i], sched_on_complete, s);
         if (!s->runners[i]) {
             snprintf(err, errlen, "cannot start the runner thread of device %zu", i);
-            sched_close(s);
+            sched_stop(s);
+            sched_free(s);
             return -1;
         }
     }
@@ -341,46 +386,92 @@ int sched_new(uv_loop_t *loop, struct dev **devs, size_t ndevs, size_t default_i
     return 0;
 }
 
-size_t sched_ndevs(const struct sched *s)
+struct sched_port *sched_port_new(struct sched *s, uv_loop_t *loop)
 {
-    return s->ndevs;
+    struct sched_port *p = calloc(1, sizeof(*p));
+    if (!p || !(p->staging = calloc(s->ndevs ? s->ndevs : 1, sizeof(*p->staging)))) {
+        free(p);
+        return NULL;
+    }
+    p->s = s;
+    for (size_t i = 0; i < s->ndevs; i++) {
+        p->staging[i] = staging_port_new(s->staging[i], loop);
+        if (!p->staging[i]) {
+            while (i--)
+                staging_port_free(p->staging[i]);
+            free(p->staging);
+            free(p);
+            return NULL;
+        }
+    }
+    uv_mutex_init(&p->lock);
+    uv_async_init(loop, &p->wake, sched_on_wake);
+    p->wake.data = p;
+    return p;
 }
 
-const struct dev_info *sched_dev_info(const struct sched *s, size_t i)
+size_t sched_ndevs(const struct sched_port *p)
 {
-    return dev_info(s->devs[i]);
+    return p->s->ndevs;
 }
 
-size_t sched_default(const struct sched *s)
+const struct dev_info *sched_dev_info(const struct sched_port *p, size_t i)
 {
-    return s->default_index;
+    return dev_info(p->s->devs[i]);
 }
 
-void sched_stats(const struct sched *s, struct sched_stats *out)
+size_t sched_default(const struct sched_port *p)
 {
+    return p->s->default_index;
+}
+
+void sched_stats(const struct sched_port *p, struct sched_stats *out)
+{
+    struct sched *s = p->s;
+    uv_mutex_lock(&s->counts);
     out->jobs_in_flight = s->in_flight;
     out->jobs_completed = s->completed;
     out->jobs_failed = s->failed;
+    uv_mutex_unlock(&s->counts);
 }
 
-static void sched_on_closed(uv_handle_t *h)
+/* Runners take no scheduler lock (their completions take only a port's),
+ * so joining them with `life` held for writing cannot wait on a loop. */
+void sched_stop(struct sched *s)
 {
-    struct sched *s = h->data;
-    uv_mutex_destroy(&s->lock);
+    uv_rwlock_wrlock(&s->life);
+    for (size_t i = 0; i < s->ndevs; i++) {
+        runner_stop(s->runners[i]);   /* completions reach their ports */
+        s->runners[i] = NULL;
+    }
+    s->stopped = true;
+    uv_rwlock_wrunlock(&s->life);
+}
+
+static void sched_port_on_closed(uv_handle_t *h)
+{
+    struct sched_port *p = h->data;
+    uv_mutex_destroy(&p->lock);
+    free(p->staging);
+    free(p);
+}
+
+void sched_port_close(struct sched_port *p)
+{
+    /* The runners are joined: what they completed last is in the list. */
+    sched_deliver(p);
+    for (size_t i = 0; i < p->s->ndevs; i++)
+        staging_port_free(p->staging[i]);
+    uv_close((uv_handle_t *)&p->wake, sched_port_on_closed);
+}
+
+void sched_free(struct sched *s)
+{
+    for (size_t i = 0; i < s->ndevs; i++)
+        staging_pool_free(s->staging[i]);
+    uv_mutex_destroy(&s->counts);
+    uv_rwlock_destroy(&s->life);
     free(s->runners);
     free(s->staging);
     free(s);
-}
-
-void sched_close(struct sched *s)
-{
-    for (size_t i = 0; i < s->ndevs; i++)
-        if (s->runners[i])
-            runner_stop(s->runners[i]);
-    s->stopped = true;
-    /* Runners are joined: what they completed last is in the list. */
-    sched_deliver(s);
-    for (size_t i = 0; i < s->ndevs; i++)
-        staging_pool_free(s->staging[i]);
-    uv_close((uv_handle_t *)&s->wake, sched_on_closed);
 }

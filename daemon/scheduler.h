@@ -3,11 +3,14 @@
  * system <sched.h>, which <uv.h> includes, for every file of the daemon.
  *
  * One runner (runner.h) per device does the work on its own thread. The
- * scheduler lives on the loop thread: it picks a device for each job,
- * refuses jobs over the daemon-wide limits, and turns runner completions
- * (which arrive on runner threads) into job->done(job) calls on the loop,
- * through a mutex-protected list and a uv_async wake-up. Nothing here
- * blocks or calls OpenCL.
+ * scheduler is shared by every I/O loop (io_loop.h): it picks a device for
+ * each job and refuses jobs over the daemon-wide limits (counters under
+ * one lock). Each loop reaches it through its own port, struct
+ * sched_port: a task submitted through a port remembers it (task->home),
+ * and its completion, which a runner thread reports, is delivered on that
+ * port's loop through a mutex-protected list and a uv_async wake-up, so a
+ * call's job or stream only ever runs its done() on the loop that owns
+ * the call. Nothing here blocks or calls OpenCL.
  */
 #ifndef AMPD_SCHEDULER_H
 #define AMPD_SCHEDULER_H
@@ -21,7 +24,8 @@
 #include "job.h"
 #include "status.h"
 
-struct sched;
+struct sched;        /* shared: devices, runners, staging pools, limits */
+struct sched_port;   /* one I/O loop's way in, and where its completions arrive */
 
 struct sched_limits {
     uint32_t max_jobs;        /* jobs (unary or streamed) queued or running, daemon-wide */
@@ -42,44 +46,61 @@ struct sched_stats {
 int sched_pick_default(struct dev **devs, size_t ndevs, const char *sel, size_t *index,
                        char *err, size_t errlen);
 
-/* Starts one runner per device. devs must outlive the scheduler. Returns 0,
- * or -1 with a reason in err. */
-int sched_new(uv_loop_t *loop, struct dev **devs, size_t ndevs, size_t default_index,
+/* Starts one runner per device and its staging pool. devs must outlive the
+ * scheduler. Returns 0, or -1 with a reason in err. */
+int sched_new(struct dev **devs, size_t ndevs, size_t default_index,
               const struct sched_limits *limits, struct sched **out, char *err, size_t errlen);
+
+/* A port for loop: call it on loop's thread, or before that loop runs.
+ * NULL when out of memory. */
+struct sched_port *sched_port_new(struct sched *s, uv_loop_t *loop);
+
+/* Stops every runner (the tasks in flight finish, queued ones complete
+ * with CANCELLED, a CLOSE still frees its stream); later stream tasks are
+ * finished at once on their port's loop. Call it once no loop has a call
+ * left; completions still owed are delivered through the ports. */
+void sched_stop(struct sched *s);
+
+/* On p's loop, after sched_stop(): delivers the last completions (and
+ * those they cause) and closes the port; its memory goes once the loop
+ * runs the close callbacks. */
+void sched_port_close(struct sched_port *p);
+
+/* Frees the scheduler once every port is closed. */
+void sched_free(struct sched *s);
+
+/* The rest is for the rpc layer, on the port's loop. */
 
 /* Places job (by job->device_req) and queues it on that device's runner.
  * job->done and job->owner must be set. Returns STATUS_OK (the scheduler
  * owns the job until it calls done), or a status with a message in msg, the
  * job still the caller's. */
-enum status_code sched_submit(struct sched *s, struct job *job, char *msg, size_t msglen);
+enum status_code sched_submit(struct sched_port *p, struct job *job, char *msg, size_t msglen);
 /* The call of a submitted unary job ended before the job was delivered:
  * it stops counting against --max-jobs, so calls reset in a flood cannot
  * hold every slot until the runner gets to them (it skips them when it
  * does; their memory stays counted in the daemon's budget until then). */
-void sched_abandon(struct sched *s, struct job *job);
+void sched_abandon(struct sched_port *p, struct job *job);
 
 /* Streams (rpc_stream.c). A stream counts as one job in flight from
  * sched_stream_begin() to sched_stream_end(). begin places it (by
  * job->device_req) into *index, sets job->chunk_bytes, and refuses it as
  * sched_submit would; the stream then runs as tasks (task.h) submitted
  * with sched_stream_task(), each handed back through its done() on the
- * loop, in order. Its data lives in sched_staging(s, *index). */
-struct staging_pool;
-enum status_code sched_stream_begin(struct sched *s, struct job *job, size_t *index, char *msg,
-                                    size_t msglen);
-void sched_stream_task(struct sched *s, size_t index, struct task *t);
-void sched_stream_end(struct sched *s, bool ok);
-struct staging_pool *sched_staging(struct sched *s, size_t index);
+ * port's loop, in order. Its data lives in sched_staging(p, *index): the
+ * device's staging pool as this loop sees it. */
+struct staging_port;
+enum status_code sched_stream_begin(struct sched_port *p, struct job *job, size_t *index,
+                                    char *msg, size_t msglen);
+void sched_stream_task(struct sched_port *p, size_t index, struct task *t);
+void sched_stream_end(struct sched_port *p, bool ok);
+struct staging_port *sched_staging(struct sched_port *p, size_t index);
 
 
-size_t sched_ndevs(const struct sched *s);
-const struct dev_info *sched_dev_info(const struct sched *s, size_t i);
-size_t sched_default(const struct sched *s);
-void sched_stats(const struct sched *s, struct sched_stats *out);
-
-/* Stops every runner (the job in hand finishes, queued ones complete with
- * CANCELLED), delivers the last completions, and closes the uv_async; the
- * scheduler is freed once the loop runs its close callback. */
-void sched_close(struct sched *s);
+size_t sched_ndevs(const struct sched_port *p);
+const struct dev_info *sched_dev_info(const struct sched_port *p, size_t i);
+size_t sched_default(const struct sched_port *p);
+/* Daemon-wide: every loop's jobs. */
+void sched_stats(const struct sched_port *p, struct sched_stats *out);
 
 #endif

@@ -1,42 +1,52 @@
-/* server.c: wiring and the daemon's life on the loop (see server.h).
+/* server.c: wiring and the daemon's life on the main loop (see server.h).
+ *
+ * The main loop owns the listeners, the region sockets, the signals and
+ * the drain timer, and is also I/O loop 0; --io-threads - 1 more I/O loops
+ * run on threads of their own (io_loop.h). The listeners accept here and
+ * hand each connection to the loop with the fewest.
  *
  * Shutdown order matters: listeners close first (no new sockets), then
- * connections get GOAWAY and close as their calls finish (or the drain
- * timer fires and they are closed by force); once none is left, the
- * scheduler stops its runners, which finish the tasks in flight and cancel
- * queued ones (streams still get their device side freed), and the loop
- * runs until every handle's close callback has freed it.
+ * every loop gives its connections a GOAWAY and they close as their calls
+ * finish (or the drain timer fires and they are closed by force); each
+ * loop reports when it has none left. Once every loop has, the scheduler
+ * stops its runners, which finish the tasks in flight and cancel queued
+ * ones (streams still get their device side freed), each loop delivers
+ * the last completions and closes its handles, and the threads end.
  */
 #include "server.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <uv.h>
 
-#include "conn.h"
+#include "budget.h"
+#include "conn_limit.h"
+#include "io_loop.h"
 #include "listen.h"
 #include "notify.h"
 #include "region_sock.h"
 #include "rpc.h"
 #include "scheduler.h"
 
-/* The sweep runs a few times per timeout, at least every second, so a
- * timeout is enforced within a quarter of itself (or a second). */
-#define SERVER_SWEEPS_PER_TIMEOUT 4
-#define SERVER_SWEEP_MAX_MS 1000
 /* After --drain-timeout, calls get their status; connections that cannot
  * take it (a client that does not read) are closed this much later. */
 #define SERVER_DRAIN_FLUSH_MS 2000
 
 struct server {
-    uv_loop_t loop;
+    uv_loop_t loop;            /* the main loop, and I/O loop 0's */
     const struct config *cfg;
-    struct rpc_env env;
-    struct conn_set conns;
     struct budget budget;      /* bytes held for clients, all connections (--max-job-memory) */
-    uint64_t status_counts[STATUS_CODE_COUNT]; /* calls answered, by status */
+    pthread_mutex_t budget_lock; /* budget's: every I/O loop takes and gives */
+    struct conn_limit conn_limit;
+    struct status_counts status_counts; /* calls answered, by status */
     struct sched *sched;
+    struct io_loop **loops;    /* nloops, loops[0] on this loop */
+    size_t nloops;
+    atomic_size_t loops_empty; /* loops that reported empty() */
+    uv_async_t wake;           /* an I/O loop -> here: one reported empty */
     struct listener *listeners[AMPD_MAX_LISTEN];
     size_t nlisteners;
     struct region_set *regions;  /* NULL: --regions off */
@@ -44,17 +54,26 @@ struct server {
     size_t nregion_listeners;
     uv_signal_t sigterm, sigint;
     uv_timer_t drain_timer;
-    uv_timer_t sweep_timer;    /* --request-timeout's and --idle-timeout's sweep */
     bool draining;
     bool drain_expired;        /* --drain-timeout passed: calls were failed, closing soon */
-    bool stopped;           /* final teardown started: connections closing */
-    bool finished;          /* connections gone, scheduler and handles closed */
+    bool stopped;              /* every loop told to close its connections */
+    bool finished;             /* loops empty, scheduler stopped, handles closing */
 };
 
-static void server_on_accept(struct listen_sock *sock, void *ctx)
+/* The acceptor: the loop with the fewest connections takes it. */
+static void server_on_accept(int fd, bool is_unix, void *ctx)
 {
     struct server *srv = ctx;
-    conn_accept(&srv->conns, sock);
+    struct io_loop *best = srv->loops[0];
+    unsigned best_load = io_loop_load(best);
+    for (size_t i = 1; i < srv->nloops && best_load; i++) {
+        unsigned load = io_loop_load(srv->loops[i]);
+        if (load < best_load) {
+            best = srv->loops[i];
+            best_load = load;
+        }
+    }
+    io_loop_accept(best, fd, is_unix);
 }
 
 /* The region socket beside a Unix listener (region_sock.h). */
@@ -116,48 +135,51 @@ static void server_close_listeners(struct server *srv)
     srv->nregion_listeners = 0;
 }
 
-/* Every connection is gone, so every call is: stop the runners (streams
- * still holding device state get their CLOSE then) and close the rest. */
+/* Every loop is empty, so every call is gone: stop the runners (streams
+ * still holding device state get their CLOSE then), let each loop deliver
+ * what is owed and close, and close the rest. */
 static void server_finish(struct server *srv)
 {
     if (srv->finished)
         return;
     srv->finished = true;
-    if (srv->sched) {
-        sched_close(srv->sched);
-        srv->sched = NULL;
-        srv->env.sched = NULL;
-    }
+    if (srv->sched)
+        sched_stop(srv->sched);
+    for (size_t i = 0; i < srv->nloops; i++)
+        io_loop_finish(srv->loops[i]);
     uv_close((uv_handle_t *)&srv->sigterm, NULL);
     uv_close((uv_handle_t *)&srv->sigint, NULL);
     uv_close((uv_handle_t *)&srv->drain_timer, NULL);
-    uv_close((uv_handle_t *)&srv->sweep_timer, NULL);
+    uv_close((uv_handle_t *)&srv->wake, NULL);
 }
 
-/* Everything is drained or given up on: close the connections left, then
- * finish once their close callbacks have released their calls. */
+/* Everything is drained or given up on: every loop closes the connections
+ * it has left, and reports empty once they are gone. */
 static void server_stop(struct server *srv)
 {
     if (srv->stopped)
         return;
     srv->stopped = true;
     uv_timer_stop(&srv->drain_timer);
-    uv_timer_stop(&srv->sweep_timer);
-    srv->conns.draining = true;   /* so that empty() reports the last close */
-    if (srv->conns.head) {
-        conn_close_all(&srv->conns);
-        return;
-    }
-    server_finish(srv);
+    for (size_t i = 0; i < srv->nloops; i++)
+        io_loop_stop(srv->loops[i]);
+    if (srv->nloops == 0)
+        server_finish(srv);
 }
 
-static void server_on_conns_empty(void *ctx)
+/* An I/O loop's thread: it has no connection left. */
+static void server_on_loop_empty(void *ctx)
 {
     struct server *srv = ctx;
-    if (srv->stopped)
+    atomic_fetch_add(&srv->loops_empty, 1);
+    uv_async_send(&srv->wake);
+}
+
+static void server_on_wake(uv_async_t *h)
+{
+    struct server *srv = h->data;
+    if (atomic_load(&srv->loops_empty) == srv->nloops)
         server_finish(srv);
-    else
-        server_stop(srv);
 }
 
 /* First the calls still open get a status (GOAWAY went out at the
@@ -166,41 +188,21 @@ static void server_on_conns_empty(void *ctx)
 static void server_on_drain_timeout(uv_timer_t *t)
 {
     struct server *srv = t->data;
+    uint32_t open = conn_limit_count(&srv->conn_limit);
     if (srv->drain_expired) {
         fprintf(stderr, "ampd: drain: closing %u connections that did not take their status\n",
-                srv->conns.count);
+                open);
         server_stop(srv);
         return;
     }
     srv->drain_expired = true;
-    fprintf(stderr, "ampd: drain timeout: ending the calls of %u connections\n", srv->conns.count);
+    fprintf(stderr, "ampd: drain timeout: ending the calls of %u connections\n", open);
     char msg[STATUS_MSG_MAX];
     snprintf(msg, sizeof(msg), "the daemon is shutting down: --drain-timeout (%u s) passed",
              srv->cfg->drain_timeout_ms / 1000);
     uv_timer_start(&srv->drain_timer, server_on_drain_timeout, SERVER_DRAIN_FLUSH_MS, 0);
-    conn_fail_all(&srv->conns, STATUS_UNAVAILABLE, msg); /* may call server_on_conns_empty */
-}
-
-static void server_on_sweep(uv_timer_t *t)
-{
-    struct server *srv = t->data;
-    conn_sweep(&srv->conns, rpc_now_ms(), srv->cfg->idle_timeout_ms);
-}
-
-/* Sweeps a few times per the shorter timeout (at least every second). */
-static void server_start_sweep(struct server *srv)
-{
-    uint64_t shortest = srv->cfg->request_timeout_ms;
-    if (srv->cfg->idle_timeout_ms && (!shortest || srv->cfg->idle_timeout_ms < shortest))
-        shortest = srv->cfg->idle_timeout_ms;
-    if (!shortest)
-        return;
-    uint64_t every = shortest / SERVER_SWEEPS_PER_TIMEOUT;
-    if (every > SERVER_SWEEP_MAX_MS)
-        every = SERVER_SWEEP_MAX_MS;
-    if (every == 0)
-        every = 1;
-    uv_timer_start(&srv->sweep_timer, server_on_sweep, every, every);
+    for (size_t i = 0; i < srv->nloops; i++)
+        io_loop_fail(srv->loops[i], msg);
 }
 
 static void server_on_signal(uv_signal_t *h, int signum)
@@ -214,48 +216,80 @@ static void server_on_signal(uv_signal_t *h, int signum)
     fprintf(stderr, "ampd: signal %d: draining\n", signum);
     notify_state("STOPPING=1");
     srv->draining = true;
-    srv->env.draining = true;
-    uv_timer_stop(&srv->sweep_timer);   /* the drain closes connections now */
-    server_close_listeners(srv);
+    server_close_listeners(srv);   /* before any loop sends its GOAWAY */
     uv_timer_start(&srv->drain_timer, server_on_drain_timeout, srv->cfg->drain_timeout_ms, 0);
-    conn_drain_all(&srv->conns); /* may call server_on_conns_empty at once */
+    for (size_t i = 0; i < srv->nloops; i++)
+        io_loop_drain(srv->loops[i]);
 }
 
 static void server_init(struct server *srv, const struct config *cfg, size_t ndevs)
 {
     srv->cfg = cfg;
-    srv->env.max_message_bytes = (size_t)cfg->max_message_bytes;
-    srv->env.start_ms = rpc_now_ms();
-    srv->env.loop = &srv->loop;
-    srv->conns.max = cfg->max_connections;
-    srv->conns.max_per_peer = cfg->max_peer_connections;
-    srv->budget = (struct budget){ .max = cfg->max_job_memory, .name = "--max-job-memory" };
-    srv->conns.budget = &srv->budget;
-    srv->conns.conn_memory = cfg->max_connection_memory;
-    srv->env.budget = &srv->budget;
-    srv->env.status_counts = srv->status_counts;
+    pthread_mutex_init(&srv->budget_lock, NULL);
+    srv->budget = (struct budget){ .max = cfg->max_job_memory, .name = "--max-job-memory",
+                                   .lock = &srv->budget_lock };
+    conn_limit_init(&srv->conn_limit, cfg->max_connections, cfg->max_peer_connections);
     if (cfg->regions) {
         struct region_limits rl = { .max_per_client = cfg->max_regions,
                                     .max_bytes = cfg->max_region_bytes };
         srv->regions = region_set_new(&rl, ndevs);   /* NULL (no memory): regions off */
-        srv->env.regions = srv->regions;
     }
-    srv->conns.h2cfg = (struct h2_config){
-        .max_message_bytes = (size_t)cfg->max_message_bytes,
-        .max_streams = cfg->max_streams,
-        .now_ms = rpc_now_ms,
-        .request_timeout_ms = cfg->request_timeout_ms,
-        .min_request_rate = cfg->min_request_rate,
-        .status_counts = srv->status_counts,
-    };
-    srv->conns.env = &srv->env;
-    srv->conns.empty = server_on_conns_empty;
-    srv->conns.ctx = srv;
     uv_signal_init(&srv->loop, &srv->sigterm);
     uv_signal_init(&srv->loop, &srv->sigint);
     uv_timer_init(&srv->loop, &srv->drain_timer);
-    uv_timer_init(&srv->loop, &srv->sweep_timer);
-    srv->sigterm.data = srv->sigint.data = srv->drain_timer.data = srv->sweep_timer.data = srv;
+    uv_async_init(&srv->loop, &srv->wake, server_on_wake);
+    srv->sigterm.data = srv->sigint.data = srv->drain_timer.data = srv->wake.data = srv;
+}
+
+/* --io-threads loops: loop 0 on the main loop, the others started on their
+ * threads. Returns 0, or -1 (with the reason on stderr) with the loops made
+ * so far in srv->loops, to be stopped as usual. */
+static int server_start_loops(struct server *srv)
+{
+    char err[256];
+    struct io_loop_shared sh = {
+        .cfg = srv->cfg,
+        .sched = srv->sched,
+        .budget = &srv->budget,
+        .conn_limit = &srv->conn_limit,
+        .status_counts = &srv->status_counts,
+        .regions = srv->regions,
+        .start_ms = rpc_now_ms(),
+        .empty = server_on_loop_empty,
+        .ctx = srv,
+    };
+    srv->loops = calloc(srv->cfg->io_threads, sizeof(*srv->loops));
+    if (!srv->loops) {
+        fprintf(stderr, "ampd: out of memory\n");
+        return -1;
+    }
+    for (size_t i = 0; i < srv->cfg->io_threads; i++) {
+        struct io_loop *l;
+        if (io_loop_new(&sh, i == 0 ? &srv->loop : NULL, &l, err, sizeof err) != 0) {
+            fprintf(stderr, "ampd: %s\n", err);
+            return -1;
+        }
+        if (io_loop_start(l, err, sizeof err) != 0) {
+            fprintf(stderr, "ampd: %s\n", err);
+            io_loop_free(l);   /* never ran: it could not report empty */
+            return -1;
+        }
+        srv->loops[srv->nloops++] = l;
+    }
+    return 0;
+}
+
+static void server_free(struct server *srv)
+{
+    for (size_t i = 0; i < srv->nloops; i++)
+        io_loop_free(srv->loops[i]);   /* joins the threads */
+    free(srv->loops);
+    if (srv->sched)
+        sched_free(srv->sched);
+    region_set_free(srv->regions);   /* every job that used one is done */
+    conn_limit_destroy(&srv->conn_limit);
+    pthread_mutex_destroy(&srv->budget_lock);
+    free(srv);
 }
 
 int server_run(const struct config *cfg, struct dev **devs, size_t ndevs, size_t default_index)
@@ -275,30 +309,27 @@ int server_run(const struct config *cfg, struct dev **devs, size_t ndevs, size_t
         .chunk_bytes = (size_t)cfg->chunk_bytes,
         .max_device_memory = cfg->max_device_memory,
     };
-    if (sched_new(&srv->loop, devs, ndevs, default_index, &limits, &srv->sched, err, sizeof(err))
-        != 0) {
+    if (sched_new(devs, ndevs, default_index, &limits, &srv->sched, err, sizeof(err)) != 0) {
         fprintf(stderr, "ampd: %s\n", err);
+        srv->sched = NULL;
         status = 1;
-    } else {
-        srv->env.sched = srv->sched;
-        if (server_listen(srv) != 0)
-            status = 1;
+    } else if (server_start_loops(srv) != 0 || server_listen(srv) != 0) {
+        status = 1;
     }
     if (status == 0) {
         uv_signal_start(&srv->sigterm, server_on_signal, SIGTERM);
         uv_signal_start(&srv->sigint, server_on_signal, SIGINT);
-        server_start_sweep(srv);
         notify_state("READY=1"); /* devices found, kernels built, sockets listening */
-        uv_run(&srv->loop, UV_RUN_DEFAULT);
+        fprintf(stderr, "ampd: serving on %zu I/O loops\n", srv->nloops);
     } else {
         server_close_listeners(srv);
         server_stop(srv);
     }
-    /* Close callbacks still pending run here. */
+    /* Until every loop has finished; then the close callbacks still pending. */
+    uv_run(&srv->loop, UV_RUN_DEFAULT);
     uv_run(&srv->loop, UV_RUN_DEFAULT);
     if (uv_loop_close(&srv->loop) != 0)
         fprintf(stderr, "ampd: warning: handles left open at exit\n");
-    region_set_free(srv->regions);   /* every job that used one is done */
-    free(srv);
+    server_free(srv);
     return status;
 }

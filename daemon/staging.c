@@ -1,10 +1,13 @@
 /* staging.c: the pinned staging pool of one device (staging.h).
  *
- * Waiters are woken from a uv_idle callback rather than from
+ * Waiters are woken from the port's uv_async callback rather than from
  * staging_put(): a buffer is often returned deep inside another stream's
  * completion or close, where re-entering a third stream's handlers would
- * be hard to reason about. The idle callback hands out the free buffers in
- * waiting order and stops when either runs out.
+ * be hard to reason about, and a buffer returned on one loop must wake a
+ * waiter on another. A port's has_waiters flag, under the pool's lock,
+ * tells staging_put() whom to wake; it stays set as long as the port's
+ * list is not empty, so a buffer returned while the port runs its waiters
+ * wakes it once more and no wake-up is lost.
  */
 #include "staging.h"
 
@@ -12,29 +15,47 @@
 #include <stdlib.h>
 
 struct staging_pool {
-    uv_idle_t idle;                 /* running while waiters and free buffers meet */
+    uv_mutex_t lock;                /* guards free_list, nfree, ports and has_waiters */
     size_t size, count;
     struct staging_buf *bufs;       /* count entries */
     struct dev_pinned **pinned;     /* count entries, owned */
     struct staging_buf *free_list;
     size_t nfree;                   /* nfree <= count */
-    struct staging_waiter *waiters, *waiters_tail;
+    struct staging_port *ports;     /* every loop's, linked through next */
 };
 
-static void staging_on_idle(uv_idle_t *h)
+struct staging_port {
+    struct staging_pool *pool;
+    uv_async_t wake;                /* any thread -> this loop: buffers for the waiters */
+    struct staging_port *next;      /* pool->ports */
+    bool has_waiters;               /* under pool->lock: waiters is not empty */
+    struct staging_waiter *waiters, *waiters_tail; /* the loop's thread only */
+};
+
+static size_t staging_nfree(struct staging_pool *p)
 {
-    struct staging_pool *p = h->data;
-    while (p->waiters && p->nfree) {
-        struct staging_waiter *w = p->waiters;
-        p->waiters = w->next;
-        if (!p->waiters)
-            p->waiters_tail = NULL;
+    uv_mutex_lock(&p->lock);
+    size_t n = p->nfree;
+    uv_mutex_unlock(&p->lock);
+    return n;
+}
+
+static void staging_on_wake(uv_async_t *h)
+{
+    struct staging_port *port = h->data;
+    struct staging_pool *p = port->pool;
+    while (port->waiters && staging_nfree(p)) {
+        struct staging_waiter *w = port->waiters;
+        port->waiters = w->next;
+        if (!port->waiters)
+            port->waiters_tail = NULL;
         w->next = NULL;
         w->waiting = false;
         w->ready(w);
     }
-    if (!p->waiters || !p->nfree)
-        uv_idle_stop(&p->idle);
+    uv_mutex_lock(&p->lock);
+    port->has_waiters = port->waiters != NULL;
+    uv_mutex_unlock(&p->lock);
 }
 
 static void staging_release(struct staging_pool *p)
@@ -47,8 +68,8 @@ static void staging_release(struct staging_pool *p)
     p->bufs = NULL;
 }
 
-int staging_pool_new(uv_loop_t *loop, struct dev *d, size_t count, size_t size,
-                     struct staging_pool **out, char *err, size_t errlen)
+int staging_pool_new(struct dev *d, size_t count, size_t size, struct staging_pool **out,
+                     char *err, size_t errlen)
 {
     struct staging_pool *p = calloc(1, sizeof(*p));
     if (!p) {
@@ -78,15 +99,9 @@ int staging_pool_new(uv_loop_t *loop, struct dev *d, size_t count, size_t size,
         p->free_list = &p->bufs[i];
         p->nfree++;
     }
-    uv_idle_init(loop, &p->idle);
-    p->idle.data = p;
+    uv_mutex_init(&p->lock);
     *out = p;
     return 0;
-}
-
-static void staging_on_closed(uv_handle_t *h)
-{
-    free(h->data);
 }
 
 void staging_pool_free(struct staging_pool *p)
@@ -94,72 +109,123 @@ void staging_pool_free(struct staging_pool *p)
     if (!p)
         return;
     staging_release(p);
-    uv_close((uv_handle_t *)&p->idle, staging_on_closed);
+    uv_mutex_destroy(&p->lock);
+    free(p);
 }
 
-size_t staging_buf_size(const struct staging_pool *p)
+struct staging_port *staging_port_new(struct staging_pool *p, uv_loop_t *loop)
 {
-    return p->size;
+    struct staging_port *port = calloc(1, sizeof(*port));
+    if (!port)
+        return NULL;
+    port->pool = p;
+    uv_async_init(loop, &port->wake, staging_on_wake);
+    port->wake.data = port;
+    uv_mutex_lock(&p->lock);
+    port->next = p->ports;
+    p->ports = port;
+    uv_mutex_unlock(&p->lock);
+    return port;
 }
 
-size_t staging_count(const struct staging_pool *p)
+static void staging_port_on_closed(uv_handle_t *h)
 {
-    return p->count;
+    free(h->data);
 }
 
-size_t staging_free_count(const struct staging_pool *p)
+void staging_port_free(struct staging_port *port)
 {
-    return p->nfree;
+    if (!port)
+        return;
+    struct staging_pool *p = port->pool;
+    /* Off the list first: no other loop sends to the handle once it closes. */
+    uv_mutex_lock(&p->lock);
+    struct staging_port **pp = &p->ports;
+    while (*pp && *pp != port)
+        pp = &(*pp)->next;
+    if (*pp)
+        *pp = port->next;
+    uv_mutex_unlock(&p->lock);
+    uv_close((uv_handle_t *)&port->wake, staging_port_on_closed);
 }
 
-struct staging_buf *staging_get(struct staging_pool *p)
+size_t staging_buf_size(const struct staging_port *port)
 {
+    return port->pool->size;
+}
+
+size_t staging_count(const struct staging_port *port)
+{
+    return port->pool->count;
+}
+
+size_t staging_free_count(const struct staging_port *port)
+{
+    return staging_nfree(port->pool);
+}
+
+struct staging_buf *staging_get(struct staging_port *port)
+{
+    struct staging_pool *p = port->pool;
+    uv_mutex_lock(&p->lock);
     struct staging_buf *b = p->free_list;
     if (b) {
         p->free_list = b->next;
         b->next = NULL;
         p->nfree--;
     }
+    uv_mutex_unlock(&p->lock);
     return b;
 }
 
-void staging_put(struct staging_pool *p, struct staging_buf *b)
+void staging_put(struct staging_port *port, struct staging_buf *b)
 {
+    struct staging_pool *p = port->pool;
+    uv_mutex_lock(&p->lock);
     b->next = p->free_list;
     p->free_list = b;
     p->nfree++;
-    if (p->waiters)
-        uv_idle_start(&p->idle, staging_on_idle);
+    for (struct staging_port *q = p->ports; q; q = q->next)
+        if (q->has_waiters)
+            uv_async_send(&q->wake);
+    uv_mutex_unlock(&p->lock);
 }
 
-void staging_wait(struct staging_pool *p, struct staging_waiter *w)
+void staging_wait(struct staging_port *port, struct staging_waiter *w)
 {
     if (w->waiting)
         return;
     w->waiting = true;
     w->next = NULL;
-    if (p->waiters_tail)
-        p->waiters_tail->next = w;
+    if (port->waiters_tail)
+        port->waiters_tail->next = w;
     else
-        p->waiters = w;
-    p->waiters_tail = w;
-    if (p->nfree)
-        uv_idle_start(&p->idle, staging_on_idle);
+        port->waiters = w;
+    port->waiters_tail = w;
+    struct staging_pool *p = port->pool;
+    uv_mutex_lock(&p->lock);
+    port->has_waiters = true;
+    bool now = p->nfree > 0;
+    uv_mutex_unlock(&p->lock);
+    if (now)
+        uv_async_send(&port->wake);
 }
 
-void staging_cancel(struct staging_pool *p, struct staging_waiter *w)
+void staging_cancel(struct staging_port *port, struct staging_waiter *w)
 {
     if (!w->waiting)
         return;
-    struct staging_waiter **pp = &p->waiters, *prev = NULL;
+    struct staging_waiter **pp = &port->waiters, *prev = NULL;
     while (*pp && *pp != w) {
         prev = *pp;
         pp = &(*pp)->next;
     }
     if (*pp)
         *pp = w->next;
-    if (p->waiters_tail == w)
-        p->waiters_tail = prev;
+    if (port->waiters_tail == w)
+        port->waiters_tail = prev;
     w->next = NULL;
     w->waiting = false;
+    /* has_waiters may stay set until the next wake-up clears it: a spare
+     * wake-up costs a loop turn, a missed one would stall a stream. */
 }

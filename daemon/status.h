@@ -8,6 +8,9 @@
 #ifndef AMPD_STATUS_H
 #define AMPD_STATUS_H
 
+#include <stdatomic.h>
+#include <stdint.h>
+
 /* gRPC's codes (doc/statuscodes.md), in order: XX(name, value). */
 #define STATUS_MAP(XX)               \
     XX(OK, 0)                        \
@@ -41,5 +44,20 @@ enum status_code {
 /* "RESOURCE_EXHAUSTED" for STATUS_RESOURCE_EXHAUSTED; "?" for a value
  * outside the list. */
 const char *status_name(enum status_code code);
+
+/* Calls answered, by status (Status's calls_by_status): one set for the
+ * whole daemon, counted by every I/O loop at once, so each count is an
+ * atomic (relaxed: totals, not an order between threads). Zeroed memory is
+ * a set of zero counts. */
+struct status_counts {
+    atomic_uint_least64_t by_code[STATUS_CODE_COUNT];
+};
+
+/* One more call answered with code; a code outside the list is not
+ * counted. NULL counts nothing. */
+void status_count(struct status_counts *c, enum status_code code);
+
+/* Calls answered with code so far. */
+uint64_t status_counted(const struct status_counts *c, enum status_code code);
 
 #endif

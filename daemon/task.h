@@ -10,7 +10,7 @@
  * reads the histogram counts; CLOSE frees the device side and the job's
  * device memory reservation. Only tasks are shared between the threads:
  * the loop fills one in and submits it, the runner sets its results and
- * hands it back, the loop reads them in done().
+ * hands it back, the loop that submitted it reads them in done().
  */
 #ifndef AMPD_TASK_H
 #define AMPD_TASK_H
@@ -21,6 +21,7 @@
 #include "status.h"
 
 struct job;
+struct sched_port;
 
 enum task_kind { TASK_JOB, TASK_OPEN, TASK_IN, TASK_RUN, TASK_OUT, TASK_END, TASK_CLOSE };
 
@@ -36,8 +37,10 @@ struct task {
     enum status_code status;
     char msg[STATUS_MSG_MAX];
 
-    void (*done)(struct task *t); /* on the loop thread; may free t */
+    void (*done)(struct task *t); /* on home's loop thread; may free t */
     void *owner;                  /* what done() reports to */
+    struct sched_port *home;      /* the I/O loop that submitted it, where done() runs
+                                   * (set by sched.c) */
     struct task *next;            /* queue link; owned by whichever queue holds the task */
 };
 

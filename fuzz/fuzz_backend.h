@@ -42,36 +42,41 @@ struct fuzz_sched_counts {
     uint64_t tasks_run;                    /* every task completed */
 };
 
-/* A scheduler over two fake devices ("0: fuzz gpu", "1: fuzz cpu"), each
+/* A scheduler port (the daemon's view of it from one loop) over two fake devices ("0: fuzz gpu", "1: fuzz cpu"), each
  * with its own staging pool. Returns NULL when out of memory. */
-struct sched *fuzz_sched_new(const struct fuzz_sched_limits *limits);
+struct sched_port *fuzz_sched_new(const struct fuzz_sched_limits *limits);
 
 /* Frees s; traps unless fuzz_sched_check_quiet() would pass. */
-void fuzz_sched_free(struct sched *s);
+void fuzz_sched_free(struct sched_port *s);
 
 /* Completes up to n queued tasks, oldest first (the order every runner
  * keeps), delivering each to its done() as the loop would. With fail, the
  * first of them fails as a device error would. Tasks submitted by those
  * completions join the queue's tail. Returns how many were completed. */
-size_t fuzz_sched_complete(struct sched *s, size_t n, bool fail);
+size_t fuzz_sched_complete(struct sched_port *s, size_t n, bool fail);
 
 /* Tasks queued and not yet completed. */
-size_t fuzz_sched_queued(const struct sched *s);
+size_t fuzz_sched_queued(const struct sched_port *s);
 
 /* The loop's idle turn: wakes the staging waiters that free buffers can
  * serve. Returns whether any was woken. */
-bool fuzz_sched_idle(struct sched *s);
+bool fuzz_sched_idle(struct sched_port *s);
 
-const struct fuzz_sched_counts *fuzz_sched_counts(const struct sched *s);
+const struct fuzz_sched_counts *fuzz_sched_counts(const struct sched_port *s);
 
 /* Traps unless nothing is queued or in flight, every job and stream that
  * began has ended, every OPEN had its CLOSE and every staging buffer is in
  * its pool. */
-void fuzz_sched_check_quiet(const struct sched *s);
+void fuzz_sched_check_quiet(const struct sched_port *s);
 
-/* staging.h's pool over malloc'd buffers (fuzz_staging.c); the loop and
- * device arguments of staging_pool_new() are not used. */
-bool fuzz_staging_idle(struct staging_pool *p);
+/* staging.h's port over malloc'd buffers (fuzz_staging.c): each port is a
+ * pool of its own, as the one loop of fuzz_conn sees it. Returns 0, or -1
+ * with a reason in err. */
+int fuzz_staging_new(size_t count, size_t size, struct staging_port **out, char *err,
+                     size_t errlen);
+/* Traps unless every buffer is back. NULL is a no-op. */
+void fuzz_staging_free(struct staging_port *p);
+bool fuzz_staging_idle(struct staging_port *p);
 
 /* Runs t as a device runner would (fuzz_device.c): sets t->status, msg and
  * out_len, a unary job's results, a stream's device side. device_memory is

@@ -91,9 +91,9 @@ struct fuzz_conn {
     struct budget daemon;       /* --max-job-memory: every connection's */
     struct budget budget;       /* --max-connection-memory: this one's; parent daemon */
     uint64_t crowd;             /* daemon budget bytes "other connections" hold now */
-    uint64_t status_counts[STATUS_CODE_COUNT]; /* calls answered, by status */
+    struct status_counts status_counts; /* calls answered, by status */
     int drain;                  /* 0; 1: GOAWAY sent; 2: the drain's end came */
-    struct sched *sched;
+    struct sched_port *sched;
     struct h2_session *h2;
     uint64_t starts, closes;    /* accepted start() and closed() calls */
     bool over;                  /* the connection closed: no more input */
@@ -405,10 +405,9 @@ static int fuzz_conn_open(struct fuzz_conn *fc)
     fc->env.sched = fc->sched;
     fc->env.max_message_bytes = FUZZ_CONN_MAX_MESSAGE;
     fc->env.start_ms = rpc_now_ms();
-    fc->env.connections = 1;
     fc->env.loop = fuzz_conn_loop();
     fc->env.budget = &fc->daemon;
-    fc->env.status_counts = fc->status_counts;
+    fc->env.status_counts = &fc->status_counts;
     struct h2_config cfg = {
         .max_message_bytes = FUZZ_CONN_MAX_MESSAGE,
         .max_streams = FUZZ_CONN_MAX_STREAMS,
@@ -416,7 +415,7 @@ static int fuzz_conn_open(struct fuzz_conn *fc)
         .now_ms = fuzz_conn_now_ms,
         .request_timeout_ms = FUZZ_CONN_REQUEST_TIMEOUT_MS,
         .min_request_rate = FUZZ_CONN_MIN_REQUEST_RATE,
-        .status_counts = fc->status_counts,
+        .status_counts = &fc->status_counts,
     };
     fc->h2 = fc->sched ? h2_session_new(&cfg, &fuzz_conn_handlers, fc) : NULL;
     if (!fc->h2) {
@@ -452,7 +451,7 @@ static void fuzz_conn_close(struct fuzz_conn *fc)
         fuzz_backend_trap("--max-job-memory bytes not given back");
     uint64_t counted = 0;
     for (size_t i = 0; i < STATUS_CODE_COUNT; i++)
-        counted += fc->status_counts[i];
+        counted += status_counted(&fc->status_counts, (enum status_code)i);
     if (counted < fc->starts)
         fuzz_backend_trap("a call start() accepted was never counted under a status");
     fuzz_sched_free(fc->sched);   /* checks that it is quiet */

@@ -18,10 +18,10 @@
 
 #define FUZZ_SCHED_NDEVS 2
 
-struct sched {
+struct sched_port {
     struct fuzz_sched_limits limits;
     struct dev_info info[FUZZ_SCHED_NDEVS];
-    struct staging_pool *pools[FUZZ_SCHED_NDEVS];
+    struct staging_port *pools[FUZZ_SCHED_NDEVS];
     struct task *head, *tail;   /* queued tasks, oldest first, linked through next */
     size_t queued;
     uint32_t in_flight;         /* unary jobs and streams, as sched.c counts them */
@@ -29,20 +29,20 @@ struct sched {
     struct fuzz_sched_counts counts;
 };
 
-static void fuzz_sched_release(struct sched *s)
+static void fuzz_sched_release(struct sched_port *s)
 {
     for (size_t i = 0; i < FUZZ_SCHED_NDEVS; i++)
-        staging_pool_free(s->pools[i]);
+        fuzz_staging_free(s->pools[i]);
     free(s);
 }
 
-struct sched *fuzz_sched_new(const struct fuzz_sched_limits *limits)
+struct sched_port *fuzz_sched_new(const struct fuzz_sched_limits *limits)
 {
     static const struct { const char *name; enum dev_type type; } devs[FUZZ_SCHED_NDEVS] = {
         { "fuzz gpu", DEV_GPU },
         { "fuzz cpu", DEV_CPU },
     };
-    struct sched *s = calloc(1, sizeof(*s));
+    struct sched_port *s = calloc(1, sizeof(*s));
     if (!s)
         return NULL;
     s->limits = *limits;
@@ -57,8 +57,8 @@ struct sched *fuzz_sched_new(const struct fuzz_sched_limits *limits)
         di->max_mem_alloc_size = limits->device_memory;
         di->compute_units = 1;
         char err[64];
-        if (staging_pool_new(NULL, NULL, limits->staging_count, limits->chunk_bytes, &s->pools[i],
-                             err, sizeof err) != 0) {
+        if (fuzz_staging_new(limits->staging_count, limits->chunk_bytes, &s->pools[i], err,
+                             sizeof err) != 0) {
             fuzz_sched_release(s);
             return NULL;
         }
@@ -66,7 +66,7 @@ struct sched *fuzz_sched_new(const struct fuzz_sched_limits *limits)
     return s;
 }
 
-void fuzz_sched_free(struct sched *s)
+void fuzz_sched_free(struct sched_port *s)
 {
     if (!s)
         return;
@@ -86,7 +86,7 @@ static bool fuzz_sched_is_index(const char *req)
     return true;
 }
 
-static enum status_code fuzz_sched_place(const struct sched *s, const char *req, size_t *index,
+static enum status_code fuzz_sched_place(const struct sched_port *s, const char *req, size_t *index,
                                          char *msg, size_t msglen)
 {
     if (!*req) {
@@ -124,7 +124,7 @@ static enum status_code fuzz_sched_place(const struct sched *s, const char *req,
 
 /* Host memory is the rpc layer's to count (budget.h); the scheduler only
  * bounds the jobs in flight. */
-static enum status_code fuzz_sched_admit(const struct sched *s, char *msg, size_t msglen)
+static enum status_code fuzz_sched_admit(const struct sched_port *s, char *msg, size_t msglen)
 {
     if (s->in_flight >= s->limits.max_jobs) {
         snprintf(msg, msglen, "--max-jobs (%" PRIu32 ") jobs are already queued or running",
@@ -136,7 +136,7 @@ static enum status_code fuzz_sched_admit(const struct sched *s, char *msg, size_
 
 /* --- the queue ---------------------------------------------------------------- */
 
-static void fuzz_sched_push(struct sched *s, struct task *t)
+static void fuzz_sched_push(struct sched_port *s, struct task *t)
 {
     t->next = NULL;
     if (s->tail)
@@ -147,7 +147,7 @@ static void fuzz_sched_push(struct sched *s, struct task *t)
     s->queued++;
 }
 
-static struct task *fuzz_sched_pop(struct sched *s)
+static struct task *fuzz_sched_pop(struct sched_port *s)
 {
     struct task *t = s->head;
     if (t) {
@@ -160,7 +160,7 @@ static struct task *fuzz_sched_pop(struct sched *s)
     return t;
 }
 
-enum status_code sched_submit(struct sched *s, struct job *job, char *msg, size_t msglen)
+enum status_code sched_submit(struct sched_port *s, struct job *job, char *msg, size_t msglen)
 {
     size_t index;
     enum status_code code = fuzz_sched_place(s, job->device_req, &index, msg, msglen);
@@ -179,7 +179,7 @@ enum status_code sched_submit(struct sched *s, struct job *job, char *msg, size_
     return STATUS_OK;
 }
 
-enum status_code sched_stream_begin(struct sched *s, struct job *job, size_t *index, char *msg,
+enum status_code sched_stream_begin(struct sched_port *s, struct job *job, size_t *index, char *msg,
                                     size_t msglen)
 {
     enum status_code code = fuzz_sched_place(s, job->device_req, index, msg, msglen);
@@ -194,7 +194,7 @@ enum status_code sched_stream_begin(struct sched *s, struct job *job, size_t *in
     return STATUS_OK;
 }
 
-void sched_stream_end(struct sched *s, bool ok)
+void sched_stream_end(struct sched_port *s, bool ok)
 {
     if (s->in_flight == 0 || s->counts.streams_ended == s->counts.streams_begun)
         fuzz_backend_trap("sched_stream_end without a stream begun");
@@ -206,7 +206,7 @@ void sched_stream_end(struct sched *s, bool ok)
         s->failed++;
 }
 
-void sched_stream_task(struct sched *s, size_t index, struct task *t)
+void sched_stream_task(struct sched_port *s, size_t index, struct task *t)
 {
     if (index >= FUZZ_SCHED_NDEVS || !t->done || !t->job)
         fuzz_backend_trap("sched_stream_task of a task without device, done or job");
@@ -217,14 +217,14 @@ void sched_stream_task(struct sched *s, size_t index, struct task *t)
     fuzz_sched_push(s, t);
 }
 
-struct staging_pool *sched_staging(struct sched *s, size_t index)
+struct staging_port *sched_staging(struct sched_port *s, size_t index)
 {
     return s->pools[index];
 }
 
 /* --- completions ---------------------------------------------------------------- */
 
-static void fuzz_sched_job_done(struct sched *s, struct job *job)
+static void fuzz_sched_job_done(struct sched_port *s, struct job *job)
 {
     s->in_flight--;
     s->counts.jobs_done++;
@@ -235,7 +235,7 @@ static void fuzz_sched_job_done(struct sched *s, struct job *job)
     job->done(job);   /* frees the job */
 }
 
-size_t fuzz_sched_complete(struct sched *s, size_t n, bool fail)
+size_t fuzz_sched_complete(struct sched_port *s, size_t n, bool fail)
 {
     size_t done = 0;
     struct task *t;
@@ -251,12 +251,12 @@ size_t fuzz_sched_complete(struct sched *s, size_t n, bool fail)
     return done;
 }
 
-size_t fuzz_sched_queued(const struct sched *s)
+size_t fuzz_sched_queued(const struct sched_port *s)
 {
     return s->queued;
 }
 
-bool fuzz_sched_idle(struct sched *s)
+bool fuzz_sched_idle(struct sched_port *s)
 {
     bool woke = false;
     for (size_t i = 0; i < FUZZ_SCHED_NDEVS; i++)
@@ -264,12 +264,12 @@ bool fuzz_sched_idle(struct sched *s)
     return woke;
 }
 
-const struct fuzz_sched_counts *fuzz_sched_counts(const struct sched *s)
+const struct fuzz_sched_counts *fuzz_sched_counts(const struct sched_port *s)
 {
     return &s->counts;
 }
 
-void fuzz_sched_check_quiet(const struct sched *s)
+void fuzz_sched_check_quiet(const struct sched_port *s)
 {
     const struct fuzz_sched_counts *c = &s->counts;
     if (s->queued || s->head)
@@ -289,24 +289,24 @@ void fuzz_sched_check_quiet(const struct sched *s)
 
 /* --- what the info methods read --------------------------------------------------- */
 
-size_t sched_ndevs(const struct sched *s)
+size_t sched_ndevs(const struct sched_port *s)
 {
     (void)s;
     return FUZZ_SCHED_NDEVS;
 }
 
-const struct dev_info *sched_dev_info(const struct sched *s, size_t i)
+const struct dev_info *sched_dev_info(const struct sched_port *s, size_t i)
 {
     return &s->info[i];
 }
 
-size_t sched_default(const struct sched *s)
+size_t sched_default(const struct sched_port *s)
 {
     (void)s;
     return 0;
 }
 
-void sched_stats(const struct sched *s, struct sched_stats *out)
+void sched_stats(const struct sched_port *s, struct sched_stats *out)
 {
     out->jobs_in_flight = s->in_flight;
     out->jobs_completed = s->completed;

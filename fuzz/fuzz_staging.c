@@ -1,8 +1,9 @@
 /* fuzz_staging.c: staging.h over malloc'd buffers, for fuzz_conn.
  *
- * The daemon's pool (daemon/staging.c) holds pinned device memory and wakes
- * its waiters from a uv_idle callback, never from inside staging_put(). This
- * one keeps that promise the same way: staging_put() only marks the pool,
+ * The daemon's pool (daemon/staging.c) holds pinned device memory, shared
+ * by every I/O loop through per-loop ports, and wakes a port's waiters from
+ * a uv_async callback, never from inside staging_put(). Here one port is
+ * its own pool (one loop), and it keeps that promise the same way: staging_put() only marks the pool,
  * and the harness calls fuzz_staging_idle() between input pieces, where the
  * daemon's loop would have turned. Buffers are separate allocations so that
  * ASan sees any write past a chunk.
@@ -12,7 +13,7 @@
 
 #include "fuzz_backend.h"
 
-struct staging_pool {
+struct staging_port {
     size_t size, count;
     struct staging_buf *bufs;       /* count entries; bufs[i].host malloc'd */
     struct staging_buf *free_list;
@@ -20,12 +21,10 @@ struct staging_pool {
     struct staging_waiter *waiters, *waiters_tail;
 };
 
-int staging_pool_new(uv_loop_t *loop, struct dev *d, size_t count, size_t size,
-                     struct staging_pool **out, char *err, size_t errlen)
+int fuzz_staging_new(size_t count, size_t size, struct staging_port **out, char *err,
+                     size_t errlen)
 {
-    (void)loop;
-    (void)d;
-    struct staging_pool *p = calloc(1, sizeof(*p));
+    struct staging_port *p = calloc(1, sizeof(*p));
     if (p)
         p->bufs = calloc(count ? count : 1, sizeof(*p->bufs));
     if (!p || !p->bufs) {
@@ -38,7 +37,7 @@ int staging_pool_new(uv_loop_t *loop, struct dev *d, size_t count, size_t size,
         struct staging_buf *b = &p->bufs[p->count];
         b->host = malloc(size);
         if (!b->host) {
-            staging_pool_free(p);
+            fuzz_staging_free(p);
             snprintf(err, errlen, "out of memory");
             return -1;
         }
@@ -50,7 +49,7 @@ int staging_pool_new(uv_loop_t *loop, struct dev *d, size_t count, size_t size,
     return 0;
 }
 
-void staging_pool_free(struct staging_pool *p)
+void fuzz_staging_free(struct staging_port *p)
 {
     if (!p)
         return;
@@ -62,22 +61,22 @@ void staging_pool_free(struct staging_pool *p)
     free(p);
 }
 
-size_t staging_buf_size(const struct staging_pool *p)
+size_t staging_buf_size(const struct staging_port *p)
 {
     return p->size;
 }
 
-size_t staging_count(const struct staging_pool *p)
+size_t staging_count(const struct staging_port *p)
 {
     return p->count;
 }
 
-size_t staging_free_count(const struct staging_pool *p)
+size_t staging_free_count(const struct staging_port *p)
 {
     return p->nfree;
 }
 
-struct staging_buf *staging_get(struct staging_pool *p)
+struct staging_buf *staging_get(struct staging_port *p)
 {
     struct staging_buf *b = p->free_list;
     if (b) {
@@ -88,7 +87,7 @@ struct staging_buf *staging_get(struct staging_pool *p)
     return b;
 }
 
-void staging_put(struct staging_pool *p, struct staging_buf *b)
+void staging_put(struct staging_port *p, struct staging_buf *b)
 {
     if (b < p->bufs || b >= p->bufs + p->count || p->nfree == p->count)
         fuzz_backend_trap("staging_put of a buffer not taken from this pool");
@@ -100,7 +99,7 @@ void staging_put(struct staging_pool *p, struct staging_buf *b)
     p->nfree++;
 }
 
-void staging_wait(struct staging_pool *p, struct staging_waiter *w)
+void staging_wait(struct staging_port *p, struct staging_waiter *w)
 {
     if (w->waiting)
         return;
@@ -113,7 +112,7 @@ void staging_wait(struct staging_pool *p, struct staging_waiter *w)
     p->waiters_tail = w;
 }
 
-void staging_cancel(struct staging_pool *p, struct staging_waiter *w)
+void staging_cancel(struct staging_port *p, struct staging_waiter *w)
 {
     if (!w->waiting)
         return;
@@ -131,7 +130,7 @@ void staging_cancel(struct staging_pool *p, struct staging_waiter *w)
     w->waiting = false;
 }
 
-bool fuzz_staging_idle(struct staging_pool *p)
+bool fuzz_staging_idle(struct staging_port *p)
 {
     bool woke = false;
     while (p->waiters && p->nfree) {

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "conn_limit.h"
 #include "check_run.h"
 #include "amp.pb-c.h"
 #include "grpc/health/v1/health.pb-c.h"
@@ -84,7 +85,11 @@ START_TEST(status_reply)
 {
     struct h2_pair p;
     h2_pair_init(&p, MAX_MSG, 32);
-    p.env.connections = 3;
+    struct conn_limit limit;   /* three connections open, daemon-wide */
+    conn_limit_init(&limit, 16, 16);
+    for (int i = 0; i < 3; i++)
+        ck_assert_int_eq(conn_limit_admit(&limit, "uid 1"), CONN_LIMIT_OK);
+    p.env.conn_limit = &limit;
     Amp__V1__StatusRequest req = AMP__V1__STATUS_REQUEST__INIT;
     size_t len;
     uint8_t *buf = pack(&req.base, &len);
@@ -100,6 +105,11 @@ START_TEST(status_reply)
     ck_assert_uint_eq(st->jobs_in_flight, 0);
     amp__v1__status_reply__free_unpacked(st, NULL);
     h2_pair_free(&p);
+    for (int i = 0; i < 3; i++) {
+        conn_limit_leave_peer(&limit, "uid 1");
+        conn_limit_leave(&limit);
+    }
+    conn_limit_destroy(&limit);
 }
 END_TEST
 

@@ -1,0 +1,341 @@
+/* io_loop.c: one I/O loop and its connections (see io_loop.h).
+ *
+ * Accepted connections reach a loop as bare fds from the one acceptor on
+ * the main loop (server.c), which picks the loop with the fewest
+ * connections: libuv gives no safe way for several loops to accept from
+ * one listening socket (each would poll it, and the first to wake would
+ * take the whole backlog), while an fd handed over is a single integer
+ * that becomes a handle on its loop's own thread (listen_sock_open). The
+ * hand-over is a queue under the loop's lock and a uv_async wake-up, the
+ * same path the server's commands take; fds queued before a command are
+ * taken before it, so a connection accepted before the drain began is
+ * served and then drained like the rest.
+ */
+#include "io_loop.h"
+
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "conn.h"
+#include "listen.h"
+#include "rpc.h"
+#include "scheduler.h"
+
+/* The sweep runs a few times per timeout, at least every second, so a
+ * timeout is enforced within a quarter of itself (or a second). */
+#define IO_LOOP_SWEEPS_PER_TIMEOUT 4
+#define IO_LOOP_SWEEP_MAX_MS 1000
+
+enum io_loop_cmd {
+    IO_LOOP_DRAIN = 1 << 0,
+    IO_LOOP_FAIL = 1 << 1,
+    IO_LOOP_STOP = 1 << 2,
+    IO_LOOP_FINISH = 1 << 3,
+};
+
+struct io_loop_fd {
+    int fd;
+    bool is_unix;
+};
+
+struct io_loop {
+    uv_loop_t own;                /* the loop, when it has a thread of its own */
+    uv_loop_t *loop;              /* &own, or the main thread's (loop 0) */
+    bool threaded;                /* runs on its own thread */
+    bool started;                 /* its thread was started: io_loop_free() joins it */
+    uv_thread_t thread;
+    uv_async_t ctl;               /* any thread -> the loop: fds and commands */
+
+    uv_mutex_t lock;              /* guards fds, nfds, cap, cmds and fail_msg */
+    struct io_loop_fd *fds;       /* handed over, not yet taken: nfds <= cap */
+    size_t nfds, cap;
+    unsigned cmds;                /* io_loop_cmd bits pending */
+    char fail_msg[STATUS_MSG_MAX];
+    atomic_uint queued;           /* nfds, readable without the lock (io_loop_load) */
+
+    /* The loop's thread only. */
+    struct conn_set conns;
+    struct rpc_env env;
+    struct sched_port *port;      /* NULL: no devices */
+    uv_timer_t sweep;             /* --request-timeout's and --idle-timeout's sweep */
+    const struct config *cfg;
+    void (*empty)(void *ctx);
+    void *ctx;
+    bool reported;                /* empty() was called */
+};
+
+/* --- connections ------------------------------------------------------------ */
+
+static void io_loop_take(struct io_loop *l, int fd, bool is_unix)
+{
+    struct listen_sock *sock;
+    if (listen_sock_open(l->loop, fd, is_unix, &sock) == 0)
+        conn_accept(&l->conns, sock);
+}
+
+static void io_loop_on_empty(void *ctx)
+{
+    struct io_loop *l = ctx;
+    if (l->reported)
+        return;
+    l->reported = true;
+    l->empty(l->ctx);
+}
+
+static void io_loop_on_sweep(uv_timer_t *t)
+{
+    struct io_loop *l = t->data;
+    conn_sweep(&l->conns, rpc_now_ms(), l->cfg->idle_timeout_ms);
+}
+
+/* Sweeps a few times per the shorter timeout (at least every second). */
+static void io_loop_start_sweep(struct io_loop *l)
+{
+    uint64_t shortest = l->cfg->request_timeout_ms;
+    if (l->cfg->idle_timeout_ms && (!shortest || l->cfg->idle_timeout_ms < shortest))
+        shortest = l->cfg->idle_timeout_ms;
+    if (!shortest)
+        return;
+    uint64_t every = shortest / IO_LOOP_SWEEPS_PER_TIMEOUT;
+    if (every > IO_LOOP_SWEEP_MAX_MS)
+        every = IO_LOOP_SWEEP_MAX_MS;
+    if (every == 0)
+        every = 1;
+    uv_timer_start(&l->sweep, io_loop_on_sweep, every, every);
+}
+
+/* --- commands, on the loop -------------------------------------------------- */
+
+static void io_loop_do_drain(struct io_loop *l)
+{
+    l->env.draining = true;
+    uv_timer_stop(&l->sweep);   /* the drain closes connections now */
+    conn_drain_all(&l->conns);  /* may report empty at once */
+}
+
+static void io_loop_do_stop(struct io_loop *l)
+{
+    uv_timer_stop(&l->sweep);
+    l->conns.draining = true;   /* so that the last close reports empty */
+    if (l->conns.head)
+        conn_close_all(&l->conns);
+    else
+        io_loop_on_empty(l);
+}
+
+static void io_loop_on_closed(uv_handle_t *h)
+{
+    (void)h;
+}
+
+/* Every loop is empty and the runners are stopped: deliver what is owed
+ * and close the handles, which lets the loop's uv_run() return. */
+static void io_loop_do_finish(struct io_loop *l)
+{
+    if (l->port) {
+        sched_port_close(l->port);
+        l->port = NULL;
+        l->env.sched = NULL;
+    }
+    uv_close((uv_handle_t *)&l->sweep, io_loop_on_closed);
+    uv_close((uv_handle_t *)&l->ctl, io_loop_on_closed);
+}
+
+static void io_loop_on_ctl(uv_async_t *h)
+{
+    struct io_loop *l = h->data;
+    uv_mutex_lock(&l->lock);
+    struct io_loop_fd *fds = l->fds;
+    size_t nfds = l->nfds;
+    l->fds = NULL;
+    l->nfds = l->cap = 0;
+    unsigned cmds = l->cmds;
+    l->cmds = 0;
+    char msg[STATUS_MSG_MAX];
+    memcpy(msg, l->fail_msg, sizeof msg);
+    uv_mutex_unlock(&l->lock);
+
+    for (size_t i = 0; i < nfds; i++) {
+        atomic_fetch_sub(&l->queued, 1);
+        io_loop_take(l, fds[i].fd, fds[i].is_unix);
+    }
+    free(fds);
+    if (cmds & IO_LOOP_DRAIN)
+        io_loop_do_drain(l);
+    if (cmds & IO_LOOP_FAIL)
+        conn_fail_all(&l->conns, STATUS_UNAVAILABLE, msg);
+    if (cmds & IO_LOOP_STOP)
+        io_loop_do_stop(l);
+    if (cmds & IO_LOOP_FINISH)
+        io_loop_do_finish(l);
+}
+
+/* --- commands, from any thread ---------------------------------------------- */
+
+static void io_loop_post(struct io_loop *l, unsigned cmd, const char *msg)
+{
+    uv_mutex_lock(&l->lock);
+    l->cmds |= cmd;
+    if (msg)
+        snprintf(l->fail_msg, sizeof l->fail_msg, "%s", msg);
+    uv_mutex_unlock(&l->lock);
+    uv_async_send(&l->ctl);
+}
+
+void io_loop_drain(struct io_loop *l)
+{
+    io_loop_post(l, IO_LOOP_DRAIN, NULL);
+}
+
+void io_loop_fail(struct io_loop *l, const char *msg)
+{
+    io_loop_post(l, IO_LOOP_FAIL, msg);
+}
+
+void io_loop_stop(struct io_loop *l)
+{
+    io_loop_post(l, IO_LOOP_STOP, NULL);
+}
+
+void io_loop_finish(struct io_loop *l)
+{
+    io_loop_post(l, IO_LOOP_FINISH, NULL);
+}
+
+void io_loop_accept(struct io_loop *l, int fd, bool is_unix)
+{
+    if (!l->threaded) {
+        io_loop_take(l, fd, is_unix);   /* the acceptor's own loop */
+        return;
+    }
+    uv_mutex_lock(&l->lock);
+    if (l->nfds == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 16;
+        struct io_loop_fd *fds = realloc(l->fds, cap * sizeof(*fds));
+        if (!fds) {
+            uv_mutex_unlock(&l->lock);
+            close(fd);   /* out of memory: the client sees its connection close */
+            return;
+        }
+        l->fds = fds;
+        l->cap = cap;
+    }
+    l->fds[l->nfds++] = (struct io_loop_fd){ fd, is_unix };
+    atomic_fetch_add(&l->queued, 1);
+    uv_mutex_unlock(&l->lock);
+    uv_async_send(&l->ctl);
+}
+
+unsigned io_loop_load(struct io_loop *l)
+{
+    return atomic_load(&l->conns.live) + atomic_load(&l->queued);
+}
+
+/* --- life ------------------------------------------------------------------- */
+
+static void io_loop_init_conns(struct io_loop *l, const struct io_loop_shared *sh)
+{
+    const struct config *cfg = sh->cfg;
+    l->env = (struct rpc_env){
+        .max_message_bytes = (size_t)cfg->max_message_bytes,
+        .start_ms = sh->start_ms,
+        .conn_limit = sh->conn_limit,
+        .loop = l->loop,
+        .budget = sh->budget,
+        .status_counts = sh->status_counts,
+        .regions = sh->regions,
+        .sched = l->port,
+    };
+    l->conns.limit = sh->conn_limit;
+    l->conns.budget = sh->budget;
+    l->conns.conn_memory = cfg->max_connection_memory;
+    l->conns.h2cfg = (struct h2_config){
+        .max_message_bytes = (size_t)cfg->max_message_bytes,
+        .max_streams = cfg->max_streams,
+        .now_ms = rpc_now_ms,
+        .request_timeout_ms = cfg->request_timeout_ms,
+        .min_request_rate = cfg->min_request_rate,
+        .status_counts = sh->status_counts,
+    };
+    l->conns.env = &l->env;
+    l->conns.empty = io_loop_on_empty;
+    l->conns.ctx = l;
+}
+
+int io_loop_new(const struct io_loop_shared *sh, uv_loop_t *main_loop, struct io_loop **out,
+                char *err, size_t errlen)
+{
+    struct io_loop *l = calloc(1, sizeof(*l));
+    if (!l) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    l->threaded = !main_loop;
+    l->loop = main_loop ? main_loop : &l->own;
+    if (l->threaded && uv_loop_init(&l->own) != 0) {
+        free(l);
+        snprintf(err, errlen, "cannot start an I/O loop");
+        return -1;
+    }
+    if (sh->sched && !(l->port = sched_port_new(sh->sched, l->loop))) {
+        if (l->threaded)
+            uv_loop_close(&l->own);
+        free(l);
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    l->cfg = sh->cfg;
+    l->empty = sh->empty;
+    l->ctx = sh->ctx;
+    uv_mutex_init(&l->lock);
+    uv_async_init(l->loop, &l->ctl, io_loop_on_ctl);
+    uv_timer_init(l->loop, &l->sweep);
+    l->ctl.data = l->sweep.data = l;
+    io_loop_init_conns(l, sh);
+    io_loop_start_sweep(l);
+    *out = l;
+    return 0;
+}
+
+static void io_loop_main(void *arg)
+{
+    struct io_loop *l = arg;
+    uv_run(l->loop, UV_RUN_DEFAULT);
+}
+
+int io_loop_start(struct io_loop *l, char *err, size_t errlen)
+{
+    if (!l->threaded)
+        return 0;
+    if (uv_thread_create(&l->thread, io_loop_main, l) != 0) {
+        snprintf(err, errlen, "cannot start an I/O thread");
+        return -1;
+    }
+    l->started = true;
+    return 0;
+}
+
+void io_loop_free(struct io_loop *l)
+{
+    if (!l)
+        return;
+    if (l->started)
+        uv_thread_join(&l->thread);
+    if (l->threaded) {
+        if (!l->started) {
+            /* Never ran: close its handles here, on the only thread. */
+            io_loop_do_finish(l);
+            uv_run(l->loop, UV_RUN_DEFAULT);
+        }
+        if (uv_loop_close(&l->own) != 0)
+            fprintf(stderr, "ampd: warning: an I/O loop's handles were left open at exit\n");
+    }
+    for (size_t i = 0; i < l->nfds; i++)
+        close(l->fds[i].fd);
+    free(l->fds);
+    uv_mutex_destroy(&l->lock);
+    free(l);
+}
