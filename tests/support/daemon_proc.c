@@ -10,6 +10,7 @@
 #include "daemon_proc.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,16 +68,26 @@ static void daemon_cleanup_dir(struct daemon_proc *d)
     d->dir[0] = '\0';
 }
 
-/* Child side of fork: exec ampd with --listen and the extra arguments. */
+/* Child side of fork: exec ampd with --listen and the extra arguments,
+ * and --io-threads $AMPD_TEST_IO_THREADS when that is set and the test
+ * did not choose (tests/CMakeLists.txt runs some tests again that way). */
 static void daemon_exec(const char *bin, const char *address, const char *const *extra)
 {
-    const char *argv[DAEMON_MAX_ARGS + 4];
+    const char *argv[DAEMON_MAX_ARGS + 6];
     size_t n = 0;
+    bool loops_chosen = false;
     argv[n++] = bin;
     argv[n++] = "--listen";
     argv[n++] = address;
-    for (size_t i = 0; extra && extra[i] && i < DAEMON_MAX_ARGS; i++)
+    for (size_t i = 0; extra && extra[i] && i < DAEMON_MAX_ARGS; i++) {
+        loops_chosen |= strcmp(extra[i], "--io-threads") == 0;
         argv[n++] = extra[i];
+    }
+    const char *loops = getenv("AMPD_TEST_IO_THREADS");
+    if (loops && *loops && !loops_chosen) {
+        argv[n++] = "--io-threads";
+        argv[n++] = loops;
+    }
     argv[n] = NULL;
     /* A test that crashes must not leave its daemon behind. */
     prctl(PR_SET_PDEATHSIG, SIGTERM);

@@ -2,7 +2,8 @@
  *
  * Starts $AMPD_BIN listening on a Unix socket in a fresh temporary
  * directory, waits until it accepts connections, and stops it with SIGTERM,
- * reporting how it exited (a leak found by LeakSanitizer at exit makes the
+ * reporting how it exited. With $AMPD_TEST_IO_THREADS set, ampd gets
+ * --io-threads that many unless the test passes its own (a leak found by LeakSanitizer at exit makes the
  * exit status nonzero, so tests that check it catch leaks in the daemon).
  */
 #ifndef AMP_TEST_DAEMON_PROC_H

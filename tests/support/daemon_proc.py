@@ -34,6 +34,9 @@ class Daemon:
         self.dir = tempfile.mkdtemp(prefix="ampd-pytest-")
         self.sock_path = os.path.join(self.dir, "ampd.sock")
         self.address = "unix:" + self.sock_path
+        loops = os.environ.get("AMPD_TEST_IO_THREADS")
+        if loops and "--io-threads" not in extra_args:
+            extra_args = (*extra_args, "--io-threads", loops)
         self.proc = subprocess.Popen([self.bin, "--listen", self.address, *extra_args],
                                      preexec_fn=_die_with_parent)
         try:
