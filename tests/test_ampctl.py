@@ -494,6 +494,15 @@ def test_transports_give_identical_bytes():
         first = outs[("socket", "file")]
         for k, v in outs.items():
             expect(v == first, "%s: %s output differs from the socket's" % (" ".join(job), k))
+    # fill has no input; its binary output comes through a region too.
+    fills = {}
+    for transport in ("auto", "shm", "socket"):
+        rc, out, err = run(["--transport", transport, "fill", "--type", "float32", "--count",
+                            "300000", "--start", "1.5", "--step", "0.25", "--format", "binary"])
+        expect_rc(rc, EXIT_OK, err)
+        fills[transport] = out
+    expect(len(fills["socket"]) == 1200000, "fill output of %d bytes" % len(fills["socket"]))
+    expect(fills["auto"] == fills["socket"] == fills["shm"], "fill output differs by transport")
 
 
 def test_transport_shm_needs_a_unix_socket():
