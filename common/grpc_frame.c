@@ -167,3 +167,13 @@ int grpc_frame_feed(struct grpc_frame_reader *r, const uint8_t *data, size_t len
     }
     return GRPC_FRAME_OK;
 }
+
+void grpc_frame_skip_body(struct grpc_frame_reader *r)
+{
+    free(r->msg);
+    r->msg = NULL;
+    r->msg_cap = 0;
+    r->hdr_have = 0;
+    r->msg_len = 0;
+    r->msg_have = 0;
+}

@@ -75,6 +75,12 @@ uint8_t *grpc_frame_take(struct grpc_frame_reader *r);
 /* True when a message is partly read: a stream ending now was truncated. */
 int grpc_frame_pending(const struct grpc_frame_reader *r);
 
+/* Drops the body buffer of the message whose prefix was just read (none of
+ * its body fed yet) and gets ready for the next prefix: the owner takes
+ * that body another way (h2_stream.c's pieces). What the buffer reserved
+ * is the owner's to give back, as always. */
+void grpc_frame_skip_body(struct grpc_frame_reader *r);
+
 /* Writes the 5-byte prefix for a len-byte uncompressed message. */
 void grpc_frame_header(uint8_t out[GRPC_FRAME_HEADER], size_t len);
 

@@ -58,6 +58,19 @@ static enum status_code conn_h2_message(struct h2_call *call, const uint8_t *msg
     return rpc_h2_message(call, msg, len, err, errlen, c->set->env);
 }
 
+static size_t conn_h2_piece_start(struct h2_call *call, const uint8_t *head, size_t msg_len,
+                                  void *ctx)
+{
+    (void)ctx;
+    return rpc_h2_piece_start(call, head, msg_len);
+}
+
+static size_t conn_h2_piece(struct h2_call *call, const uint8_t *data, size_t n, void *ctx)
+{
+    (void)ctx;
+    return rpc_h2_piece(call, data, n);
+}
+
 static void conn_h2_end(struct h2_call *call, void *ctx)
 {
     struct conn *c = ctx;
@@ -84,6 +97,8 @@ static void conn_h2_want_write(void *ctx)
 static const struct h2_handlers conn_h2_handlers = {
     .start = conn_h2_start,
     .message = conn_h2_message,
+    .piece_start = conn_h2_piece_start,
+    .piece = conn_h2_piece,
     .end = conn_h2_end,
     .closed = conn_h2_closed,
     .sent = conn_h2_sent,

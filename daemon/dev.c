@@ -180,6 +180,98 @@ static enum status_code dev_enqueue_steps(struct dev_exec *x, const size_t *out_
     return st;
 }
 
+/* --- chunked jobs ----------------------------------------------------------- */
+
+/* A GPU job of histograms and at most one transform (so one data result)
+ * whose input spans several chunks runs chunk by chunk through a ring of
+ * device buffers: the copy in of one chunk overlaps the kernels and the
+ * copy out of those before it, so both directions of the bus work at once.
+ * In one piece, a 1 GiB region transform on the H100 was copy in, kernel,
+ * copy out one after the other: 43 ms, where each copy alone takes 20.
+ * CPU devices gain nothing: their copies are memcpys on the same cores.
+ * Chunks are d->chunk_bytes (DEV_CHUNK_BYTES, dev_internal.h). */
+#define DEV_CHUNK_RING 4
+
+static bool dev_chunked(const struct dev *d, const struct job *job)
+{
+    if (d->shape == DEV_SHAPE_CPU || job->in_len / 2 < d->chunk_bytes)
+        return false;
+    size_t transforms = 0;
+    for (size_t i = 0; i < job->nsteps; i++) {
+        if (job->steps[i].kind == STEP_TRANSFORM)
+            transforms++;
+        else if (job->steps[i].kind != STEP_HISTOGRAM)
+            return false;
+    }
+    return transforms <= 1;
+}
+
+/* Histogram steps' counters and the transform's result, before any chunk. */
+static enum status_code dev_chunked_begin(struct dev_exec *x, const size_t *out_len,
+                                          uint64_t **slots, struct op_hist_acc *accs,
+                                          struct step_result **data)
+{
+    struct job *job = x->job;
+    enum status_code st = STATUS_OK;
+    for (size_t i = 0; i < job->nsteps && st == STATUS_OK; i++) {
+        const struct step *s = &job->steps[i];
+        if (s->kind == STEP_TRANSFORM) {
+            st = dev_result_alloc(x, &job->results[i], out_len[i]);
+            *data = &job->results[i];
+            continue;
+        }
+        slots[i] = calloc(OP_HIST_SLOTS(s->u.hist.bins), sizeof(uint64_t));
+        if (!slots[i]) {
+            x->failed = true;
+            return job_fail(job, STATUS_RESOURCE_EXHAUSTED, "no host memory for %u bins",
+                            s->u.hist.bins);
+        }
+        st = op_hist_begin(x, &s->u.hist, &accs[i]);
+    }
+    return st;
+}
+
+static enum status_code dev_enqueue_chunked(struct dev_exec *x, const size_t *out_len,
+                                            uint64_t **slots)
+{
+    struct job *job = x->job;
+    struct op_hist_acc *accs = calloc(job->nsteps, sizeof(*accs));
+    if (!accs) {
+        x->failed = true;
+        return job_fail(job, STATUS_RESOURCE_EXHAUSTED, "out of host memory");
+    }
+    struct dev_buf ring[DEV_CHUNK_RING];
+    size_t chunk = x->d->chunk_bytes;
+    for (size_t i = 0; i < DEV_CHUNK_RING; i++)
+        dev_buf_create(x, &ring[i], chunk, "a chunk buffer");
+    struct step_result *data = NULL;
+    enum status_code st = dev_chunked_begin(x, out_len, slots, accs, &data);
+    for (size_t off = 0, k = 0; off < job->in_len && st == STATUS_OK; off += chunk, k++) {
+        size_t len = job->in_len - off < chunk ? job->in_len - off : chunk;
+        struct dev_buf *b = &ring[k % DEV_CHUNK_RING];
+        st = dev_exec_write_at(x, b, 0, job->in + off, len);
+        for (size_t i = 0; i < job->nsteps && st == STATUS_OK; i++) {
+            const struct step *s = &job->steps[i];
+            struct transform_params clip;
+            if (s->kind == STEP_HISTOGRAM)
+                st = op_hist_add(x, &s->u.hist, b, len, &accs[i]);
+            else if (op_transform_clip(&s->u.transform, off, len, &clip))
+                st = op_transform(x, &clip, b, b);
+        }
+        if (data && st == STATUS_OK)
+            st = dev_exec_read(x, b, data->data + off, 0, len);
+    }
+    for (size_t i = 0; i < job->nsteps; i++) {
+        if (job->steps[i].kind == STEP_HISTOGRAM && st == STATUS_OK)
+            st = op_hist_end(x, &accs[i], slots[i]);
+        op_hist_acc_release(&accs[i]);   /* deferred by OpenCL, like the ring */
+    }
+    for (size_t i = 0; i < DEV_CHUNK_RING; i++)
+        dev_buf_release(&ring[i]);
+    free(accs);
+    return st;
+}
+
 static void dev_collect_hists(struct job *job, uint64_t **slots)
 {
     for (size_t i = 0; i < job->nsteps && job->status == STATUS_OK; i++)
@@ -219,7 +311,10 @@ void dev_run(struct dev *d, struct job *job)
         dev_exec_init(&x, d, job);
         dev_pin_region(d, job->in_region);
         dev_pin_region(d, job->out_region);
-        dev_enqueue_steps(&x, out_len, slots);
+        if (dev_chunked(d, job))
+            dev_enqueue_chunked(&x, out_len, slots);
+        else
+            dev_enqueue_steps(&x, out_len, slots);
         if (dev_exec_finish(&x) == STATUS_OK)
             dev_collect_hists(job, slots);
     }

@@ -50,6 +50,9 @@ struct dev {
     /* Largest global size (work-items) of one launch; splitting keeps every
      * launch at or under it. A test may lower it. */
     uint64_t launch_items_max;
+    /* Bytes of one chunk of a job run in chunks (dev.c, dev_chunked). A
+     * test may lower it. */
+    size_t chunk_bytes;
     /* Device bytes jobs may hold reserved at once (runner.c admits jobs
      * against it): most of global memory, or --max-device-memory. */
     uint64_t mem_capacity;
@@ -63,6 +66,7 @@ int dev_open_all_profiled(struct dev ***devs, size_t *n, char *err, size_t errle
  * that really has them. They affect only the given device. */
 void dev_set_constant_limit_for_test(struct dev *d, uint64_t bytes);
 void dev_set_launch_items_max_for_test(struct dev *d, uint64_t items);
+void dev_set_chunk_bytes_for_test(struct dev *d, size_t bytes);
 /* Test-only: run d's jobs with the kernel shapes of another device type,
  * so a CPU-only host exercises the GPU kernels too. */
 void dev_set_shape_for_test(struct dev *d, enum dev_shape shape);

@@ -130,21 +130,6 @@ static void dev_stream_open(struct dev *d, struct job *job, struct dev_exec *x)
 
 /* --- IN: one chunk ------------------------------------------------------- */
 
-/* A transform's sub-range, seen from the chunk [off, off+len). */
-static bool dev_stream_clip(const struct transform_params *p, uint64_t off, size_t len,
-                            struct transform_params *out)
-{
-    uint64_t lo = p->offset > off ? p->offset : off;
-    uint64_t end = p->offset + p->length < p->offset ? UINT64_MAX : p->offset + p->length;
-    uint64_t hi = end < off + len ? end : off + len;
-    if (hi <= lo)
-        return false;
-    *out = *p;
-    out->offset = lo - off;
-    out->length = hi - lo;
-    return true;
-}
-
 static void dev_stream_chunk(struct dev_exec *x, struct task *t)
 {
     struct job *job = t->job;
@@ -156,7 +141,7 @@ static void dev_stream_chunk(struct dev_exec *x, struct task *t)
         struct transform_params clip;
         if (st->kind == STEP_HISTOGRAM)
             op_hist_add(x, &st->u.hist, b, t->len, &ds->accs[i]);
-        else if (dev_stream_clip(&st->u.transform, t->offset, t->len, &clip))
+        else if (op_transform_clip(&st->u.transform, t->offset, t->len, &clip))
             op_transform(x, &clip, b, b);
     }
     if (ds->has_data) {

@@ -268,6 +268,12 @@ static void h2_call_headers_done(struct h2_call *c)
 
 bool h2_call_fail_truncated(struct h2_call *c)
 {
+    if (c->piece_left) {
+        h2_call_failf(c, STATUS_INTERNAL,
+                      "request stream ended inside a message (%llu bytes of it missing)",
+                      (unsigned long long)c->piece_left);
+        return true;
+    }
     if (!grpc_frame_pending(&c->reader))
         return false;
     h2_call_failf(c, STATUS_INTERNAL,

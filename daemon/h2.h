@@ -54,6 +54,10 @@ enum h2_call_kind {
     H2_STREAM,  /* any number of request messages and reply messages */
 };
 
+/* Bytes of a stream request message's beginning that piece_start() sees:
+ * a protobuf tag and a length varint fit. */
+#define H2_PIECE_HEAD 11
+
 struct h2_handlers {
     /* A call's headers arrived and are valid gRPC. Return STATUS_OK and set
      * *kind to accept it, or a status and a message in msg (msglen bytes)
@@ -66,6 +70,17 @@ struct h2_handlers {
      * h2_call_pause() instead of taking the message (see there). */
     enum status_code (*message)(struct h2_call *call, const uint8_t *msg, size_t len,
                                 char *err, size_t errlen, void *ctx);
+    /* Stream calls, optional (NULL: every message goes whole to message()).
+     * The first H2_PIECE_HEAD bytes of a longer request message arrived
+     * (msg_len is its length). Return the offset in the message from which
+     * the handler takes the rest, to its end, in pieces through piece(); or
+     * 0 to get it whole through message(). Bulk data then goes where it is
+     * needed as it arrives, instead of into a message buffer first. */
+    size_t (*piece_start)(struct h2_call *call, const uint8_t *head, size_t msg_len, void *ctx);
+    /* The next bytes of such a message, in order, valid only during the
+     * call. Returns how many it took: all of them, unless it called
+     * h2_call_pause(); the rest comes again after h2_call_resume(). */
+    size_t (*piece)(struct h2_call *call, const uint8_t *data, size_t n, void *ctx);
     /* The client half-closed after the right number of messages: the
      * request is complete and the handler should answer (now or later).
      * Stream calls: once, after every message was delivered, unless the call

@@ -66,6 +66,7 @@ struct h2_call {
     bool hold_req;           /* paused inside message(): keep that message */
     bool resume_owed;        /* resumed: h2_session_run_resumes() redelivers */
     bool end_done;           /* end() was called */
+    uint64_t piece_left;     /* bytes of a message still to come through piece() */
     uint8_t *held;           /* malloc'd copy of the message paused on, or NULL */
     size_t held_len;
     uint64_t held_reserved;  /* budget bytes held for it */

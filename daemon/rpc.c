@@ -187,6 +187,19 @@ enum status_code rpc_h2_message(struct h2_call *call, const uint8_t *msg, size_t
     return STATUS_OK;
 }
 
+size_t rpc_h2_piece_start(struct h2_call *call, const uint8_t *head, size_t msg_len)
+{
+    struct rpc_call *rc = h2_call_user(call);
+    const struct rpc_streaming *sm = rc->method->streaming;
+    return sm && sm->piece_start ? sm->piece_start(rc, head, msg_len) : 0;
+}
+
+size_t rpc_h2_piece(struct h2_call *call, const uint8_t *data, size_t n)
+{
+    struct rpc_call *rc = h2_call_user(call);
+    return rc->method->streaming->piece(rc, data, n);
+}
+
 void rpc_h2_end(struct h2_call *call, struct rpc_env *env)
 {
     (void)env;

@@ -45,6 +45,9 @@ struct rpc_call;
 struct rpc_streaming {
     enum status_code (*message)(struct rpc_call *rc, const uint8_t *msg, size_t len, char *err,
                                 size_t errlen);
+    /* Optional: h2.h's piece_start() and piece() for this method's calls. */
+    size_t (*piece_start)(struct rpc_call *rc, const uint8_t *head, size_t msg_len);
+    size_t (*piece)(struct rpc_call *rc, const uint8_t *data, size_t n);
     void (*end)(struct rpc_call *rc);
     void (*sent)(struct rpc_call *rc);
     void (*closed)(struct rpc_call *rc);
@@ -93,6 +96,8 @@ enum status_code rpc_h2_start(struct h2_call *call, const char *path, enum h2_ca
                               char *msg, size_t msglen, struct rpc_env *env, long peer_uid);
 enum status_code rpc_h2_message(struct h2_call *call, const uint8_t *msg, size_t len, char *err,
                                 size_t errlen, struct rpc_env *env);
+size_t rpc_h2_piece_start(struct h2_call *call, const uint8_t *head, size_t msg_len);
+size_t rpc_h2_piece(struct h2_call *call, const uint8_t *data, size_t n);
 void rpc_h2_end(struct h2_call *call, struct rpc_env *env);
 void rpc_h2_closed(struct h2_call *call, struct rpc_env *env);
 void rpc_h2_sent(struct h2_call *call, struct rpc_env *env);

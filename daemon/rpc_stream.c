@@ -460,12 +460,12 @@ static void rpc_stream_flush(struct rpc_stream *st)
     rpc_stream_submit(st, TASK_IN, sb, st->fill_offset, st->fill_len);
 }
 
-/* Takes data[skip..n) into staging buffers. Returns false when it had to
- * pause (st->skip says how far it got in this message). */
-static bool rpc_stream_take(struct rpc_stream *st, const uint8_t *data, size_t n)
+/* Copies data[pos..n) into staging buffers, submitting each full one;
+ * returns where it stopped: n, or less when it paused (no buffer, or
+ * replies waiting) or the stream failed. */
+static size_t rpc_stream_fill(struct rpc_stream *st, const uint8_t *data, size_t pos, size_t n)
 {
     size_t chunk = st->job->chunk_bytes;
-    size_t pos = st->skip;
     while (pos < n && !st->failed) {
         if (!st->fill) {
             struct staging_buf *sb = NULL;
@@ -474,9 +474,8 @@ static bool rpc_stream_take(struct rpc_stream *st, const uint8_t *data, size_t n
             if (!sb) {
                 if (st->held < st->cap && !rpc_stream_congested(st))
                     staging_wait(st->pool, &st->waiter);
-                st->skip = pos;
                 rpc_stream_pause(st);
-                return false;
+                return pos;
             }
             st->held++;
             st->fill = sb;
@@ -490,6 +489,18 @@ static bool rpc_stream_take(struct rpc_stream *st, const uint8_t *data, size_t n
         pos += take;
         if (st->fill_len == chunk)
             rpc_stream_flush(st);
+    }
+    return pos;
+}
+
+/* Takes a whole message's data[skip..n). Returns false when it had to
+ * pause (st->skip says how far it got in this message, redelivered). */
+static bool rpc_stream_take(struct rpc_stream *st, const uint8_t *data, size_t n)
+{
+    size_t pos = rpc_stream_fill(st, data, st->skip, n);
+    if (pos < n && !st->failed) {
+        st->skip = pos;
+        return false;
     }
     st->skip = 0;
     return true;
@@ -694,6 +705,29 @@ static enum status_code rpc_stream_message(struct rpc_call *rc, const uint8_t *m
     return code;
 }
 
+/* Data messages go into staging as they arrive (h2.h's pieces) once the
+ * stream takes input; the header, and data before OPEN was admitted, come
+ * whole through rpc_stream_message. */
+static size_t rpc_stream_in_start(struct rpc_call *rc, const uint8_t *head, size_t msg_len)
+{
+    struct rpc_stream *st = rc->stream;
+    if (!st || st->failed || st->phase != RS_INPUT || st->paused || head[0] != RPC_PB_DATA_TAG)
+        return 0;
+    uint64_t v;
+    size_t i = 1;
+    if (pb_varint_get(head, H2_PIECE_HEAD, &i, &v) != 0 || v != msg_len - i)
+        return 0;
+    return i;
+}
+
+static size_t rpc_stream_in_piece(struct rpc_call *rc, const uint8_t *data, size_t n)
+{
+    struct rpc_stream *st = rc->stream;
+    if (st->failed)
+        return n;   /* dropped, as a failed stream's messages are */
+    return rpc_stream_fill(st, data, 0, n);
+}
+
 static void rpc_stream_end(struct rpc_call *rc)
 {
     struct rpc_stream *st = rpc_stream_of(rc);
@@ -742,6 +776,8 @@ static void rpc_stream_fail_call(struct rpc_call *rc, enum status_code code, con
 
 const struct rpc_streaming rpc_stream_method = {
     .message = rpc_stream_message,
+    .piece_start = rpc_stream_in_start,
+    .piece = rpc_stream_in_piece,
     .end = rpc_stream_end,
     .sent = rpc_stream_sent,
     .closed = rpc_stream_closed,

@@ -3,7 +3,9 @@
  * half-closes early) or more (for a reverse step, which holds the whole
  * input on the device, and for a transform, which does not). Each is
  * answered INVALID_ARGUMENT naming header.total_length; the daemon serves
- * on and gives the staging and device memory back. */
+ * on and gives the staging and device memory back. And a data message cut
+ * short once the stream takes input (its bytes go to staging in pieces as
+ * they arrive, h2.h): INTERNAL, naming how much of it is missing. */
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>
@@ -118,12 +120,55 @@ START_TEST(total_length_mismatch_refused)
 }
 END_TEST
 
+/* The daemon answered with at least one data reply: it takes input. */
+static bool got_reply_data(struct h2c *c, void *arg)
+{
+    return h2c_result(c, *(const int32_t *)arg)->body_len > 0;
+}
+
+START_TEST(data_message_cut_short)
+{
+    static const char *const args[] = { "--chunk-bytes", "65536", NULL };
+    long base = hostile_start(&ampd, args);
+    int fd = hostile_connect_unix(ampd.sock_path);
+    ck_assert_int_ge(fd, 0);
+    struct h2c *c = h2c_new();
+    /* A header (transform, length unknown) and one full 64 KiB chunk. */
+    size_t len;
+    uint8_t *body = stream_body(false, 0, 65536, &len);
+    int32_t id = h2c_request_open(c, "/amp.v1.Amp/Stream", body, len);
+    free(body);
+    ck_assert_int_eq(h2c_run_until(c, fd, HOSTILE_IO_MS, got_reply_data, &id), 0);
+    /* StreamRequest{data: 99996 bytes} declared (100000 with its tag and
+     * length), 5000 of it sent, then the end. */
+    uint8_t cut[GRPC_FRAME_HEADER + 5000];
+    memset(cut, 'c', sizeof cut);
+    grpc_frame_header(cut, 100000);
+    uint8_t head[] = { 0x12, 0x9c, 0x8d, 0x06 };   /* field 2, varint 99996 */
+    memcpy(cut + GRPC_FRAME_HEADER, head, sizeof head);
+    ck_assert_int_eq(h2c_append(c, id, cut, sizeof cut, true), 0);
+    ck_assert_int_eq(h2c_run_fd(c, fd, HOSTILE_IO_MS), 0);
+    const struct h2c_result *r = h2c_result(c, id);
+    char m[H2C_MESSAGE_MAX];
+    h2c_percent_decode(r->grpc_message, m, sizeof m);
+    ck_assert_msg(r->grpc_status == STATUS_INTERNAL, "status %d: %s", r->grpc_status, m);
+    ck_assert_str_eq(m, "request stream ended inside a message (95000 bytes of it missing)");
+    close(fd);
+    h2c_free(c);
+    ck_assert(hostile_wait_quiet(ampd.address, 1, HOSTILE_IO_MS));
+    hostile_assert_served(ampd.address);
+    hostile_assert_rss_back(&ampd, base);
+    ck_assert_int_eq(daemon_stop(&ampd), 0);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("hostile_lying_stream_header");
     TCase *tc = tcase_create("daemon");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, total_length_mismatch_refused);
+    tcase_add_test(tc, data_message_cut_short);
     suite_add_tcase(s, tc);
     return check_run(s, CK_FORK_GETENV);
 }

@@ -10,6 +10,7 @@
 #include "check_run.h"
 #include "cpu_ref.h"
 #include "dev_fixture.h"
+#include "dev_internal.h"
 
 static struct transform_params xform(enum transform_op op, uint8_t v, uint64_t off,
                                      uint64_t len)
@@ -146,6 +147,67 @@ START_TEST(bad_later_step_fails_whole_job)
 }
 END_TEST
 
+/* GPUs run jobs of histograms and one transform in chunks (dev.c,
+ * dev_chunked): small chunks here, with the GPU kernels, so that a sub-range
+ * and histograms before and after the transform cross chunk edges. */
+START_TEST(chunked_histograms_around_a_transform)
+{
+    struct dev *d = fixture_dev();
+    enum dev_shape own = d->shape;
+    dev_set_shape_for_test(d, DEV_SHAPE_GPU);
+    dev_set_chunk_bytes_for_test(d, 64 << 10);
+    size_t n = (1u << 20) + 77;
+    uint8_t *in = malloc(n), *want = malloc(n);
+    fixture_random(in, n, 7);
+    struct transform_params tp = xform(XFORM_MAP, 0, 70000, n - 140001);
+    struct hist_params hp = {.type = ELEM_U8, .bins = 256};
+    struct hist_result before, after;
+    ck_assert_int_eq(cpu_ref_hist(&hp, in, n, &before), 0);
+    memcpy(want, in, n);
+    cpu_ref_transform(&tp, want, n);
+    ck_assert_int_eq(cpu_ref_hist(&hp, want, n, &after), 0);
+
+    struct job *job = fixture_job(3, in, n);
+    job->steps[0].kind = STEP_HISTOGRAM;
+    job->steps[0].u.hist = hp;
+    job->steps[1].kind = STEP_TRANSFORM;
+    job->steps[1].u.transform = tp;
+    job->steps[2].kind = STEP_HISTOGRAM;
+    job->steps[2].u.hist = hp;
+    fixture_run(job);
+    ck_assert_msg(job->status == STATUS_OK, "%s", job->msg);
+    expect_counts(&job->results[0].hist, &before);
+    fixture_expect_bytes(job->results[1].data, want, n, "chunked transform result");
+    expect_counts(&job->results[2].hist, &after);
+    job_free(job);
+
+    /* Floats counted in chunks: every chunk edge falls between elements. */
+    size_t nf = 100003;
+    float *f = malloc(nf * sizeof(float));
+    for (size_t i = 0; i < nf; i++)
+        f[i] = (float)((i * 7919) % 1000) / 10.0f - 5.0f;
+    struct hist_params fp = {.type = ELEM_F32, .bins = 37, .lo = 0.0, .hi = 90.0};
+    struct hist_result fwant;
+    ck_assert_int_eq(cpu_ref_hist(&fp, (const uint8_t *)f, nf * sizeof(float), &fwant), 0);
+    job = fixture_job(1, f, nf * sizeof(float));
+    job->steps[0].kind = STEP_HISTOGRAM;
+    job->steps[0].u.hist = fp;
+    fixture_run(job);
+    ck_assert_msg(job->status == STATUS_OK, "%s", job->msg);
+    expect_counts(&job->results[0].hist, &fwant);
+    job_free(job);
+
+    dev_set_chunk_bytes_for_test(d, 0);
+    dev_set_shape_for_test(d, own);
+    free(in);
+    free(want);
+    free(f);
+    free(before.counts);
+    free(after.counts);
+    free(fwant.counts);
+}
+END_TEST
+
 START_TEST(a_job_runs_twice)
 {
     /* dev_run() replaces the results of a job it ran before (a retry). */
@@ -174,6 +236,7 @@ int main(void)
     tcase_add_test(tc, fill_feeds_later_steps);
     tcase_add_test(tc, bad_later_step_fails_whole_job);
     tcase_add_test(tc, a_job_runs_twice);
+    tcase_add_test(tc, chunked_histograms_around_a_transform);
     suite_add_tcase(s, tc);
     return check_run(s, CK_NOFORK);
 }
