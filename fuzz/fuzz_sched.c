@@ -25,6 +25,7 @@ struct sched {
     struct task *head, *tail;   /* queued tasks, oldest first, linked through next */
     size_t queued;
     uint32_t in_flight;         /* unary jobs and streams, as sched.c counts them */
+    uint32_t abandoned;         /* of those, unary jobs whose call ended (sched_abandon) */
     uint64_t completed, failed;
     struct fuzz_sched_counts counts;
 };
@@ -126,7 +127,7 @@ static enum status_code fuzz_sched_place(const struct sched *s, const char *req,
  * bounds the jobs in flight. */
 static enum status_code fuzz_sched_admit(const struct sched *s, char *msg, size_t msglen)
 {
-    if (s->in_flight >= s->limits.max_jobs) {
+    if (s->in_flight - s->abandoned >= s->limits.max_jobs) {
         snprintf(msg, msglen, "--max-jobs (%" PRIu32 ") jobs are already queued or running",
                  s->limits.max_jobs);
         return STATUS_RESOURCE_EXHAUSTED;
@@ -224,9 +225,19 @@ struct staging_pool *sched_staging(struct sched *s, size_t index)
 
 /* --- completions ---------------------------------------------------------------- */
 
+void sched_abandon(struct sched *s, struct job *job)
+{
+    if (!job->abandoned) {
+        job->abandoned = true;
+        s->abandoned++;
+    }
+}
+
 static void fuzz_sched_job_done(struct sched *s, struct job *job)
 {
     s->in_flight--;
+    if (job->abandoned)
+        s->abandoned--;
     s->counts.jobs_done++;
     if (job->status == STATUS_OK)
         s->completed++;
