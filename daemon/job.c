@@ -97,3 +97,17 @@ uint64_t job_memory(const struct job *job)
     }
     return total;
 }
+
+bool job_transform_clip(const struct transform_params *p, uint64_t off, size_t len,
+                        struct transform_params *out)
+{
+    uint64_t lo = p->offset > off ? p->offset : off;
+    uint64_t end = sat_add_u64(p->offset, p->length);
+    uint64_t hi = end < off + len ? end : off + len;
+    if (hi <= lo)
+        return false;
+    *out = *p;
+    out->offset = lo - off;
+    out->length = hi - lo;
+    return true;
+}

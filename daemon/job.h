@@ -124,6 +124,12 @@ struct job {
     uint64_t dev_reserved;     /* device bytes admitted for this job */
 };
 
+/* p's sub-range as seen from the chunk [off, off+len) of the input (a
+ * stream's chunk, a chunked job's), in *out; false when the chunk holds
+ * none of it. */
+bool job_transform_clip(const struct transform_params *p, uint64_t off, size_t len,
+                        struct transform_params *out);
+
 struct job *job_new(size_t nsteps);
 /* Frees the job, its input, steps and every result. NULL is a no-op. */
 void job_free(struct job *job);

@@ -15,6 +15,7 @@
 #include <uv.h>
 
 #include "conn.h"
+#include "dev.h"
 #include "listen.h"
 #include "notify.h"
 #include "region_sock.h"
@@ -237,7 +238,7 @@ static void server_init(struct server *srv, const struct config *cfg, size_t nde
     if (cfg->regions) {
         struct region_limits rl = { .max_per_client = cfg->max_regions,
                                     .max_bytes = cfg->max_region_bytes };
-        srv->regions = region_set_new(&rl, ndevs);   /* NULL (no memory): regions off */
+        srv->regions = region_set_new(&rl, ndevs, dev_pinned_free);   /* NULL (no memory): regions off */
         srv->env.regions = srv->regions;
     }
     srv->conns.h2cfg = (struct h2_config){

@@ -25,7 +25,7 @@ struct sched {
     struct task *head, *tail;   /* queued tasks, oldest first, linked through next */
     size_t queued;
     uint32_t in_flight;         /* unary jobs and streams, as sched.c counts them */
-    uint32_t abandoned;         /* of those, unary jobs whose call ended (sched_abandon) */
+    uint32_t abandoned;         /* of those, jobs whose call ended (sched_abandon) */
     uint64_t completed, failed;
     struct fuzz_sched_counts counts;
 };
@@ -291,7 +291,7 @@ void fuzz_sched_check_quiet(const struct sched *s)
         fuzz_backend_trap("a stream begun never ended (sched_stream_end)");
     if (c->opens != c->closes)
         fuzz_backend_trap("a stream OPEN without its CLOSE");
-    if (s->in_flight != 0)
+    if (s->in_flight != 0 || s->abandoned != 0)
         fuzz_backend_trap("jobs in flight once quiet");
     for (size_t i = 0; i < FUZZ_SCHED_NDEVS; i++)
         if (staging_free_count(s->pools[i]) != staging_count(s->pools[i]))

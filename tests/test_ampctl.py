@@ -400,6 +400,19 @@ def test_stream_pipeline():
         expect(h["counts"] == want, "streamed histogram of step %d differs" % h["step"])
 
 
+def test_stream_pipeline_with_reverse_from_a_pipe():
+    # A reverse holds the whole input on the device: ampctl reads a pipe
+    # whole to learn its length first (it sent none, and the daemon refused
+    # the transform's range against a length of 0).
+    data = stream_data()
+    dst = tmpfile("stream-pipe-rev.out")
+    rc, out, err = run(["--transport", "socket", "--stream-threshold", SMALL_THRESHOLD,
+                        "pipeline", "-o", dst, "transform:xor:5", "reverse"], stdin=data)
+    expect_rc(rc, EXIT_OK, err)
+    with open(dst, "rb") as f:
+        expect(f.read() == bytes(b ^ 5 for b in data)[::-1], "streamed xor+reverse differs")
+
+
 def run_with_tty_stderr(args, src):
     """Runs ampctl with stderr on a pseudo-terminal; returns (exit code, stderr text)."""
     import pty
