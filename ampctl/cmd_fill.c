@@ -161,12 +161,21 @@ static int fill_run(struct ampctl *ctx, int argc, char **argv)
     rc = ampctl_connect(ctx);
     if (rc != AMPCTL_OK)
         return rc;
+    int text = a.format == FILL_TEXT || (a.format == FILL_AUTO && io_is_terminal(a.output));
+    if (!text) {
+        /* Binary output can come through a region (--transport); text is
+         * for a person's screen, and its bytes come in the reply. */
+        struct io_input none = { .fd = -1, .eof = 1 };
+        amp_step step = { .kind = AMP_STEP_FILL, .fill = a.p };
+        rc = region_job(ctx, &none, &step, 1, a.output, 1, NULL, 0);
+        if (rc != REGION_UNAVAILABLE)
+            return rc;
+    }
     void *out = NULL;
     size_t out_len = 0;
     int r = amp_fill(ctx->conn, &ctx->opts, &a.p, &out, &out_len);
     if (r != 0)
         return ampctl_fail(ctx, r);
-    int text = a.format == FILL_TEXT || (a.format == FILL_AUTO && io_is_terminal(a.output));
     rc = text ? fill_write_text(a.output, a.p.type, out, out_len)
               : io_write_all(a.output, out, out_len);
     amp_free(out);

@@ -78,10 +78,6 @@ static int reverse_run(struct ampctl *ctx, int argc, char **argv)
     }
     struct io_input in = { .fd = -1 };
     rc = io_input_open(a.input, ctx->stream_threshold, &in);
-    /* A streamed reverse needs its total length up front: a pipe is read
-     * whole first (a file's size is known). */
-    if (rc == AMPCTL_OK && !in.size_known)
-        rc = io_input_slurp(&in);
     if (rc == AMPCTL_OK)
         rc = ampctl_connect(ctx);
     if (rc == AMPCTL_OK) {

@@ -62,9 +62,24 @@ static int stream_open_output(const struct io_input *in, const char *output, int
     return io_open_fd(output, fd);
 }
 
+/* A reverse or fill step holds the whole input on the device: the daemon
+ * needs its length up front, so an input of unknown size is read whole. */
+static int stream_needs_length(const amp_step *steps, size_t nsteps)
+{
+    for (size_t i = 0; i < nsteps; i++)
+        if (steps[i].kind == AMP_STEP_REVERSE || steps[i].kind == AMP_STEP_FILL)
+            return 1;
+    return 0;
+}
+
 int stream_job(struct ampctl *ctx, struct io_input *in, const amp_step *steps, size_t nsteps,
                const char *output, int has_output, amp_hist *hists, size_t nhists)
 {
+    if (!in->size_known && stream_needs_length(steps, nsteps)) {
+        int src = io_input_slurp(in);
+        if (src != AMPCTL_OK)
+            return src;
+    }
     uint64_t total = in->size_known ? in->size : in->eof ? in->head_len : 0;
     struct stream_ctx s = { .in = in, .out_fd = -1, .out_name = output ? output : "stdout" };
     if (strcmp(s.out_name, "-") == 0)

@@ -11,13 +11,16 @@
  *   - raw there and back: the bytes sent, echoed by a thread once all have
  *     arrived, and read back: the traffic of a unary call, with nothing
  *     between (no HTTP/2, no protobuf, no device);
- *   - unary transform (add) and unary reverse through a real ampd and
- *     libampclient (amp_transform, amp_reverse), each result checked.
+ *   - unary transform (add), reverse, histogram (256 bins) and a pipeline
+ *     (transform, then histogram) through a real ampd and libampclient,
+ *     each result checked.
  *
  * Each figure is the median of --reps runs after one untimed run. GB/s is
  * --size bytes over the seconds, both ways included. For the calls it also
- * prints the client's CPU seconds per call (user + system), so that a call
- * that waits (wall well above CPU) shows itself. ampd is started by the
+ * prints the client's CPU seconds per call (user + system, median), and
+ * the daemon's (its total over the timed calls / their count, from
+ * /proc: a daemon found with --address has none), so that a call that
+ * waits (wall well above both) shows itself. ampd is started by the
  * bench (--ampd, else $AMPD_BIN, else the build's) or found running
  * (--address). Exit status: 0, 1 when a result differs, 2 when something
  * failed to run or the ampd it started did not exit 0 after SIGTERM.
@@ -32,6 +35,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/types.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -66,6 +70,29 @@ static double bench_cpu(void)
     getrusage(RUSAGE_SELF, &ru);
     return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
            (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
+/* CPU seconds (user + system, every thread) of process pid so far, from
+ * /proc; -1 when unknown. */
+static double bench_cpu_of(pid_t pid)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    char buf[1024];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    /* Fields 14 and 15 (utime, stime), counted after the ")" that ends
+     * field 2, the command name, which may hold spaces. */
+    const char *p = strrchr(buf, ')');
+    unsigned long long ut, st;
+    if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut,
+                     &st) != 2)
+        return -1;
+    return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
 }
 
 /* --- the raw socket ------------------------------------------------------------ */
@@ -159,47 +186,114 @@ static double bench_raw(const struct bench_opts *o, const uint8_t *in, int echo)
 
 /* --- unary calls through ampd --------------------------------------------------- */
 
-enum bench_call { CALL_TRANSFORM, CALL_REVERSE, BENCH_NCALLS };
+enum bench_call { CALL_TRANSFORM, CALL_REVERSE, CALL_HISTOGRAM, CALL_PIPELINE, BENCH_NCALLS };
 
-static const char *const bench_call_names[BENCH_NCALLS] = {"unary transform", "unary reverse"};
+static const char *const bench_call_names[BENCH_NCALLS] = {
+    "unary transform", "unary reverse", "unary histogram", "unary pipeline"};
 
+/* What each call must return: its bytes (the pipeline's transform step's)
+ * and the input's 256-bin histogram (the pipeline's histogram step sees
+ * the transformed bytes). */
+struct bench_want {
+    const uint8_t *data[BENCH_NCALLS];
+    uint64_t counts[256], added_counts[256];
+};
+
+static void bench_transform_params(amp_transform_params *p)
+{
+    memset(p, 0, sizeof *p);
+    p->op = AMP_OP_ADD;
+    p->value = BENCH_ADD_VALUE;
+}
+
+static void bench_hist_params(amp_hist_params *p)
+{
+    memset(p, 0, sizeof *p);
+    p->type = AMP_TYPE_UINT8;
+    p->bins = 256;
+}
+
+static int bench_hist_ok(const amp_hist *h, const uint64_t want[256])
+{
+    return h->bins == 256 && memcmp(h->counts, want, 256 * sizeof *want) == 0;
+}
+
+/* Runs one call; 0, 1 when its result differs, or an AMP_E* code. */
 static int bench_call(amp_conn *c, enum bench_call which, const uint8_t *in, size_t len,
-                      void **out, size_t *out_len)
+                      const struct bench_want *w)
 {
     amp_opts ao = {.timeout_ms = BENCH_CALL_TIMEOUT_MS};
-    if (which == CALL_REVERSE)
-        return amp_reverse(c, &ao, in, len, out, out_len);
-    amp_transform_params p;
-    memset(&p, 0, sizeof p);
-    p.op = AMP_OP_ADD;
-    p.value = BENCH_ADD_VALUE;
-    return amp_transform(c, &ao, &p, in, len, out, out_len);
+    amp_transform_params tp;
+    amp_hist_params hp;
+    bench_transform_params(&tp);
+    bench_hist_params(&hp);
+    void *out = NULL;
+    size_t out_len = 0;
+    int rc, bad;
+    switch (which) {
+    case CALL_HISTOGRAM: {
+        amp_hist h;
+        if ((rc = amp_histogram(c, &ao, &hp, in, len, &h)) != 0)
+            return rc;
+        bad = !bench_hist_ok(&h, w->counts);
+        amp_hist_free(&h);
+        return bad;
+    }
+    case CALL_PIPELINE: {
+        amp_step steps[2];
+        memset(steps, 0, sizeof steps);
+        steps[0].kind = AMP_STEP_TRANSFORM;
+        steps[0].transform = tp;
+        steps[1].kind = AMP_STEP_HISTOGRAM;
+        steps[1].hist = hp;
+        amp_step_result *r;
+        if ((rc = amp_pipeline(c, &ao, steps, 2, in, len, &r)) != 0)
+            return rc;
+        bad = r[0].len != len || memcmp(r[0].data, w->data[which], len) != 0 ||
+              !bench_hist_ok(&r[1].hist, w->added_counts);
+        amp_step_results_free(r, 2);
+        return bad;
+    }
+    case CALL_REVERSE:
+        rc = amp_reverse(c, &ao, in, len, &out, &out_len);
+        break;
+    default:
+        rc = amp_transform(c, &ao, &tp, in, len, &out, &out_len);
+        break;
+    }
+    if (rc != 0)
+        return rc;
+    bad = out_len != len || memcmp(out, w->data[which], len) != 0;
+    amp_free(out);
+    return bad;
 }
 
 /* One call; its wall seconds, and its client CPU seconds in *cpu. */
-static double bench_call_once(amp_conn *c, enum bench_call which, const uint8_t *in,
-                              const uint8_t *want, size_t len, double *cpu)
+static double bench_call_once(amp_conn *c, enum bench_call which, const uint8_t *in, size_t len,
+                              const struct bench_want *w, double *cpu)
 {
-    void *out = NULL;
-    size_t out_len = 0;
     double c0 = bench_cpu(), t0 = bench_now();
-    int rc = bench_call(c, which, in, len, &out, &out_len);
+    int rc = bench_call(c, which, in, len, w);
     double t = bench_now() - t0;
     *cpu = bench_cpu() - c0;
-    if (rc != 0)
+    if (rc < 0)
         bench_die("%s: %s: %s", bench_call_names[which], amp_strerror(rc), amp_last_message(c));
-    if (out_len != len || memcmp(out, want, len) != 0) {
-        fprintf(stderr, "bench_unary: MISMATCH: %s returned other bytes\n",
+    if (rc > 0) {
+        fprintf(stderr, "bench_unary: MISMATCH: %s returned other results\n",
                 bench_call_names[which]);
         bench_failures++;
     }
-    amp_free(out);
     return t;
 }
 
-static void bench_calls(const struct bench_opts *o, const uint8_t *in,
-                        const uint8_t *want[BENCH_NCALLS], double wall[BENCH_NCALLS],
-                        double cpu[BENCH_NCALLS])
+/* Per call: wall seconds and client CPU seconds (medians), and the
+ * daemon's CPU seconds (mean; -1 when its pid is unknown). */
+struct bench_result {
+    double wall, cpu, daemon_cpu;
+};
+
+static void bench_calls(const struct bench_opts *o, const uint8_t *in, const struct bench_want *w,
+                        struct bench_result res[BENCH_NCALLS])
 {
     struct bench_daemon dm = { 0 };   /* pid 0: a daemon someone else runs */
     char err[256];
@@ -214,11 +308,14 @@ static void bench_calls(const struct bench_opts *o, const uint8_t *in,
         bench_die("%s", amp_last_message(NULL));
     for (int k = 0; k < BENCH_NCALLS; k++) {
         double t[BENCH_REPS_MAX], u[BENCH_REPS_MAX], once;
-        bench_call_once(c, k, in, want[k], o->size, &once);   /* warm-up */
+        bench_call_once(c, k, in, o->size, w, &once);   /* warm-up */
+        double d0 = dm.pid > 0 ? bench_cpu_of(dm.pid) : -1;
         for (int r = 0; r < o->reps; r++)
-            t[r] = bench_call_once(c, k, in, want[k], o->size, &u[r]);
-        wall[k] = bench_median(t, o->reps);
-        cpu[k] = bench_median(u, o->reps);
+            t[r] = bench_call_once(c, k, in, o->size, w, &u[r]);
+        double d1 = dm.pid > 0 ? bench_cpu_of(dm.pid) : -1;
+        res[k].wall = bench_median(t, o->reps);
+        res[k].cpu = bench_median(u, o->reps);
+        res[k].daemon_cpu = d0 >= 0 && d1 >= 0 ? (d1 - d0) / o->reps : -1;
     }
     printf("# device %s\n", amp_last_device(c));
     amp_close(c);
@@ -263,12 +360,24 @@ static void bench_parse(int argc, char **argv, struct bench_opts *o)
         bench_usage();
 }
 
-static void bench_row(const char *what, double s, double cpu, size_t size, double raw)
+static void bench_row(const char *what, double s, double cpu, double daemon_cpu, size_t size,
+                      double raw)
 {
-    char note[64] = "";
+    char note[64] = "", dnote[64] = "";
     if (cpu >= 0)
-        snprintf(note, sizeof note, "cpu %.4f s", cpu);
-    printf("%-22s %10.4f %8.3f %10.3f  %s\n", what, s, (double)size / s / 1e9, raw / s, note);
+        snprintf(note, sizeof note, "%.4f", cpu);
+    if (daemon_cpu >= 0)
+        snprintf(dnote, sizeof dnote, "%.4f", daemon_cpu);
+    printf("%-22s %10.4f %8.3f %10.3f %10s %10s\n", what, s, (double)size / s / 1e9, raw / s,
+           note, dnote);
+}
+
+/* The 256-bin histogram of n bytes. */
+static void bench_count(const uint8_t *p, size_t n, uint64_t counts[256])
+{
+    memset(counts, 0, 256 * sizeof *counts);
+    for (size_t i = 0; i < n; i++)
+        counts[p[i]]++;
 }
 
 int main(int argc, char **argv)
@@ -284,7 +393,9 @@ int main(int argc, char **argv)
         added[i] = (uint8_t)(in[i] + BENCH_ADD_VALUE);
         reversed[i] = in[o.size - 1 - i];
     }
-    const uint8_t *want[BENCH_NCALLS] = {added, reversed};
+    struct bench_want want = {.data = {added, reversed, NULL, added}};
+    bench_count(in, o.size, want.counts);
+    bench_count(added, o.size, want.added_counts);
     char size[32];
     bench_size_label(o.size, size, sizeof size, false);
     printf("# size %s, median of %d after 1 warm-up; GB/s = size / s; "
@@ -293,13 +404,14 @@ int main(int argc, char **argv)
     fflush(stdout);
     double raw1 = bench_raw(&o, in, 0);
     double raw2 = bench_raw(&o, in, 1);
-    double wall[BENCH_NCALLS], cpu[BENCH_NCALLS];
-    bench_calls(&o, in, want, wall, cpu);
-    printf("%-22s %10s %8s %10s  %s\n", "path", "seconds", "GB/s", "x raw", "client");
-    bench_row("raw one-way", raw1, -1, o.size, raw1);
-    bench_row("raw there and back", raw2, -1, o.size, raw1);
+    struct bench_result res[BENCH_NCALLS];
+    bench_calls(&o, in, &want, res);
+    printf("%-22s %10s %8s %10s %10s %10s\n", "path", "seconds", "GB/s", "x raw", "client s",
+           "daemon s");
+    bench_row("raw one-way", raw1, -1, -1, o.size, raw1);
+    bench_row("raw there and back", raw2, -1, -1, o.size, raw1);
     for (int k = 0; k < BENCH_NCALLS; k++)
-        bench_row(bench_call_names[k], wall[k], cpu[k], o.size, raw1);
+        bench_row(bench_call_names[k], res[k].wall, res[k].cpu, res[k].daemon_cpu, o.size, raw1);
     free(in);
     free(added);
     free(reversed);

@@ -2,7 +2,7 @@
  * one input as one job, every step's result in one reply.
  *
  * steps.c encodes the steps; this file sends them with the input and
- * copies the per-step results into caller-owned memory. The whole input
+ * hands the per-step results over as caller-owned memory. The whole input
  * and every result travel in single messages, so this suits inputs within
  * the daemon's message limit; amp_stream (stream.c) is for the rest.
  */
@@ -29,10 +29,12 @@ void amp_step_results_free(amp_step_result *r, size_t n)
 }
 
 /* Step i's result: a histogram for histogram steps; for the others the
- * bytes (copied), or with in_region where they went in the output region
- * (which a region job's reply must say). */
+ * bytes, taken from the decoded reply (protobuf-c's unpack malloc'd them:
+ * copying them once more would write every result into fresh memory
+ * again), or with in_region where they went in the output region (which
+ * a region job's reply must say). */
 static int pipeline_take_one(amp_conn *c, size_t i, const amp_step *s, int in_region,
-                             const Amp__V1__StepResult *src, amp_step_result *dst)
+                             Amp__V1__StepResult *src, amp_step_result *dst)
 {
     if (!src)
         return conn_fail(c, AMP_EPROTO, "pipeline reply: result %zu is empty", i);
@@ -46,18 +48,17 @@ static int pipeline_take_one(amp_conn *c, size_t i, const amp_step *s, int in_re
         dst->region_offset = src->output_region->offset;
         return 0;
     }
-    dst->data = malloc(src->data.len ? src->data.len : 1);
+    dst->data = src->data.len ? src->data.data : malloc(1);   /* never NULL */
     if (!dst->data)
-        return conn_fail(c, AMP_ENOMEM, "out of memory for step %zu's %zu bytes", i,
-                         src->data.len);
-    if (src->data.len)
-        memcpy(dst->data, src->data.data, src->data.len);
+        return conn_fail(c, AMP_ENOMEM, "out of memory for step %zu's result", i);
     dst->len = src->data.len;
+    src->data.data = NULL;   /* the reply's free leaves them to the caller */
+    src->data.len = 0;
     return 0;
 }
 
 static int pipeline_take(amp_conn *c, const amp_step *steps, size_t nsteps, int in_region,
-                         const Amp__V1__PipelineReply *r, amp_step_result **results)
+                         Amp__V1__PipelineReply *r, amp_step_result **results)
 {
     if (r->n_results != nsteps)
         return conn_fail(c, AMP_EPROTO, "pipeline reply has %zu results for %zu steps",

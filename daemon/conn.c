@@ -30,7 +30,7 @@ struct conn {
     struct listen_sock *sock;   /* valid until closed() */
     struct h2_session *h2;      /* freed in closed() */
     struct budget budget;       /* what the session's calls hold; used is 0 once h2 is freed */
-    char peer[LISTEN_PEER_MAX]; /* listen_sock_peer(): whose connection this is */
+    char peer[LISTEN_PEER_MAX]; /* listen_fd_peer(): whose connection this is */
     long uid;                   /* listen_sock_uid(): whose regions its calls may name */
     bool counted;               /* admitted: counts toward --max-connections until closed() */
     bool peer_counted;          /* and toward --max-peer-connections until it is leaving */
@@ -267,15 +267,31 @@ static const struct listen_sock_cbs conn_sock_cbs = {
 
 /* --- accept and drain ----------------------------------------------------- */
 
-/* Admits c daemon-wide, or refuses it with a GOAWAY naming the limit. */
-static void conn_admit(struct conn_set *set, struct conn *c)
+void conn_admit(struct conn_limit *limit, int fd, bool is_unix, struct conn_admission *out)
+{
+    listen_fd_peer(fd, is_unix, out->peer, sizeof(out->peer));
+    out->verdict = conn_limit_admit(limit, out->peer);
+}
+
+void conn_unadmit(struct conn_limit *limit, const struct conn_admission *a)
+{
+    if (a->verdict != CONN_LIMIT_OK)
+        return;
+    conn_limit_leave_peer(limit, a->peer);
+    conn_limit_leave(limit);
+}
+
+/* Serves c as admitted, or refuses it with a GOAWAY naming the limit. */
+static void conn_refuse_or_serve(struct conn_set *set, struct conn *c,
+                                 const struct conn_admission *a)
 {
     char reason[CONN_REASON_MAX];
     if (set->draining) {
+        conn_unadmit(set->limit, a);
         h2_session_refuse(c->h2, "server is shutting down");
         return;
     }
-    switch (conn_limit_admit(set->limit, c->peer)) {
+    switch (a->verdict) {
     case CONN_LIMIT_OK:
         c->counted = c->peer_counted = true;
         return;
@@ -295,7 +311,7 @@ static void conn_admit(struct conn_set *set, struct conn *c)
     h2_session_refuse(c->h2, reason);
 }
 
-void conn_accept(struct conn_set *set, struct listen_sock *sock)
+void conn_accept(struct conn_set *set, struct listen_sock *sock, const struct conn_admission *a)
 {
     struct conn *c = calloc(1, sizeof(*c));
     if (c) {
@@ -307,19 +323,20 @@ void conn_accept(struct conn_set *set, struct listen_sock *sock)
     }
     if (!c || !c->h2) {
         free(c);
+        conn_unadmit(set->limit, a);
         listen_sock_close(sock, 0);
         return;
     }
     c->set = set;
     c->sock = sock;
-    listen_sock_peer(sock, c->peer, sizeof(c->peer));
+    memcpy(c->peer, a->peer, sizeof(c->peer));
     c->uid = listen_sock_uid(sock);
     c->next = set->head;
     if (set->head)
         set->head->prev = c;
     set->head = c;
     atomic_fetch_add(&set->live, 1);
-    conn_admit(set, c);
+    conn_refuse_or_serve(set, c, a);
     if (listen_sock_start(sock, &conn_sock_cbs, c) != 0) {
         conn_close(c, 0);
         return;

@@ -43,10 +43,26 @@ struct conn_set {
  * no call open and no useful activity for that long get a GOAWAY and close. */
 void conn_sweep(struct conn_set *set, uint64_t now_ms, uint64_t idle_ms);
 
-/* Takes an accepted socket: serves it, or refuses it with a GOAWAY naming
- * the limit when --max-connections, or --max-peer-connections from its
- * peer, are already open daemon-wide (or while draining). */
-void conn_accept(struct conn_set *set, struct listen_sock *sock);
+/* How the acceptor admitted a connection: conn_admit() runs on the
+ * acceptor's thread, in accept order, so that the limits see connections
+ * in the order they came whichever loop serves each. */
+struct conn_admission {
+    enum conn_limit_verdict verdict;
+    char peer[LISTEN_PEER_MAX];   /* listen_fd_peer() */
+};
+
+/* Admits the accepted fd against --max-connections and, for its peer,
+ * --max-peer-connections (daemon-wide, conn_limit.h). Any thread. */
+void conn_admit(struct conn_limit *limit, int fd, bool is_unix, struct conn_admission *out);
+
+/* An admitted fd that never became a connection (no memory for it) gives
+ * its place back. Any thread. */
+void conn_unadmit(struct conn_limit *limit, const struct conn_admission *a);
+
+/* Takes an accepted socket, admitted by conn_admit(): serves it, or
+ * refuses it with a GOAWAY naming the limit the admission hit (or while
+ * draining). */
+void conn_accept(struct conn_set *set, struct listen_sock *sock, const struct conn_admission *a);
 
 /* Graceful drain: GOAWAY on every connection; each closes once its calls
  * are answered. set->empty() runs when none is left. */

@@ -2,7 +2,7 @@
  *
  * Connections live on several I/O loops (io_loop.h), but the limits are
  * the daemon's: one conn_limit, shared by every loop under one mutex,
- * counts the connections served and, per peer (listen_sock_peer(): a uid
+ * counts the connections served and, per peer (listen_fd_peer(): a uid
  * or an address), those still being served. A connection is admitted once
  * and leaves twice: its peer slot when it starts on its way out (a GOAWAY
  * for a fault, a close), its place in the total when its socket is gone,

@@ -255,7 +255,7 @@ static enum status_code dev_enqueue_chunked(struct dev_exec *x, const size_t *ou
             struct transform_params clip;
             if (s->kind == STEP_HISTOGRAM)
                 st = op_hist_add(x, &s->u.hist, b, len, &accs[i]);
-            else if (op_transform_clip(&s->u.transform, off, len, &clip))
+            else if (job_transform_clip(&s->u.transform, off, len, &clip))
                 st = op_transform(x, &clip, b, b);
         }
         if (data && st == STATUS_OK)

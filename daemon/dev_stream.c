@@ -141,7 +141,7 @@ static void dev_stream_chunk(struct dev_exec *x, struct task *t)
         struct transform_params clip;
         if (st->kind == STEP_HISTOGRAM)
             op_hist_add(x, &st->u.hist, b, t->len, &ds->accs[i]);
-        else if (op_transform_clip(&st->u.transform, t->offset, t->len, &clip))
+        else if (job_transform_clip(&st->u.transform, t->offset, t->len, &clip))
             op_transform(x, &clip, b, b);
     }
     if (ds->has_data) {

@@ -129,6 +129,19 @@ static void h2_call_release(struct h2_call *c)
     free(c);
 }
 
+uint8_t *h2_call_take_message(struct h2_call *call, uint64_t *held)
+{
+    if (call->kind != H2_UNARY)
+        return NULL;
+    uint8_t *msg = grpc_frame_take(&call->reader);
+    if (msg) {
+        *held = call->reserved;
+        call->handler_held += call->reserved;
+        call->reserved = 0;
+    }
+    return msg;
+}
+
 void *h2_call_user(const struct h2_call *call)
 {
     return call->user;

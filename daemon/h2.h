@@ -210,6 +210,16 @@ uint64_t h2_call_timeout_ms(const struct h2_call *call);
  * just before closed(). */
 int h2_call_hold(struct h2_call *call, uint64_t bytes, char *msg, size_t msglen);
 
+/* Inside message() of a unary call: takes the message's buffer (malloc'd,
+ * at least len + 1 bytes; msg points at its start) from the layer, which
+ * would free it when message() returns, so that the handler can keep
+ * views into it (a request's bulk bytes) instead of copying them. The
+ * *held bytes the layer held for the buffer become the handler's hold
+ * (h2_call_hold, which was 0 before the message), which the handler then
+ * manages; it frees the buffer. Returns NULL outside message() or on a
+ * stream call. */
+uint8_t *h2_call_take_message(struct h2_call *call, uint64_t *held);
+
 /* Per-call slot for the handler's state; NULL until set. */
 void *h2_call_user(const struct h2_call *call);
 void h2_call_set_user(struct h2_call *call, void *user);
@@ -221,6 +231,20 @@ void h2_call_set_user(struct h2_call *call, void *user);
  * overwritten with the prefix; len counts only the message. Returns 0, or
  * -1 (buf freed, call failed with INTERNAL). */
 int h2_call_reply(struct h2_call *call, uint8_t *buf, size_t len);
+
+struct body;
+
+/* h2_call_reply for a message in pieces (common/body.h: body_encode()
+ * with its gRPC prefix), which it takes over (b is left empty): its owned
+ * pieces are freed with it, and its borrowed pieces (large bytes fields,
+ * e.g. a job's results) are written from where they lie, which must stay
+ * put until release(ctx) (may be NULL) is called: exactly once, when the
+ * layer no longer needs them (written, or dropped: as h2_call_send_ref's
+ * release, and from inside this call if it fails). Every byte of the
+ * message, borrowed ones included, is held in the budget until then.
+ * Returns 0 or -1 as h2_call_reply. */
+int h2_call_reply_body(struct h2_call *call, struct body *b, void (*release)(void *ctx),
+                       void *ctx);
 
 /* Answers with an error status and message (percent-encoded on the wire):
  * a Trailers-Only response if nothing was sent yet. On a stream call that

@@ -1,15 +1,17 @@
 /* h2_reply.c: every call's replies (see h2.h): a queue of messages per
  * call, handed to nghttp2 by one data provider, then the trailers.
  *
- * A unary reply is a queue of one message on a call that is finishing; a
- * stream call queues messages as they come (h2_call_send, h2_call_send_ref)
+ * A unary reply is a queue of one message on a call that is finishing
+ * (h2_call_reply, or h2_call_reply_body for one that borrows its bulk
+ * bytes, a job's results, where they lie); a stream call queues messages as they come (h2_call_send, h2_call_send_ref)
  * and ends with h2_call_finish() or a failure. The provider gives nghttp2
  * as much of the queue as a DATA frame takes, several small messages per
  * frame; it defers while the queue is empty and the call is not finishing,
  * and submits the trailers once it is. Reply bytes are never copied into
  * nghttp2's frames: a DATA frame is the session's header and iovecs over
- * the queued messages (NO_COPY), and messages it took wait in the session
- * until the owner has written it (h2_session_written). Neighbours: h2.c owns the session,
+ * the queued messages' pieces (common/body.h; NO_COPY), and messages it
+ * took wait in the session until the owner has written it
+ * (h2_session_written). Neighbours: h2.c owns the session,
  * the nghttp2 callbacks and the calls' life; h2_stream.c the request side
  * of stream calls; h2_internal.h holds what they share.
  */
@@ -20,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "body.h"
 #include "grpc_frame.h"
 #include "h2.h"
 #include "h2_internal.h"
@@ -27,19 +30,19 @@
 /* One queued reply message of a call. */
 struct h2_out {
     struct h2_out *next;
-    uint8_t *buf;      /* malloc'd prefix + message (or its head), owned */
-    size_t buf_len;    /* bytes at buf */
-    const uint8_t *body; /* h2_call_send_ref: the message's tail, borrowed */
-    void (*release)(void *ctx); /* gives body back; NULL for h2_call_send */
+    struct body body;  /* the gRPC prefix and the message: owned pieces, and borrowed ones
+                        * (a staging buffer, a job's results) that stay put until release */
+    uint64_t held;     /* bytes of the budget it holds, given back when it is freed */
+    void (*release)(void *ctx); /* gives the borrowed pieces back; NULL: none */
     void *release_ctx;
-    size_t len, pos;   /* len = buf_len + body length; pos <= len: taken by nghttp2 */
+    size_t pos;        /* pos <= body.len: taken by nghttp2 */
 };
 
-/* Frees o, gives its borrowed body back and its bytes back to the budget. */
+/* Frees o, gives its borrowed pieces back and its bytes back to the budget. */
 static void h2_out_release(struct h2_session *s, struct h2_out *o)
 {
-    h2_give(s, o->buf_len);
-    free(o->buf);
+    h2_give(s, o->held);
+    body_free(&o->body);
     if (o->release)
         o->release(o->release_ctx);
     free(o);
@@ -51,29 +54,13 @@ static void h2_out_release(struct h2_session *s, struct h2_out *o)
 static void h2_out_free(struct h2_call *c, struct h2_out *o)
 {
     struct h2_session *s = c->s;
-    c->out_held -= o->buf_len;
+    c->out_held -= o->held;
     if (o->pos > 0 && s->frame_n > 0) {
         o->next = s->frame_done;
         s->frame_done = o;
         return;
     }
     h2_out_release(s, o);
-}
-
-/* Points the session's frame at k bytes of o from o->pos on, across its two
- * parts (one or two iovecs). */
-static void h2_out_iov(struct h2_session *s, const struct h2_out *o, size_t k)
-{
-    size_t pos = o->pos;
-    if (pos < o->buf_len) {
-        size_t a = o->buf_len - pos < k ? o->buf_len - pos : k;
-        s->frame[s->frame_n++] = (struct iovec){ o->buf + pos, a };
-        pos += a;
-        k -= a;
-    }
-    if (k)
-        s->frame[s->frame_n++] = (struct iovec){ (void *)(uintptr_t)(o->body + (pos - o->buf_len)),
-                                                 k };
 }
 
 void h2_out_free_all(struct h2_call *c)
@@ -138,15 +125,16 @@ static ssize_t h2_reply_read(nghttp2_session *ng, int32_t stream_id, uint8_t *bu
     struct h2_session *s = c->s;
     size_t n = 0;
     s->frame_n = 1;   /* frame[0]: the header, from h2_reply_send_data */
-    while (n < length && c->out_head && s->frame_n + 2 <= H2_SEND_IOV) {
+    while (n < length && c->out_head && s->frame_n < H2_SEND_IOV) {
         struct h2_out *o = c->out_head;
-        size_t k = o->len - o->pos;
+        size_t k = o->body.len - o->pos;
         if (k > length - n)
             k = length - n;
-        h2_out_iov(s, o, k);
+        s->frame_n += body_iov_some(&o->body, o->pos, k, s->frame + s->frame_n,
+                                    H2_SEND_IOV - s->frame_n, &k);
         o->pos += k;
         n += k;
-        if (o->pos == o->len) {
+        if (o->pos == o->body.len) {
             c->out_head = o->next;
             if (!c->out_head)
                 c->out_tail = NULL;
@@ -193,7 +181,7 @@ static int h2_reply_queue(struct h2_call *call, struct h2_out *o)
     else
         call->out_head = o;
     call->out_tail = o;
-    call->unsent += o->len;
+    call->unsent += o->body.len;
     if (!call->headers_sent) {
         nghttp2_nv nv[] = {
             H2_NV(":status", HTTP_STATUS_OK),
@@ -236,42 +224,36 @@ static int h2_reply_can_send(struct h2_call *call, size_t len)
     return 0;
 }
 
-/* A queue entry for a message whose own buffer is buf_len bytes, held in
- * the budget until it is taken or dropped. NULL: the call failed. */
-static struct h2_out *h2_out_new(struct h2_call *call, size_t buf_len)
+/* A queue entry that holds `held` bytes in the budget until it is taken
+ * or dropped. NULL: the call failed. */
+static struct h2_out *h2_out_new(struct h2_call *call, size_t held)
 {
     char why[STATUS_MSG_MAX];
-    if (!h2_take(call->s, buf_len, why, sizeof(why))) {
+    if (!h2_take(call->s, held, why, sizeof(why))) {
         h2_call_failf(call, STATUS_RESOURCE_EXHAUSTED, "no room for a %zu-byte reply: %s",
-                      buf_len, why);
+                      held, why);
         return NULL;
     }
     struct h2_out *o = calloc(1, sizeof(*o));
     if (!o) {
-        h2_give(call->s, buf_len);
+        h2_give(call->s, held);
         h2_call_fail(call, STATUS_RESOURCE_EXHAUSTED, "out of memory for a reply message");
         return NULL;
     }
-    o->buf_len = buf_len;
-    call->out_held += buf_len;
+    o->held = held;
+    call->out_held += held;
     return o;
 }
 
-int h2_call_reply(struct h2_call *call, uint8_t *buf, size_t len)
+/* Queues o as a unary call's one reply, then the trailers (a stream call:
+ * as a message, then finishes). */
+static int h2_reply_answer(struct h2_call *call, struct h2_out *o)
 {
     if (call->kind == H2_STREAM) {
-        if (h2_call_send(call, buf, len) != 0)
+        if (h2_reply_queue(call, o) != 0)
             return -1;
         return h2_call_finish(call);
     }
-    struct h2_out *o = NULL;
-    if (h2_reply_can_send(call, len) != 0 || !(o = h2_out_new(call, len + GRPC_FRAME_HEADER))) {
-        free(buf);
-        return -1;
-    }
-    grpc_frame_header(buf, len);
-    o->buf = buf;
-    o->len = o->buf_len;
     /* Answered and finishing before it is queued: queueing may send it all
      * at once (want_write), trailers included, and close the call. */
     call->answered = true;
@@ -279,6 +261,35 @@ int h2_call_reply(struct h2_call *call, uint8_t *buf, size_t len)
     call->trailer_code = STATUS_OK;
     h2_count_status(call->s, STATUS_OK);
     return h2_reply_queue(call, o);
+}
+
+int h2_call_reply(struct h2_call *call, uint8_t *buf, size_t len)
+{
+    struct h2_out *o = NULL;
+    if (h2_reply_can_send(call, len) != 0 || !(o = h2_out_new(call, len + GRPC_FRAME_HEADER))) {
+        free(buf);
+        return -1;
+    }
+    grpc_frame_header(buf, len);
+    body_adopt(&o->body, buf, len + GRPC_FRAME_HEADER);
+    return h2_reply_answer(call, o);
+}
+
+int h2_call_reply_body(struct h2_call *call, struct body *b, void (*release)(void *ctx),
+                       void *ctx)
+{
+    struct h2_out *o = NULL;
+    if (b->len < GRPC_FRAME_HEADER || h2_reply_can_send(call, b->len - GRPC_FRAME_HEADER) != 0 ||
+        !(o = h2_out_new(call, b->len))) {
+        body_free(b);
+        if (release)
+            release(ctx);
+        return -1;
+    }
+    body_move(&o->body, b);
+    o->release = release;
+    o->release_ctx = ctx;
+    return h2_reply_answer(call, o);
 }
 
 int h2_call_send(struct h2_call *call, uint8_t *buf, size_t len)
@@ -290,8 +301,7 @@ int h2_call_send(struct h2_call *call, uint8_t *buf, size_t len)
         return -1;
     }
     grpc_frame_header(buf, len);
-    o->buf = buf;
-    o->len = o->buf_len;
+    body_adopt(&o->body, buf, len + GRPC_FRAME_HEADER);
     return h2_reply_queue(call, o);
 }
 
@@ -306,9 +316,13 @@ int h2_call_send_ref(struct h2_call *call, uint8_t *head, size_t head_len, const
         return -1;
     }
     grpc_frame_header(head, head_len + body_len);
-    o->buf = head;
-    o->body = body;
-    o->len = o->buf_len + body_len;
+    body_adopt(&o->body, head, head_len + GRPC_FRAME_HEADER);
+    if (body_lend(&o->body, body, body_len) != 0) {
+        h2_out_free(call, o);   /* nothing of it was taken: freed now */
+        release(ctx);
+        h2_call_fail(call, STATUS_RESOURCE_EXHAUSTED, "out of memory for a reply message");
+        return -1;
+    }
     o->release = release;
     o->release_ctx = ctx;
     return h2_reply_queue(call, o);
@@ -357,7 +371,7 @@ int h2_reply_fail(struct h2_call *c, enum status_code code, const char *msg)
     h2_out_free_all(c);
     if (keep) {
         c->out_head = c->out_tail = keep;
-        c->unsent = keep->len - keep->pos;
+        c->unsent = keep->body.len - keep->pos;
     }
     h2_reply_kick(c);
     h2_session_wake(c->s);

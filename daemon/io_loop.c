@@ -39,6 +39,7 @@ enum io_loop_cmd {
 struct io_loop_fd {
     int fd;
     bool is_unix;
+    struct conn_admission admission;   /* made by the acceptor, in accept order */
 };
 
 struct io_loop {
@@ -69,11 +70,13 @@ struct io_loop {
 
 /* --- connections ------------------------------------------------------------ */
 
-static void io_loop_take(struct io_loop *l, int fd, bool is_unix)
+static void io_loop_take(struct io_loop *l, const struct io_loop_fd *f)
 {
     struct listen_sock *sock;
-    if (listen_sock_open(l->loop, fd, is_unix, &sock) == 0)
-        conn_accept(&l->conns, sock);
+    if (listen_sock_open(l->loop, f->fd, f->is_unix, &sock) == 0)
+        conn_accept(&l->conns, sock, &f->admission);
+    else
+        conn_unadmit(l->conns.limit, &f->admission);
 }
 
 static void io_loop_on_empty(void *ctx)
@@ -160,7 +163,7 @@ static void io_loop_on_ctl(uv_async_t *h)
 
     for (size_t i = 0; i < nfds; i++) {
         atomic_fetch_sub(&l->queued, 1);
-        io_loop_take(l, fds[i].fd, fds[i].is_unix);
+        io_loop_take(l, &fds[i]);
     }
     free(fds);
     if (cmds & IO_LOOP_DRAIN)
@@ -207,8 +210,10 @@ void io_loop_finish(struct io_loop *l)
 
 void io_loop_accept(struct io_loop *l, int fd, bool is_unix)
 {
+    struct io_loop_fd f = { .fd = fd, .is_unix = is_unix };
+    conn_admit(l->conns.limit, fd, is_unix, &f.admission);
     if (!l->threaded) {
-        io_loop_take(l, fd, is_unix);   /* the acceptor's own loop */
+        io_loop_take(l, &f);   /* the acceptor's own loop */
         return;
     }
     uv_mutex_lock(&l->lock);
@@ -217,13 +222,14 @@ void io_loop_accept(struct io_loop *l, int fd, bool is_unix)
         struct io_loop_fd *fds = realloc(l->fds, cap * sizeof(*fds));
         if (!fds) {
             uv_mutex_unlock(&l->lock);
+            conn_unadmit(l->conns.limit, &f.admission);
             close(fd);   /* out of memory: the client sees its connection close */
             return;
         }
         l->fds = fds;
         l->cap = cap;
     }
-    l->fds[l->nfds++] = (struct io_loop_fd){ fd, is_unix };
+    l->fds[l->nfds++] = f;
     atomic_fetch_add(&l->queued, 1);
     uv_mutex_unlock(&l->lock);
     uv_async_send(&l->ctl);
@@ -333,8 +339,10 @@ void io_loop_free(struct io_loop *l)
         if (uv_loop_close(&l->own) != 0)
             fprintf(stderr, "ampd: warning: an I/O loop's handles were left open at exit\n");
     }
-    for (size_t i = 0; i < l->nfds; i++)
+    for (size_t i = 0; i < l->nfds; i++) {
+        conn_unadmit(l->conns.limit, &l->fds[i].admission);
         close(l->fds[i].fd);
+    }
     free(l->fds);
     uv_mutex_destroy(&l->lock);
     free(l);

@@ -58,7 +58,9 @@ int io_loop_new(const struct io_loop_shared *sh, uv_loop_t *main_loop, struct io
 int io_loop_start(struct io_loop *l, char *err, size_t errlen);
 
 /* Hands the loop an accepted connection fd (listen.h), which it serves or
- * refuses. Any thread; on loop 0's own thread it is taken at once. */
+ * refuses. The acceptor's thread: the fd is admitted against the
+ * connection limits here, in accept order (conn_admit); on loop 0 it is
+ * taken at once, on the others once the loop wakes. */
 void io_loop_accept(struct io_loop *l, int fd, bool is_unix);
 
 /* Connections the loop holds or has been handed: the acceptor gives the

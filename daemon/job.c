@@ -47,11 +47,21 @@ void job_free(struct job *job)
         free(job->results);
     }
     free(job->steps);
-    if (!job->in_region)
-        free(job->in);
+    free(job->in_mem);
     region_put(job->in_region);
     region_put(job->out_region);
     free(job);
+}
+
+void job_drop_input(struct job *job)
+{
+    if (!job->in_mem)
+        return;
+    free(job->in_mem);
+    job->in_mem = NULL;
+    job->in_mem_len = 0;
+    job->in = NULL;
+    job->in_len = 0;
 }
 
 enum status_code job_fail(struct job *job, enum status_code code, const char *fmt, ...)
@@ -67,7 +77,7 @@ enum status_code job_fail(struct job *job, enum status_code code, const char *fm
 uint64_t job_memory(const struct job *job)
 {
     /* Bytes in a client's region are the client's memory, not ours. */
-    uint64_t total = job->in_region ? 0 : job->in_len, len = job->in_len;
+    uint64_t total = job->in_mem_len, len = job->in_len;
     uint64_t data = job->out_region ? 0 : 1;
     for (size_t i = 0; i < job->nsteps; i++) {
         const struct step *st = &job->steps[i];
@@ -86,4 +96,18 @@ uint64_t job_memory(const struct job *job)
         }
     }
     return total;
+}
+
+bool job_transform_clip(const struct transform_params *p, uint64_t off, size_t len,
+                        struct transform_params *out)
+{
+    uint64_t lo = p->offset > off ? p->offset : off;
+    uint64_t end = sat_add_u64(p->offset, p->length);
+    uint64_t hi = end < off + len ? end : off + len;
+    if (hi <= lo)
+        return false;
+    *out = *p;
+    out->offset = lo - off;
+    out->length = hi - lo;
+    return true;
 }

@@ -76,9 +76,13 @@ struct step_result {
 struct job {
     struct step *steps;   /* nsteps >= 1, malloc'd, owned by the job */
     size_t nsteps;
-    uint8_t *in;          /* input bytes, malloc'd, owned by the job (in a region when
-                           * in_region is set); may be NULL if in_len == 0 */
+    uint8_t *in;          /* input bytes: in in_mem, or in a region when in_region is
+                           * set; may be NULL if in_len == 0 */
     size_t in_len;
+    void *in_mem;         /* malloc'd memory holding in, owned by the job: the request
+                           * message whose bulk bytes in points into (rpc.c), or a copy;
+                           * NULL for a region's input or none */
+    size_t in_mem_len;    /* bytes at in_mem (job_memory counts them, not in_len) */
     /* Region jobs (region.h): the job holds a reference on each region it
      * names until it is freed. With out_region, each data step's result
      * goes into out[0..out_cap) one after another (results[i].data points
@@ -120,12 +124,21 @@ struct job {
     uint64_t dev_reserved;     /* device bytes admitted for this job */
 };
 
+/* p's sub-range as seen from the chunk [off, off+len) of the input (a
+ * stream's chunk, a chunked job's), in *out; false when the chunk holds
+ * none of it. */
+bool job_transform_clip(const struct transform_params *p, uint64_t off, size_t len,
+                        struct transform_params *out);
+
 struct job *job_new(size_t nsteps);
 /* Frees the job, its input, steps and every result. NULL is a no-op. */
 void job_free(struct job *job);
-/* Host bytes a unary job holds while in flight: its input and every
- * step's output (histogram counts included), but not what lives in a
- * client's region; saturating at UINT64_MAX (sat.h). */
+/* Frees in_mem once the job ran (its results no longer need the input);
+ * in and in_len are cleared unless the input is in a region. */
+void job_drop_input(struct job *job);
+/* Host bytes a unary job holds while in flight: its input's memory and
+ * every step's output (histogram counts included), but not what lives in
+ * a client's region; saturating at UINT64_MAX (sat.h). */
 uint64_t job_memory(const struct job *job);
 
 /* Sets status and a printf-style message; returns the status for chaining. */

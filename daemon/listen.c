@@ -221,30 +221,28 @@ void listen_sock_close(struct listen_sock *s, unsigned linger_ms)
         listen_sock_start_shutdown(s);
 }
 
-long listen_sock_uid(struct listen_sock *s)
+long listen_fd_uid(int fd, bool is_unix)
 {
-    uv_os_fd_t fd;
     struct ucred cred;
     socklen_t len = sizeof(cred);
-    if (s->h.handle.type != UV_NAMED_PIPE || uv_fileno(&s->h.handle, &fd) != 0 ||
-        getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0)
+    if (!is_unix || getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0)
         return -1;
     return (long)cred.uid;
 }
 
-void listen_sock_peer(struct listen_sock *s, char *out, size_t outlen)
+void listen_fd_peer(int fd, bool is_unix, char *out, size_t outlen)
 {
     snprintf(out, outlen, "unknown");
-    if (s->h.handle.type == UV_NAMED_PIPE) {
-        long uid = listen_sock_uid(s);
+    if (is_unix) {
+        long uid = listen_fd_uid(fd, is_unix);
         if (uid >= 0)
             snprintf(out, outlen, "uid %ld", uid);
         return;
     }
     struct sockaddr_storage sa;
-    int len = sizeof(sa);
+    socklen_t len = sizeof(sa);
     char host[INET6_ADDRSTRLEN] = "";
-    if (uv_tcp_getpeername(&s->h.tcp, (struct sockaddr *)&sa, &len) != 0)
+    if (getpeername(fd, (struct sockaddr *)&sa, &len) != 0)
         return;
     if (sa.ss_family == AF_INET)
         uv_ip4_name((struct sockaddr_in *)&sa, host, sizeof(host));
@@ -252,6 +250,32 @@ void listen_sock_peer(struct listen_sock *s, char *out, size_t outlen)
         uv_ip6_name((struct sockaddr_in6 *)&sa, host, sizeof(host));
     if (host[0])
         snprintf(out, outlen, "address %s", host);
+}
+
+/* The handle's fd and kind, for the listen_fd_* questions. */
+static int listen_sock_fd(struct listen_sock *s, bool *is_unix)
+{
+    uv_os_fd_t fd;
+    *is_unix = s->h.handle.type == UV_NAMED_PIPE;
+    return uv_fileno(&s->h.handle, &fd) == 0 ? fd : -1;
+}
+
+long listen_sock_uid(struct listen_sock *s)
+{
+    bool is_unix;
+    int fd = listen_sock_fd(s, &is_unix);
+    return fd < 0 ? -1 : listen_fd_uid(fd, is_unix);
+}
+
+void listen_sock_peer(struct listen_sock *s, char *out, size_t outlen)
+{
+    bool is_unix;
+    int fd = listen_sock_fd(s, &is_unix);
+    if (fd < 0) {
+        snprintf(out, outlen, "unknown");
+        return;
+    }
+    listen_fd_peer(fd, is_unix, out, outlen);
 }
 
 /* --- accepting ------------------------------------------------------------ */

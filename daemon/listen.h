@@ -68,6 +68,11 @@ void listen_sock_peer(struct listen_sock *s, char *out, size_t outlen);
 /* The peer's uid on a Unix socket (SO_PEERCRED); -1 on TCP or unknown. */
 long listen_sock_uid(struct listen_sock *s);
 
+/* The same two answers for an accepted fd (listen_accept_cb), before it
+ * becomes a listen_sock. */
+void listen_fd_peer(int fd, bool is_unix, char *out, size_t outlen);
+long listen_fd_uid(int fd, bool is_unix);
+
 /* Stops accepting, removes a Unix socket file, and frees the listener once
  * libuv has closed it. */
 void listen_close(struct listener *l);

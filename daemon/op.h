@@ -46,10 +46,6 @@ enum status_code op_transform_check(const struct dev *d, const struct transform_
  * place and touches only the sub-range. */
 enum status_code op_transform(struct dev_exec *x, const struct transform_params *p,
                               struct dev_buf *src, struct dev_buf *dst);
-/* p's sub-range as seen from the chunk [off, off+len) of the input, in *out;
- * false when the chunk holds none of it. */
-bool op_transform_clip(const struct transform_params *p, uint64_t off, size_t len,
-                       struct transform_params *out);
 
 enum status_code op_hist_check(const struct dev *d, const struct hist_params *p, size_t len,
                                struct job *job);

@@ -184,17 +184,3 @@ enum status_code op_transform(struct dev_exec *x, const struct transform_params 
     clReleaseMemObject(params);
     return st;
 }
-
-bool op_transform_clip(const struct transform_params *p, uint64_t off, size_t len,
-                       struct transform_params *out)
-{
-    uint64_t lo = p->offset > off ? p->offset : off;
-    uint64_t end = p->offset + p->length < p->offset ? UINT64_MAX : p->offset + p->length;
-    uint64_t hi = end < off + len ? end : off + len;
-    if (hi <= lo)
-        return false;
-    *out = *p;
-    out->offset = lo - off;
-    out->length = hi - lo;
-    return true;
-}

@@ -15,8 +15,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "dev.h"
-
 struct region {
     struct region_set *set;
     struct region_client *client;  /* NULL once released: no job may name it */
@@ -38,6 +36,7 @@ struct region_set {
     struct region *head;           /* registered regions */
     uint64_t next_id;
     size_t ndevs;
+    void (*unpin)(struct dev_pinned *);
     atomic_uint_fast64_t bytes;    /* mapped now, released ones included */
 };
 
@@ -47,13 +46,15 @@ struct region_client {
     uint32_t count;                /* regions registered and not released */
 };
 
-struct region_set *region_set_new(const struct region_limits *limits, size_t ndevs)
+struct region_set *region_set_new(const struct region_limits *limits, size_t ndevs,
+                                  void (*unpin)(struct dev_pinned *))
 {
     struct region_set *s = calloc(1, sizeof(*s));
     if (!s)
         return NULL;
     s->limits = *limits;
     s->ndevs = ndevs;
+    s->unpin = unpin;
     s->next_id = 1;
     pthread_mutex_init(&s->lock, NULL);
     return s;
@@ -87,7 +88,8 @@ void region_put(struct region *r)
     if (!r || atomic_fetch_sub(&r->refs, 1) != 1)
         return;
     for (size_t i = 0; i < r->set->ndevs; i++)
-        dev_pinned_free(r->pins[i]);   /* before the pages it pins go */
+        if (r->pins[i])
+            r->set->unpin(r->pins[i]);   /* before the pages it pins go */
     free(r->pins);
     munmap(r->map, r->size);
     atomic_fetch_sub(&r->set->bytes, r->size);

@@ -37,8 +37,11 @@ struct region_limits {
     uint64_t max_bytes;       /* --max-region-bytes: mapped by every client together */
 };
 
-/* ndevs: the daemon's devices, each of which may pin a region (region_pin). */
-struct region_set *region_set_new(const struct region_limits *limits, size_t ndevs);
+/* ndevs: the daemon's devices, each of which may pin a region (region_pin);
+ * unpin frees such a pin (dev_pinned_free: passed in, so that the registry
+ * does not depend on OpenCL). */
+struct region_set *region_set_new(const struct region_limits *limits, size_t ndevs,
+                                  void (*unpin)(struct dev_pinned *));
 /* Frees the set; every client must be gone and every job done. */
 void region_set_free(struct region_set *s);
 

@@ -19,9 +19,11 @@
 #include <uv.h>
 
 #include "amp.pb-c.h"
+#include "body.h"
 #include "budget.h"
 #include "grpc/health/v1/health.pb-c.h"
 #include "grpc_frame.h"
+#include "rpc_bulk.h"
 #include "scheduler.h"
 
 static const struct rpc_method rpc_methods[] = {
@@ -113,6 +115,56 @@ enum status_code rpc_h2_start(struct h2_call *call, const char *path, enum h2_ca
     return STATUS_OK;
 }
 
+/* gRPC's status table: a server failing to parse a request says INTERNAL. */
+static enum status_code rpc_invalid(struct rpc_call *rc, char *err, size_t errlen)
+{
+    snprintf(err, errlen, "request is not a valid %s message", rc->method->request->name);
+    return STATUS_INTERNAL;
+}
+
+/* Decodes a request with a bulk field (rpc_bulk.h): the message's buffer
+ * is kept, with its hold, and the bulk bytes stay in it; only the rest is
+ * decoded (and held: about as large as it is). */
+static enum status_code rpc_unpack_bulk(struct rpc_call *rc, const ProtobufCFieldDescriptor *bulk,
+                                        const uint8_t *msg, size_t len, char *err, size_t errlen)
+{
+    struct rpc_bulk b;
+    if (rpc_bulk_scan(bulk, msg, len, &b) != 0)
+        return rpc_invalid(rc, err, errlen);
+    uint64_t held;
+    rc->msg = h2_call_take_message(rc->h2, &held);
+    if (!rc->msg) {
+        snprintf(err, errlen, "internal error: the request's buffer could not be kept");
+        return STATUS_INTERNAL;
+    }
+    rc->msg_len = (size_t)held;
+    char why[STATUS_MSG_MAX];
+    if (h2_call_hold(rc->h2, held + b.rest_len + rpc_bulk_scratch(&b), why, sizeof(why)) != 0) {
+        snprintf(err, errlen, "no room to decode the %zu-byte request: %s", len, why);
+        return STATUS_RESOURCE_EXHAUSTED;
+    }
+    rc->req = rpc_bulk_unpack(rc->method->request, bulk, msg, len, &b);
+    h2_call_hold(rc->h2, held + b.rest_len, NULL, 0);   /* the scratch is gone */
+    if (!rc->req)
+        return rpc_invalid(rc, err, errlen);
+    rc->bulk = b.data;
+    rc->bulk_len = b.len;
+    return STATUS_OK;
+}
+
+void rpc_take_bulk(struct rpc_call *rc, struct job *job)
+{
+    if (!rc->msg)
+        return;
+    job->in = (uint8_t *)(uintptr_t)rc->bulk;
+    job->in_len = rc->bulk_len;
+    job->in_mem = rc->msg;
+    job->in_mem_len = rc->msg_len;
+    rc->msg = NULL;
+    rc->bulk = NULL;
+    rc->bulk_len = 0;
+}
+
 enum status_code rpc_h2_message(struct h2_call *call, const uint8_t *msg, size_t len, char *err,
                                 size_t errlen, struct rpc_env *env)
 {
@@ -120,6 +172,9 @@ enum status_code rpc_h2_message(struct h2_call *call, const uint8_t *msg, size_t
     struct rpc_call *rc = h2_call_user(call);
     if (rc->method->streaming)
         return rc->method->streaming->message(rc, msg, len, err, errlen);
+    const ProtobufCFieldDescriptor *bulk = rpc_bulk_field(rc->method->request);
+    if (bulk)
+        return rpc_unpack_bulk(rc, bulk, msg, len, err, errlen);
     /* The decoded copy is about as large as the message (its bytes fields). */
     char why[STATUS_MSG_MAX];
     if (h2_call_hold(call, len, why, sizeof(why)) != 0) {
@@ -127,11 +182,8 @@ enum status_code rpc_h2_message(struct h2_call *call, const uint8_t *msg, size_t
         return STATUS_RESOURCE_EXHAUSTED;
     }
     rc->req = protobuf_c_message_unpack(rc->method->request, NULL, len, msg);
-    if (!rc->req) {
-        /* gRPC's status table: a server failing to parse a request says INTERNAL. */
-        snprintf(err, errlen, "request is not a valid %s message", rc->method->request->name);
-        return STATUS_INTERNAL;
-    }
+    if (!rc->req)
+        return rpc_invalid(rc, err, errlen);
     return STATUS_OK;
 }
 
@@ -192,6 +244,7 @@ void rpc_h2_closed(struct h2_call *call, struct rpc_env *env)
     }
     if (rc->req)
         protobuf_c_message_free_unpacked(rc->req, NULL);
+    free(rc->msg);
     free(rc);
 }
 
@@ -216,6 +269,30 @@ void rpc_reply(struct rpc_call *rc, const ProtobufCMessage *reply)
      * the reply is held instead until it is sent. */
     h2_call_hold(rc->h2, 0, NULL, 0);
     h2_call_reply(rc->h2, buf, len);
+}
+
+void rpc_reply_ref(struct rpc_call *rc, const ProtobufCMessage *reply,
+                   void (*release)(void *ctx), void *ctx)
+{
+    size_t len = protobuf_c_message_get_packed_size(reply);
+    if (len > rc->env->max_message_bytes) {
+        release(ctx);
+        rpc_fail(rc, STATUS_RESOURCE_EXHAUSTED,
+                 "reply message of %zu bytes exceeds --max-message-bytes (%zu)", len,
+                 rc->env->max_message_bytes);
+        return;
+    }
+    struct body b;
+    body_init(&b);
+    if (body_encode(&b, reply) != 0) {
+        release(ctx);
+        rpc_fail(rc, STATUS_RESOURCE_EXHAUSTED, "out of memory for a %zu-byte reply", len);
+        return;
+    }
+    /* As in rpc_reply: the reply's hold (all of its bytes, the borrowed
+     * results too) replaces the handler's. */
+    h2_call_hold(rc->h2, 0, NULL, 0);
+    h2_call_reply_body(rc->h2, &b, release, ctx);
 }
 
 void rpc_fail(struct rpc_call *rc, enum status_code code, const char *fmt, ...)
@@ -270,6 +347,7 @@ struct rpc_call *rpc_job_call(struct job *job)
         return NULL;
     }
     rc->job = NULL;
+    job_drop_input(job);   /* the results are all the reply needs */
     if (job->status != STATUS_OK) {
         enum status_code code = job->status;
         char msg[STATUS_MSG_MAX];

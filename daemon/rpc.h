@@ -63,8 +63,8 @@ struct rpc_streaming {
 struct rpc_method {
     const char *path;                              /* "/amp.v1.Amp/Reverse" */
     const ProtobufCMessageDescriptor *request;     /* unary: the one request's type */
-    /* Unary: answers the decoded request, now or later. Must not free req,
-     * but may take a bytes field (leaving it empty) to avoid a copy. */
+    /* Unary: answers the decoded request, now or later. Must not free req;
+     * its bulk bytes are in rpc_call.bulk (rpc_take_bulk). */
     void (*handle)(struct rpc_call *rc, ProtobufCMessage *req);
     const struct rpc_streaming *streaming;         /* streaming methods; NULL for unary */
 };
@@ -75,6 +75,14 @@ struct rpc_call {
     struct rpc_env *env;
     const struct rpc_method *method;
     ProtobufCMessage *req;              /* decoded request, owned; freed with the call */
+    /* A request with a bulk field (rpc_bulk.h): req has it empty, and its
+     * bytes are bulk[0..bulk_len) in msg, the request message's buffer,
+     * owned (msg_len bytes, held in the call's budget) until a job takes
+     * it (rpc_take_bulk); freed with the call. */
+    uint8_t *msg;
+    size_t msg_len;
+    const uint8_t *bulk;
+    size_t bulk_len;
     struct job *job;                    /* submitted, not yet completed; job->owner == this */
     uint64_t job_held;                  /* bytes held for job (h2_call_hold) */
     void *stream;                       /* a streaming method's state (rpc_stream.c) */
@@ -103,6 +111,19 @@ void rpc_h2_sent(struct h2_call *call, struct rpc_env *env);
  * becomes RESOURCE_EXHAUSTED. The call may be closed and rc freed by the
  * time this returns: don't touch rc after it. */
 void rpc_reply(struct rpc_call *rc, const ProtobufCMessage *reply);
+
+/* rpc_reply for a reply whose large bytes fields (a job's results) are
+ * sent from where they lie, not packed into a buffer first (body.h): they
+ * must stay put until release(ctx), which is called exactly once, when
+ * they are written or dropped (or from inside, when the reply fails). The
+ * reply on the wire is byte for byte protobuf-c's packing of it. Same
+ * lifetime rule as rpc_reply. */
+void rpc_reply_ref(struct rpc_call *rc, const ProtobufCMessage *reply,
+                   void (*release)(void *ctx), void *ctx);
+
+/* Moves the request's bulk bytes into job (its input, job->in_mem being
+ * the request's buffer); none when the request had no bulk field. */
+void rpc_take_bulk(struct rpc_call *rc, struct job *job);
 
 /* Answers the call with an error status; same lifetime rule as rpc_reply. */
 void rpc_fail(struct rpc_call *rc, enum status_code code, const char *fmt, ...)

@@ -1,10 +1,11 @@
 /* rpc_jobs.c: Reverse, Transform, Histogram, Fill and Pipeline.
  *
  * Each handler turns its request into a struct job (rpc_params.c validates
- * the steps), takes the request's data bytes without copying them (or
- * points the job into the client's regions, region.h), and submits the
- * job; its done hook encodes the reply when the runner is finished. All
- * five are the same thing underneath: a list of steps.
+ * the steps), takes the request's data bytes where they lie in the request
+ * message (rpc_take_bulk; or points the job into the client's regions,
+ * region.h), and submits the job; its done hook answers when the runner is
+ * finished, with data replies sent from the job's results where they lie
+ * (rpc_reply_ref). All five are the same thing underneath: a list of steps.
  */
 #include "rpc.h"
 
@@ -20,20 +21,16 @@
 /* Longest pipeline accepted: each step holds a result until the reply. */
 #define RPC_PIPELINE_MAX_STEPS 64
 
-/* Makes a job of nsteps that owns data's bytes (data is left empty). */
-static struct job *rpc_job_new(struct rpc_call *rc, size_t nsteps, ProtobufCBinaryData *data)
+/* Makes a job of nsteps that takes the request's bulk bytes as its input
+ * (rpc_take_bulk: they stay in the request's buffer). */
+static struct job *rpc_job_new(struct rpc_call *rc, size_t nsteps)
 {
     struct job *job = job_new(nsteps);
     if (!job) {
         rpc_fail(rc, STATUS_RESOURCE_EXHAUSTED, "out of memory for a job");
         return NULL;
     }
-    if (data) {
-        job->in = data->data;
-        job->in_len = data->len;
-        data->data = NULL;
-        data->len = 0;
-    }
+    rpc_take_bulk(rc, job);
     return job;
 }
 
@@ -50,8 +47,7 @@ static enum status_code rpc_job_regions(struct rpc_call *rc, struct job *job,
                                   "not both (data has %zu bytes)", job->in_len);
             return STATUS_INVALID_ARGUMENT;
         }
-        free(job->in);
-        job->in = NULL;
+        job_drop_input(job);   /* the request's buffer: its bulk bytes were empty */
         code = region_use(rc->env->regions, rc->peer_uid, in->region, in->offset, in->length,
                           "input_region", &job->in_region, &job->in, err, errlen);
         if (code != STATUS_OK)
@@ -127,6 +123,12 @@ static void rpc_hist_to_proto(const struct hist_result *h, Amp__V1__Histogram *o
     out->nan = h->nan;
 }
 
+/* A reply's release: the job whose results it borrowed. */
+static void rpc_job_release(void *job)
+{
+    job_free(job);
+}
+
 static void rpc_data_done(struct job *job)
 {
     struct rpc_call *rc = rpc_job_call(job);
@@ -142,8 +144,7 @@ static void rpc_data_done(struct job *job)
         reply.data.len = job->results[0].len;
     }
     reply.device = job->device;
-    rpc_reply(rc, &reply.base);
-    job_free(job);
+    rpc_reply_ref(rc, &reply.base, rpc_job_release, job);
 }
 
 static void rpc_hist_done(struct job *job)
@@ -191,7 +192,8 @@ static void rpc_pipeline_done(struct job *job)
         reply.n_results = n;
         reply.results = ptrs;
         reply.device = job->device;
-        rpc_reply(rc, &reply.base);
+        rpc_reply_ref(rc, &reply.base, rpc_job_release, job);
+        job = NULL;   /* the reply frees it once its results are written */
     }
     free(slices);
     free(hists);
@@ -205,7 +207,7 @@ static void rpc_pipeline_done(struct job *job)
 void rpc_reverse(struct rpc_call *rc, ProtobufCMessage *req)
 {
     Amp__V1__ReverseRequest *r = (Amp__V1__ReverseRequest *)req;
-    struct job *job = rpc_job_new(rc, 1, &r->data);
+    struct job *job = rpc_job_new(rc, 1);
     if (!job)
         return;
     char err[STATUS_MSG_MAX];
@@ -218,7 +220,7 @@ void rpc_reverse(struct rpc_call *rc, ProtobufCMessage *req)
 void rpc_transform(struct rpc_call *rc, ProtobufCMessage *req)
 {
     Amp__V1__TransformRequest *r = (Amp__V1__TransformRequest *)req;
-    struct job *job = rpc_job_new(rc, 1, &r->data);
+    struct job *job = rpc_job_new(rc, 1);
     if (!job)
         return;
     char err[STATUS_MSG_MAX];
@@ -233,7 +235,7 @@ void rpc_transform(struct rpc_call *rc, ProtobufCMessage *req)
 void rpc_histogram(struct rpc_call *rc, ProtobufCMessage *req)
 {
     Amp__V1__HistogramRequest *r = (Amp__V1__HistogramRequest *)req;
-    struct job *job = rpc_job_new(rc, 1, &r->data);
+    struct job *job = rpc_job_new(rc, 1);
     if (!job)
         return;
     char err[STATUS_MSG_MAX];
@@ -247,7 +249,7 @@ void rpc_histogram(struct rpc_call *rc, ProtobufCMessage *req)
 void rpc_fill(struct rpc_call *rc, ProtobufCMessage *req)
 {
     Amp__V1__FillRequest *r = (Amp__V1__FillRequest *)req;
-    struct job *job = rpc_job_new(rc, 1, NULL);
+    struct job *job = rpc_job_new(rc, 1);
     if (!job)
         return;
     char err[STATUS_MSG_MAX];
@@ -303,7 +305,7 @@ void rpc_pipeline(struct rpc_call *rc, ProtobufCMessage *req)
                  RPC_PIPELINE_MAX_STEPS, r->n_steps);
         return;
     }
-    struct job *job = rpc_job_new(rc, r->n_steps, &r->data);
+    struct job *job = rpc_job_new(rc, r->n_steps);
     if (!job)
         return;
     char err[STATUS_MSG_MAX];

@@ -540,7 +540,15 @@ static enum status_code rpc_stream_steps(struct rpc_stream *st, const Amp__V1__J
         snprintf(err, errlen, "out of memory for a job");
         return STATUS_RESOURCE_EXHAUSTED;
     }
-    uint64_t len = h->total_length ? h->total_length : RPC_STREAM_UNKNOWN_LEN;
+    for (size_t i = 0; i < h->n_steps; i++) {
+        Amp__V1__Step *s = h->steps[i];
+        st->resident |= s && (s->kind_case == AMP__V1__STEP__KIND_REVERSE ||
+                              s->kind_case == AMP__V1__STEP__KIND_FILL);
+    }
+    /* A resident job holds its whole input: its length is what the header
+     * says (0 when it says nothing), so a step's default range is checked
+     * against that, not against a length yet to be learnt. */
+    uint64_t len = h->total_length || st->resident ? h->total_length : RPC_STREAM_UNKNOWN_LEN;
     for (size_t i = 0; i < h->n_steps; i++) {
         /* Streamed data is not bound by the message size (SIZE_MAX); a
          * histogram's result is one message all the same. */
@@ -548,9 +556,7 @@ static enum status_code rpc_stream_steps(struct rpc_stream *st, const Amp__V1__J
                                                 &st->job->steps[i], &len, err, errlen);
         if (code != STATUS_OK)
             return code;
-        enum step_kind k = st->job->steps[i].kind;
-        st->resident |= k == STEP_REVERSE || k == STEP_FILL;
-        st->has_data |= k != STEP_HISTOGRAM;
+        st->has_data |= st->job->steps[i].kind != STEP_HISTOGRAM;
     }
     st->job->total_len = h->total_length;
     return rpc_params_device(h->device, st->job, err, errlen);

@@ -24,6 +24,7 @@
 
 #include "budget.h"
 #include "conn_limit.h"
+#include "dev.h"
 #include "io_loop.h"
 #include "listen.h"
 #include "notify.h"
@@ -232,7 +233,7 @@ static void server_init(struct server *srv, const struct config *cfg, size_t nde
     if (cfg->regions) {
         struct region_limits rl = { .max_per_client = cfg->max_regions,
                                     .max_bytes = cfg->max_region_bytes };
-        srv->regions = region_set_new(&rl, ndevs);   /* NULL (no memory): regions off */
+        srv->regions = region_set_new(&rl, ndevs, dev_pinned_free);   /* NULL (no memory): regions off */
     }
     uv_signal_init(&srv->loop, &srv->sigterm);
     uv_signal_init(&srv->loop, &srv->sigint);

@@ -213,22 +213,6 @@ static int fuzz_device_hist_add(const struct hist_params *p, const uint8_t *buf,
     return 0;
 }
 
-/* A transform's range, seen from the chunk at stream offset off. Returns
- * false when the chunk lies outside it. */
-static bool fuzz_device_clip(const struct transform_params *p, uint64_t off, size_t len,
-                             struct transform_params *out)
-{
-    uint64_t lo = p->offset > off ? p->offset : off;
-    uint64_t end = sat_add_u64(p->offset, p->length);
-    uint64_t hi = end < off + len ? end : off + len;
-    if (hi <= lo)
-        return false;
-    *out = *p;
-    out->offset = lo - off;
-    out->length = hi - lo;
-    return true;
-}
-
 static void fuzz_device_chunk(struct task *t)
 {
     struct job *job = t->job;
@@ -242,7 +226,7 @@ static void fuzz_device_chunk(struct task *t)
                 return;
             }
         } else if (st->kind == STEP_TRANSFORM &&
-                   fuzz_device_clip(&st->u.transform, t->offset, t->len, &clip)) {
+                   job_transform_clip(&st->u.transform, t->offset, t->len, &clip)) {
             cpu_ref_transform(&clip, t->buf, t->len);
         }
     }

@@ -9,7 +9,10 @@
  * end-of-input check (high 5 bits). Beyond not crashing, leaking or
  * tripping UBSan, a request that validation accepts must describe a job
  * the runner can run: each step's parameters in range, the lengths it
- * will see consistent (checked below, aborting if not).
+ * will see consistent (checked below, aborting if not). And the daemon's
+ * own reading of a unary request's bulk field (rpc_bulk.c) must agree
+ * with protobuf-c's unpack on every message: the same verdict, the same
+ * data bytes, the same other fields.
  */
 #include <math.h>
 #include <stdbool.h>
@@ -22,6 +25,7 @@
 #include "amp.pb-c.h"
 #include "grpc/health/v1/health.pb-c.h"
 #include "job.h"
+#include "rpc_bulk.h"
 #include "rpc_params.h"
 #include "sat.h"
 
@@ -260,6 +264,49 @@ static const ProtobufCMessageDescriptor *fuzz_requests_type(enum fuzz_requests_m
     return types[m];
 }
 
+/* rpc_bulk on msg against want, protobuf-c's unpack of it (NULL: invalid). */
+static void fuzz_requests_bulk(const ProtobufCMessageDescriptor *desc, const uint8_t *msg,
+                               size_t len, const ProtobufCMessage *want)
+{
+    const ProtobufCFieldDescriptor *field = rpc_bulk_field(desc);
+    if (!field)
+        return;
+    struct rpc_bulk b;
+    ProtobufCMessage *got = NULL;
+    if (rpc_bulk_scan(field, msg, len, &b) == 0)
+        got = rpc_bulk_unpack(desc, field, msg, len, &b);
+    if ((got == NULL) != (want == NULL)) {
+        fprintf(stderr, "fuzz_requests: protobuf-c says %s, rpc_bulk %s\n",
+                want ? "valid" : "invalid", got ? "valid" : "invalid");
+        abort();
+    }
+    if (!got)
+        return;
+    const ProtobufCBinaryData *wd = (const void *)((const uint8_t *)want + field->offset);
+    ProtobufCBinaryData *gd = (void *)((uint8_t *)got + field->offset);
+    if (gd->len != 0 || b.len != wd->len || (b.len && memcmp(b.data, wd->data, b.len) != 0)) {
+        fprintf(stderr, "fuzz_requests: rpc_bulk's data differs from protobuf-c's\n");
+        abort();
+    }
+    gd->data = (uint8_t *)(uintptr_t)b.data;
+    gd->len = b.len;
+    size_t n = protobuf_c_message_get_packed_size(want);
+    uint8_t *wp = malloc(n + 1), *gp = malloc(n + 1);
+    if (wp && gp && protobuf_c_message_get_packed_size(got) == n) {
+        protobuf_c_message_pack(want, wp);
+        protobuf_c_message_pack(got, gp);
+    }
+    if (wp && gp && (protobuf_c_message_get_packed_size(got) != n || memcmp(wp, gp, n) != 0)) {
+        fprintf(stderr, "fuzz_requests: rpc_bulk's other fields differ from protobuf-c's\n");
+        abort();
+    }
+    free(wp);
+    free(gp);
+    gd->data = NULL;
+    gd->len = 0;
+    protobuf_c_message_free_unpacked(got, NULL);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -270,6 +317,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t max_message = fuzz_requests_max_message[data[1] & 7];
     uint64_t received = (uint64_t)(data[1] >> 3) * FUZZ_REQ_END_LEN_UNIT;
     ProtobufCMessage *msg = protobuf_c_message_unpack(fuzz_requests_type(m), NULL, size - 2, data + 2);
+    fuzz_requests_bulk(fuzz_requests_type(m), data + 2, size - 2, msg);
     if (!msg)
         return 0;
     switch (m) {

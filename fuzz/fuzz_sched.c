@@ -25,6 +25,7 @@ struct sched_port {
     struct task *head, *tail;   /* queued tasks, oldest first, linked through next */
     size_t queued;
     uint32_t in_flight;         /* unary jobs and streams, as sched.c counts them */
+    uint32_t abandoned;         /* of those, jobs whose call ended (sched_abandon) */
     uint64_t completed, failed;
     struct fuzz_sched_counts counts;
 };
@@ -126,7 +127,7 @@ static enum status_code fuzz_sched_place(const struct sched_port *s, const char 
  * bounds the jobs in flight. */
 static enum status_code fuzz_sched_admit(const struct sched_port *s, char *msg, size_t msglen)
 {
-    if (s->in_flight >= s->limits.max_jobs) {
+    if (s->in_flight - s->abandoned >= s->limits.max_jobs) {
         snprintf(msg, msglen, "--max-jobs (%" PRIu32 ") jobs are already queued or running",
                  s->limits.max_jobs);
         return STATUS_RESOURCE_EXHAUSTED;
@@ -224,9 +225,19 @@ struct staging_port *sched_staging(struct sched_port *s, size_t index)
 
 /* --- completions ---------------------------------------------------------------- */
 
+void sched_abandon(struct sched_port *s, struct job *job)
+{
+    if (!job->abandoned) {
+        job->abandoned = true;
+        s->abandoned++;
+    }
+}
+
 static void fuzz_sched_job_done(struct sched_port *s, struct job *job)
 {
     s->in_flight--;
+    if (job->abandoned)
+        s->abandoned--;
     s->counts.jobs_done++;
     if (job->status == STATUS_OK)
         s->completed++;
@@ -280,7 +291,7 @@ void fuzz_sched_check_quiet(const struct sched_port *s)
         fuzz_backend_trap("a stream begun never ended (sched_stream_end)");
     if (c->opens != c->closes)
         fuzz_backend_trap("a stream OPEN without its CLOSE");
-    if (s->in_flight != 0)
+    if (s->in_flight != 0 || s->abandoned != 0)
         fuzz_backend_trap("jobs in flight once quiet");
     for (size_t i = 0; i < FUZZ_SCHED_NDEVS; i++)
         if (staging_free_count(s->pools[i]) != staging_count(s->pools[i]))

@@ -400,6 +400,19 @@ def test_stream_pipeline():
         expect(h["counts"] == want, "streamed histogram of step %d differs" % h["step"])
 
 
+def test_stream_pipeline_with_reverse_from_a_pipe():
+    # A reverse holds the whole input on the device: ampctl reads a pipe
+    # whole to learn its length first (it sent none, and the daemon refused
+    # the transform's range against a length of 0).
+    data = stream_data()
+    dst = tmpfile("stream-pipe-rev.out")
+    rc, out, err = run(["--transport", "socket", "--stream-threshold", SMALL_THRESHOLD,
+                        "pipeline", "-o", dst, "transform:xor:5", "reverse"], stdin=data)
+    expect_rc(rc, EXIT_OK, err)
+    with open(dst, "rb") as f:
+        expect(f.read() == bytes(b ^ 5 for b in data)[::-1], "streamed xor+reverse differs")
+
+
 def run_with_tty_stderr(args, src):
     """Runs ampctl with stderr on a pseudo-terminal; returns (exit code, stderr text)."""
     import pty
@@ -481,6 +494,15 @@ def test_transports_give_identical_bytes():
         first = outs[("socket", "file")]
         for k, v in outs.items():
             expect(v == first, "%s: %s output differs from the socket's" % (" ".join(job), k))
+    # fill has no input; its binary output comes through a region too.
+    fills = {}
+    for transport in ("auto", "shm", "socket"):
+        rc, out, err = run(["--transport", transport, "fill", "--type", "float32", "--count",
+                            "300000", "--start", "1.5", "--step", "0.25", "--format", "binary"])
+        expect_rc(rc, EXIT_OK, err)
+        fills[transport] = out
+    expect(len(fills["socket"]) == 1200000, "fill output of %d bytes" % len(fills["socket"]))
+    expect(fills["auto"] == fills["socket"] == fills["shm"], "fill output differs by transport")
 
 
 def test_transport_shm_needs_a_unix_socket():

@@ -1,7 +1,8 @@
 /* test_pb_wire.c: the hand-written protobuf varints (common/pb_wire.c) that
  * the streaming paths use: lengths, round trips at every size boundary, the
  * bytes protobuf defines for known values, and truncated or overlong input
- * refused. */
+ * refused; and pb_field_next's offsets of each wire type (what it refuses
+ * is checked against protobuf-c in test_rpc_bulk.c). */
 #include <check.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -56,6 +57,43 @@ START_TEST(truncated_and_overlong_refused)
 }
 END_TEST
 
+START_TEST(fields_and_their_offsets)
+{
+    /* field 1 varint 150, field 2 "ab", field 3 fixed32, field 4 fixed64 */
+    static const uint8_t m[] = { 0x08, 0x96, 0x01, 0x12, 0x02, 'a', 'b', 0x1d, 1, 2, 3, 4,
+                                 0x21, 1, 2, 3, 4, 5, 6, 7, 8 };
+    static const struct pb_field want[] = {
+        { 1, PB_WIRE_VARINT, 0, 1, 3 },
+        { 2, PB_WIRE_LEN, 3, 5, 7 },
+        { 3, PB_WIRE_I32, 7, 8, 12 },
+        { 4, PB_WIRE_I64, 12, 13, 21 },
+    };
+    size_t i = 0;
+    for (size_t k = 0; k < sizeof want / sizeof want[0]; k++) {
+        struct pb_field f;
+        ck_assert_int_eq(pb_field_next(m, sizeof m, &i, &f), 0);
+        ck_assert_uint_eq(f.number, want[k].number);
+        ck_assert_uint_eq(f.wire, want[k].wire);
+        ck_assert_uint_eq(f.start, want[k].start);
+        ck_assert_uint_eq(f.value, want[k].value);
+        ck_assert_uint_eq(f.end, want[k].end);
+        ck_assert_uint_eq(i, f.end);
+    }
+    ck_assert_uint_eq(i, sizeof m);
+    /* Every cut of it short of a field's end is refused. */
+    for (size_t cut = 1; cut < sizeof m; cut++) {
+        if (cut == 3 || cut == 7 || cut == 12)
+            continue;
+        struct pb_field f;
+        size_t j = 0;
+        int rc = 0;
+        while (rc == 0 && j < cut)
+            rc = pb_field_next(m, cut, &j, &f);
+        ck_assert_int_eq(rc, -1);
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("pb_wire");
@@ -63,6 +101,7 @@ int main(void)
     tcase_add_test(tc, round_trips_at_boundaries);
     tcase_add_test(tc, known_encodings);
     tcase_add_test(tc, truncated_and_overlong_refused);
+    tcase_add_test(tc, fields_and_their_offsets);
     suite_add_tcase(s, tc);
     return check_run(s, CK_FORK_GETENV);
 }

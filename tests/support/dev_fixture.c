@@ -31,9 +31,10 @@ struct job *fixture_job(size_t nsteps, const void *in, size_t len)
     struct job *job = job_new(nsteps);
     ck_assert_ptr_nonnull(job);
     if (len) {
-        job->in = malloc(len);
+        job->in = job->in_mem = malloc(len);
         ck_assert_ptr_nonnull(job->in);
         memcpy(job->in, in, len);
+        job->in_mem_len = len;
     }
     job->in_len = len;
     return job;

@@ -1,4 +1,4 @@
-/* body.c: a request body of owned and borrowed pieces (body.h).
+/* body.c: a gRPC message of owned and borrowed pieces (body.h).
  *
  * protobuf-c packs into a ProtobufCBuffer by appending pieces in wire
  * order, and appends a bytes field's data straight from the message: the
@@ -69,6 +69,47 @@ void body_borrow(struct body *b, const uint8_t *p, size_t len)
     b->len = len;
 }
 
+void body_move(struct body *dst, struct body *src)
+{
+    *dst = *src;
+    if (src->pieces == &src->one)
+        dst->pieces = &dst->one;
+    body_init(src);
+}
+
+void body_adopt(struct body *b, uint8_t *buf, size_t len)
+{
+    body_free(b);
+    b->own = buf;
+    b->own_len = b->own_cap = len;
+    b->one = (struct body_piece){ buf, len };
+    b->pieces = &b->one;
+    b->npieces = len ? 1 : 0;
+    b->cap = 1;
+    b->len = len;
+}
+
+int body_lend(struct body *b, const uint8_t *p, size_t len)
+{
+    if (len == 0)
+        return 0;
+    if (b->npieces == b->cap || b->pieces == &b->one) {
+        size_t cap = b->npieces < BODY_PIECES_FIRST ? BODY_PIECES_FIRST : 2 * b->npieces;
+        struct body_piece *np = malloc(cap * sizeof *np);
+        if (!np)
+            return -1;
+        if (b->npieces)
+            memcpy(np, b->pieces, b->npieces * sizeof *np);
+        if (b->pieces != &b->one)
+            free(b->pieces);
+        b->pieces = np;
+        b->cap = cap;
+    }
+    b->pieces[b->npieces++] = (struct body_piece){ p, len };
+    b->len += len;
+    return 0;
+}
+
 /* Copies len bytes to the end of own, extending the last piece when it is
  * owned too. */
 static int body_add_own(struct body_builder *bb, const uint8_t *data, size_t len)
@@ -117,17 +158,17 @@ static void body_append(ProtobufCBuffer *buf, size_t len, const uint8_t *data)
     b->pieces[b->npieces++] = (struct body_piece){ data, len };
 }
 
-int body_encode(struct body *b, const ProtobufCMessage *req)
+int body_encode(struct body *b, const ProtobufCMessage *msg)
 {
     body_free(b);
-    size_t n = protobuf_c_message_get_packed_size(req);
+    size_t n = protobuf_c_message_get_packed_size(msg);
     if (n > UINT32_MAX)
         return -2;
     struct body_builder bb = { .base = { .append = body_append }, .b = b };
     uint8_t prefix[GRPC_FRAME_HEADER];
     grpc_frame_header(prefix, n);
     body_append(&bb.base, sizeof prefix, prefix);
-    protobuf_c_message_pack_to_buffer(req, &bb.base);
+    protobuf_c_message_pack_to_buffer(msg, &bb.base);
     if (!bb.failed) {
         for (size_t i = 0; i < b->npieces; i++)
             if (!b->pieces[i].ptr)
@@ -162,17 +203,25 @@ void body_copy(const struct body *b, size_t pos, uint8_t *dst, size_t n)
     }
 }
 
-int body_iov(const struct body *b, size_t pos, size_t n, struct iovec *iov, int max)
+int body_iov_some(const struct body *b, size_t pos, size_t n, struct iovec *iov, int max,
+                  size_t *taken)
 {
     int used = 0;
-    for (size_t i = body_find(b, &pos); n > 0; i++, pos = 0) {
-        if (used == max)
-            return -1;
+    *taken = 0;
+    for (size_t i = body_find(b, &pos); n > 0 && used < max; i++, pos = 0) {
         size_t k = b->pieces[i].len - pos < n ? b->pieces[i].len - pos : n;
         iov[used].iov_base = (void *)(uintptr_t)(b->pieces[i].ptr + pos);
         iov[used].iov_len = k;
         used++;
         n -= k;
+        *taken += k;
     }
     return used;
+}
+
+int body_iov(const struct body *b, size_t pos, size_t n, struct iovec *iov, int max)
+{
+    size_t taken;
+    int used = body_iov_some(b, pos, n, iov, max, &taken);
+    return taken == n ? used : -1;
 }
