@@ -16,6 +16,7 @@
 
 #include "error.h"
 #include "grpc_frame.h"
+#include "heap.h"
 
 #define CALL_USER_AGENT "ampclient/" AMP_VERSION
 #define CALL_TIMEOUT_MAX_DIGITS 99999999 /* grpc-timeout allows at most 8 digits */
@@ -375,6 +376,13 @@ static int call_decode(amp_conn *c, const uint8_t *msg, size_t len,
     return 0;
 }
 
+/* A reply's buffer: one amp_free() kept, if one fits (heap.c). */
+static void *call_take(void *ctx, size_t n, size_t *cap)
+{
+    (void)ctx;
+    return heap_take(n, cap);
+}
+
 void call_init(struct call *call)
 {
     memset(call, 0, sizeof *call);
@@ -382,6 +390,7 @@ void call_init(struct call *call)
     grpc_frame_reader_init(&call->reader, CALL_MAX_REPLY);
     call->reader.keep_max = CALL_KEEP_REPLY;
     call->reader.prealloc_max = CALL_PREALLOC_MAX;
+    call->reader.take = call_take;
 }
 
 void call_release(struct call *call)

@@ -27,6 +27,7 @@
 #include "address.h"
 #include "call.h"
 #include "data_frame.h"
+#include "heap.h"
 
 #define CONN_OUT_BATCH (1024 * 1024)     /* stop pulling frames from nghttp2 past this */
 #define CONN_OUT_INITIAL (64 * 1024)
@@ -296,7 +297,7 @@ const char *amp_last_device(const amp_conn *c)
 
 void amp_free(void *p)
 {
-    free(p);
+    heap_give(p);
 }
 
 /* --- moving bytes ------------------------------------------------------------ */

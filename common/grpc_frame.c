@@ -101,8 +101,20 @@ static int grpc_frame_start_body(struct grpc_frame_reader *r)
      * sends nothing more holds 64 KiB, unless the owner trusts its peer
      * with prealloc_max. */
     r->msg_cap = 0;
-    if (r->msg_len < GRPC_FRAME_FIRST_CAP || r->msg_len <= r->prealloc_max)
+    if (r->msg_len < GRPC_FRAME_FIRST_CAP || r->msg_len <= r->prealloc_max) {
+        size_t cap = 0;
+        uint8_t *p = r->take ? r->take(r->take_ctx, r->msg_len + 1, &cap) : NULL;
+        if (p && r->reserve && r->reserve(r->reserve_ctx, cap) != 0) {
+            free(p);
+            return GRPC_FRAME_REFUSED;
+        }
+        if (p) {
+            r->msg = p;
+            r->msg_cap = cap;
+            return GRPC_FRAME_OK;
+        }
         return grpc_frame_grow(r, r->msg_len + 1);
+    }
     return grpc_frame_grow(r, GRPC_FRAME_FIRST_CAP);
 }
 

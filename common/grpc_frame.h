@@ -50,6 +50,11 @@ struct grpc_frame_reader {
      * once more on its way in. 0 (the default) grows as bytes arrive, as
      * the daemon wants (its budget holds what a client actually sent). */
     size_t prealloc_max;
+    /* Where such a whole buffer comes from: take(take_ctx, n, &cap) returns
+     * malloc'd memory of cap >= n bytes (a buffer used before, whose pages
+     * are already mapped), or NULL for a fresh malloc. May be NULL. */
+    void *(*take)(void *ctx, size_t n, size_t *cap);
+    void *take_ctx;
     uint8_t *delivering;  /* the message being handed to the callback, NULL once taken */
 };
 

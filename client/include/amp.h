@@ -80,7 +80,11 @@ AMP_EXTERN const char *amp_last_message(const amp_conn *c);
  * Valid until the next call on c. */
 AMP_EXTERN const char *amp_last_device(const amp_conn *c);
 
-/* Frees memory the library returned. NULL is a no-op. */
+/* Frees memory the library returned. NULL is a no-op. A buffer of 1 MiB or
+ * more may be kept (four at most, 256 MiB in all, for the life of the
+ * process) and reused for a later reply, whose pages are then already
+ * mapped: writing a large reply into fresh memory costs a page fault per
+ * 4 KiB. */
 AMP_EXTERN void amp_free(void *p);
 
 /* --- jobs ------------------------------------------------------------------ */
