@@ -11,8 +11,10 @@
  * taken before it, so a connection accepted before the drain began is
  * served and then drained like the rest.
  */
+#define _GNU_SOURCE   /* pthread_setname_np */
 #include "io_loop.h"
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,7 +44,11 @@ struct io_loop_fd {
     struct conn_admission admission;   /* made by the acceptor, in accept order */
 };
 
+/* "ampd-io3": what top -H and gdb show for a loop's thread. */
+#define IO_LOOP_NAME_MAX 16
+
 struct io_loop {
+    unsigned index;               /* 0: the main thread's */
     uv_loop_t own;                /* the loop, when it has a thread of its own */
     uv_loop_t *loop;              /* &own, or the main thread's (loop 0) */
     bool threaded;                /* runs on its own thread */
@@ -129,11 +135,6 @@ static void io_loop_do_stop(struct io_loop *l)
         io_loop_on_empty(l);
 }
 
-static void io_loop_on_closed(uv_handle_t *h)
-{
-    (void)h;
-}
-
 /* Every loop is empty and the runners are stopped: deliver what is owed
  * and close the handles, which lets the loop's uv_run() return. */
 static void io_loop_do_finish(struct io_loop *l)
@@ -143,8 +144,8 @@ static void io_loop_do_finish(struct io_loop *l)
         l->port = NULL;
         l->env.sched = NULL;
     }
-    uv_close((uv_handle_t *)&l->sweep, io_loop_on_closed);
-    uv_close((uv_handle_t *)&l->ctl, io_loop_on_closed);
+    uv_close((uv_handle_t *)&l->sweep, NULL);   /* both live in l, freed by io_loop_free */
+    uv_close((uv_handle_t *)&l->ctl, NULL);
 }
 
 static void io_loop_on_ctl(uv_async_t *h)
@@ -271,14 +272,15 @@ static void io_loop_init_conns(struct io_loop *l, const struct io_loop_shared *s
     l->conns.ctx = l;
 }
 
-int io_loop_new(const struct io_loop_shared *sh, uv_loop_t *main_loop, struct io_loop **out,
-                char *err, size_t errlen)
+int io_loop_new(const struct io_loop_shared *sh, unsigned index, uv_loop_t *main_loop,
+                struct io_loop **out, char *err, size_t errlen)
 {
     struct io_loop *l = calloc(1, sizeof(*l));
     if (!l) {
         snprintf(err, errlen, "out of memory");
         return -1;
     }
+    l->index = index;
     l->threaded = !main_loop;
     l->loop = main_loop ? main_loop : &l->own;
     if (l->threaded && uv_loop_init(&l->own) != 0) {
@@ -309,6 +311,9 @@ int io_loop_new(const struct io_loop_shared *sh, uv_loop_t *main_loop, struct io
 static void io_loop_main(void *arg)
 {
     struct io_loop *l = arg;
+    char name[IO_LOOP_NAME_MAX];
+    snprintf(name, sizeof name, "ampd-io%u", l->index);
+    pthread_setname_np(pthread_self(), name);
     uv_run(l->loop, UV_RUN_DEFAULT);
 }
 

@@ -46,12 +46,12 @@ struct io_loop_shared {
     void *ctx;
 };
 
-/* A loop on main_loop (loop 0: no thread of its own), or on a new libuv
- * loop whose thread io_loop_start() starts (main_loop NULL). Everything the
- * loop needs is made here, before it runs. Returns 0, or -1 with a reason
- * in err. */
-int io_loop_new(const struct io_loop_shared *sh, uv_loop_t *main_loop, struct io_loop **out,
-                char *err, size_t errlen);
+/* Loop index: on main_loop (loop 0: no thread of its own), or on a new
+ * libuv loop whose thread, named "ampd-ioINDEX", io_loop_start() starts
+ * (main_loop NULL). Everything the loop needs is made here, before it
+ * runs. Returns 0, or -1 with a reason in err. */
+int io_loop_new(const struct io_loop_shared *sh, unsigned index, uv_loop_t *main_loop,
+                struct io_loop **out, char *err, size_t errlen);
 
 /* Starts the loop's thread (a no-op for loop 0). Returns 0, or -1 with a
  * reason in err; the loop is then still only io_loop_free()'s. */

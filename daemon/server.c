@@ -266,7 +266,7 @@ static int server_start_loops(struct server *srv)
     }
     for (size_t i = 0; i < srv->cfg->io_threads; i++) {
         struct io_loop *l;
-        if (io_loop_new(&sh, i == 0 ? &srv->loop : NULL, &l, err, sizeof err) != 0) {
+        if (io_loop_new(&sh, (unsigned)i, i == 0 ? &srv->loop : NULL, &l, err, sizeof err) != 0) {
             fprintf(stderr, "ampd: %s\n", err);
             return -1;
         }

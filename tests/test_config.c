@@ -50,6 +50,27 @@ START_TEST(defaults)
     ck_assert_uint_eq(cfg.max_streams, 32);
     ck_assert_uint_eq(cfg.max_job_memory, 1ull << 30);
     ck_assert_str_eq(cfg.device, "");
+    /* One I/O loop per online CPU, at most AMPD_DEFAULT_IO_THREADS_MAX. */
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    uint32_t loops = cpus < 1 ? 1 : cpus < AMPD_DEFAULT_IO_THREADS_MAX ? (uint32_t)cpus
+                                                                       : AMPD_DEFAULT_IO_THREADS_MAX;
+    ck_assert_uint_eq(cfg.io_threads, loops);
+}
+END_TEST
+
+START_TEST(io_threads)
+{
+    struct config cfg;
+    char err[256];
+    ck_assert_int_eq(load(&cfg, err, sizeof(err), 3, "--io-threads", "1"), CONFIG_RUN);
+    ck_assert_uint_eq(cfg.io_threads, 1);
+    ck_assert_int_eq(load(&cfg, err, sizeof(err), 3, "--io-threads", "16"), CONFIG_RUN);
+    ck_assert_uint_eq(cfg.io_threads, 16);
+    ck_assert_int_eq(load(&cfg, err, sizeof(err), 3, "--io-threads", "0"), CONFIG_RUN);
+    ck_assert_uint_ge(cfg.io_threads, 1);
+    ck_assert_uint_le(cfg.io_threads, AMPD_DEFAULT_IO_THREADS_MAX);
+    ck_assert_int_eq(load(&cfg, err, sizeof(err), 3, "--io-threads", "65"), CONFIG_ERROR);
+    ck_assert_str_eq(err, "--io-threads: \"65\" is not a number in 0..64");
 }
 END_TEST
 
@@ -148,6 +169,7 @@ int main(void)
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, defaults);
     tcase_add_test(tc, options);
+    tcase_add_test(tc, io_threads);
     tcase_add_test(tc, file_then_command_line);
     tcase_add_test(tc, file_errors);
     tcase_add_test(tc, bad_values);

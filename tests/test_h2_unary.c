@@ -6,9 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "conn_limit.h"
 #include "check_run.h"
 #include "amp.pb-c.h"
+#include "conn_limit.h"
 #include "grpc/health/v1/health.pb-c.h"
 #include "grpc_frame.h"
 #include "h2_pair.h"
