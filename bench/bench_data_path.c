@@ -440,21 +440,6 @@ static amp_step dp_step(enum dp_job job)
     return st;
 }
 
-/* The client's input: the bench's input, read front to back. */
-struct dp_source {
-    const uint8_t *p;
-    size_t len, pos;
-};
-
-static long dp_source_read(void *ctx, void *buf, size_t cap)
-{
-    struct dp_source *s = ctx;
-    size_t n = s->len - s->pos < cap ? s->len - s->pos : cap;
-    memcpy(buf, s->p + s->pos, n);
-    s->pos += n;
-    return (long)n;
-}
-
 /* The client's output: a buffer of the input's size; more is an error. */
 struct dp_sink {
     uint8_t *p;
@@ -483,19 +468,18 @@ struct dp_stream_run {
     size_t got_len;          /* output bytes the sink took */
     amp_hist hist;           /* a histogram's result */
     double t0, t1;           /* the call's start and end */
-    int rc;                  /* amp_stream's */
+    int rc;                  /* amp_stream_mem's */
 };
 
 static void dp_stream_run(struct dp_stream_run *s)
 {
     amp_step st = dp_step(s->job);
-    struct dp_source src = {s->input, s->size, 0};
     struct dp_sink sink = {s->got, s->size, 0};
     size_t nhists = s->job == JOB_HIST ? 1 : 0;
     memset(&s->hist, 0, sizeof s->hist);
     s->t0 = bench_now();
-    s->rc = amp_stream(s->c, s->ao, &st, 1, s->size, dp_source_read, &src, dp_sink_write, &sink,
-                       nhists ? &s->hist : NULL, nhists);
+    s->rc = amp_stream_mem(s->c, s->ao, &st, 1, s->input, s->size, dp_sink_write, &sink,
+                           nhists ? &s->hist : NULL, nhists);
     s->t1 = bench_now();
     s->got_len = sink.pos;
 }

@@ -270,6 +270,19 @@ void call_set_body(amp_conn *c, struct call *call, const uint8_t *req, size_t le
     nghttp2_session_resume_data(c->h2, call->stream_id);
 }
 
+int call_set_body2(amp_conn *c, struct call *call, const uint8_t *head, size_t head_len,
+                   const uint8_t *data, size_t len, int more)
+{
+    body_borrow(&call->body, head, head_len);
+    if (body_lend(&call->body, data, len) != 0)
+        return conn_fail(c, AMP_ENOMEM, "out of memory for a request body");
+    call->req_pos = 0;
+    call->sent_pos = 0;
+    call->body_open = more;
+    nghttp2_session_resume_data(c->h2, call->stream_id);
+    return 0;
+}
+
 int call_body_drained(const struct call *call)
 {
     return call->req_pos == call->body.len;

@@ -90,6 +90,12 @@ int call_submit(amp_conn *c, struct call *call, const char *path, int timeout_ms
  * the current body once that is drained. */
 void call_set_body(amp_conn *c, struct call *call, const uint8_t *req, size_t len, int more);
 
+/* call_set_body() for a body of two pieces: head_len bytes at head, then
+ * len bytes at data, both kept by the caller as call_set_body() says.
+ * Returns 0, or AMP_ENOMEM. */
+int call_set_body2(amp_conn *c, struct call *call, const uint8_t *head, size_t head_len,
+                   const uint8_t *data, size_t len, int more);
+
 /* True once nghttp2 has taken every byte of the current body. */
 int call_body_drained(const struct call *call);
 

@@ -48,6 +48,9 @@ struct stream {
     long long deadline;      /* CLOCK_MONOTONIC ms, 0: none */
     uint8_t *header;         /* framed StreamRequest{header}, owned */
     size_t header_len;
+    const uint8_t *mem;      /* amp_stream_mem: the input, sent from where it lies */
+    size_t mem_len, mem_pos;
+    uint8_t heads[2][STREAM_PREFIX_MAX]; /* amp_stream_mem: each chunk's prefix, alternating */
     uint8_t *frames[2];      /* STREAM_FRAME_MAX bytes each, owned: input is read in at
                               * STREAM_PREFIX_MAX and sent from there with its prefix
                               * (no copy: DATA frames point into it); they alternate */
@@ -171,8 +174,40 @@ static int stream_encode_header(struct stream *st, const struct steps_pb *pb, co
  * it, so the chunk is not copied again to be encoded, nor to be sent (the
  * call is no_copy). Frames alternate: the previous one may still be on its
  * way to the socket (call_set_body in call.h). */
+/* The prefix of a data message of n bytes into head; returns its length. */
+static size_t stream_prefix(uint8_t *head, size_t n)
+{
+    size_t lenlen = pb_varint_len(n);
+    grpc_frame_header(head, 1 + lenlen + n);
+    head[GRPC_FRAME_HEADER] = STREAM_PB_REQ_DATA_TAG;
+    pb_varint_put(head + GRPC_FRAME_HEADER + 1, n);
+    return GRPC_FRAME_HEADER + 1 + lenlen;
+}
+
+/* amp_stream_mem's next chunk: its prefix, then the caller's bytes lent. */
+static int stream_next_mem(struct stream *st)
+{
+    size_t n = st->mem_len - st->mem_pos;
+    if (n > AMP_STREAM_CHUNK)
+        n = AMP_STREAM_CHUNK;
+    st->in_done = st->mem_pos + n == st->mem_len;
+    if (n == 0) {
+        call_set_body(st->c, &st->call, NULL, 0, 0);
+        return 0;
+    }
+    uint8_t *head = st->heads[st->next];
+    size_t head_len = stream_prefix(head, n);
+    int rc = call_set_body2(st->c, &st->call, head, head_len, st->mem + st->mem_pos, n,
+                            !st->in_done);
+    st->mem_pos += n;
+    st->next ^= 1;
+    return rc;
+}
+
 static int stream_next_chunk(struct stream *st)
 {
+    if (st->mem)
+        return stream_next_mem(st);
     uint8_t *frame = st->frames[st->next];
     uint8_t *chunk = frame + STREAM_PREFIX_MAX;
     size_t have = 0;
@@ -197,11 +232,8 @@ static int stream_next_chunk(struct stream *st)
         return 0;
     }
     /* StreamRequest{data = chunk}: tag, length, bytes. */
-    size_t lenlen = pb_varint_len(have);
-    uint8_t *p = chunk - lenlen - 1 - GRPC_FRAME_HEADER;
-    grpc_frame_header(p, 1 + lenlen + have);
-    p[GRPC_FRAME_HEADER] = STREAM_PB_REQ_DATA_TAG;
-    pb_varint_put(p + GRPC_FRAME_HEADER + 1, have);
+    uint8_t *p = chunk - (GRPC_FRAME_HEADER + 1 + pb_varint_len(have));
+    stream_prefix(p, have);
     call_set_body(st->c, &st->call, p, (size_t)(chunk + have - p), !st->in_done);
     st->next ^= 1;
     return 0;
@@ -288,12 +320,13 @@ static int stream_run(struct stream *st, const amp_opts *o, const struct steps_p
     return rc;
 }
 
-int amp_stream(amp_conn *c, const amp_opts *o, const amp_step *steps, size_t nsteps,
-               uint64_t total_length, amp_read_cb in, void *in_ctx, amp_write_cb out,
-               void *out_ctx, amp_hist *hists, size_t nhists)
+/* amp_stream and amp_stream_mem: st says where the input comes from. */
+static int stream_job(struct stream *st, const amp_opts *o, const amp_step *steps, size_t nsteps,
+                      uint64_t total_length)
 {
-    if (!c)
-        return AMP_EINVAL;
+    amp_conn *c = st->c;
+    amp_hist *hists = st->hists;
+    size_t nhists = st->nhists;
     conn_begin(c);
     if (hists)
         memset(hists, 0, nhists * sizeof *hists);
@@ -301,16 +334,11 @@ int amp_stream(amp_conn *c, const amp_opts *o, const amp_step *steps, size_t nst
     int rc = steps_encode(c, steps, nsteps, &pb);
     if (rc == 0)
         rc = stream_check(c, o, steps, nsteps, hists, nhists);
-    if (rc == 0) {
-        struct stream st = {
-            .c = c, .in = in, .in_ctx = in_ctx, .out = out, .out_ctx = out_ctx,
-            .hists = hists, .nhists = nhists, .in_done = in == NULL,
-        };
-        rc = stream_run(&st, o, &pb, total_length);
-        free(st.header);
-        free(st.frames[0]);
-        free(st.frames[1]);
-    }
+    if (rc == 0)
+        rc = stream_run(st, o, &pb, total_length);
+    free(st->header);
+    free(st->frames[0]);
+    free(st->frames[1]);
     steps_free(&pb);
     if (rc != 0) {
         for (size_t i = 0; hists && i < nhists; i++)
@@ -318,6 +346,34 @@ int amp_stream(amp_conn *c, const amp_opts *o, const amp_step *steps, size_t nst
         c->device[0] = '\0';
     }
     return rc;
+}
+
+int amp_stream_mem(amp_conn *c, const amp_opts *o, const amp_step *steps, size_t nsteps,
+                   const void *in, size_t len, amp_write_cb out, void *out_ctx, amp_hist *hists,
+                   size_t nhists)
+{
+    if (!c)
+        return AMP_EINVAL;
+    if (!in && len)
+        return conn_fail(c, AMP_EINVAL, "in is NULL but len is %zu", len);
+    struct stream st = {
+        .c = c, .mem = in, .mem_len = len, .out = out, .out_ctx = out_ctx,
+        .hists = hists, .nhists = nhists, .in_done = len == 0,
+    };
+    return stream_job(&st, o, steps, nsteps, len);
+}
+
+int amp_stream(amp_conn *c, const amp_opts *o, const amp_step *steps, size_t nsteps,
+               uint64_t total_length, amp_read_cb in, void *in_ctx, amp_write_cb out,
+               void *out_ctx, amp_hist *hists, size_t nhists)
+{
+    if (!c)
+        return AMP_EINVAL;
+    struct stream st = {
+        .c = c, .in = in, .in_ctx = in_ctx, .out = out, .out_ctx = out_ctx,
+        .hists = hists, .nhists = nhists, .in_done = in == NULL,
+    };
+    return stream_job(&st, o, steps, nsteps, total_length);
 }
 
 /* --- over file descriptors ------------------------------------------------------ */

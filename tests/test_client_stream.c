@@ -10,7 +10,9 @@
  * and the bad paths: a read or write callback that aborts, mid-stream or
  * before any data, input stalling past the deadline (the connection stays
  * usable), a reverse without total_length, a total_length that
- * does not match, nhists that does not match the steps.
+ * does not match, nhists that does not match the steps. amp_stream_mem
+ * (input sent from the caller's memory): the same jobs, an empty input,
+ * and a NULL input with a length.
  */
 #include <check.h>
 #include <fcntl.h>
@@ -450,6 +452,48 @@ START_TEST(total_length_mismatch)
 }
 END_TEST
 
+/* amp_stream_mem: input sent from the caller's memory, many chunks of the
+ * library's (AMP_STREAM_CHUNK) and of the daemon's (1 MiB). */
+START_TEST(from_memory)
+{
+    size_t n = WORDS_LEN;
+    uint8_t *in = client_fixture_random(n, 31), *want = malloc(n), *rev = malloc(n);
+    memcpy(want, in, n);
+    struct transform_params tp = { .op = XFORM_XOR, .value = 0x3c, .length = n };
+    cpu_ref_transform(&tp, want, n);
+    cpu_ref_reverse(want, rev, n);
+    amp_step steps[3];
+    memset(steps, 0, sizeof steps);
+    steps[0].kind = AMP_STEP_HISTOGRAM;
+    steps[0].hist = (amp_hist_params){ .type = AMP_TYPE_UINT8 };
+    steps[1].kind = AMP_STEP_TRANSFORM;
+    steps[1].transform = (amp_transform_params){ .op = AMP_OP_XOR, .value = 0x3c };
+    steps[2].kind = AMP_STEP_REVERSE;   /* resident: needs the length, which is len */
+    struct sink k = { .want = want, .want_len = n };
+    amp_hist h;
+    CLIENT_CHECK_OK(amp_stream_mem(client_conn, NULL, steps, 2, in, n, sink_write, &k, &h, 1));
+    expect_sink(&k);
+    struct hist_params bytes = { .type = ELEM_U8, .bins = 256 };
+    client_fixture_expect_hist(&h, &bytes, in, n);
+    amp_hist_free(&h);
+    struct sink r = { .want = rev, .want_len = n };
+    CLIENT_CHECK_OK(amp_stream_mem(client_conn, NULL, steps + 1, 2, in, n, sink_write, &r, NULL,
+                                   0));
+    expect_sink(&r);
+    /* Nothing in, nothing out; NULL with a length is refused before sending. */
+    struct sink e = { .want_len = 0 };
+    CLIENT_CHECK_OK(amp_stream_mem(client_conn, NULL, steps + 1, 1, in, 0, sink_write, &e, NULL,
+                                   0));
+    expect_sink(&e);
+    ck_assert_int_eq(amp_stream_mem(client_conn, NULL, steps + 1, 1, NULL, 5, NULL, NULL, NULL, 0),
+                     AMP_EINVAL);
+    expect_conn_usable();
+    free(rev);
+    free(want);
+    free(in);
+}
+END_TEST
+
 START_TEST(bad_arguments_refused_locally)
 {
     amp_step st[2] = { { .kind = AMP_STEP_HISTOGRAM, .hist = { .type = AMP_TYPE_UINT8 } },
@@ -496,6 +540,7 @@ int main(void)
     tcase_add_test(tc, reverse_needs_total_length);
     tcase_add_test(tc, total_length_mismatch);
     tcase_add_test(tc, bad_arguments_refused_locally);
+    tcase_add_test(tc, from_memory);
     suite_add_tcase(s, tc);
     return client_fixture_run(s, args);
 }

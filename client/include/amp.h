@@ -216,6 +216,13 @@ AMP_EXTERN int amp_stream(amp_conn *c, const amp_opts *o, const amp_step *steps,
                           uint64_t total_length, amp_read_cb in, void *in_ctx,
                           amp_write_cb out, void *out_ctx, amp_hist *hists, size_t nhists);
 
+/* amp_stream over an input that is in memory already: len bytes at in,
+ * sent from where they lie (no copy into the library's buffers; in must
+ * stay unchanged until the call returns). The total length is len. */
+AMP_EXTERN int amp_stream_mem(amp_conn *c, const amp_opts *o, const amp_step *steps,
+                              size_t nsteps, const void *in, size_t len, amp_write_cb out,
+                              void *out_ctx, amp_hist *hists, size_t nhists);
+
 /* amp_stream over file descriptors: in_fd is read to EOF, out_fd gets the
  * output; -1 for no input / no data output. Neither is closed. A read or
  * write failure returns AMP_EIO with the reason in amp_last_message(). */
