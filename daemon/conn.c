@@ -82,6 +82,12 @@ static size_t conn_h2_piece(struct h2_call *call, const uint8_t *data, size_t n,
     return rpc_h2_piece(call, data, n);
 }
 
+static uint8_t *conn_h2_piece_dest(struct h2_call *call, size_t *room, void *ctx)
+{
+    (void)ctx;
+    return rpc_h2_piece_dest(call, room);
+}
+
 static void conn_h2_end(struct h2_call *call, void *ctx)
 {
     struct conn *c = ctx;
@@ -110,6 +116,7 @@ static const struct h2_handlers conn_h2_handlers = {
     .message = conn_h2_message,
     .piece_start = conn_h2_piece_start,
     .piece = conn_h2_piece,
+    .piece_dest = conn_h2_piece_dest,
     .end = conn_h2_end,
     .closed = conn_h2_closed,
     .sent = conn_h2_sent,
@@ -238,6 +245,14 @@ static void conn_sock_read(void *ctx, const uint8_t *data, size_t len)
     conn_flush(c);
 }
 
+/* Stream data the session can take in place (h2_session_read_dest) is
+ * read from the socket straight into its staging buffer. */
+static uint8_t *conn_sock_read_dest(void *ctx, size_t *len)
+{
+    struct conn *c = ctx;
+    return c->fatal ? NULL : h2_session_read_dest(c->h2, len);
+}
+
 static void conn_sock_eof(void *ctx)
 {
     conn_close(ctx, 0);
@@ -260,6 +275,7 @@ static void conn_sock_written(void *ctx, int status)
 
 static const struct listen_sock_cbs conn_sock_cbs = {
     .read = conn_sock_read,
+    .read_dest = conn_sock_read_dest,
     .eof = conn_sock_eof,
     .written = conn_sock_written,
     .closed = conn_sock_closed,

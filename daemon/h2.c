@@ -468,11 +468,24 @@ static int h2_on_frame_recv(nghttp2_session *ng, const nghttp2_frame *frame, voi
     return 0;
 }
 
+/* Notes an unpadded DATA frame's payload as it begins: it is what
+ * h2_session_read_dest may direct. */
+static int h2_on_begin_frame(nghttp2_session *ng, const nghttp2_frame_hd *hd, void *user_data)
+{
+    (void)ng;
+    struct h2_session *s = user_data;
+    bool plain = hd->type == NGHTTP2_DATA && !(hd->flags & NGHTTP2_FLAG_PADDED);
+    s->data_stream = plain ? hd->stream_id : 0;
+    s->data_left = plain ? hd->length : 0;
+    return 0;
+}
+
 static int h2_on_data_chunk(nghttp2_session *ng, uint8_t flags, int32_t stream_id,
                             const uint8_t *data, size_t len, void *user_data)
 {
     (void)flags;
     struct h2_session *s = user_data;
+    s->data_left = stream_id == s->data_stream && len < s->data_left ? s->data_left - len : 0;
     struct h2_call *c = h2_stream_call(ng, stream_id);
     if (c && c->started)
         s->active_ms = h2_now(s);
@@ -542,6 +555,7 @@ static int h2_session_setup(struct h2_session *s)
     nghttp2_session_callbacks_set_on_header_callback(cbs, h2_on_header);
     nghttp2_session_callbacks_set_on_frame_recv_callback(cbs, h2_on_frame_recv);
     nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, h2_on_data_chunk);
+    nghttp2_session_callbacks_set_on_begin_frame_callback(cbs, h2_on_begin_frame);
     nghttp2_session_callbacks_set_on_frame_send_callback(cbs, h2_on_frame_send);
     nghttp2_session_callbacks_set_on_stream_close_callback(cbs, h2_on_stream_close);
     nghttp2_session_callbacks_set_data_source_read_length_callback(cbs, h2_data_length);
@@ -601,6 +615,25 @@ void h2_session_free(struct h2_session *s)
     nghttp2_session_del(s->ng);
     free(s->flat);
     free(s);
+}
+
+uint8_t *h2_session_read_dest(struct h2_session *s, size_t *len)
+{
+    if (!s->data_left || !s->h->piece_dest)
+        return NULL;
+    struct h2_call *c = h2_stream_call(s->ng, s->data_stream);
+    if (!c || c->kind != H2_STREAM || !c->started || c->answered || !c->piece_left ||
+        c->paused || c->held || c->pend_len)
+        return NULL;
+    size_t room = 0;
+    uint8_t *p = s->h->piece_dest(c, &room, s->ctx);
+    size_t n = s->data_left < room ? s->data_left : room;
+    if (n > c->piece_left)
+        n = (size_t)c->piece_left;
+    if (!p || n == 0)
+        return NULL;
+    *len = n;
+    return p;
 }
 
 int h2_session_recv(struct h2_session *s, const uint8_t *data, size_t len)

@@ -81,6 +81,11 @@ struct h2_handlers {
      * call. Returns how many it took: all of them, unless it called
      * h2_call_pause(); the rest comes again after h2_call_resume(). */
     size_t (*piece)(struct h2_call *call, const uint8_t *data, size_t n, void *ctx);
+    /* Optional: where the next bytes of the message being taken in pieces
+     * would go, and how many fit there (*room); NULL for nowhere yet. The
+     * connection may read them from the socket straight to that place
+     * (h2_session_read_dest); piece() then gets that very pointer. */
+    uint8_t *(*piece_dest)(struct h2_call *call, size_t *room, void *ctx);
     /* The client half-closed after the right number of messages: the
      * request is complete and the handler should answer (now or later).
      * Stream calls: once, after every message was delivered, unless the call
@@ -133,6 +138,14 @@ struct h2_session *h2_session_new(const struct h2_config *cfg, const struct h2_h
 
 /* Calls closed() for every call still open, then frees the session. */
 void h2_session_free(struct h2_session *s);
+
+/* Where the owner may read the next bytes from the peer, if they are the
+ * payload of an unpadded DATA frame for a stream call taking a message in
+ * pieces whose handler offers a place (piece_dest): that place, and in
+ * *len at most how many bytes it takes (never past the frame or the
+ * message). NULL: read into the owner's buffer. Whatever is read there
+ * must then go to h2_session_recv() whole, as any read does. */
+uint8_t *h2_session_read_dest(struct h2_session *s, size_t *len);
 
 /* Feeds bytes read from the peer. Returns 0, or -1 when the connection is
  * beyond saving (bad preface, protocol error nghttp2 could not answer,

@@ -97,6 +97,10 @@ struct h2_session {
     bool settings_seen;      /* the client's first SETTINGS arrived */
     bool resume_pending;     /* some call has resume_owed */
     bool sent_pending;       /* some call has sent_owed */
+    /* The unpadded DATA frame whose payload is being read: its stream and
+     * the payload bytes not yet seen (h2_session_read_dest). */
+    int32_t data_stream;
+    size_t data_left;
     /* The DATA frame being sent from reply memory (NO_COPY, h2_reply.c):
      * frame[0] is its header, copied to frame_hd; frame[1..frame_n) point
      * at frame_len bytes of queued messages. h2_reply_read builds it,

@@ -14,6 +14,7 @@
 
 #include <errno.h>
 #include <grp.h>
+#include <limits.h>
 #include <netdb.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -90,7 +91,12 @@ static void listen_sock_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 {
     (void)suggested;
     struct listen_sock *s = h->data;
-    *buf = uv_buf_init((char *)s->rbuf, sizeof(s->rbuf));
+    size_t len = 0;
+    uint8_t *dest = !s->closing && s->cbs->read_dest ? s->cbs->read_dest(s->ctx, &len) : NULL;
+    if (dest && len <= UINT_MAX)
+        *buf = uv_buf_init((char *)dest, (unsigned)len);
+    else
+        *buf = uv_buf_init((char *)s->rbuf, sizeof(s->rbuf));
 }
 
 static void listen_sock_on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
@@ -110,7 +116,7 @@ static void listen_sock_on_read(uv_stream_t *stream, ssize_t nread, const uv_buf
         s->cbs->eof(s->ctx);
         return;
     }
-    s->cbs->read(s->ctx, s->rbuf, (size_t)nread);
+    s->cbs->read(s->ctx, (const uint8_t *)buf->base, (size_t)nread);
 }
 
 int listen_sock_start(struct listen_sock *s, const struct listen_sock_cbs *cbs, void *ctx)

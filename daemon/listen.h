@@ -29,6 +29,9 @@ typedef void (*listen_accept_cb)(int fd, bool is_unix, void *ctx);
 
 struct listen_sock_cbs {
     void (*read)(void *ctx, const uint8_t *data, size_t len); /* bytes from the peer */
+    /* Optional: a place the next read may go instead of the socket's own
+     * buffer, and at most how many bytes (*len); NULL for the buffer. */
+    uint8_t *(*read_dest)(void *ctx, size_t *len);
     void (*eof)(void *ctx);          /* peer closed or the socket failed */
     void (*written)(void *ctx, int status); /* the write in flight finished (0 or uv error) */
     void (*closed)(void *ctx);       /* the socket is gone; last callback */

@@ -200,6 +200,13 @@ size_t rpc_h2_piece(struct h2_call *call, const uint8_t *data, size_t n)
     return rc->method->streaming->piece(rc, data, n);
 }
 
+uint8_t *rpc_h2_piece_dest(struct h2_call *call, size_t *room)
+{
+    struct rpc_call *rc = h2_call_user(call);
+    const struct rpc_streaming *sm = rc->method->streaming;
+    return sm && sm->piece_dest ? sm->piece_dest(rc, room) : NULL;
+}
+
 void rpc_h2_end(struct h2_call *call, struct rpc_env *env)
 {
     (void)env;

@@ -53,6 +53,7 @@ struct rpc_streaming {
     /* Optional: h2.h's piece_start() and piece() for this method's calls. */
     size_t (*piece_start)(struct rpc_call *rc, const uint8_t *head, size_t msg_len);
     size_t (*piece)(struct rpc_call *rc, const uint8_t *data, size_t n);
+    uint8_t *(*piece_dest)(struct rpc_call *rc, size_t *room);
     void (*end)(struct rpc_call *rc);
     void (*sent)(struct rpc_call *rc);
     void (*closed)(struct rpc_call *rc);
@@ -103,6 +104,7 @@ enum status_code rpc_h2_message(struct h2_call *call, const uint8_t *msg, size_t
                                 size_t errlen, struct rpc_env *env);
 size_t rpc_h2_piece_start(struct h2_call *call, const uint8_t *head, size_t msg_len);
 size_t rpc_h2_piece(struct h2_call *call, const uint8_t *data, size_t n);
+uint8_t *rpc_h2_piece_dest(struct h2_call *call, size_t *room);
 void rpc_h2_end(struct h2_call *call, struct rpc_env *env);
 void rpc_h2_closed(struct h2_call *call, struct rpc_env *env);
 void rpc_h2_sent(struct h2_call *call, struct rpc_env *env);

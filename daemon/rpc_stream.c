@@ -483,7 +483,9 @@ static size_t rpc_stream_fill(struct rpc_stream *st, const uint8_t *data, size_t
             st->fill_offset = st->received;
         }
         size_t take = n - pos < chunk - st->fill_len ? n - pos : chunk - st->fill_len;
-        memcpy((uint8_t *)st->fill->host + st->fill_len, data + pos, take);
+        uint8_t *to = (uint8_t *)st->fill->host + st->fill_len;
+        if (to != data + pos)   /* else the socket read it here (rpc_stream_in_dest) */
+            memmove(to, data + pos, take);
         st->fill_len += take;
         st->received += take;
         pos += take;
@@ -734,6 +736,16 @@ static size_t rpc_stream_in_piece(struct rpc_call *rc, const uint8_t *data, size
     return rpc_stream_fill(st, data, 0, n);
 }
 
+/* Where the next input bytes go: the rest of the buffer being filled. */
+static uint8_t *rpc_stream_in_dest(struct rpc_call *rc, size_t *room)
+{
+    struct rpc_stream *st = rc->stream;
+    if (!st || st->failed || !st->fill || st->paused)
+        return NULL;
+    *room = st->job->chunk_bytes - st->fill_len;
+    return (uint8_t *)st->fill->host + st->fill_len;
+}
+
 static void rpc_stream_end(struct rpc_call *rc)
 {
     struct rpc_stream *st = rpc_stream_of(rc);
@@ -784,6 +796,7 @@ const struct rpc_streaming rpc_stream_method = {
     .message = rpc_stream_message,
     .piece_start = rpc_stream_in_start,
     .piece = rpc_stream_in_piece,
+    .piece_dest = rpc_stream_in_dest,
     .end = rpc_stream_end,
     .sent = rpc_stream_sent,
     .closed = rpc_stream_closed,
