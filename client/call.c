@@ -148,6 +148,69 @@ static const char *call_frame_error(int rc)
     }
 }
 
+/* Bytes the reader should get next: the rest of its prefix, the head of a
+ * reply message that may go in pieces, or the rest of the message. */
+static size_t call_feed_need(const struct call *call, size_t len)
+{
+    const struct grpc_frame_reader *r = &call->reader;
+    size_t n = len;
+    if (r->hdr_have < GRPC_FRAME_HEADER)
+        n = GRPC_FRAME_HEADER - r->hdr_have;
+    else if (call->on_piece_start && r->msg_len > CALL_PIECE_HEAD && r->msg_have < CALL_PIECE_HEAD)
+        n = CALL_PIECE_HEAD - r->msg_have;
+    return n < len ? n : len;
+}
+
+/* The reader holds a long reply message's head: pieces from here on, if
+ * the handler wants them. Returns 0 or CALL_MSG_ABORT. */
+static int call_piece_begin(struct call *call)
+{
+    struct grpc_frame_reader *r = &call->reader;
+    if (!call->on_piece_start || r->hdr_have < GRPC_FRAME_HEADER ||
+        r->msg_len <= CALL_PIECE_HEAD || r->msg_have != CALL_PIECE_HEAD)
+        return 0;
+    size_t off = call->on_piece_start(r->msg, r->msg_len, call->on_message_ctx);
+    if (off == 0 || off > CALL_PIECE_HEAD)
+        return 0;
+    call->nreplies++;
+    call->piece_left = r->msg_len - CALL_PIECE_HEAD;
+    int rc = call->on_piece(r->msg + off, CALL_PIECE_HEAD - off, call->on_message_ctx);
+    grpc_frame_skip_body(r);
+    if (rc != 0) {
+        call->err = rc;
+        return CALL_MSG_ABORT;
+    }
+    return 0;
+}
+
+/* Feeds a reply's DATA to the reader, or in pieces to the handler. */
+static int call_feed(struct call *call, const uint8_t *data, size_t len)
+{
+    while (len > 0) {
+        size_t n;
+        int rc;
+        if (call->piece_left) {
+            n = len < call->piece_left ? len : (size_t)call->piece_left;
+            call->piece_left -= n;
+            rc = call->on_piece(data, n, call->on_message_ctx);
+            if (rc != 0) {
+                call->err = rc;
+                return CALL_MSG_ABORT;
+            }
+        } else {
+            n = call_feed_need(call, len);
+            rc = grpc_frame_feed(&call->reader, data, n, call_on_message, call);
+            if (rc == 0)
+                rc = call_piece_begin(call);
+            if (rc != 0)
+                return rc;
+        }
+        data += n;
+        len -= n;
+    }
+    return 0;
+}
+
 static int call_on_data(nghttp2_session *s, uint8_t flags, int32_t stream_id,
                         const uint8_t *data, size_t len, void *user_data)
 {
@@ -155,7 +218,7 @@ static int call_on_data(nghttp2_session *s, uint8_t flags, int32_t stream_id,
     struct call *call = call_of(user_data, stream_id);
     if (!call || call->err)
         return 0;
-    int rc = grpc_frame_feed(&call->reader, data, len, call_on_message, call);
+    int rc = call_feed(call, data, len);
     if (rc == CALL_MSG_ABORT) {
         nghttp2_submit_rst_stream(s, NGHTTP2_FLAG_NONE, stream_id, NGHTTP2_CANCEL);
     } else if (rc != 0) {
@@ -373,7 +436,7 @@ int call_outcome(amp_conn *c, struct call *call)
     }
     if (!call->content_type_ok)
         return conn_fail(c, AMP_EPROTO, "reply content-type is not application/grpc");
-    if (grpc_frame_pending(&call->reader))
+    if (grpc_frame_pending(&call->reader) || call->piece_left)
         return conn_fail(c, AMP_EPROTO, "reply has a truncated message");
     if (!call->on_message && call->nreplies != 1)
         return conn_fail(c, AMP_EPROTO, "reply has no message");

@@ -24,6 +24,15 @@
  * connection's message: the call then resets its stream and fails with it. */
 typedef int (*call_message_cb)(const uint8_t *msg, size_t len, void *ctx);
 
+/* A streaming call's reply in pieces (optional): piece_start sees the first
+ * CALL_PIECE_HEAD bytes of a longer reply message (msg_len bytes) and
+ * returns the offset from which the rest, to the message's end, goes to
+ * piece() as it arrives, or 0 for the whole message through
+ * call_message_cb. piece returns 0 or an AMP_E* code, as that does. */
+#define CALL_PIECE_HEAD 192
+typedef size_t (*call_piece_start_cb)(const uint8_t *head, size_t msg_len, void *ctx);
+typedef int (*call_piece_cb)(const uint8_t *data, size_t len, void *ctx);
+
 /* One call on one HTTP/2 stream. Lives on its caller's stack; the session
  * callbacks find it through amp_conn.call, never through pointers nghttp2
  * keeps, so an abandoned call's memory is never touched. */
@@ -43,6 +52,9 @@ struct call {
     struct grpc_frame_reader reader;
     call_message_cb on_message; /* streaming: each reply message goes here; NULL: unary */
     void *on_message_ctx;
+    call_piece_start_cb on_piece_start; /* streaming, optional: replies in pieces */
+    call_piece_cb on_piece;     /* with on_message_ctx */
+    uint64_t piece_left;        /* bytes of a reply message still to come through on_piece */
     uint8_t *reply;             /* unary: the one reply message, taken from reader, owned */
     size_t reply_len;
     int nreplies;               /* messages seen: a unary reply has exactly one */

@@ -130,6 +130,45 @@ static int stream_data_view(struct stream *st, const uint8_t *msg, size_t len, i
     return 1;
 }
 
+/* call_piece_start_cb: a data reply whose data field comes last (the
+ * daemon's StreamReply{device, data}) goes to the output as it arrives;
+ * anything else whole through stream_on_message. */
+static size_t stream_piece_start(const uint8_t *head, size_t msg_len, void *ctx)
+{
+    struct stream *st = ctx;
+    const uint8_t *dev = NULL;
+    uint64_t dev_len = 0, n;
+    size_t i = 0;
+    while (i < CALL_PIECE_HEAD) {
+        uint8_t tag = head[i++];
+        if ((tag != STREAM_PB_DATA_TAG && tag != STREAM_PB_DEVICE_TAG) ||
+            pb_varint_get(head, CALL_PIECE_HEAD, &i, &n) != 0)
+            return 0;
+        if (tag == STREAM_PB_DATA_TAG) {
+            if (n != msg_len - i || dev_len >= sizeof st->device)
+                return 0;
+            if (dev_len && (dev_len != strlen(st->device) || memcmp(st->device, dev, dev_len))) {
+                memcpy(st->device, dev, dev_len);
+                st->device[dev_len] = '\0';
+                jobs_set_device(st->c, st->device);
+            }
+            return i;
+        }
+        if (n > CALL_PIECE_HEAD - i)
+            return 0;
+        dev = head + i;
+        dev_len = n;
+        i += (size_t)n;
+    }
+    return 0;
+}
+
+static int stream_piece(const uint8_t *data, size_t len, void *ctx)
+{
+    ProtobufCBinaryData bytes = {len, (uint8_t *)data};
+    return stream_on_data(ctx, &bytes);
+}
+
 /* call_message_cb: one StreamReply. */
 static int stream_on_message(const uint8_t *msg, size_t len, void *ctx)
 {
@@ -300,6 +339,8 @@ static int stream_run(struct stream *st, const amp_opts *o, const struct steps_p
     call_init(&st->call);
     st->call.no_copy = 1;   /* bodies: the header and the two frames, kept as call.h asks */
     st->call.on_message = stream_on_message;
+    st->call.on_piece_start = stream_piece_start;
+    st->call.on_piece = stream_piece;
     st->call.on_message_ctx = st;
     body_borrow(&st->call.body, st->header, st->header_len);
     st->call.body_open = !st->in_done;

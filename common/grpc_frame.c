@@ -182,6 +182,12 @@ int grpc_frame_feed(struct grpc_frame_reader *r, const uint8_t *data, size_t len
 
 void grpc_frame_skip_body(struct grpc_frame_reader *r)
 {
+    if (r->msg && r->msg_cap <= r->keep_max && r->msg_cap > r->spare_cap) {
+        free(r->spare);
+        r->spare = r->msg;
+        r->spare_cap = r->msg_cap;
+        r->msg = NULL;
+    }
     free(r->msg);
     r->msg = NULL;
     r->msg_cap = 0;

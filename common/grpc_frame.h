@@ -82,8 +82,9 @@ int grpc_frame_pending(const struct grpc_frame_reader *r);
 
 /* Drops the body buffer of the message whose prefix was just read (none of
  * its body fed yet) and gets ready for the next prefix: the owner takes
- * that body another way (h2_stream.c's pieces). What the buffer reserved
- * is the owner's to give back, as always. */
+ * that body another way (pieces: h2_stream.c, client/call.c). The buffer
+ * is kept as the spare if keep_max allows. What it reserved is the owner's
+ * to give back, as always. */
 void grpc_frame_skip_body(struct grpc_frame_reader *r);
 
 /* Writes the 5-byte prefix for a len-byte uncompressed message. */
