@@ -129,19 +129,16 @@ static bool dev_input_in_place(const struct dev *d, const struct job *job)
            (uintptr_t)job->in % DEV_SHARED_ALIGN == 0;
 }
 
-/* A GPU copies between its buffers and a region's mapping, which its
- * runner pins once per region (region_pin, dev_pinned.c): from pageable
- * pages the H100 copies at 7 GB/s, from pinned ones at 52. A CPU device
- * gains nothing: it reads regions in place, and its copies are memcpys. */
-static void dev_pin_region(struct dev *d, struct region *r)
+void dev_pin_region(struct dev *d, struct region *r)
 {
-    if (!r || d->info.type == DEV_CPU)
+    if (!r || d->info.type == DEV_CPU || region_pinned(r, d->info.index))
         return;
     uint8_t *base;
     size_t size;
-    struct dev_pinned **slot = region_pin(r, d->info.index, &base, &size);
-    if (slot && !*slot)
-        *slot = dev_pinned_wrap(d, base, size);
+    region_span(r, &base, &size);
+    struct dev_pinned *p = dev_pinned_wrap(d, base, size);
+    if (p && !region_pin_keep(r, d->info.index, p))
+        dev_pinned_free(p);   /* another thread pinned it first */
 }
 
 static enum status_code dev_enqueue_steps(struct dev_exec *x, const size_t *out_len,

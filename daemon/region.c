@@ -24,7 +24,7 @@ struct region {
     uint8_t *map;
     size_t size;
     atomic_uint refs;              /* the registration's, and one per job using it */
-    struct dev_pinned **pins;      /* set->ndevs slots (region_pin) */
+    _Atomic(struct dev_pinned *) *pins; /* set->ndevs slots (region_pin_keep) */
 };
 
 struct region_set {
@@ -37,6 +37,8 @@ struct region_set {
     uint64_t next_id;
     size_t ndevs;
     void (*unpin)(struct dev_pinned *);
+    void (*on_register)(void *ctx, struct region *r);
+    void *on_register_ctx;
     atomic_uint_fast64_t bytes;    /* mapped now, released ones included */
 };
 
@@ -87,10 +89,12 @@ void region_put(struct region *r)
 {
     if (!r || atomic_fetch_sub(&r->refs, 1) != 1)
         return;
-    for (size_t i = 0; i < r->set->ndevs; i++)
-        if (r->pins[i])
-            r->set->unpin(r->pins[i]);   /* before the pages it pins go */
-    free(r->pins);
+    for (size_t i = 0; i < r->set->ndevs; i++) {
+        struct dev_pinned *p = atomic_load(&r->pins[i]);
+        if (p)
+            r->set->unpin(p);   /* before the pages it pins go */
+    }
+    free((void *)r->pins);
     munmap(r->map, r->size);
     atomic_fetch_sub(&r->set->bytes, r->size);
     free(r);
@@ -205,7 +209,7 @@ enum status_code region_register(struct region_client *c, int fd, uint64_t *id, 
         if (r->map == MAP_FAILED) {
             snprintf(err, errlen, "cannot map the memfd: %s", strerror(errno));
             code = errno == ENOMEM ? STATUS_RESOURCE_EXHAUSTED : STATUS_INVALID_ARGUMENT;
-            free(r->pins);
+            free((void *)r->pins);
             free(r);
         }
     }
@@ -228,6 +232,8 @@ enum status_code region_register(struct region_client *c, int fd, uint64_t *id, 
     pthread_mutex_unlock(&s->lock);
     *id = r->id;
     *size = bytes;
+    if (s->on_register)
+        s->on_register(s->on_register_ctx, r);
     return STATUS_OK;
 }
 
@@ -297,9 +303,32 @@ enum status_code region_use(struct region_set *s, long uid, uint64_t id, uint64_
     return STATUS_OK;
 }
 
-struct dev_pinned **region_pin(struct region *r, size_t dev_index, uint8_t **base, size_t *size)
+void region_ref(struct region *r)
+{
+    atomic_fetch_add(&r->refs, 1);
+}
+
+void region_span(const struct region *r, uint8_t **base, size_t *size)
 {
     *base = r->map;
     *size = r->size;
-    return dev_index < r->set->ndevs ? &r->pins[dev_index] : NULL;
+}
+
+struct dev_pinned *region_pinned(struct region *r, size_t dev_index)
+{
+    return dev_index < r->set->ndevs ? atomic_load(&r->pins[dev_index]) : NULL;
+}
+
+bool region_pin_keep(struct region *r, size_t dev_index, struct dev_pinned *p)
+{
+    struct dev_pinned *none = NULL;
+    return dev_index < r->set->ndevs &&
+           atomic_compare_exchange_strong(&r->pins[dev_index], &none, p);
+}
+
+void region_set_on_register(struct region_set *s, void (*fn)(void *ctx, struct region *r),
+                            void *ctx)
+{
+    s->on_register = fn;
+    s->on_register_ctx = ctx;
 }

@@ -21,6 +21,7 @@
 #ifndef AMPD_REGION_H
 #define AMPD_REGION_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -76,12 +77,25 @@ enum status_code region_use(struct region_set *s, long uid, uint64_t id, uint64_
 /* Gives back a reference from region_use(). NULL is a no-op. */
 void region_put(struct region *r);
 
-/* Device dev_index's pin of r's whole mapping (dev_pinned_wrap), made by
- * that device's runner the first time one of its jobs uses r, and freed
- * with r. Only that runner touches the slot, and only while its job holds
- * a reference on r. Pinning happens there, not at registration, so that
- * it never blocks the loop (~35 ms per GiB) and a device that never sees
- * the region never pins it. NULL when dev_index is not a device's. */
-struct dev_pinned **region_pin(struct region *r, size_t dev_index, uint8_t **base, size_t *size);
+/* Another reference on r, for work that outlives the caller's (region_put). */
+void region_ref(struct region *r);
+
+/* r's whole mapping. */
+void region_span(const struct region *r, uint8_t **base, size_t *size);
+
+/* Device dev_index's pin of r's mapping (dev_pinned_wrap), or NULL: none
+ * yet, or dev_index is not a device's. Any thread. */
+struct dev_pinned *region_pinned(struct region *r, size_t dev_index);
+
+/* Keeps p as device dev_index's pin of r, freed with r: true, or false
+ * when one is there already (or dev_index is not a device's) and the
+ * caller keeps p. Any thread: pins are made off the loop right after
+ * registration (server.c) and, should a job come first, by its runner
+ * (dev_pin_region); whichever finishes first stays. */
+bool region_pin_keep(struct region *r, size_t dev_index, struct dev_pinned *p);
+
+/* Called on the loop with each region just registered (NULL: nothing). */
+void region_set_on_register(struct region_set *s, void (*fn)(void *ctx, struct region *r),
+                            void *ctx);
 
 #endif

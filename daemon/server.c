@@ -50,6 +50,8 @@ struct server {
     uv_async_t wake;           /* an I/O loop -> here: one reported empty */
     struct listener *listeners[AMPD_MAX_LISTEN];
     size_t nlisteners;
+    struct dev **devs;         /* not owned: main.c's, open until server_run returns */
+    size_t ndevs;
     struct region_set *regions;  /* NULL: --regions off */
     struct region_listener *region_listeners[AMPD_MAX_LISTEN]; /* one per Unix listener */
     size_t nregion_listeners;
@@ -78,6 +80,46 @@ static void server_on_accept(int fd, bool is_unix, void *ctx)
 }
 
 /* The region socket beside a Unix listener (region_sock.h). */
+/* A region just registered is pinned for every GPU on a worker thread
+ * (dev_pin_region), off the loop, so that its first job finds it ready;
+ * the work holds a reference on it until done. */
+struct server_pin {
+    uv_work_t work;
+    struct server *srv;
+    struct region *r;
+};
+
+static void server_pin_work(uv_work_t *w)
+{
+    struct server_pin *p = w->data;
+    for (size_t i = 0; i < p->srv->ndevs; i++)
+        dev_pin_region(p->srv->devs[i], p->r);
+}
+
+static void server_pin_done(uv_work_t *w, int status)
+{
+    (void)status;
+    struct server_pin *p = w->data;
+    region_put(p->r);
+    free(p);
+}
+
+static void server_on_region(void *ctx, struct region *r)
+{
+    struct server *srv = ctx;
+    struct server_pin *p = malloc(sizeof(*p));
+    if (!p)
+        return;   /* its first job pins it instead */
+    p->srv = srv;
+    p->r = r;
+    p->work.data = p;
+    region_ref(r);
+    if (uv_queue_work(&srv->loop, &p->work, server_pin_work, server_pin_done) != 0) {
+        region_put(r);
+        free(p);
+    }
+}
+
 static int server_listen_regions(struct server *srv, const struct address *addr,
                                  const struct listen_unix_access *access)
 {
@@ -302,6 +344,10 @@ int server_run(const struct config *cfg, struct dev **devs, size_t ndevs, size_t
         return 1;
     }
     server_init(srv, cfg, ndevs);
+    srv->devs = devs;
+    srv->ndevs = ndevs;
+    if (srv->regions)
+        region_set_on_register(srv->regions, server_on_region, srv);
     int status = 0;
     char err[256];
     struct sched_limits limits = {
