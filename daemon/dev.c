@@ -131,14 +131,12 @@ static bool dev_input_in_place(const struct dev *d, const struct job *job)
 
 void dev_pin_region(struct dev *d, struct region *r)
 {
-    if (!r || d->info.type == DEV_CPU || region_pinned(r, d->info.index))
-        return;
+    if (!r || d->info.type == DEV_CPU || !region_pin_claim(r, d->info.index))
+        return;   /* pinned, or being pinned by another thread */
     uint8_t *base;
     size_t size;
     region_span(r, &base, &size);
-    struct dev_pinned *p = dev_pinned_wrap(d, base, size);
-    if (p && !region_pin_keep(r, d->info.index, p))
-        dev_pinned_free(p);   /* another thread pinned it first */
+    region_pin_set(r, d->info.index, dev_pinned_wrap(d, base, size));
 }
 
 static enum status_code dev_enqueue_steps(struct dev_exec *x, const size_t *out_len,

@@ -24,7 +24,7 @@ struct region {
     uint8_t *map;
     size_t size;
     atomic_uint refs;              /* the registration's, and one per job using it */
-    _Atomic(struct dev_pinned *) *pins; /* set->ndevs slots (region_pin_keep) */
+    _Atomic(struct dev_pinned *) *pins; /* set->ndevs slots (region_pin_claim) */
 };
 
 struct region_set {
@@ -90,7 +90,7 @@ void region_put(struct region *r)
     if (!r || atomic_fetch_sub(&r->refs, 1) != 1)
         return;
     for (size_t i = 0; i < r->set->ndevs; i++) {
-        struct dev_pinned *p = atomic_load(&r->pins[i]);
+        struct dev_pinned *p = region_pinned(r, i);   /* no claim outlives its reference */
         if (p)
             r->set->unpin(p);   /* before the pages it pins go */
     }
@@ -314,16 +314,25 @@ void region_span(const struct region *r, uint8_t **base, size_t *size)
     *size = r->size;
 }
 
+/* A slot being pinned: claimed, its pin not there yet. */
+static struct dev_pinned *const region_pinning = (struct dev_pinned *)&region_pinning;
+
 struct dev_pinned *region_pinned(struct region *r, size_t dev_index)
 {
-    return dev_index < r->set->ndevs ? atomic_load(&r->pins[dev_index]) : NULL;
+    struct dev_pinned *p = dev_index < r->set->ndevs ? atomic_load(&r->pins[dev_index]) : NULL;
+    return p == region_pinning ? NULL : p;
 }
 
-bool region_pin_keep(struct region *r, size_t dev_index, struct dev_pinned *p)
+bool region_pin_claim(struct region *r, size_t dev_index)
 {
     struct dev_pinned *none = NULL;
     return dev_index < r->set->ndevs &&
-           atomic_compare_exchange_strong(&r->pins[dev_index], &none, p);
+           atomic_compare_exchange_strong(&r->pins[dev_index], &none, region_pinning);
+}
+
+void region_pin_set(struct region *r, size_t dev_index, struct dev_pinned *p)
+{
+    atomic_store(&r->pins[dev_index], p);   /* NULL after a failure: anyone may try again */
 }
 
 void region_set_on_register(struct region_set *s, void (*fn)(void *ctx, struct region *r),

@@ -84,15 +84,18 @@ void region_ref(struct region *r);
 void region_span(const struct region *r, uint8_t **base, size_t *size);
 
 /* Device dev_index's pin of r's mapping (dev_pinned_wrap), or NULL: none
- * yet, or dev_index is not a device's. Any thread. */
+ * (yet), or dev_index is not a device's. Any thread. */
 struct dev_pinned *region_pinned(struct region *r, size_t dev_index);
 
-/* Keeps p as device dev_index's pin of r, freed with r: true, or false
- * when one is there already (or dev_index is not a device's) and the
- * caller keeps p. Any thread: pins are made off the loop right after
- * registration (server.c) and, should a job come first, by its runner
- * (dev_pin_region); whichever finishes first stays. */
-bool region_pin_keep(struct region *r, size_t dev_index, struct dev_pinned *p);
+/* Claims the making of device dev_index's pin of r: true for the one
+ * caller that gets it, who then hands the pin (or NULL, having failed) to
+ * region_pin_set. Any thread: pins are made off the loop right after
+ * registration (server.c), or by the runner of a job that comes first
+ * (dev_pin_region); a second thread never pins the same pages again while
+ * the first is at it (~95 ms per GiB): its job copies from pageable pages
+ * meanwhile. */
+bool region_pin_claim(struct region *r, size_t dev_index);
+void region_pin_set(struct region *r, size_t dev_index, struct dev_pinned *p);
 
 /* Called on the loop with each region just registered (NULL: nothing). */
 void region_set_on_register(struct region_set *s, void (*fn)(void *ctx, struct region *r),
