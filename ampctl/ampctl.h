@@ -30,7 +30,7 @@ enum {
 
 /* --transport: how data reaches the daemon. */
 enum ampctl_transport {
-    AMPCTL_TRANSPORT_AUTO,   /* regions on a Unix socket where the daemon has them, else socket */
+    AMPCTL_TRANSPORT_AUTO,   /* the faster path for one job: today the socket (region.c says why) */
     AMPCTL_TRANSPORT_SHM,    /* regions, or an error */
     AMPCTL_TRANSPORT_SOCKET, /* messages: one unary call, or a stream */
 };
@@ -145,7 +145,7 @@ int stream_job(struct ampctl *ctx, struct io_input *in, const amp_step *steps, s
 /* --- region.c ------------------------------------------------------------- */
 
 /* What region_job() returns when the job should take the socket path
- * (--transport socket, or auto without regions): not an exit code. */
+ * (any --transport but shm, or nothing to share): not an exit code. */
 #define REGION_UNAVAILABLE (-1)
 
 /* Runs steps over in as one job over shared-memory regions, as

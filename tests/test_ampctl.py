@@ -467,8 +467,8 @@ def test_stream_options_checked():
 
 
 def test_transports_give_identical_bytes():
-    """Regions (auto on a Unix socket, and shm) against the socket path,
-    for a file and a pipe, one step and a pipeline."""
+    """Regions (shm) against the socket path (socket, and auto, which
+    takes it for one job), for a file and a pipe, one step and a pipeline."""
     data = stream_data()
     src = tmpfile("transport-in.bin", data)
     jobs = [["transform", "--op", "xor", "--value", "90"], ["reverse"], ["--json", "hist"],
