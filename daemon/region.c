@@ -15,6 +15,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* Linux 5.14; older headers lack the name. */
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+
 struct region {
     struct region_set *set;
     struct region_client *client;  /* NULL once released: no job may name it */
@@ -203,9 +208,9 @@ enum status_code region_register(struct region_client *c, int fd, uint64_t *id, 
         code = STATUS_RESOURCE_EXHAUSTED;
     }
     if (code == STATUS_OK) {
-        /* Populated now, once: a job's first pass would fault every page. */
-        r->map = mmap(NULL, (size_t)bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE,
-                      fd, 0);
+        /* Not populated here, on the loop (~100 ms per GiB): region_populate
+         * does that on a worker thread right after registration. */
+        r->map = mmap(NULL, (size_t)bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
         if (r->map == MAP_FAILED) {
             snprintf(err, errlen, "cannot map the memfd: %s", strerror(errno));
             code = errno == ENOMEM ? STATUS_RESOURCE_EXHAUSTED : STATUS_INVALID_ARGUMENT;
@@ -306,6 +311,13 @@ enum status_code region_use(struct region_set *s, long uid, uint64_t id, uint64_
 void region_ref(struct region *r)
 {
     atomic_fetch_add(&r->refs, 1);
+}
+
+void region_populate(struct region *r)
+{
+    /* Best effort: without it (kernels before 5.14) a job's first pass
+     * faults the pages in instead. */
+    madvise(r->map, r->size, MADV_POPULATE_WRITE);
 }
 
 void region_span(const struct region *r, uint8_t **base, size_t *size)

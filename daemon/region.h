@@ -80,6 +80,10 @@ void region_put(struct region *r);
 /* Another reference on r, for work that outlives the caller's (region_put). */
 void region_ref(struct region *r);
 
+/* Maps in every page of r's mapping, so that no job faults them one by
+ * one; slow (~100 ms per GiB), so not on the loop. Any thread. */
+void region_populate(struct region *r);
+
 /* r's whole mapping. */
 void region_span(const struct region *r, uint8_t **base, size_t *size);
 

@@ -80,9 +80,10 @@ static void server_on_accept(int fd, bool is_unix, void *ctx)
 }
 
 /* The region socket beside a Unix listener (region_sock.h). */
-/* A region just registered is pinned for every GPU on a worker thread
- * (dev_pin_region), off the loop, so that its first job finds it ready;
- * the work holds a reference on it until done. */
+/* A region just registered has its pages mapped in (region_populate) and
+ * is pinned for every GPU (dev_pin_region) on a worker thread, off the
+ * loop, so that its first job finds it ready; the work holds a reference
+ * on it until done. */
 struct server_pin {
     uv_work_t work;
     struct server *srv;
@@ -92,6 +93,7 @@ struct server_pin {
 static void server_pin_work(uv_work_t *w)
 {
     struct server_pin *p = w->data;
+    region_populate(p->r);
     for (size_t i = 0; i < p->srv->ndevs; i++)
         dev_pin_region(p->srv->devs[i], p->r);
 }
