@@ -508,19 +508,19 @@ static bool rpc_stream_take(struct rpc_stream *st, const uint8_t *data, size_t n
     return true;
 }
 
-/* The data bytes of a StreamRequest without copying them: the usual
- * encoding is the one field alone. Anything else goes through protobuf-c. */
-static bool rpc_stream_data_view(const uint8_t *msg, size_t len, const uint8_t **data, size_t *n)
+/* Where a StreamRequest's data begins when the message is that one field
+ * alone (the usual encoding), read from its first avail bytes (all of it,
+ * or the head h2 offers for pieces): 0 when it is anything else, which
+ * then goes through protobuf-c. */
+static size_t rpc_stream_data_offset(const uint8_t *msg, size_t avail, size_t msg_len)
 {
-    if (len < 2 || msg[0] != RPC_PB_DATA_TAG)
-        return false;
+    if (avail < 2 || msg[0] != RPC_PB_DATA_TAG)
+        return 0;
     uint64_t v;
     size_t i = 1;
-    if (pb_varint_get(msg, len, &i, &v) != 0 || v != len - i)
-        return false;
-    *data = msg + i;
-    *n = (size_t)v;
-    return true;
+    if (pb_varint_get(msg, avail, &i, &v) != 0 || v != msg_len - i)
+        return 0;
+    return i;
 }
 
 /* --- header ---------------------------------------------------------------------- */
@@ -671,14 +671,13 @@ static enum status_code rpc_stream_message(struct rpc_call *rc, const uint8_t *m
     }
     if (st->failed)
         return STATUS_OK;
-    const uint8_t *data;
-    size_t n;
-    if (st->phase != RS_HEADER && rpc_stream_data_view(msg, len, &data, &n)) {
+    size_t off = st->phase != RS_HEADER ? rpc_stream_data_offset(msg, len, len) : 0;
+    if (off) {
         if (st->phase != RS_INPUT) {
             rpc_stream_pause(st);   /* OPEN is still being admitted */
             return STATUS_OK;
         }
-        rpc_stream_take(st, data, n);
+        rpc_stream_take(st, msg + off, len - off);
         return STATUS_OK;
     }
     Amp__V1__StreamRequest *req = amp__v1__stream_request__unpack(NULL, len, msg);
@@ -719,13 +718,9 @@ static enum status_code rpc_stream_message(struct rpc_call *rc, const uint8_t *m
 static size_t rpc_stream_in_start(struct rpc_call *rc, const uint8_t *head, size_t msg_len)
 {
     struct rpc_stream *st = rc->stream;
-    if (!st || st->failed || st->phase != RS_INPUT || st->paused || head[0] != RPC_PB_DATA_TAG)
+    if (!st || st->failed || st->phase != RS_INPUT || st->paused)
         return 0;
-    uint64_t v;
-    size_t i = 1;
-    if (pb_varint_get(head, H2_PIECE_HEAD, &i, &v) != 0 || v != msg_len - i)
-        return 0;
-    return i;
+    return rpc_stream_data_offset(head, H2_PIECE_HEAD, msg_len);
 }
 
 static size_t rpc_stream_in_piece(struct rpc_call *rc, const uint8_t *data, size_t n)
