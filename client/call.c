@@ -322,9 +322,9 @@ int call_body_copy(amp_conn *c, int32_t stream_id, size_t len, uint8_t *dst)
     return 0;
 }
 
-void call_set_body(amp_conn *c, struct call *call, const uint8_t *req, size_t len, int more)
+/* The body just replaced: from its start, and nghttp2 asked for it. */
+static void call_body_restart(amp_conn *c, struct call *call, int more)
 {
-    body_borrow(&call->body, req, len);
     call->req_pos = 0;
     call->sent_pos = 0;
     call->body_open = more;
@@ -333,16 +333,19 @@ void call_set_body(amp_conn *c, struct call *call, const uint8_t *req, size_t le
     nghttp2_session_resume_data(c->h2, call->stream_id);
 }
 
+void call_set_body(amp_conn *c, struct call *call, const uint8_t *req, size_t len, int more)
+{
+    body_borrow(&call->body, req, len);
+    call_body_restart(c, call, more);
+}
+
 int call_set_body2(amp_conn *c, struct call *call, const uint8_t *head, size_t head_len,
                    const uint8_t *data, size_t len, int more)
 {
     body_borrow(&call->body, head, head_len);
     if (body_lend(&call->body, data, len) != 0)
         return conn_fail(c, AMP_ENOMEM, "out of memory for a request body");
-    call->req_pos = 0;
-    call->sent_pos = 0;
-    call->body_open = more;
-    nghttp2_session_resume_data(c->h2, call->stream_id);
+    call_body_restart(c, call, more);
     return 0;
 }
 
