@@ -78,6 +78,34 @@ static int jobs_take_data(amp_conn *c, ProtobufCMessage *msg, void **out, size_t
     return 0;
 }
 
+int jobs_reply_fields(const uint8_t *msg, size_t avail, size_t msg_len, uint8_t device_tag,
+                      struct jobs_reply_fields *f)
+{
+    memset(f, 0, sizeof *f);
+    size_t i = 0;
+    while (i < avail) {
+        uint8_t tag = msg[i++];
+        uint64_t n;
+        if ((tag != JOBS_PB_DATA_TAG && tag != device_tag) || pb_varint_get(msg, avail, &i, &n) != 0 ||
+            n > msg_len - i)
+            return 0;
+        if (tag == device_tag) {
+            if (n > avail - i)
+                return 0;
+            f->dev = msg + i;
+            f->dev_len = (size_t)n;
+        } else {
+            f->has_data = 1;
+            f->data_off = i;
+            f->data_len = (size_t)n;
+            if (n > avail - i)   /* runs past what is here: the rest of the message */
+                return i + n == msg_len;
+        }
+        i += (size_t)n;
+    }
+    return i == msg_len;
+}
+
 /* The usual DataReply, {data (field 1), device (field 2)} in any order,
  * read in place: its data moves to the front of the message's own buffer,
  * which becomes the caller's output. Decoding it with protobuf-c and
@@ -85,33 +113,18 @@ static int jobs_take_data(amp_conn *c, ProtobufCMessage *msg, void **out, size_t
  * twice more. Returns 1 when handled, 0 to fall back to protobuf-c. */
 static int jobs_data_view(amp_conn *c, uint8_t *msg, size_t len, void **out, size_t *out_len)
 {
-    const uint8_t *data = NULL, *dev = NULL;
-    uint64_t data_len = 0, dev_len = 0;
-    size_t i = 0;
-    while (i < len) {
-        uint8_t tag = msg[i++];
-        uint64_t n;
-        if ((tag != JOBS_PB_DATA_TAG && tag != JOBS_PB_DEVICE_TAG) ||
-            pb_varint_get(msg, len, &i, &n) != 0 || n > len - i)
-            return 0;
-        if (tag == JOBS_PB_DATA_TAG) {
-            data = msg + i;
-            data_len = n;
-        } else {
-            dev = msg + i;
-            dev_len = n;
-        }
-        i += (size_t)n;
-    }
+    struct jobs_reply_fields f;
+    if (!jobs_reply_fields(msg, len, len, JOBS_PB_DEVICE_TAG, &f))
+        return 0;
     char device[CONN_DEVICE_MAX];
     snprintf(device, sizeof device, "%.*s",
-             (int)(dev_len < sizeof device ? dev_len : sizeof device - 1),
-             dev ? (const char *)dev : "");
+             (int)(f.dev_len < sizeof device ? f.dev_len : sizeof device - 1),
+             f.dev ? (const char *)f.dev : "");
     jobs_set_device(c, device);
-    if (data_len)
-        memmove(msg, data, (size_t)data_len);
+    if (f.data_len)
+        memmove(msg, msg + f.data_off, f.data_len);
     *out = msg;
-    *out_len = (size_t)data_len;
+    *out_len = f.data_len;
     return 1;
 }
 

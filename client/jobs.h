@@ -33,6 +33,22 @@ int jobs_hist_params(amp_conn *c, const char *where, const amp_hist_params *p,
 int jobs_fill_params(amp_conn *c, const char *where, const amp_fill_params *p,
                      Amp__V1__FillParams *fp);
 
+/* Where the data (field 1, tag 0x0a) and device (tag device_tag) fields of
+ * a reply lie, for a msg_len-byte message that holds nothing else (in any
+ * order), scanned over its first avail bytes. The data field may run past
+ * avail only as the last field, to the message's end. Returns 1, or 0
+ * when the bytes hold anything else, or a field does not fit: protobuf-c
+ * (or the whole message) then takes over. Lets data replies be read in
+ * place instead of copied by protobuf-c. */
+struct jobs_reply_fields {
+    int has_data;
+    size_t data_off, data_len;  /* in the message */
+    const uint8_t *dev;         /* NULL: no device field */
+    size_t dev_len;
+};
+int jobs_reply_fields(const uint8_t *msg, size_t avail, size_t msg_len, uint8_t device_tag,
+                      struct jobs_reply_fields *f);
+
 /* Copies a reply's histogram into *h (counts malloc'd, caller frees with
  * amp_hist_free). Returns 0, AMP_EPROTO when src is NULL or too large,
  * AMP_ENOMEM; *h is zeroed on failure. */

@@ -31,7 +31,6 @@
 #define STREAM_PREFIX_MAX (GRPC_FRAME_HEADER + 1 + PB_VARINT_MAX)
 #define STREAM_FRAME_MAX (STREAM_PREFIX_MAX + AMP_STREAM_CHUNK)
 #define STREAM_PB_REQ_DATA_TAG 0x12 /* StreamRequest field 2 (data), length-delimited */
-#define STREAM_PB_DATA_TAG 0x0a   /* StreamReply field 1 (data), length-delimited */
 #define STREAM_PB_DEVICE_TAG 0x1a /* StreamReply field 3 (device), length-delimited */
 #define STREAM_DEVICE_MAX 160
 
@@ -95,37 +94,31 @@ static int stream_on_result(struct stream *st, const Amp__V1__StepResult *r)
     return rc;
 }
 
+/* The replies' device, when a data reply names one: 0, or -1 when its
+ * name is too long to keep (protobuf-c then decodes the reply). */
+static int stream_set_device(struct stream *st, const struct jobs_reply_fields *f)
+{
+    if (f->dev_len >= sizeof(st->device))
+        return -1;
+    if (f->dev_len && (f->dev_len != strlen(st->device) ||
+                       memcmp(st->device, f->dev, f->dev_len) != 0)) {
+        memcpy(st->device, f->dev, f->dev_len);
+        st->device[f->dev_len] = '\0';
+        jobs_set_device(st->c, st->device);
+    }
+    return 0;
+}
+
 /* The usual data reply, StreamReply{device (field 3), data (field 1)} in
  * either order, read in place: decoding it with protobuf-c would copy every
  * chunk once more. Returns 1 when handled, 0 to fall back to protobuf-c. */
 static int stream_data_view(struct stream *st, const uint8_t *msg, size_t len, int *rc)
 {
-    const uint8_t *data = NULL, *dev = NULL;
-    uint64_t data_len = 0, dev_len = 0;
-    size_t i = 0;
-    while (i < len) {
-        uint8_t tag = msg[i++];
-        uint64_t n;
-        if ((tag != STREAM_PB_DATA_TAG && tag != STREAM_PB_DEVICE_TAG) ||
-            pb_varint_get(msg, len, &i, &n) != 0 || n > len - i)
-            return 0;
-        if (tag == STREAM_PB_DATA_TAG) {
-            data = msg + i;
-            data_len = n;
-        } else {
-            dev = msg + i;
-            dev_len = n;
-        }
-        i += (size_t)n;
-    }
-    if (!data || dev_len >= sizeof(st->device))
+    struct jobs_reply_fields f;
+    if (!jobs_reply_fields(msg, len, len, STREAM_PB_DEVICE_TAG, &f) || !f.has_data ||
+        stream_set_device(st, &f) != 0)
         return 0;
-    if (dev_len && (dev_len != strlen(st->device) || memcmp(st->device, dev, dev_len) != 0)) {
-        memcpy(st->device, dev, dev_len);
-        st->device[dev_len] = '\0';
-        jobs_set_device(st->c, st->device);
-    }
-    ProtobufCBinaryData bytes = {(size_t)data_len, (uint8_t *)data};
+    ProtobufCBinaryData bytes = {f.data_len, (uint8_t *)msg + f.data_off};
     *rc = stream_on_data(st, &bytes);
     return 1;
 }
@@ -136,31 +129,12 @@ static int stream_data_view(struct stream *st, const uint8_t *msg, size_t len, i
 static size_t stream_piece_start(const uint8_t *head, size_t msg_len, void *ctx)
 {
     struct stream *st = ctx;
-    const uint8_t *dev = NULL;
-    uint64_t dev_len = 0, n;
-    size_t i = 0;
-    while (i < CALL_PIECE_HEAD) {
-        uint8_t tag = head[i++];
-        if ((tag != STREAM_PB_DATA_TAG && tag != STREAM_PB_DEVICE_TAG) ||
-            pb_varint_get(head, CALL_PIECE_HEAD, &i, &n) != 0)
-            return 0;
-        if (tag == STREAM_PB_DATA_TAG) {
-            if (n != msg_len - i || dev_len >= sizeof st->device)
-                return 0;
-            if (dev_len && (dev_len != strlen(st->device) || memcmp(st->device, dev, dev_len))) {
-                memcpy(st->device, dev, dev_len);
-                st->device[dev_len] = '\0';
-                jobs_set_device(st->c, st->device);
-            }
-            return i;
-        }
-        if (n > CALL_PIECE_HEAD - i)
-            return 0;
-        dev = head + i;
-        dev_len = n;
-        i += (size_t)n;
-    }
-    return 0;
+    struct jobs_reply_fields f;
+    /* msg_len > CALL_PIECE_HEAD: success means the data runs to the end. */
+    if (!jobs_reply_fields(head, CALL_PIECE_HEAD, msg_len, STREAM_PB_DEVICE_TAG, &f) ||
+        !f.has_data || stream_set_device(st, &f) != 0)
+        return 0;
+    return f.data_off;
 }
 
 static int stream_piece(const uint8_t *data, size_t len, void *ctx)
