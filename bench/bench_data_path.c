@@ -379,24 +379,9 @@ static void dp_ampd_start(struct dp_ampd *am, const struct dp_opts *o)
     am->ao = (amp_opts){.device = am->device, .timeout_ms = 0};
 }
 
-/* Its peak resident memory in bytes (VmHWM), 0 if unreadable. */
-static uint64_t dp_ampd_peak(const struct dp_ampd *am)
-{
-    char path[64], line[256];
-    snprintf(path, sizeof path, "/proc/%d/status", (int)am->dm.pid);
-    FILE *f = fopen(path, "r");
-    uint64_t kib = 0;
-    while (f && fgets(line, sizeof line, f))
-        if (sscanf(line, "VmHWM: %" SCNu64, &kib) == 1)
-            break;
-    if (f)
-        fclose(f);
-    return kib * 1024;
-}
-
 static int dp_ampd_stop(struct dp_ampd *am)
 {
-    uint64_t peak = dp_ampd_peak(am);
+    uint64_t peak = bench_vm_hwm(am->dm.pid);
     amp_region_release(am->in);
     amp_region_release(am->out);
     amp_close(am->unix_c);

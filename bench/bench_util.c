@@ -4,6 +4,7 @@
 #include "bench_util.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -105,4 +106,18 @@ void *bench_alloc_touched(size_t n)
         bench_die("out of host memory (%zu bytes)", n);
     memset(p, 0, n);
     return p;
+}
+
+uint64_t bench_vm_hwm(pid_t pid)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    FILE *f = fopen(path, "r");
+    uint64_t kib = 0;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "VmHWM: %" SCNu64, &kib) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return kib * 1024;
 }

@@ -7,6 +7,11 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
+
+/* Process pid's peak resident memory (VmHWM) in bytes, 0 if unreadable:
+ * the daemon's, beside a bench's figures. */
+uint64_t bench_vm_hwm(pid_t pid);
 
 /* n pseudo-random bytes from seed (splitmix64), the same on every run. */
 void bench_random(uint8_t *p, size_t n, uint64_t seed);

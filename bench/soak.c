@@ -560,21 +560,6 @@ static void soak_daemon_start(struct soak_daemon *dm, const struct soak_opts *o)
              SOAK_START_TIMEOUT_MS / 1000);
 }
 
-/* The daemon's VmHWM (peak resident set) in bytes, 0 if unreadable. */
-static uint64_t soak_vm_hwm(pid_t pid)
-{
-    char path[64], line[256];
-    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-    FILE *f = fopen(path, "r");
-    uint64_t kib = 0;
-    while (f && fgets(line, sizeof line, f))
-        if (sscanf(line, "VmHWM: %" SCNu64, &kib) == 1)
-            break;
-    if (f)
-        fclose(f);
-    return kib * 1024;
-}
-
 /* SIGTERM, then waits for the exit. Returns true when it exited 0. */
 static bool soak_daemon_stop(struct soak_daemon *dm)
 {
@@ -894,7 +879,7 @@ int main(int argc, char **argv)
     double settle = soak_settle(&dm, &after);
     bool daemon_clean = true;
     if (dm.pid > 0) {
-        dm.vm_hwm = soak_vm_hwm(dm.pid);
+        dm.vm_hwm = bench_vm_hwm(dm.pid);
         daemon_clean = soak_daemon_stop(&dm);
     }
 
