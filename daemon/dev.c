@@ -47,13 +47,14 @@ enum status_code dev_check_steps(struct dev *d, struct job *job, uint64_t in_len
 }
 
 /* Host memory for a data result; never NULL, even for 0 bytes, so that
- * callers may pass it to memcpy. A region job's results go one after
- * another into its output region (rpc_jobs.c checked that they fit). */
+ * callers may pass it to memcpy. A job with out set (an output region, or
+ * its input's memory) has its results go there one after another
+ * (rpc_jobs.c and job_output_in_place checked that they fit). */
 static enum status_code dev_result_alloc(struct dev_exec *x, struct step_result *r, size_t len)
 {
     struct job *job = x->job;
     r->len = len;
-    if (job->out_region) {
+    if (job->out) {
         if (len > job->out_cap - job->out_used) {
             x->failed = true;
             return job_fail(job, STATUS_OUT_OF_RANGE,
@@ -279,7 +280,7 @@ static void dev_drop_results(struct job *job)
 {
     job->out_used = 0;
     for (size_t i = 0; i < job->nsteps; i++) {
-        if (!job->out_region)
+        if (!job->out)
             free(job->results[i].data);
         free(job->results[i].hist.counts);
         memset(&job->results[i], 0, sizeof(job->results[i]));

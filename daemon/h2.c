@@ -367,6 +367,76 @@ int h2_call_feed(struct h2_call *c, const uint8_t *data, size_t len)
     return grpc_frame_feed(&c->reader, data, len, h2_on_message, c);
 }
 
+/* Bytes the reader needs to finish its prefix or its message: feeding no
+ * more than that delivers at most one message per feed. */
+static size_t h2_call_need(const struct grpc_frame_reader *r)
+{
+    if (r->hdr_have < GRPC_FRAME_HEADER)
+        return GRPC_FRAME_HEADER - r->hdr_have;
+    return r->msg_len - r->msg_have;
+}
+
+/* At the start of a message body longer than H2_PIECE_HEAD, with its head
+ * in data: asks the handler whether it takes the body in pieces. Returns
+ * the bytes of data the head used (0: the message goes to the reader). A
+ * unary call's second message never does: the reader refuses it. */
+static size_t h2_call_piece_start(struct h2_call *c, const uint8_t *data, size_t len)
+{
+    struct grpc_frame_reader *r = &c->reader;
+    const struct h2_handlers *h = c->s->h;
+    if (!h->piece_start || r->hdr_have < GRPC_FRAME_HEADER || r->msg_have != 0 ||
+        r->msg_len <= H2_PIECE_HEAD || len < H2_PIECE_HEAD ||
+        (c->kind == H2_UNARY && c->nmessages != 0))
+        return 0;   /* a head split across DATA frames goes the usual way too */
+    size_t off = h->piece_start(c, data, r->msg_len, c->s->ctx);
+    if (off == 0 || off > H2_PIECE_HEAD)
+        return 0;
+    c->piece_left = r->msg_len - off;
+    c->nmessages++;
+    c->wait_bytes += off;
+    grpc_frame_skip_body(r);
+    h2_give(c->s, c->reserved);   /* the body buffer the prefix bought */
+    c->reserved = 0;
+    return off;
+}
+
+/* The next bytes of a message taken in pieces; returns those taken. */
+static size_t h2_call_piece(struct h2_call *c, const uint8_t *data, size_t len)
+{
+    size_t n = len < c->piece_left ? len : (size_t)c->piece_left;
+    size_t k = c->s->h->piece(c, data, n, c->s->ctx);
+    c->piece_left -= k;
+    c->wait_bytes += k;
+    return k;
+}
+
+size_t h2_call_input(struct h2_call *c, const uint8_t *data, size_t len)
+{
+    size_t taken = 0;
+    while (taken < len && !c->paused && !c->held && !c->answered) {
+        if (c->piece_left) {
+            size_t k = h2_call_piece(c, data + taken, len - taken);
+            taken += k;
+            if (k == 0)
+                break;   /* paused */
+            continue;
+        }
+        size_t head = h2_call_piece_start(c, data + taken, len - taken);
+        if (head) {
+            taken += head;
+            continue;
+        }
+        size_t n = h2_call_need(&c->reader);
+        if (n == 0 || n > len - taken)
+            n = len - taken;
+        int rv = h2_call_feed(c, data + taken, n);
+        taken += n;
+        if (rv != GRPC_FRAME_OK)
+            h2_call_feed_error(c, rv);
+    }
+    return taken;
+}
+
 /* --- nghttp2 callbacks ---------------------------------------------------- */
 
 static struct h2_call *h2_stream_call(nghttp2_session *ng, int32_t stream_id)
@@ -500,9 +570,7 @@ static int h2_on_data_chunk(nghttp2_session *ng, uint8_t flags, int32_t stream_i
     nghttp2_session_consume(ng, stream_id, len);
     if (!c || c->answered || !c->started)
         return 0;
-    int rv = h2_call_feed(c, data, len);
-    if (rv != GRPC_FRAME_OK)
-        h2_call_feed_error(c, rv);
+    h2_call_input(c, data, len);
     return 0;
 }
 
@@ -622,8 +690,8 @@ uint8_t *h2_session_read_dest(struct h2_session *s, size_t *len)
     if (!s->data_left || !s->h->piece_dest)
         return NULL;
     struct h2_call *c = h2_stream_call(s->ng, s->data_stream);
-    if (!c || c->kind != H2_STREAM || !c->started || c->answered || !c->piece_left ||
-        c->paused || c->held || c->pend_len)
+    if (!c || !c->started || c->answered || !c->piece_left || c->paused || c->held ||
+        c->pend_len)
         return NULL;
     size_t room = 0;
     uint8_t *p = s->h->piece_dest(c, &room, s->ctx);

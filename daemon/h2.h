@@ -54,8 +54,8 @@ enum h2_call_kind {
     H2_STREAM,  /* any number of request messages and reply messages */
 };
 
-/* Bytes of a stream request message's beginning that piece_start() sees:
- * a protobuf tag and a length varint fit. */
+/* Bytes of a request message's beginning that piece_start() sees: a
+ * protobuf tag and a length varint fit. */
 #define H2_PIECE_HEAD 11
 
 struct h2_handlers {
@@ -70,16 +70,19 @@ struct h2_handlers {
      * h2_call_pause() instead of taking the message (see there). */
     enum status_code (*message)(struct h2_call *call, const uint8_t *msg, size_t len,
                                 char *err, size_t errlen, void *ctx);
-    /* Stream calls, optional (NULL: every message goes whole to message()).
-     * The first H2_PIECE_HEAD bytes of a longer request message arrived
-     * (msg_len is its length). Return the offset in the message from which
-     * the handler takes the rest, to its end, in pieces through piece(); or
-     * 0 to get it whole through message(). Bulk data then goes where it is
-     * needed as it arrives, instead of into a message buffer first. */
+    /* Optional (NULL: every message goes whole to message()). The first
+     * H2_PIECE_HEAD bytes of a longer request message arrived (msg_len is
+     * its length). Return the offset in the message from which the handler
+     * takes the rest, to its end, in pieces through piece(); or 0 to get it
+     * whole through message(). Bulk data then goes where it is needed as it
+     * arrives, instead of into a message buffer first. A unary call's
+     * message taken this way never reaches message(): the handler has it
+     * whole once piece() took its last byte, before end(). */
     size_t (*piece_start)(struct h2_call *call, const uint8_t *head, size_t msg_len, void *ctx);
     /* The next bytes of such a message, in order, valid only during the
      * call. Returns how many it took: all of them, unless it called
-     * h2_call_pause(); the rest comes again after h2_call_resume(). */
+     * h2_call_pause() (streams); the rest comes again after
+     * h2_call_resume(). It may fail the call (h2_call_fail). */
     size_t (*piece)(struct h2_call *call, const uint8_t *data, size_t n, void *ctx);
     /* Optional: where the next bytes of the message being taken in pieces
      * would go, and how many fit there (*room); NULL for nowhere yet. The
@@ -140,8 +143,8 @@ struct h2_session *h2_session_new(const struct h2_config *cfg, const struct h2_h
 void h2_session_free(struct h2_session *s);
 
 /* Where the owner may read the next bytes from the peer, if they are the
- * payload of an unpadded DATA frame for a stream call taking a message in
- * pieces whose handler offers a place (piece_dest): that place, and in
+ * payload of an unpadded DATA frame for a call taking a message in pieces
+ * whose handler offers a place (piece_dest): that place, and in
  * *len at most how many bytes it takes (never past the frame or the
  * message). NULL: read into the owner's buffer. Whatever is read there
  * must then go to h2_session_recv() whole, as any read does. */

@@ -61,74 +61,12 @@ int h2_stream_message(struct h2_call *c, const uint8_t *msg, size_t len)
     return 0;
 }
 
-/* Bytes the reader needs to finish its prefix or its message: feeding no
- * more than that delivers at most one message per feed. */
-static size_t h2_stream_need(const struct grpc_frame_reader *r)
-{
-    if (r->hdr_have < GRPC_FRAME_HEADER)
-        return GRPC_FRAME_HEADER - r->hdr_have;
-    return r->msg_len - r->msg_have;
-}
-
-/* At the start of a message body longer than H2_PIECE_HEAD, with its head
- * in data: asks the handler whether it takes the body in pieces. Returns
- * the bytes of data the head used (0: the message goes to the reader). */
-static size_t h2_stream_piece_start(struct h2_call *c, const uint8_t *data, size_t len)
-{
-    struct grpc_frame_reader *r = &c->reader;
-    const struct h2_handlers *h = c->s->h;
-    if (!h->piece_start || r->hdr_have < GRPC_FRAME_HEADER || r->msg_have != 0 ||
-        r->msg_len <= H2_PIECE_HEAD || len < H2_PIECE_HEAD)
-        return 0;   /* a head split across DATA frames goes the usual way too */
-    size_t off = h->piece_start(c, data, r->msg_len, c->s->ctx);
-    if (off == 0 || off > H2_PIECE_HEAD)
-        return 0;
-    c->piece_left = r->msg_len - off;
-    c->nmessages++;
-    c->wait_bytes += off;
-    grpc_frame_skip_body(r);
-    h2_give(c->s, c->reserved);   /* the body buffer the prefix bought */
-    c->reserved = 0;
-    return off;
-}
-
-/* The next bytes of a message taken in pieces; returns those taken. */
-static size_t h2_stream_piece(struct h2_call *c, const uint8_t *data, size_t len)
-{
-    size_t n = len < c->piece_left ? len : (size_t)c->piece_left;
-    size_t k = c->s->h->piece(c, data, n, c->s->ctx);
-    c->piece_left -= k;
-    c->wait_bytes += k;
-    return k;
-}
-
 /* Feeds DATA to a stream call's reader (or its handler's pieces) until it
  * is taken, the call pauses or is answered; gives back the stream window
  * for what was fed. Returns the bytes taken. */
 static size_t h2_stream_take(struct h2_call *c, const uint8_t *data, size_t len)
 {
-    size_t taken = 0;
-    while (taken < len && !c->paused && !c->held && !c->answered) {
-        if (c->piece_left) {
-            size_t k = h2_stream_piece(c, data + taken, len - taken);
-            taken += k;
-            if (k == 0)
-                break;   /* paused */
-            continue;
-        }
-        size_t head = h2_stream_piece_start(c, data + taken, len - taken);
-        if (head) {
-            taken += head;
-            continue;
-        }
-        size_t n = h2_stream_need(&c->reader);
-        if (n == 0 || n > len - taken)
-            n = len - taken;
-        int rv = h2_call_feed(c, data + taken, n);
-        taken += n;
-        if (rv != GRPC_FRAME_OK)
-            h2_call_feed_error(c, rv);
-    }
+    size_t taken = h2_call_input(c, data, len);
     if (taken)
         nghttp2_session_consume_stream(c->s->ng, c->stream_id, taken);
     return taken;

@@ -34,30 +34,55 @@ struct job *job_new(size_t nsteps)
     return job;
 }
 
+static void job_free_input(struct job *job)
+{
+    if (job->in_mem_free)
+        job->in_mem_free(job->in_mem);
+    else
+        free(job->in_mem);
+}
+
 void job_free(struct job *job)
 {
     if (!job)
         return;
     if (job->results) {
         for (size_t i = 0; i < job->nsteps; i++) {
-            if (!job->out_region)
+            if (!job->out)
                 free(job->results[i].data);
             free(job->results[i].hist.counts);
         }
         free(job->results);
     }
     free(job->steps);
-    free(job->in_mem);
+    job_free_input(job);
     region_put(job->in_region);
     region_put(job->out_region);
     free(job);
 }
 
+void job_output_in_place(struct job *job)
+{
+    if (!job->in_mem || job->out)
+        return;
+    size_t data_steps = 0;
+    for (size_t i = 0; i < job->nsteps; i++) {
+        enum step_kind k = job->steps[i].kind;
+        if (k == STEP_FILL)
+            return;
+        data_steps += k != STEP_HISTOGRAM;
+    }
+    if (data_steps != 1)
+        return;
+    job->out = job->in;
+    job->out_cap = job->in_len;
+}
+
 void job_drop_input(struct job *job)
 {
-    if (!job->in_mem)
+    if (!job->in_mem || (job->out && !job->out_region))
         return;
-    free(job->in_mem);
+    job_free_input(job);
     job->in_mem = NULL;
     job->in_mem_len = 0;
     job->in = NULL;
@@ -76,9 +101,10 @@ enum status_code job_fail(struct job *job, enum status_code code, const char *fm
 
 uint64_t job_memory(const struct job *job)
 {
-    /* Bytes in a client's region are the client's memory, not ours. */
+    /* Bytes in a client's region are the client's memory, not ours; output
+     * written over the input takes none. */
     uint64_t total = job->in_mem_len, len = job->in_len;
-    uint64_t data = job->out_region ? 0 : 1;
+    uint64_t data = job->out ? 0 : 1;
     for (size_t i = 0; i < job->nsteps; i++) {
         const struct step *st = &job->steps[i];
         switch (st->kind) {

@@ -79,14 +79,17 @@ struct job {
     uint8_t *in;          /* input bytes: in in_mem, or in a region when in_region is
                            * set; may be NULL if in_len == 0 */
     size_t in_len;
-    void *in_mem;         /* malloc'd memory holding in, owned by the job: the request
-                           * message whose bulk bytes in points into (rpc.c), or a copy;
-                           * NULL for a region's input or none */
+    void *in_mem;         /* memory holding in, owned by the job: the request message
+                           * whose bulk bytes in points into (rpc.c), or a copy; NULL for a
+                           * region's input or none */
     size_t in_mem_len;    /* bytes at in_mem (job_memory counts them, not in_len) */
+    void (*in_mem_free)(void *in_mem); /* how in_mem is freed; NULL: free() (a pinned
+                           * run: rpc_bulk_pin_free, any thread) */
     /* Region jobs (region.h): the job holds a reference on each region it
-     * names until it is freed. With out_region, each data step's result
-     * goes into out[0..out_cap) one after another (results[i].data points
-     * there, not owned). */
+     * names until it is freed. With out set, each data step's result goes
+     * into out[0..out_cap) one after another (results[i].data points
+     * there, not owned): an output region, or the input's own memory
+     * (job_output_in_place). */
     struct region *in_region;
     struct region *out_region;
     uint8_t *out;
@@ -133,8 +136,14 @@ bool job_transform_clip(const struct transform_params *p, uint64_t off, size_t l
 struct job *job_new(size_t nsteps);
 /* Frees the job, its input, steps and every result. NULL is a no-op. */
 void job_free(struct job *job);
-/* Frees in_mem once the job ran (its results no longer need the input);
- * in and in_len are cleared unless the input is in a region. */
+/* Lets a job whose one data step keeps its input's length (a transform or
+ * a reverse, around histograms) write that output over its input, where it
+ * owns the input's memory and names no output region: no second buffer,
+ * and a pinned input stays pinned for the copy back. */
+void job_output_in_place(struct job *job);
+/* Frees in_mem once the job ran (its results no longer need the input,
+ * unless they were written over it); in and in_len are cleared unless the
+ * input is in a region. */
 void job_drop_input(struct job *job);
 /* Host bytes a unary job holds while in flight: its input's memory and
  * every step's output (histogram counts included), but not what lives in

@@ -24,6 +24,7 @@
 #include "grpc/health/v1/health.pb-c.h"
 #include "grpc_frame.h"
 #include "rpc_bulk.h"
+#include "rpc_bulk_pin.h"
 #include "scheduler.h"
 
 static const struct rpc_method rpc_methods[] = {
@@ -122,28 +123,21 @@ static enum status_code rpc_invalid(struct rpc_call *rc, char *err, size_t errle
     return STATUS_INTERNAL;
 }
 
-/* Decodes a request with a bulk field (rpc_bulk.h): the message's buffer
- * is kept, with its hold, and the bulk bytes stay in it; only the rest is
- * decoded (and held: about as large as it is). */
-static enum status_code rpc_unpack_bulk(struct rpc_call *rc, const ProtobufCFieldDescriptor *bulk,
-                                        const uint8_t *msg, size_t len, char *err, size_t errlen)
+enum status_code rpc_decode_bulk(struct rpc_call *rc, uint8_t *buf, size_t len, uint64_t held,
+                                 char *err, size_t errlen)
 {
-    struct rpc_bulk b;
-    if (rpc_bulk_scan(bulk, msg, len, &b) != 0)
-        return rpc_invalid(rc, err, errlen);
-    uint64_t held;
-    rc->msg = h2_call_take_message(rc->h2, &held);
-    if (!rc->msg) {
-        snprintf(err, errlen, "internal error: the request's buffer could not be kept");
-        return STATUS_INTERNAL;
-    }
+    rc->msg = buf;
     rc->msg_len = (size_t)held;
+    const ProtobufCFieldDescriptor *bulk = rpc_bulk_field(rc->method->request);
+    struct rpc_bulk b;
+    if (rpc_bulk_scan(bulk, buf, len, &b) != 0)
+        return rpc_invalid(rc, err, errlen);
     char why[STATUS_MSG_MAX];
     if (h2_call_hold(rc->h2, held + b.rest_len + rpc_bulk_scratch(&b), why, sizeof(why)) != 0) {
         snprintf(err, errlen, "no room to decode the %zu-byte request: %s", len, why);
         return STATUS_RESOURCE_EXHAUSTED;
     }
-    rc->req = rpc_bulk_unpack(rc->method->request, bulk, msg, len, &b);
+    rc->req = rpc_bulk_unpack(rc->method->request, bulk, buf, len, &b);
     h2_call_hold(rc->h2, held + b.rest_len, NULL, 0);   /* the scratch is gone */
     if (!rc->req)
         return rpc_invalid(rc, err, errlen);
@@ -154,6 +148,11 @@ static enum status_code rpc_unpack_bulk(struct rpc_call *rc, const ProtobufCFiel
 
 void rpc_take_bulk(struct rpc_call *rc, struct job *job)
 {
+    if (rpc_bulk_pin_give(rc, job)) {
+        free(rc->msg);   /* what followed the pinned bytes: decoded already */
+        rc->msg = NULL;
+        return;
+    }
     if (!rc->msg)
         return;
     job->in = (uint8_t *)(uintptr_t)rc->bulk;
@@ -172,9 +171,16 @@ enum status_code rpc_h2_message(struct h2_call *call, const uint8_t *msg, size_t
     struct rpc_call *rc = h2_call_user(call);
     if (rc->method->streaming)
         return rc->method->streaming->message(rc, msg, len, err, errlen);
-    const ProtobufCFieldDescriptor *bulk = rpc_bulk_field(rc->method->request);
-    if (bulk)
-        return rpc_unpack_bulk(rc, bulk, msg, len, err, errlen);
+    if (rpc_bulk_field(rc->method->request)) {
+        /* The bulk bytes stay in the message's buffer, which rc keeps. */
+        uint64_t held;
+        uint8_t *buf = h2_call_take_message(rc->h2, &held);
+        if (!buf) {
+            snprintf(err, errlen, "internal error: the request's buffer could not be kept");
+            return STATUS_INTERNAL;
+        }
+        return rpc_decode_bulk(rc, buf, len, held, err, errlen);
+    }
     /* The decoded copy is about as large as the message (its bytes fields). */
     char why[STATUS_MSG_MAX];
     if (h2_call_hold(call, len, why, sizeof(why)) != 0) {
@@ -187,24 +193,33 @@ enum status_code rpc_h2_message(struct h2_call *call, const uint8_t *msg, size_t
     return STATUS_OK;
 }
 
+/* Pieces: a streaming method's own, or a unary request's bulk field
+ * received into pinned memory (rpc_bulk_pin.h). */
 size_t rpc_h2_piece_start(struct h2_call *call, const uint8_t *head, size_t msg_len)
 {
     struct rpc_call *rc = h2_call_user(call);
     const struct rpc_streaming *sm = rc->method->streaming;
-    return sm && sm->piece_start ? sm->piece_start(rc, head, msg_len) : 0;
+    if (sm)
+        return sm->piece_start ? sm->piece_start(rc, head, msg_len) : 0;
+    const ProtobufCFieldDescriptor *bulk = rpc_bulk_field(rc->method->request);
+    return bulk ? rpc_bulk_pin_start(rc, bulk, head, msg_len) : 0;
 }
 
 size_t rpc_h2_piece(struct h2_call *call, const uint8_t *data, size_t n)
 {
     struct rpc_call *rc = h2_call_user(call);
-    return rc->method->streaming->piece(rc, data, n);
+    if (rc->method->streaming)
+        return rc->method->streaming->piece(rc, data, n);
+    return rpc_bulk_pin_piece(rc, data, n);
 }
 
 uint8_t *rpc_h2_piece_dest(struct h2_call *call, size_t *room)
 {
     struct rpc_call *rc = h2_call_user(call);
     const struct rpc_streaming *sm = rc->method->streaming;
-    return sm && sm->piece_dest ? sm->piece_dest(rc, room) : NULL;
+    if (sm)
+        return sm->piece_dest ? sm->piece_dest(rc, room) : NULL;
+    return rpc_bulk_pin_dest(rc, room);
 }
 
 void rpc_h2_end(struct h2_call *call, struct rpc_env *env)
@@ -252,6 +267,7 @@ void rpc_h2_closed(struct h2_call *call, struct rpc_env *env)
     if (rc->req)
         protobuf_c_message_free_unpacked(rc->req, NULL);
     free(rc->msg);
+    rpc_bulk_pin_free(rc->pin);
     free(rc);
 }
 

@@ -84,6 +84,10 @@ struct rpc_call {
     size_t msg_len;
     const uint8_t *bulk;
     size_t bulk_len;
+    /* Or the bulk bytes arrived in pinned memory (rpc_bulk_pin.h), owned
+     * until a job takes them (rpc_take_bulk); msg then holds only the
+     * message's other fields. */
+    struct rpc_pin *pin;
     struct job *job;                    /* submitted, not yet completed; job->owner == this */
     uint64_t job_held;                  /* bytes held for job (h2_call_hold) */
     void *stream;                       /* a streaming method's state (rpc_stream.c) */
@@ -123,8 +127,17 @@ void rpc_reply(struct rpc_call *rc, const ProtobufCMessage *reply);
 void rpc_reply_ref(struct rpc_call *rc, const ProtobufCMessage *reply,
                    void (*release)(void *ctx), void *ctx);
 
+/* Decodes a request of rc's method, which has a bulk field (rpc_bulk.h),
+ * from buf (len bytes, malloc'd, held bytes of it in the call's budget),
+ * which rc keeps: the bulk bytes stay in it as rc->bulk, and only the rest
+ * is decoded into rc->req (and held: about as large as it is). Returns
+ * STATUS_OK, or a status with its message in err. */
+enum status_code rpc_decode_bulk(struct rpc_call *rc, uint8_t *buf, size_t len, uint64_t held,
+                                 char *err, size_t errlen);
+
 /* Moves the request's bulk bytes into job (its input, job->in_mem being
- * the request's buffer); none when the request had no bulk field. */
+ * the request's buffer or its pinned run); none when the request had no
+ * bulk field. */
 void rpc_take_bulk(struct rpc_call *rc, struct job *job);
 
 /* Answers the call with an error status; same lifetime rule as rpc_reply. */

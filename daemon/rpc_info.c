@@ -14,6 +14,7 @@
 #include "budget.h"
 #include "conn_limit.h"
 #include "scheduler.h"
+#include "staging.h"
 
 #define RPC_INFO_KIB 1024
 
@@ -72,6 +73,11 @@ void rpc_status(struct rpc_call *rc, ProtobufCMessage *req)
         reply.peak_rss_bytes = (uint64_t)ru.ru_maxrss * RPC_INFO_KIB;   /* Linux: KiB */
     if (rc->env->budget)
         reply.held_bytes = budget_used(rc->env->budget);
+    for (size_t i = 0; rc->env->sched && i < sched_ndevs(rc->env->sched); i++) {
+        struct staging_port *p = sched_staging(rc->env->sched, i);
+        reply.staging_bytes_in_use +=
+            (uint64_t)(staging_count(p) - staging_free_count(p)) * staging_buf_size(p);
+    }
     Amp__V1__StatusCount counts[STATUS_CODE_COUNT], *ptrs[STATUS_CODE_COUNT];
     const struct status_counts *by = rc->env->status_counts;
     for (int code = 0; by && code < STATUS_CODE_COUNT; code++) {

@@ -97,6 +97,7 @@ static void rpc_job_start(struct rpc_call *rc, struct job *job, enum status_code
         rpc_fail(rc, code, "%s", err);
         return;
     }
+    job_output_in_place(job);
     rpc_submit(rc, job, done);
 }
 

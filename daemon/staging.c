@@ -11,15 +11,17 @@
  */
 #include "staging.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 struct staging_pool {
-    uv_mutex_t lock;                /* guards free_list, nfree, ports and has_waiters */
+    uv_mutex_t lock;                /* guards free_list, taken, nfree, ports and has_waiters */
     size_t size, count;
-    struct staging_buf *bufs;       /* count entries */
-    struct dev_pinned **pinned;     /* count entries, owned */
+    struct staging_buf *bufs;       /* count entries: bufs[i].host is base + i * size */
+    struct dev_pinned *pinned;      /* the pool's one pinned allocation, owned */
     struct staging_buf *free_list;
+    bool *taken;                    /* count entries: bufs[i] is out of the pool */
     size_t nfree;                   /* nfree <= count */
     struct staging_port *ports;     /* every loop's, linked through next */
 };
@@ -60,12 +62,12 @@ static void staging_on_wake(uv_async_t *h)
 
 static void staging_release(struct staging_pool *p)
 {
-    for (size_t i = 0; p->pinned && i < p->count; i++)
-        dev_pinned_free(p->pinned[i]);
-    free(p->pinned);
+    dev_pinned_free(p->pinned);
     free(p->bufs);
+    free(p->taken);
     p->pinned = NULL;
     p->bufs = NULL;
+    p->taken = NULL;
 }
 
 int staging_pool_new(struct dev *d, size_t count, size_t size, struct staging_pool **out,
@@ -78,27 +80,29 @@ int staging_pool_new(struct dev *d, size_t count, size_t size, struct staging_po
     }
     p->size = size;
     p->bufs = calloc(count, sizeof(*p->bufs));
-    p->pinned = calloc(count, sizeof(*p->pinned));
-    if (!p->bufs || !p->pinned) {
+    p->taken = calloc(count, sizeof(*p->taken));
+    if (!p->bufs || !p->taken) {
         staging_release(p);
         free(p);
         snprintf(err, errlen, "out of memory");
         return -1;
     }
-    for (size_t i = 0; i < count; i++) {
-        p->bufs[i].host = dev_pinned_alloc(d, size, &p->pinned[i]);
-        if (!p->bufs[i].host) {
-            staging_release(p);
-            free(p);
-            snprintf(err, errlen, "cannot allocate %zu pinned staging buffers of %zu bytes on device %u",
-                     count, size, dev_info(d)->index);
-            return -1;
-        }
-        p->count++;
+    /* One allocation, so that neighbouring buffers make a run (staging_get_run). */
+    uint8_t *base = count && size <= SIZE_MAX / count ? dev_pinned_alloc(d, count * size, &p->pinned)
+                                                      : NULL;
+    if (!base) {
+        staging_release(p);
+        free(p);
+        snprintf(err, errlen, "cannot allocate %zu pinned staging buffers of %zu bytes on device %u",
+                 count, size, dev_info(d)->index);
+        return -1;
+    }
+    for (size_t i = count; i-- > 0;) {
+        p->bufs[i].host = base + i * size;
         p->bufs[i].next = p->free_list;
         p->free_list = &p->bufs[i];
-        p->nfree++;
     }
+    p->count = p->nfree = count;
     uv_mutex_init(&p->lock);
     *out = p;
     return 0;
@@ -172,22 +176,79 @@ struct staging_buf *staging_get(struct staging_port *port)
     if (b) {
         p->free_list = b->next;
         b->next = NULL;
+        p->taken[b - p->bufs] = true;
         p->nfree--;
     }
     uv_mutex_unlock(&p->lock);
     return b;
 }
 
+/* Under the lock: b back on the free list. */
+static void staging_give(struct staging_pool *p, struct staging_buf *b)
+{
+    b->next = p->free_list;
+    p->free_list = b;
+    p->taken[b - p->bufs] = false;
+    p->nfree++;
+}
+
+/* Under the lock, after buffers came back: every port with waiters looks. */
+static void staging_wake_all(struct staging_pool *p)
+{
+    for (struct staging_port *q = p->ports; q; q = q->next)
+        if (q->has_waiters)
+            uv_async_send(&q->wake);
+}
+
 void staging_put(struct staging_port *port, struct staging_buf *b)
 {
     struct staging_pool *p = port->pool;
     uv_mutex_lock(&p->lock);
-    b->next = p->free_list;
-    p->free_list = b;
-    p->nfree++;
-    for (struct staging_port *q = p->ports; q; q = q->next)
-        if (q->has_waiters)
-            uv_async_send(&q->wake);
+    staging_give(p, b);
+    staging_wake_all(p);
+    uv_mutex_unlock(&p->lock);
+}
+
+void *staging_get_run(struct staging_port *port, size_t n)
+{
+    struct staging_pool *p = port->pool;
+    void *host = NULL;
+    uv_mutex_lock(&p->lock);
+    size_t start = 0, len = 0;
+    for (size_t i = 0; n && i < p->count && len < n; i++) {
+        if (p->taken[i])
+            len = 0;
+        else if (len++ == 0)
+            start = i;
+    }
+    if (n && len == n) {
+        /* Off the free list: unlink the run's buffers wherever they sit. */
+        for (struct staging_buf **pp = &p->free_list; *pp;) {
+            size_t i = (size_t)(*pp - p->bufs);
+            if (i >= start && i < start + n)
+                *pp = (*pp)->next;
+            else
+                pp = &(*pp)->next;
+        }
+        for (size_t i = start; i < start + n; i++) {
+            p->bufs[i].next = NULL;
+            p->taken[i] = true;
+        }
+        p->nfree -= n;
+        host = p->bufs[start].host;
+    }
+    uv_mutex_unlock(&p->lock);
+    return host;
+}
+
+void staging_put_run(struct staging_port *port, void *host, size_t n)
+{
+    struct staging_pool *p = port->pool;
+    size_t start = (size_t)((uint8_t *)host - (uint8_t *)p->bufs[0].host) / p->size;
+    uv_mutex_lock(&p->lock);
+    for (size_t i = start; i < start + n; i++)
+        staging_give(p, &p->bufs[i]);
+    staging_wake_all(p);
     uv_mutex_unlock(&p->lock);
 }
 

@@ -7,6 +7,8 @@
  * returns once the output is queued on the connection. When the pool is
  * empty a stream waits its turn and stops reading its input meanwhile
  * (h2_call_pause), which is the backpressure that reaches the client.
+ * A unary request's bulk bytes may take a run of neighbouring buffers
+ * (staging_get_run), if one is free, for the life of its job.
  *
  * Threads: one pool per device is shared by every I/O loop; each loop
  * reaches it through its own port (struct staging_port), which keeps that
@@ -70,6 +72,15 @@ struct staging_buf *staging_get(struct staging_port *port);
 
 /* Returns b; waiters (on every loop) are woken on a later loop turn. */
 void staging_put(struct staging_port *port, struct staging_buf *b);
+
+/* A run of n neighbouring buffers (n * staging_buf_size() bytes in one
+ * piece: a unary request's bulk bytes, rpc_bulk_pin.c), or NULL when no
+ * such run is free. Runs never wait: the caller falls back to other memory. */
+void *staging_get_run(struct staging_port *port, size_t n);
+
+/* Returns a run from staging_get_run (host and n as it was taken), as
+ * staging_put does a buffer; may be called from any thread. */
+void staging_put_run(struct staging_port *port, void *host, size_t n);
 
 /* Queues w for the next free buffer (a no-op if it is queued already). */
 void staging_wait(struct staging_port *port, struct staging_waiter *w);

@@ -10,6 +10,7 @@
  * get INTERNAL naming the message type. Then a good client is served and
  * SIGTERM ends the daemon with status 0 (under ASan: nothing leaked). */
 #include <check.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -73,20 +74,27 @@ static void wire_end(struct wire *w)
     grpc_frame_header(w->buf, w->len - GRPC_FRAME_HEADER);
 }
 
-/* Sends the request on a new connection and returns its client (caller
- * frees); *r is the call's result. */
-static struct h2c *wire_call(const char *path, struct wire *w, const struct h2c_result **r)
+/* Sends the first len bytes of the request (its prefix says all of it)
+ * on a new connection and returns its client (caller frees); *r is the
+ * call's result. */
+static struct h2c *wire_call_cut(const char *path, struct wire *w, size_t len,
+                                 const struct h2c_result **r)
 {
     wire_end(w);
     int fd = h2c_connect_unix(ampd.sock_path);
     ck_assert_int_ge(fd, 0);
     struct h2c *c = h2c_new();
-    int32_t id = h2c_request(c, path, NULL, w->buf, w->len, true);
+    int32_t id = h2c_request(c, path, NULL, w->buf, len, true);
     ck_assert_int_eq(h2c_run_fd(c, fd, IO_TIMEOUT_MS), 0);
     close(fd);
     *r = h2c_result(c, id);
     free(w->buf);
     return c;
+}
+
+static struct h2c *wire_call(const char *path, struct wire *w, const struct h2c_result **r)
+{
+    return wire_call_cut(path, w, w->len, r);
 }
 
 /* The reply's one message, which must be exactly what protobuf-c packs
@@ -154,9 +162,59 @@ static void assert_served(void)
     h2c_free(c);
 }
 
+/* Staging buffers of 64 KiB, so that BIG_LEN of data is received into a
+ * run of two pinned buffers (daemon/rpc_bulk_pin.c) when it comes first. */
+static const char *const small_chunks[] = { "--chunk-bytes", "65536", NULL };
+
+/* The daemon's staging memory in use, once it comes back to 0 (a run goes
+ * back when the reply was written, which the client may see first); the
+ * last value seen if it does not within a few seconds. */
+static uint64_t staging_now(void)
+{
+    uint8_t req[GRPC_FRAME_HEADER];
+    grpc_frame_header(req, 0);
+    int fd = h2c_connect_unix(ampd.sock_path);
+    ck_assert_int_ge(fd, 0);
+    struct h2c *c = h2c_new();
+    int32_t id = h2c_request(c, "/amp.v1.Amp/Status", NULL, req, sizeof req, true);
+    ck_assert_int_eq(h2c_run_fd(c, fd, IO_TIMEOUT_MS), 0);
+    close(fd);
+    const struct h2c_result *r = h2c_result(c, id);
+    Amp__V1__StatusReply *st =
+        (Amp__V1__StatusReply *)reply_decode(r, &amp__v1__status_reply__descriptor);
+    uint64_t in_use = st->staging_bytes_in_use;
+    protobuf_c_message_free_unpacked(&st->base, NULL);
+    h2c_free(c);
+    return in_use;
+}
+
+/* Waits a few seconds at most for the daemon's staging memory in use to
+ * be want (a run goes back when its reply was written, which the client
+ * may see first; it is taken when the data's first bytes were read, which
+ * may be after the client sent them); returns the last value seen. */
+static uint64_t staging_wait_for(uint64_t want)
+{
+    uint64_t in_use = staging_now();
+    for (int tries = 0; tries < 200 && in_use != want; tries++) {
+        usleep(20 * 1000);
+        in_use = staging_now();
+    }
+    return in_use;
+}
+
+static uint64_t staging_settled(void)
+{
+    return staging_wait_for(0);
+}
+
+static bool body_sent(struct h2c *c, void *arg)
+{
+    return h2c_body_unsent(c, *(int32_t *)arg) == 0;
+}
+
 START_TEST(repeated_data_last_wins)
 {
-    ck_assert_int_eq(daemon_start(&ampd, NULL), 0);
+    ck_assert_int_eq(daemon_start(&ampd, small_chunks), 0);
     uint8_t *first = pattern(BIG_LEN, 1), *last = pattern(BIG_LEN - 5, 2);
     struct wire w;
     wire_begin(&w);
@@ -176,6 +234,7 @@ START_TEST(repeated_data_last_wins)
     h2c_free(c);
     free(first);
     free(last);
+    ck_assert_uint_eq(staging_settled(), 0);   /* the runs the first fields took went back */
     assert_served();
     ck_assert_int_eq(daemon_stop(&ampd), 0);
 }
@@ -185,7 +244,7 @@ END_TEST
  * range of the message, so the daemon copies it out to decode it. */
 START_TEST(data_between_other_fields)
 {
-    ck_assert_int_eq(daemon_start(&ampd, NULL), 0);
+    ck_assert_int_eq(daemon_start(&ampd, small_chunks), 0);
     Amp__V1__TransformParams p = AMP__V1__TRANSFORM_PARAMS__INIT;
     p.op = AMP__V1__TRANSFORM_OP__TRANSFORM_OP_ADD;
     p.value = ADD_VALUE;
@@ -217,7 +276,7 @@ END_TEST
  * reply) around a histogram: the reply is protobuf-c's bytes. */
 START_TEST(pipeline_reply_is_protobuf_c)
 {
-    ck_assert_int_eq(daemon_start(&ampd, NULL), 0);
+    ck_assert_int_eq(daemon_start(&ampd, small_chunks), 0);
     Amp__V1__TransformParams tp = AMP__V1__TRANSFORM_PARAMS__INIT;
     tp.op = AMP__V1__TRANSFORM_OP__TRANSFORM_OP_ADD;
     tp.value = ADD_VALUE;
@@ -327,6 +386,179 @@ START_TEST(malformed_data_fields)
 }
 END_TEST
 
+/* A Transform of data first, params after, as encoders write it. */
+static void wire_transform(struct wire *w, const uint8_t *data, size_t n, uint64_t offset,
+                           uint64_t length)
+{
+    Amp__V1__TransformParams p = AMP__V1__TRANSFORM_PARAMS__INIT;
+    p.op = AMP__V1__TRANSFORM_OP__TRANSFORM_OP_ADD;
+    p.value = ADD_VALUE;
+    p.offset = offset;
+    p.has_length_case = AMP__V1__TRANSFORM_PARAMS__HAS_LENGTH_LENGTH;
+    p.length = length;
+    uint8_t params[64];
+    size_t plen = protobuf_c_message_pack(&p.base, params);
+    wire_begin(w);
+    wire_bytes(w, 1, data, n);
+    wire_bytes(w, 2, params, plen);
+}
+
+/* The answer to wire_transform: ADD_VALUE added to [offset, offset+length). */
+static void expect_transformed(const struct h2c_result *r, const uint8_t *data, size_t n,
+                               uint64_t offset, uint64_t length)
+{
+    Amp__V1__DataReply *d = (Amp__V1__DataReply *)reply_decode(r, &amp__v1__data_reply__descriptor);
+    ck_assert_uint_eq(d->data.len, n);
+    for (size_t i = 0; i < n; i++) {
+        bool in = i >= offset && i - offset < length;
+        ck_assert_uint_eq(d->data.data[i], (uint8_t)(data[i] + (in ? ADD_VALUE : 0)));
+    }
+    protobuf_c_message_free_unpacked(&d->base, NULL);
+}
+
+/* Requests whose data comes first go through pinned runs, and jobs with
+ * one data step write over their input there: every kind must still
+ * answer right, and every run must come back. */
+START_TEST(pinned_data_every_kind)
+{
+    ck_assert_int_eq(daemon_start(&ampd, small_chunks), 0);
+    uint8_t *data = pattern(BIG_LEN, 5);
+    struct wire w;
+    const struct h2c_result *r;
+    /* The data has arrived, the params not yet: it sits in a run of two
+     * buffers. */
+    wire_transform(&w, data, BIG_LEN, 0, BIG_LEN);
+    wire_end(&w);
+    size_t head = w.len - 8;   /* the params' field is longer than 8 bytes */
+    int fd = h2c_connect_unix(ampd.sock_path);
+    ck_assert_int_ge(fd, 0);
+    struct h2c *c = h2c_new();
+    int32_t id = h2c_request_open(c, "/amp.v1.Amp/Transform", w.buf, head);
+    ck_assert_int_eq(h2c_run_until(c, fd, IO_TIMEOUT_MS, body_sent, &id), 0);
+    ck_assert_uint_eq(staging_wait_for(2 * 65536), 2 * 65536);
+    ck_assert_int_eq(h2c_append(c, id, w.buf + head, w.len - head, true), 0);
+    ck_assert_int_eq(h2c_run_fd(c, fd, IO_TIMEOUT_MS), 0);
+    close(fd);
+    expect_transformed(h2c_result(c, id), data, BIG_LEN, 0, BIG_LEN);
+    h2c_free(c);
+    free(w.buf);
+    /* A sub-range: the bytes outside it come back as they were sent. */
+    wire_transform(&w, data, BIG_LEN, 1000, BIG_LEN - 3000);
+    c = wire_call("/amp.v1.Amp/Transform", &w, &r);
+    expect_transformed(r, data, BIG_LEN, 1000, BIG_LEN - 3000);
+    h2c_free(c);
+    wire_begin(&w);
+    wire_bytes(&w, 1, data, BIG_LEN);
+    c = wire_call("/amp.v1.Amp/Reverse", &w, &r);
+    expect_reversed(r, data, BIG_LEN);
+    h2c_free(c);
+    /* A histogram reads the run and writes nothing into it. */
+    wire_begin(&w);
+    wire_bytes(&w, 1, data, BIG_LEN);
+    c = wire_call("/amp.v1.Amp/Histogram", &w, &r);
+    Amp__V1__HistogramReply *h =
+        (Amp__V1__HistogramReply *)reply_decode(r, &amp__v1__histogram_reply__descriptor);
+    ck_assert_uint_eq(h->histogram->n_counts, 256);
+    uint64_t want[256] = { 0 };
+    for (size_t i = 0; i < BIG_LEN; i++)
+        want[data[i]]++;
+    for (size_t b = 0; b < 256; b++)
+        ck_assert_uint_eq(h->histogram->counts[b], want[b]);
+    protobuf_c_message_free_unpacked(&h->base, NULL);
+    h2c_free(c);
+    /* A pipeline of a histogram around a reverse: one data step, in place;
+     * the second histogram counts its output. */
+    Amp__V1__HistogramParams hp = AMP__V1__HISTOGRAM_PARAMS__INIT;
+    Amp__V1__ReverseParams rp = AMP__V1__REVERSE_PARAMS__INIT;
+    Amp__V1__Step s[3] = { AMP__V1__STEP__INIT, AMP__V1__STEP__INIT, AMP__V1__STEP__INIT };
+    s[0].kind_case = s[2].kind_case = AMP__V1__STEP__KIND_HISTOGRAM;
+    s[0].histogram = s[2].histogram = &hp;
+    s[1].kind_case = AMP__V1__STEP__KIND_REVERSE;
+    s[1].reverse = &rp;
+    wire_begin(&w);
+    wire_bytes(&w, 1, data, BIG_LEN);
+    for (int i = 0; i < 3; i++) {
+        uint8_t step[64];
+        wire_bytes(&w, 2, step, protobuf_c_message_pack(&s[i].base, step));
+    }
+    c = wire_call("/amp.v1.Amp/Pipeline", &w, &r);
+    Amp__V1__PipelineReply *p =
+        (Amp__V1__PipelineReply *)reply_decode(r, &amp__v1__pipeline_reply__descriptor);
+    ck_assert_uint_eq(p->n_results, 3);
+    ck_assert_uint_eq(p->results[1]->data.len, BIG_LEN);
+    for (size_t i = 0; i < BIG_LEN; i++)
+        ck_assert_uint_eq(p->results[1]->data.data[i], data[BIG_LEN - 1 - i]);
+    for (size_t b = 0; b < 256; b++) {
+        ck_assert_uint_eq(p->results[0]->histogram->counts[b], want[b]);
+        ck_assert_uint_eq(p->results[2]->histogram->counts[b], want[b]);
+    }
+    protobuf_c_message_free_unpacked(&p->base, NULL);
+    h2c_free(c);
+    free(data);
+    ck_assert_uint_eq(staging_settled(), 0);
+    assert_served();
+    ck_assert_int_eq(daemon_stop(&ampd), 0);
+}
+END_TEST
+
+/* Bad messages whose data went into a run: the rest after it malformed,
+ * the stream ending inside the data or inside the rest. Each is refused
+ * and its run comes back. */
+START_TEST(pinned_data_bad_messages)
+{
+    ck_assert_int_eq(daemon_start(&ampd, small_chunks), 0);
+    uint8_t *data = pattern(BIG_LEN, 6);
+    struct wire w;
+    const struct h2c_result *r;
+    wire_begin(&w);
+    wire_bytes(&w, 1, data, BIG_LEN);
+    wire_put(&w, "\x12\x05" "cp", 4);   /* device's length lies */
+    expect_invalid("/amp.v1.Amp/Reverse", &w, "amp.v1.ReverseRequest");
+    char msg[256];
+    static const size_t cuts[] = { 1000, BIG_LEN / 2 };
+    for (size_t i = 0; i < sizeof cuts / sizeof cuts[0]; i++) {
+        wire_transform(&w, data, BIG_LEN, 0, BIG_LEN);
+        struct h2c *c = wire_call_cut("/amp.v1.Amp/Transform", &w, cuts[i], &r);
+        ck_assert_int_eq(r->grpc_status, STATUS_INTERNAL);
+        h2c_percent_decode(r->grpc_message, msg, sizeof msg);
+        ck_assert_ptr_nonnull(strstr(msg, "request stream ended inside a message"));
+        h2c_free(c);
+    }
+    /* Cut inside the params that follow the data. */
+    wire_transform(&w, data, BIG_LEN, 0, BIG_LEN);
+    struct h2c *c = wire_call_cut("/amp.v1.Amp/Transform", &w, w.len - 2, &r);
+    ck_assert_int_eq(r->grpc_status, STATUS_INTERNAL);
+    h2c_free(c);
+    free(data);
+    ck_assert_uint_eq(staging_settled(), 0);
+    assert_served();
+    ck_assert_int_eq(daemon_stop(&ampd), 0);
+}
+END_TEST
+
+/* A pool of four 64 KiB buffers: a request needing more than three is read
+ * whole, as before, and answered the same. */
+START_TEST(pinned_run_too_large_reads_whole)
+{
+    static const char *const args[] = { "--chunk-bytes", "65536", "--staging-bytes", "262144",
+                                        NULL };
+    ck_assert_int_eq(daemon_start(&ampd, args), 0);
+    size_t sizes[] = { 3 * 65536, 3 * 65536 + 1 };
+    for (size_t i = 0; i < 2; i++) {
+        uint8_t *data = pattern(sizes[i], 7);
+        struct wire w;
+        const struct h2c_result *r;
+        wire_transform(&w, data, sizes[i], 0, sizes[i]);
+        struct h2c *c = wire_call("/amp.v1.Amp/Transform", &w, &r);
+        expect_transformed(r, data, sizes[i], 0, sizes[i]);
+        h2c_free(c);
+        free(data);
+    }
+    ck_assert_uint_eq(staging_settled(), 0);
+    ck_assert_int_eq(daemon_stop(&ampd), 0);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("bulk_requests");
@@ -336,6 +568,9 @@ int main(void)
     tcase_add_test(tc, data_between_other_fields);
     tcase_add_test(tc, pipeline_reply_is_protobuf_c);
     tcase_add_test(tc, malformed_data_fields);
+    tcase_add_test(tc, pinned_data_every_kind);
+    tcase_add_test(tc, pinned_data_bad_messages);
+    tcase_add_test(tc, pinned_run_too_large_reads_whole);
     suite_add_tcase(s, tc);
     return check_run(s, CK_FORK_GETENV);
 }

@@ -1,0 +1,143 @@
+/* rpc_bulk_pin.c: a unary request's bulk bytes in pinned memory
+ * (rpc_bulk_pin.h). */
+#include "rpc_bulk_pin.h"
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pb_wire.h"
+#include "rpc.h"
+#include "scheduler.h"
+#include "staging.h"
+
+/* A bulk field below 1/RPC_PIN_MIN_SHARE of a staging buffer is read whole:
+ * its device copies cost microseconds either way. */
+#define RPC_PIN_MIN_SHARE 4
+
+struct rpc_pin {
+    struct staging_port *port;  /* whose run */
+    uint8_t *run;               /* nbufs staging buffers in one piece; NULL once given back */
+    size_t nbufs;
+    size_t len, have;           /* the field's bytes, and how many of them arrived */
+    uint8_t *rest;              /* the message after the field, rest_len bytes, malloc'd */
+    size_t rest_len, rest_have;
+};
+
+void rpc_bulk_pin_free(void *p)
+{
+    struct rpc_pin *pin = p;
+    if (!pin)
+        return;
+    if (pin->run)
+        staging_put_run(pin->port, pin->run, pin->nbufs);
+    free(pin->rest);
+    free(pin);
+}
+
+/* The field's tag and length at the message's head, as protobuf-c would
+ * read them (each varint at most 5 bytes, the length at most INT_MAX);
+ * returns the offset of its bytes, or 0 when the head is anything else. */
+static size_t rpc_bulk_pin_head(const ProtobufCFieldDescriptor *bulk, const uint8_t *head,
+                                size_t msg_len, uint64_t *len)
+{
+    size_t i = 0;
+    uint64_t tag;
+    if (pb_varint_get(head, H2_PIECE_HEAD, &i, &tag) != 0 || i > 5 ||
+        tag != PB_TAG(bulk->id, PB_WIRE_LEN))
+        return 0;
+    size_t tag_end = i;
+    if (pb_varint_get(head, H2_PIECE_HEAD, &i, len) != 0 || i - tag_end > 5 || *len > INT_MAX ||
+        *len > msg_len - i)
+        return 0;
+    return i;
+}
+
+size_t rpc_bulk_pin_start(struct rpc_call *rc, const ProtobufCFieldDescriptor *bulk,
+                          const uint8_t *head, size_t msg_len)
+{
+    uint64_t len;
+    size_t off = rpc_bulk_pin_head(bulk, head, msg_len, &len);
+    if (!off || !rc->env->sched || rc->pin)
+        return 0;
+    struct staging_port *port = sched_staging(rc->env->sched, sched_default(rc->env->sched));
+    size_t size = staging_buf_size(port), count = staging_count(port);
+    size_t nbufs = (size_t)((len + size - 1) / size);
+    if (len < size / RPC_PIN_MIN_SHARE || nbufs > count - count / 4)
+        return 0;
+    size_t rest_len = msg_len - off - (size_t)len;
+    if (h2_call_hold(rc->h2, rest_len, NULL, 0) != 0)
+        return 0;   /* read whole, and refused with the limit's name */
+    struct rpc_pin *pin = calloc(1, sizeof *pin);
+    if (pin)
+        pin->rest = malloc(rest_len ? rest_len : 1);
+    if (pin && pin->rest)
+        pin->run = staging_get_run(port, nbufs);
+    if (!pin || !pin->run) {
+        rpc_bulk_pin_free(pin);
+        h2_call_hold(rc->h2, 0, NULL, 0);
+        return 0;
+    }
+    pin->port = port;
+    pin->nbufs = nbufs;
+    pin->len = (size_t)len;
+    pin->rest_len = rest_len;
+    rc->pin = pin;
+    return off;
+}
+
+/* The message is whole: decode what follows the field. A later occurrence
+ * of the field wins, as in protobuf-c: the run is not needed then. */
+static void rpc_bulk_pin_whole(struct rpc_call *rc)
+{
+    struct rpc_pin *pin = rc->pin;
+    uint8_t *rest = pin->rest;
+    pin->rest = NULL;
+    char err[STATUS_MSG_MAX];
+    enum status_code code = rpc_decode_bulk(rc, rest, pin->rest_len, pin->rest_len, err,
+                                            sizeof err);
+    if (code == STATUS_OK && rc->bulk) {
+        rpc_bulk_pin_free(pin);
+        rc->pin = NULL;
+    }
+    if (code != STATUS_OK)
+        rpc_fail(rc, code, "%s", err);
+}
+
+size_t rpc_bulk_pin_piece(struct rpc_call *rc, const uint8_t *data, size_t n)
+{
+    struct rpc_pin *pin = rc->pin;
+    size_t k = pin->len - pin->have < n ? pin->len - pin->have : n;
+    if (data != pin->run + pin->have)   /* else read there from the socket */
+        memcpy(pin->run + pin->have, data, k);
+    pin->have += k;
+    memcpy(pin->rest + pin->rest_have, data + k, n - k);
+    pin->rest_have += n - k;
+    if (pin->have == pin->len && pin->rest_have == pin->rest_len)
+        rpc_bulk_pin_whole(rc);
+    return n;
+}
+
+uint8_t *rpc_bulk_pin_dest(struct rpc_call *rc, size_t *room)
+{
+    struct rpc_pin *pin = rc->pin;
+    if (!pin || pin->have == pin->len)
+        return NULL;
+    *room = pin->len - pin->have;
+    return pin->run + pin->have;
+}
+
+bool rpc_bulk_pin_give(struct rpc_call *rc, struct job *job)
+{
+    struct rpc_pin *pin = rc->pin;
+    if (!pin)
+        return false;
+    job->in = pin->run;
+    job->in_len = pin->len;
+    job->in_mem = pin;
+    job->in_mem_len = 0;   /* the staging pool's, not the client's budget */
+    job->in_mem_free = rpc_bulk_pin_free;
+    rc->pin = NULL;
+    return true;
+}
