@@ -211,10 +211,39 @@ static int call_feed(struct call *call, const uint8_t *data, size_t len)
     return 0;
 }
 
+/* Notes an unpadded DATA frame's payload as it begins (call_read_dest). */
+static int call_on_begin_frame(nghttp2_session *s, const nghttp2_frame_hd *hd, void *user_data)
+{
+    (void)s;
+    amp_conn *c = user_data;
+    int plain = hd->type == NGHTTP2_DATA && !(hd->flags & NGHTTP2_FLAG_PADDED);
+    c->data_stream = plain ? hd->stream_id : 0;
+    c->data_left = plain ? hd->length : 0;
+    return 0;
+}
+
+uint8_t *call_read_dest(amp_conn *c, size_t *len)
+{
+    struct call *call = c->data_left ? call_of(c, c->data_stream) : NULL;
+    if (!call || call->err || !call->piece_left || !call->on_piece_dest)
+        return NULL;
+    size_t room = 0;
+    uint8_t *p = call->on_piece_dest(&room, call->on_message_ctx);
+    size_t n = c->data_left < room ? c->data_left : room;
+    if (n > call->piece_left)
+        n = (size_t)call->piece_left;
+    if (!p || n == 0)
+        return NULL;
+    *len = n;
+    return p;
+}
+
 static int call_on_data(nghttp2_session *s, uint8_t flags, int32_t stream_id,
                         const uint8_t *data, size_t len, void *user_data)
 {
     (void)flags;
+    amp_conn *c = user_data;
+    c->data_left = stream_id == c->data_stream && len < c->data_left ? c->data_left - len : 0;
     struct call *call = call_of(user_data, stream_id);
     if (!call || call->err)
         return 0;
@@ -357,6 +386,7 @@ int call_body_drained(const struct call *call)
 void call_session_callbacks(nghttp2_session_callbacks *cbs)
 {
     nghttp2_session_callbacks_set_on_header_callback(cbs, call_on_header);
+    nghttp2_session_callbacks_set_on_begin_frame_callback(cbs, call_on_begin_frame);
     nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, call_on_data);
     nghttp2_session_callbacks_set_on_frame_recv_callback(cbs, call_on_frame);
     nghttp2_session_callbacks_set_on_stream_close_callback(cbs, call_on_close);
@@ -507,6 +537,12 @@ static int call_run(amp_conn *c, struct call *call, int timeout_ms)
 int call_unary_raw(amp_conn *c, const char *path, const ProtobufCMessage *req, int timeout_ms,
                    uint8_t **reply, size_t *reply_len)
 {
+    return call_unary_pieces(c, path, req, timeout_ms, NULL, reply, reply_len);
+}
+
+int call_unary_pieces(amp_conn *c, const char *path, const ProtobufCMessage *req, int timeout_ms,
+                      const struct call_pieces *pieces, uint8_t **reply, size_t *reply_len)
+{
     *reply = NULL;
     *reply_len = 0;
     conn_begin(c);
@@ -515,6 +551,15 @@ int call_unary_raw(amp_conn *c, const char *path, const ProtobufCMessage *req, i
     struct call call;
     call_init(&call);
     call.no_copy = 1;   /* the request stays put until call_run() returns */
+    if (pieces) {
+        /* A long reply goes to the pieces: the reader must not take a whole
+         * buffer (the one amp_free kept) for the head alone. */
+        call.reader.prealloc_max = 0;
+        call.on_piece_start = pieces->start;
+        call.on_piece = pieces->piece;
+        call.on_piece_dest = pieces->dest;
+        call.on_message_ctx = pieces->ctx;
+    }
     int rc = body_encode(&call.body, req);
     if (rc == -2)
         rc = conn_fail(c, AMP_EINVAL, "request exceeds gRPC's 4 GiB message limit");

@@ -32,6 +32,18 @@ typedef int (*call_message_cb)(const uint8_t *msg, size_t len, void *ctx);
 #define CALL_PIECE_HEAD 192
 typedef size_t (*call_piece_start_cb)(const uint8_t *head, size_t msg_len, void *ctx);
 typedef int (*call_piece_cb)(const uint8_t *data, size_t len, void *ctx);
+/* Optional: where the next piece bytes go and how many fit there (*room),
+ * or NULL; the connection may then read them from the socket straight
+ * there (call_read_dest), and piece() gets that very pointer. */
+typedef uint8_t *(*call_piece_dest_cb)(size_t *room, void *ctx);
+
+/* Pieces for a call (a stream's replies, or a unary reply read in place). */
+struct call_pieces {
+    call_piece_start_cb start;
+    call_piece_cb piece;
+    call_piece_dest_cb dest;   /* may be NULL */
+    void *ctx;
+};
 
 /* One call on one HTTP/2 stream. Lives on its caller's stack; the session
  * callbacks find it through amp_conn.call, never through pointers nghttp2
@@ -52,8 +64,9 @@ struct call {
     struct grpc_frame_reader reader;
     call_message_cb on_message; /* streaming: each reply message goes here; NULL: unary */
     void *on_message_ctx;
-    call_piece_start_cb on_piece_start; /* streaming, optional: replies in pieces */
+    call_piece_start_cb on_piece_start; /* optional: replies in pieces */
     call_piece_cb on_piece;     /* with on_message_ctx */
+    call_piece_dest_cb on_piece_dest; /* optional, with on_message_ctx */
     uint64_t piece_left;        /* bytes of a reply message still to come through on_piece */
     uint8_t *reply;             /* unary: the one reply message, taken from reader, owned */
     size_t reply_len;
@@ -78,6 +91,18 @@ int call_unary(amp_conn *c, const char *path, const ProtobufCMessage *req, int t
  * caller frees it), for callers that read it in place. */
 int call_unary_raw(amp_conn *c, const char *path, const ProtobufCMessage *req, int timeout_ms,
                    uint8_t **reply, size_t *reply_len);
+
+/* call_unary_raw() that offers a long reply message to pieces first (its
+ * ctx is their context): when pieces took it, *reply is NULL. */
+int call_unary_pieces(amp_conn *c, const char *path, const ProtobufCMessage *req, int timeout_ms,
+                      const struct call_pieces *pieces, uint8_t **reply, size_t *reply_len);
+
+/* For conn.c's next read: where the bytes should go when they are the
+ * payload of a DATA frame of the call in progress that is taking a reply
+ * message in pieces and offers a place (on_piece_dest), and in *len how
+ * many at most (never past the frame or the message); NULL: read into the
+ * connection's buffer. */
+uint8_t *call_read_dest(amp_conn *c, size_t *len);
 
 /* --- the pieces of a call, for streaming calls (stream.c) --------------- */
 

@@ -403,7 +403,14 @@ void conn_own_output(amp_conn *c)
 /* Reads what is available and feeds it to the session. */
 static int conn_read_some(amp_conn *c)
 {
-    ssize_t n = recv(c->fd, c->in, CONN_READ_CHUNK, MSG_DONTWAIT);
+    /* A reply's bulk bytes may go straight where the call wants them. */
+    size_t want = CONN_READ_CHUNK;
+    uint8_t *buf = call_read_dest(c, &want);
+    if (!buf) {
+        buf = c->in;
+        want = CONN_READ_CHUNK;
+    }
+    ssize_t n = recv(c->fd, buf, want, MSG_DONTWAIT);
     if (n < 0) {
         if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)
             return 0;
@@ -411,7 +418,7 @@ static int conn_read_some(amp_conn *c)
     }
     if (n == 0)
         return conn_broke(c, AMP_EIO, "the daemon closed the connection", 0);
-    ssize_t used = nghttp2_session_mem_recv(c->h2, c->in, (size_t)n);
+    ssize_t used = nghttp2_session_mem_recv(c->h2, buf, (size_t)n);
     if (used < 0)
         return conn_broke(c, AMP_EPROTO, nghttp2_strerror((int)used), 0);
     return 0;

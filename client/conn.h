@@ -42,6 +42,10 @@ struct amp_conn {
     struct iovec frame[CONN_FRAME_IOV];
     int frame_i, frame_n;
     uint8_t *in;           /* read buffer of CONN_READ_CHUNK bytes, owned */
+    /* The unpadded DATA frame whose payload is being read: its stream and
+     * the payload bytes not yet seen (call.c sets them; call_read_dest). */
+    int32_t data_stream;
+    size_t data_left;
     char message[CONN_MESSAGE_MAX]; /* amp_last_message() */
     char device[CONN_DEVICE_MAX];   /* amp_last_device() */
     char region_path[108];          /* the daemon's region socket (Unix connections), or "" */

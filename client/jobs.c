@@ -14,6 +14,7 @@
 #include "amp.pb-c.h"
 #include "call.h"
 #include "conn.h"
+#include "heap.h"
 #include "jobs.h"
 #include "pb_wire.h"
 
@@ -128,15 +129,98 @@ static int jobs_data_view(amp_conn *c, uint8_t *msg, size_t len, void **out, siz
     return 1;
 }
 
+/* A long DataReply whose data comes first (as protobuf-c packs it) is read
+ * in pieces: its data straight into the caller's output buffer, from the
+ * socket where the connection can (call_read_dest), and the few bytes
+ * after it (the device) into rest. Collecting the message first, then
+ * moving the data to its front, went over every byte twice more. */
+#define JOBS_PIECES_MIN (64 * 1024)   /* smaller data is read whole */
+#define JOBS_REST_MAX 512             /* room for what follows the data: the device */
+
+struct jobs_data_rx {
+    uint8_t *out;                     /* the data field's bytes, heap_take'n; NULL: not in pieces */
+    size_t len, have;
+    uint8_t rest[JOBS_REST_MAX];
+    size_t rest_len, rest_have;
+};
+
+static size_t jobs_rx_start(const uint8_t *head, size_t msg_len, void *ctx)
+{
+    struct jobs_data_rx *rx = ctx;
+    size_t i = 1;
+    uint64_t n;
+    if (head[0] != JOBS_PB_DATA_TAG || pb_varint_get(head, CALL_PIECE_HEAD, &i, &n) != 0 ||
+        n > msg_len - i || n < JOBS_PIECES_MIN || msg_len - i - n > JOBS_REST_MAX)
+        return 0;
+    size_t cap;
+    rx->out = heap_take((size_t)n, &cap);
+    if (!rx->out)
+        rx->out = malloc((size_t)n);
+    if (!rx->out)
+        return 0;   /* whole, where running out of memory is reported */
+    rx->len = (size_t)n;
+    rx->rest_len = msg_len - i - (size_t)n;
+    return i;
+}
+
+static int jobs_rx_piece(const uint8_t *data, size_t len, void *ctx)
+{
+    struct jobs_data_rx *rx = ctx;
+    size_t k = rx->len - rx->have < len ? rx->len - rx->have : len;
+    if (data != rx->out + rx->have)   /* else read there from the socket */
+        memcpy(rx->out + rx->have, data, k);
+    rx->have += k;
+    memcpy(rx->rest + rx->rest_have, data + k, len - k);
+    rx->rest_have += len - k;
+    return 0;
+}
+
+static uint8_t *jobs_rx_dest(size_t *room, void *ctx)
+{
+    struct jobs_data_rx *rx = ctx;
+    if (rx->have == rx->len)
+        return NULL;
+    *room = rx->len - rx->have;
+    return rx->out + rx->have;
+}
+
+/* The reply was taken in pieces: what followed the data is the device (a
+ * later data field, which would win, is left to protobuf-c). */
+static int jobs_rx_finish(amp_conn *c, struct jobs_data_rx *rx, void **out, size_t *out_len)
+{
+    struct jobs_reply_fields f;
+    if (!jobs_reply_fields(rx->rest, rx->rest_len, rx->rest_len, JOBS_PB_DEVICE_TAG, &f) ||
+        f.has_data) {
+        heap_give(rx->out);
+        return conn_fail(c, AMP_EPROTO, "cannot decode the %s reply",
+                         amp__v1__data_reply__descriptor.name);
+    }
+    char device[CONN_DEVICE_MAX];
+    snprintf(device, sizeof device, "%.*s",
+             (int)(f.dev_len < sizeof device ? f.dev_len : sizeof device - 1),
+             f.dev ? (const char *)f.dev : "");
+    jobs_set_device(c, device);
+    *out = rx->out;
+    *out_len = rx->len;
+    return 0;
+}
+
 /* Runs a call whose reply is a DataReply and hands its bytes over. */
 static int jobs_data_call(amp_conn *c, const char *path, const ProtobufCMessage *req,
                           int timeout_ms, void **out, size_t *out_len)
 {
     uint8_t *msg;
     size_t len;
-    int rc = call_unary_raw(c, path, req, timeout_ms, &msg, &len);
-    if (rc != 0)
+    struct jobs_data_rx rx = { 0 };
+    const struct call_pieces pieces = { jobs_rx_start, jobs_rx_piece, jobs_rx_dest, &rx };
+    int rc = call_unary_pieces(c, path, req, timeout_ms, &pieces, &msg, &len);
+    if (rc != 0) {
+        heap_give(rx.out);
         return rc;
+    }
+    if (!msg)
+        return jobs_rx_finish(c, &rx, out, out_len);
+    heap_give(rx.out);   /* NULL: the reply came whole */
     if (jobs_data_view(c, msg, len, out, out_len))
         return 0;
     ProtobufCMessage *reply = protobuf_c_message_unpack(&amp__v1__data_reply__descriptor, NULL,

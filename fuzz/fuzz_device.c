@@ -155,8 +155,20 @@ static void fuzz_device_job(struct task *t, uint64_t device_memory)
             fuzz_device_fail(t, STATUS_RESOURCE_EXHAUSTED, "fuzz: out of memory");
             return;
         }
+        if (data != in && job->out) {
+            /* Results go into out one after another, as dev.c puts them. */
+            if (len > job->out_cap - job->out_used) {
+                free(data);
+                fuzz_device_fail(t, STATUS_OUT_OF_RANGE, "fuzz: a result does not fit in out");
+                return;
+            }
+            memcpy(job->out + job->out_used, data, len);
+            free(data);
+            data = job->out + job->out_used;
+            job->out_used += len;
+        }
         if (data != in) {
-            r->data = data;   /* owned by the result from here on */
+            r->data = data;   /* owned by the result from here on, unless in out */
             r->len = len;
         }
     }
