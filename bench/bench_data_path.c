@@ -37,7 +37,7 @@
  * build's) on a Unix socket and on 127.0.0.1, with the message and memory
  * limits raised to fit the largest unary call, and stops it with SIGTERM.
  * Every result ampd returns is compared with the CPU reference
- * (tests/support/cpu_ref.c); so is every raw and pinned copy. A mismatch
+ * (tests/support/host_step.c); so is every raw and pinned copy. A mismatch
  * exits 1; a failure to run, or an ampd not exiting 0, exits 2.
  */
 #define _GNU_SOURCE
@@ -57,7 +57,7 @@
 #include "bench_daemon.h"
 #include "bench_sock.h"
 #include "bench_util.h"
-#include "cpu_ref.h"
+#include "host_step.h"
 #include "dev_internal.h"
 
 #define DP_SIZES_DEFAULT "1M,64M,1G"
@@ -764,10 +764,10 @@ static void dp_data_init(struct dp_data *data, const struct dp_opts *o)
     data->want = bench_alloc_touched(n);
     memcpy(data->want, data->input, n);
     struct transform_params p = {.op = XFORM_XOR, .value = DP_XOR_VALUE, .length = n};
-    cpu_ref_transform(&p, data->want, n);
+    host_step_transform(&p, data->want, n);
     struct hist_params hp = {.type = ELEM_U8, .bins = DP_HIST_BINS};
     for (int k = 0; k < o->nsizes; k++)
-        if (cpu_ref_hist(&hp, data->input, (size_t)o->sizes[k], &data->hist[k]) != 0)
+        if (host_step_hist(&hp, data->input, (size_t)o->sizes[k], &data->hist[k]) != 0)
             bench_die("out of host memory for the histogram reference");
     for (int i = 0; i < DP_STREAMS; i++)
         data->got[i] = bench_alloc_touched(n);

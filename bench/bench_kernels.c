@@ -10,7 +10,7 @@
  * run paired with a copy just before it, see bench_median), where
  * bytes are read+written for copy/reverse/transforms, written for fill and
  * read for histograms. Every result is checked against the CPU reference
- * (tests/support/cpu_ref.c); a mismatch makes the exit status nonzero.
+ * (tests/support/host_step.c); a mismatch makes the exit status nonzero.
  * Where a family has several GPU kernels (op.h), GPU-shaped devices also
  * get a row for each one the daemon does not choose: "reverse (v1)",
  * "add (v1)" ... "map (v1)" (or "(v2)"), and for 256-bin histograms two of
@@ -22,7 +22,7 @@
 #include <string.h>
 
 #include "bench_util.h"
-#include "cpu_ref.h"
+#include "host_step.h"
 #include "dev_internal.h"
 #include "op.h"
 
@@ -344,7 +344,7 @@ static bool bench_check_hist(struct bench *b, const struct bench_case *c, const 
     struct hist_params p = bench_hist(c->type);
     struct hist_result got = {0}, want = {0};
     bool ok = op_hist_result(&p, slots, &got, &b->job) == STATUS_OK &&
-              cpu_ref_hist(&p, in, b->size, &want) == 0 &&
+              host_step_hist(&p, in, b->size, &want) == 0 &&
               memcmp(got.counts, want.counts, p.bins * sizeof(uint64_t)) == 0 &&
               got.below == want.below && got.above == want.above && got.nan == want.nan;
     free(got.counts);
@@ -361,15 +361,15 @@ static bool bench_check(struct bench *b, const struct bench_case *c, int rep,
         return bench_check_hist(b, c, in, slots);
     size_t len = b->size;
     if (c->kind == B_REVERSE) {
-        cpu_ref_reverse(in, b->want, len);
+        host_step_reverse(in, b->want, len);
     } else if (c->kind == B_TRANSFORM) {
         struct transform_params p = bench_xform(c->op, b->size);
         memcpy(b->want, in, len);
-        cpu_ref_transform(&p, b->want, len);
+        host_step_transform(&p, b->want, len);
     } else {
         struct fill_params p = bench_fill(b, c);
         len = (size_t)p.count * elem_size(p.type);
-        cpu_ref_fill(&p, b->want);
+        host_step_fill(&p, b->want);
     }
     struct dev_exec x = bench_exec_begin(b);
     dev_exec_read(&x, &b->out[rep % BENCH_NOUT], b->got, 0, len);

@@ -19,7 +19,7 @@
  * its first command to its last completion; each figure is the median of
  * --reps runs after one untimed run. The untimed device run also checks the
  * bench's own chunked path; every streamed result is checked against the
- * CPU reference (tests/support/cpu_ref.c). A mismatch exits 1; a failure
+ * CPU reference (tests/support/host_step.c). A mismatch exits 1; a failure
  * to run, or an ampd it started not exiting 0 after SIGTERM, exits 2.
  */
 #define _GNU_SOURCE
@@ -35,7 +35,7 @@
 #include "bench_daemon.h"
 #include "bench_sock.h"
 #include "bench_util.h"
-#include "cpu_ref.h"
+#include "host_step.h"
 #include "dev_internal.h"
 #include "op.h"
 
@@ -511,9 +511,9 @@ static uint8_t *bench_reference(const uint8_t *input, size_t size, struct hist_r
     uint8_t *want = bench_alloc_touched(size);
     memcpy(want, input, size);
     struct transform_params p = {.op = XFORM_ADD, .value = BENCH_ADD_VALUE, .length = size};
-    cpu_ref_transform(&p, want, size);
+    host_step_transform(&p, want, size);
     struct hist_params hp = {.type = ELEM_U8, .bins = BENCH_HIST_BINS};
-    if (cpu_ref_hist(&hp, input, size, hist) != 0)
+    if (host_step_hist(&hp, input, size, hist) != 0)
         bench_die("out of host memory for the histogram reference");
     return want;
 }

@@ -83,6 +83,12 @@ static const struct config_opt config_opts[] = {
     { "io-threads", "N", CFG_U32, CFG_OFF(io_threads), 0, AMPD_MAX_IO_THREADS,
       "I/O loops (threads) that serve connections, each owning its\n"
       "                            share end to end; 0: one per CPU, at most 4 (default 0)" },
+    { "host-max-bytes", "N", CFG_U64, CFG_OFF(host_max_bytes), 0, UINT64_MAX,
+      "jobs this small run on the daemon's CPU threads when the\n"
+      "                            client names no device; 0: never (default 64K)" },
+    { "host-threads", "N", CFG_U32, CFG_OFF(host_threads), 0, AMPD_MAX_HOST_THREADS,
+      "worker threads of that host path; 0: one per CPU, at most 4\n"
+      "                            (default 0)" },
     { "drain-timeout", "S", CFG_SECONDS, CFG_OFF(drain_timeout_ms), 0,
       UINT32_MAX / CONFIG_MS_PER_S, "on SIGTERM, wait at most S seconds for calls (default 30)" },
     { "idle-timeout", "S", CFG_SECONDS, CFG_OFF(idle_timeout_ms), 0,
@@ -239,22 +245,25 @@ static void config_defaults(struct config *cfg)
     cfg->regions = 1;
     cfg->max_regions = AMPD_DEFAULT_MAX_REGIONS;
     cfg->max_region_bytes = AMPD_DEFAULT_MAX_REGION_BYTES;
+    cfg->host_max_bytes = AMPD_DEFAULT_HOST_MAX_BYTES;
 }
 
-/* --io-threads 0: a loop per online CPU, up to AMPD_DEFAULT_IO_THREADS_MAX. */
-static uint32_t config_io_threads_auto(void)
+/* --io-threads and --host-threads 0: a thread per online CPU, up to max. */
+static uint32_t config_threads_auto(uint32_t max)
 {
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     if (cpus < 1)
         return 1;
-    return cpus < AMPD_DEFAULT_IO_THREADS_MAX ? (uint32_t)cpus : AMPD_DEFAULT_IO_THREADS_MAX;
+    return cpus < max ? (uint32_t)cpus : max;
 }
 
 /* Settings that only make sense together. */
 static int config_check(struct config *cfg, char *err, size_t errlen)
 {
     if (!cfg->io_threads)
-        cfg->io_threads = config_io_threads_auto();
+        cfg->io_threads = config_threads_auto(AMPD_DEFAULT_IO_THREADS_MAX);
+    if (!cfg->host_threads)
+        cfg->host_threads = config_threads_auto(AMPD_DEFAULT_HOST_THREADS_MAX);
     if (!cfg->max_connection_memory) {
         cfg->max_connection_memory = cfg->max_job_memory / AMPD_DEFAULT_CONNECTION_MEMORY_SHARE;
         if (!cfg->max_connection_memory)

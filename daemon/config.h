@@ -43,6 +43,14 @@
 #define AMPD_DEFAULT_IO_THREADS_MAX 4
 #define AMPD_MAX_IO_THREADS 64
 
+/* The host path (host.h): jobs of at most this many bytes, when the daemon
+ * picks the device; a GPU launch and round trip cost tens of microseconds,
+ * host_step.c's loops about a nanosecond a byte. */
+#define AMPD_DEFAULT_HOST_MAX_BYTES (64ull * 1024)
+/* --host-threads 0 (the default): one worker per online CPU, at most this many. */
+#define AMPD_DEFAULT_HOST_THREADS_MAX 4
+#define AMPD_MAX_HOST_THREADS 64
+
 /* gRPC's length prefix is 32 bits: no message can be larger. */
 #define AMPD_MAX_MESSAGE_BYTES_LIMIT 0xffffffffull
 #define AMPD_MAX_LISTEN 16
@@ -73,6 +81,8 @@ struct config {
     uint64_t chunk_bytes;              /* multiple of AMPD_CHUNK_ALIGN */
     uint64_t max_device_memory;        /* 0: 90% of each device's memory */
     uint32_t io_threads;               /* I/O loops serving connections: >= 1 after config_load */
+    uint64_t host_max_bytes;           /* the host path's job size limit (host.h); 0: off */
+    uint32_t host_threads;             /* its workers: >= 1 after config_load */
 };
 
 enum config_result {

@@ -46,32 +46,14 @@ enum status_code dev_check_steps(struct dev *d, struct job *job, uint64_t in_len
     return STATUS_OK;
 }
 
-/* Host memory for a data result; never NULL, even for 0 bytes, so that
- * callers may pass it to memcpy. A job with out set (an output region, or
- * its input's memory) has its results go there one after another
- * (rpc_jobs.c and job_output_in_place checked that they fit). */
+/* Host memory for a data result (job_result_alloc); a failure fails the
+ * whole execution. */
 static enum status_code dev_result_alloc(struct dev_exec *x, struct step_result *r, size_t len)
 {
-    struct job *job = x->job;
-    r->len = len;
-    if (job->out) {
-        if (len > job->out_cap - job->out_used) {
-            x->failed = true;
-            return job_fail(job, STATUS_OUT_OF_RANGE,
-                            "output_region: %zu bytes do not fit in the %zu left", len,
-                            job->out_cap - job->out_used);
-        }
-        r->data = job->out + job->out_used;
-        job->out_used += len;
-        return STATUS_OK;
-    }
-    r->data = malloc(len ? len : 1);
-    if (!r->data) {
+    enum status_code st = job_result_alloc(x->job, r, len);
+    if (st != STATUS_OK)
         x->failed = true;
-        return job_fail(x->job, STATUS_RESOURCE_EXHAUSTED, "no host memory for a %zu-byte result",
-                        len);
-    }
-    return STATUS_OK;
+    return st;
 }
 
 /* Runs a data-producing step from *cur into a new buffer, queues its copy
@@ -275,25 +257,13 @@ static void dev_collect_hists(struct job *job, uint64_t **slots)
             op_hist_result(&job->steps[i].u.hist, slots[i], &job->results[i].hist, job);
 }
 
-/* On failure a job keeps its results array but no result data. */
-static void dev_drop_results(struct job *job)
-{
-    job->out_used = 0;
-    for (size_t i = 0; i < job->nsteps; i++) {
-        if (!job->out)
-            free(job->results[i].data);
-        free(job->results[i].hist.counts);
-        memset(&job->results[i], 0, sizeof(job->results[i]));
-    }
-}
-
 void dev_run(struct dev *d, struct job *job)
 {
     snprintf(job->device, sizeof job->device, "%u: %.100s", d->info.index, d->info.name);
     job->status = STATUS_OK;
     job->msg[0] = '\0';
     if (job->results)
-        dev_drop_results(job);   /* a job run again starts afresh */
+        job_drop_results(job);   /* a job run again starts afresh */
     else
         job->results = calloc(job->nsteps ? job->nsteps : 1, sizeof(*job->results));
     size_t *out_len = calloc(job->nsteps ? job->nsteps : 1, sizeof(*out_len));
@@ -315,7 +285,7 @@ void dev_run(struct dev *d, struct job *job)
             dev_collect_hists(job, slots);
     }
     if (job->status != STATUS_OK && job->results)
-        dev_drop_results(job);   /* no partial results on failure */
+        job_drop_results(job);   /* no partial results on failure */
     dev_free_slots(slots, job->nsteps);
     free(out_len);
 }

@@ -74,4 +74,11 @@ void dev_pinned_free(struct dev_pinned *p);
  * default 90% of its global memory); --max-device-memory. */
 void dev_set_memory_capacity(struct dev *d, uint64_t bytes);
 
+/* Checks every step of job against d for an input of in_len bytes and,
+ * if out_len is not NULL, stores the data length flowing out of each;
+ * fails the job (and returns its status) on the first it refuses. The
+ * host path (host.c) checks its jobs with the default device's rules. */
+enum status_code dev_check_steps(struct dev *d, struct job *job, uint64_t in_len,
+                                 size_t *out_len);
+
 #endif

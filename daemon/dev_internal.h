@@ -71,11 +71,6 @@ void dev_set_chunk_bytes_for_test(struct dev *d, size_t bytes);
  * so a CPU-only host exercises the GPU kernels too. */
 void dev_set_shape_for_test(struct dev *d, enum dev_shape shape);
 
-/* Checks every step of job against d for an input of in_len bytes and,
- * if out_len is not NULL, stores the data length flowing out of each. */
-enum status_code dev_check_steps(struct dev *d, struct job *job, uint64_t in_len,
-                                 size_t *out_len);
-
 /* The kernel called name in d's programs, or NULL. */
 cl_kernel dev_kernel(const struct dev *d, const char *name);
 

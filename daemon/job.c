@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 size_t elem_size(enum elem_type t)
 {
@@ -87,6 +88,36 @@ void job_drop_input(struct job *job)
     job->in_mem_len = 0;
     job->in = NULL;
     job->in_len = 0;
+}
+
+enum status_code job_result_alloc(struct job *job, struct step_result *r, size_t len)
+{
+    r->len = len;
+    if (job->out) {
+        if (len > job->out_cap - job->out_used)
+            return job_fail(job, STATUS_OUT_OF_RANGE,
+                            "output_region: %zu bytes do not fit in the %zu left", len,
+                            job->out_cap - job->out_used);
+        r->data = job->out + job->out_used;
+        job->out_used += len;
+        return STATUS_OK;
+    }
+    r->data = malloc(len ? len : 1);
+    if (!r->data)
+        return job_fail(job, STATUS_RESOURCE_EXHAUSTED, "no host memory for a %zu-byte result",
+                        len);
+    return STATUS_OK;
+}
+
+void job_drop_results(struct job *job)
+{
+    job->out_used = 0;
+    for (size_t i = 0; i < job->nsteps; i++) {
+        if (!job->out)
+            free(job->results[i].data);
+        free(job->results[i].hist.counts);
+        memset(&job->results[i], 0, sizeof(job->results[i]));
+    }
 }
 
 enum status_code job_fail(struct job *job, enum status_code code, const char *fmt, ...)

@@ -150,6 +150,16 @@ void job_drop_input(struct job *job);
  * a client's region; saturating at UINT64_MAX (sat.h). */
 uint64_t job_memory(const struct job *job);
 
+/* Host memory for a data result of len bytes, never NULL (even for 0
+ * bytes, so callers may memcpy to it): the next len bytes of out when the
+ * job has one (an output region or its input's memory, checked to fit by
+ * rpc_jobs.c and job_output_in_place), else malloc'd. Fails the job (and
+ * returns its status) when that cannot be. */
+enum status_code job_result_alloc(struct job *job, struct step_result *r, size_t len);
+
+/* A job that failed keeps its results array but no result data. */
+void job_drop_results(struct job *job);
+
 /* Sets status and a printf-style message; returns the status for chaining. */
 enum status_code job_fail(struct job *job, enum status_code code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

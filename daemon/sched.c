@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "dev_task.h"
+#include "host.h"
 #include "runner.h"
 #include "sat.h"
 #include "staging.h"
@@ -32,6 +33,7 @@ struct sched {
     struct dev **devs;         /* not owned */
     struct runner **runners;   /* runners[i] runs devs[i]; NULL once stopped */
     struct staging_pool **staging; /* staging[i]: devs[i]'s pinned buffers */
+    struct host_pool *host;    /* the host path's workers; NULL when off or stopped */
     size_t ndevs;
     size_t default_index;
     struct sched_limits limits;
@@ -209,15 +211,37 @@ static enum status_code sched_take(struct sched *s, const char *req, size_t *ind
     return sched_admit(s, msg, msglen);
 }
 
+/* sched_take for the host path: no placement, the same admission. */
+static enum status_code sched_take_host(struct sched *s, char *msg, size_t msglen)
+{
+    if (s->stopped) {
+        snprintf(msg, msglen, "the daemon is shutting down");
+        return STATUS_UNAVAILABLE;
+    }
+    return sched_admit(s, msg, msglen);
+}
+
+/* A job left to the daemon that is smaller than a device launch costs
+ * goes to the host path (host.h); a named device is always that device. */
+static bool sched_on_host(const struct sched *s, const struct job *job)
+{
+    return s->host && !job->device_req[0] && host_job_fits(job, s->limits.host_max_bytes);
+}
+
 enum status_code sched_submit(struct sched_port *p, struct job *job, char *msg, size_t msglen)
 {
     struct sched *s = p->s;
-    size_t index;
+    size_t index = 0;
     uv_rwlock_rdlock(&s->life);
-    enum status_code code = sched_take(s, job->device_req, &index, msg, msglen);
+    bool host = sched_on_host(s, job);
+    enum status_code code = host ? sched_take_host(s, msg, msglen)
+                                 : sched_take(s, job->device_req, &index, msg, msglen);
     if (code == STATUS_OK) {
         job->task = (struct task){ .kind = TASK_JOB, .job = job, .home = p };
-        runner_submit(s->runners[index], &job->task);
+        if (host)
+            host_pool_submit(s->host, &job->task);
+        else
+            runner_submit(s->runners[index], &job->task);
     }
     uv_rwlock_rdunlock(&s->life);
     return code;
@@ -382,6 +406,16 @@ int sched_new(struct dev **devs, size_t ndevs, size_t default_index,
             return -1;
         }
     }
+    if (ndevs && limits->host_max_bytes) {
+        s->host = host_pool_start(limits->host_threads ? limits->host_threads : 1,
+                                  devs[default_index], sched_on_complete, s);
+        if (!s->host) {
+            snprintf(err, errlen, "cannot start the host path's worker threads");
+            sched_stop(s);
+            sched_free(s);
+            return -1;
+        }
+    }
     *out = s;
     return 0;
 }
@@ -440,6 +474,8 @@ void sched_stats(const struct sched_port *p, struct sched_stats *out)
 void sched_stop(struct sched *s)
 {
     uv_rwlock_wrlock(&s->life);
+    host_pool_stop(s->host);   /* runs what is queued: tiny jobs */
+    s->host = NULL;
     for (size_t i = 0; i < s->ndevs; i++) {
         runner_stop(s->runners[i]);   /* completions reach their ports */
         s->runners[i] = NULL;

@@ -32,6 +32,9 @@ struct sched_limits {
     uint64_t staging_bytes;   /* pinned staging memory per device (streams) */
     size_t chunk_bytes;       /* one staging buffer: staging_bytes / chunk_bytes >= 1 */
     uint64_t max_device_memory; /* per device, reserved by jobs at once; 0: 90% of it */
+    uint64_t host_max_bytes;  /* jobs this small, device left to the daemon, run on the host
+                               * path (host.h); 0: never */
+    uint32_t host_threads;    /* its worker threads (>= 1 when host_max_bytes is set) */
 };
 
 struct sched_stats {

@@ -357,6 +357,8 @@ int server_run(const struct config *cfg, struct dev **devs, size_t ndevs, size_t
         .staging_bytes = cfg->staging_bytes,
         .chunk_bytes = (size_t)cfg->chunk_bytes,
         .max_device_memory = cfg->max_device_memory,
+        .host_max_bytes = cfg->host_max_bytes,
+        .host_threads = cfg->host_threads,
     };
     if (sched_new(devs, ndevs, default_index, &limits, &srv->sched, err, sizeof(err)) != 0) {
         fprintf(stderr, "ampd: %s\n", err);

@@ -11,7 +11,7 @@
  *                  by fuzz_staging_idle(), the harness's stand-in for the
  *                  loop turn that wakes them in the daemon;
  *   fuzz_device.c  what a runner does with a task, on the CPU
- *                  (tests/support/cpu_ref.c computes the steps).
+ *                  (tests/support/host_step.c computes the steps).
  * The counters below are what fuzz_conn checks once a connection is gone.
  */
 #ifndef AMP_FUZZ_BACKEND_H

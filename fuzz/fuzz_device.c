@@ -1,7 +1,7 @@
 /* fuzz_device.c: a fake device that runs tasks on the CPU, for fuzz_conn.
  *
  * It plays the part of runner.c + dev_task.c + dev_stream.c: a unary job
- * gets every step's real result (tests/support/cpu_ref.c), and a stream
+ * gets every step's real result (tests/support/host_step.c), and a stream
  * gets a device side of its own (struct dev_stream, which the daemon leaves
  * to dev_stream.c and nothing else sees) from OPEN to CLOSE. Real results
  * matter because their sizes drive what the rpc and h2 layers do next:
@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cpu_ref.h"
+#include "host_step.h"
 #include "fuzz_backend.h"
 #include "sat.h"
 
@@ -108,22 +108,22 @@ static int fuzz_device_step(const struct step *st, uint8_t **data, size_t *len,
                             struct hist_result *hist)
 {
     if (st->kind == STEP_HISTOGRAM)
-        return cpu_ref_hist(&st->u.hist, *data, *len, hist);
+        return host_step_hist(&st->u.hist, *data, *len, hist);
     size_t n = st->kind == STEP_FILL ? (size_t)fuzz_device_fill_bytes(&st->u.fill) : *len;
     uint8_t *out = malloc(n ? n : 1);
     if (!out)
         return -1;
     switch (st->kind) {
     case STEP_REVERSE:
-        cpu_ref_reverse(*data, out, n);
+        host_step_reverse(*data, out, n);
         break;
     case STEP_TRANSFORM:
         if (n)
             memcpy(out, *data, n);
-        cpu_ref_transform(&st->u.transform, out, n);
+        host_step_transform(&st->u.transform, out, n);
         break;
     case STEP_FILL:
-        cpu_ref_fill(&st->u.fill, out);
+        host_step_fill(&st->u.fill, out);
         break;
     case STEP_HISTOGRAM:
         break;
@@ -210,7 +210,7 @@ static int fuzz_device_hist_add(const struct hist_params *p, const uint8_t *buf,
                                 struct hist_result *acc)
 {
     struct hist_result h;
-    if (cpu_ref_hist(p, buf, len, &h) != 0)
+    if (host_step_hist(p, buf, len, &h) != 0)
         return -1;
     if (!acc->counts) {
         *acc = h;
@@ -239,7 +239,7 @@ static void fuzz_device_chunk(struct task *t)
             }
         } else if (st->kind == STEP_TRANSFORM &&
                    job_transform_clip(&st->u.transform, t->offset, t->len, &clip)) {
-            cpu_ref_transform(&clip, t->buf, t->len);
+            host_step_transform(&clip, t->buf, t->len);
         }
     }
     if (ds->has_data)
@@ -299,7 +299,7 @@ static void fuzz_device_end(struct task *t)
     for (size_t i = 0; i < job->nsteps; i++) {
         if (job->steps[i].kind != STEP_HISTOGRAM || job->results[i].hist.counts)
             continue;
-        if (!ds->acc[i].counts && cpu_ref_hist(&job->steps[i].u.hist, NULL, 0, &ds->acc[i]) != 0) {
+        if (!ds->acc[i].counts && host_step_hist(&job->steps[i].u.hist, NULL, 0, &ds->acc[i]) != 0) {
             fuzz_device_fail(t, STATUS_RESOURCE_EXHAUSTED, "fuzz: out of memory");
             return;
         }

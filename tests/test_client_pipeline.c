@@ -1,5 +1,5 @@
 /* test_client_pipeline.c: amp_pipeline through a real ampd. Every step's
- * result is checked against the CPU reference (tests/support/cpu_ref.h):
+ * result is checked against the CPU reference (tests/support/host_step.h):
  * the intermediate bytes of data steps and the histograms, a histogram in
  * the middle that leaves the data alone, a fill feeding a histogram; and
  * bad steps refused with AMP_EINVAL and a message naming the step, locally
@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "amp.h"
-#include "cpu_ref.h"
+#include "host_step.h"
 #include "client_fixture.h"
 
 /* The reference's view of the client's parameters. */
@@ -72,7 +72,7 @@ START_TEST(transform_then_histogram)
     uint8_t *want = malloc(n);
     memcpy(want, in, n);
     struct transform_params tp = ref_transform(&steps[0].transform, n);
-    cpu_ref_transform(&tp, want, n);
+    host_step_transform(&tp, want, n);
     ck_assert_int_ne(memcmp(want, in, n), 0); /* the step changed something */
     expect_bytes(&r[0], want, n, "transform step");
     ck_assert_ptr_null(r[1].data);
@@ -108,12 +108,12 @@ START_TEST(histogram_between_data_steps)
     uint8_t *mapped = malloc(n), *rev = malloc(n);
     memcpy(mapped, in, n);
     struct transform_params tp = ref_transform(&steps[0].transform, n);
-    cpu_ref_transform(&tp, mapped, n);
+    host_step_transform(&tp, mapped, n);
     expect_bytes(&r[0], mapped, n, "map step");
     struct hist_params hp = ref_hist(&steps[1].hist);
     client_fixture_expect_hist(&r[1].hist, &hp, mapped, n - n % 4);
     ck_assert_uint_gt(r[1].hist.below + r[1].hist.above, 0); /* the range cuts both ends */
-    cpu_ref_reverse(mapped, rev, n);
+    host_step_reverse(mapped, rev, n);
     expect_bytes(&r[2], rev, n, "reverse step");
     amp_step_results_free(r, 3);
     free(mapped);

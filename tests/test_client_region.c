@@ -15,7 +15,7 @@
 
 #include "amp.h"
 #include "client_fixture.h"
-#include "cpu_ref.h"
+#include "host_step.h"
 
 #define REGION_TEST_MAX_REGIONS "4"
 
@@ -58,13 +58,13 @@ START_TEST(every_kind)
     CLIENT_CHECK_OK(amp_run_region(client_conn, NULL, steps, 3, &si, &so, &r));
 
     uint8_t *want = malloc(n);
-    cpu_ref_reverse(orig, want, n);
+    host_step_reverse(orig, want, n);
     ck_assert_ptr_null(r[0].data);
     ck_assert_uint_eq(r[0].len, n);
     ck_assert_uint_eq(r[0].region_offset, 300);
     ck_assert_int_eq(memcmp(region_at(out, 300), want, n), 0);
     struct transform_params tp = { .op = XFORM_XOR, .value = 0x5a, .length = n };
-    cpu_ref_transform(&tp, want, n);
+    host_step_transform(&tp, want, n);
     ck_assert_uint_eq(r[1].len, n);
     ck_assert_uint_eq(r[1].region_offset, 300 + n);
     ck_assert_int_eq(memcmp(region_at(out, 300 + n), want, n), 0);
@@ -99,7 +99,7 @@ START_TEST(transform_in_place)
     CLIENT_CHECK_OK(amp_run_region(client_conn, NULL, &s, 1, &all, &all, &r));
     struct transform_params tp = { .op = XFORM_MAP, .offset = 10, .length = n - 20 };
     memcpy(tp.table, table, 256);
-    cpu_ref_transform(&tp, want, n);
+    host_step_transform(&tp, want, n);
     ck_assert_int_eq(memcmp(amp_region_data(reg), want, n), 0);
     amp_step_results_free(r, 1);
     free(want);
@@ -122,7 +122,7 @@ START_TEST(float_histogram_and_fill)
     CLIENT_CHECK_OK(amp_run_region(client_conn, NULL, &fill, 1, NULL, &all, &r));
     uint8_t *want = malloc(n);
     struct fill_params fp = { .type = ELEM_F32, .count = count, .start_f = -3.5f, .step_f = 0.001f };
-    cpu_ref_fill(&fp, want);
+    host_step_fill(&fp, want);
     ck_assert_int_eq(memcmp(amp_region_data(reg), want, n), 0);
     amp_step_results_free(r, 1);
 
@@ -143,7 +143,7 @@ START_TEST(outlives_close)
 {
     amp_region *reg = region_new(4096, 3);
     uint8_t want[4096];
-    cpu_ref_reverse(amp_region_data(reg), want, sizeof want);
+    host_step_reverse(amp_region_data(reg), want, sizeof want);
     /* the registration stays while the region is held; another connection
      * of the same process (uid) may use it */
     client_fixture_close();

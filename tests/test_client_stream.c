@@ -3,7 +3,7 @@
  * --chunk-bytes 1M, 24 MiB streams), so every stream goes through many
  * refills of the daemon's buffers and HTTP/2 flow control on both sides.
  *
- * Results are checked against the CPU reference (tests/support/cpu_ref.h):
+ * Results are checked against the CPU reference (tests/support/host_step.h):
  * transform+histogram chunk by chunk, reverse with total_length (resident
  * on the device), unknown total_length, a fill with no input, the fd form,
  * input read no faster than output comes back (bounded memory);
@@ -22,7 +22,7 @@
 #include <unistd.h>
 
 #include "amp.h"
-#include "cpu_ref.h"
+#include "host_step.h"
 #include "client_fixture.h"
 
 #define MIB (1024u * 1024u)
@@ -117,7 +117,7 @@ static void transform_and_histograms(int give_length)
     memcpy(want, in, n);
     struct transform_params tp = { .op = XFORM_ADD, .value = 3, .offset = 1234,
                                    .length = n - 1234 - 999 };
-    cpu_ref_transform(&tp, want, n);
+    host_step_transform(&tp, want, n);
     amp_step steps[3];
     memset(steps, 0, sizeof steps);
     steps[0].kind = AMP_STEP_HISTOGRAM;
@@ -170,8 +170,8 @@ START_TEST(reverse_with_total_length)
     struct transform_params tp = { .op = XFORM_XOR, .value = 0x5a, .length = n };
     uint8_t *x = malloc(n);
     memcpy(x, in, n);
-    cpu_ref_transform(&tp, x, n);
-    cpu_ref_reverse(x, want, n);
+    host_step_transform(&tp, x, n);
+    host_step_reverse(x, want, n);
     struct src s = { .data = in, .len = n };
     struct sink k = { .want = want, .want_len = n };
     CLIENT_CHECK_OK(
@@ -207,7 +207,7 @@ START_TEST(fill_without_input)
                     .fill = { .type = AMP_TYPE_INT32, .count = count, .start = 7, .step = -3 } };
     struct fill_params fp = { .type = ELEM_I32, .count = count, .start = 7, .step = -3 };
     uint8_t *want = malloc(count * 4);
-    cpu_ref_fill(&fp, want);
+    host_step_fill(&fp, want);
     struct sink k = { .want = want, .want_len = count * 4 };
     CLIENT_CHECK_OK(amp_stream(client_conn, NULL, &st, 1, 0, NULL, NULL, sink_write, &k, NULL, 0));
     expect_sink(&k);
@@ -232,7 +232,7 @@ START_TEST(fd_form)
 {
     size_t n = BIG_LEN;
     uint8_t *in = client_fixture_random(n, 41), *want = malloc(n), *got = malloc(n);
-    cpu_ref_reverse(in, want, n);
+    host_step_reverse(in, want, n);
     int in_fd = temp_file("in", in, n), out_fd = temp_file("out", NULL, 0);
     amp_step st[2] = { { .kind = AMP_STEP_REVERSE },
                        { .kind = AMP_STEP_HISTOGRAM, .hist = { .type = AMP_TYPE_UINT8 } } };
@@ -460,8 +460,8 @@ START_TEST(from_memory)
     uint8_t *in = client_fixture_random(n, 31), *want = malloc(n), *rev = malloc(n);
     memcpy(want, in, n);
     struct transform_params tp = { .op = XFORM_XOR, .value = 0x3c, .length = n };
-    cpu_ref_transform(&tp, want, n);
-    cpu_ref_reverse(want, rev, n);
+    host_step_transform(&tp, want, n);
+    host_step_reverse(want, rev, n);
     amp_step steps[3];
     memset(steps, 0, sizeof steps);
     steps[0].kind = AMP_STEP_HISTOGRAM;

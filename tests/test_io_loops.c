@@ -23,7 +23,7 @@
 
 #include "amp.h"
 #include "check_run.h"
-#include "cpu_ref.h"
+#include "host_step.h"
 #include "daemon_proc.h"
 
 #define IO_LOOPS "4"
@@ -106,7 +106,7 @@ static int stream_xor(struct worker *w, amp_conn *c, uint64_t seed)
     uint8_t *want = malloc(STREAM_LEN);
     memcpy(want, in, STREAM_LEN);
     struct transform_params tp = { .op = XFORM_XOR, .value = XOR_VALUE, .length = STREAM_LEN };
-    cpu_ref_transform(&tp, want, STREAM_LEN);
+    host_step_transform(&tp, want, STREAM_LEN);
     amp_step step = { .kind = AMP_STEP_TRANSFORM,
                       .transform = { .op = AMP_OP_XOR, .value = XOR_VALUE } };
     struct src src = { in, STREAM_LEN, 0 };
@@ -127,7 +127,7 @@ static int unary_pair(struct worker *w, amp_conn *c, uint64_t seed)
 {
     size_t n = UNARY_LEN + (size_t)(seed % 97);
     uint8_t *in = random_bytes(n, seed), *want = malloc(n);
-    cpu_ref_reverse(in, want, n);
+    host_step_reverse(in, want, n);
     void *out = NULL;
     size_t out_len = 0;
     int rc = amp_reverse(c, NULL, in, n, &out, &out_len);

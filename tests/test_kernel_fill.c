@@ -1,4 +1,4 @@
-/* test_kernel_fill.c: fill on the default device against cpu_ref_fill for
+/* test_kernel_fill.c: fill on the default device against host_step_fill for
  * every element type, tiles 1, 7, 64, 256 and the device maximum (with a
  * prime count, so the last work-group is partly padding), the tile limit
  * refusal, wrapping arithmetic, and the launch-splitting path; the good
@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "check_run.h"
-#include "cpu_ref.h"
+#include "host_step.h"
 #include "dev_fixture.h"
 #include "dev_internal.h"
 
@@ -39,7 +39,7 @@ static void check_fill(const struct fill_params *p)
     size_t len = (size_t)p->count * elem_size(p->type);
     uint8_t *want = malloc(len ? len : 1);
     ck_assert_ptr_nonnull(want);
-    cpu_ref_fill(p, want);
+    host_step_fill(p, want);
     struct job *job = run_fill(p);
     ck_assert_msg(job->status == STATUS_OK, "type %d tile %u: %s", p->type, p->tile, job->msg);
     ck_assert_uint_eq(job->results[0].len, len);

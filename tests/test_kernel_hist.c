@@ -1,5 +1,5 @@
 /* test_kernel_hist.c: histograms on the default device against
- * cpu_ref_hist, with every kernel shape (the device's own and, through
+ * host_step_hist, with every kernel shape (the device's own and, through
  * dev_set_shape_for_test, the other one, so a CPU-only host runs the GPU
  * kernels too): random and all-equal bytes, values on bin edges, out of
  * range (drop and clamp), NaN floats, int32 negatives, a million bins,
@@ -18,7 +18,7 @@
 #include <string.h>
 
 #include "check_run.h"
-#include "cpu_ref.h"
+#include "host_step.h"
 #include "dev_fixture.h"
 #include "dev_internal.h"
 #include "op.h"
@@ -84,7 +84,7 @@ static void check_hist(const struct hist_params *p, const void *data, size_t len
                        const char *what)
 {
     struct hist_result want;
-    ck_assert_int_eq(cpu_ref_hist(p, data, len, &want), 0);
+    ck_assert_int_eq(host_step_hist(p, data, len, &want), 0);
     struct dev *d = fixture_dev();
     enum dev_shape own = d->shape;
     enum op_gpu_kernel own_kernel = op_hist256_gpu_kernel_for_test(OP_GPU_KERNEL_V1);

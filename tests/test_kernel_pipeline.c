@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "check_run.h"
-#include "cpu_ref.h"
+#include "host_step.h"
 #include "dev_fixture.h"
 #include "dev_internal.h"
 
@@ -43,9 +43,9 @@ START_TEST(transform_then_histogram)
     struct transform_params tp = xform(XFORM_ADD, 200, 1000, n - 2000);
     struct hist_params hp = {.type = ELEM_U8, .bins = 256};
     memcpy(want, in, n);
-    cpu_ref_transform(&tp, want, n);
+    host_step_transform(&tp, want, n);
     struct hist_result hwant;
-    ck_assert_int_eq(cpu_ref_hist(&hp, want, n, &hwant), 0);
+    ck_assert_int_eq(host_step_hist(&hp, want, n, &hwant), 0);
 
     struct job *job = fixture_job(2, in, n);
     job->steps[0].kind = STEP_TRANSFORM;
@@ -70,13 +70,13 @@ START_TEST(histogram_between_data_steps)
     size_t n = 50020;
     uint8_t *in = malloc(n), *rev = malloc(n), *want = malloc(n);
     fixture_random(in, n, 2);
-    cpu_ref_reverse(in, rev, n);
+    host_step_reverse(in, rev, n);
     struct hist_params hp = {.type = ELEM_F32, .bins = 50, .lo = -1e3, .hi = 1e3};
     struct hist_result hwant;
-    ck_assert_int_eq(cpu_ref_hist(&hp, rev, n, &hwant), 0);
+    ck_assert_int_eq(host_step_hist(&hp, rev, n, &hwant), 0);
     struct transform_params tp = xform(XFORM_MAP, 0, 3, n - 3);
     memcpy(want, rev, n);
-    cpu_ref_transform(&tp, want, n);
+    host_step_transform(&tp, want, n);
 
     struct job *job = fixture_job(3, in, n);
     job->steps[0].kind = STEP_REVERSE;
@@ -104,12 +104,12 @@ START_TEST(fill_feeds_later_steps)
                              .step = 1};
     size_t len = fp.count * 4;
     uint8_t *filled = malloc(len), *rev = malloc(len);
-    cpu_ref_fill(&fp, filled);
-    cpu_ref_reverse(filled, rev, len);
+    host_step_fill(&fp, filled);
+    host_step_reverse(filled, rev, len);
     struct hist_params hp = {.type = ELEM_I32, .bins = 10, .lo = -5000, .hi = 5000,
                              .clamp = true};
     struct hist_result hwant;
-    ck_assert_int_eq(cpu_ref_hist(&hp, filled, len, &hwant), 0);
+    ck_assert_int_eq(host_step_hist(&hp, filled, len, &hwant), 0);
 
     uint8_t ignored[5] = {9, 9, 9, 9, 9};
     struct job *job = fixture_job(3, ignored, sizeof ignored);
@@ -162,10 +162,10 @@ START_TEST(chunked_histograms_around_a_transform)
     struct transform_params tp = xform(XFORM_MAP, 0, 70000, n - 140001);
     struct hist_params hp = {.type = ELEM_U8, .bins = 256};
     struct hist_result before, after;
-    ck_assert_int_eq(cpu_ref_hist(&hp, in, n, &before), 0);
+    ck_assert_int_eq(host_step_hist(&hp, in, n, &before), 0);
     memcpy(want, in, n);
-    cpu_ref_transform(&tp, want, n);
-    ck_assert_int_eq(cpu_ref_hist(&hp, want, n, &after), 0);
+    host_step_transform(&tp, want, n);
+    ck_assert_int_eq(host_step_hist(&hp, want, n, &after), 0);
 
     struct job *job = fixture_job(3, in, n);
     job->steps[0].kind = STEP_HISTOGRAM;
@@ -188,7 +188,7 @@ START_TEST(chunked_histograms_around_a_transform)
         f[i] = (float)((i * 7919) % 1000) / 10.0f - 5.0f;
     struct hist_params fp = {.type = ELEM_F32, .bins = 37, .lo = 0.0, .hi = 90.0};
     struct hist_result fwant;
-    ck_assert_int_eq(cpu_ref_hist(&fp, (const uint8_t *)f, nf * sizeof(float), &fwant), 0);
+    ck_assert_int_eq(host_step_hist(&fp, (const uint8_t *)f, nf * sizeof(float), &fwant), 0);
     job = fixture_job(1, f, nf * sizeof(float));
     job->steps[0].kind = STEP_HISTOGRAM;
     job->steps[0].u.hist = fp;
@@ -220,7 +220,7 @@ START_TEST(a_job_runs_twice)
     fixture_run(job);
     ck_assert_int_eq(job->status, STATUS_OK);
     uint8_t want[100];
-    cpu_ref_reverse(in, want, sizeof in);
+    host_step_reverse(in, want, sizeof in);
     fixture_expect_bytes(job->results[0].data, want, sizeof in, "second run");
     job_free(job);
 }

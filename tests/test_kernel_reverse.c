@@ -1,5 +1,5 @@
 /* test_kernel_reverse.c: the reverse step on the default OpenCL device
- * against cpu_ref_reverse, for lengths around every word boundary, a few
+ * against host_step_reverse, for lengths around every word boundary, a few
  * MiB with an odd tail, and random lengths; plus job bookkeeping (device
  * name, results), both access patterns and the zero-length job. */
 #include <check.h>
@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "check_run.h"
-#include "cpu_ref.h"
+#include "host_step.h"
 #include "dev_fixture.h"
 #include "dev_internal.h"
 #include "op.h"
@@ -18,7 +18,7 @@ static void check_reverse(size_t n, uint64_t seed)
     ck_assert_ptr_nonnull(in);
     ck_assert_ptr_nonnull(want);
     fixture_random(in, n, seed);
-    cpu_ref_reverse(in, want, n);
+    host_step_reverse(in, want, n);
     struct job *job = fixture_job(1, in, n);
     job->steps[0].kind = STEP_REVERSE;
     fixture_run(job);
@@ -104,7 +104,7 @@ START_TEST(two_reverses_restore)
     ck_assert_msg(job->status == STATUS_OK, "%s", job->msg);
     ck_assert_mem_eq(job->results[1].data, in, sizeof in);
     uint8_t want[1000];
-    cpu_ref_reverse(in, want, sizeof in);
+    host_step_reverse(in, want, sizeof in);
     ck_assert_mem_eq(job->results[0].data, want, sizeof in);
     job_free(job);
 }

@@ -1,5 +1,5 @@
 /* test_kernel_transform.c: add/xor/and/or/set/map on the default device
- * against cpu_ref_transform: sizes around the 16-byte word and the work-
+ * against host_step_transform: sizes around the 16-byte word and the work-
  * group, a prime, a few MiB with an odd tail, sub-ranges at every
  * alignment (bytes outside stay unchanged), add overflow in every byte
  * position, and the refusals (range past the end, parameter block over the
@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "check_run.h"
-#include "cpu_ref.h"
+#include "host_step.h"
 #include "dev_fixture.h"
 #include "dev_internal.h"
 #include "op.h"
@@ -41,7 +41,7 @@ static void check_transform(const struct transform_params *p, size_t n, uint64_t
     ck_assert_ptr_nonnull(want);
     fixture_random(in, n, seed);
     memcpy(want, in, n);
-    cpu_ref_transform(p, want, n);
+    host_step_transform(p, want, n);
     struct job *job = fixture_job(1, in, n);
     job->steps[0].kind = STEP_TRANSFORM;
     job->steps[0].u.transform = *p;
@@ -128,9 +128,9 @@ START_TEST(chained_transforms_work_out_of_place)
     struct transform_params p1 = params(XFORM_XOR, 0x3c, 5, n - 9);
     struct transform_params p2 = params(XFORM_MAP, 0, 100, 1000);
     memcpy(want1, in, n);
-    cpu_ref_transform(&p1, want1, n);
+    host_step_transform(&p1, want1, n);
     memcpy(want2, want1, n);
-    cpu_ref_transform(&p2, want2, n);
+    host_step_transform(&p2, want2, n);
     struct job *job = fixture_job(2, in, n);
     job->steps[0].kind = STEP_TRANSFORM;
     job->steps[0].u.transform = p1;

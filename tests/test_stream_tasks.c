@@ -3,14 +3,14 @@
  * histograms, a reverse that keeps its whole input resident, device memory
  * admission (a job waits for memory held by a stream, one that could never
  * fit is refused), and a cancelled job's tasks being dropped. Results are
- * checked against tests/support/cpu_ref.c. */
+ * checked against tests/support/host_step.c. */
 #include <check.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "check_run.h"
-#include "cpu_ref.h"
+#include "host_step.h"
 #include "dev_fixture.h"
 #include "dev_task.h"
 #include "runner.h"
@@ -116,7 +116,7 @@ static void expect_hist(const struct hist_result *got, const struct hist_params 
                         const uint8_t *data, size_t len)
 {
     struct hist_result want;
-    ck_assert_int_eq(cpu_ref_hist(p, data, len, &want), 0);
+    ck_assert_int_eq(host_step_hist(p, data, len, &want), 0);
     ck_assert_uint_eq(got->bins, want.bins);
     ck_assert_int_eq(memcmp(got->counts, want.counts, want.bins * sizeof(uint64_t)), 0);
     free(want.counts);
@@ -134,7 +134,7 @@ START_TEST(chunked_transform_then_histogram)
         .op = XFORM_ADD, .value = 200, .offset = 100, .length = TOTAL - 150};
     job->steps[1].kind = STEP_HISTOGRAM;
     job->steps[1].u.hist = (struct hist_params){.type = ELEM_U8, .bins = 256};
-    cpu_ref_transform(&job->steps[0].u.transform, want, TOTAL);
+    host_step_transform(&job->steps[0].u.transform, want, TOTAL);
 
     submit(job, TASK_OPEN, NULL, 0, 0);
     submit_input(job, in);
@@ -158,7 +158,7 @@ START_TEST(resident_reverse_then_histogram)
 {
     uint8_t *in = malloc(TOTAL), *want = malloc(TOTAL);
     fixture_random(in, TOTAL, 8);
-    cpu_ref_reverse(in, want, TOTAL);
+    host_step_reverse(in, want, TOTAL);
     struct job *job = stream_job(2, TOTAL);
     job->steps[0].kind = STEP_REVERSE;
     job->steps[1].kind = STEP_HISTOGRAM;
@@ -184,7 +184,7 @@ START_TEST(resident_reverse_then_histogram)
     submit(job, TASK_END, NULL, 0, 0);
     submit(job, TASK_CLOSE, NULL, 0, 0);
     expect_all_ok();
-    cpu_ref_reverse(in, want, even);
+    host_step_reverse(in, want, even);
     for (int i = 0; i < NCHUNKS; i++) {
         struct task *t = &tasks[ntasks - 2 - NCHUNKS + (size_t)i];
         ck_assert_uint_eq(t->out_len, t->len);

@@ -65,7 +65,7 @@ void client_fixture_expect_hist(const amp_hist *got, const struct hist_params *p
                                 const uint8_t *data, size_t n)
 {
     struct hist_result want;
-    ck_assert_int_eq(cpu_ref_hist(p, data, n, &want), 0);
+    ck_assert_int_eq(host_step_hist(p, data, n, &want), 0);
     ck_assert_uint_eq(got->bins, want.bins);
     for (uint32_t i = 0; i < want.bins; i++)
         ck_assert_msg(got->counts[i] == want.counts[i], "bin %u: %llu, want %llu", i,

@@ -16,7 +16,7 @@
 #include <stdint.h>
 
 #include "amp.h"
-#include "cpu_ref.h"
+#include "host_step.h"
 
 /* The running test's connection to the fixture's ampd: set by
  * client_fixture_open(), closed and reset to NULL by
@@ -50,7 +50,7 @@ void client_fixture_close(void);
 uint8_t *client_fixture_random(size_t n, uint64_t seed);
 
 /* Fails the test unless got, a histogram the daemon computed, matches
- * cpu_ref_hist(p) over data[0, n): every bin, below, above and nan. */
+ * host_step_hist(p) over data[0, n): every bin, below, above and nan. */
 void client_fixture_expect_hist(const amp_hist *got, const struct hist_params *p,
                                 const uint8_t *data, size_t n);
 

@@ -1,5 +1,5 @@
-/* cpu_ref.c: the reference steps of cpu_ref.h. */
-#include "cpu_ref.h"
+/* host_step.c: the steps of host_step.h. */
+#include "host_step.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -7,13 +7,13 @@
 
 #include "hist_bin.h"
 
-void cpu_ref_reverse(const uint8_t *in, uint8_t *out, size_t n)
+void host_step_reverse(const uint8_t *in, uint8_t *out, size_t n)
 {
     for (size_t i = 0; i < n; i++)
         out[i] = in[n - 1 - i];
 }
 
-static uint8_t cpu_ref_byte(const struct transform_params *p, uint8_t b)
+static uint8_t host_step_byte(const struct transform_params *p, uint8_t b)
 {
     switch (p->op) {
     case XFORM_ADD: return (uint8_t)(b + p->value);
@@ -26,13 +26,13 @@ static uint8_t cpu_ref_byte(const struct transform_params *p, uint8_t b)
     return b;
 }
 
-void cpu_ref_transform(const struct transform_params *p, uint8_t *buf, size_t n)
+void host_step_transform(const struct transform_params *p, uint8_t *buf, size_t n)
 {
     for (size_t i = p->offset; i < p->offset + p->length && i < n; i++)
-        buf[i] = cpu_ref_byte(p, buf[i]);
+        buf[i] = host_step_byte(p, buf[i]);
 }
 
-static uint32_t cpu_ref_slot(const struct hist_bin *b, enum elem_type t, const uint8_t *e)
+static uint32_t host_step_slot(const struct hist_bin *b, enum elem_type t, const uint8_t *e)
 {
     uint32_t u;
     int32_t s;
@@ -50,7 +50,7 @@ static uint32_t cpu_ref_slot(const struct hist_bin *b, enum elem_type t, const u
     }
 }
 
-int cpu_ref_hist(const struct hist_params *p, const uint8_t *in, size_t len,
+int host_step_hist(const struct hist_params *p, const uint8_t *in, size_t len,
                  struct hist_result *out)
 {
     memset(out, 0, sizeof(*out));
@@ -67,7 +67,7 @@ int cpu_ref_hist(const struct hist_params *p, const uint8_t *in, size_t len,
     hist_bin_init(&b, p->bins, p->lo, p->hi);
     size_t es = elem_size(p->type);
     for (size_t i = 0; i + es <= len; i += es) {
-        uint32_t s = cpu_ref_slot(&b, p->type, in + i);
+        uint32_t s = host_step_slot(&b, p->type, in + i);
         if (s < p->bins)
             out->counts[s]++;
         else if (s == HIST_SLOT_BELOW(p->bins))
@@ -84,7 +84,7 @@ int cpu_ref_hist(const struct hist_params *p, const uint8_t *in, size_t len,
     return 0;
 }
 
-void cpu_ref_fill(const struct fill_params *p, uint8_t *out)
+void host_step_fill(const struct fill_params *p, uint8_t *out)
 {
     for (uint64_t k = 0; k < p->count; k++) {
         /* Unsigned arithmetic: wraps like the element types, no UB. */

@@ -1,0 +1,200 @@
+/* host.c: the host path (host.h).
+ *
+ * One queue under one mutex, and a condition variable the workers sleep
+ * on: the jobs are tiny, so a worker takes one, runs it to the end and
+ * takes the next; nothing here waits on a device.
+ */
+#define _GNU_SOURCE   /* pthread_setname_np */
+#include "host.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dev.h"
+#include "host_step.h"
+#include "job.h"
+#include "sat.h"
+#include "task.h"
+
+struct host_pool {
+    pthread_mutex_t lock;       /* guards head, tail and stopping */
+    pthread_cond_t wake;
+    struct task *head, *tail;   /* queued TASK_JOBs, linked through next */
+    bool stopping;
+    struct dev *check;          /* whose rules jobs are checked by */
+    void (*complete)(struct task *t, void *ctx);
+    void *ctx;
+    size_t nthreads;
+    pthread_t threads[];
+};
+
+bool host_job_fits(const struct job *job, uint64_t max_bytes)
+{
+    if (job->in_len > max_bytes)
+        return false;
+    for (size_t i = 0; i < job->nsteps; i++) {
+        const struct step *s = &job->steps[i];
+        if (s->kind == STEP_FILL &&
+            sat_mul_u64(s->u.fill.count, elem_size(s->u.fill.type)) > max_bytes)
+            return false;
+    }
+    return true;
+}
+
+/* Runs one data step from cur (len bytes) into r, a result of out_len
+ * bytes. In place (r->data == cur: the job's output over its input) a
+ * reverse swaps and a transform works where the bytes are. */
+static enum status_code host_data_step(struct job *job, const struct step *s, const uint8_t *cur,
+                                       size_t len, size_t out_len, struct step_result *r)
+{
+    enum status_code st = job_result_alloc(job, r, out_len);
+    if (st != STATUS_OK)
+        return st;
+    switch (s->kind) {
+    case STEP_REVERSE:
+        if (r->data == cur) {
+            for (size_t i = 0, j = len ? len - 1 : 0; i < j; i++, j--) {
+                uint8_t t = r->data[i];
+                r->data[i] = r->data[j];
+                r->data[j] = t;
+            }
+        } else {
+            host_step_reverse(cur, r->data, len);
+        }
+        break;
+    case STEP_TRANSFORM:
+        if (r->data != cur && len)
+            memcpy(r->data, cur, len);
+        host_step_transform(&s->u.transform, r->data, len);
+        break;
+    case STEP_FILL:
+        host_step_fill(&s->u.fill, r->data);
+        break;
+    case STEP_HISTOGRAM:
+        break;
+    }
+    return STATUS_OK;
+}
+
+void host_run(struct dev *check, struct job *job)
+{
+    snprintf(job->device, sizeof job->device, "%s", HOST_DEVICE_NAME);
+    job->status = STATUS_OK;
+    job->msg[0] = '\0';
+    size_t n = job->nsteps ? job->nsteps : 1;
+    if (!job->results)
+        job->results = calloc(n, sizeof(*job->results));
+    size_t *out_len = calloc(n, sizeof(*out_len));
+    if (!job->results || !out_len) {
+        job_fail(job, STATUS_RESOURCE_EXHAUSTED, "out of host memory");
+    } else if (job->nsteps == 0) {
+        job_fail(job, STATUS_INVALID_ARGUMENT, "steps: a job needs at least one step");
+    } else if (dev_check_steps(check, job, job->in_len, out_len) == STATUS_OK) {
+        const uint8_t *cur = job->in;
+        size_t len = job->in_len;
+        for (size_t i = 0; i < job->nsteps && job->status == STATUS_OK; i++) {
+            const struct step *s = &job->steps[i];
+            struct step_result *r = &job->results[i];
+            if (s->kind == STEP_HISTOGRAM) {
+                if (host_step_hist(&s->u.hist, cur, len, &r->hist) != 0)
+                    job_fail(job, STATUS_RESOURCE_EXHAUSTED, "out of host memory for a histogram");
+                continue;
+            }
+            if (host_data_step(job, s, cur, len, out_len[i], r) == STATUS_OK) {
+                cur = r->data;
+                len = r->len;
+            }
+        }
+    }
+    if (job->status != STATUS_OK && job->results)
+        job_drop_results(job);
+    free(out_len);
+}
+
+/* A queued task, or NULL once stopping with none left. */
+static struct task *host_pool_next(struct host_pool *h)
+{
+    pthread_mutex_lock(&h->lock);
+    while (!h->head && !h->stopping)
+        pthread_cond_wait(&h->wake, &h->lock);
+    struct task *t = h->head;
+    if (t) {
+        h->head = t->next;
+        if (!h->head)
+            h->tail = NULL;
+        t->next = NULL;
+    }
+    pthread_mutex_unlock(&h->lock);
+    return t;
+}
+
+static void *host_pool_main(void *arg)
+{
+    struct host_pool *h = arg;
+    struct task *t;
+    while ((t = host_pool_next(h))) {
+        struct job *job = t->job;
+        t->out_len = 0;
+        if (atomic_load(&job->cancelled))
+            job_fail(job, STATUS_CANCELLED, "the call ended before its job ran");
+        else
+            host_run(h->check, job);
+        t->status = job->status;
+        snprintf(t->msg, sizeof t->msg, "%s", job->msg);
+        h->complete(t, h->ctx);
+    }
+    return NULL;
+}
+
+struct host_pool *host_pool_start(size_t threads, struct dev *check,
+                                  void (*complete)(struct task *t, void *ctx), void *ctx)
+{
+    struct host_pool *h = calloc(1, sizeof(*h) + threads * sizeof(pthread_t));
+    if (!h)
+        return NULL;
+    h->check = check;
+    h->complete = complete;
+    h->ctx = ctx;
+    pthread_mutex_init(&h->lock, NULL);
+    pthread_cond_init(&h->wake, NULL);
+    for (; h->nthreads < threads; h->nthreads++) {
+        if (pthread_create(&h->threads[h->nthreads], NULL, host_pool_main, h) != 0) {
+            host_pool_stop(h);
+            return NULL;
+        }
+        char name[16];
+        snprintf(name, sizeof name, "ampd-host%zu", h->nthreads);
+        pthread_setname_np(h->threads[h->nthreads], name);
+    }
+    return h;
+}
+
+void host_pool_submit(struct host_pool *h, struct task *t)
+{
+    t->next = NULL;
+    pthread_mutex_lock(&h->lock);
+    if (h->tail)
+        h->tail->next = t;
+    else
+        h->head = t;
+    h->tail = t;
+    pthread_cond_signal(&h->wake);
+    pthread_mutex_unlock(&h->lock);
+}
+
+void host_pool_stop(struct host_pool *h)
+{
+    if (!h)
+        return;
+    pthread_mutex_lock(&h->lock);
+    h->stopping = true;
+    pthread_cond_broadcast(&h->wake);
+    pthread_mutex_unlock(&h->lock);
+    for (size_t i = 0; i < h->nthreads; i++)
+        pthread_join(h->threads[i], NULL);
+    pthread_cond_destroy(&h->wake);
+    pthread_mutex_destroy(&h->lock);
+    free(h);
+}

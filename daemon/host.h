@@ -1,0 +1,49 @@
+/* host.h: the host path: jobs smaller than a device launch costs run on
+ * the daemon's own CPU worker threads.
+ *
+ * A 16-byte Reverse through the GPU costs its queue, a launch, a device
+ * round trip and a completion wake-up (about 300 us on the H100 host) for
+ * nanoseconds of work. When the caller leaves the device to the daemon and
+ * a job's bytes are at most --host-max-bytes, sched.c hands it to this pool
+ * instead of a runner: a worker checks it as the default device would
+ * (dev_check_steps: a job the device would refuse is refused the same way),
+ * runs its steps with host_step.c and completes it like a runner does
+ * (sched's complete callback, onto the loop that submitted it). The reply
+ * names the device "host". A caller that names a device always gets it.
+ * Workers are never an I/O loop's thread.
+ */
+#ifndef AMPD_HOST_H
+#define AMPD_HOST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct dev;
+struct job;
+struct task;
+struct host_pool;
+
+/* What the reply's device field says for a job run here. */
+#define HOST_DEVICE_NAME "host"
+
+/* True when every byte the job reads or writes fits in max_bytes (0: the
+ * host path is off). */
+bool host_job_fits(const struct job *job, uint64_t max_bytes);
+
+/* Runs job's steps on this thread, after check's validation of them;
+ * fills results, status and device as dev_run does. */
+void host_run(struct dev *check, struct job *job);
+
+/* Starts threads workers that run TASK_JOB tasks with host_run against
+ * check and hand each to complete(t, ctx). NULL on failure. */
+struct host_pool *host_pool_start(size_t threads, struct dev *check,
+                                  void (*complete)(struct task *t, void *ctx), void *ctx);
+
+/* Queues t (a TASK_JOB); any thread. */
+void host_pool_submit(struct host_pool *h, struct task *t);
+
+/* Runs what is queued, then stops and frees the workers. NULL is a no-op. */
+void host_pool_stop(struct host_pool *h);
+
+#endif
