@@ -53,7 +53,7 @@ struct ampctl_cmd {
 };
 
 extern const struct ampctl_cmd cmd_reverse, cmd_transform, cmd_hist, cmd_fill, cmd_pipeline,
-    cmd_devices, cmd_status, cmd_health;
+    cmd_devices, cmd_status, cmd_health, cmd_bench;
 
 /* --- main.c ------------------------------------------------------------- */
 

@@ -208,6 +208,23 @@ def test_status_and_health():
     expect(out == b"SERVING\n", "health printed %r" % out)
 
 
+def test_bench_counts_and_json():
+    rc, out, err = run(["--json", "bench", "-n", "200", "-c", "2", "-k", "transform", "-s", "1K"])
+    expect_rc(rc, EXIT_OK, err)
+    b = json.loads(out)
+    expect(b["calls"] == 200 and b["failed"] == 0 and b["connections"] == 2, "bench %r" % b)
+    lat = b["latency_us"]
+    expect(0 < lat["p50"] <= lat["p90"] <= lat["p99"] <= lat["p99.9"] <= lat["max"], "lat %r" % lat)
+    rc, out, err = run(["bench", "-d", "0.3", "-k", "fill", "-s", "64"])
+    expect_rc(rc, EXIT_OK, err)
+    expect(b"calls/s" in out and b"p99.9" in out, "bench table %r" % out)
+    # Refused calls are counted by error, and the exit status says so.
+    rc, out, err = run(["--json", "--device", "7", "bench", "-n", "5"])
+    expect_rc(rc, EXIT_REFUSED, err)
+    b = json.loads(out)
+    expect(b["calls"] == 0 and b["failed"] == 5 and sum(b["errors"].values()) == 5, "bench %r" % b)
+
+
 # --- exit codes ------------------------------------------------------------------------
 
 def test_usage_errors_exit_2():
@@ -225,6 +242,10 @@ def test_usage_errors_exit_2():
         ["fill", "--type", "int32"],
         ["fill", "--type", "int32", "--count", "12x"],
         ["--timeout", "soon", "devices"],
+        ["bench", "-k", "sort"],
+        ["bench", "-c", "0"],
+        ["bench", "-d", "-1"],
+        ["bench", "-k", "fill", "-s", "6"],
     ]
     for args in cases:
         rc, out, err = run(args)
