@@ -24,7 +24,7 @@ static char sock_path[100];
 static char address[220];
 static int listen_fd = -1;
 static amp_conn *conn;
-static const amp_opts deadline_opts = { NULL, ARGS_DEADLINE_MS };
+static const amp_opts deadline_opts = { .size = sizeof(amp_opts), .device = NULL, .timeout_ms = ARGS_DEADLINE_MS };
 
 static void setup(void)
 {
@@ -81,7 +81,7 @@ START_TEST(null_connection)
     size_t n;
     amp_hist h;
     amp_device *list;
-    amp_daemon_status st;
+    amp_daemon_status st = { .size = sizeof st };
     int serving;
     amp_transform_params tp = { .op = AMP_OP_ADD };
     amp_hist_params hp = { .type = AMP_TYPE_UINT8 };
@@ -90,7 +90,7 @@ START_TEST(null_connection)
     ck_assert_int_eq(amp_transform(NULL, NULL, &tp, "a", 1, &out, &n), AMP_EINVAL);
     ck_assert_int_eq(amp_histogram(NULL, NULL, &hp, "a", 1, &h), AMP_EINVAL);
     ck_assert_int_eq(amp_fill(NULL, NULL, &fp, &out, &n), AMP_EINVAL);
-    ck_assert_int_eq(amp_devices(NULL, &list, &n), AMP_EINVAL);
+    ck_assert_int_eq(amp_devices(NULL, NULL, &list, &n), AMP_EINVAL);
     ck_assert_int_eq(amp_status(NULL, NULL, &st), AMP_EINVAL);
     ck_assert_int_eq(amp_health(NULL, NULL, "", &serving), AMP_EINVAL);
     ck_assert_int_eq(amp_connect(address, NULL), AMP_EINVAL);
@@ -111,7 +111,7 @@ START_TEST(reverse_args)
     expect_einval(amp_reverse(conn, &deadline_opts, NULL, 3, &out, &n), "in is NULL");
     ck_assert_ptr_null(out); /* cleared even on failure */
     ck_assert_uint_eq(n, 0);
-    amp_opts bad = { NULL, -5 };
+    amp_opts bad = { .size = sizeof(amp_opts), .device = NULL, .timeout_ms = -5 };
     expect_einval(amp_reverse(conn, &bad, "abc", 3, &out, &n), "timeout_ms");
     ck_assert_str_eq(amp_last_device(conn), "");
 }
@@ -177,8 +177,8 @@ START_TEST(introspection_args)
 {
     amp_device *list;
     size_t n;
-    expect_einval(amp_devices(conn, NULL, &n), "list");
-    expect_einval(amp_devices(conn, &list, NULL), "n must not");
+    expect_einval(amp_devices(conn, NULL, NULL, &n), "list");
+    expect_einval(amp_devices(conn, NULL, &list, NULL), "n must not");
     expect_einval(amp_status(conn, &deadline_opts, NULL), "st");
     expect_einval(amp_health(conn, &deadline_opts, "", NULL), "serving");
 }

@@ -133,7 +133,7 @@ START_TEST(devices_status_health)
     amp_conn *c = connect_ok(client_fixture_address());
     amp_device *list;
     size_t n;
-    ck_assert_int_eq(amp_devices(c, &list, &n), 0);
+    ck_assert_int_eq(amp_devices(c, NULL, &list, &n), 0);
     ck_assert_uint_ge(n, 1);
     int defaults = 0;
     for (size_t i = 0; i < n; i++) {
@@ -149,7 +149,7 @@ START_TEST(devices_status_health)
     ck_assert_int_eq(defaults, 1);
     amp_free(list);
 
-    amp_daemon_status before, after;
+    amp_daemon_status before = { .size = sizeof before }, after = { .size = sizeof after };
     ck_assert_int_eq(amp_status(c, NULL, &before), 0);
     ck_assert_str_ne(before.version, "");
     ck_assert_uint_ge(before.connections, 1);
@@ -171,7 +171,7 @@ START_TEST(daemon_killed_between_calls_is_eio)
     amp_conn *c = connect_ok(own.address);
     reverse_ok(c, 1);
     kill(own.pid, SIGKILL);
-    amp_opts o = { NULL, GONE_DEADLINE_MS };
+    amp_opts o = { .size = sizeof(amp_opts), .device = NULL, .timeout_ms = GONE_DEADLINE_MS };
     void *out = NULL;
     size_t n;
     int rc = amp_reverse(c, &o, "abc", 3, &out, &n);
@@ -190,7 +190,7 @@ START_TEST(daemon_stopped_then_call_fails_fast)
     amp_conn *c = connect_ok(own.address);
     reverse_ok(c, 1);
     ck_assert_int_eq(daemon_stop(&own), 0); /* graceful drain, clean exit */
-    amp_opts o = { NULL, GONE_DEADLINE_MS };
+    amp_opts o = { .size = sizeof(amp_opts), .device = NULL, .timeout_ms = GONE_DEADLINE_MS };
     void *out = NULL;
     size_t n;
     int rc = amp_reverse(c, &o, "abc", 3, &out, &n);
