@@ -285,6 +285,10 @@ static int conn_broke(amp_conn *c, int code, const char *what, int err)
     c->broken = 1;
     if (err)
         return conn_fail(c, code, "%s: %s", what, strerror(err));
+    if (code == AMP_EPROTO && what != c->proto_message) {
+        c->proto_error = 1;   /* kept: such a peer is not reconnected to */
+        snprintf(c->proto_message, sizeof c->proto_message, "%s", what);
+    }
     return conn_fail(c, code, "%s", what);
 }
 
@@ -468,6 +472,9 @@ int conn_ready(amp_conn *c)
         conn_take_idle(c);
     if (!c->broken && nghttp2_session_check_request_allowed(c->h2))
         return 0;
+    /* A peer that broke HTTP/2 is no daemon to reconnect to. */
+    if (c->broken && c->proto_error)
+        return conn_fail(c, AMP_EPROTO, "%s", c->proto_message);
     if (c->no_reconnect)
         return conn_fail(c, AMP_EIO, "the connection to the daemon broke earlier; reconnect");
     conn_shut(c);

@@ -117,6 +117,29 @@ START_TEST(reverse_args)
 }
 END_TEST
 
+/* amp.h's growth rules: a sized struct's size must cover its first
+ * layout; a reserved tail must be zero. */
+START_TEST(struct_layout_args)
+{
+    void *out = NULL;
+    size_t n = 0;
+    amp_opts unsized = { .timeout_ms = 1000 };
+    expect_einval(amp_reverse(conn, &unsized, "abc", 3, &out, &n), "opts.size is 0");
+    amp_opts short_opts = { .size = offsetof(amp_opts, timeout_ms), .timeout_ms = 1000 };
+    expect_einval(amp_reverse(conn, &short_opts, "abc", 3, &out, &n), "opts.size");
+    amp_transform_params p = { .op = AMP_OP_XOR, .value = 1 };
+    p.reserved[3] = 1;
+    expect_einval(amp_transform(conn, &deadline_opts, &p, "ab", 2, &out, &n), "params.reserved");
+    amp_daemon_status st = { .size = 3 };
+    expect_einval(amp_status(conn, &deadline_opts, &st), "st.size");
+    amp_conn *c = (amp_conn *)&st;
+    amp_connect_opts co = { .timeout_ms = 1 };
+    ck_assert_int_eq(amp_connect_with(NULL, &co, &c), AMP_EINVAL);
+    ck_assert_ptr_null(c);
+    ck_assert_ptr_nonnull(strstr(amp_last_message(NULL), "opts.size"));
+}
+END_TEST
+
 START_TEST(transform_args)
 {
     void *out;
@@ -202,6 +225,7 @@ int main(void)
     tcase_add_test(tc, strerror_names_every_code);
     tcase_add_test(tc, null_connection);
     tcase_add_test(tc, reverse_args);
+    tcase_add_test(tc, struct_layout_args);
     tcase_add_test(tc, transform_args);
     tcase_add_test(tc, histogram_args);
     tcase_add_test(tc, fill_args);

@@ -110,7 +110,8 @@ START_TEST(hangup_mid_call_is_eio)
     struct peer p;
     peer_start(&p, PEER_HANGUP_AFTER_READ);
     amp_conn *c;
-    ck_assert_int_eq(amp_connect(p.address, &c), 0);
+    amp_connect_opts co = { .size = sizeof co, .no_reconnect = 1 };
+    ck_assert_int_eq(amp_connect_with(p.address, &co, &c), 0);
     uint8_t *big = calloc(1, PEER_BIG_REQUEST);
     ck_assert_ptr_nonnull(big);
     amp_opts o = { .size = sizeof(amp_opts), .device = NULL, .timeout_ms = PEER_SAFETY_MS };
@@ -120,7 +121,8 @@ START_TEST(hangup_mid_call_is_eio)
     ck_assert_msg(rc == AMP_EIO, "rc %d (%s): %s", rc, amp_strerror(rc), amp_last_message(c));
     ck_assert_ptr_null(out);
     ck_assert_str_ne(amp_last_message(c), "");
-    /* The connection stays broken: the next call fails at once. */
+    /* Without reconnection the connection stays broken: the next call
+     * fails at once. */
     rc = amp_reverse(c, &o, "ab", 2, &out, &n);
     ck_assert_int_eq(rc, AMP_EIO);
     ck_assert_ptr_nonnull(strstr(amp_last_message(c), "reconnect"));

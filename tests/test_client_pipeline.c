@@ -177,8 +177,12 @@ START_TEST(bad_steps_refused_locally)
     steps[0].kind = AMP_STEP_REVERSE;
     steps[1].kind = (amp_step_kind)99;
     amp_step_result *r = (amp_step_result *)&steps; /* must be cleared */
-    expect_einval(amp_pipeline(client_conn, NULL, steps, 2, "ab", 2, &r), "steps[1].kind", &r);
+    expect_einval(amp_pipeline(client_conn, NULL, steps, 2, "ab", 2, &r), "steps[1].size", &r);
     steps[1].size = sizeof steps[1];
+    expect_einval(amp_pipeline(client_conn, NULL, steps, 2, "ab", 2, &r), "steps[1].kind", &r);
+    steps[0].size = 0;
+    expect_einval(amp_pipeline(client_conn, NULL, steps, 2, "ab", 2, &r), "steps[0].size", &r);
+    steps[0].size = sizeof steps[0];
     steps[1].kind = AMP_STEP_TRANSFORM;
     steps[1].transform.op = (amp_op)0;
     expect_einval(amp_pipeline(client_conn, NULL, steps, 2, "ab", 2, &r), "steps[1].transform.op",

@@ -176,7 +176,8 @@ START_TEST(refusals)
     ck_assert_int_eq(amp_run_region(client_conn, NULL, &s, 1, &past, &all, &r), AMP_EINVAL);
     ck_assert_ptr_nonnull(strstr(amp_last_message(client_conn), "past the region's end"));
     /* the daemon checks that the output fits */
-    ck_assert_int_eq(amp_run_region(client_conn, NULL, &s, 1, &all, &small, &r), AMP_EINVAL);
+    ck_assert_int_eq(amp_run_region(client_conn, NULL, &s, 1, &all, &small, &r), AMP_EOUTOFRANGE);
+    ck_assert_int_eq(amp_last_grpc_status(client_conn), 11);   /* OUT_OF_RANGE, raw */
     ck_assert_ptr_nonnull(strstr(amp_last_message(client_conn), "output_region"));
     ck_assert_ptr_null(r);
     ck_assert_int_eq(amp_run_region(client_conn, NULL, &s, 1, &all, NULL, &r), AMP_EINVAL);
