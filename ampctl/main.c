@@ -34,7 +34,7 @@ static void ampctl_usage(FILE *f)
             "                      (default $%s, else %s)\n"
             "  -d, --device SEL    device for jobs: gpu, cpu or an index from `devices`\n"
             "                      (default: the daemon's choice)\n"
-            "  -t, --timeout MS    deadline per call in milliseconds (default: none)\n"
+            "  -t, --timeout MS    deadline per call in ms (default: none), and for connecting\n"
             "  -j, --json          machine-readable output (devices, hist, status, health)\n"
             "      --stream-threshold SIZE\n"
             "                      stream inputs of SIZE bytes or more (and pipes that\n"
