@@ -77,7 +77,9 @@
 /* Room for every client, the status connection, and killed clients' sockets
  * the daemon has not yet seen close, all from one uid. */
 #define SOAK_DAEMON_CONNECTIONS(n) (2 * (n) + 16)
-#define SOAK_CODES (1 - AMP_ENOTFOUND)        /* AMP_E* codes 0 .. AMP_ENOTFOUND */
+#define SOAK_ONE_CODE_(name, code, grpc, words) +1
+/* AMP_OK and every AMP_E* code, which run 0, -1, -2, ... without gaps. */
+#define SOAK_CODES (1 AMP_ERROR_MAP(SOAK_ONE_CODE_))
 
 enum soak_kind {
     K_REVERSE, K_TRANSFORM, K_HIST, K_FILL, K_PIPELINE, K_STREAM, K_STREAM_ABANDONED,
@@ -189,7 +191,8 @@ static bool soak_stopping(void)
 /* --- the jobs: each returns 0 or an AMP_E* code, and sets *wrong when a
  * successful call's result is not what the input says it must be --- */
 
-static const amp_opts soak_call_opts = { .size = sizeof(amp_opts), .device = NULL, .timeout_ms = SOAK_CALL_TIMEOUT_MS};
+static const amp_opts soak_call_opts = { .size = sizeof(amp_opts), .device = NULL,
+                                         .timeout_ms = SOAK_CALL_TIMEOUT_MS};
 
 static int soak_reverse(struct soak_client *cl, bool *wrong)
 {

@@ -64,7 +64,8 @@ void conn_begin(amp_conn *c);
 /* Makes c ready to start a call: takes in what the daemon sent while the
  * connection was idle (a GOAWAY, its close), and reopens the connection to
  * the same address when it ended or can take no new stream (unless
- * no_reconnect; and never after the peer broke HTTP/2: AMP_EPROTO). Returns 0, or AMP_EIO / AMP_ECONNECT / AMP_EADDR /
+ * no_reconnect; and never after the peer broke HTTP/2: AMP_EPROTO).
+ * Returns 0, or AMP_EIO / AMP_EPROTO / AMP_ECONNECT / AMP_EADDR /
  * AMP_ENOMEM with c->message set. */
 int conn_ready(amp_conn *c);
 

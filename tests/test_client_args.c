@@ -24,7 +24,8 @@ static char sock_path[100];
 static char address[220];
 static int listen_fd = -1;
 static amp_conn *conn;
-static const amp_opts deadline_opts = { .size = sizeof(amp_opts), .device = NULL, .timeout_ms = ARGS_DEADLINE_MS };
+static const amp_opts deadline_opts = { .size = sizeof(amp_opts), .device = NULL,
+                                        .timeout_ms = ARGS_DEADLINE_MS };
 
 static void setup(void)
 {

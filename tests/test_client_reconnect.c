@@ -179,7 +179,8 @@ static void expect_connect_timeout(const char *address)
     ck_assert_msg(rc == AMP_ECONNECT, "%s: rc %s: %s", address, amp_error_name(rc),
                   amp_last_message(NULL));
     ck_assert_ptr_null(c);
-    ck_assert_msg(took >= RECONNECT_CONNECT_MS - 20 && took < RECONNECT_CONNECT_MS + RECONNECT_SLACK_MS,
+    ck_assert_msg(took >= RECONNECT_CONNECT_MS - 20 &&
+                      took < RECONNECT_CONNECT_MS + RECONNECT_SLACK_MS,
                   "gave up after %lld ms, timeout %d", took, RECONNECT_CONNECT_MS);
     ck_assert_msg(strstr(amp_last_message(NULL), "within 300 ms"), "message '%s'",
                   amp_last_message(NULL));

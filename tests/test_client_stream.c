@@ -192,7 +192,8 @@ START_TEST(histogram_only_has_no_data)
 {
     size_t n = 9 * MIB + 3;
     uint8_t *in = client_fixture_random(n, 31);
-    amp_step st = { .size = sizeof(amp_step), .kind = AMP_STEP_HISTOGRAM, .hist = { .type = AMP_TYPE_UINT8 } };
+    amp_step st = { .size = sizeof(amp_step), .kind = AMP_STEP_HISTOGRAM,
+                    .hist = { .type = AMP_TYPE_UINT8 } };
     struct src s = { .data = in, .len = n };
     struct sink k = { .want_len = 0 }; /* any data at all fails */
     amp_hist h;
@@ -240,7 +241,8 @@ START_TEST(fd_form)
     cpu_ref_reverse(in, want, n);
     int in_fd = temp_file("in", in, n), out_fd = temp_file("out", NULL, 0);
     amp_step st[2] = { { .size = sizeof(amp_step), .kind = AMP_STEP_REVERSE },
-                       { .size = sizeof(amp_step), .kind = AMP_STEP_HISTOGRAM, .hist = { .type = AMP_TYPE_UINT8 } } };
+                       { .size = sizeof(amp_step), .kind = AMP_STEP_HISTOGRAM,
+                         .hist = { .type = AMP_TYPE_UINT8 } } };
     amp_hist h;
     CLIENT_CHECK_OK(amp_stream_fd(client_conn, NULL, st, 2, n, in_fd, out_fd, &h, 1));
     ck_assert_int_eq(lseek(out_fd, 0, SEEK_CUR), (off_t)n);
@@ -311,7 +313,8 @@ static int gen_write(void *ctx, const void *buf, size_t len)
 
 START_TEST(input_read_as_the_daemon_takes_it)
 {
-    amp_step st = { .size = sizeof(amp_step), .kind = AMP_STEP_TRANSFORM, .transform = { .op = AMP_OP_ADD, .value = 5 } };
+    amp_step st = { .size = sizeof(amp_step), .kind = AMP_STEP_TRANSFORM,
+                    .transform = { .op = AMP_OP_ADD, .value = 5 } };
     struct gen g = { .len = LONG_LEN };
     CLIENT_CHECK_OK(amp_stream(client_conn, NULL, &st, 1, 0, gen_read, &g, gen_write, &g, NULL, 0));
     ck_assert_uint_eq(g.got, LONG_LEN);
@@ -327,8 +330,10 @@ START_TEST(read_callback_aborts)
 {
     size_t n = BIG_LEN;
     uint8_t *in = client_fixture_random(n, 51);
-    amp_step st[2] = { { .size = sizeof(amp_step), .kind = AMP_STEP_TRANSFORM, .transform = { .op = AMP_OP_ADD, .value = 1 } },
-                       { .size = sizeof(amp_step), .kind = AMP_STEP_HISTOGRAM, .hist = { .type = AMP_TYPE_UINT8 } } };
+    amp_step st[2] = { { .size = sizeof(amp_step), .kind = AMP_STEP_TRANSFORM,
+                         .transform = { .op = AMP_OP_ADD, .value = 1 } },
+                       { .size = sizeof(amp_step), .kind = AMP_STEP_HISTOGRAM,
+                         .hist = { .type = AMP_TYPE_UINT8 } } };
     struct src s = { .data = in, .len = n, .abort_at = ABORT_AFTER };
     struct sink k = { .want_len = n };
     amp_hist h;
@@ -358,7 +363,8 @@ static long fail_at_once(void *ctx, void *buf, size_t cap)
  * stream on the same connection must still work. */
 START_TEST(read_callback_aborts_at_once)
 {
-    amp_step st = { .size = sizeof(amp_step), .kind = AMP_STEP_HISTOGRAM, .hist = { .type = AMP_TYPE_UINT8 } };
+    amp_step st = { .size = sizeof(amp_step), .kind = AMP_STEP_HISTOGRAM,
+                    .hist = { .type = AMP_TYPE_UINT8 } };
     amp_hist h;
     for (int i = 0; i < 3; i++) {
         unsigned calls = 0;
@@ -387,7 +393,8 @@ static long stall_read(void *ctx, void *buf, size_t cap)
 START_TEST(deadline_while_input_stalls)
 {
     uint8_t *in = client_fixture_random(3 * MIB, 91);
-    amp_step st = { .size = sizeof(amp_step), .kind = AMP_STEP_HISTOGRAM, .hist = { .type = AMP_TYPE_UINT8 } };
+    amp_step st = { .size = sizeof(amp_step), .kind = AMP_STEP_HISTOGRAM,
+                    .hist = { .type = AMP_TYPE_UINT8 } };
     struct src s = { .data = in, .len = 3 * MIB };
     amp_opts o = { .size = sizeof(amp_opts), .device = NULL, .timeout_ms = DEADLINE_MS };
     amp_hist h;
@@ -404,7 +411,8 @@ START_TEST(write_callback_aborts)
 {
     size_t n = BIG_LEN;
     uint8_t *in = client_fixture_random(n, 61);
-    amp_step st = { .size = sizeof(amp_step), .kind = AMP_STEP_TRANSFORM, .transform = { .op = AMP_OP_SET, .value = 9 } };
+    amp_step st = { .size = sizeof(amp_step), .kind = AMP_STEP_TRANSFORM,
+                    .transform = { .op = AMP_OP_SET, .value = 9 } };
     struct src s = { .data = in, .len = n };
     struct sink k = { .want_len = n, .abort_at = 2 * MIB };
     int rc = amp_stream(client_conn, NULL, &st, 1, n, src_read, &s, sink_write, &k, NULL, 0);
@@ -438,7 +446,8 @@ START_TEST(total_length_mismatch)
 {
     size_t n = 3 * MIB + 1;
     uint8_t *in = client_fixture_random(n, 81);
-    amp_step st = { .size = sizeof(amp_step), .kind = AMP_STEP_HISTOGRAM, .hist = { .type = AMP_TYPE_UINT8 } };
+    amp_step st = { .size = sizeof(amp_step), .kind = AMP_STEP_HISTOGRAM,
+                    .hist = { .type = AMP_TYPE_UINT8 } };
     amp_hist h;
     /* more input than announced, then less */
     struct src s = { .data = in, .len = n };
@@ -504,7 +513,8 @@ END_TEST
 
 START_TEST(bad_arguments_refused_locally)
 {
-    amp_step st[2] = { { .size = sizeof(amp_step), .kind = AMP_STEP_HISTOGRAM, .hist = { .type = AMP_TYPE_UINT8 } },
+    amp_step st[2] = { { .size = sizeof(amp_step), .kind = AMP_STEP_HISTOGRAM,
+                         .hist = { .type = AMP_TYPE_UINT8 } },
                        { .size = sizeof(amp_step), .kind = AMP_STEP_REVERSE } };
     amp_hist h[2];
     struct src s = { .data = (const uint8_t *)"abc", .len = 3 };

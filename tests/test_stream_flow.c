@@ -165,7 +165,8 @@ static void other_client_proceeds(void)
     amp_free(out);
 
     /* A histogram stream of 3 MiB needs staging buffers too. */
-    amp_step step = {.size = sizeof(amp_step), .kind = AMP_STEP_HISTOGRAM, .hist = {.type = AMP_TYPE_UINT8}};
+    amp_step step = {.size = sizeof(amp_step), .kind = AMP_STEP_HISTOGRAM,
+                     .hist = {.type = AMP_TYPE_UINT8}};
     amp_hist h;
     int fd[2];
     ck_assert_int_eq(pipe(fd), 0);
@@ -282,8 +283,10 @@ START_TEST(client_dying_mid_stream_is_cleaned_up)
                 _exit(2);
             uint64_t pos = 0;
             amp_step steps[2] = {
-                {.size = sizeof(amp_step), .kind = AMP_STEP_TRANSFORM, .transform = {.op = AMP_OP_ADD, .value = 1}},
-                {.size = sizeof(amp_step), .kind = AMP_STEP_HISTOGRAM, .hist = {.type = AMP_TYPE_UINT8}},
+                {.size = sizeof(amp_step), .kind = AMP_STEP_TRANSFORM,
+                 .transform = {.op = AMP_OP_ADD, .value = 1}},
+                {.size = sizeof(amp_step), .kind = AMP_STEP_HISTOGRAM,
+                 .hist = {.type = AMP_TYPE_UINT8}},
             };
             amp_hist h;
             amp_stream(c, NULL, steps, 2, 0, dying_read, &pos, discard_write, NULL, &h, 1);
