@@ -470,11 +470,12 @@ int conn_ready(amp_conn *c)
 {
     if (!c->broken)
         conn_take_idle(c);
+    /* A peer that broke HTTP/2 (seen now, or by an earlier call) is no
+     * daemon to reconnect to. */
+    if (c->proto_error)
+        return conn_broke(c, AMP_EPROTO, c->proto_message, 0);
     if (!c->broken && nghttp2_session_check_request_allowed(c->h2))
         return 0;
-    /* A peer that broke HTTP/2 is no daemon to reconnect to. */
-    if (c->broken && c->proto_error)
-        return conn_fail(c, AMP_EPROTO, "%s", c->proto_message);
     if (c->no_reconnect)
         return conn_fail(c, AMP_EIO, "the connection to the daemon broke earlier; reconnect");
     conn_shut(c);
