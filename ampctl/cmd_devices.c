@@ -78,7 +78,7 @@ static int devices_run(struct ampctl *ctx, int argc, char **argv)
         return rc;
     amp_device *list;
     size_t n;
-    int r = amp_devices(ctx->conn, &list, &n);
+    int r = amp_devices(ctx->conn, &ctx->opts, &list, &n);
     if (r != 0)
         return ampctl_fail(ctx, r);
     if (ctx->json)

@@ -166,7 +166,7 @@ static int fill_run(struct ampctl *ctx, int argc, char **argv)
         /* Binary output can come through a region (--transport); text is
          * for a person's screen, and its bytes come in the reply. */
         struct io_input none = { .fd = -1, .eof = 1 };
-        amp_step step = { .kind = AMP_STEP_FILL, .fill = a.p };
+        amp_step step = { .size = sizeof(amp_step), .kind = AMP_STEP_FILL, .fill = a.p };
         rc = region_job(ctx, &none, &step, 1, a.output, 1, NULL, 0);
         if (rc != REGION_UNAVAILABLE)
             return rc;

@@ -134,7 +134,7 @@ static int hist_run(struct ampctl *ctx, int argc, char **argv)
     if (rc == AMPCTL_OK) {
         amp_hist h;
         memset(&h, 0, sizeof h);
-        amp_step step = { .kind = AMP_STEP_HISTOGRAM, .hist = a.p };
+        amp_step step = { .size = sizeof(amp_step), .kind = AMP_STEP_HISTOGRAM, .hist = a.p };
         rc = region_job(ctx, &in, &step, 1, NULL, 0, &h, 1);
         if (rc == REGION_UNAVAILABLE && io_input_streams(&in, ctx->stream_threshold)) {
             rc = stream_job(ctx, &in, &step, 1, NULL, 0, &h, 1);

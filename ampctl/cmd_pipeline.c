@@ -160,6 +160,7 @@ static int pipeline_step(struct pipeline_args *a, const char *spec)
     size_t n = pipeline_split(spec, buf, f);
     amp_step *s = &a->steps[a->nsteps];
     memset(s, 0, sizeof *s);
+    s->size = sizeof *s;
     int rc;
     if (strcmp(f[0], "reverse") == 0) {
         s->kind = AMP_STEP_REVERSE;

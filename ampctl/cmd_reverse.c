@@ -81,7 +81,7 @@ static int reverse_run(struct ampctl *ctx, int argc, char **argv)
     if (rc == AMPCTL_OK)
         rc = ampctl_connect(ctx);
     if (rc == AMPCTL_OK) {
-        amp_step step = { .kind = AMP_STEP_REVERSE };
+        amp_step step = { .size = sizeof(amp_step), .kind = AMP_STEP_REVERSE };
         rc = region_job(ctx, &in, &step, 1, a.output, 1, NULL, 0);
         if (rc == REGION_UNAVAILABLE && io_input_streams(&in, ctx->stream_threshold))
             rc = stream_job(ctx, &in, &step, 1, a.output, 1, NULL, 0);

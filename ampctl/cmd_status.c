@@ -58,7 +58,7 @@ static int status_run(struct ampctl *ctx, int argc, char **argv)
     rc = ampctl_connect(ctx);
     if (rc != AMPCTL_OK)
         return rc;
-    amp_daemon_status st;
+    amp_daemon_status st = { .size = sizeof st };
     int r = amp_status(ctx->conn, &ctx->opts, &st);
     if (r != 0)
         return ampctl_fail(ctx, r);

@@ -158,7 +158,7 @@ static int transform_run(struct ampctl *ctx, int argc, char **argv)
     if (rc == AMPCTL_OK) {
         a.p.table = table;
         a.p.table_len = table ? TRANSFORM_LUT_LEN : 0;
-        amp_step step = { .kind = AMP_STEP_TRANSFORM, .transform = a.p };
+        amp_step step = { .size = sizeof(amp_step), .kind = AMP_STEP_TRANSFORM, .transform = a.p };
         rc = region_job(ctx, &in, &step, 1, a.output, 1, NULL, 0);
         if (rc == REGION_UNAVAILABLE && io_input_streams(&in, ctx->stream_threshold))
             rc = stream_job(ctx, &in, &step, 1, a.output, 1, NULL, 0);

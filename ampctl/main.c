@@ -34,7 +34,7 @@ static void ampctl_usage(FILE *f)
             "                      (default $%s, else %s)\n"
             "  -d, --device SEL    device for jobs: gpu, cpu or an index from `devices`\n"
             "                      (default: the daemon's choice)\n"
-            "  -t, --timeout MS    deadline per call in milliseconds (default: none)\n"
+            "  -t, --timeout MS    deadline per call in ms (default: none), and for connecting\n"
             "  -j, --json          machine-readable output (devices, hist, status, health)\n"
             "      --stream-threshold SIZE\n"
             "                      stream inputs of SIZE bytes or more (and pipes that\n"
@@ -154,7 +154,9 @@ int ampctl_connect(struct ampctl *ctx)
     int rc = ampctl_check_address(ctx->address);
     if (rc != AMPCTL_OK)
         return rc;
-    rc = amp_connect(ctx->address, &ctx->conn);
+    /* --timeout bounds connecting too: a daemon that never accepts must not hang us. */
+    amp_connect_opts co = { .size = sizeof co, .timeout_ms = ctx->opts.timeout_ms };
+    rc = amp_connect_with(ctx->address, &co, &ctx->conn);
     if (rc != 0) {
         ampctl_error("%s (%s)", amp_last_message(NULL), amp_strerror(rc));
         return ampctl_exit_code(rc);
@@ -254,6 +256,7 @@ int main(int argc, char **argv)
     setlocale(LC_CTYPE, ""); /* chart.c draws with Unicode blocks in UTF-8 locales */
     struct ampctl ctx;
     memset(&ctx, 0, sizeof ctx);
+    ctx.opts.size = sizeof ctx.opts;
     ctx.stream_threshold = AMPCTL_STREAM_THRESHOLD;
     ctx.address = getenv(AMPCTL_ENV_ADDRESS);
     if (!ctx.address || !*ctx.address)

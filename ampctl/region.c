@@ -71,7 +71,8 @@ static int region_run(struct ampctl *ctx, amp_region *rin, size_t in_size, amp_r
                       size_t out_size, const amp_step *steps, size_t nsteps, const char *output,
                       int has_output, amp_hist *hists, size_t nhists)
 {
-    amp_slice sin = { rin, 0, in_size }, sout = { rout, 0, out_size };
+    amp_slice sin = { .size = sizeof sin, .region = rin, .length = in_size };
+    amp_slice sout = { .size = sizeof sout, .region = rout, .length = out_size };
     amp_step_result *res = NULL;
     int r = amp_run_region(ctx->conn, &ctx->opts, steps, nsteps, rin ? &sin : NULL,
                            rout ? &sout : NULL, &res);

@@ -376,7 +376,7 @@ static void dp_ampd_start(struct dp_ampd *am, const struct dp_opts *o)
     if (rc != 0)
         dp_call_failed(am->unix_c, "amp_region_create", rc);
     snprintf(am->device, sizeof am->device, "%u", o->device);
-    am->ao = (amp_opts){.device = am->device, .timeout_ms = 0};
+    am->ao = (amp_opts){.size = sizeof(amp_opts), .device = am->device, .timeout_ms = 0};
 }
 
 static int dp_ampd_stop(struct dp_ampd *am)
@@ -414,10 +414,12 @@ static amp_step dp_step(enum dp_job job)
     amp_step st;
     memset(&st, 0, sizeof st);
     if (job == JOB_TRANSFORM) {
+        st.size = sizeof st;
         st.kind = AMP_STEP_TRANSFORM;
         st.transform.op = AMP_OP_XOR;
         st.transform.value = DP_XOR_VALUE;
     } else {
+        st.size = sizeof st;
         st.kind = AMP_STEP_HISTOGRAM;
         st.hist.type = AMP_TYPE_UINT8;
         st.hist.bins = DP_HIST_BINS;
@@ -585,7 +587,8 @@ static double dp_region_once(struct dp_ampd *am, enum dp_job job, const struct d
     uint8_t *in = amp_region_data(am->in), *out = amp_region_data(am->out);
     memcpy(in, data->input, size);
     amp_step st = dp_step(job);
-    amp_slice in_s = {am->in, 0, size}, out_s = {am->out, 0, size};
+    amp_slice in_s = {.size = sizeof in_s, .region = am->in, .length = size};
+    amp_slice out_s = {.size = sizeof out_s, .region = am->out, .length = size};
     amp_step_result *r = NULL;
     if (job == JOB_TRANSFORM)
         memset(out, 0, size);

@@ -346,10 +346,12 @@ static amp_step bench_step(enum bench_job job)
     amp_step st;
     memset(&st, 0, sizeof st);
     if (job == JOB_TRANSFORM) {
+        st.size = sizeof st;
         st.kind = AMP_STEP_TRANSFORM;
         st.transform.op = AMP_OP_ADD;
         st.transform.value = BENCH_ADD_VALUE;
     } else {
+        st.size = sizeof st;
         st.kind = AMP_STEP_HISTOGRAM;
         st.hist.type = AMP_TYPE_UINT8;
         st.hist.bins = BENCH_HIST_BINS;
@@ -401,7 +403,7 @@ static int bench_whole(const struct bench_opts *o, const uint8_t *input, const u
         bench_die("%s", amp_last_message(NULL));
     char device[16];
     snprintf(device, sizeof device, "%u", o->device);
-    amp_opts ao = {.device = device, .timeout_ms = 0};
+    amp_opts ao = { .size = sizeof(amp_opts), .device = device, .timeout_ms = 0};
     uint8_t *got = bench_alloc_touched((size_t)o->size);
     for (int job = 0; job < BENCH_NJOBS; job++) {
         double t[BENCH_REPS_MAX];

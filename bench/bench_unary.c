@@ -222,7 +222,7 @@ static int bench_hist_ok(const amp_hist *h, const uint64_t want[256])
 static int bench_call(amp_conn *c, enum bench_call which, const uint8_t *in, size_t len,
                       const struct bench_want *w)
 {
-    amp_opts ao = {.timeout_ms = BENCH_CALL_TIMEOUT_MS};
+    amp_opts ao = { .size = sizeof(amp_opts), .timeout_ms = BENCH_CALL_TIMEOUT_MS};
     amp_transform_params tp;
     amp_hist_params hp;
     bench_transform_params(&tp);
@@ -242,8 +242,10 @@ static int bench_call(amp_conn *c, enum bench_call which, const uint8_t *in, siz
     case CALL_PIPELINE: {
         amp_step steps[2];
         memset(steps, 0, sizeof steps);
+        steps[0].size = sizeof steps[0];
         steps[0].kind = AMP_STEP_TRANSFORM;
         steps[0].transform = tp;
+        steps[1].size = sizeof steps[1];
         steps[1].kind = AMP_STEP_HISTOGRAM;
         steps[1].hist = hp;
         amp_step_result *r;

@@ -77,7 +77,9 @@
 /* Room for every client, the status connection, and killed clients' sockets
  * the daemon has not yet seen close, all from one uid. */
 #define SOAK_DAEMON_CONNECTIONS(n) (2 * (n) + 16)
-#define SOAK_CODES (1 - AMP_ENOTFOUND)        /* AMP_E* codes 0 .. AMP_ENOTFOUND */
+#define SOAK_ONE_CODE_(name, code, grpc, words) +1
+/* AMP_OK and every AMP_E* code, which run 0, -1, -2, ... without gaps. */
+#define SOAK_CODES (1 AMP_ERROR_MAP(SOAK_ONE_CODE_))
 
 enum soak_kind {
     K_REVERSE, K_TRANSFORM, K_HIST, K_FILL, K_PIPELINE, K_STREAM, K_STREAM_ABANDONED,
@@ -189,7 +191,8 @@ static bool soak_stopping(void)
 /* --- the jobs: each returns 0 or an AMP_E* code, and sets *wrong when a
  * successful call's result is not what the input says it must be --- */
 
-static const amp_opts soak_call_opts = {.device = NULL, .timeout_ms = SOAK_CALL_TIMEOUT_MS};
+static const amp_opts soak_call_opts = { .size = sizeof(amp_opts), .device = NULL,
+                                         .timeout_ms = SOAK_CALL_TIMEOUT_MS};
 
 static int soak_reverse(struct soak_client *cl, bool *wrong)
 {
@@ -291,8 +294,10 @@ static int soak_pipeline(struct soak_client *cl, bool *wrong)
     uint8_t value = (uint8_t)soak_rand(&cl->rng);
     amp_step steps[2];
     memset(steps, 0, sizeof steps);
+    steps[0].size = sizeof steps[0];
     steps[0].kind = AMP_STEP_TRANSFORM;
     steps[0].transform = (amp_transform_params){.op = AMP_OP_ADD, .value = value};
+    steps[1].size = sizeof steps[1];
     steps[1].kind = AMP_STEP_HISTOGRAM;
     steps[1].hist = soak_hist_params();
     amp_step_result *r;
@@ -343,6 +348,7 @@ static int soak_stream(struct soak_client *cl, bool abandon, bool *wrong)
         s.abandon_at = s.len / 2;
     amp_step st;
     memset(&st, 0, sizeof st);
+    st.size = sizeof st;
     st.kind = AMP_STEP_TRANSFORM;
     st.transform = (amp_transform_params){.op = AMP_OP_ADD, .value = s.value};
     int rc = amp_stream(cl->conn, &soak_call_opts, &st, 1, s.len, soak_stream_read, &s,
@@ -599,7 +605,7 @@ static int soak_status(const char *address, amp_daemon_status *st)
     int rc = amp_connect(address, &c);
     if (rc != 0)
         return rc;
-    amp_opts o = {.timeout_ms = SOAK_CALL_TIMEOUT_MS};
+    amp_opts o = { .size = sizeof(amp_opts), .timeout_ms = SOAK_CALL_TIMEOUT_MS};
     rc = amp_status(c, &o, st);
     amp_close(c);
     return rc;
@@ -868,7 +874,7 @@ int main(int argc, char **argv)
         snprintf(dm.address, sizeof dm.address, "%s", o.address);
     soak_address = dm.address;
 
-    amp_daemon_status before, after;
+    amp_daemon_status before = { .size = sizeof before }, after = { .size = sizeof after };
     int rc = soak_status(dm.address, &before);
     if (rc != 0)
         soak_die("Status at %s: %s: %s", dm.address, amp_strerror(rc), amp_last_message(NULL));

@@ -18,7 +18,7 @@
 #include "grpc_frame.h"
 #include "heap.h"
 
-#define CALL_USER_AGENT "ampclient/" AMP_VERSION
+#define CALL_USER_AGENT "ampclient/" AMP_VERSION_STRING
 #define CALL_TIMEOUT_MAX_DIGITS 99999999 /* grpc-timeout allows at most 8 digits */
 #define CALL_HTTP_OK 200
 /* A reply buffer this size or smaller is reused for the next message of
@@ -279,6 +279,7 @@ static int call_on_frame(nghttp2_session *s, const nghttp2_frame *frame, void *u
         amp_conn *c = user_data;
         snprintf(c->goaway, sizeof c->goaway, "%.*s", (int)frame->goaway.opaque_data_len,
                  (const char *)frame->goaway.opaque_data);
+        c->goaway_error = frame->goaway.error_code;
         return 0;
     }
     struct call *call = call_of(user_data, frame->hd.stream_id);
@@ -446,6 +447,7 @@ int call_outcome(amp_conn *c, struct call *call)
 {
     if (call->err)
         return call->err;
+    c->grpc_status = call->grpc_status;
     if (call->grpc_status > 0) {
         int code = error_from_grpc(call->grpc_status);
         if (call->grpc_message[0])
@@ -455,6 +457,7 @@ int call_outcome(amp_conn *c, struct call *call)
     if (call->grpc_status < 0) {
         if (call->http_status > 0 && call->http_status != CALL_HTTP_OK) {
             int g = error_grpc_from_http(call->http_status);
+            c->grpc_status = g;
             return conn_fail(c, error_from_grpc(g), "HTTP status %d from the daemon",
                              call->http_status);
         }
@@ -534,20 +537,30 @@ static int call_run(amp_conn *c, struct call *call, int timeout_ms)
     return rc;
 }
 
-int call_unary_raw(amp_conn *c, const char *path, const ProtobufCMessage *req, int timeout_ms,
-                   uint8_t **reply, size_t *reply_len)
+/* True when a failed call cannot have been acted on by the daemon, so
+ * that sending it again cannot run its job twice: the daemon refused its
+ * stream while closing gracefully (REFUSED_STREAM: HTTP/2 promises such a
+ * stream was not processed; a GOAWAY with an error is a refusal that a
+ * second try would only repeat), or the connection broke before any of
+ * its bytes were written (sent_mark: conn_sent_mark() when it began). */
+static int call_may_retry(const amp_conn *c, const struct call *call, int rc, uint64_t sent_mark)
 {
-    return call_unary_pieces(c, path, req, timeout_ms, NULL, reply, reply_len);
+    if (c->no_reconnect || call->err || call->grpc_status >= 0 || call->http_status > 0)
+        return 0;
+    if (call->reset_code == NGHTTP2_REFUSED_STREAM && c->goaway_error == NGHTTP2_NO_ERROR)
+        return 1;
+    return rc == AMP_EIO && c->broken && c->sent <= sent_mark;
 }
 
-int call_unary_pieces(amp_conn *c, const char *path, const ProtobufCMessage *req, int timeout_ms,
-                      const struct call_pieces *pieces, uint8_t **reply, size_t *reply_len)
+/* One try of a unary call: *retry says whether a failure may be retried. */
+static int call_unary_once(amp_conn *c, const char *path, const ProtobufCMessage *req,
+                           int timeout_ms, const struct call_pieces *pieces, uint8_t **reply,
+                           size_t *reply_len, int *retry)
 {
-    *reply = NULL;
-    *reply_len = 0;
-    conn_begin(c);
-    if (c->broken)
-        return conn_fail(c, AMP_EIO, "the connection to the daemon broke earlier; reconnect");
+    *retry = 0;
+    int rc = conn_ready(c);
+    if (rc != 0)
+        return rc;
     struct call call;
     call_init(&call);
     call.no_copy = 1;   /* the request stays put until call_run() returns */
@@ -560,11 +573,12 @@ int call_unary_pieces(amp_conn *c, const char *path, const ProtobufCMessage *req
         call.on_piece_dest = pieces->dest;
         call.on_message_ctx = pieces->ctx;
     }
-    int rc = body_encode(&call.body, req);
+    rc = body_encode(&call.body, req);
     if (rc == -2)
         rc = conn_fail(c, AMP_EINVAL, "request exceeds gRPC's 4 GiB message limit");
     else if (rc != 0)
         rc = conn_fail(c, AMP_ENOMEM, "out of memory encoding the request");
+    uint64_t sent_mark = conn_sent_mark(c);
     if (rc == 0)
         rc = call_submit(c, &call, path, timeout_ms);
     if (rc == 0)
@@ -575,8 +589,33 @@ int call_unary_pieces(amp_conn *c, const char *path, const ProtobufCMessage *req
         *reply = call.reply;
         *reply_len = call.reply_len;
         call.reply = NULL;
+    } else if (call.stream_id > 0) {
+        *retry = call_may_retry(c, &call, rc, sent_mark);
     }
     call_release(&call);
+    return rc;
+}
+
+int call_unary_raw(amp_conn *c, const char *path, const ProtobufCMessage *req, int timeout_ms,
+                   uint8_t **reply, size_t *reply_len)
+{
+    return call_unary_pieces(c, path, req, timeout_ms, NULL, reply, reply_len);
+}
+
+int call_unary_pieces(amp_conn *c, const char *path, const ProtobufCMessage *req, int timeout_ms,
+                      const struct call_pieces *pieces, uint8_t **reply, size_t *reply_len)
+{
+    *reply = NULL;
+    *reply_len = 0;
+    conn_begin(c);
+    int retry;
+    int rc = call_unary_once(c, path, req, timeout_ms, pieces, reply, reply_len, &retry);
+    /* Once: the new connection is fresh. A retried call saw no reply, so
+     * no piece of one was taken. */
+    if (rc != 0 && retry) {
+        conn_begin(c);
+        rc = call_unary_once(c, path, req, timeout_ms, pieces, reply, reply_len, &retry);
+    }
     return rc;
 }
 

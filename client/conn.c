@@ -10,22 +10,19 @@
 #include "conn.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <netdb.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "abi.h"
 #include "address.h"
 #include "call.h"
+#include "connect.h"
 #include "data_frame.h"
 #include "heap.h"
 
@@ -61,66 +58,10 @@ void conn_begin(amp_conn *c)
 {
     c->message[0] = '\0';
     c->device[0] = '\0';
+    c->grpc_status = -1;
 }
 
-/* --- socket set-up ---------------------------------------------------------- */
-
-static int conn_set_nonblock(int fd)
-{
-    int fl = fcntl(fd, F_GETFL);
-    return fl < 0 ? -1 : fcntl(fd, F_SETFL, fl | O_NONBLOCK);
-}
-
-static int conn_open_unix(amp_conn *c, const struct address *a)
-{
-    struct sockaddr_un sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sun_family = AF_UNIX;
-    memcpy(sa.sun_path, a->path, strlen(a->path) + 1);
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        return conn_fail(c, AMP_ECONNECT, "socket: %s", strerror(errno));
-    if (connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
-        int e = errno;
-        close(fd);
-        return conn_fail(c, AMP_ECONNECT, "connect to unix:%s: %s", a->path, strerror(e));
-    }
-    c->fd = fd;
-    return 0;
-}
-
-static int conn_open_tcp(amp_conn *c, const struct address *a)
-{
-    char port[16];
-    snprintf(port, sizeof port, "%d", a->port);
-    struct addrinfo hints, *res = NULL;
-    memset(&hints, 0, sizeof hints);
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    int gai = getaddrinfo(a->host, port, &hints, &res);
-    if (gai != 0)
-        return conn_fail(c, AMP_EADDR, "cannot resolve %s: %s", a->host, gai_strerror(gai));
-    int err = 0;
-    for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
-        int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
-        if (fd < 0) {
-            err = errno;
-            continue;
-        }
-        if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0) {
-            int one = 1;
-            /* gRPC messages are small frames written back to back. */
-            setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-            c->fd = fd;
-            freeaddrinfo(res);
-            return 0;
-        }
-        err = errno;
-        close(fd);
-    }
-    freeaddrinfo(res);
-    return conn_fail(c, AMP_ECONNECT, "connect to %s:%d: %s", a->host, a->port, strerror(err));
-}
+/* --- opening ----------------------------------------------------------------- */
 
 /* nghttp2 found the peer breaking HTTP/2 (it then ends the session with
  * GOAWAY): remember why, so the call reports AMP_EPROTO with a reason
@@ -225,7 +166,47 @@ static int conn_open_session(amp_conn *c)
     return 0;
 }
 
-int amp_connect(const char *address, amp_conn **out)
+/* Opens c's socket and HTTP/2 session to c->address. */
+static int conn_open(amp_conn *c)
+{
+    struct address a;
+    char err[160];
+    if (address_parse(c->address, &a, err, sizeof err) != 0)
+        return conn_fail(c, AMP_EADDR, "%s", err);
+    int rc = connect_open(c, &a, c->connect_timeout_ms);
+    if (rc == 0 && a.kind == ADDRESS_UNIX &&
+        address_region_path(&a, c->region_path, sizeof c->region_path) != 0)
+        c->region_path[0] = '\0';   /* too long a path: no regions */
+    if (rc == 0)
+        rc = conn_open_session(c);
+    if (rc == 0)
+        conn_flush_nowait(c); /* the preface and settings; replies are read with the first call */
+    return rc;
+}
+
+/* Ends c's session and socket, keeping the connection's settings. */
+static void conn_shut(amp_conn *c)
+{
+    if (c->h2 && !c->broken) {
+        nghttp2_session_terminate_session(c->h2, NGHTTP2_NO_ERROR);
+        conn_flush_nowait(c);
+    }
+    nghttp2_session_del(c->h2);
+    c->h2 = NULL;
+    region_link_put(c->regions);   /* regions still held keep their registrations */
+    c->regions = NULL;
+    if (c->fd >= 0)
+        close(c->fd);
+    c->fd = -1;
+    c->out_pos = c->out_len = 0;
+    c->frame_i = c->frame_n = 0;
+    c->broken = c->proto_error = 0;
+    c->goaway[0] = '\0';
+    c->goaway_error = NGHTTP2_NO_ERROR;
+    c->sent = 0;
+}
+
+int amp_connect_with(const char *address, const amp_connect_opts *o, amp_conn **out)
 {
     if (!out) {
         snprintf(conn_connect_message, sizeof conn_connect_message, "out must not be NULL");
@@ -237,52 +218,49 @@ int amp_connect(const char *address, amp_conn **out)
     if (!c)
         return AMP_ENOMEM;
     c->fd = -1;
+    c->grpc_status = -1;
     c->in = malloc(CONN_READ_CHUNK);
-    if (!c->in) {
-        free(c);
-        return AMP_ENOMEM;
+    c->address = strdup(address ? address : AMP_DEFAULT_ADDRESS);
+    int rc = !c->in || !c->address ? AMP_ENOMEM : 0;
+    if (rc == 0 && o && abi_check_size(c, "opts", o->size, ABI_CONNECT_OPTS_MIN) != 0)
+        rc = AMP_EINVAL;
+    else if (rc == 0 && o && o->timeout_ms < 0)
+        rc = conn_fail(c, AMP_EINVAL, "opts.timeout_ms must be >= 0, got %d", o->timeout_ms);
+    if (rc == 0) {
+        c->connect_timeout_ms = o && o->timeout_ms ? o->timeout_ms : AMP_CONNECT_TIMEOUT_MS;
+        c->no_reconnect = o ? o->no_reconnect : 0;
+        rc = conn_open(c);
     }
-    struct address a;
-    char err[160];
-    int rc;
-    if (address_parse(address ? address : AMP_DEFAULT_ADDRESS, &a, err, sizeof err) != 0)
-        rc = conn_fail(c, AMP_EADDR, "%s", err);
-    else
-        rc = a.kind == ADDRESS_UNIX ? conn_open_unix(c, &a) : conn_open_tcp(c, &a);
-    if (rc == 0 && a.kind == ADDRESS_UNIX &&
-        address_region_path(&a, c->region_path, sizeof c->region_path) != 0)
-        c->region_path[0] = '\0';   /* too long a path: no regions */
-    if (rc == 0 && conn_set_nonblock(c->fd) != 0)
-        rc = conn_fail(c, AMP_ECONNECT, "fcntl: %s", strerror(errno));
-    if (rc == 0)
-        rc = conn_open_session(c);
     if (rc != 0) {
-        snprintf(conn_connect_message, sizeof conn_connect_message, "%s", c->message);
+        if (rc != AMP_ENOMEM)
+            snprintf(conn_connect_message, sizeof conn_connect_message, "%s", c->message);
         amp_close(c);
         return rc;
     }
     conn_connect_message[0] = '\0';
-    /* Send the preface and settings now; replies are read with the first call. */
-    conn_flush_nowait(c);
     *out = c;
     return 0;
+}
+
+int amp_connect(const char *address, amp_conn **out)
+{
+    return amp_connect_with(address, NULL, out);
 }
 
 void amp_close(amp_conn *c)
 {
     if (!c)
         return;
-    if (c->h2 && !c->broken) {
-        nghttp2_session_terminate_session(c->h2, NGHTTP2_NO_ERROR);
-        conn_flush_nowait(c);
-    }
-    nghttp2_session_del(c->h2);
-    region_link_put(c->regions);   /* regions still held keep their registrations */
-    if (c->fd >= 0)
-        close(c->fd);
+    conn_shut(c);
     free(c->out);
     free(c->in);
+    free(c->address);
     free(c);
+}
+
+int amp_last_grpc_status(const amp_conn *c)
+{
+    return c ? c->grpc_status : -1;
 }
 
 const char *amp_last_message(const amp_conn *c)
@@ -307,6 +285,10 @@ static int conn_broke(amp_conn *c, int code, const char *what, int err)
     c->broken = 1;
     if (err)
         return conn_fail(c, code, "%s: %s", what, strerror(err));
+    if (code == AMP_EPROTO && what != c->proto_message) {
+        c->proto_error = 1;   /* kept: such a peer is not reconnected to */
+        snprintf(c->proto_message, sizeof c->proto_message, "%s", what);
+    }
     return conn_fail(c, code, "%s", what);
 }
 
@@ -377,6 +359,7 @@ static int conn_write_some(amp_conn *c)
                 return 0;
             return conn_broke(c, AMP_EIO, "write to daemon", errno);
         }
+        c->sent += (uint64_t)w;
         conn_advance(c, (size_t)w);
     }
 }
@@ -470,6 +453,46 @@ int conn_pump_once(amp_conn *c, long long deadline_ms, const int *done)
         rc = conn_write_some(c);
     if (rc == 0 && (pfd.revents & (POLLIN | POLLHUP | POLLERR)))
         rc = conn_read_some(c);
+    return rc;
+}
+
+uint64_t conn_sent_mark(const amp_conn *c)
+{
+    uint64_t mark = c->sent + (c->out_len - c->out_pos);
+    for (int i = c->frame_i; i < c->frame_n; i++)
+        mark += c->frame[i].iov_len;
+    return mark;
+}
+
+/* Reads what the daemon sent while no call was running (a GOAWAY, the
+ * end of the connection), without waiting. */
+static void conn_take_idle(amp_conn *c)
+{
+    struct pollfd pfd = { c->fd, POLLIN, 0 };
+    while (!c->broken && poll(&pfd, 1, 0) == 1 && conn_read_some(c) == 0)
+        ;
+}
+
+int conn_ready(amp_conn *c)
+{
+    if (!c->broken)
+        conn_take_idle(c);
+    /* A peer that broke HTTP/2 (seen now, or by an earlier call) is no
+     * daemon to reconnect to. */
+    if (c->proto_error)
+        return conn_broke(c, AMP_EPROTO, c->proto_message, 0);
+    if (!c->broken && nghttp2_session_check_request_allowed(c->h2))
+        return 0;
+    if (c->no_reconnect)
+        return conn_fail(c, AMP_EIO, "the connection to the daemon broke earlier; reconnect");
+    conn_shut(c);
+    char why[CONN_MESSAGE_MAX];
+    int rc = conn_open(c);
+    if (rc != 0) {
+        snprintf(why, sizeof why, "%s", c->message);
+        conn_fail(c, rc, "the connection to the daemon ended; reconnecting: %s", why);
+        c->broken = 1;   /* the next call tries again */
+    }
     return rc;
 }
 

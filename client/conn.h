@@ -24,12 +24,18 @@ struct call;
 struct region_link;
 
 struct amp_conn {
+    char *address;         /* what amp_connect was given (or the default), owned: reopens */
+    int connect_timeout_ms; /* > 0 */
+    int no_reconnect;      /* amp_connect_opts.no_reconnect */
     int fd;                /* non-blocking socket, owned */
     nghttp2_session *h2;   /* client session, owned; does no I/O itself */
     int broken;            /* set after an I/O or protocol failure: later calls fail fast */
     int proto_error;       /* nghttp2 saw the peer break HTTP/2; proto_message says how */
     char proto_message[CONN_MESSAGE_MAX];
     char goaway[CONN_MESSAGE_MAX]; /* the daemon's GOAWAY debug data (why it refused), or "" */
+    uint32_t goaway_error; /* the GOAWAY's HTTP/2 error code (NO_ERROR: a drain or idle close) */
+    uint64_t sent;         /* bytes written to this socket: tells whether a call's went out */
+    int grpc_status;       /* amp_last_grpc_status(): the last call's, or -1 */
     struct call *call;     /* the call in progress or NULL; owned by its caller's stack */
     uint8_t *out;          /* bytes nghttp2 produced, not yet written: out_pos <= out_len <= out_cap */
     size_t out_pos, out_len, out_cap;
@@ -56,8 +62,21 @@ struct amp_conn {
  * `return conn_fail(c, AMP_EINVAL, "...")`. */
 int conn_fail(amp_conn *c, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
-/* Clears the per-call state (message, device) before a new call. */
+/* Clears the per-call state (message, device, gRPC status) before a new call. */
 void conn_begin(amp_conn *c);
+
+/* Makes c ready to start a call: takes in what the daemon sent while the
+ * connection was idle (a GOAWAY, its close), and reopens the connection to
+ * the same address when it ended or can take no new stream (unless
+ * no_reconnect; and never after the peer broke HTTP/2: AMP_EPROTO).
+ * Returns 0, or AMP_EIO / AMP_EPROTO / AMP_ECONNECT / AMP_EADDR /
+ * AMP_ENOMEM with c->message set. */
+int conn_ready(amp_conn *c);
+
+/* The value c->sent will have once every byte queued so far is written:
+ * a call whose bytes are queued after this mark has sent nothing while
+ * c->sent <= mark. */
+uint64_t conn_sent_mark(const amp_conn *c);
 
 /* Moves bytes between the socket and the session until *done becomes
  * nonzero (set by session callbacks). deadline_ms is a CLOCK_MONOTONIC

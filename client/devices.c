@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "abi.h"
 #include "amp.pb-c.h"
 #include "call.h"
 #include "conn.h"
@@ -31,7 +32,7 @@ static void devices_copy_one(amp_device *d, const Amp__V1__Device *s)
     d->is_default = s->is_default ? 1 : 0;
 }
 
-int amp_devices(amp_conn *c, amp_device **list, size_t *n)
+int amp_devices(amp_conn *c, const amp_opts *o, amp_device **list, size_t *n)
 {
     if (!c)
         return AMP_EINVAL;
@@ -40,9 +41,12 @@ int amp_devices(amp_conn *c, amp_device **list, size_t *n)
         return conn_fail(c, AMP_EINVAL, "list and n must not be NULL");
     *list = NULL;
     *n = 0;
+    int rc = jobs_check_opts(c, o);
+    if (rc != 0)
+        return rc;
     Amp__V1__ListDevicesRequest req = AMP__V1__LIST_DEVICES_REQUEST__INIT;
     ProtobufCMessage *msg;
-    int rc = call_unary(c, DEVICES_PATH_LIST, &req.base, 0,
+    rc = call_unary(c, DEVICES_PATH_LIST, &req.base, jobs_timeout(o),
                         &amp__v1__list_devices_reply__descriptor, &msg);
     if (rc != 0)
         return rc;
@@ -67,7 +71,10 @@ int amp_status(amp_conn *c, const amp_opts *o, amp_daemon_status *st)
     conn_begin(c);
     if (!st)
         return conn_fail(c, AMP_EINVAL, "st must not be NULL");
-    memset(st, 0, sizeof *st);
+    if (abi_check_size(c, "st", st->size, ABI_STATUS_MIN) != 0)
+        return AMP_EINVAL;
+    amp_daemon_status full = { .size = sizeof full };
+    abi_write(st, &full, sizeof full);   /* zeroed, as far as the caller's layout goes */
     int rc = jobs_check_opts(c, o);
     if (rc != 0)
         return rc;
@@ -78,19 +85,20 @@ int amp_status(amp_conn *c, const amp_opts *o, amp_daemon_status *st)
     if (rc != 0)
         return rc;
     Amp__V1__StatusReply *r = (Amp__V1__StatusReply *)msg;
-    DEVICES_COPY(st->version, r->version);
-    st->uptime_ms = r->uptime_ms;
-    st->connections = r->connections;
-    st->jobs_in_flight = r->jobs_in_flight;
-    st->jobs_completed = r->jobs_completed;
-    st->jobs_failed = r->jobs_failed;
-    st->peak_rss_bytes = r->peak_rss_bytes;
-    st->held_bytes = r->held_bytes;
+    DEVICES_COPY(full.version, r->version);
+    full.uptime_ms = r->uptime_ms;
+    full.connections = r->connections;
+    full.jobs_in_flight = r->jobs_in_flight;
+    full.jobs_completed = r->jobs_completed;
+    full.jobs_failed = r->jobs_failed;
+    full.peak_rss_bytes = r->peak_rss_bytes;
+    full.held_bytes = r->held_bytes;
     for (size_t i = 0; i < r->n_calls_by_status; i++)
         for (int code = 0; code < AMP_STATUS_CODES; code++)
             if (strcmp(r->calls_by_status[i]->code, error_grpc_name(code)) == 0)
-                st->calls[code] = r->calls_by_status[i]->calls;
+                full.calls[code] = r->calls_by_status[i]->calls;
     protobuf_c_message_free_unpacked(msg, NULL);
+    abi_write(st, &full, sizeof full);
     return 0;
 }
 

@@ -1,5 +1,6 @@
-/* error.c: the library's error vocabulary: amp_strerror() and the mapping
- * from gRPC and HTTP statuses to AMP_E* codes. */
+/* error.c: the library's error vocabulary: amp_strerror(), amp_error_name()
+ * and the mapping from gRPC and HTTP statuses to AMP_E* codes, all read
+ * from amp.h's AMP_ERROR_MAP. */
 #include "error.h"
 
 #include "amp.h"
@@ -60,20 +61,14 @@ const char *amp_status_code_name(int code)
 
 int error_from_grpc(int grpc_status)
 {
-    switch (grpc_status) {
-    case GRPC_OK: return AMP_OK;
-    case GRPC_CANCELLED: return AMP_ECANCELLED;
-    case GRPC_INVALID_ARGUMENT:
-    case GRPC_OUT_OF_RANGE:          /* a region slice past its end */
-    case GRPC_FAILED_PRECONDITION: return AMP_EINVAL;
-    case GRPC_DEADLINE_EXCEEDED: return AMP_EDEADLINE;
-    case GRPC_NOT_FOUND: return AMP_ENOTFOUND;
-    case GRPC_RESOURCE_EXHAUSTED: return AMP_EEXHAUSTED;
-    case GRPC_UNIMPLEMENTED: return AMP_EUNIMPL;
-    case GRPC_INTERNAL: return AMP_EINTERNAL;
-    case GRPC_UNAVAILABLE: return AMP_EUNAVAIL;
-    default: return AMP_EUNKNOWN;
-    }
+    if (grpc_status == GRPC_OK)
+        return AMP_OK;
+#define ERROR_FROM_GRPC_(name, code, grpc, words) \
+    if (grpc >= 0 && grpc_status == grpc)         \
+        return code;
+    AMP_ERROR_MAP(ERROR_FROM_GRPC_)
+#undef ERROR_FROM_GRPC_
+    return AMP_EUNKNOWN;   /* gRPC: a status a client does not know counts as UNKNOWN */
 }
 
 int error_grpc_from_http(int http_status)
@@ -95,20 +90,22 @@ const char *amp_strerror(int code)
 {
     switch (code) {
     case AMP_OK: return "success";
-    case AMP_EINVAL: return "invalid argument";
-    case AMP_ENOMEM: return "out of memory";
-    case AMP_EADDR: return "bad or unresolvable address";
-    case AMP_ECONNECT: return "cannot connect to the daemon";
-    case AMP_EIO: return "connection to the daemon broke";
-    case AMP_EPROTO: return "protocol error (HTTP/2 or gRPC)";
-    case AMP_ECANCELLED: return "cancelled";
-    case AMP_EDEADLINE: return "deadline exceeded";
-    case AMP_EEXHAUSTED: return "resource exhausted";
-    case AMP_EUNIMPL: return "not implemented by the daemon";
-    case AMP_EUNAVAIL: return "no device available";
-    case AMP_EINTERNAL: return "internal error in the daemon";
-    case AMP_EUNKNOWN: return "unknown error from the daemon";
-    case AMP_ENOTFOUND: return "not found";
+#define ERROR_WORDS_(name, code, grpc, words) \
+    case code: return words;
+    AMP_ERROR_MAP(ERROR_WORDS_)
+#undef ERROR_WORDS_
     default: return "unrecognised error code";
+    }
+}
+
+const char *amp_error_name(int code)
+{
+    switch (code) {
+    case AMP_OK: return "AMP_OK";
+#define ERROR_NAME_(name, code, grpc, words) \
+    case code: return "AMP_" #name;
+    AMP_ERROR_MAP(ERROR_NAME_)
+#undef ERROR_NAME_
+    default: return "AMP_E?";
     }
 }

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "abi.h"
 #include "amp.pb-c.h"
 #include "call.h"
 #include "conn.h"
@@ -28,6 +29,8 @@
 
 int jobs_check_opts(amp_conn *c, const amp_opts *o)
 {
+    if (o && abi_check_size(c, "opts", o->size, ABI_OPTS_MIN) != 0)
+        return AMP_EINVAL;
     if (o && o->timeout_ms < 0)
         return conn_fail(c, AMP_EINVAL, "opts.timeout_ms must be >= 0, got %d", o->timeout_ms);
     return 0;
@@ -273,6 +276,8 @@ int jobs_transform_params(amp_conn *c, const char *where, const amp_transform_pa
 {
     if (!p)
         return conn_fail(c, AMP_EINVAL, "%s must not be NULL", where);
+    if (abi_check_reserved(c, where, p->reserved, sizeof p->reserved) != 0)
+        return AMP_EINVAL;
     if (jobs_op(p->op, &tp->op) != 0)
         return conn_fail(c, AMP_EINVAL, "%s.op: %d is not an amp_op", where, (int)p->op);
     if (p->op == AMP_OP_MAP) {
@@ -360,6 +365,8 @@ int jobs_hist_params(amp_conn *c, const char *where, const amp_hist_params *p,
     if (!p)
         return conn_fail(c, AMP_EINVAL, "%s must not be NULL", where);
     int type;
+    if (abi_check_reserved(c, where, p->reserved, sizeof p->reserved) != 0)
+        return AMP_EINVAL;
     if (jobs_type(p->type, &type) != 0)
         return conn_fail(c, AMP_EINVAL, "%s.type: %d is not an amp_type", where, (int)p->type);
     hp->type = (Amp__V1__ElementType)type;
@@ -416,6 +423,8 @@ int jobs_fill_params(amp_conn *c, const char *where, const amp_fill_params *p,
     if (!p)
         return conn_fail(c, AMP_EINVAL, "%s must not be NULL", where);
     int type;
+    if (abi_check_reserved(c, where, p->reserved, sizeof p->reserved) != 0)
+        return AMP_EINVAL;
     if (jobs_type(p->type, &type) != 0)
         return conn_fail(c, AMP_EINVAL, "%s.type: %d is not an amp_type", where, (int)p->type);
     fp->type = (Amp__V1__ElementType)type;

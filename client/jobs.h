@@ -7,7 +7,8 @@
 #include "amp.h"
 #include "amp.pb-c.h"
 
-/* AMP_EINVAL with a message when o holds a bad value (negative timeout). */
+/* AMP_EINVAL with a message when o holds a bad value (a size short of its
+ * first layout, a negative timeout). */
 int jobs_check_opts(amp_conn *c, const amp_opts *o);
 
 /* o->timeout_ms, or 0 (no deadline) when o is NULL. */

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "abi.h"
 #include "amp.pb-c.h"
 #include "call.h"
 #include "conn.h"
@@ -67,7 +68,7 @@ static int pipeline_take(amp_conn *c, const amp_step *steps, size_t nsteps, int 
     if (!res)
         return conn_fail(c, AMP_ENOMEM, "out of memory for %zu step results", nsteps);
     for (size_t i = 0; i < nsteps; i++) {
-        int rc = pipeline_take_one(c, i, &steps[i], in_region, r->results[i], &res[i]);
+        int rc = pipeline_take_one(c, i, abi_step(steps, i), in_region, r->results[i], &res[i]);
         if (rc != 0) {
             amp_step_results_free(res, nsteps);
             return rc;

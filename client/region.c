@@ -23,6 +23,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "abi.h"
 #include "amp.pb-c.h"
 #include "conn.h"
 #include "error.h"
@@ -249,7 +250,11 @@ void amp_region_release(amp_region *r)
 static int region_slice(amp_conn *c, const char *what, const amp_slice *s,
                         Amp__V1__RegionSlice *pb)
 {
-    if (!s || !s->region)
+    if (!s)
+        return 0;
+    if (abi_check_size(c, what, s->size, ABI_SLICE_MIN) != 0)
+        return -1;
+    if (!s->region)
         return 0;
     if (s->offset > s->region->size || s->length > s->region->size - s->offset)
         return conn_fail(c, AMP_EINVAL,
@@ -282,8 +287,10 @@ int amp_run_region(amp_conn *c, const amp_opts *o, const amp_step *steps, size_t
         return AMP_EINVAL;
     req.input_region = has_in ? &in_pb : NULL;
     req.output_region = has_out ? &out_pb : NULL;
+    if (steps && nsteps && abi_check_size(c, "steps[0]", steps[0].size, ABI_STEP_MIN) != 0)
+        return AMP_EINVAL;
     for (size_t i = 0; i < nsteps && steps && !has_out; i++)
-        if (steps[i].kind != AMP_STEP_HISTOGRAM)
+        if (abi_step(steps, i)->kind != AMP_STEP_HISTOGRAM)
             return conn_fail(c, AMP_EINVAL, "steps[%zu] writes data: out must name a region", i);
     return pipeline_call(c, o, steps, nsteps, &req, results);
 }

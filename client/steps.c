@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "abi.h"
 #include "conn.h"
 #include "jobs.h"
 
@@ -61,6 +62,8 @@ int steps_encode(amp_conn *c, const amp_step *steps, size_t n, struct steps_pb *
         return conn_fail(c, AMP_EINVAL, "steps is NULL but nsteps is %zu", n);
     if (n == 0)
         return conn_fail(c, AMP_EINVAL, "nsteps must be >= 1");
+    if (abi_check_size(c, "steps[0]", steps[0].size, ABI_STEP_MIN) != 0)
+        return AMP_EINVAL;
     pb->steps = calloc(n, sizeof *pb->steps);
     pb->slots = calloc(n, sizeof *pb->slots);
     if (!pb->steps || !pb->slots)
@@ -74,7 +77,11 @@ int steps_encode(amp_conn *c, const amp_step *steps, size_t n, struct steps_pb *
         slot->hist = (Amp__V1__HistogramParams)AMP__V1__HISTOGRAM_PARAMS__INIT;
         slot->fill = (Amp__V1__FillParams)AMP__V1__FILL_PARAMS__INIT;
         pb->steps[i] = &slot->step;
-        int rc = steps_encode_one(c, i, &steps[i], slot);
+        const amp_step *s = abi_step(steps, i);
+        if (s->size != steps[0].size)
+            return conn_fail(c, AMP_EINVAL, "steps[%zu].size is %zu, steps[0].size %zu: one "
+                             "array, one struct size", i, s->size, steps[0].size);
+        int rc = steps_encode_one(c, i, s, slot);
         if (rc != 0)
             return rc;
     }
@@ -92,6 +99,6 @@ size_t steps_count_hist(const amp_step *steps, size_t n)
 {
     size_t k = 0;
     for (size_t i = 0; steps && i < n; i++)
-        k += steps[i].kind == AMP_STEP_HISTOGRAM;
+        k += abi_step(steps, i)->kind == AMP_STEP_HISTOGRAM;
     return k;
 }

@@ -299,9 +299,9 @@ static int stream_run(struct stream *st, const amp_opts *o, const struct steps_p
                       uint64_t total_length)
 {
     amp_conn *c = st->c;
-    if (c->broken)
-        return conn_fail(c, AMP_EIO, "the connection to the daemon broke earlier; reconnect");
-    int rc = stream_encode_header(st, pb, o, total_length);
+    int rc = conn_ready(c);   /* a stream is never sent twice: its input is read once */
+    if (rc == 0)
+        rc = stream_encode_header(st, pb, o, total_length);
     if (rc == 0 && st->in) {
         st->frames[0] = malloc(STREAM_FRAME_MAX);
         st->frames[1] = malloc(STREAM_FRAME_MAX);

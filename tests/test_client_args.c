@@ -24,7 +24,8 @@ static char sock_path[100];
 static char address[220];
 static int listen_fd = -1;
 static amp_conn *conn;
-static const amp_opts deadline_opts = { NULL, ARGS_DEADLINE_MS };
+static const amp_opts deadline_opts = { .size = sizeof(amp_opts), .device = NULL,
+                                        .timeout_ms = ARGS_DEADLINE_MS };
 
 static void setup(void)
 {
@@ -81,7 +82,7 @@ START_TEST(null_connection)
     size_t n;
     amp_hist h;
     amp_device *list;
-    amp_daemon_status st;
+    amp_daemon_status st = { .size = sizeof st };
     int serving;
     amp_transform_params tp = { .op = AMP_OP_ADD };
     amp_hist_params hp = { .type = AMP_TYPE_UINT8 };
@@ -90,7 +91,7 @@ START_TEST(null_connection)
     ck_assert_int_eq(amp_transform(NULL, NULL, &tp, "a", 1, &out, &n), AMP_EINVAL);
     ck_assert_int_eq(amp_histogram(NULL, NULL, &hp, "a", 1, &h), AMP_EINVAL);
     ck_assert_int_eq(amp_fill(NULL, NULL, &fp, &out, &n), AMP_EINVAL);
-    ck_assert_int_eq(amp_devices(NULL, &list, &n), AMP_EINVAL);
+    ck_assert_int_eq(amp_devices(NULL, NULL, &list, &n), AMP_EINVAL);
     ck_assert_int_eq(amp_status(NULL, NULL, &st), AMP_EINVAL);
     ck_assert_int_eq(amp_health(NULL, NULL, "", &serving), AMP_EINVAL);
     ck_assert_int_eq(amp_connect(address, NULL), AMP_EINVAL);
@@ -111,9 +112,32 @@ START_TEST(reverse_args)
     expect_einval(amp_reverse(conn, &deadline_opts, NULL, 3, &out, &n), "in is NULL");
     ck_assert_ptr_null(out); /* cleared even on failure */
     ck_assert_uint_eq(n, 0);
-    amp_opts bad = { NULL, -5 };
+    amp_opts bad = { .size = sizeof(amp_opts), .device = NULL, .timeout_ms = -5 };
     expect_einval(amp_reverse(conn, &bad, "abc", 3, &out, &n), "timeout_ms");
     ck_assert_str_eq(amp_last_device(conn), "");
+}
+END_TEST
+
+/* amp.h's growth rules: a sized struct's size must cover its first
+ * layout; a reserved tail must be zero. */
+START_TEST(struct_layout_args)
+{
+    void *out = NULL;
+    size_t n = 0;
+    amp_opts unsized = { .timeout_ms = 1000 };
+    expect_einval(amp_reverse(conn, &unsized, "abc", 3, &out, &n), "opts.size is 0");
+    amp_opts short_opts = { .size = offsetof(amp_opts, timeout_ms), .timeout_ms = 1000 };
+    expect_einval(amp_reverse(conn, &short_opts, "abc", 3, &out, &n), "opts.size");
+    amp_transform_params p = { .op = AMP_OP_XOR, .value = 1 };
+    p.reserved[3] = 1;
+    expect_einval(amp_transform(conn, &deadline_opts, &p, "ab", 2, &out, &n), "params.reserved");
+    amp_daemon_status st = { .size = 3 };
+    expect_einval(amp_status(conn, &deadline_opts, &st), "st.size");
+    amp_conn *c = (amp_conn *)&st;
+    amp_connect_opts co = { .timeout_ms = 1 };
+    ck_assert_int_eq(amp_connect_with(NULL, &co, &c), AMP_EINVAL);
+    ck_assert_ptr_null(c);
+    ck_assert_ptr_nonnull(strstr(amp_last_message(NULL), "opts.size"));
 }
 END_TEST
 
@@ -177,8 +201,8 @@ START_TEST(introspection_args)
 {
     amp_device *list;
     size_t n;
-    expect_einval(amp_devices(conn, NULL, &n), "list");
-    expect_einval(amp_devices(conn, &list, NULL), "n must not");
+    expect_einval(amp_devices(conn, NULL, NULL, &n), "list");
+    expect_einval(amp_devices(conn, NULL, &list, NULL), "n must not");
     expect_einval(amp_status(conn, &deadline_opts, NULL), "st");
     expect_einval(amp_health(conn, &deadline_opts, "", NULL), "serving");
 }
@@ -202,6 +226,7 @@ int main(void)
     tcase_add_test(tc, strerror_names_every_code);
     tcase_add_test(tc, null_connection);
     tcase_add_test(tc, reverse_args);
+    tcase_add_test(tc, struct_layout_args);
     tcase_add_test(tc, transform_args);
     tcase_add_test(tc, histogram_args);
     tcase_add_test(tc, fill_args);

@@ -88,7 +88,7 @@ START_TEST(device_selection)
 {
     void *out;
     size_t n;
-    amp_opts o = { "bogus", 0 };
+    amp_opts o = { .size = sizeof(amp_opts), .device = "bogus", .timeout_ms = 0 };
     expect_refused(amp_reverse(client_conn, &o, "abc", 3, &out, &n), AMP_EINVAL, "device");
     o.device = "99999";
     expect_refused(amp_reverse(client_conn, &o, "abc", 3, &out, &n), AMP_EINVAL, "device");
@@ -118,7 +118,7 @@ START_TEST(missing_device_type_is_unavailable)
 {
     amp_device *list;
     size_t ndev;
-    ck_assert_int_eq(amp_devices(client_conn, &list, &ndev), 0);
+    ck_assert_int_eq(amp_devices(client_conn, NULL, &list, &ndev), 0);
     /* Ask for a type this host lacks: gpu on CPU-only hosts, else cpu. */
     const char *want = "gpu";
     for (size_t i = 0; i < ndev; i++)
@@ -130,7 +130,7 @@ START_TEST(missing_device_type_is_unavailable)
     amp_free(list);
     if (present)
         return; /* a host with both kinds has nothing to refuse here */
-    amp_opts o = { want, 0 };
+    amp_opts o = { .size = sizeof(amp_opts), .device = want, .timeout_ms = 0 };
     void *out;
     size_t n;
     expect_refused(amp_reverse(client_conn, &o, "abc", 3, &out, &n), AMP_EUNAVAIL, want);

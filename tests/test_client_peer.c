@@ -110,17 +110,19 @@ START_TEST(hangup_mid_call_is_eio)
     struct peer p;
     peer_start(&p, PEER_HANGUP_AFTER_READ);
     amp_conn *c;
-    ck_assert_int_eq(amp_connect(p.address, &c), 0);
+    amp_connect_opts co = { .size = sizeof co, .no_reconnect = 1 };
+    ck_assert_int_eq(amp_connect_with(p.address, &co, &c), 0);
     uint8_t *big = calloc(1, PEER_BIG_REQUEST);
     ck_assert_ptr_nonnull(big);
-    amp_opts o = { NULL, PEER_SAFETY_MS };
+    amp_opts o = { .size = sizeof(amp_opts), .device = NULL, .timeout_ms = PEER_SAFETY_MS };
     void *out = NULL;
     size_t n = 0;
     int rc = amp_reverse(c, &o, big, PEER_BIG_REQUEST, &out, &n);
     ck_assert_msg(rc == AMP_EIO, "rc %d (%s): %s", rc, amp_strerror(rc), amp_last_message(c));
     ck_assert_ptr_null(out);
     ck_assert_str_ne(amp_last_message(c), "");
-    /* The connection stays broken: the next call fails at once. */
+    /* Without reconnection the connection stays broken: the next call
+     * fails at once. */
     rc = amp_reverse(c, &o, "ab", 2, &out, &n);
     ck_assert_int_eq(rc, AMP_EIO);
     ck_assert_ptr_nonnull(strstr(amp_last_message(c), "reconnect"));
@@ -135,9 +137,12 @@ START_TEST(hangup_before_reply_is_eio)
     struct peer p;
     peer_start(&p, PEER_HANGUP_AT_ONCE);
     amp_conn *c;
-    ck_assert_int_eq(amp_connect(p.address, &c), 0);
-    /* A small request is all sent; the peer closes while we wait. */
-    amp_opts o = { NULL, PEER_SAFETY_MS };
+    /* The peer serves one connection: a reconnect, had the close been
+     * seen before the call, would wait in its queue. */
+    amp_connect_opts co = { .size = sizeof co, .no_reconnect = 1 };
+    ck_assert_int_eq(amp_connect_with(p.address, &co, &c), 0);
+    /* A small request is all sent, or the close seen first; both AMP_EIO. */
+    amp_opts o = { .size = sizeof(amp_opts), .device = NULL, .timeout_ms = PEER_SAFETY_MS };
     int serving;
     int rc = amp_health(c, &o, "", &serving);
     ck_assert_msg(rc == AMP_EIO, "rc %d (%s): %s", rc, amp_strerror(rc), amp_last_message(c));
@@ -152,7 +157,7 @@ START_TEST(silent_peer_hits_deadline)
     peer_start(&p, PEER_SILENT);
     amp_conn *c;
     ck_assert_int_eq(amp_connect(p.address, &c), 0);
-    amp_opts o = { NULL, PEER_DEADLINE_MS };
+    amp_opts o = { .size = sizeof(amp_opts), .device = NULL, .timeout_ms = PEER_DEADLINE_MS };
     void *out = NULL;
     size_t n = 0;
     int rc = amp_reverse(c, &o, "abc", 3, &out, &n);
@@ -173,8 +178,8 @@ START_TEST(http1_peer_is_eproto)
     peer_start(&p, PEER_NOT_HTTP2);
     amp_conn *c;
     ck_assert_int_eq(amp_connect(p.address, &c), 0);
-    amp_opts o = { NULL, PEER_SAFETY_MS };
-    amp_daemon_status st;
+    amp_opts o = { .size = sizeof(amp_opts), .device = NULL, .timeout_ms = PEER_SAFETY_MS };
+    amp_daemon_status st = { .size = sizeof st };
     int rc = amp_status(c, &o, &st);
     ck_assert_msg(rc == AMP_EPROTO, "rc %d (%s): %s", rc, amp_strerror(rc), amp_last_message(c));
     ck_assert_str_ne(amp_last_message(c), "");

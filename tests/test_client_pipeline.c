@@ -58,9 +58,11 @@ START_TEST(transform_then_histogram)
     uint8_t *in = client_fixture_random(n, 5);
     amp_step steps[2];
     memset(steps, 0, sizeof steps);
+    steps[0].size = sizeof steps[0];
     steps[0].kind = AMP_STEP_TRANSFORM;
     steps[0].transform = (amp_transform_params){ .op = AMP_OP_ADD, .value = 3, .offset = 1000,
                                                  .length = n - 2000, .has_length = 1 };
+    steps[1].size = sizeof steps[1];
     steps[1].kind = AMP_STEP_HISTOGRAM;
     steps[1].hist = (amp_hist_params){ .type = AMP_TYPE_UINT8 };
 
@@ -95,12 +97,15 @@ START_TEST(histogram_between_data_steps)
         table[i] = (uint8_t)(i * 7 + 1);
     amp_step steps[3];
     memset(steps, 0, sizeof steps);
+    steps[0].size = sizeof steps[0];
     steps[0].kind = AMP_STEP_TRANSFORM;
     steps[0].transform = (amp_transform_params){ .op = AMP_OP_MAP, .table = table,
                                                  .table_len = 256 };
+    steps[1].size = sizeof steps[1];
     steps[1].kind = AMP_STEP_HISTOGRAM;
     steps[1].hist = (amp_hist_params){ .type = AMP_TYPE_UINT32, .bins = 37, .lo = 1e9,
                                        .hi = 3.5e9 };
+    steps[2].size = sizeof steps[2];
     steps[2].kind = AMP_STEP_REVERSE;
 
     amp_step_result *r = NULL;
@@ -126,9 +131,11 @@ START_TEST(fill_feeds_histogram)
 {
     amp_step steps[2];
     memset(steps, 0, sizeof steps);
+    steps[0].size = sizeof steps[0];
     steps[0].kind = AMP_STEP_FILL;
     steps[0].fill = (amp_fill_params){ .type = AMP_TYPE_INT32, .count = 10000, .start = -5000,
                                        .step = 1 };
+    steps[1].size = sizeof steps[1];
     steps[1].kind = AMP_STEP_HISTOGRAM;
     steps[1].hist = (amp_hist_params){ .type = AMP_TYPE_INT32, .bins = 10, .lo = -4000,
                                        .hi = 4000 };
@@ -166,10 +173,16 @@ START_TEST(bad_steps_refused_locally)
 {
     amp_step steps[2];
     memset(steps, 0, sizeof steps);
+    steps[0].size = sizeof steps[0];
     steps[0].kind = AMP_STEP_REVERSE;
     steps[1].kind = (amp_step_kind)99;
     amp_step_result *r = (amp_step_result *)&steps; /* must be cleared */
+    expect_einval(amp_pipeline(client_conn, NULL, steps, 2, "ab", 2, &r), "steps[1].size", &r);
+    steps[1].size = sizeof steps[1];
     expect_einval(amp_pipeline(client_conn, NULL, steps, 2, "ab", 2, &r), "steps[1].kind", &r);
+    steps[0].size = 0;
+    expect_einval(amp_pipeline(client_conn, NULL, steps, 2, "ab", 2, &r), "steps[0].size", &r);
+    steps[0].size = sizeof steps[0];
     steps[1].kind = AMP_STEP_TRANSFORM;
     steps[1].transform.op = (amp_op)0;
     expect_einval(amp_pipeline(client_conn, NULL, steps, 2, "ab", 2, &r), "steps[1].transform.op",
@@ -177,6 +190,7 @@ START_TEST(bad_steps_refused_locally)
     steps[1].transform = (amp_transform_params){ .op = AMP_OP_MAP };
     expect_einval(amp_pipeline(client_conn, NULL, steps, 2, "ab", 2, &r),
                   "steps[1].transform.table", &r);
+    steps[0].size = sizeof steps[0];
     steps[0].kind = AMP_STEP_HISTOGRAM;
     steps[0].hist.type = (amp_type)42;
     expect_einval(amp_pipeline(client_conn, NULL, steps, 2, "ab", 2, &r), "steps[0].histogram.type",
@@ -193,13 +207,17 @@ START_TEST(bad_steps_refused_by_daemon)
 {
     amp_step steps[3];
     memset(steps, 0, sizeof steps);
+    steps[0].size = sizeof steps[0];
     steps[0].kind = AMP_STEP_REVERSE;
+    steps[1].size = sizeof steps[1];
     steps[1].kind = AMP_STEP_HISTOGRAM;
     steps[1].hist = (amp_hist_params){ .type = AMP_TYPE_FLOAT32, .bins = 8, .lo = 2, .hi = 1 };
+    steps[2].size = sizeof steps[2];
     steps[2].kind = AMP_STEP_REVERSE;
     amp_step_result *r = NULL;
     expect_einval(amp_pipeline(client_conn, NULL, steps, 3, "abcdefgh", 8, &r),
                   "steps[1].histogram", &r);
+    steps[1].size = sizeof steps[1];
     steps[1].kind = AMP_STEP_TRANSFORM;
     steps[1].transform = (amp_transform_params){ .op = AMP_OP_ADD, .offset = 9 };
     expect_einval(amp_pipeline(client_conn, NULL, steps, 3, "abcdefgh", 8, &r),

@@ -48,12 +48,16 @@ START_TEST(every_kind)
     /* reverse, transform (xor), histogram, into out one after another */
     amp_step steps[3];
     memset(steps, 0, sizeof steps);
+    steps[0].size = sizeof steps[0];
     steps[0].kind = AMP_STEP_REVERSE;
+    steps[1].size = sizeof steps[1];
     steps[1].kind = AMP_STEP_TRANSFORM;
     steps[1].transform = (amp_transform_params){ .op = AMP_OP_XOR, .value = 0x5a };
+    steps[2].size = sizeof steps[2];
     steps[2].kind = AMP_STEP_HISTOGRAM;
     steps[2].hist = (amp_hist_params){ .type = AMP_TYPE_UINT8 };
-    amp_slice si = { in, 100, n }, so = { out, 300, 3 * n };
+    amp_slice si = { .size = sizeof si, .region = in, .offset = 100, .length = n };
+    amp_slice so = { .size = sizeof so, .region = out, .offset = 300, .length = 3 * n };
     amp_step_result *r = NULL;
     CLIENT_CHECK_OK(amp_run_region(client_conn, NULL, steps, 3, &si, &so, &r));
 
@@ -91,10 +95,11 @@ START_TEST(transform_in_place)
         table[i] = (uint8_t)(255 - i);
     amp_step s;
     memset(&s, 0, sizeof s);
+    s.size = sizeof s;
     s.kind = AMP_STEP_TRANSFORM;
     s.transform = (amp_transform_params){ .op = AMP_OP_MAP, .table = table, .table_len = 256,
                                           .offset = 10, .length = n - 20, .has_length = 1 };
-    amp_slice all = { reg, 0, n };
+    amp_slice all = { .size = sizeof all, .region = reg, .length = n };
     amp_step_result *r = NULL;
     CLIENT_CHECK_OK(amp_run_region(client_conn, NULL, &s, 1, &all, &all, &r));
     struct transform_params tp = { .op = XFORM_MAP, .offset = 10, .length = n - 20 };
@@ -114,10 +119,11 @@ START_TEST(float_histogram_and_fill)
     amp_region *reg = region_new(n, 0);
     amp_step fill;
     memset(&fill, 0, sizeof fill);
+    fill.size = sizeof fill;
     fill.kind = AMP_STEP_FILL;
     fill.fill = (amp_fill_params){ .type = AMP_TYPE_FLOAT32, .count = count, .start_f = -3.5f,
                                    .step_f = 0.001f };
-    amp_slice all = { reg, 0, n };
+    amp_slice all = { .size = sizeof all, .region = reg, .length = n };
     amp_step_result *r = NULL;
     CLIENT_CHECK_OK(amp_run_region(client_conn, NULL, &fill, 1, NULL, &all, &r));
     uint8_t *want = malloc(n);
@@ -128,6 +134,7 @@ START_TEST(float_histogram_and_fill)
 
     amp_step h;
     memset(&h, 0, sizeof h);
+    h.size = sizeof h;
     h.kind = AMP_STEP_HISTOGRAM;
     h.hist = (amp_hist_params){ .type = AMP_TYPE_FLOAT32, .bins = 1000, .lo = -1, .hi = 100 };
     CLIENT_CHECK_OK(amp_run_region(client_conn, NULL, &h, 1, &all, NULL, &r));
@@ -148,8 +155,8 @@ START_TEST(outlives_close)
      * of the same process (uid) may use it */
     client_fixture_close();
     client_fixture_open();
-    amp_step s = { .kind = AMP_STEP_REVERSE };
-    amp_slice all = { reg, 0, 4096 };
+    amp_step s = { .size = sizeof(amp_step), .kind = AMP_STEP_REVERSE };
+    amp_slice all = { .size = sizeof all, .region = reg, .length = 4096 };
     amp_step_result *r = NULL;
     CLIENT_CHECK_OK(amp_run_region(client_conn, NULL, &s, 1, &all, &all, &r));
     ck_assert_int_eq(memcmp(amp_region_data(reg), want, sizeof want), 0);
@@ -161,13 +168,16 @@ END_TEST
 START_TEST(refusals)
 {
     amp_region *reg = region_new(1000, 1);
-    amp_step s = { .kind = AMP_STEP_REVERSE };
+    amp_step s = { .size = sizeof(amp_step), .kind = AMP_STEP_REVERSE };
     amp_step_result *r = NULL;
-    amp_slice past = { reg, 900, 101 }, all = { reg, 0, 1000 }, small = { reg, 0, 999 };
+    amp_slice past = { .size = sizeof past, .region = reg, .offset = 900, .length = 101 };
+    amp_slice all = { .size = sizeof all, .region = reg, .length = 1000 };
+    amp_slice small = { .size = sizeof small, .region = reg, .length = 999 };
     ck_assert_int_eq(amp_run_region(client_conn, NULL, &s, 1, &past, &all, &r), AMP_EINVAL);
     ck_assert_ptr_nonnull(strstr(amp_last_message(client_conn), "past the region's end"));
     /* the daemon checks that the output fits */
-    ck_assert_int_eq(amp_run_region(client_conn, NULL, &s, 1, &all, &small, &r), AMP_EINVAL);
+    ck_assert_int_eq(amp_run_region(client_conn, NULL, &s, 1, &all, &small, &r), AMP_EOUTOFRANGE);
+    ck_assert_int_eq(amp_last_grpc_status(client_conn), 11);   /* OUT_OF_RANGE, raw */
     ck_assert_ptr_nonnull(strstr(amp_last_message(client_conn), "output_region"));
     ck_assert_ptr_null(r);
     ck_assert_int_eq(amp_run_region(client_conn, NULL, &s, 1, &all, NULL, &r), AMP_EINVAL);

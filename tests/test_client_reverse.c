@@ -67,11 +67,11 @@ START_TEST(explicit_device_and_deadline)
 {
     amp_device *list;
     size_t ndev;
-    ck_assert_int_eq(amp_devices(client_conn, &list, &ndev), 0);
+    ck_assert_int_eq(amp_devices(client_conn, NULL, &list, &ndev), 0);
     ck_assert_uint_ge(ndev, 1);
     char index[16];
     snprintf(index, sizeof index, "%u", list[0].index);
-    amp_opts o = { index, 60000 };
+    amp_opts o = { .size = sizeof(amp_opts), .device = index, .timeout_ms = 60000 };
     void *out;
     size_t n;
     CLIENT_CHECK_OK(amp_reverse(client_conn, &o, "abc", 3, &out, &n));

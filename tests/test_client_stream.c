@@ -95,7 +95,7 @@ static void expect_sink(const struct sink *s)
 /* A small stream that must work: the connection survived whatever came before. */
 static void expect_conn_usable(void)
 {
-    amp_step st = { .kind = AMP_STEP_TRANSFORM,
+    amp_step st = { .size = sizeof(amp_step), .kind = AMP_STEP_TRANSFORM,
                     .transform = { .op = AMP_OP_XOR, .value = 0xff } };
     const uint8_t in[5] = { 0, 1, 2, 3, 0xf0 }, want[5] = { 0xff, 0xfe, 0xfd, 0xfc, 0x0f };
     struct src s = { .data = in, .len = sizeof in };
@@ -120,11 +120,14 @@ static void transform_and_histograms(int give_length)
     host_step_transform(&tp, want, n);
     amp_step steps[3];
     memset(steps, 0, sizeof steps);
+    steps[0].size = sizeof steps[0];
     steps[0].kind = AMP_STEP_HISTOGRAM;
     steps[0].hist = (amp_hist_params){ .type = AMP_TYPE_UINT8 };
+    steps[1].size = sizeof steps[1];
     steps[1].kind = AMP_STEP_TRANSFORM;
     steps[1].transform = (amp_transform_params){ .op = AMP_OP_ADD, .value = 3, .offset = 1234,
                                                  .length = n - 1234 - 999, .has_length = 1 };
+    steps[2].size = sizeof steps[2];
     steps[2].kind = AMP_STEP_HISTOGRAM;
     steps[2].hist = (amp_hist_params){ .type = AMP_TYPE_UINT32, .bins = 100, .lo = 1e8,
                                        .hi = 4e9 };
@@ -164,8 +167,10 @@ START_TEST(reverse_with_total_length)
     uint8_t *in = client_fixture_random(n, 21), *want = malloc(n);
     amp_step steps[2];
     memset(steps, 0, sizeof steps);
+    steps[0].size = sizeof steps[0];
     steps[0].kind = AMP_STEP_TRANSFORM;
     steps[0].transform = (amp_transform_params){ .op = AMP_OP_XOR, .value = 0x5a };
+    steps[1].size = sizeof steps[1];
     steps[1].kind = AMP_STEP_REVERSE;
     struct transform_params tp = { .op = XFORM_XOR, .value = 0x5a, .length = n };
     uint8_t *x = malloc(n);
@@ -187,7 +192,8 @@ START_TEST(histogram_only_has_no_data)
 {
     size_t n = 9 * MIB + 3;
     uint8_t *in = client_fixture_random(n, 31);
-    amp_step st = { .kind = AMP_STEP_HISTOGRAM, .hist = { .type = AMP_TYPE_UINT8 } };
+    amp_step st = { .size = sizeof(amp_step), .kind = AMP_STEP_HISTOGRAM,
+                    .hist = { .type = AMP_TYPE_UINT8 } };
     struct src s = { .data = in, .len = n };
     struct sink k = { .want_len = 0 }; /* any data at all fails */
     amp_hist h;
@@ -203,7 +209,7 @@ END_TEST
 START_TEST(fill_without_input)
 {
     uint64_t count = 3 * MIB + 5; /* 12 MiB of int32 */
-    amp_step st = { .kind = AMP_STEP_FILL,
+    amp_step st = { .size = sizeof(amp_step), .kind = AMP_STEP_FILL,
                     .fill = { .type = AMP_TYPE_INT32, .count = count, .start = 7, .step = -3 } };
     struct fill_params fp = { .type = ELEM_I32, .count = count, .start = 7, .step = -3 };
     uint8_t *want = malloc(count * 4);
@@ -234,8 +240,9 @@ START_TEST(fd_form)
     uint8_t *in = client_fixture_random(n, 41), *want = malloc(n), *got = malloc(n);
     host_step_reverse(in, want, n);
     int in_fd = temp_file("in", in, n), out_fd = temp_file("out", NULL, 0);
-    amp_step st[2] = { { .kind = AMP_STEP_REVERSE },
-                       { .kind = AMP_STEP_HISTOGRAM, .hist = { .type = AMP_TYPE_UINT8 } } };
+    amp_step st[2] = { { .size = sizeof(amp_step), .kind = AMP_STEP_REVERSE },
+                       { .size = sizeof(amp_step), .kind = AMP_STEP_HISTOGRAM,
+                         .hist = { .type = AMP_TYPE_UINT8 } } };
     amp_hist h;
     CLIENT_CHECK_OK(amp_stream_fd(client_conn, NULL, st, 2, n, in_fd, out_fd, &h, 1));
     ck_assert_int_eq(lseek(out_fd, 0, SEEK_CUR), (off_t)n);
@@ -306,7 +313,8 @@ static int gen_write(void *ctx, const void *buf, size_t len)
 
 START_TEST(input_read_as_the_daemon_takes_it)
 {
-    amp_step st = { .kind = AMP_STEP_TRANSFORM, .transform = { .op = AMP_OP_ADD, .value = 5 } };
+    amp_step st = { .size = sizeof(amp_step), .kind = AMP_STEP_TRANSFORM,
+                    .transform = { .op = AMP_OP_ADD, .value = 5 } };
     struct gen g = { .len = LONG_LEN };
     CLIENT_CHECK_OK(amp_stream(client_conn, NULL, &st, 1, 0, gen_read, &g, gen_write, &g, NULL, 0));
     ck_assert_uint_eq(g.got, LONG_LEN);
@@ -322,8 +330,10 @@ START_TEST(read_callback_aborts)
 {
     size_t n = BIG_LEN;
     uint8_t *in = client_fixture_random(n, 51);
-    amp_step st[2] = { { .kind = AMP_STEP_TRANSFORM, .transform = { .op = AMP_OP_ADD, .value = 1 } },
-                       { .kind = AMP_STEP_HISTOGRAM, .hist = { .type = AMP_TYPE_UINT8 } } };
+    amp_step st[2] = { { .size = sizeof(amp_step), .kind = AMP_STEP_TRANSFORM,
+                         .transform = { .op = AMP_OP_ADD, .value = 1 } },
+                       { .size = sizeof(amp_step), .kind = AMP_STEP_HISTOGRAM,
+                         .hist = { .type = AMP_TYPE_UINT8 } } };
     struct src s = { .data = in, .len = n, .abort_at = ABORT_AFTER };
     struct sink k = { .want_len = n };
     amp_hist h;
@@ -353,7 +363,8 @@ static long fail_at_once(void *ctx, void *buf, size_t cap)
  * stream on the same connection must still work. */
 START_TEST(read_callback_aborts_at_once)
 {
-    amp_step st = { .kind = AMP_STEP_HISTOGRAM, .hist = { .type = AMP_TYPE_UINT8 } };
+    amp_step st = { .size = sizeof(amp_step), .kind = AMP_STEP_HISTOGRAM,
+                    .hist = { .type = AMP_TYPE_UINT8 } };
     amp_hist h;
     for (int i = 0; i < 3; i++) {
         unsigned calls = 0;
@@ -382,9 +393,10 @@ static long stall_read(void *ctx, void *buf, size_t cap)
 START_TEST(deadline_while_input_stalls)
 {
     uint8_t *in = client_fixture_random(3 * MIB, 91);
-    amp_step st = { .kind = AMP_STEP_HISTOGRAM, .hist = { .type = AMP_TYPE_UINT8 } };
+    amp_step st = { .size = sizeof(amp_step), .kind = AMP_STEP_HISTOGRAM,
+                    .hist = { .type = AMP_TYPE_UINT8 } };
     struct src s = { .data = in, .len = 3 * MIB };
-    amp_opts o = { NULL, DEADLINE_MS };
+    amp_opts o = { .size = sizeof(amp_opts), .device = NULL, .timeout_ms = DEADLINE_MS };
     amp_hist h;
     int rc = amp_stream(client_conn, &o, &st, 1, 0, stall_read, &s, NULL, NULL, &h, 1);
     ck_assert_msg(rc == AMP_EDEADLINE, "got %s: %s", amp_strerror(rc),
@@ -399,7 +411,8 @@ START_TEST(write_callback_aborts)
 {
     size_t n = BIG_LEN;
     uint8_t *in = client_fixture_random(n, 61);
-    amp_step st = { .kind = AMP_STEP_TRANSFORM, .transform = { .op = AMP_OP_SET, .value = 9 } };
+    amp_step st = { .size = sizeof(amp_step), .kind = AMP_STEP_TRANSFORM,
+                    .transform = { .op = AMP_OP_SET, .value = 9 } };
     struct src s = { .data = in, .len = n };
     struct sink k = { .want_len = n, .abort_at = 2 * MIB };
     int rc = amp_stream(client_conn, NULL, &st, 1, n, src_read, &s, sink_write, &k, NULL, 0);
@@ -416,7 +429,7 @@ END_TEST
 START_TEST(reverse_needs_total_length)
 {
     uint8_t *in = client_fixture_random(3 * MIB, 71);
-    amp_step st = { .kind = AMP_STEP_REVERSE };
+    amp_step st = { .size = sizeof(amp_step), .kind = AMP_STEP_REVERSE };
     struct src s = { .data = in, .len = 3 * MIB };
     struct sink k = { .want_len = 3 * MIB };
     int rc = amp_stream(client_conn, NULL, &st, 1, 0, src_read, &s, sink_write, &k, NULL, 0);
@@ -433,7 +446,8 @@ START_TEST(total_length_mismatch)
 {
     size_t n = 3 * MIB + 1;
     uint8_t *in = client_fixture_random(n, 81);
-    amp_step st = { .kind = AMP_STEP_HISTOGRAM, .hist = { .type = AMP_TYPE_UINT8 } };
+    amp_step st = { .size = sizeof(amp_step), .kind = AMP_STEP_HISTOGRAM,
+                    .hist = { .type = AMP_TYPE_UINT8 } };
     amp_hist h;
     /* more input than announced, then less */
     struct src s = { .data = in, .len = n };
@@ -464,10 +478,13 @@ START_TEST(from_memory)
     host_step_reverse(want, rev, n);
     amp_step steps[3];
     memset(steps, 0, sizeof steps);
+    steps[0].size = sizeof steps[0];
     steps[0].kind = AMP_STEP_HISTOGRAM;
     steps[0].hist = (amp_hist_params){ .type = AMP_TYPE_UINT8 };
+    steps[1].size = sizeof steps[1];
     steps[1].kind = AMP_STEP_TRANSFORM;
     steps[1].transform = (amp_transform_params){ .op = AMP_OP_XOR, .value = 0x3c };
+    steps[2].size = sizeof steps[2];
     steps[2].kind = AMP_STEP_REVERSE;   /* resident: needs the length, which is len */
     struct sink k = { .want = want, .want_len = n };
     amp_hist h;
@@ -496,8 +513,9 @@ END_TEST
 
 START_TEST(bad_arguments_refused_locally)
 {
-    amp_step st[2] = { { .kind = AMP_STEP_HISTOGRAM, .hist = { .type = AMP_TYPE_UINT8 } },
-                       { .kind = AMP_STEP_REVERSE } };
+    amp_step st[2] = { { .size = sizeof(amp_step), .kind = AMP_STEP_HISTOGRAM,
+                         .hist = { .type = AMP_TYPE_UINT8 } },
+                       { .size = sizeof(amp_step), .kind = AMP_STEP_REVERSE } };
     amp_hist h[2];
     struct src s = { .data = (const uint8_t *)"abc", .len = 3 };
     int rc = amp_stream(client_conn, NULL, st, 2, 3, src_read, &s, NULL, NULL, h, 2);
@@ -511,7 +529,8 @@ START_TEST(bad_arguments_refused_locally)
     ck_assert_int_eq(rc, AMP_EINVAL);
     ck_assert_msg(strstr(amp_last_message(client_conn), "steps[1].kind"), "'%s'",
                   amp_last_message(client_conn));
-    amp_opts bad = { NULL, -5 };
+    amp_opts bad = { .size = sizeof(amp_opts), .device = NULL, .timeout_ms = -5 };
+    st[1].size = sizeof st[1];
     st[1].kind = AMP_STEP_REVERSE;
     rc = amp_stream(client_conn, &bad, st, 2, 3, src_read, &s, NULL, NULL, h, 1);
     ck_assert_int_eq(rc, AMP_EINVAL);

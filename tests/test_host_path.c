@@ -32,7 +32,7 @@ static int same_both_ways(const amp_step *steps, size_t n, const uint8_t *in, si
     char msg_host[512], device[128];
     snprintf(msg_host, sizeof msg_host, "%s", amp_last_message(client_conn));
     snprintf(device, sizeof device, "%s", amp_last_device(client_conn));
-    const amp_opts on_dev = { .device = "0" };
+    const amp_opts on_dev = { .size = sizeof(amp_opts), .device = "0" };
     int rc_dev = amp_pipeline(client_conn, &on_dev, steps, n, in, len, &dev);
     ck_assert_msg(rc_host == rc_dev, "host: %s (%s); device: %s (%s)", amp_strerror(rc_host),
                   msg_host, amp_strerror(rc_dev), amp_last_message(client_conn));
@@ -63,7 +63,7 @@ START_TEST(reverse_every_size)
 {
     for (size_t k = 0; k < NSIZES; k++) {
         uint8_t *in = client_fixture_random(sizes[k], k + 1);
-        amp_step s = { .kind = AMP_STEP_REVERSE };
+        amp_step s = { .size = sizeof(amp_step), .kind = AMP_STEP_REVERSE };
         ck_assert_int_eq(same_both_ways(&s, 1, in, sizes[k]), 0);
         free(in);
     }
@@ -81,7 +81,7 @@ START_TEST(transform_every_op_and_range)
         for (size_t k = 0; k < NSIZES; k++) {
             size_t n = sizes[k];
             uint8_t *in = client_fixture_random(n, 100 + k);
-            amp_step s = { .kind = AMP_STEP_TRANSFORM };
+            amp_step s = { .size = sizeof(amp_step), .kind = AMP_STEP_TRANSFORM };
             s.transform.op = ops[o];
             s.transform.value = 0x5b;
             s.transform.table = table;
@@ -103,7 +103,7 @@ START_TEST(histogram_bytes_and_typed_edges)
 {
     for (size_t k = 0; k < NSIZES; k++) {
         uint8_t *in = client_fixture_random(sizes[k], 200 + k);
-        amp_step s = { .kind = AMP_STEP_HISTOGRAM };
+        amp_step s = { .size = sizeof(amp_step), .kind = AMP_STEP_HISTOGRAM };
         s.hist.type = AMP_TYPE_UINT8;
         s.hist.bins = 256;
         ck_assert_int_eq(same_both_ways(&s, 1, in, sizes[k]), 0);
@@ -125,7 +125,7 @@ START_TEST(histogram_bytes_and_typed_edges)
     };
     for (size_t t = 0; t < sizeof typed / sizeof typed[0]; t++) {
         for (int clamp = 0; clamp <= 1; clamp++) {
-            amp_step s = { .kind = AMP_STEP_HISTOGRAM };
+            amp_step s = { .size = sizeof(amp_step), .kind = AMP_STEP_HISTOGRAM };
             s.hist.type = typed[t].type;
             s.hist.bins = 7;
             s.hist.lo = -3.5;
@@ -144,7 +144,7 @@ START_TEST(fill_every_type)
     static const uint64_t counts[] = { 0, 1, 17, 500 };
     for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
         for (size_t k = 0; k < sizeof counts / sizeof counts[0]; k++) {
-            amp_step s = { .kind = AMP_STEP_FILL };
+            amp_step s = { .size = sizeof(amp_step), .kind = AMP_STEP_FILL };
             s.fill.type = types[t];
             s.fill.count = counts[k];
             s.fill.start = INT64_MAX - 3;   /* wraps in every integer width */
@@ -163,8 +163,10 @@ END_TEST
 START_TEST(pipelines)
 {
     uint8_t *in = client_fixture_random(1027, 300);
-    amp_step s[4] = { { .kind = AMP_STEP_TRANSFORM }, { .kind = AMP_STEP_HISTOGRAM },
-                      { .kind = AMP_STEP_REVERSE }, { .kind = AMP_STEP_HISTOGRAM } };
+    amp_step s[4] = { { .size = sizeof(amp_step), .kind = AMP_STEP_TRANSFORM },
+                      { .size = sizeof(amp_step), .kind = AMP_STEP_HISTOGRAM },
+                      { .size = sizeof(amp_step), .kind = AMP_STEP_REVERSE },
+                      { .size = sizeof(amp_step), .kind = AMP_STEP_HISTOGRAM } };
     s[0].transform.op = AMP_OP_XOR;
     s[0].transform.value = 0xa5;
     s[1].hist.type = s[3].hist.type = AMP_TYPE_UINT8;
@@ -180,13 +182,13 @@ END_TEST
 START_TEST(refusals_match)
 {
     uint8_t in[10] = { 0 };
-    amp_step s = { .kind = AMP_STEP_HISTOGRAM };
+    amp_step s = { .size = sizeof(amp_step), .kind = AMP_STEP_HISTOGRAM };
     s.hist.type = AMP_TYPE_UINT32;   /* 10 bytes are not whole uint32s */
     s.hist.bins = 4;
     s.hist.lo = 0;
     s.hist.hi = 1;
     ck_assert_int_eq(same_both_ways(&s, 1, in, sizeof in), AMP_EINVAL);
-    amp_step f = { .kind = AMP_STEP_FILL };
+    amp_step f = { .size = sizeof(amp_step), .kind = AMP_STEP_FILL };
     f.fill.type = AMP_TYPE_INT32;
     f.fill.count = 8;
     f.fill.tile = 1u << 30;          /* over any device's work-group limit */
@@ -206,7 +208,7 @@ START_TEST(large_or_named_jobs_use_a_device)
     CLIENT_CHECK_OK(amp_reverse(client_conn, NULL, in, HOST_MAX, &out, &n));
     ck_assert_str_eq(amp_last_device(client_conn), "host");
     amp_free(out);
-    const amp_opts cpu = { .device = "cpu" };
+    const amp_opts cpu = { .size = sizeof(amp_opts), .device = "cpu" };
     CLIENT_CHECK_OK(amp_reverse(client_conn, &cpu, in, 16, &out, &n));
     ck_assert_ptr_nonnull(strchr(amp_last_device(client_conn), ':'));
     amp_free(out);

@@ -35,17 +35,17 @@ START_TEST(stream_hist_over_message_limit_is_refused)
     long base = hostile_start(&ampd, args);
     amp_conn *c;
     ck_assert_int_eq(amp_connect(ampd.address, &c), 0);
-    amp_step step = { .kind = AMP_STEP_HISTOGRAM,
+    amp_step step = { .size = sizeof(amp_step), .kind = AMP_STEP_HISTOGRAM,
                       .hist = { .type = AMP_TYPE_FLOAT32, .bins = 1000000, .lo = 0, .hi = 1 } };
     amp_hist h;
     int left = 8;
-    amp_opts o = { .timeout_ms = HOSTILE_IO_MS };
+    amp_opts o = { .size = sizeof(amp_opts), .timeout_ms = HOSTILE_IO_MS };
     int rc = amp_stream(c, &o, &step, 1, 8, read_eight, &left, NULL, NULL, &h, 1);
     /* Refused at the header: a histogram's result is one message. */
     ck_assert_msg(rc == AMP_EINVAL, "%s: %s", amp_strerror(rc), amp_last_message(c));
     ck_assert_ptr_nonnull(strstr(amp_last_message(c), "--max-message-bytes (" SMALL_REPLY_LIMIT ")"));
     /* The same connection is still usable after the refusal. */
-    amp_daemon_status st;
+    amp_daemon_status st = { .size = sizeof st };
     ck_assert_int_eq(amp_status(c, &o, &st), 0);
     amp_close(c);
     ck_assert(daemon_alive(&ampd));

@@ -37,7 +37,7 @@ static void streamer(const char *address)
     amp_conn *c;
     if (amp_connect(address, &c) != 0)
         _exit(2);
-    amp_step step = { .kind = AMP_STEP_TRANSFORM,
+    amp_step step = { .size = sizeof(amp_step), .kind = AMP_STEP_TRANSFORM,
                       .transform = { .op = AMP_OP_XOR, .value = 1 } };
     amp_stream(c, NULL, &step, 1, 0, endless, NULL, NULL, NULL, NULL, 0);
     _exit(1);
@@ -59,7 +59,7 @@ START_TEST(sigkill_mid_stream)
             streamer(ampd.address);
     }
     hostile_sleep_ms(STREAM_FOR_MS);
-    amp_daemon_status st;
+    amp_daemon_status st = { .size = sizeof st };
     ck_assert_int_eq(hostile_status(ampd.address, &st), 0);
     ck_assert_uint_eq(st.connections, STREAMERS + 1);
     for (int i = 0; i < STREAMERS; i++) {

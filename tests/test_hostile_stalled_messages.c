@@ -64,7 +64,7 @@ START_TEST(stalled_prefixes_hold_nothing_and_time_out)
     close(fd);
     h2c_free(c);
     ck_assert(hostile_wait_quiet(ampd.address, 1, HOSTILE_IO_MS));
-    amp_daemon_status st;
+    amp_daemon_status st = { .size = sizeof st };
     ck_assert_int_eq(hostile_status(ampd.address, &st), 0);
     ck_assert_uint_eq(st.calls[STATUS_RESOURCE_EXHAUSTED], STALLED);
     hostile_assert_served(ampd.address);

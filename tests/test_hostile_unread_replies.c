@@ -111,7 +111,7 @@ static void read_answers(struct attacker *a, int *conn_refused, int *job_refused
 static bool jobs_done(void)
 {
     long long deadline = hostile_now_ms() + HOSTILE_IO_MS;
-    amp_daemon_status st;
+    amp_daemon_status st = { .size = sizeof st };
     do {
         if (hostile_status(ampd.address, &st) == 0 && st.jobs_in_flight == 0)
             return true;
@@ -160,7 +160,7 @@ START_TEST(unread_replies_are_bounded)
 
     ck_assert(hostile_wait_quiet(ampd.address, 1, HOSTILE_IO_MS));
     /* Every byte the daemon held for them is given back... */
-    amp_daemon_status st;
+    amp_daemon_status st = { .size = sizeof st };
     ck_assert_int_eq(amp_connect(ampd.address, &c), 0);
     ck_assert_int_eq(amp_status(c, NULL, &st), 0);
     ck_assert_uint_eq(st.held_bytes, 0);

@@ -107,7 +107,7 @@ static int stream_xor(struct worker *w, amp_conn *c, uint64_t seed)
     memcpy(want, in, STREAM_LEN);
     struct transform_params tp = { .op = XFORM_XOR, .value = XOR_VALUE, .length = STREAM_LEN };
     host_step_transform(&tp, want, STREAM_LEN);
-    amp_step step = { .kind = AMP_STEP_TRANSFORM,
+    amp_step step = { .size = sizeof(amp_step), .kind = AMP_STEP_TRANSFORM,
                       .transform = { .op = AMP_OP_XOR, .value = XOR_VALUE } };
     struct src src = { in, STREAM_LEN, 0 };
     struct sink sink = { want, STREAM_LEN, 0, 0 };
@@ -220,7 +220,7 @@ START_TEST(many_connections_across_loops)
      * to none but this one. */
     amp_conn *c = NULL;
     ck_assert_int_eq(amp_connect(d.address, &c), 0);
-    amp_daemon_status st;
+    amp_daemon_status st = { .size = sizeof st };
     long long deadline = now_ms() + SETTLE_MS;
     for (;;) {
         ck_assert_int_eq(amp_status(c, NULL, &st), 0);

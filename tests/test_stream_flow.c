@@ -128,7 +128,7 @@ static void *stalled_main(void *arg)
     amp_conn *c;
     int rc = amp_connect(ampd.address, &c);
     if (rc == 0) {
-        amp_step step = {.kind = AMP_STEP_TRANSFORM,
+        amp_step step = {.size = sizeof(amp_step), .kind = AMP_STEP_TRANSFORM,
                          .transform = {.op = AMP_OP_XOR, .value = 0x5a}};
         rc = amp_stream(c, NULL, &step, 1, STALL_INPUT, stalled_read, s, stalled_write, s, NULL,
                         0);
@@ -165,7 +165,8 @@ static void other_client_proceeds(void)
     amp_free(out);
 
     /* A histogram stream of 3 MiB needs staging buffers too. */
-    amp_step step = {.kind = AMP_STEP_HISTOGRAM, .hist = {.type = AMP_TYPE_UINT8}};
+    amp_step step = {.size = sizeof(amp_step), .kind = AMP_STEP_HISTOGRAM,
+                     .hist = {.type = AMP_TYPE_UINT8}};
     amp_hist h;
     int fd[2];
     ck_assert_int_eq(pipe(fd), 0);
@@ -261,7 +262,7 @@ static void wait_idle(void)
     ck_assert_int_eq(amp_connect(ampd.address, &c), 0);
     uint64_t t0 = now_ms();
     for (;;) {
-        amp_daemon_status st;
+        amp_daemon_status st = { .size = sizeof st };
         ck_assert_int_eq(amp_status(c, NULL, &st), 0);
         if (st.jobs_in_flight == 0)
             break;
@@ -282,8 +283,10 @@ START_TEST(client_dying_mid_stream_is_cleaned_up)
                 _exit(2);
             uint64_t pos = 0;
             amp_step steps[2] = {
-                {.kind = AMP_STEP_TRANSFORM, .transform = {.op = AMP_OP_ADD, .value = 1}},
-                {.kind = AMP_STEP_HISTOGRAM, .hist = {.type = AMP_TYPE_UINT8}},
+                {.size = sizeof(amp_step), .kind = AMP_STEP_TRANSFORM,
+                 .transform = {.op = AMP_OP_ADD, .value = 1}},
+                {.size = sizeof(amp_step), .kind = AMP_STEP_HISTOGRAM,
+                 .hist = {.type = AMP_TYPE_UINT8}},
             };
             amp_hist h;
             amp_stream(c, NULL, steps, 2, 0, dying_read, &pos, discard_write, NULL, &h, 1);

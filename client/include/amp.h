@@ -9,12 +9,28 @@
  *   owned by the caller, who releases them with amp_free().
  * - An amp_conn is not thread-safe: use one per thread, or serialise calls.
  *   Different connections are independent.
+ * - Structs can grow before 1.0 without breaking programs built against an
+ *   older amp.h, in one of two ways:
+ *   . a struct you fill and pass in on its own (amp_opts, amp_connect_opts,
+ *     amp_step, amp_slice, amp_daemon_status) starts with `size`, which you
+ *     set to sizeof the struct: `amp_opts o = { .size = sizeof o, ... }`.
+ *     The library reads (or for amp_daemon_status writes) only the bytes
+ *     your build knows, and fields added later take their defaults. A size
+ *     smaller than the struct's first layout, 0 included, is AMP_EINVAL.
+ *   . a struct nested by value in another (the *_params, amp_hist) or
+ *     returned in an array the library allocates (amp_step_result,
+ *     amp_device) keeps its size and grows into its `reserved` tail: zero
+ *     it when you fill one (designated initializers and `= {0}` do; the
+ *     library refuses nonzero bytes there with AMP_EINVAL), and the library
+ *     zeroes it in what it returns.
  */
 #ifndef AMP_H
 #define AMP_H
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "amp_version.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -26,45 +42,94 @@ extern "C" {
 #define AMP_EXTERN
 #endif
 
-/* Error codes. The AMP_E* that mirror gRPC statuses are what the daemon
- * answered; the others are local failures. */
+/* Error codes: XX(NAME, code, gRPC status it mirrors or -1, words). Codes
+ * with a gRPC status are what the daemon answered (amp_last_grpc_status()
+ * has the raw status); the others are local failures. The enum,
+ * amp_strerror() and amp_error_name() all expand from this one list. */
+#define AMP_ERROR_MAP(XX)                                                                          \
+    XX(EINVAL, -1, 3, "invalid argument")                 /* local check, or INVALID_ARGUMENT */   \
+    XX(ENOMEM, -2, -1, "out of memory")                                                            \
+    XX(EADDR, -3, -1, "bad or unresolvable address")                                               \
+    XX(ECONNECT, -4, -1, "cannot connect to the daemon")  /* refused, timed out, ... */            \
+    XX(EIO, -5, -1, "connection to the daemon broke")                                              \
+    XX(EPROTO, -6, -1, "protocol error (HTTP/2 or gRPC)")                                          \
+    XX(ECANCELLED, -7, 1, "cancelled")                                                             \
+    XX(EDEADLINE, -8, 4, "deadline exceeded")                                                      \
+    XX(EEXHAUSTED, -9, 8, "resource exhausted")           /* a limit was hit */                    \
+    XX(EUNIMPL, -10, 12, "not implemented by the daemon")                                          \
+    XX(EUNAVAIL, -11, 14, "the daemon is unavailable")    /* no device could take the job, ... */  \
+    XX(EINTERNAL, -12, 13, "internal error in the daemon")                                         \
+    XX(EUNKNOWN, -13, 2, "unknown error from the daemon") /* also statuses gRPC does not define */ \
+    XX(ENOTFOUND, -14, 5, "not found")                                                             \
+    XX(EEXIST, -15, 6, "already exists")                                                           \
+    XX(EPERM, -16, 7, "permission denied")                                                         \
+    XX(EPRECOND, -17, 9, "failed precondition")                                                    \
+    XX(EABORTED, -18, 10, "aborted")                                                               \
+    XX(EOUTOFRANGE, -19, 11, "out of range")              /* e.g. a region slice past its end */   \
+    XX(EDATALOSS, -20, 15, "data loss")                                                            \
+    XX(EUNAUTH, -21, 16, "unauthenticated")
+
 enum {
     AMP_OK = 0,
-    AMP_EINVAL = -1,       /* invalid argument (local check, INVALID_ARGUMENT, OUT_OF_RANGE
-                              or FAILED_PRECONDITION) */
-    AMP_ENOMEM = -2,       /* out of memory */
-    AMP_EADDR = -3,        /* address could not be parsed or resolved */
-    AMP_ECONNECT = -4,     /* could not connect to the daemon */
-    AMP_EIO = -5,          /* connection broke while talking to the daemon */
-    AMP_EPROTO = -6,       /* the peer broke the HTTP/2 or gRPC protocol */
-    AMP_ECANCELLED = -7,   /* CANCELLED */
-    AMP_EDEADLINE = -8,    /* DEADLINE_EXCEEDED */
-    AMP_EEXHAUSTED = -9,   /* RESOURCE_EXHAUSTED: a limit was hit */
-    AMP_EUNIMPL = -10,     /* UNIMPLEMENTED */
-    AMP_EUNAVAIL = -11,    /* UNAVAILABLE: no device could take the job */
-    AMP_EINTERNAL = -12,   /* INTERNAL */
-    AMP_EUNKNOWN = -13,    /* any other gRPC status */
-    AMP_ENOTFOUND = -14,   /* NOT_FOUND */
+#define AMP_ERROR_ENUM_(name, code, grpc, words) AMP_##name = code,
+    AMP_ERROR_MAP(AMP_ERROR_ENUM_)
+#undef AMP_ERROR_ENUM_
 };
 
 /* Default address of the daemon: its Unix socket. */
 #define AMP_DEFAULT_ADDRESS "unix:/run/ampd/ampd.sock"
 
+/* How long amp_connect() waits for the connection to be accepted. */
+#define AMP_CONNECT_TIMEOUT_MS 30000
+
 typedef struct amp_conn amp_conn;
 
 /* Per-call options; pass NULL for the defaults. */
 typedef struct amp_opts {
+    size_t size;           /* sizeof(amp_opts) in your build (see the top of this file) */
     const char *device;    /* "" or NULL: daemon's choice; "gpu", "cpu", or an index */
     int timeout_ms;        /* 0: no deadline */
 } amp_opts;
 
-/* Returns a static string naming code. Never NULL. */
+/* Connection options; pass NULL for the defaults. */
+typedef struct amp_connect_opts {
+    size_t size;           /* sizeof(amp_connect_opts) in your build */
+    int timeout_ms;        /* bound on connecting (also when the daemon does not accept, e.g.
+                              its accept queue is full); 0: AMP_CONNECT_TIMEOUT_MS */
+    int no_reconnect;      /* nonzero: a broken connection stays broken (every later call
+                              fails with AMP_EIO) instead of being reopened */
+} amp_connect_opts;
+
+/* The version of the library the program runs with, as AMP_VERSION_HEX
+ * (0xMMmmpp) and as a static string "MAJOR.MINOR.PATCH". */
+AMP_EXTERN unsigned amp_version(void);
+AMP_EXTERN const char *amp_version_string(void);
+
+/* Returns a static string describing code ("deadline exceeded"). Never NULL. */
 AMP_EXTERN const char *amp_strerror(int code);
+
+/* Returns a static string naming code ("AMP_EDEADLINE"), "AMP_OK" for 0,
+ * or "AMP_E?" for a number that is no code. Never NULL. */
+AMP_EXTERN const char *amp_error_name(int code);
 
 /* Connects to address: "unix:/path", "unix:///path", "HOST:PORT" or
  * "[V6]:PORT" (gRPC target syntax); NULL means AMP_DEFAULT_ADDRESS.
- * On success *out is a new connection the caller closes with amp_close(). */
+ * On success *out is a new connection the caller closes with amp_close().
+ * Waits at most AMP_CONNECT_TIMEOUT_MS for the daemon to take it.
+ *
+ * A connection reopens itself: when a call finds it broken, or closed by
+ * the daemon (its restart, its idle timeout's GOAWAY, a drain), the call
+ * connects again to the same address first. A call is sent again on a new
+ * connection only when the daemon cannot have acted on it: it refused the
+ * call's stream (REFUSED_STREAM, or a GOAWAY whose last stream is older),
+ * or the connection broke before any of the call's bytes were written.
+ * Once a byte may have reached the daemon, the failure is returned (the
+ * job may have run). Regions (below) belong to the connection they were
+ * made on and do not follow it to a new daemon. */
 AMP_EXTERN int amp_connect(const char *address, amp_conn **out);
+
+/* amp_connect() with options o (NULL: the defaults). */
+AMP_EXTERN int amp_connect_with(const char *address, const amp_connect_opts *o, amp_conn **out);
 
 /* Closes the connection and frees it. NULL is a no-op. */
 AMP_EXTERN void amp_close(amp_conn *c);
@@ -75,6 +140,12 @@ AMP_EXTERN void amp_close(amp_conn *c);
  * (e.g. "connect to unix:/x.sock: No such file or directory"), valid until
  * its next amp_connect(). */
 AMP_EXTERN const char *amp_last_message(const amp_conn *c);
+
+/* The gRPC status (0..16, or what the daemon sent beyond) that ended the
+ * last call on c, or -1 when it ended without one (a local failure, a
+ * broken connection). A non-200 HTTP status counts as the gRPC status
+ * gRPC's HTTP mapping gives it. */
+AMP_EXTERN int amp_last_grpc_status(const amp_conn *c);
 
 /* Name of the device that ran the last successful job on c ("" if none).
  * Valid until the next call on c. */
@@ -105,6 +176,7 @@ typedef struct amp_transform_params {
     uint64_t offset;        /* sub-range start */
     uint64_t length;        /* sub-range length, if has_length */
     int has_length;         /* 0: the range runs to the end of the data */
+    uint64_t reserved[4];   /* zero (see the top of this file) */
 } amp_transform_params;
 
 typedef struct amp_hist_params {
@@ -112,12 +184,14 @@ typedef struct amp_hist_params {
     uint32_t bins;
     double lo, hi;          /* bin range [lo, hi) */
     int clamp;              /* nonzero: out-of-range values go to the edge bins */
+    uint64_t reserved[4];   /* zero */
 } amp_hist_params;
 
 typedef struct amp_hist {
     uint64_t *counts;       /* bins entries; free with amp_hist_free() */
     uint32_t bins;
     uint64_t below, above, nan;
+    uint64_t reserved[4];   /* zeroed by the library */
 } amp_hist;
 
 typedef struct amp_fill_params {
@@ -126,6 +200,7 @@ typedef struct amp_fill_params {
     uint32_t tile;          /* work-group size, 0: daemon's choice */
     int64_t start, step;    /* integer types (wrapping) */
     float start_f, step_f;  /* FLOAT32 */
+    uint64_t reserved[4];   /* zero */
 } amp_fill_params;
 
 /* Frees h->counts and clears *h. */
@@ -159,6 +234,7 @@ typedef enum amp_step_kind {
 } amp_step_kind;
 
 typedef struct amp_step {
+    size_t size;                    /* sizeof(amp_step); the same in every step of an array */
     amp_step_kind kind;
     amp_transform_params transform; /* AMP_STEP_TRANSFORM */
     amp_hist_params hist;           /* AMP_STEP_HISTOGRAM */
@@ -171,6 +247,7 @@ typedef struct amp_step_result {
     size_t len;
     amp_hist hist;          /* histogram steps; zeroed for the others */
     uint64_t region_offset; /* amp_run_region: where in the output region data went */
+    uint64_t reserved[4];   /* zeroed by the library */
 } amp_step_result;
 
 /* Runs nsteps (>= 1) steps over len bytes of in as one job (the unary
@@ -256,6 +333,7 @@ AMP_EXTERN void amp_region_release(amp_region *r);
 
 /* Bytes [offset, offset + length) of a region. */
 typedef struct amp_slice {
+    size_t size;            /* sizeof(amp_slice) in your build */
     amp_region *region;     /* NULL: the job has no region on this side */
     uint64_t offset;
     uint64_t length;
@@ -286,11 +364,12 @@ typedef struct amp_device {
     uint64_t max_work_group_size;
     uint32_t compute_units;
     int is_default;
+    uint64_t reserved[4];   /* zeroed by the library */
 } amp_device;
 
 /* Lists the daemon's devices into *list (*n entries, caller frees with
- * amp_free). */
-AMP_EXTERN int amp_devices(amp_conn *c, amp_device **list, size_t *n);
+ * amp_free). o may be NULL; only o->timeout_ms is used. */
+AMP_EXTERN int amp_devices(amp_conn *c, const amp_opts *o, amp_device **list, size_t *n);
 
 /* --- daemon status and health -------------------------------------------- */
 
@@ -298,6 +377,7 @@ AMP_EXTERN int amp_devices(amp_conn *c, amp_device **list, size_t *n);
 #define AMP_STATUS_CODES 17
 
 typedef struct amp_daemon_status {
+    size_t size;                       /* set by you: sizeof(amp_daemon_status) */
     char version[32];
     uint64_t uptime_ms;
     uint32_t connections;
@@ -313,7 +393,8 @@ typedef struct amp_daemon_status {
  * outside 0..AMP_STATUS_CODES-1. The string is static. */
 AMP_EXTERN const char *amp_status_code_name(int code);
 
-/* Asks the daemon for its counters (amp.v1.Amp/Status) into *st.
+/* Asks the daemon for its counters (amp.v1.Amp/Status) into *st, whose
+ * size the caller sets; the library writes the rest (st->size bytes).
  * o may be NULL; only o->timeout_ms is used. */
 AMP_EXTERN int amp_status(amp_conn *c, const amp_opts *o, amp_daemon_status *st);
 

@@ -135,17 +135,15 @@ static int daemon_wait_ready(struct daemon_proc *d)
     return -1;
 }
 
-int daemon_start(struct daemon_proc *d, const char *const *extra_args)
+/* Runs ampd on d's prepared directory and waits until it is ready. */
+static int daemon_spawn(struct daemon_proc *d, const char *const *extra_args)
 {
-    memset(d, 0, sizeof *d);
-    d->pid = -1;
     const char *bin = getenv("AMPD_BIN");
     if (!bin || !*bin) {
         fprintf(stderr, "daemon_proc: AMPD_BIN is not set\n");
+        daemon_cleanup_dir(d);
         return -1;
     }
-    if (daemon_prepare_dir(d) != 0)
-        return -1;
     fflush(NULL);
     pid_t pid = fork();
     if (pid < 0) {
@@ -160,6 +158,28 @@ int daemon_start(struct daemon_proc *d, const char *const *extra_args)
         return -1;
     }
     return 0;
+}
+
+int daemon_start(struct daemon_proc *d, const char *const *extra_args)
+{
+    memset(d, 0, sizeof *d);
+    d->pid = -1;
+    if (daemon_prepare_dir(d) != 0)
+        return -1;
+    return daemon_spawn(d, extra_args);
+}
+
+static int daemon_reap(struct daemon_proc *d);
+
+int daemon_restart(struct daemon_proc *d, const char *const *extra_args)
+{
+    if (d->pid > 0)
+        kill(d->pid, SIGTERM);
+    int st = daemon_reap(d);
+    unlink(d->sock_path);   /* left behind by a daemon that was killed */
+    if (daemon_spawn(d, extra_args) != 0)
+        return -1;
+    return st;
 }
 
 int daemon_alive(struct daemon_proc *d)
@@ -199,6 +219,15 @@ int daemon_stop(struct daemon_proc *d)
 
 int daemon_wait(struct daemon_proc *d)
 {
+    int result = daemon_reap(d);
+    daemon_cleanup_dir(d);
+    return result;
+}
+
+/* Waits for the daemon to exit (killing it after the stop timeout) and
+ * returns as daemon_wait(), keeping its directory. */
+static int daemon_reap(struct daemon_proc *d)
+{
     int result = -1;
     if (d->pid > 0) {
         int status = 0;
@@ -216,6 +245,5 @@ int daemon_wait(struct daemon_proc *d)
         }
         d->pid = -1;
     }
-    daemon_cleanup_dir(d);
     return result;
 }

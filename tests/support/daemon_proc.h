@@ -23,6 +23,12 @@ struct daemon_proc {
  * not become ready within the timeout. */
 int daemon_start(struct daemon_proc *d, const char *const *extra_args);
 
+/* Stops d's daemon if it still runs (SIGTERM; one that was killed is only
+ * reaped) and starts ampd again with extra_args on the same socket path.
+ * Returns the old daemon's exit status as daemon_stop(), or -1 when the
+ * new one did not start (d is then stopped and cleaned up). */
+int daemon_restart(struct daemon_proc *d, const char *const *extra_args);
+
 /* True while the daemon process is still running. */
 int daemon_alive(struct daemon_proc *d);
 

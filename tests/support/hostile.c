@@ -115,7 +115,7 @@ long hostile_warm(const struct daemon_proc *d, uint64_t fill_count, int fills, b
 {
     amp_conn *c;
     ck_assert_int_eq(amp_connect(d->address, &c), 0);
-    amp_opts o = { .device = NULL, .timeout_ms = HOSTILE_IO_MS };
+    amp_opts o = { .size = sizeof(amp_opts), .device = NULL, .timeout_ms = HOSTILE_IO_MS };
     for (int i = 0; i < fills; i++) {
         amp_fill_params fp = { .type = AMP_TYPE_INT32, .count = fill_count };
         void *out = NULL;
@@ -125,7 +125,8 @@ long hostile_warm(const struct daemon_proc *d, uint64_t fill_count, int fills, b
         amp_free(out);
     }
     if (stream) {
-        amp_step step = { .kind = AMP_STEP_TRANSFORM, .transform = { .op = AMP_OP_XOR, .value = 1 } };
+        amp_step step = { .size = sizeof(amp_step), .kind = AMP_STEP_TRANSFORM,
+                          .transform = { .op = AMP_OP_XOR, .value = 1 } };
         size_t left = HOSTILE_WARM_STREAM_BYTES;
         int rc = amp_stream(c, &o, &step, 1, HOSTILE_WARM_STREAM_BYTES, hostile_zeros, &left, NULL,
                             NULL, NULL, 0);
@@ -150,7 +151,8 @@ int hostile_probe(const char *address, char *why, size_t whylen)
     uint8_t in[HOSTILE_PROBE_BYTES];
     for (size_t i = 0; i < sizeof in; i++)
         in[i] = (uint8_t)(i * 7 + 3);
-    amp_opts o = { .device = NULL, .timeout_ms = HOSTILE_PROBE_TIMEOUT_MS };
+    amp_opts o = { .size = sizeof(amp_opts), .device = NULL,
+                   .timeout_ms = HOSTILE_PROBE_TIMEOUT_MS };
     void *out = NULL;
     size_t out_len = 0;
     rc = amp_reverse(c, &o, in, sizeof in, &out, &out_len);
@@ -185,7 +187,8 @@ int hostile_status(const char *address, amp_daemon_status *st)
     int rc = amp_connect(address, &c);
     if (rc != 0)
         return rc;
-    amp_opts o = { .device = NULL, .timeout_ms = HOSTILE_PROBE_TIMEOUT_MS };
+    amp_opts o = { .size = sizeof(amp_opts), .device = NULL,
+                   .timeout_ms = HOSTILE_PROBE_TIMEOUT_MS };
     rc = amp_status(c, &o, st);
     amp_close(c);
     return rc;
@@ -195,7 +198,7 @@ bool hostile_wait_quiet(const char *address, uint32_t connections, int timeout_m
 {
     long long deadline = hostile_now_ms() + timeout_ms;
     do {
-        amp_daemon_status st;
+        amp_daemon_status st = { .size = sizeof st };
         if (hostile_status(address, &st) == 0 && st.connections <= connections
             && st.jobs_in_flight == 0 && st.held_bytes == 0)
             return true;
