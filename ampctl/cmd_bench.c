@@ -325,7 +325,8 @@ static int bench_run(struct ampctl *ctx, int argc, char **argv)
         uint64_t errors[BENCH_ERRORS] = { 0 }, failed = 0;
         size_t n = 0;
         for (uint32_t i = 0; i < running; i++) {
-            memcpy(lat + n, w[i].lat_ns, w[i].nlat * sizeof(*lat));
+            if (w[i].nlat)
+                memcpy(lat + n, w[i].lat_ns, w[i].nlat * sizeof(*lat));
             n += w[i].nlat;
             for (int e = 0; e < BENCH_ERRORS; e++) {
                 errors[e] += w[i].errors[e];

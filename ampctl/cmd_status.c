@@ -8,7 +8,8 @@
 static void status_usage(FILE *f)
 {
     fprintf(f, "Usage: ampctl [--json] status\n"
-               "Prints the daemon's version, uptime, connections and job counters.\n"
+               "Prints the daemon's version, uptime, connections, job counters, staging\n"
+               "memory in use and where unary job calls' time went, stage by stage.\n"
                "\n"
                "  -h, --help  this help\n");
 }
@@ -31,6 +32,15 @@ static void status_print(const amp_daemon_status *st, int json)
             printf("%s\"%s\":%" PRIu64, sep, amp_status_code_name(code), st->calls[code]);
             sep = ",";
         }
+        printf("},\"staging_bytes_in_use\":%" PRIu64 ",\"stages\":{", st->staging_bytes_in_use);
+        for (size_t i = 0; i < st->nstages; i++) {
+            const amp_stage_latency *l = &st->stages[i];
+            printf("%s", i ? "," : "");
+            json_string(stdout, l->stage);
+            printf(":{\"calls\":%" PRIu64 ",\"sum_us\":%" PRIu64 ",\"p50_us\":%" PRIu64
+                   ",\"p90_us\":%" PRIu64 ",\"p99_us\":%" PRIu64 "}",
+                   l->calls, l->sum_us, l->p50_us, l->p90_us, l->p99_us);
+        }
         puts("}}");
         return;
     }
@@ -48,6 +58,17 @@ static void status_print(const amp_daemon_status *st, int json)
     for (int code = 0; code < AMP_STATUS_CODES; code++)
         if (st->calls[code])
             printf("calls %-20s %" PRIu64 "\n", amp_status_code_name(code), st->calls[code]);
+    printf("staging in use  %" PRIu64 " bytes\n", st->staging_bytes_in_use);
+    if (!st->nstages || !st->stages[0].calls)
+        return;
+    printf("%-10s %10s %10s %10s %10s %10s\n", "stage", "calls", "mean us", "p50 <us",
+           "p90 <us", "p99 <us");
+    for (size_t i = 0; i < st->nstages; i++) {
+        const amp_stage_latency *l = &st->stages[i];
+        printf("%-10s %10" PRIu64 " %10.1f %10" PRIu64 " %10" PRIu64 " %10" PRIu64 "\n", l->stage,
+               l->calls, l->calls ? (double)l->sum_us / (double)l->calls : 0.0, l->p50_us,
+               l->p90_us, l->p99_us);
+    }
 }
 
 static int status_run(struct ampctl *ctx, int argc, char **argv)

@@ -64,6 +64,29 @@ int amp_devices(amp_conn *c, const amp_opts *o, amp_device **list, size_t *n)
     return 0;
 }
 
+/* The bucket's upper edge in us below which a share p of a stage's calls
+ * fell (amp.proto's StageLatency buckets). */
+static uint64_t devices_stage_pct(const Amp__V1__StageLatency *l, double p)
+{
+    uint64_t want = (uint64_t)(p * (double)l->calls + 0.5), seen = 0;
+    for (size_t i = 0; i < l->n_buckets && i < 63; i++) {
+        seen += l->buckets[i];
+        if (seen >= want && seen)
+            return (uint64_t)1 << i;
+    }
+    return 0;
+}
+
+static void devices_stage(amp_stage_latency *out, const Amp__V1__StageLatency *l)
+{
+    DEVICES_COPY(out->stage, l->stage);
+    out->calls = l->calls;
+    out->sum_us = l->sum_us;
+    out->p50_us = devices_stage_pct(l, 0.50);
+    out->p90_us = devices_stage_pct(l, 0.90);
+    out->p99_us = devices_stage_pct(l, 0.99);
+}
+
 int amp_status(amp_conn *c, const amp_opts *o, amp_daemon_status *st)
 {
     if (!c)
@@ -97,6 +120,9 @@ int amp_status(amp_conn *c, const amp_opts *o, amp_daemon_status *st)
         for (int code = 0; code < AMP_STATUS_CODES; code++)
             if (strcmp(r->calls_by_status[i]->code, error_grpc_name(code)) == 0)
                 full.calls[code] = r->calls_by_status[i]->calls;
+    full.staging_bytes_in_use = r->staging_bytes_in_use;
+    for (size_t i = 0; i < r->n_stages && full.nstages < AMP_STAGES; i++)
+        devices_stage(&full.stages[full.nstages++], r->stages[i]);
     protobuf_c_message_free_unpacked(msg, NULL);
     abi_write(st, &full, sizeof full);
     return 0;

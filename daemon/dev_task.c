@@ -8,6 +8,7 @@
 #include "job.h"
 #include "op.h"
 #include "sat.h"
+#include "stage.h"
 
 
 uint64_t dev_memory_capacity(const struct dev *d)
@@ -79,7 +80,9 @@ struct dev_exec *dev_task_start(struct dev *d, struct task *t)
         return NULL;
     }
     if (t->kind == TASK_JOB) {
+        job->t_start = stage_now_ns();
         dev_run(d, job);
+        job->t_done = stage_now_ns();
         dev_task_status(t, job->status, job->msg);
         return NULL;
     }

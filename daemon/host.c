@@ -16,6 +16,7 @@
 #include "host_step.h"
 #include "job.h"
 #include "sat.h"
+#include "stage.h"
 #include "task.h"
 
 struct host_pool {
@@ -137,10 +138,13 @@ static void *host_pool_main(void *arg)
     while ((t = host_pool_next(h))) {
         struct job *job = t->job;
         t->out_len = 0;
-        if (atomic_load(&job->cancelled))
+        if (atomic_load(&job->cancelled)) {
             job_fail(job, STATUS_CANCELLED, "the call ended before its job ran");
-        else
+        } else {
+            job->t_start = stage_now_ns();
             host_run(h->check, job);
+            job->t_done = stage_now_ns();
+        }
         t->status = job->status;
         snprintf(t->msg, sizeof t->msg, "%s", job->msg);
         h->complete(t, h->ctx);

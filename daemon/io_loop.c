@@ -253,6 +253,7 @@ static void io_loop_init_conns(struct io_loop *l, const struct io_loop_shared *s
         .loop = l->loop,
         .budget = sh->budget,
         .status_counts = sh->status_counts,
+        .stages = sh->stages,
         .regions = sh->regions,
         .sched = l->port,
     };

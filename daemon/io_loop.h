@@ -38,6 +38,7 @@ struct io_loop_shared {
     struct budget *budget;               /* the daemon's (--max-job-memory), locked */
     struct conn_limit *conn_limit;       /* --max-connections, --max-peer-connections */
     struct status_counts *status_counts; /* calls answered, by status */
+    struct stage_stats *stages;          /* unary job calls' stage latencies (stage.h) */
     struct region_set *regions;          /* NULL: regions off */
     uint64_t start_ms;                   /* for Status.uptime_ms */
     /* On the loop's thread, once per loop: it was told to drain or stop

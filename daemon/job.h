@@ -122,6 +122,10 @@ struct job {
     uint64_t held;
     bool abandoned;       /* counted by sched_abandon() */
 
+    /* stage.h stamps (ns): submitted (loop), started and done (runner or
+     * host worker). */
+    uint64_t t_submit, t_start, t_done;
+
     /* Runner thread only. */
     struct dev_stream *stream; /* device side of a stream, OPEN to CLOSE */
     uint64_t dev_reserved;     /* device bytes admitted for this job */

@@ -26,6 +26,7 @@
 #include "rpc_bulk.h"
 #include "rpc_bulk_pin.h"
 #include "scheduler.h"
+#include "stage.h"
 
 static const struct rpc_method rpc_methods[] = {
     { "/amp.v1.Amp/Reverse", &amp__v1__reverse_request__descriptor, rpc_reverse, NULL },
@@ -104,6 +105,7 @@ enum status_code rpc_h2_start(struct h2_call *call, const char *path, enum h2_ca
     rc->h2 = call;
     rc->env = env;
     rc->method = m;
+    rc->t_start = stage_now_ns();
     rc->peer_uid = peer_uid;
     uint64_t timeout = h2_call_timeout_ms(call);
     if (timeout && env->loop && rpc_deadline_start(rc, timeout) != 0) {
@@ -226,10 +228,12 @@ void rpc_h2_end(struct h2_call *call, struct rpc_env *env)
 {
     (void)env;
     struct rpc_call *rc = h2_call_user(call);
-    if (rc->method->streaming)
+    if (rc->method->streaming) {
         rc->method->streaming->end(rc);
-    else
+    } else {
+        rc->t_request = stage_now_ns();
         rc->method->handle(rc, rc->req);
+    }
 }
 
 void rpc_h2_sent(struct h2_call *call, struct rpc_env *env)
@@ -240,11 +244,25 @@ void rpc_h2_sent(struct h2_call *call, struct rpc_env *env)
         rc->method->streaming->sent(rc);
 }
 
+/* A call whose job was delivered: each stage's time (stage.h). */
+static void rpc_count_stages(const struct rpc_call *rc, struct stage_stats *s)
+{
+    uint64_t now = stage_now_ns();
+    stage_record(s, STAGE_REQUEST, rc->t_start, rc->t_request);
+    stage_record(s, STAGE_QUEUE, rc->t_submit, rc->t_run);
+    stage_record(s, STAGE_RUN, rc->t_run, rc->t_done);
+    stage_record(s, STAGE_DELIVER, rc->t_done, rc->t_delivered);
+    stage_record(s, STAGE_REPLY, rc->t_delivered, now);
+    stage_record(s, STAGE_TOTAL, rc->t_start, now);
+}
+
 void rpc_h2_closed(struct h2_call *call, struct rpc_env *env)
 {
     struct rpc_call *rc = h2_call_user(call);
     if (!rc)
         return;
+    if (rc->t_delivered)
+        rpc_count_stages(rc, env->stages);
     if (rc->deadline) {
         uv_timer_stop(rc->deadline);
         uv_close((uv_handle_t *)rc->deadline, rpc_deadline_free);
@@ -351,6 +369,7 @@ void rpc_submit(struct rpc_call *rc, struct job *job, void (*done)(struct job *j
         return;
     }
     rc->job_held = need;
+    job->t_submit = stage_now_ns();
     enum status_code code = sched_submit(rc->env->sched, job, msg, sizeof(msg));
     if (code != STATUS_OK) {
         job_free(job);
@@ -370,6 +389,10 @@ struct rpc_call *rpc_job_call(struct job *job)
         return NULL;
     }
     rc->job = NULL;
+    rc->t_submit = job->t_submit;
+    rc->t_run = job->t_start;
+    rc->t_done = job->t_done;
+    rc->t_delivered = stage_now_ns();
     job_drop_input(job);   /* the results are all the reply needs */
     if (job->status != STATUS_OK) {
         enum status_code code = job->status;

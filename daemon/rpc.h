@@ -39,6 +39,7 @@ struct rpc_env {
     struct budget *budget;     /* the daemon's (--max-job-memory): jobs of closed calls; NULL: none */
     const struct status_counts *status_counts; /* calls answered by status (h2_config); NULL: none */
     struct region_set *regions; /* clients' shared memory (region.h); NULL: regions off */
+    struct stage_stats *stages; /* unary job calls' stage latencies, daemon-wide; NULL: none */
 };
 
 struct rpc_call;
@@ -95,6 +96,10 @@ struct rpc_call {
     long peer_uid;                      /* the client's uid on a Unix socket (whose regions it
                                          * may name); -1 on TCP */
     const struct Amp__V1__RegionSlice *output_region; /* in req: where a job's output goes */
+    /* stage.h stamps (ns): headers, the request whole, then its job's
+     * (copied at delivery, when the job may go) and its delivery; a call
+     * whose job was delivered counts its stages when it closes. */
+    uint64_t t_start, t_request, t_submit, t_run, t_done, t_delivered;
 };
 
 /* The method for path, or NULL. */

@@ -14,6 +14,7 @@
 #include "budget.h"
 #include "conn_limit.h"
 #include "scheduler.h"
+#include "stage.h"
 #include "staging.h"
 
 #define RPC_INFO_KIB 1024
@@ -78,6 +79,22 @@ void rpc_status(struct rpc_call *rc, ProtobufCMessage *req)
         reply.staging_bytes_in_use +=
             (uint64_t)(staging_count(p) - staging_free_count(p)) * staging_buf_size(p);
     }
+    Amp__V1__StageLatency stages[STAGE_COUNT], *stage_ptrs[STAGE_COUNT];
+    uint64_t buckets[STAGE_COUNT][STAGE_BUCKETS];
+    for (int g = 0; rc->env->stages && g < STAGE_COUNT; g++) {
+        const struct stage_stats *s = rc->env->stages;
+        Amp__V1__StageLatency *l = &stages[g];
+        amp__v1__stage_latency__init(l);
+        l->stage = (char *)stage_name((enum stage)g);
+        l->calls = atomic_load_explicit(&s->calls[g], memory_order_relaxed);
+        l->sum_us = atomic_load_explicit(&s->sum_us[g], memory_order_relaxed);
+        for (int b = 0; b < STAGE_BUCKETS; b++)
+            buckets[g][b] = atomic_load_explicit(&s->buckets[g][b], memory_order_relaxed);
+        l->n_buckets = STAGE_BUCKETS;
+        l->buckets = buckets[g];
+        stage_ptrs[reply.n_stages++] = l;
+    }
+    reply.stages = stage_ptrs;
     Amp__V1__StatusCount counts[STATUS_CODE_COUNT], *ptrs[STATUS_CODE_COUNT];
     const struct status_counts *by = rc->env->status_counts;
     for (int code = 0; by && code < STATUS_CODE_COUNT; code++) {

@@ -31,6 +31,7 @@
 #include "region_sock.h"
 #include "rpc.h"
 #include "scheduler.h"
+#include "stage.h"
 
 /* After --drain-timeout, calls get their status; connections that cannot
  * take it (a client that does not read) are closed this much later. */
@@ -43,6 +44,7 @@ struct server {
     pthread_mutex_t budget_lock; /* budget's: every I/O loop takes and gives */
     struct conn_limit conn_limit;
     struct status_counts status_counts; /* calls answered, by status */
+    struct stage_stats stages;          /* unary job calls' stage latencies */
     struct sched *sched;
     struct io_loop **loops;    /* nloops, loops[0] on this loop */
     size_t nloops;
@@ -298,6 +300,7 @@ static int server_start_loops(struct server *srv)
         .budget = &srv->budget,
         .conn_limit = &srv->conn_limit,
         .status_counts = &srv->status_counts,
+        .stages = &srv->stages,
         .regions = srv->regions,
         .start_ms = rpc_now_ms(),
         .empty = server_on_loop_empty,

@@ -208,9 +208,27 @@ def test_status_and_health():
     expect(out == b"SERVING\n", "health printed %r" % out)
 
 
+def stage_calls():
+    rc, out, err = run(["--json", "status"])
+    expect_rc(rc, EXIT_OK, err)
+    return json.loads(out)["stages"]
+
+
 def test_bench_counts_and_json():
+    before = stage_calls()
     rc, out, err = run(["--json", "bench", "-n", "200", "-c", "2", "-k", "transform", "-s", "1K"])
     expect_rc(rc, EXIT_OK, err)
+    # Every call of the bench (and each connection's warm-up) went through
+    # every stage the daemon times.
+    after = stage_calls()
+    names = ["request", "queue", "run", "deliver", "reply", "total"]
+    expect(sorted(after) == sorted(names), "stages %r" % after)
+    for name in names:
+        moved = after[name]["calls"] - before[name]["calls"]
+        expect(moved >= 202, "stage %s counted %d calls, want >= 202" % (name, moved))
+        s = after[name]
+        expect(s["p50_us"] <= s["p90_us"] <= s["p99_us"], "stage %s %r" % (name, s))
+    expect(after["total"]["sum_us"] >= after["run"]["sum_us"], "total %r" % after)
     b = json.loads(out)
     expect(b["calls"] == 200 and b["failed"] == 0 and b["connections"] == 2, "bench %r" % b)
     lat = b["latency_us"]

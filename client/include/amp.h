@@ -376,6 +376,23 @@ AMP_EXTERN int amp_devices(amp_conn *c, const amp_opts *o, amp_device **list, si
 /* gRPC's status codes run 0 (OK) to 16 (UNAUTHENTICATED). */
 #define AMP_STATUS_CODES 17
 
+/* Stages of a unary job call the daemon times: "request" (headers to the
+ * request read and decoded), "queue" (waiting for a device runner or host
+ * worker), "run", "deliver" (the completion back on the connection's
+ * thread), "reply" (encoded and written) and "total". */
+#define AMP_STAGES 6
+
+/* One stage's times since the daemon started. The percentiles are the
+ * upper edges of the power-of-two microsecond buckets the daemon keeps
+ * (p50_us 64: half the calls took under 64 us). */
+typedef struct amp_stage_latency {
+    char stage[16];
+    uint64_t calls;
+    uint64_t sum_us;
+    uint64_t p50_us, p90_us, p99_us;
+    uint64_t reserved[4];   /* zeroed by the library */
+} amp_stage_latency;
+
 typedef struct amp_daemon_status {
     size_t size;                       /* set by you: sizeof(amp_daemon_status) */
     char version[32];
@@ -387,6 +404,9 @@ typedef struct amp_daemon_status {
     uint64_t peak_rss_bytes;           /* the daemon's peak resident memory */
     uint64_t held_bytes;               /* bytes it holds for clients now (--max-job-memory) */
     uint64_t calls[AMP_STATUS_CODES];  /* calls it answered, by gRPC status code */
+    uint64_t staging_bytes_in_use;     /* pinned staging memory taken now, all devices */
+    size_t nstages;                    /* entries of stages the daemon reported */
+    amp_stage_latency stages[AMP_STAGES];
 } amp_daemon_status;
 
 /* The name of gRPC status code ("RESOURCE_EXHAUSTED" for 8); "UNKNOWN"

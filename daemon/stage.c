@@ -1,0 +1,34 @@
+/* stage.c: stage latency histograms (stage.h). */
+#include "stage.h"
+
+#include <time.h>
+
+static const char *const stage_names[STAGE_COUNT] = {
+    [STAGE_REQUEST] = "request", [STAGE_QUEUE] = "queue", [STAGE_RUN] = "run",
+    [STAGE_DELIVER] = "deliver", [STAGE_REPLY] = "reply", [STAGE_TOTAL] = "total",
+};
+
+uint64_t stage_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+const char *stage_name(enum stage st)
+{
+    return (unsigned)st < STAGE_COUNT ? stage_names[st] : "unknown";
+}
+
+void stage_record(struct stage_stats *s, enum stage st, uint64_t from, uint64_t to)
+{
+    if (!s || (unsigned)st >= STAGE_COUNT)
+        return;
+    uint64_t us = to > from ? (to - from) / 1000 : 0;
+    unsigned b = 0;
+    while (b + 1 < STAGE_BUCKETS && us >= ((uint64_t)1 << b))
+        b++;
+    atomic_fetch_add_explicit(&s->calls[st], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&s->sum_us[st], us, memory_order_relaxed);
+    atomic_fetch_add_explicit(&s->buckets[st][b], 1, memory_order_relaxed);
+}
