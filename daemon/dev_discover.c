@@ -213,6 +213,7 @@ static void dev_close(struct dev *d)
 {
     if (!d)
         return;
+    dev_pool_free(d);
     for (size_t i = 0; i < d->nkernels; i++)
         clReleaseKernel(d->kernels[i].k);
     for (size_t i = 0; i < d->nprograms; i++)
