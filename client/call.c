@@ -32,12 +32,18 @@
 #define CALL_MSG_ABORT 1 /* from call_on_message: positive, unlike grpc_frame_err codes */
 
 
-/* The call that owns stream_id, or NULL for streams of abandoned calls. */
+/* The call that owns stream_id: the blocking call in progress or one of
+ * the calls started without waiting (async.c); NULL for streams of
+ * abandoned calls. */
 static struct call *call_of(void *user_data, int32_t stream_id)
 {
     amp_conn *c = user_data;
-    struct call *call = c->call;
-    return call && call->stream_id == stream_id ? call : NULL;
+    if (c->call && c->call->stream_id == stream_id)
+        return c->call;
+    for (struct call *call = c->calls; call; call = call->next)
+        if (call->stream_id == stream_id)
+            return call;
+    return NULL;
 }
 
 static int call_hexval(char ch)
@@ -503,6 +509,28 @@ void call_init(struct call *call)
     call->reader.keep_max = CALL_KEEP_REPLY;
     call->reader.prealloc_max = CALL_PREALLOC_MAX;
     call->reader.take = call_take;
+}
+
+void call_restart(struct call *call)
+{
+    grpc_frame_reader_free(&call->reader);
+    free(call->reply);
+    struct call fresh;
+    call_init(&fresh);
+    call->reader = fresh.reader;
+    call->stream_id = 0;
+    call->done = call->closed = 0;
+    call->reset_code = 0;
+    call->req_pos = call->sent_pos = 0;
+    call->piece_left = 0;
+    call->reply = NULL;
+    call->reply_len = 0;
+    call->nreplies = 0;
+    call->http_status = 0;
+    call->grpc_status = -1;
+    call->content_type_ok = 0;
+    call->err = 0;
+    call->grpc_message[0] = '\0';
 }
 
 void call_release(struct call *call)

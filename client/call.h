@@ -51,6 +51,7 @@ struct call_pieces {
 struct call {
     int32_t stream_id;          /* > 0 once submitted */
     int done;                   /* the reply ended (END_STREAM seen or stream closed) */
+    struct call *next;          /* amp_conn.calls link, for calls started without waiting */
     int closed;                 /* nghttp2 closed the stream */
     uint32_t reset_code;        /* HTTP/2 error code the stream closed with */
     struct body body;           /* the request bytes to send, owned (what it borrows is the
@@ -77,6 +78,11 @@ struct call {
     int err;                    /* a local failure inside a callback (AMP_E*), or 0 */
     char grpc_message[CONN_MESSAGE_MAX]; /* percent-decoded grpc-message */
 };
+
+/* Makes a call that was refused before the daemon processed it ready to
+ * be submitted again: its request body stays, everything it learned of
+ * the reply goes. */
+void call_restart(struct call *call);
 
 /* Calls method path ("/amp.v1.Amp/Reverse") with req. timeout_ms > 0 sets
  * a deadline (sent as grpc-timeout and enforced locally). On success

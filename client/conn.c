@@ -251,6 +251,7 @@ void amp_close(amp_conn *c)
 {
     if (!c)
         return;
+    async_close(c);
     conn_shut(c);
     free(c->out);
     free(c->in);

@@ -37,6 +37,9 @@ struct amp_conn {
     uint64_t sent;         /* bytes written to this socket: tells whether a call's went out */
     int grpc_status;       /* amp_last_grpc_status(): the last call's, or -1 */
     struct call *call;     /* the call in progress or NULL; owned by its caller's stack */
+    struct call *calls;    /* calls started without waiting and not yet done (async.c),
+                            * linked through call->next; owned by their amp_call */
+    struct amp_call *done; /* of those, done and not yet handed out by amp_wait, oldest first */
     uint8_t *out;          /* bytes nghttp2 produced, not yet written: out_pos <= out_len <= out_cap */
     size_t out_pos, out_len, out_cap;
     /* A DATA frame of a no_copy call (call.h), written after out: its
@@ -103,6 +106,11 @@ void region_link_put(struct region_link *l);
 /* Copies the unwritten part of a borrowed DATA frame into the
  * connection's own output, so that the call it points into can end. */
 void conn_own_output(amp_conn *c);
+
+/* Ends every call started without waiting (async.c) as the connection
+ * closes: they complete with AMP_EIO, and later amp_call_* calls on them
+ * no longer touch c. */
+void async_close(amp_conn *c);
 
 /* Now on CLOCK_MONOTONIC, in ms. */
 long long conn_now_ms(void);

@@ -51,6 +51,14 @@ void jobs_set_device(amp_conn *c, const char *device)
     snprintf(c->device, sizeof c->device, "%s", device ? device : "");
 }
 
+/* The checks of a job's input and options. */
+static int jobs_check_input(amp_conn *c, const amp_opts *o, const void *in, size_t len)
+{
+    if (!in && len > 0)
+        return conn_fail(c, AMP_EINVAL, "in is NULL but len is %zu", len);
+    return jobs_check_opts(c, o);
+}
+
 /* Common checks of a data-producing call; clears *out. */
 static int jobs_check_data_call(amp_conn *c, const amp_opts *o, const void *in, size_t len,
                                 void **out, size_t *out_len)
@@ -59,9 +67,7 @@ static int jobs_check_data_call(amp_conn *c, const amp_opts *o, const void *in, 
         return conn_fail(c, AMP_EINVAL, "out and out_len must not be NULL");
     *out = NULL;
     *out_len = 0;
-    if (!in && len > 0)
-        return conn_fail(c, AMP_EINVAL, "in is NULL but len is %zu", len);
-    return jobs_check_opts(c, o);
+    return jobs_check_input(c, o, in, len);
 }
 
 /* Copies a DataReply's bytes into a malloc'd buffer for the caller. */
@@ -224,6 +230,11 @@ static int jobs_data_call(amp_conn *c, const char *path, const ProtobufCMessage 
     if (!msg)
         return jobs_rx_finish(c, &rx, out, out_len);
     heap_give(rx.out);   /* NULL: the reply came whole */
+    return jobs_data_reply(c, msg, len, out, out_len);
+}
+
+int jobs_data_reply(amp_conn *c, uint8_t *msg, size_t len, void **out, size_t *out_len)
+{
     if (jobs_data_view(c, msg, len, out, out_len))
         return 0;
     ProtobufCMessage *reply = protobuf_c_message_unpack(&amp__v1__data_reply__descriptor, NULL,
@@ -241,19 +252,33 @@ ProtobufCBinaryData jobs_bytes(const void *in, size_t len)
     return b;
 }
 
+int jobs_reverse_req(amp_conn *c, const amp_opts *o, const void *in, size_t len,
+                     struct jobs_req *r)
+{
+    int rc = jobs_check_input(c, o, in, len);
+    if (rc != 0)
+        return rc;
+    amp__v1__reverse_request__init(&r->u.reverse);
+    r->u.reverse.data = jobs_bytes(in, len);
+    r->u.reverse.device = jobs_device(o);
+    r->path = JOBS_PATH_REVERSE;
+    r->msg = &r->u.reverse.base;
+    return 0;
+}
+
 int amp_reverse(amp_conn *c, const amp_opts *o, const void *in, size_t len, void **out,
                 size_t *out_len)
 {
     if (!c)
         return AMP_EINVAL;
     conn_begin(c);
+    struct jobs_req r;
     int rc = jobs_check_data_call(c, o, in, len, out, out_len);
+    if (rc == 0)
+        rc = jobs_reverse_req(c, o, in, len, &r);
     if (rc != 0)
         return rc;
-    Amp__V1__ReverseRequest req = AMP__V1__REVERSE_REQUEST__INIT;
-    req.data = jobs_bytes(in, len);
-    req.device = jobs_device(o);
-    return jobs_data_call(c, JOBS_PATH_REVERSE, &req.base, jobs_timeout(o), out, out_len);
+    return jobs_data_call(c, r.path, r.msg, jobs_timeout(o), out, out_len);
 }
 
 /* --- transform ---------------------------------------------------------------- */
@@ -297,23 +322,37 @@ int jobs_transform_params(amp_conn *c, const char *where, const amp_transform_pa
     return 0;
 }
 
+int jobs_transform_req(amp_conn *c, const amp_opts *o, const amp_transform_params *p,
+                       const void *in, size_t len, struct jobs_req *r)
+{
+    int rc = jobs_check_input(c, o, in, len);
+    amp__v1__transform_params__init(&r->transform);
+    if (rc == 0)
+        rc = jobs_transform_params(c, "params", p, &r->transform);
+    if (rc != 0)
+        return rc;
+    amp__v1__transform_request__init(&r->u.transform);
+    r->u.transform.data = jobs_bytes(in, len);
+    r->u.transform.params = &r->transform;
+    r->u.transform.device = jobs_device(o);
+    r->path = JOBS_PATH_TRANSFORM;
+    r->msg = &r->u.transform.base;
+    return 0;
+}
+
 int amp_transform(amp_conn *c, const amp_opts *o, const amp_transform_params *p, const void *in,
                   size_t len, void **out, size_t *out_len)
 {
     if (!c)
         return AMP_EINVAL;
     conn_begin(c);
+    struct jobs_req r;
     int rc = jobs_check_data_call(c, o, in, len, out, out_len);
-    Amp__V1__TransformParams tp = AMP__V1__TRANSFORM_PARAMS__INIT;
     if (rc == 0)
-        rc = jobs_transform_params(c, "params", p, &tp);
+        rc = jobs_transform_req(c, o, p, in, len, &r);
     if (rc != 0)
         return rc;
-    Amp__V1__TransformRequest req = AMP__V1__TRANSFORM_REQUEST__INIT;
-    req.data = jobs_bytes(in, len);
-    req.params = &tp;
-    req.device = jobs_device(o);
-    return jobs_data_call(c, JOBS_PATH_TRANSFORM, &req.base, jobs_timeout(o), out, out_len);
+    return jobs_data_call(c, r.path, r.msg, jobs_timeout(o), out, out_len);
 }
 
 /* --- histogram ---------------------------------------------------------------- */
@@ -349,13 +388,17 @@ int jobs_copy_hist(amp_conn *c, const Amp__V1__Histogram *src, amp_hist *h)
     return 0;
 }
 
-static int jobs_take_hist(amp_conn *c, ProtobufCMessage *msg, amp_hist *h)
+int jobs_hist_reply(amp_conn *c, const uint8_t *msg, size_t len, amp_hist *h)
 {
-    Amp__V1__HistogramReply *r = (Amp__V1__HistogramReply *)msg;
+    memset(h, 0, sizeof *h);
+    Amp__V1__HistogramReply *r = amp__v1__histogram_reply__unpack(NULL, len, msg);
+    if (!r)
+        return conn_fail(c, AMP_EPROTO, "cannot decode the %s reply",
+                         amp__v1__histogram_reply__descriptor.name);
     int rc = jobs_copy_hist(c, r->histogram, h);
     if (rc == 0)
         jobs_set_device(c, r->device);
-    protobuf_c_message_free_unpacked(msg, NULL);
+    amp__v1__histogram_reply__free_unpacked(r, NULL);
     return rc;
 }
 
@@ -387,24 +430,37 @@ int amp_histogram(amp_conn *c, const amp_opts *o, const amp_hist_params *p, cons
     if (!h)
         return conn_fail(c, AMP_EINVAL, "h must not be NULL");
     memset(h, 0, sizeof *h);
-    if (!p)
-        return conn_fail(c, AMP_EINVAL, "params must not be NULL");
-    if (!in && len > 0)
-        return conn_fail(c, AMP_EINVAL, "in is NULL but len is %zu", len);
-    int rc = jobs_check_opts(c, o);
+    struct jobs_req r;
+    int rc = jobs_hist_req(c, o, p, in, len, &r);
     if (rc != 0)
         return rc;
-    Amp__V1__HistogramParams hp = AMP__V1__HISTOGRAM_PARAMS__INIT;
-    if ((rc = jobs_hist_params(c, "params", p, &hp)) != 0)
+    uint8_t *msg;
+    size_t n;
+    rc = call_unary_raw(c, r.path, r.msg, jobs_timeout(o), &msg, &n);
+    if (rc == 0)
+        rc = jobs_hist_reply(c, msg, n, h);
+    free(msg);
+    return rc;
+}
+
+int jobs_hist_req(amp_conn *c, const amp_opts *o, const amp_hist_params *p, const void *in,
+                  size_t len, struct jobs_req *r)
+{
+    if (!p)
+        return conn_fail(c, AMP_EINVAL, "params must not be NULL");
+    int rc = jobs_check_input(c, o, in, len);
+    amp__v1__histogram_params__init(&r->hist);
+    if (rc == 0)
+        rc = jobs_hist_params(c, "params", p, &r->hist);
+    if (rc != 0)
         return rc;
-    Amp__V1__HistogramRequest req = AMP__V1__HISTOGRAM_REQUEST__INIT;
-    req.data = jobs_bytes(in, len);
-    req.params = &hp;
-    req.device = jobs_device(o);
-    ProtobufCMessage *reply;
-    rc = call_unary(c, JOBS_PATH_HISTOGRAM, &req.base, jobs_timeout(o),
-                    &amp__v1__histogram_reply__descriptor, &reply);
-    return rc != 0 ? rc : jobs_take_hist(c, reply, h);
+    amp__v1__histogram_request__init(&r->u.hist);
+    r->u.hist.data = jobs_bytes(in, len);
+    r->u.hist.params = &r->hist;
+    r->u.hist.device = jobs_device(o);
+    r->path = JOBS_PATH_HISTOGRAM;
+    r->msg = &r->u.hist.base;
+    return 0;
 }
 
 void amp_hist_free(amp_hist *h)

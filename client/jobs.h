@@ -50,6 +50,36 @@ struct jobs_reply_fields {
 int jobs_reply_fields(const uint8_t *msg, size_t avail, size_t msg_len, uint8_t device_tag,
                       struct jobs_reply_fields *f);
 
+/* A job's request message, built over the caller's memory (its input and
+ * map table are borrowed, not copied) by the jobs_*_req functions for the
+ * blocking calls (jobs.c) and the ones started without waiting (async.c). */
+struct jobs_req {
+    const char *path;            /* the method */
+    ProtobufCMessage *msg;       /* points into u */
+    union {
+        Amp__V1__ReverseRequest reverse;
+        Amp__V1__TransformRequest transform;
+        Amp__V1__HistogramRequest hist;
+    } u;
+    Amp__V1__TransformParams transform;
+    Amp__V1__HistogramParams hist;
+};
+
+/* Check the arguments (AMP_EINVAL with a message) and build r. */
+int jobs_reverse_req(amp_conn *c, const amp_opts *o, const void *in, size_t len,
+                     struct jobs_req *r);
+int jobs_transform_req(amp_conn *c, const amp_opts *o, const amp_transform_params *p,
+                       const void *in, size_t len, struct jobs_req *r);
+int jobs_hist_req(amp_conn *c, const amp_opts *o, const amp_hist_params *p, const void *in,
+                  size_t len, struct jobs_req *r);
+
+/* Decode a reply message: a DataReply's bytes into *out (the caller frees
+ * them with amp_free; msg, malloc'd, is taken over: freed or handed out),
+ * a HistogramReply into *h (msg stays the caller's). Both record the
+ * device. Return 0 or AMP_EPROTO / AMP_ENOMEM with a message. */
+int jobs_data_reply(amp_conn *c, uint8_t *msg, size_t len, void **out, size_t *out_len);
+int jobs_hist_reply(amp_conn *c, const uint8_t *msg, size_t len, amp_hist *h);
+
 /* Copies a reply's histogram into *h (counts malloc'd, caller frees with
  * amp_hist_free). Returns 0, AMP_EPROTO when src is NULL or too large,
  * AMP_ENOMEM; *h is zeroed on failure. */

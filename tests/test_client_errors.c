@@ -42,7 +42,9 @@ START_TEST(each_code_has_name_and_words)
     n++;
     AMP_ERROR_MAP(ERRORS_CHECK_)
 #undef ERRORS_CHECK_
-    ck_assert_int_eq(n, 21);
+    /* -1 .. -n, each once: no gap a new code could fall into. */
+    for (int i = 1; i <= n; i++)
+        ck_assert_ptr_nonnull(names[i]);
     ck_assert_str_eq(amp_error_name(0), "AMP_OK");
     ck_assert_str_eq(amp_error_name(-999), "AMP_E?");
     ck_assert_str_eq(amp_strerror(-999), "unrecognised error code");

@@ -67,7 +67,8 @@ extern "C" {
     XX(EABORTED, -18, 10, "aborted")                                                               \
     XX(EOUTOFRANGE, -19, 11, "out of range")              /* e.g. a region slice past its end */   \
     XX(EDATALOSS, -20, 15, "data loss")                                                            \
-    XX(EUNAUTH, -21, 16, "unauthenticated")
+    XX(EUNAUTH, -21, 16, "unauthenticated")                                                       \
+    XX(EPENDING, -22, -1, "the call has not finished")    /* amp_call_* before amp_wait */
 
 enum {
     AMP_OK = 0,
@@ -306,6 +307,60 @@ AMP_EXTERN int amp_stream_mem(amp_conn *c, const amp_opts *o, const amp_step *st
 AMP_EXTERN int amp_stream_fd(amp_conn *c, const amp_opts *o, const amp_step *steps, size_t nsteps,
                              uint64_t total_length, int in_fd, int out_fd, amp_hist *hists,
                              size_t nhists);
+
+/* --- many calls in flight -------------------------------------------------- */
+
+/* A job started without waiting for it: many run at once on one
+ * connection (each on its own HTTP/2 stream), and amp_wait() hands them
+ * back as they finish. Thread rules: a connection and its calls belong to
+ * one thread at a time; a blocking call on the same connection moves the
+ * started ones too. The input (and a map table) is borrowed: it must stay
+ * unchanged until the call has finished. A started call is never sent
+ * twice (no retry after a reconnection). */
+typedef struct amp_call amp_call;
+
+/* Start a reverse, transform or histogram; *call is the caller's (free it
+ * with amp_call_free). Return 0, or an AMP_E* code (nothing started). */
+AMP_EXTERN int amp_start_reverse(amp_conn *c, const amp_opts *o, const void *in, size_t len,
+                                 amp_call **call);
+AMP_EXTERN int amp_start_transform(amp_conn *c, const amp_opts *o,
+                                   const amp_transform_params *p, const void *in, size_t len,
+                                   amp_call **call);
+AMP_EXTERN int amp_start_histogram(amp_conn *c, const amp_opts *o, const amp_hist_params *p,
+                                   const void *in, size_t len, amp_call **call);
+
+/* Calls started on c that amp_wait has not handed back yet. */
+AMP_EXTERN size_t amp_in_flight(const amp_conn *c);
+
+/* Waits up to timeout_ms (0: only looks; < 0: no limit) for one of c's
+ * started calls to finish and returns it in *done, oldest first among the
+ * finished. Returns 0; AMP_EDEADLINE when none finished in time;
+ * AMP_EINVAL when none is in flight or waiting. When the connection
+ * breaks, every call in flight finishes with the error. */
+AMP_EXTERN int amp_wait(amp_conn *c, int timeout_ms, amp_call **done);
+
+/* Stops a call: it finishes at once with AMP_ECANCELLED (unless it had
+ * finished already) and amp_wait hands it back like any other. */
+AMP_EXTERN int amp_cancel(amp_call *call);
+
+/* A finished call's outcome: 0 or its AMP_E* code (AMP_EPENDING while it
+ * runs), the daemon's message on failure, and the device that ran it. */
+AMP_EXTERN int amp_call_status(const amp_call *call);
+AMP_EXTERN const char *amp_call_message(const amp_call *call);
+AMP_EXTERN const char *amp_call_device(const amp_call *call);
+
+/* Take a finished call's result (once): a reverse's or transform's bytes
+ * (free with amp_free) or a histogram (free with amp_hist_free). Return 0
+ * or the call's status. */
+AMP_EXTERN int amp_call_data(amp_call *call, void **out, size_t *out_len);
+AMP_EXTERN int amp_call_hist(amp_call *call, amp_hist *h);
+
+/* A pointer of the caller's, carried by the call. */
+AMP_EXTERN void *amp_call_user(const amp_call *call);
+AMP_EXTERN void amp_call_set_user(amp_call *call, void *user);
+
+/* Frees a call, cancelling it first if it still runs. NULL is a no-op. */
+AMP_EXTERN void amp_call_free(amp_call *call);
 
 /* --- shared-memory regions ------------------------------------------------ */
 
