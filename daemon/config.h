@@ -48,6 +48,9 @@
 #define AMPD_MAX_LISTEN 16
 #define AMPD_ADDRESS_MAX 300
 #define AMPD_DEVICE_SEL_MAX 32
+/* --tls-cert, --tls-key, --tls-client-ca: a file name (a config line is
+ * at most 1024 bytes too). */
+#define AMPD_PATH_MAX 1024
 
 struct config {
     char listen[AMPD_MAX_LISTEN][AMPD_ADDRESS_MAX]; /* nlisten >= 1 after config_load */
@@ -73,6 +76,9 @@ struct config {
     uint64_t chunk_bytes;              /* multiple of AMPD_CHUNK_ALIGN */
     uint64_t max_device_memory;        /* 0: 90% of each device's memory */
     uint32_t io_threads;               /* I/O loops serving connections: >= 1 after config_load */
+    char tls_cert[AMPD_PATH_MAX];      /* PEM certificate chain for tls: listeners; "": none */
+    char tls_key[AMPD_PATH_MAX];       /* its PEM private key; set exactly when tls_cert is */
+    char tls_client_ca[AMPD_PATH_MAX]; /* PEM CAs for client certificates; "": none asked */
 };
 
 enum config_result {
