@@ -42,6 +42,7 @@ struct ampctl {
     uint64_t stream_threshold; /* --stream-threshold, default AMPCTL_STREAM_THRESHOLD */
     int no_progress;     /* --no-progress */
     enum ampctl_transport transport; /* --transport */
+    amp_connect_options connect; /* --tls, --tls-ca, --tls-cert, --tls-key, --tls-server-name */
     amp_conn *conn;      /* opened by ampctl_connect(), closed by main */
 };
 

@@ -5,7 +5,12 @@
  * the session queued and feeds what arrives back into it, in both
  * directions at once, so a large request never deadlocks against a daemon
  * that is sending window updates or an early error. Calls (call.c) are
- * sequential; each opens a new stream on the same session.
+ * sequential; each opens a new stream on the same session. Over TLS
+ * (tls.c sets it up) the same loop moves ciphertext: what nghttp2 makes
+ * is sealed into the connection's tls_pipe while nothing sealed waits,
+ * and what arrives is opened record by record into the session; the
+ * handshake runs in amp_connect_with(), so a certificate that does not
+ * verify fails there.
  */
 #include "conn.h"
 
@@ -28,6 +33,7 @@
 #include "call.h"
 #include "data_frame.h"
 #include "heap.h"
+#include "tls.h"
 
 #define CONN_OUT_BATCH (1024 * 1024)     /* stop pulling frames from nghttp2 past this */
 #define CONN_OUT_INITIAL (64 * 1024)
@@ -36,6 +42,9 @@
  * nghttp2 hands data to call.c as it arrives. */
 #define CONN_STREAM_WINDOW (16 * 1024 * 1024)
 #define CONN_SESSION_WINDOW (64 * 1024 * 1024)
+/* A daemon that takes longer than this to finish a TLS handshake is not
+ * going to (a plain connect() has the kernel's timeout). */
+#define CONN_TLS_HANDSHAKE_MS 30000
 
 /* Why this thread's last amp_connect() failed: its amp_conn is gone by
  * the time the caller asks, so the message is kept here. */
@@ -225,7 +234,58 @@ static int conn_open_session(amp_conn *c)
     return 0;
 }
 
+static int conn_tls_handshake(amp_conn *c, const struct address *a);
+
+/* The caller's options as this library knows them: fields past o->size
+ * are left zero. */
+static int conn_options(const amp_connect_options *o, amp_connect_options *opt)
+{
+    memset(opt, 0, sizeof *opt);
+    if (!o)
+        return 0;
+    if (o->size < sizeof o->size)
+        return -1;
+    memcpy(opt, o, o->size < sizeof *opt ? o->size : sizeof *opt);
+    opt->tls |= opt->tls_ca || opt->tls_cert || opt->tls_key || opt->tls_server_name;
+    return 0;
+}
+
+/* The socket and, for TLS, the pipe and its handshake. */
+static int conn_open(amp_conn *c, const char *address, const amp_connect_options *o)
+{
+    struct address a;
+    char err[256];
+    amp_connect_options opt;
+    if (conn_options(o, &opt) != 0)
+        return conn_fail(c, AMP_EINVAL, "amp_connect_options.size must be "
+                                         "sizeof(amp_connect_options)");
+    if (address_parse(address ? address : AMP_DEFAULT_ADDRESS, &a, err, sizeof err) != 0)
+        return conn_fail(c, AMP_EADDR, "%s", err);
+    int tls = a.tls || opt.tls;
+    if (tls && a.kind == ADDRESS_UNIX)
+        return conn_fail(c, AMP_EINVAL, "TLS needs a TCP address, not unix:%s", a.path);
+    int rc = a.kind == ADDRESS_UNIX ? conn_open_unix(c, &a) : conn_open_tcp(c, &a);
+    if (rc == 0 && a.kind == ADDRESS_UNIX &&
+        address_region_path(&a, c->region_path, sizeof c->region_path) != 0)
+        c->region_path[0] = '\0';   /* too long a path: no regions */
+    if (rc == 0 && conn_set_nonblock(c->fd) != 0)
+        rc = conn_fail(c, AMP_ECONNECT, "fcntl: %s", strerror(errno));
+    if (rc == 0 && tls) {
+        rc = tls_client_new(a.host, &opt, &c->tls, err, sizeof err);
+        if (rc != 0)
+            conn_fail(c, rc, "%s", err);
+        else
+            rc = conn_tls_handshake(c, &a);
+    }
+    return rc;
+}
+
 int amp_connect(const char *address, amp_conn **out)
+{
+    return amp_connect_with(address, NULL, out);
+}
+
+int amp_connect_with(const char *address, const amp_connect_options *o, amp_conn **out)
 {
     if (!out) {
         snprintf(conn_connect_message, sizeof conn_connect_message, "out must not be NULL");
@@ -242,18 +302,7 @@ int amp_connect(const char *address, amp_conn **out)
         free(c);
         return AMP_ENOMEM;
     }
-    struct address a;
-    char err[160];
-    int rc;
-    if (address_parse(address ? address : AMP_DEFAULT_ADDRESS, &a, err, sizeof err) != 0)
-        rc = conn_fail(c, AMP_EADDR, "%s", err);
-    else
-        rc = a.kind == ADDRESS_UNIX ? conn_open_unix(c, &a) : conn_open_tcp(c, &a);
-    if (rc == 0 && a.kind == ADDRESS_UNIX &&
-        address_region_path(&a, c->region_path, sizeof c->region_path) != 0)
-        c->region_path[0] = '\0';   /* too long a path: no regions */
-    if (rc == 0 && conn_set_nonblock(c->fd) != 0)
-        rc = conn_fail(c, AMP_ECONNECT, "fcntl: %s", strerror(errno));
+    int rc = conn_open(c, address, o);
     if (rc == 0)
         rc = conn_open_session(c);
     if (rc != 0) {
@@ -278,6 +327,7 @@ void amp_close(amp_conn *c)
     }
     nghttp2_session_del(c->h2);
     region_link_put(c->regions);   /* regions still held keep their registrations */
+    tls_pipe_free(c->tls);
     if (c->fd >= 0)
         close(c->fd);
     free(c->out);
@@ -356,9 +406,57 @@ static void conn_advance(amp_conn *c, size_t w)
         c->frame_i = c->frame_n = 0;
 }
 
+/* Sends the pipe's ciphertext while the socket takes it. */
+static int conn_tls_send(amp_conn *c)
+{
+    for (;;) {
+        const uint8_t *p;
+        size_t n = tls_pipe_out(c->tls, &p);
+        if (n == 0)
+            return 0;
+        ssize_t w = send(c->fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno == EAGAIN || errno == EWOULDBLOCK)
+                return 0;
+            return conn_broke(c, AMP_EIO, "write to daemon", errno);
+        }
+        tls_pipe_out_done(c->tls, (size_t)w);
+    }
+}
+
+/* conn_write_some over TLS: c->out and the borrowed frame are sealed
+ * whole once what was sealed before has gone, so at most one batch of
+ * ciphertext waits, and the frame's memory is free as soon as it is. */
+static int conn_tls_write_some(amp_conn *c)
+{
+    for (;;) {
+        int rc = conn_tls_send(c);
+        if (rc != 0 || tls_pipe_pending(c->tls) > 0)
+            return rc;
+        struct iovec iov[CONN_FRAME_IOV + 1];
+        int n = 0;
+        size_t len = 0;
+        if (c->out_pos < c->out_len)
+            iov[n++] = (struct iovec){ c->out + c->out_pos, c->out_len - c->out_pos };
+        for (int i = c->frame_i; i < c->frame_n; i++)
+            iov[n++] = c->frame[i];
+        if (n == 0)
+            return 0;
+        for (int i = 0; i < n; i++)
+            len += iov[i].iov_len;
+        if (tls_pipe_write(c->tls, iov, n) != 0)
+            return conn_broke(c, AMP_EIO, tls_pipe_why(c->tls), 0);
+        conn_advance(c, len);
+    }
+}
+
 /* Writes as much of c->out and the borrowed frame as the socket takes now. */
 static int conn_write_some(amp_conn *c)
 {
+    if (c->tls)
+        return conn_tls_write_some(c);
     for (;;) {
         struct iovec iov[CONN_FRAME_IOV + 1];
         size_t n = 0;
@@ -400,6 +498,29 @@ void conn_own_output(amp_conn *c)
     c->frame_i = c->frame_n = 0;
 }
 
+/* Opens the records that arrived and feeds their plaintext to the session. */
+static int conn_tls_open(amp_conn *c, const uint8_t *data, size_t len)
+{
+    if (tls_pipe_recv(c->tls, data, len) != 0)
+        return conn_broke(c, AMP_ENOMEM, "out of memory", 0);
+    for (;;) {
+        const uint8_t *plain;
+        ssize_t n = tls_pipe_read(c->tls, &plain);
+        if (n == TLS_PIPE_AGAIN)
+            return conn_tls_send(c);   /* what reading made (a key update's answer) */
+        if (n == TLS_PIPE_EOF)
+            return conn_broke(c, AMP_EIO, "the daemon ended TLS", 0);
+        if (n < 0) {
+            conn_tls_send(c);   /* the alert, if the socket takes it */
+            c->broken = 1;
+            return conn_fail(c, AMP_EIO, "TLS from the daemon: %s", tls_pipe_why(c->tls));
+        }
+        ssize_t used = nghttp2_session_mem_recv(c->h2, plain, (size_t)n);
+        if (used < 0)
+            return conn_broke(c, AMP_EPROTO, nghttp2_strerror((int)used), 0);
+    }
+}
+
 /* Reads what is available and feeds it to the session. */
 static int conn_read_some(amp_conn *c)
 {
@@ -411,6 +532,8 @@ static int conn_read_some(amp_conn *c)
     }
     if (n == 0)
         return conn_broke(c, AMP_EIO, "the daemon closed the connection", 0);
+    if (c->tls)
+        return conn_tls_open(c, c->in, (size_t)n);
     ssize_t used = nghttp2_session_mem_recv(c->h2, c->in, (size_t)n);
     if (used < 0)
         return conn_broke(c, AMP_EPROTO, nghttp2_strerror((int)used), 0);
@@ -444,7 +567,8 @@ int conn_pump_once(amp_conn *c, long long deadline_ms, const int *done)
         conn_write_some(c); /* window updates etc.; the rest goes with the next call */
         return 0;
     }
-    int pending = c->out_pos < c->out_len || conn_frame_pending(c);
+    int pending = c->out_pos < c->out_len || conn_frame_pending(c) ||
+                  (c->tls && tls_pipe_pending(c->tls) > 0);
     if (!pending && !nghttp2_session_want_read(c->h2)) {
         if (c->proto_error)
             return conn_broke(c, AMP_EPROTO, c->proto_message, 0);
@@ -474,4 +598,46 @@ int conn_pump(amp_conn *c, long long deadline_ms, const int *done)
         if (rc != 0 || was_done)
             return rc;
     }
+}
+
+/* Runs the TLS handshake to its end (or CONN_TLS_HANDSHAKE_MS), so that
+ * a certificate that does not verify, or a daemon that does not speak
+ * TLS there, fails amp_connect_with() with AMP_ETLS and the reason. */
+static int conn_tls_handshake(amp_conn *c, const struct address *a)
+{
+    long long deadline = conn_now_ms() + CONN_TLS_HANDSHAKE_MS;
+    for (;;) {
+        int hs = tls_pipe_handshake(c->tls);
+        int rc = conn_tls_send(c);   /* what it made: hello, finished, or an alert */
+        if (hs < 0)
+            return conn_fail(c, AMP_ETLS, "TLS handshake with %s:%d: %s", a->host, a->port,
+                             tls_pipe_why(c->tls));
+        if (rc != 0)
+            return rc;
+        if (hs == 1)
+            break;
+        short events = (short)(POLLIN | (tls_pipe_pending(c->tls) > 0 ? POLLOUT : 0));
+        struct pollfd pfd = { c->fd, events, 0 };
+        int n = poll(&pfd, 1, conn_poll_timeout(deadline));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return conn_broke(c, AMP_EIO, "poll", errno);
+        if (n == 0)
+            return conn_fail(c, AMP_ETLS, "TLS handshake with %s:%d: no answer within %d ms",
+                             a->host, a->port, CONN_TLS_HANDSHAKE_MS);
+        if (!(pfd.revents & (POLLIN | POLLHUP | POLLERR)))
+            continue;
+        ssize_t got = recv(c->fd, c->in, CONN_READ_CHUNK, MSG_DONTWAIT);
+        if (got < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK))
+            continue;
+        if (got <= 0)
+            return conn_fail(c, AMP_ETLS, "TLS handshake with %s:%d: the daemon closed the "
+                             "connection (is it a tls: listener?)", a->host, a->port);
+        if (tls_pipe_recv(c->tls, c->in, (size_t)got) != 0)
+            return conn_fail(c, AMP_ENOMEM, "out of memory");
+    }
+    char err[128];
+    int rc = tls_client_check(c->tls, err, sizeof err);
+    return rc == 0 ? 0 : conn_fail(c, rc, "%s", err);
 }

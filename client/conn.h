@@ -22,9 +22,11 @@
 
 struct call;
 struct region_link;
+struct tls_pipe;
 
 struct amp_conn {
     int fd;                /* non-blocking socket, owned */
+    struct tls_pipe *tls;  /* TLS connections: what the socket carries is its ciphertext; owned */
     nghttp2_session *h2;   /* client session, owned; does no I/O itself */
     int broken;            /* set after an I/O or protocol failure: later calls fail fast */
     int proto_error;       /* nghttp2 saw the peer break HTTP/2; proto_message says how */

@@ -109,6 +109,7 @@ const char *amp_strerror(int code)
     case AMP_EINTERNAL: return "internal error in the daemon";
     case AMP_EUNKNOWN: return "unknown error from the daemon";
     case AMP_ENOTFOUND: return "not found";
+    case AMP_ETLS: return "TLS handshake with the daemon failed";
     default: return "unrecognised error code";
     }
 }

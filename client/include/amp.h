@@ -45,6 +45,8 @@ enum {
     AMP_EINTERNAL = -12,   /* INTERNAL */
     AMP_EUNKNOWN = -13,    /* any other gRPC status */
     AMP_ENOTFOUND = -14,   /* NOT_FOUND */
+    AMP_ETLS = -15,        /* TLS handshake failed: the daemon's certificate did not verify,
+                              or it refused ours, or it does not speak TLS */
 };
 
 /* Default address of the daemon: its Unix socket. */
@@ -62,9 +64,34 @@ typedef struct amp_opts {
 AMP_EXTERN const char *amp_strerror(int code);
 
 /* Connects to address: "unix:/path", "unix:///path", "HOST:PORT" or
- * "[V6]:PORT" (gRPC target syntax); NULL means AMP_DEFAULT_ADDRESS.
+ * "[V6]:PORT" (gRPC target syntax), or "tls:HOST:PORT" for TCP over TLS
+ * with the system's CAs; NULL means AMP_DEFAULT_ADDRESS.
  * On success *out is a new connection the caller closes with amp_close(). */
 AMP_EXTERN int amp_connect(const char *address, amp_conn **out);
+
+/* How amp_connect_with() connects. Zero it, set size to
+ * sizeof(amp_connect_options), then the fields wanted: a library built
+ * with more fields than the caller knew reads only the first size bytes. */
+typedef struct amp_connect_options {
+    size_t size;
+    int tls;               /* nonzero: TLS over a HOST:PORT address, as "tls:HOST:PORT" asks */
+    const char *tls_ca;    /* PEM file of the CAs that may sign the daemon's certificate;
+                              NULL: the system's */
+    const char *tls_cert;  /* PEM client certificate (then its chain), for a daemon that
+                              asks for one (ampd --tls-client-ca); NULL: none */
+    const char *tls_key;   /* PEM private key of tls_cert; required with it */
+    const char *tls_server_name; /* the name the daemon's certificate must carry (and SNI);
+                                    NULL: the address's host (a name or an IP address) */
+} amp_connect_options;
+
+/* amp_connect() with options; o NULL is amp_connect(). Any tls_* option
+ * asks for TLS, which needs a TCP address (AMP_EINVAL otherwise). The
+ * daemon's certificate must chain to a trusted CA and carry the server
+ * name; TLS 1.2 or 1.3 with ALPN "h2". The handshake happens here:
+ * AMP_ETLS, with OpenSSL's reason in amp_last_message(NULL), when it
+ * fails. The paths are read here and not kept. */
+AMP_EXTERN int amp_connect_with(const char *address, const amp_connect_options *o,
+                                amp_conn **out);
 
 /* Closes the connection and frees it. NULL is a no-op. */
 AMP_EXTERN void amp_close(amp_conn *c);
