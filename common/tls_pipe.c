@@ -237,7 +237,7 @@ size_t tls_pipe_out(struct tls_pipe *p, const uint8_t **out)
 {
     if (p->out_pos == p->out_len)
         tls_pipe_take(p);
-    *out = p->out + p->out_pos;
+    *out = p->out ? p->out + p->out_pos : NULL;   /* no buffer yet: nothing to send */
     return p->out_len - p->out_pos;
 }
 
