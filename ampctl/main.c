@@ -38,7 +38,7 @@ static void ampctl_usage(FILE *f)
             "      --tls-ca FILE   PEM CAs to verify the daemon's certificate with\n"
             "                      (default: the system's); implies --tls\n"
             "      --tls-cert FILE PEM client certificate, for a daemon that asks for\n"
-            "                      one (ampd --tls-client-ca); implies --tls\n"
+            "                      one (client certificates); implies --tls\n"
             "      --tls-key FILE  the client certificate's PEM private key\n"
             "      --tls-server-name NAME\n"
             "                      the name the daemon's certificate must carry\n"
