@@ -192,10 +192,13 @@ END_TEST
 
 START_TEST(stalled_handshakes)
 {
-    /* Long enough that the probe below, on a loaded machine, still finds
-     * them open; short enough to wait out. */
-    const char *const extra[] = { "--request-timeout", "4", "--max-connections", "3", NULL };
+    /* Long enough that a loaded machine sees them all admitted before the
+     * sweep closes them; short enough to wait out. */
+    const char *const extra[] = { "--request-timeout", "8", "--max-connections", "4", NULL };
     start(NULL, extra);
+    /* The status connection comes first, so it is one of the four. */
+    amp_conn *status;
+    ck_assert_int_eq(amp_connect(ampd.address, &status), 0);
     int fds[STALLED];
     static const uint8_t partial[] = { 0x16, 0x03, 0x01, 0x02, 0x00, 0x01 };  /* a ClientHello's start */
     for (int i = 0; i < STALLED; i++) {
@@ -204,12 +207,21 @@ START_TEST(stalled_handshakes)
         if (i % 2)
             ck_assert_int_eq(hostile_send(fds[i], partial, sizeof partial), 0);
     }
-    hostile_sleep_ms(200);
-    /* They hold every connection --max-connections allows. */
+    /* The daemon counts them (accepting is asynchronous) ... */
+    amp_daemon_status st = { 0 };
+    long long end = hostile_now_ms() + HOSTILE_IO_MS;
+    do {
+        ck_assert_int_eq(amp_status(status, NULL, &st), 0);
+        if (st.connections != STALLED + 1)
+            hostile_sleep_ms(20);
+    } while (st.connections != STALLED + 1 && hostile_now_ms() < end);
+    ck_assert_uint_eq(st.connections, STALLED + 1);
+    /* ... and they hold every connection --max-connections allows. */
     char why[256];
     int rc = hostile_probe(ampd.address, why, sizeof why);
     ck_assert_msg(rc != 0 && strstr(why, "max-connections"), "probe while full: %s (%s)",
                   amp_strerror(rc), why);
+    amp_close(status);
     for (int i = 0; i < STALLED; i++) {
         struct hostile_reader r;
         hostile_reader_init(&r);
