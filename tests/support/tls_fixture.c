@@ -3,14 +3,17 @@
 #include "tls_fixture.h"
 
 #include <check.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "hostile.h"
 
 #define TLS_FIXTURE_REVERSE_BYTES 4096
 #define TLS_FIXTURE_CALL_MS 30000
+#define TLS_FIXTURE_PORT_TRIES 5
 
 static char tls_fixture_dir[256];
 
@@ -50,12 +53,20 @@ const char *tls_fixture_file(const char *name, char *out)
     return out;
 }
 
+/* True when something accepts TCP connections on 127.0.0.1:port. */
+static bool tls_fixture_port_open(int port)
+{
+    int fd = hostile_connect_tcp(NULL, port);
+    if (fd < 0)
+        return false;
+    close(fd);
+    return true;
+}
+
 void tls_fixture_start(struct daemon_proc *d, const char *cert, const char *key,
                        const char *const *extra, int *port)
 {
     static char listen[64], cert_path[TLS_FIXTURE_PATH_MAX], key_path[TLS_FIXTURE_PATH_MAX];
-    *port = hostile_free_port();
-    snprintf(listen, sizeof listen, "tls:127.0.0.1:%d", *port);
     tls_fixture_file(cert ? cert : "server.pem", cert_path);
     tls_fixture_file(key ? key : "server.key", key_path);
     const char *args[32] = { "--listen", listen, "--tls-cert", cert_path, "--tls-key", key_path };
@@ -63,7 +74,19 @@ void tls_fixture_start(struct daemon_proc *d, const char *cert, const char *key,
     for (size_t i = 0; extra && extra[i] && n < 31; i++)
         args[n++] = extra[i];
     args[n] = NULL;
-    ck_assert_msg(daemon_start(d, args) == 0, "ampd did not start with TLS");
+    /* A free port can be taken by another test's connection before ampd
+     * binds it (and ampd then exits just after its Unix socket looked
+     * ready): try another. */
+    for (int attempt = 0; attempt < TLS_FIXTURE_PORT_TRIES; attempt++) {
+        *port = hostile_free_port();
+        snprintf(listen, sizeof listen, "tls:127.0.0.1:%d", *port);
+        if (daemon_start(d, args) != 0)
+            continue;
+        if (daemon_alive(d) && tls_fixture_port_open(*port))
+            return;
+        daemon_stop(d);
+    }
+    ck_abort_msg("ampd did not listen on a TLS port in %d tries", TLS_FIXTURE_PORT_TRIES);
 }
 
 int tls_fixture_connect(int port, const char *ca, const char *cert, const char *name,
