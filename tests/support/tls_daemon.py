@@ -4,6 +4,7 @@ does the same)."""
 import os
 import shutil
 import socket
+import ssl
 import subprocess
 import tempfile
 
@@ -21,10 +22,18 @@ def free_port():
     return port
 
 
-def port_open(port):
+def serves_cert(port, cert_path):
+    """True when TLS on 127.0.0.1:port shows the certificate in cert_path:
+    this test's ampd, not another test's that took the same free port."""
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    ctx.set_alpn_protocols(["h2"])
+    want = ssl.PEM_cert_to_DER_cert(open(cert_path).read())
     try:
-        socket.create_connection(("127.0.0.1", port), timeout=5).close()
-        return True
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+            with ctx.wrap_socket(s) as t:
+                return t.getpeercert(binary_form=True) == want
     except OSError:
         return False
 
@@ -48,7 +57,7 @@ class TlsDaemon:
                                       "--tls-key", self.file("server.key"), *extra_args))
             except RuntimeError:
                 continue
-            if self.daemon.proc.poll() is None and port_open(self.port):
+            if serves_cert(self.port, self.file("server.pem")) and self.daemon.proc.poll() is None:
                 return
             self.daemon.stop()
         raise RuntimeError("ampd did not listen on a TLS port in %d tries" % PORT_TRIES)

@@ -3,6 +3,9 @@
 #include "tls_fixture.h"
 
 #include <check.h>
+#include <openssl/err.h>
+#include <openssl/pem.h>
+#include <openssl/ssl.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,14 +56,33 @@ const char *tls_fixture_file(const char *name, char *out)
     return out;
 }
 
-/* True when something accepts TCP connections on 127.0.0.1:port. */
-static bool tls_fixture_port_open(int port)
+/* True when the daemon answering TLS on 127.0.0.1:port shows the
+ * certificate in cert_path: this test's ampd, not another test's that
+ * took the same free port. Certificates are not checked otherwise. */
+static bool tls_fixture_ours(int port, const char *cert_path)
 {
+    static const unsigned char h2[] = { 2, 'h', '2' };
+    FILE *f = fopen(cert_path, "r");
+    X509 *want = f ? PEM_read_X509(f, NULL, NULL, NULL) : NULL;
+    if (f)
+        fclose(f);
+    SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+    SSL *ssl = ctx ? SSL_new(ctx) : NULL;
     int fd = hostile_connect_tcp(NULL, port);
-    if (fd < 0)
-        return false;
-    close(fd);
-    return true;
+    bool ours = false;
+    if (want && ssl && fd >= 0 && SSL_set_alpn_protos(ssl, h2, sizeof h2) == 0 &&
+        SSL_set_fd(ssl, fd) == 1 && SSL_connect(ssl) == 1) {
+        X509 *got = SSL_get1_peer_certificate(ssl);
+        ours = got && X509_cmp(got, want) == 0;
+        X509_free(got);
+    }
+    ERR_clear_error();
+    SSL_free(ssl);
+    SSL_CTX_free(ctx);
+    X509_free(want);
+    if (fd >= 0)
+        close(fd);
+    return ours;
 }
 
 void tls_fixture_start(struct daemon_proc *d, const char *cert, const char *key,
@@ -82,7 +104,7 @@ void tls_fixture_start(struct daemon_proc *d, const char *cert, const char *key,
         snprintf(listen, sizeof listen, "tls:127.0.0.1:%d", *port);
         if (daemon_start(d, args) != 0)
             continue;
-        if (daemon_alive(d) && tls_fixture_port_open(*port))
+        if (tls_fixture_ours(*port, cert_path) && daemon_alive(d))
             return;
         daemon_stop(d);
     }
