@@ -42,6 +42,7 @@ struct ampctl {
     uint64_t stream_threshold; /* --stream-threshold, default AMPCTL_STREAM_THRESHOLD */
     int no_progress;     /* --no-progress */
     enum ampctl_transport transport; /* --transport */
+    amp_connect_opts connect; /* --tls* options, and --timeout as its timeout_ms */
     amp_conn *conn;      /* opened by ampctl_connect(), closed by main */
 };
 

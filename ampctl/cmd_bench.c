@@ -128,9 +128,9 @@ static void *bench_worker_main(void *arg)
     struct bench_worker *w = arg;
     const struct bench_args *a = w->a;
     amp_conn *c = NULL;
-    w->connect_rc = amp_connect(w->ctx->address, &c);
+    w->connect_rc = amp_connect_with(w->ctx->address, &w->ctx->connect, &c);
     if (w->connect_rc != 0) {
-        snprintf(w->connect_msg, sizeof w->connect_msg, "%s", c ? amp_last_message(c) : "");
+        snprintf(w->connect_msg, sizeof w->connect_msg, "%s", amp_last_message(NULL));
         amp_close(c);
         return NULL;
     }

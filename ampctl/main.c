@@ -15,7 +15,8 @@
 #define AMPCTL_PROG "ampctl"
 #define AMPCTL_ARGV0_MAX 64
 /* getopt values of the options that have no short form */
-enum { AMPCTL_OPT_THRESHOLD = 256, AMPCTL_OPT_NO_PROGRESS, AMPCTL_OPT_TRANSPORT };
+enum { AMPCTL_OPT_THRESHOLD = 256, AMPCTL_OPT_NO_PROGRESS, AMPCTL_OPT_TRANSPORT, AMPCTL_OPT_TLS,
+       AMPCTL_OPT_TLS_CA, AMPCTL_OPT_TLS_CERT, AMPCTL_OPT_TLS_KEY, AMPCTL_OPT_TLS_NAME };
 
 static const struct ampctl_cmd *const ampctl_cmds[] = {
     &cmd_reverse, &cmd_transform, &cmd_hist,   &cmd_fill,
@@ -30,8 +31,18 @@ static void ampctl_usage(FILE *f)
             "Runs jobs on ampd, the GPU job service.\n"
             "\n"
             "Options:\n"
-            "  -a, --address ADDR  daemon address: unix:PATH, HOST:PORT or [V6]:PORT\n"
-            "                      (default $%s, else %s)\n"
+            "  -a, --address ADDR  daemon address: unix:PATH, HOST:PORT or [V6]:PORT, or\n"
+            "                      tls:HOST:PORT for TLS (default $%s, else %s)\n"
+            "      --tls           TLS to a HOST:PORT address, as tls:HOST:PORT; the\n"
+            "                      daemon's certificate must verify and name the host\n"
+            "      --tls-ca FILE   PEM CAs to verify the daemon's certificate with\n"
+            "                      (default: the system's); implies --tls\n"
+            "      --tls-cert FILE PEM client certificate, for a daemon that asks for\n"
+            "                      one (client certificates); implies --tls\n"
+            "      --tls-key FILE  the client certificate's PEM private key\n"
+            "      --tls-server-name NAME\n"
+            "                      the name the daemon's certificate must carry\n"
+            "                      (default: the address's host); implies --tls\n"
             "  -d, --device SEL    device for jobs: gpu, cpu or an index from `devices`\n"
             "                      (default: the daemon's choice)\n"
             "  -t, --timeout MS    deadline per call in ms (default: none), and for connecting\n"
@@ -121,7 +132,8 @@ static int ampctl_exit_code(int rc)
     case AMP_EADDR:
     case AMP_ECONNECT:
     case AMP_EIO:
-    case AMP_EPROTO: return AMPCTL_ECONNECT;
+    case AMP_EPROTO:
+    case AMP_ETLS: return AMPCTL_ECONNECT;
     case AMP_ENOMEM: return AMPCTL_EIO;
     default: return AMPCTL_EREFUSED;
     }
@@ -154,9 +166,7 @@ int ampctl_connect(struct ampctl *ctx)
     int rc = ampctl_check_address(ctx->address);
     if (rc != AMPCTL_OK)
         return rc;
-    /* --timeout bounds connecting too: a daemon that never accepts must not hang us. */
-    amp_connect_opts co = { .size = sizeof co, .timeout_ms = ctx->opts.timeout_ms };
-    rc = amp_connect_with(ctx->address, &co, &ctx->conn);
+    rc = amp_connect_with(ctx->address, &ctx->connect, &ctx->conn);
     if (rc != 0) {
         ampctl_error("%s (%s)", amp_last_message(NULL), amp_strerror(rc));
         return ampctl_exit_code(rc);
@@ -182,6 +192,11 @@ static int ampctl_parse_common(struct ampctl *ctx, int argc, char **argv)
         { "stream-threshold", required_argument, NULL, AMPCTL_OPT_THRESHOLD },
         { "no-progress", no_argument, NULL, AMPCTL_OPT_NO_PROGRESS },
         { "transport", required_argument, NULL, AMPCTL_OPT_TRANSPORT },
+        { "tls", no_argument, NULL, AMPCTL_OPT_TLS },
+        { "tls-ca", required_argument, NULL, AMPCTL_OPT_TLS_CA },
+        { "tls-cert", required_argument, NULL, AMPCTL_OPT_TLS_CERT },
+        { "tls-key", required_argument, NULL, AMPCTL_OPT_TLS_KEY },
+        { "tls-server-name", required_argument, NULL, AMPCTL_OPT_TLS_NAME },
         { NULL, 0, NULL, 0 },
     };
     uint32_t ms;
@@ -214,11 +229,20 @@ static int ampctl_parse_common(struct ampctl *ctx, int argc, char **argv)
                 return ampctl_usage_error(NULL, "--transport: '%s' is not auto, shm or socket",
                                           optarg);
             break;
+        case AMPCTL_OPT_TLS: ctx->connect.tls = 1; break;
+        case AMPCTL_OPT_TLS_CA: ctx->connect.tls_ca = optarg; break;
+        case AMPCTL_OPT_TLS_CERT: ctx->connect.tls_cert = optarg; break;
+        case AMPCTL_OPT_TLS_KEY: ctx->connect.tls_key = optarg; break;
+        case AMPCTL_OPT_TLS_NAME: ctx->connect.tls_server_name = optarg; break;
         case 'h': ampctl_usage(stdout); return AMPCTL_OK;
         case 'V': printf(AMPCTL_PROG " %s\n", AMP_VERSION); return AMPCTL_OK;
         default: return ampctl_bad_option(NULL);
         }
     }
+    if (!ctx->connect.tls_cert != !ctx->connect.tls_key)
+        return ampctl_usage_error(NULL, "--tls-cert and --tls-key go together");
+    /* --timeout bounds connecting too: a daemon that never accepts must not hang us. */
+    ctx->connect.timeout_ms = ctx->opts.timeout_ms;
     return -1;
 }
 
@@ -258,6 +282,7 @@ int main(int argc, char **argv)
     memset(&ctx, 0, sizeof ctx);
     ctx.opts.size = sizeof ctx.opts;
     ctx.stream_threshold = AMPCTL_STREAM_THRESHOLD;
+    ctx.connect.size = sizeof ctx.connect;
     ctx.address = getenv(AMPCTL_ENV_ADDRESS);
     if (!ctx.address || !*ctx.address)
         ctx.address = AMP_DEFAULT_ADDRESS;

@@ -5,7 +5,12 @@
  * the session queued and feeds what arrives back into it, in both
  * directions at once, so a large request never deadlocks against a daemon
  * that is sending window updates or an early error. Calls (call.c) are
- * sequential; each opens a new stream on the same session.
+ * sequential; each opens a new stream on the same session. Over TLS
+ * (tls.c sets it up) the same loop moves ciphertext: what nghttp2 makes
+ * is sealed into the connection's tls_pipe while nothing sealed waits,
+ * and what arrives is opened record by record into the session; the
+ * handshake runs as the connection opens (amp_connect_with(), and each
+ * reconnection), so a certificate that does not verify fails there.
  */
 #include "conn.h"
 
@@ -25,6 +30,7 @@
 #include "connect.h"
 #include "data_frame.h"
 #include "heap.h"
+#include "tls.h"
 
 #define CONN_OUT_BATCH (1024 * 1024)     /* stop pulling frames from nghttp2 past this */
 #define CONN_OUT_INITIAL (64 * 1024)
@@ -166,17 +172,30 @@ static int conn_open_session(amp_conn *c)
     return 0;
 }
 
-/* Opens c's socket and HTTP/2 session to c->address. */
+static int conn_tls_handshake(amp_conn *c, const struct address *a);
+
+/* Opens c's socket, its TLS if asked for, and its HTTP/2 session to
+ * c->address. */
 static int conn_open(amp_conn *c)
 {
     struct address a;
-    char err[160];
+    char err[256];
     if (address_parse(c->address, &a, err, sizeof err) != 0)
         return conn_fail(c, AMP_EADDR, "%s", err);
+    int tls = a.tls || c->tls_opts.on;
+    if (tls && a.kind == ADDRESS_UNIX)
+        return conn_fail(c, AMP_EINVAL, "TLS needs a TCP address, not unix:%s", a.path);
     int rc = connect_open(c, &a, c->connect_timeout_ms);
     if (rc == 0 && a.kind == ADDRESS_UNIX &&
         address_region_path(&a, c->region_path, sizeof c->region_path) != 0)
         c->region_path[0] = '\0';   /* too long a path: no regions */
+    if (rc == 0 && tls) {
+        rc = tls_client_new(a.host, &c->tls_opts, &c->tls, err, sizeof err);
+        if (rc != 0)
+            conn_fail(c, rc, "%s", err);
+        else
+            rc = conn_tls_handshake(c, &a);
+    }
     if (rc == 0)
         rc = conn_open_session(c);
     if (rc == 0)
@@ -184,7 +203,7 @@ static int conn_open(amp_conn *c)
     return rc;
 }
 
-/* Ends c's session and socket, keeping the connection's settings. */
+/* Ends c's session, TLS and socket, keeping the connection's settings. */
 static void conn_shut(amp_conn *c)
 {
     if (c->h2 && !c->broken) {
@@ -195,6 +214,9 @@ static void conn_shut(amp_conn *c)
     c->h2 = NULL;
     region_link_put(c->regions);   /* regions still held keep their registrations */
     c->regions = NULL;
+    tls_pipe_free(c->tls);
+    c->tls = NULL;
+    c->tls_unsent = 0;
     if (c->fd >= 0)
         close(c->fd);
     c->fd = -1;
@@ -229,8 +251,10 @@ int amp_connect_with(const char *address, const amp_connect_opts *o, amp_conn **
     if (rc == 0) {
         c->connect_timeout_ms = o && o->timeout_ms ? o->timeout_ms : AMP_CONNECT_TIMEOUT_MS;
         c->no_reconnect = o ? o->no_reconnect : 0;
-        rc = conn_open(c);
+        rc = tls_client_opts_set(&c->tls_opts, o);
     }
+    if (rc == 0)
+        rc = conn_open(c);
     if (rc != 0) {
         if (rc != AMP_ENOMEM)
             snprintf(conn_connect_message, sizeof conn_connect_message, "%s", c->message);
@@ -253,6 +277,7 @@ void amp_close(amp_conn *c)
         return;
     async_close(c);
     conn_shut(c);
+    tls_client_opts_free(&c->tls_opts);
     free(c->out);
     free(c->in);
     free(c->address);
@@ -339,9 +364,60 @@ static void conn_advance(amp_conn *c, size_t w)
         c->frame_i = c->frame_n = 0;
 }
 
+/* Sends the pipe's ciphertext while the socket takes it. */
+static int conn_tls_send(amp_conn *c)
+{
+    for (;;) {
+        const uint8_t *p;
+        size_t n = tls_pipe_out(c->tls, &p);
+        if (n == 0)
+            return 0;
+        ssize_t w = send(c->fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno == EAGAIN || errno == EWOULDBLOCK)
+                return 0;
+            return conn_broke(c, AMP_EIO, "write to daemon", errno);
+        }
+        tls_pipe_out_done(c->tls, (size_t)w);
+        c->sent += c->tls_unsent;   /* some of their records may have reached the daemon */
+        c->tls_unsent = 0;
+    }
+}
+
+/* conn_write_some over TLS: c->out and the borrowed frame are sealed
+ * whole once what was sealed before has gone, so at most one batch of
+ * ciphertext waits, and the frame's memory is free as soon as it is. */
+static int conn_tls_write_some(amp_conn *c)
+{
+    for (;;) {
+        int rc = conn_tls_send(c);
+        if (rc != 0 || tls_pipe_pending(c->tls) > 0)
+            return rc;
+        struct iovec iov[CONN_FRAME_IOV + 1];
+        int n = 0;
+        size_t len = 0;
+        if (c->out_pos < c->out_len)
+            iov[n++] = (struct iovec){ c->out + c->out_pos, c->out_len - c->out_pos };
+        for (int i = c->frame_i; i < c->frame_n; i++)
+            iov[n++] = c->frame[i];
+        if (n == 0)
+            return 0;
+        for (int i = 0; i < n; i++)
+            len += iov[i].iov_len;
+        if (tls_pipe_write(c->tls, iov, n) != 0)
+            return conn_broke(c, AMP_EIO, tls_pipe_why(c->tls), 0);
+        c->tls_unsent += len;
+        conn_advance(c, len);
+    }
+}
+
 /* Writes as much of c->out and the borrowed frame as the socket takes now. */
 static int conn_write_some(amp_conn *c)
 {
+    if (c->tls)
+        return conn_tls_write_some(c);
     for (;;) {
         struct iovec iov[CONN_FRAME_IOV + 1];
         size_t n = 0;
@@ -384,12 +460,36 @@ void conn_own_output(amp_conn *c)
     c->frame_i = c->frame_n = 0;
 }
 
+/* Opens the records that arrived and feeds their plaintext to the session. */
+static int conn_tls_open(amp_conn *c, const uint8_t *data, size_t len)
+{
+    if (tls_pipe_recv(c->tls, data, len) != 0)
+        return conn_broke(c, AMP_ENOMEM, "out of memory", 0);
+    for (;;) {
+        const uint8_t *plain;
+        ssize_t n = tls_pipe_read(c->tls, &plain);
+        if (n == TLS_PIPE_AGAIN)
+            return conn_tls_send(c);   /* what reading made (a key update's answer) */
+        if (n == TLS_PIPE_EOF)
+            return conn_broke(c, AMP_EIO, "the daemon ended TLS", 0);
+        if (n < 0) {
+            conn_tls_send(c);   /* the alert, if the socket takes it */
+            c->broken = 1;
+            return conn_fail(c, AMP_EIO, "TLS from the daemon: %s", tls_pipe_why(c->tls));
+        }
+        ssize_t used = nghttp2_session_mem_recv(c->h2, plain, (size_t)n);
+        if (used < 0)
+            return conn_broke(c, AMP_EPROTO, nghttp2_strerror((int)used), 0);
+    }
+}
+
 /* Reads what is available and feeds it to the session. */
 static int conn_read_some(amp_conn *c)
 {
-    /* A reply's bulk bytes may go straight where the call wants them. */
+    /* A reply's bulk bytes may go straight where the call wants them;
+     * not over TLS, whose records are opened in the pipe first. */
     size_t want = CONN_READ_CHUNK;
-    uint8_t *buf = call_read_dest(c, &want);
+    uint8_t *buf = c->tls ? NULL : call_read_dest(c, &want);
     if (!buf) {
         buf = c->in;
         want = CONN_READ_CHUNK;
@@ -402,6 +502,8 @@ static int conn_read_some(amp_conn *c)
     }
     if (n == 0)
         return conn_broke(c, AMP_EIO, "the daemon closed the connection", 0);
+    if (c->tls)
+        return conn_tls_open(c, c->in, (size_t)n);
     ssize_t used = nghttp2_session_mem_recv(c->h2, buf, (size_t)n);
     if (used < 0)
         return conn_broke(c, AMP_EPROTO, nghttp2_strerror((int)used), 0);
@@ -435,7 +537,8 @@ int conn_pump_once(amp_conn *c, long long deadline_ms, const int *done)
         conn_write_some(c); /* window updates etc.; the rest goes with the next call */
         return 0;
     }
-    int pending = c->out_pos < c->out_len || conn_frame_pending(c);
+    int pending = c->out_pos < c->out_len || conn_frame_pending(c) ||
+                  (c->tls && tls_pipe_pending(c->tls) > 0);
     if (!pending && !nghttp2_session_want_read(c->h2)) {
         if (c->proto_error)
             return conn_broke(c, AMP_EPROTO, c->proto_message, 0);
@@ -459,7 +562,7 @@ int conn_pump_once(amp_conn *c, long long deadline_ms, const int *done)
 
 uint64_t conn_sent_mark(const amp_conn *c)
 {
-    uint64_t mark = c->sent + (c->out_len - c->out_pos);
+    uint64_t mark = c->sent + c->tls_unsent + (c->out_len - c->out_pos);
     for (int i = c->frame_i; i < c->frame_n; i++)
         mark += c->frame[i].iov_len;
     return mark;
@@ -505,4 +608,48 @@ int conn_pump(amp_conn *c, long long deadline_ms, const int *done)
         if (rc != 0 || was_done)
             return rc;
     }
+}
+
+/* Runs the TLS handshake to its end, within the connect timeout (a
+ * daemon that accepted but never answers is one that does not take the
+ * connection), so that a certificate that does not verify, or a daemon
+ * that does not speak TLS there, fails the connect with AMP_ETLS and the
+ * reason. */
+static int conn_tls_handshake(amp_conn *c, const struct address *a)
+{
+    long long deadline = conn_now_ms() + c->connect_timeout_ms;
+    for (;;) {
+        int hs = tls_pipe_handshake(c->tls);
+        int rc = conn_tls_send(c);   /* what it made: hello, finished, or an alert */
+        if (hs < 0)
+            return conn_fail(c, AMP_ETLS, "TLS handshake with %s:%d: %s", a->host, a->port,
+                             tls_pipe_why(c->tls));
+        if (rc != 0)
+            return rc;
+        if (hs == 1)
+            break;
+        short events = (short)(POLLIN | (tls_pipe_pending(c->tls) > 0 ? POLLOUT : 0));
+        struct pollfd pfd = { c->fd, events, 0 };
+        int n = poll(&pfd, 1, conn_poll_timeout(deadline));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return conn_broke(c, AMP_EIO, "poll", errno);
+        if (n == 0)
+            return conn_fail(c, AMP_ETLS, "TLS handshake with %s:%d: no answer within %d ms",
+                             a->host, a->port, c->connect_timeout_ms);
+        if (!(pfd.revents & (POLLIN | POLLHUP | POLLERR)))
+            continue;
+        ssize_t got = recv(c->fd, c->in, CONN_READ_CHUNK, MSG_DONTWAIT);
+        if (got < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK))
+            continue;
+        if (got <= 0)
+            return conn_fail(c, AMP_ETLS, "TLS handshake with %s:%d: the daemon closed the "
+                             "connection (is it a tls: listener?)", a->host, a->port);
+        if (tls_pipe_recv(c->tls, c->in, (size_t)got) != 0)
+            return conn_fail(c, AMP_ENOMEM, "out of memory");
+    }
+    char err[128];
+    int rc = tls_client_check(c->tls, err, sizeof err);
+    return rc == 0 ? 0 : conn_fail(c, rc, "%s", err);
 }

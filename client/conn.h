@@ -13,6 +13,7 @@
 #include <sys/uio.h>
 
 #include "amp.h"
+#include "tls.h"
 
 #define CONN_MESSAGE_MAX 512 /* longest kept detail message, NUL included */
 #define CONN_DEVICE_MAX 128  /* longest kept device name, NUL included */
@@ -28,13 +29,18 @@ struct amp_conn {
     int connect_timeout_ms; /* > 0 */
     int no_reconnect;      /* amp_connect_opts.no_reconnect */
     int fd;                /* non-blocking socket, owned */
+    struct tls_client_opts tls_opts; /* amp_connect_opts.tls*, copied: each (re)open uses them */
+    struct tls_pipe *tls;  /* TLS connections: what the socket carries is its ciphertext; owned */
+    uint64_t tls_unsent;   /* plaintext bytes sealed into tls, none of whose ciphertext has gone
+                              yet: they count in sent once any of it has (conn_sent_mark) */
     nghttp2_session *h2;   /* client session, owned; does no I/O itself */
     int broken;            /* set after an I/O or protocol failure: later calls fail fast */
     int proto_error;       /* nghttp2 saw the peer break HTTP/2; proto_message says how */
     char proto_message[CONN_MESSAGE_MAX];
     char goaway[CONN_MESSAGE_MAX]; /* the daemon's GOAWAY debug data (why it refused), or "" */
     uint32_t goaway_error; /* the GOAWAY's HTTP/2 error code (NO_ERROR: a drain or idle close) */
-    uint64_t sent;         /* bytes written to this socket: tells whether a call's went out */
+    uint64_t sent;         /* HTTP/2 bytes written to this socket (over TLS: sealed, and some
+                              of their ciphertext written): tells whether a call's went out */
     int grpc_status;       /* amp_last_grpc_status(): the last call's, or -1 */
     struct call *call;     /* the call in progress or NULL; owned by its caller's stack */
     struct call *calls;    /* calls started without waiting and not yet done (async.c),

@@ -7,6 +7,7 @@
  *   HOST:PORT, [V6]:PORT         TCP; the port is required
  *   :PORT                        TCP on the loopback address
  *   dns:HOST:PORT, dns:///HOST:PORT   the same, with gRPC's resolver prefix
+ *   tls:TCP-ADDRESS              any TCP form above, spoken over TLS
  */
 #include "address.h"
 
@@ -18,6 +19,7 @@
 #define ADDRESS_UNIX_AUTHORITY "//"
 #define ADDRESS_DNS_PREFIX "dns:"
 #define ADDRESS_DNS_AUTHORITY "///"
+#define ADDRESS_TLS_PREFIX "tls:"
 #define ADDRESS_LOOPBACK "127.0.0.1"
 #define ADDRESS_PORT_MAX 65535
 
@@ -135,6 +137,12 @@ int address_parse(const char *text, struct address *out, char *err, size_t errle
     memset(out, 0, sizeof *out);
     if (text[0] == '\0')
         return address_fail(err, errlen, "empty address");
+    if (address_starts(text, ADDRESS_TLS_PREFIX)) {
+        text += strlen(ADDRESS_TLS_PREFIX);
+        if (address_starts(text, ADDRESS_UNIX_PREFIX))
+            return address_fail(err, errlen, "tls: is for TCP addresses (tls:HOST:PORT)");
+        out->tls = 1;
+    }
     if (address_starts(text, ADDRESS_UNIX_PREFIX))
         return address_parse_unix(text + strlen(ADDRESS_UNIX_PREFIX), out, err, errlen);
     if (address_starts(text, ADDRESS_DNS_PREFIX)) {

@@ -2,6 +2,8 @@
  *
  *   unix:/abs/path  unix:///abs/path  unix:rel/path   a Unix socket
  *   HOST:PORT  [V6ADDR]:PORT  :PORT                   TCP (":PORT" = loopback)
+ *   tls:HOST:PORT  tls:[V6ADDR]:PORT  tls::PORT       TCP with TLS (not gRPC syntax:
+ *                                                     gRPC says TLS out of band)
  */
 #ifndef AMP_ADDRESS_H
 #define AMP_ADDRESS_H
@@ -18,6 +20,7 @@ struct address {
     char path[ADDRESS_PATH_MAX]; /* ADDRESS_UNIX: NUL-terminated */
     char host[ADDRESS_HOST_MAX]; /* ADDRESS_TCP: without brackets */
     int port;                    /* ADDRESS_TCP: 0..65535 */
+    int tls;                     /* ADDRESS_TCP only: 1 for a tls: address */
 };
 
 /* A Unix socket at PATH has its region socket (shared-memory regions,

@@ -22,8 +22,8 @@
 #define CONFIG_MS_PER_S 1000
 #define CONFIG_HELP_COLUMN 28
 
-enum config_kind { CFG_LISTEN, CFG_DEVICE, CFG_GROUP, CFG_U64, CFG_U32, CFG_SECONDS, CFG_MODE,
-                   CFG_SWITCH };
+enum config_kind { CFG_LISTEN, CFG_DEVICE, CFG_GROUP, CFG_PATH, CFG_U64, CFG_U32, CFG_SECONDS,
+                   CFG_MODE, CFG_SWITCH };
 
 struct config_opt {
     const char *name;
@@ -38,8 +38,15 @@ struct config_opt {
 
 static const struct config_opt config_opts[] = {
     { "listen", "ADDR", CFG_LISTEN, 0, 0, 0,
-      "listen on ADDR: unix:/path, or HOST:PORT (\":PORT\" is loopback);\n"
-      "                            repeatable (default " AMPD_DEFAULT_LISTEN ")" },
+      "listen on ADDR: unix:/path, HOST:PORT (\":PORT\" is loopback), or\n"
+      "                            tls:HOST:PORT for TLS; repeatable (default " AMPD_DEFAULT_LISTEN ")" },
+    { "tls-cert", "FILE", CFG_PATH, CFG_OFF(tls_cert), 0, 0,
+      "PEM certificate (then its chain) of tls: listeners; re-read on SIGHUP" },
+    { "tls-key", "FILE", CFG_PATH, CFG_OFF(tls_key), 0, 0,
+      "PEM private key of --tls-cert; re-read on SIGHUP" },
+    { "tls-client-ca", "FILE", CFG_PATH, CFG_OFF(tls_client_ca), 0, 0,
+      "PEM CAs: tls: clients must show a certificate one of them\n"
+      "                            signed (default: none asked); re-read on SIGHUP" },
     { "device", "SEL", CFG_DEVICE, 0, 0, 0,
       "default device: an index, \"gpu\" or \"cpu\" (default: the first GPU)" },
     { "max-message-bytes", "N", CFG_U64, CFG_OFF(max_message_bytes), 1,
@@ -215,6 +222,13 @@ static int config_set(struct config *cfg, const struct config_opt *o, const char
         }
         snprintf(cfg->socket_group, sizeof(cfg->socket_group), "%s", value);
         return 0;
+    case CFG_PATH:
+        if (strlen(value) >= AMPD_PATH_MAX) {
+            snprintf(err, errlen, "--%s: the file name is too long", o->name);
+            return -1;
+        }
+        snprintf((char *)cfg + o->offset, AMPD_PATH_MAX, "%s", value);
+        return 0;
     case CFG_SWITCH:
         if (strcmp(value, "on") != 0 && strcmp(value, "off") != 0) {
             snprintf(err, errlen, "--%s: \"%s\" is not on or off", o->name, value);
@@ -257,9 +271,35 @@ static uint32_t config_threads_auto(uint32_t max)
     return cpus < max ? (uint32_t)cpus : max;
 }
 
+/* TLS files go with tls: listeners, and the key with the certificate. */
+static int config_check_tls(const struct config *cfg, char *err, size_t errlen)
+{
+    bool tls_listen = false;
+    for (size_t i = 0; i < cfg->nlisten; i++) {
+        struct address a;
+        tls_listen |= address_parse(cfg->listen[i], &a, NULL, 0) == 0 && a.tls;
+    }
+    if (!cfg->tls_cert[0] != !cfg->tls_key[0]) {
+        snprintf(err, errlen, "--tls-cert and --tls-key go together");
+        return -1;
+    }
+    if (tls_listen && !cfg->tls_cert[0]) {
+        snprintf(err, errlen, "a tls: listener needs --tls-cert and --tls-key");
+        return -1;
+    }
+    if (!tls_listen && (cfg->tls_cert[0] || cfg->tls_client_ca[0])) {
+        snprintf(err, errlen, "--tls-cert or --tls-client-ca without a --listen tls:HOST:PORT "
+                              "address to use them");
+        return -1;
+    }
+    return 0;
+}
+
 /* Settings that only make sense together. */
 static int config_check(struct config *cfg, char *err, size_t errlen)
 {
+    if (config_check_tls(cfg, err, errlen) != 0)
+        return -1;
     if (!cfg->io_threads)
         cfg->io_threads = config_threads_auto(AMPD_DEFAULT_IO_THREADS_MAX);
     if (!cfg->host_threads)

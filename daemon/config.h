@@ -56,6 +56,9 @@
 #define AMPD_MAX_LISTEN 16
 #define AMPD_ADDRESS_MAX 300
 #define AMPD_DEVICE_SEL_MAX 32
+/* --tls-cert, --tls-key, --tls-client-ca: a file name (a config line is
+ * at most 1024 bytes too). */
+#define AMPD_PATH_MAX 1024
 
 struct config {
     char listen[AMPD_MAX_LISTEN][AMPD_ADDRESS_MAX]; /* nlisten >= 1 after config_load */
@@ -83,6 +86,9 @@ struct config {
     uint32_t io_threads;               /* I/O loops serving connections: >= 1 after config_load */
     uint64_t host_max_bytes;           /* the host path's job size limit (host.h); 0: off */
     uint32_t host_threads;             /* its workers: >= 1 after config_load */
+    char tls_cert[AMPD_PATH_MAX];      /* PEM certificate chain for tls: listeners; "": none */
+    char tls_key[AMPD_PATH_MAX];       /* its PEM private key; set exactly when tls_cert is */
+    char tls_client_ca[AMPD_PATH_MAX]; /* PEM CAs for client certificates; "": none asked */
 };
 
 enum config_result {

@@ -10,13 +10,17 @@
  * ends when the session wants neither to read nor to write, when the peer
  * goes away, or on a fatal protocol error (after the GOAWAY is flushed).
  * The h2 session, and with it every call, is freed only in the socket's
- * closed callback.
+ * closed callback. A connection from a tls: listener runs its bytes
+ * through conn_tls.c both ways: ciphertext is what the socket carries, and
+ * the same one-write-in-flight rule holds for it.
  */
 #include "conn.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "conn_tls.h"
 
 /* A borrowed frame goes to the socket in one write. */
 _Static_assert(H2_SEND_IOV <= LISTEN_WRITE_IOV, "a frame's iovecs fit one listen_sock write");
@@ -29,6 +33,8 @@ struct conn {
     struct conn *prev, *next;   /* set->head list */
     struct listen_sock *sock;   /* valid until closed() */
     struct h2_session *h2;      /* freed in closed() */
+    struct tls_pipe *tls;       /* tls: listener: the TLS leg, freed in closed(); else NULL */
+    size_t tls_writing;         /* ciphertext of the pipe's in the write in flight */
     struct budget budget;       /* what the session's calls hold; used is 0 once h2 is freed */
     char peer[LISTEN_PEER_MAX]; /* listen_fd_peer(): whose connection this is */
     long uid;                   /* listen_sock_uid(): whose regions its calls may name */
@@ -139,6 +145,7 @@ static void conn_sock_closed(void *ctx)
     struct conn *c = ctx;
     struct conn_set *set = c->set;
     h2_session_free(c->h2); /* closes every call; jobs in flight lose their owner */
+    tls_pipe_free(c->tls);
     if (c->prev)
         c->prev->next = c->next;
     else
@@ -216,11 +223,43 @@ static int conn_gather(struct conn *c)
     }
 }
 
+/* conn_gather for a TLS connection: the pipe's ciphertext to the socket
+ * while it takes it, sealing the session's frames (conn_tls_seal) each
+ * time it is all gone; what the socket refuses is written from the pipe's
+ * buffer, which stays put until then. Returns as conn_gather. */
+static int conn_gather_tls(struct conn *c)
+{
+    for (;;) {
+        const uint8_t *out;
+        size_t len = tls_pipe_out(c->tls, &out);
+        if (len == 0) {
+            int rv = conn_tls_seal(c->tls, c->h2);
+            if (rv <= 0)
+                return rv;
+            continue;
+        }
+        struct iovec iov = { (void *)out, len };
+        ssize_t w = listen_sock_try_writev(c->sock, &iov, 1);
+        if (w < 0)
+            return -1;
+        if ((size_t)w == len) {
+            tls_pipe_out_done(c->tls, len);
+            continue;
+        }
+        iov = (struct iovec){ (void *)(out + w), len - (size_t)w };
+        if (listen_sock_writev(c->sock, &iov, 1) != 0)
+            return -1;
+        tls_pipe_out_done(c->tls, (size_t)w);
+        c->tls_writing = len - (size_t)w;
+        return 1;
+    }
+}
+
 static void conn_flush(struct conn *c)
 {
     if (c->writing || c->closing)
         return;
-    int rv = conn_gather(c);
+    int rv = c->tls ? conn_gather_tls(c) : conn_gather(c);
     if (rv < 0) {
         conn_close(c, 0);
         return;
@@ -238,7 +277,12 @@ static void conn_sock_read(void *ctx, const uint8_t *data, size_t len)
     struct conn *c = ctx;
     if (c->fatal)
         return;
-    if (h2_session_recv(c->h2, data, len) != 0) {
+    int rv = c->tls ? (int)conn_tls_recv(c->tls, c->h2, data, len) : h2_session_recv(c->h2, data, len);
+    if (rv == CONN_TLS_EOF) {
+        conn_close(c, 0);
+        return;
+    }
+    if (rv != 0) {
         c->fatal = true;
         conn_leaving(c);
     }
@@ -250,7 +294,7 @@ static void conn_sock_read(void *ctx, const uint8_t *data, size_t len)
 static uint8_t *conn_sock_read_dest(void *ctx, size_t *len)
 {
     struct conn *c = ctx;
-    return c->fatal ? NULL : h2_session_read_dest(c->h2, len);
+    return c->fatal || c->tls ? NULL : h2_session_read_dest(c->h2, len);
 }
 
 static void conn_sock_eof(void *ctx)
@@ -262,6 +306,10 @@ static void conn_sock_written(void *ctx, int status)
 {
     struct conn *c = ctx;
     c->writing = false;
+    if (c->tls_writing) {
+        tls_pipe_out_done(c->tls, c->tls_writing);
+        c->tls_writing = 0;
+    }
     if (c->borrowed) {
         c->borrowed = false;
         h2_session_written(c->h2);
@@ -327,7 +375,8 @@ static void conn_refuse_or_serve(struct conn_set *set, struct conn *c,
     h2_session_refuse(c->h2, reason);
 }
 
-void conn_accept(struct conn_set *set, struct listen_sock *sock, const struct conn_admission *a)
+void conn_accept(struct conn_set *set, struct listen_sock *sock, const struct conn_admission *a,
+                 bool tls)
 {
     struct conn *c = calloc(1, sizeof(*c));
     if (c) {
@@ -336,8 +385,12 @@ void conn_accept(struct conn_set *set, struct listen_sock *sock, const struct co
         struct h2_config cfg = set->h2cfg;
         cfg.budget = &c->budget;
         c->h2 = h2_session_new(&cfg, &conn_h2_handlers, c);
+        if (tls && set->tls)
+            c->tls = tls_server_accept(set->tls);
     }
-    if (!c || !c->h2) {
+    if (!c || !c->h2 || (tls && !c->tls)) {
+        if (c)
+            h2_session_free(c->h2);
         free(c);
         conn_unadmit(set->limit, a);
         listen_sock_close(sock, 0);

@@ -17,6 +17,7 @@
 #include "h2.h"
 #include "listen.h"
 #include "rpc.h"
+#include "tls.h"
 
 struct conn;
 
@@ -30,6 +31,7 @@ struct conn_set {
     uint64_t conn_memory;       /* --max-connection-memory: the max of each connection's budget */
     struct h2_config h2cfg;     /* every session's, but for its budget (the connection's) */
     struct rpc_env *env;
+    struct tls_server *tls;     /* tls: listeners' certificates; NULL when there is none */
     /* Called when the last connection has closed, while draining. */
     void (*empty)(void *ctx);
     void *ctx;
@@ -61,8 +63,12 @@ void conn_unadmit(struct conn_limit *limit, const struct conn_admission *a);
 
 /* Takes an accepted socket, admitted by conn_admit(): serves it, or
  * refuses it with a GOAWAY naming the limit the admission hit (or while
- * draining). */
-void conn_accept(struct conn_set *set, struct listen_sock *sock, const struct conn_admission *a);
+ * draining). tls: it came through a tls: listener and speaks TLS (set->tls
+ * must be set), its GOAWAY included, once the handshake is done; a
+ * handshake that stalls is closed as a connection that sent no preface
+ * (--request-timeout). */
+void conn_accept(struct conn_set *set, struct listen_sock *sock, const struct conn_admission *a,
+                 bool tls);
 
 /* Graceful drain: GOAWAY on every connection; each closes once its calls
  * are answered. set->empty() runs when none is left. */

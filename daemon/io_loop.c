@@ -41,6 +41,7 @@ enum io_loop_cmd {
 struct io_loop_fd {
     int fd;
     bool is_unix;
+    bool tls;                          /* from a tls: listener */
     struct conn_admission admission;   /* made by the acceptor, in accept order */
 };
 
@@ -80,7 +81,7 @@ static void io_loop_take(struct io_loop *l, const struct io_loop_fd *f)
 {
     struct listen_sock *sock;
     if (listen_sock_open(l->loop, f->fd, f->is_unix, &sock) == 0)
-        conn_accept(&l->conns, sock, &f->admission);
+        conn_accept(&l->conns, sock, &f->admission, f->tls);
     else
         conn_unadmit(l->conns.limit, &f->admission);
 }
@@ -209,9 +210,9 @@ void io_loop_finish(struct io_loop *l)
     io_loop_post(l, IO_LOOP_FINISH, NULL);
 }
 
-void io_loop_accept(struct io_loop *l, int fd, bool is_unix)
+void io_loop_accept(struct io_loop *l, int fd, bool is_unix, bool tls)
 {
-    struct io_loop_fd f = { .fd = fd, .is_unix = is_unix };
+    struct io_loop_fd f = { .fd = fd, .is_unix = is_unix, .tls = tls };
     conn_admit(l->conns.limit, fd, is_unix, &f.admission);
     if (!l->threaded) {
         io_loop_take(l, &f);   /* the acceptor's own loop */
@@ -259,6 +260,7 @@ static void io_loop_init_conns(struct io_loop *l, const struct io_loop_shared *s
     };
     l->conns.limit = sh->conn_limit;
     l->conns.budget = sh->budget;
+    l->conns.tls = sh->tls;
     l->conns.conn_memory = cfg->max_connection_memory;
     l->conns.h2cfg = (struct h2_config){
         .max_message_bytes = (size_t)cfg->max_message_bytes,

@@ -29,6 +29,7 @@ struct budget;
 struct conn_limit;
 struct region_set;
 struct sched;
+struct tls_server;
 struct io_loop;
 
 /* What every loop is given; all of it outlives the loops. */
@@ -40,6 +41,7 @@ struct io_loop_shared {
     struct status_counts *status_counts; /* calls answered, by status */
     struct stage_stats *stages;          /* unary job calls' stage latencies (stage.h) */
     struct region_set *regions;          /* NULL: regions off */
+    struct tls_server *tls;              /* NULL: no tls: listener */
     uint64_t start_ms;                   /* for Status.uptime_ms */
     /* On the loop's thread, once per loop: it was told to drain or stop
      * and its last connection is gone. */
@@ -61,8 +63,9 @@ int io_loop_start(struct io_loop *l, char *err, size_t errlen);
 /* Hands the loop an accepted connection fd (listen.h), which it serves or
  * refuses. The acceptor's thread: the fd is admitted against the
  * connection limits here, in accept order (conn_admit); on loop 0 it is
- * taken at once, on the others once the loop wakes. */
-void io_loop_accept(struct io_loop *l, int fd, bool is_unix);
+ * taken at once, on the others once the loop wakes. tls: it came through
+ * a tls: listener (conn_accept). */
+void io_loop_accept(struct io_loop *l, int fd, bool is_unix, bool tls);
 
 /* Connections the loop holds or has been handed: the acceptor gives the
  * next one to the loop with the fewest. Any thread. */

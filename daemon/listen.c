@@ -47,6 +47,7 @@ struct listener {
     int fd;                    /* the listening socket; closed by listen_close() */
     int handles_open;          /* poll and retry: freed when both are closed */
     char unix_path[ADDRESS_PATH_MAX]; /* removed on close; "" for TCP */
+    bool tls;                  /* a tls: address: told to the accept callback */
     listen_accept_cb accept;
     void *ctx;
 };
@@ -340,7 +341,7 @@ static void listen_on_readable(uv_poll_t *h, int status, int events)
     for (;;) {
         int fd = accept4(l->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd >= 0) {
-            l->accept(fd, l->unix_path[0] != '\0', l->ctx);
+            l->accept(fd, l->unix_path[0] != '\0', l->tls, l->ctx);
             continue;
         }
         if (errno == EINTR || errno == ECONNABORTED)
@@ -508,6 +509,7 @@ int listen_open(uv_loop_t *loop, const struct address *addr, const struct listen
     }
     l->accept = cb;
     l->ctx = ctx;
+    l->tls = addr->kind == ADDRESS_TCP && addr->tls;
     int rv = addr->kind == ADDRESS_UNIX ? listen_bind_unix(l, addr->path, access, err, errlen)
                                         : listen_bind_tcp(l, addr, err, errlen);
     if (rv != 0) {

@@ -24,8 +24,9 @@ struct listen_sock;
 
 /* Called with a freshly accepted, non-blocking connection fd, which the
  * callee owns from then on (listen_sock_open() or close()); is_unix says
- * which kind of listener took it. */
-typedef void (*listen_accept_cb)(int fd, bool is_unix, void *ctx);
+ * which kind of listener took it, tls whether it was a tls: address (the
+ * socket carries TLS, which conn.c speaks, not this file). */
+typedef void (*listen_accept_cb)(int fd, bool is_unix, bool tls, void *ctx);
 
 struct listen_sock_cbs {
     void (*read)(void *ctx, const uint8_t *data, size_t len); /* bytes from the peer */

@@ -32,6 +32,7 @@
 #include "rpc.h"
 #include "scheduler.h"
 #include "stage.h"
+#include "tls.h"
 
 /* After --drain-timeout, calls get their status; connections that cannot
  * take it (a client that does not read) are closed this much later. */
@@ -57,7 +58,8 @@ struct server {
     struct region_set *regions;  /* NULL: --regions off */
     struct region_listener *region_listeners[AMPD_MAX_LISTEN]; /* one per Unix listener */
     size_t nregion_listeners;
-    uv_signal_t sigterm, sigint;
+    struct tls_server *tls;    /* NULL: no tls: listener; freed after the loops */
+    uv_signal_t sigterm, sigint, sighup;
     uv_timer_t drain_timer;
     bool draining;
     bool drain_expired;        /* --drain-timeout passed: calls were failed, closing soon */
@@ -66,7 +68,7 @@ struct server {
 };
 
 /* The acceptor: the loop with the fewest connections takes it. */
-static void server_on_accept(int fd, bool is_unix, void *ctx)
+static void server_on_accept(int fd, bool is_unix, bool tls, void *ctx)
 {
     struct server *srv = ctx;
     struct io_loop *best = srv->loops[0];
@@ -78,7 +80,7 @@ static void server_on_accept(int fd, bool is_unix, void *ctx)
             best_load = load;
         }
     }
-    io_loop_accept(best, fd, is_unix);
+    io_loop_accept(best, fd, is_unix, tls);
 }
 
 /* The region socket beside a Unix listener (region_sock.h). */
@@ -196,6 +198,7 @@ static void server_finish(struct server *srv)
         io_loop_finish(srv->loops[i]);
     uv_close((uv_handle_t *)&srv->sigterm, NULL);
     uv_close((uv_handle_t *)&srv->sigint, NULL);
+    uv_close((uv_handle_t *)&srv->sighup, NULL);
     uv_close((uv_handle_t *)&srv->drain_timer, NULL);
     uv_close((uv_handle_t *)&srv->wake, NULL);
 }
@@ -269,6 +272,36 @@ static void server_on_signal(uv_signal_t *h, int signum)
         io_loop_drain(srv->loops[i]);
 }
 
+/* SIGHUP reloads what can change while running: the TLS files. A
+ * failed reload keeps the files loaded before. */
+static void server_on_sighup(uv_signal_t *h, int signum)
+{
+    (void)signum;
+    struct server *srv = h->data;
+    char err[512];
+    if (!srv->tls)
+        fprintf(stderr, "ampd: SIGHUP: nothing to reload\n");
+    else if (tls_server_reload(srv->tls, err, sizeof err) != 0)
+        fprintf(stderr, "ampd: SIGHUP: keeping the TLS files loaded before: %s\n", err);
+    else
+        fprintf(stderr, "ampd: SIGHUP: TLS files reloaded for new connections\n");
+}
+
+/* The TLS files of tls: listeners, before any connection. */
+static int server_tls(struct server *srv)
+{
+    char err[512];
+    if (!srv->cfg->tls_cert[0])
+        return 0;
+    struct tls_server_files files = { .cert = srv->cfg->tls_cert, .key = srv->cfg->tls_key,
+                                      .client_ca = srv->cfg->tls_client_ca };
+    if (tls_server_new(&files, &srv->tls, err, sizeof err) != 0) {
+        fprintf(stderr, "ampd: %s\n", err);
+        return -1;
+    }
+    return 0;
+}
+
 static void server_init(struct server *srv, const struct config *cfg, size_t ndevs)
 {
     srv->cfg = cfg;
@@ -283,9 +316,11 @@ static void server_init(struct server *srv, const struct config *cfg, size_t nde
     }
     uv_signal_init(&srv->loop, &srv->sigterm);
     uv_signal_init(&srv->loop, &srv->sigint);
+    uv_signal_init(&srv->loop, &srv->sighup);
     uv_timer_init(&srv->loop, &srv->drain_timer);
     uv_async_init(&srv->loop, &srv->wake, server_on_wake);
-    srv->sigterm.data = srv->sigint.data = srv->drain_timer.data = srv->wake.data = srv;
+    srv->sigterm.data = srv->sigint.data = srv->sighup.data = srv;
+    srv->drain_timer.data = srv->wake.data = srv;
 }
 
 /* --io-threads loops: loop 0 on the main loop, the others started on their
@@ -302,6 +337,7 @@ static int server_start_loops(struct server *srv)
         .status_counts = &srv->status_counts,
         .stages = &srv->stages,
         .regions = srv->regions,
+        .tls = srv->tls,
         .start_ms = rpc_now_ms(),
         .empty = server_on_loop_empty,
         .ctx = srv,
@@ -335,6 +371,7 @@ static void server_free(struct server *srv)
     if (srv->sched)
         sched_free(srv->sched);
     region_set_free(srv->regions);   /* every job that used one is done */
+    tls_server_free(srv->tls);       /* every connection is gone */
     conn_limit_destroy(&srv->conn_limit);
     pthread_mutex_destroy(&srv->budget_lock);
     free(srv);
@@ -367,12 +404,13 @@ int server_run(const struct config *cfg, struct dev **devs, size_t ndevs, size_t
         fprintf(stderr, "ampd: %s\n", err);
         srv->sched = NULL;
         status = 1;
-    } else if (server_start_loops(srv) != 0 || server_listen(srv) != 0) {
+    } else if (server_tls(srv) != 0 || server_start_loops(srv) != 0 || server_listen(srv) != 0) {
         status = 1;
     }
     if (status == 0) {
         uv_signal_start(&srv->sigterm, server_on_signal, SIGTERM);
         uv_signal_start(&srv->sigint, server_on_signal, SIGINT);
+        uv_signal_start(&srv->sighup, server_on_sighup, SIGHUP);
         notify_state("READY=1"); /* devices found, kernels built, sockets listening */
         fprintf(stderr, "ampd: serving on %zu I/O loops\n", srv->nloops);
     } else {

@@ -5,7 +5,7 @@ set -euo pipefail
 
 PACKAGES=(
   build-essential cmake pkg-config
-  libuv1-dev libnghttp2-dev libprotobuf-c-dev protobuf-c-compiler
+  libuv1-dev libnghttp2-dev libprotobuf-c-dev protobuf-c-compiler libssl-dev openssl
   ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo
   check libsubunit-dev
   clang libclang-rt-14-dev

@@ -113,6 +113,29 @@ START_TEST(tcp_bad)
 }
 END_TEST
 
+START_TEST(tls_forms)
+{
+    struct address a = parse_ok("tls:localhost:443");
+    ck_assert_int_eq(a.kind, ADDRESS_TCP);
+    ck_assert_int_eq(a.tls, 1);
+    ck_assert_str_eq(a.host, "localhost");
+    ck_assert_int_eq(a.port, 443);
+    a = parse_ok("tls:[::1]:8443");
+    ck_assert_int_eq(a.tls, 1);
+    ck_assert_str_eq(a.host, "::1");
+    a = parse_ok("tls::9000");
+    ck_assert_str_eq(a.host, "127.0.0.1");
+    a = parse_ok("tls:dns:///example.org:443");
+    ck_assert_int_eq(a.tls, 1);
+    ck_assert_str_eq(a.host, "example.org");
+    ck_assert_int_eq(parse_ok("localhost:443").tls, 0);
+    ck_assert_int_eq(parse_ok("unix:/x").tls, 0);
+    parse_bad("tls:unix:/x", "TCP");
+    parse_bad("tls:", NULL);
+    parse_bad("tls:host", "not an address");
+}
+END_TEST
+
 START_TEST(null_args)
 {
     struct address a;
@@ -134,6 +157,7 @@ int main(void)
     tcase_add_test(tc, unix_path_limit);
     tcase_add_test(tc, tcp_forms);
     tcase_add_test(tc, tcp_bad);
+    tcase_add_test(tc, tls_forms);
     tcase_add_test(tc, null_args);
     suite_add_tcase(s, tc);
     return check_run(s, CK_FORK_GETENV);

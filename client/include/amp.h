@@ -68,7 +68,8 @@ extern "C" {
     XX(EOUTOFRANGE, -19, 11, "out of range")              /* e.g. a region slice past its end */   \
     XX(EDATALOSS, -20, 15, "data loss")                                                            \
     XX(EUNAUTH, -21, 16, "unauthenticated")                                                       \
-    XX(EPENDING, -22, -1, "the call has not finished")    /* amp_call_* before amp_wait */
+    XX(EPENDING, -22, -1, "the call has not finished")    /* amp_call_* before amp_wait */     \
+    XX(ETLS, -23, -1, "TLS handshake with the daemon failed") /* amp_connect_with() */
 
 enum {
     AMP_OK = 0,
@@ -99,6 +100,17 @@ typedef struct amp_connect_opts {
                               its accept queue is full); 0: AMP_CONNECT_TIMEOUT_MS */
     int no_reconnect;      /* nonzero: a broken connection stays broken (every later call
                               fails with AMP_EIO) instead of being reopened */
+    /* TLS: appended, so a size that ends before them means none. Any
+     * tls_* field asks for TLS, as a "tls:HOST:PORT" address does. The
+     * strings are copied; the files are read again at each reconnection. */
+    int tls;               /* nonzero: TLS over a HOST:PORT address */
+    const char *tls_ca;    /* PEM file of the CAs that may sign the daemon's certificate;
+                              NULL: the system's */
+    const char *tls_cert;  /* PEM client certificate (then its chain), for a daemon that
+                              asks for one (ampd --tls-client-ca); NULL: none */
+    const char *tls_key;   /* PEM private key of tls_cert; required with it */
+    const char *tls_server_name; /* the name the daemon's certificate must carry (and SNI);
+                                    NULL: the address's host (a name or an IP address) */
 } amp_connect_opts;
 
 /* The version of the library the program runs with, as AMP_VERSION_HEX
@@ -114,7 +126,8 @@ AMP_EXTERN const char *amp_strerror(int code);
 AMP_EXTERN const char *amp_error_name(int code);
 
 /* Connects to address: "unix:/path", "unix:///path", "HOST:PORT" or
- * "[V6]:PORT" (gRPC target syntax); NULL means AMP_DEFAULT_ADDRESS.
+ * "[V6]:PORT" (gRPC target syntax), or "tls:HOST:PORT" for TCP over TLS
+ * with the system's CAs; NULL means AMP_DEFAULT_ADDRESS.
  * On success *out is a new connection the caller closes with amp_close().
  * Waits at most AMP_CONNECT_TIMEOUT_MS for the daemon to take it.
  *
@@ -129,7 +142,12 @@ AMP_EXTERN const char *amp_error_name(int code);
  * made on and do not follow it to a new daemon. */
 AMP_EXTERN int amp_connect(const char *address, amp_conn **out);
 
-/* amp_connect() with options o (NULL: the defaults). */
+/* amp_connect() with options o (NULL: the defaults). TLS (o->tls, any
+ * tls_* field, or a "tls:" address) needs a TCP address (AMP_EINVAL
+ * otherwise). The daemon's certificate must chain to a trusted CA and
+ * carry the server name; TLS 1.2 or 1.3 with ALPN "h2". The handshake
+ * happens here, and again at each reconnection: AMP_ETLS, with OpenSSL's
+ * reason in amp_last_message(), when it fails. */
 AMP_EXTERN int amp_connect_with(const char *address, const amp_connect_opts *o, amp_conn **out);
 
 /* Closes the connection and frees it. NULL is a no-op. */
