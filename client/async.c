@@ -28,7 +28,8 @@ enum async_reply { ASYNC_DATA, ASYNC_HIST };
 
 struct amp_call {
     struct call call;           /* first: its `next` links the connection's in-flight list */
-    amp_conn *c;                /* NULL once the connection closed */
+    amp_conn *c;                /* while in flight or on c->done; NULL once amp_wait handed
+                                   it out or the connection closed (which may then be freed) */
     enum async_reply reply;
     const char *path;           /* the method, for a resubmission */
     int timeout_ms;
@@ -222,6 +223,7 @@ int amp_wait(amp_conn *c, int timeout_ms, amp_call **done)
         if (a) {
             c->done = a->done_next;
             a->done_next = NULL;
+            a->c = NULL;   /* done and off the queue: nothing left of it in c */
             *done = a;
             return 0;
         }
