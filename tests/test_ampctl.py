@@ -233,6 +233,12 @@ def test_bench_counts_and_json():
     expect(b["calls"] == 200 and b["failed"] == 0 and b["connections"] == 2, "bench %r" % b)
     lat = b["latency_us"]
     expect(0 < lat["p50"] <= lat["p90"] <= lat["p99"] <= lat["p99.9"] <= lat["max"], "lat %r" % lat)
+    # Many calls in flight per connection (started calls and amp_wait).
+    rc, out, err = run(["--json", "bench", "-n", "500", "-c", "2", "-f", "16", "-k", "hist",
+                        "-s", "2K"])
+    expect_rc(rc, EXIT_OK, err)
+    b = json.loads(out)
+    expect(b["calls"] == 500 and b["failed"] == 0 and b["in_flight"] == 16, "bench %r" % b)
     rc, out, err = run(["bench", "-d", "0.3", "-k", "fill", "-s", "64"])
     expect_rc(rc, EXIT_OK, err)
     expect(b"calls/s" in out and b"p99.9" in out, "bench table %r" % out)
@@ -264,6 +270,8 @@ def test_usage_errors_exit_2():
         ["bench", "-c", "0"],
         ["bench", "-d", "-1"],
         ["bench", "-k", "fill", "-s", "6"],
+        ["bench", "-f", "0"],
+        ["bench", "-k", "fill", "-f", "2"],
     ]
     for args in cases:
         rc, out, err = run(args)
