@@ -276,15 +276,17 @@ static double bench_pct(const uint64_t *v, size_t n, double p)
     return (double)v[i < n ? i : n - 1] / 1000.0;
 }
 
+static const char bench_short_options[] = "k:s:c:f:d:n:h";
+static const struct option bench_options[] = {
+    { "kind", required_argument, NULL, 'k' },     { "size", required_argument, NULL, 's' },
+    { "connections", required_argument, NULL, 'c' },
+    { "in-flight", required_argument, NULL, 'f' },
+    { "duration", required_argument, NULL, 'd' }, { "count", required_argument, NULL, 'n' },
+    { "help", no_argument, NULL, 'h' },           { NULL, 0, NULL, 0 },
+};
+
 static int bench_parse(int argc, char **argv, struct bench_args *a)
 {
-    static const struct option opts[] = {
-        { "kind", required_argument, NULL, 'k' },     { "size", required_argument, NULL, 's' },
-        { "connections", required_argument, NULL, 'c' },
-        { "in-flight", required_argument, NULL, 'f' },
-        { "duration", required_argument, NULL, 'd' }, { "count", required_argument, NULL, 'n' },
-        { "help", no_argument, NULL, 'h' },           { NULL, 0, NULL, 0 },
-    };
     memset(a, 0, sizeof(*a));
     a->kind = BENCH_REVERSE;
     a->size = BENCH_DEFAULT_SIZE;
@@ -292,7 +294,7 @@ static int bench_parse(int argc, char **argv, struct bench_args *a)
     a->in_flight = 1;
     a->seconds = BENCH_DEFAULT_SECONDS;
     int ch;
-    while ((ch = getopt_long(argc, argv, "k:s:c:f:d:n:h", opts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, bench_short_options, bench_options, NULL)) != -1) {
         switch (ch) {
         case 'k': {
             size_t k = 0;
@@ -458,4 +460,6 @@ const struct ampctl_cmd cmd_bench = {
     .summary = "load the daemon with jobs; calls/s and latency percentiles",
     .run = bench_run,
     .usage = bench_usage,
+    .options = bench_options,
+    .short_options = bench_short_options,
 };
