@@ -9,6 +9,7 @@
 #ifndef AMPCTL_H
 #define AMPCTL_H
 
+#include <getopt.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -51,10 +52,25 @@ struct ampctl_cmd {
     const char *summary;
     int (*run)(struct ampctl *ctx, int argc, char **argv); /* argv[0] is "ampctl NAME" */
     void (*usage)(FILE *out);
+    /* The command's own options, as its getopt_long takes them: main.c
+     * lifts ampctl's options out of its arguments around these, and the
+     * shell completion lists them. */
+    const struct option *options;
+    const char *short_options;
 };
 
 extern const struct ampctl_cmd cmd_reverse, cmd_transform, cmd_hist, cmd_fill, cmd_pipeline,
-    cmd_devices, cmd_status, cmd_health, cmd_bench;
+    cmd_devices, cmd_status, cmd_health, cmd_bench, cmd_completion;
+
+/* main.c's tables: the commands, ampctl's own options (getopt_long's
+ * short string without the leading '+'), and those of a command that
+ * takes only --help. */
+extern const struct ampctl_cmd *const ampctl_cmds[];
+extern const size_t ampctl_ncmds;
+extern const struct option ampctl_options[];
+extern const char ampctl_short_options[];
+extern const struct option ampctl_help_options[];
+extern const char ampctl_help_short_options[];
 
 /* --- main.c ------------------------------------------------------------- */
 
@@ -79,12 +95,38 @@ int ampctl_parse_none(const struct ampctl_cmd *cmd, int argc, char **argv);
 /* Prints "ampctl: <msg>" on stderr. */
 void ampctl_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* --- lift.c --------------------------------------------------------------- */
+
+/* One getopt_long option set: long options ({NULL}-terminated) and the
+ * short option string. */
+struct lift_set {
+    const struct option *longs;
+    const char *shorts;
+};
+
+/* Moves the options of common (with their values) out of a command's
+ * argv[1..*argc) into lifted, in order, leaving the rest compacted in argv
+ * and *argc reduced. An option that own also names (a unique prefix
+ * included) stays: the command's wins. Stops at "--", which stays for the
+ * command's getopt. Returns how many entries went into lifted, which has
+ * room for *argc. */
+int lift_options(const struct lift_set *own, const struct lift_set *common, int *argc,
+                 char **argv, char **lifted);
+
+/* --- suggest.c ------------------------------------------------------------ */
+
+/* The name of names nearest to typed when it is close enough to be a typo
+ * of it (a few edits, a swap of neighbours, or a prefix), else NULL. */
+const char *suggest_nearest(const char *typed, const char *const *names, size_t n);
+
 /* --- io.c ----------------------------------------------------------------- */
 
 /* Reads all of path (NULL or "-": stdin) into a malloc'd *buf. */
 int io_read_all(const char *path, uint8_t **buf, size_t *len);
 
-/* Writes len bytes to path (NULL or "-": stdout), creating or truncating it. */
+/* Writes len bytes to path (NULL or "-": stdout), creating or truncating it.
+ * A job's data output: to stdout on a terminal (path NULL), term.c's rules
+ * apply (binary refused with AMPCTL_EUSAGE, a newline after text). */
 int io_write_all(const char *path, const void *buf, size_t len);
 
 /* Opens path (NULL or "-": stdout) for text output; io_close_output checks
@@ -132,6 +174,23 @@ void io_input_close(struct io_input *in);
  * io_close_fd (which reports a failed close) unless it is stdout. */
 int io_open_fd(const char *path, int *fd);
 int io_close_fd(const char *path, int fd);
+
+/* --- term.c --------------------------------------------------------------- */
+
+/* One data output's way to stdout on a terminal; inactive for a file, a
+ * pipe, or an explicit `-o -`. */
+struct term_out {
+    int guarded;   /* stdout is a terminal and no -o was given */
+    int line_open; /* the last byte written was not a newline */
+    int refused;   /* binary bytes were refused (message printed) */
+};
+
+void term_out_init(struct term_out *t, const char *path);
+/* Call before writing buf to stdout: AMPCTL_OK, or AMPCTL_EUSAGE (message
+ * printed) for bytes that are not text on a guarded terminal. */
+int term_out_check(struct term_out *t, const void *buf, size_t len);
+/* After the last write: ends an open line of text on a guarded terminal. */
+int term_out_end(struct term_out *t);
 
 /* --- stream.c ------------------------------------------------------------- */
 
@@ -183,6 +242,9 @@ int parse_double(const char *text, double *out);
 int parse_float(const char *text, float *out);
 /* A byte count with an optional binary suffix: 4096, 64K, 16M, 1G. */
 int parse_size(const char *text, uint64_t *out);
+/* A duration in ms: a number with an optional unit, ms, s, m or h
+ * ("500ms", "2s", "1.5m"); a bare number is milliseconds. */
+int parse_duration_ms(const char *text, uint32_t max, uint32_t *out);
 /* "LO:HI" with doubles on both sides. */
 int parse_range(const char *text, double *lo, double *hi);
 /* "uint8", "uint32", "int32", "float32", "int64". */

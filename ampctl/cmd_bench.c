@@ -1,8 +1,9 @@
 /* cmd_bench.c: `ampctl bench`: a load generator, as redis-benchmark or
  * h2load are for their servers.
  *
- * Each of --connections threads opens its own connection and runs one
- * blocking call after another (one call in flight per connection) for
+ * Each of --connections threads opens its own connection and keeps
+ * --in-flight calls running on it (one: blocking calls one after another;
+ * more: started calls, amp_wait, and a new one for each that finishes) for
  * --duration seconds or until --count calls are done among them, timing
  * every call from the client's memory to the client's memory. Then one
  * table (or --json): calls per second, latency percentiles over every
@@ -12,6 +13,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +22,7 @@
 #include "ampctl.h"
 
 #define BENCH_MAX_CONNECTIONS 1024
+#define BENCH_MAX_IN_FLIGHT 4096
 #define BENCH_DEFAULT_SECONDS 5.0
 #define BENCH_DEFAULT_SIZE 16
 #define BENCH_ERRORS 32   /* distinct error codes kept (amp.h has fewer) */
@@ -30,13 +33,15 @@ static const char *const bench_kind_names[] = { "reverse", "transform", "hist", 
 
 static void bench_usage(FILE *f)
 {
-    fprintf(f, "Usage: ampctl bench [-k KIND] [-s SIZE] [-c N] [-d SECONDS | -n COUNT]\n"
+    fprintf(f, "Usage: ampctl bench [-k KIND] [-s SIZE] [-c N] [-f N] [-d SECONDS | -n COUNT]\n"
                "Loads the daemon with jobs and reports calls per second and latency.\n"
                "\n"
                "  -k, --kind KIND        reverse (default), transform (xor), hist or fill (int32)\n"
                "  -s, --size SIZE        bytes per job's input, or fill's output (default 16;\n"
                "                         K, M, G suffixes)\n"
-               "  -c, --connections N    connections, each with one call in flight (default 1)\n"
+               "  -c, --connections N    connections, each with its own thread (default 1)\n"
+               "  -f, --in-flight N      calls running at once on each connection (default 1:\n"
+               "                         blocking calls; more: started calls, not for fill)\n"
                "  -d, --duration SECONDS how long to run (default 5)\n"
                "  -n, --count N          stop after N calls in all instead\n"
                "  -h, --help             this help\n"
@@ -51,6 +56,7 @@ struct bench_args {
     enum bench_kind kind;
     uint64_t size;
     uint32_t connections;
+    uint32_t in_flight;
     double seconds;
     uint64_t count;      /* 0: run for seconds */
 };
@@ -109,6 +115,41 @@ static int bench_call(amp_conn *c, const amp_opts *o, const struct bench_args *a
     return rc;
 }
 
+/* Starts one call of the chosen kind without waiting (not fill). */
+static int bench_start(amp_conn *c, const amp_opts *o, const struct bench_args *a,
+                       const uint8_t *in, amp_call **call)
+{
+    switch (a->kind) {
+    case BENCH_TRANSFORM: {
+        amp_transform_params p = { .op = AMP_OP_XOR, .value = 0x5a };
+        return amp_start_transform(c, o, &p, in, a->size, call);
+    }
+    case BENCH_HIST: {
+        amp_hist_params p = { .type = AMP_TYPE_UINT8, .bins = 256 };
+        return amp_start_histogram(c, o, &p, in, a->size, call);
+    }
+    default:
+        return amp_start_reverse(c, o, in, a->size, call);
+    }
+}
+
+/* A finished started call's result, taken and dropped; returns its code. */
+static int bench_finish(const struct bench_args *a, amp_call *call)
+{
+    int rc = amp_call_status(call);
+    if (rc == 0 && a->kind == BENCH_HIST) {
+        amp_hist h;
+        rc = amp_call_hist(call, &h);
+        amp_hist_free(&h);
+    } else if (rc == 0) {
+        void *out;
+        size_t n;
+        rc = amp_call_data(call, &out, &n);
+        amp_free(out);
+    }
+    return rc;
+}
+
 static int bench_keep(struct bench_worker *w, uint64_t ns)
 {
     if (w->nlat == w->cap) {
@@ -121,6 +162,57 @@ static int bench_keep(struct bench_worker *w, uint64_t ns)
     }
     w->lat_ns[w->nlat++] = ns;
     return 0;
+}
+
+/* Whether the worker should start another call. */
+static bool bench_more(struct bench_worker *w)
+{
+    const struct bench_args *a = w->a;
+    return a->count ? atomic_fetch_add(w->started, 1) < a->count
+                    : bench_now_ns() < w->deadline_ns;
+}
+
+static void bench_count(struct bench_worker *w, int rc, long long t0)
+{
+    if (rc == 0)
+        bench_keep(w, (uint64_t)(bench_now_ns() - t0));
+    else
+        w->errors[-rc < BENCH_ERRORS && rc < 0 ? -rc : 0]++;
+}
+
+/* --in-flight N: N started calls, each replaced by a new one as it finishes.
+ * Each call carries its start time in its user pointer's slot. */
+static void bench_worker_async(struct bench_worker *w, amp_conn *c, const uint8_t *in)
+{
+    const struct bench_args *a = w->a;
+    long long *t0 = calloc(a->in_flight, sizeof(*t0));
+    if (!t0)
+        return;
+    for (uint32_t i = 0; i < a->in_flight && bench_more(w); i++) {
+        amp_call *call;
+        t0[i] = bench_now_ns();
+        int rc = bench_start(c, &w->ctx->opts, a, in, &call);
+        if (rc != 0) {
+            bench_count(w, rc, t0[i]);
+            continue;
+        }
+        amp_call_set_user(call, &t0[i]);
+    }
+    amp_call *done;
+    while (amp_in_flight(c) && amp_wait(c, -1, &done) == 0) {
+        long long *slot = amp_call_user(done);
+        bench_count(w, bench_finish(a, done), *slot);
+        amp_call_free(done);
+        if (!bench_more(w))
+            continue;
+        *slot = bench_now_ns();
+        int rc = bench_start(c, &w->ctx->opts, a, in, &done);
+        if (rc != 0)
+            bench_count(w, rc, *slot);
+        else
+            amp_call_set_user(done, slot);
+    }
+    free(t0);
 }
 
 static void *bench_worker_main(void *arg)
@@ -143,6 +235,12 @@ static void *bench_worker_main(void *arg)
     for (size_t i = 0; i < a->size; i++)
         in[i] = (uint8_t)(i * 131 + 7);
     bench_call(c, &w->ctx->opts, a, in);   /* warm-up: connection, first-call costs */
+    if (a->in_flight > 1) {
+        bench_worker_async(w, c, in);
+        free(in);
+        amp_close(c);
+        return NULL;
+    }
     for (;;) {
         if (a->count ? atomic_fetch_add(w->started, 1) >= a->count
                      : bench_now_ns() >= w->deadline_ns)
@@ -178,21 +276,25 @@ static double bench_pct(const uint64_t *v, size_t n, double p)
     return (double)v[i < n ? i : n - 1] / 1000.0;
 }
 
+static const char bench_short_options[] = "k:s:c:f:d:n:h";
+static const struct option bench_options[] = {
+    { "kind", required_argument, NULL, 'k' },     { "size", required_argument, NULL, 's' },
+    { "connections", required_argument, NULL, 'c' },
+    { "in-flight", required_argument, NULL, 'f' },
+    { "duration", required_argument, NULL, 'd' }, { "count", required_argument, NULL, 'n' },
+    { "help", no_argument, NULL, 'h' },           { NULL, 0, NULL, 0 },
+};
+
 static int bench_parse(int argc, char **argv, struct bench_args *a)
 {
-    static const struct option opts[] = {
-        { "kind", required_argument, NULL, 'k' },     { "size", required_argument, NULL, 's' },
-        { "connections", required_argument, NULL, 'c' },
-        { "duration", required_argument, NULL, 'd' }, { "count", required_argument, NULL, 'n' },
-        { "help", no_argument, NULL, 'h' },           { NULL, 0, NULL, 0 },
-    };
     memset(a, 0, sizeof(*a));
     a->kind = BENCH_REVERSE;
     a->size = BENCH_DEFAULT_SIZE;
     a->connections = 1;
+    a->in_flight = 1;
     a->seconds = BENCH_DEFAULT_SECONDS;
     int ch;
-    while ((ch = getopt_long(argc, argv, "k:s:c:d:n:h", opts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, bench_short_options, bench_options, NULL)) != -1) {
         switch (ch) {
         case 'k': {
             size_t k = 0;
@@ -215,6 +317,11 @@ static int bench_parse(int argc, char **argv, struct bench_args *a)
                 return ampctl_usage_error("bench", "--connections: 1 to %d, not \"%s\"",
                                           BENCH_MAX_CONNECTIONS, optarg);
             break;
+        case 'f':
+            if (parse_u32(optarg, BENCH_MAX_IN_FLIGHT, &a->in_flight) != 0 || !a->in_flight)
+                return ampctl_usage_error("bench", "--in-flight: 1 to %d, not \"%s\"",
+                                          BENCH_MAX_IN_FLIGHT, optarg);
+            break;
         case 'd':
             if (parse_double(optarg, &a->seconds) != 0 || !(a->seconds > 0))
                 return ampctl_usage_error("bench", "--duration: seconds > 0, not \"%s\"",
@@ -230,6 +337,8 @@ static int bench_parse(int argc, char **argv, struct bench_args *a)
     }
     if (optind < argc)
         return ampctl_usage_error("bench", "unexpected argument \"%s\"", argv[optind]);
+    if (a->kind == BENCH_FILL && a->in_flight > 1)
+        return ampctl_usage_error("bench", "--in-flight over 1 is for reverse, transform and hist");
     if (a->kind == BENCH_FILL && a->size % 4)
         return ampctl_usage_error("bench", "--size of a fill must be whole int32s (a multiple "
                                            "of 4)");
@@ -245,8 +354,9 @@ static void bench_report(const struct ampctl *ctx, const struct bench_args *a,
     double rate = secs > 0 ? (double)n / secs : 0;
     const char *device = ctx->opts.device && *ctx->opts.device ? ctx->opts.device : "";
     if (ctx->json) {
-        printf("{\"kind\":\"%s\",\"size\":%" PRIu64 ",\"connections\":%u,\"device\":",
-               bench_kind_names[a->kind], a->size, a->connections);
+        printf("{\"kind\":\"%s\",\"size\":%" PRIu64 ",\"connections\":%u,\"in_flight\":%u,"
+               "\"device\":",
+               bench_kind_names[a->kind], a->size, a->connections, a->in_flight);
         json_string(stdout, device);
         printf(",\"seconds\":%.3f,\"calls\":%zu,\"calls_per_s\":%.1f,\"latency_us\":{", secs, n,
                rate);
@@ -265,9 +375,10 @@ static void bench_report(const struct ampctl *ctx, const struct bench_args *a,
         printf("}}\n");
         return;
     }
-    printf("%s of %" PRIu64 " bytes, %u connection%s, device %s: %zu calls in %.2f s\n",
+    printf("%s of %" PRIu64 " bytes, %u connection%s x %u in flight, device %s: %zu calls in "
+           "%.2f s\n",
            bench_kind_names[a->kind], a->size, a->connections, a->connections == 1 ? "" : "s",
-           *device ? device : "(daemon's choice)", n, secs);
+           a->in_flight, *device ? device : "(daemon's choice)", n, secs);
     printf("%-12s %12.0f\n", "calls/s", rate);
     for (size_t i = 0; i < 4; i++)
         printf("%-12s %12.1f us\n", pct_names[i], bench_pct(lat, n, pcts[i]));
@@ -349,4 +460,6 @@ const struct ampctl_cmd cmd_bench = {
     .summary = "load the daemon with jobs; calls/s and latency percentiles",
     .run = bench_run,
     .usage = bench_usage,
+    .options = bench_options,
+    .short_options = bench_short_options,
 };

@@ -94,4 +94,6 @@ const struct ampctl_cmd cmd_devices = {
     .summary = "list the daemon's devices",
     .run = devices_run,
     .usage = devices_usage,
+    .options = ampctl_help_options,
+    .short_options = ampctl_help_short_options,
 };

@@ -88,17 +88,19 @@ static int fill_values(struct fill_args *a)
     return -1;
 }
 
+static const char fill_short_options[] = "o:h";
+static const struct option fill_options[] = {
+    { "type", required_argument, NULL, 'y' },   { "count", required_argument, NULL, 'n' },
+    { "start", required_argument, NULL, 's' },  { "step", required_argument, NULL, 't' },
+    { "tile", required_argument, NULL, 'k' },   { "format", required_argument, NULL, 'f' },
+    { "output", required_argument, NULL, 'o' }, { "help", no_argument, NULL, 'h' },
+    { NULL, 0, NULL, 0 },
+};
+
 static int fill_parse(int argc, char **argv, struct fill_args *a)
 {
-    static const struct option opts[] = {
-        { "type", required_argument, NULL, 'y' },   { "count", required_argument, NULL, 'n' },
-        { "start", required_argument, NULL, 's' },  { "step", required_argument, NULL, 't' },
-        { "tile", required_argument, NULL, 'k' },   { "format", required_argument, NULL, 'f' },
-        { "output", required_argument, NULL, 'o' }, { "help", no_argument, NULL, 'h' },
-        { NULL, 0, NULL, 0 },
-    };
     int ch;
-    while ((ch = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, fill_short_options, fill_options, NULL)) != -1) {
         int rc = fill_option(ch, a);
         if (rc >= 0)
             return rc;
@@ -187,4 +189,6 @@ const struct ampctl_cmd cmd_fill = {
     .summary = "write start + k*step for k < count (int32/uint32/int64/float32)",
     .run = fill_run,
     .usage = fill_usage,
+    .options = fill_options,
+    .short_options = fill_short_options,
 };

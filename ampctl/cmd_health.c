@@ -27,11 +27,7 @@ static const char *health_name(int serving)
 
 static int health_run(struct ampctl *ctx, int argc, char **argv)
 {
-    static const struct option opts[] = {
-        { "help", no_argument, NULL, 'h' },
-        { NULL, 0, NULL, 0 },
-    };
-    int ch = getopt_long(argc, argv, "h", opts, NULL);
+    int ch = getopt_long(argc, argv, ampctl_help_short_options, ampctl_help_options, NULL);
     if (ch == 'h') {
         health_usage(stdout);
         return AMPCTL_OK;
@@ -61,4 +57,6 @@ const struct ampctl_cmd cmd_health = {
     .summary = "standard gRPC health check; exit 0 when SERVING",
     .run = health_run,
     .usage = health_usage,
+    .options = ampctl_help_options,
+    .short_options = ampctl_help_short_options,
 };

@@ -67,17 +67,19 @@ static int hist_option(int ch, struct hist_args *a)
     }
 }
 
+static const char hist_short_options[] = "i:h";
+static const struct option hist_options[] = {
+    { "type", required_argument, NULL, 'y' },  { "bins", required_argument, NULL, 'b' },
+    { "range", required_argument, NULL, 'r' }, { "clamp", no_argument, NULL, 'c' },
+    { "input", required_argument, NULL, 'i' }, { "help", no_argument, NULL, 'h' },
+    { NULL, 0, NULL, 0 },
+};
+
 static int hist_parse(int argc, char **argv, struct hist_args *a)
 {
-    static const struct option opts[] = {
-        { "type", required_argument, NULL, 'y' },  { "bins", required_argument, NULL, 'b' },
-        { "range", required_argument, NULL, 'r' }, { "clamp", no_argument, NULL, 'c' },
-        { "input", required_argument, NULL, 'i' }, { "help", no_argument, NULL, 'h' },
-        { NULL, 0, NULL, 0 },
-    };
     a->p.type = AMP_TYPE_UINT8;
     int ch;
-    while ((ch = getopt_long(argc, argv, "i:h", opts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, hist_short_options, hist_options, NULL)) != -1) {
         int rc = hist_option(ch, a);
         if (rc >= 0)
             return rc;
@@ -157,4 +159,6 @@ const struct ampctl_cmd cmd_hist = {
     .summary = "histogram of bytes, or of uint32/int32/float32 values",
     .run = hist_run,
     .usage = hist_usage,
+    .options = hist_options,
+    .short_options = hist_short_options,
 };

@@ -183,14 +183,16 @@ static int pipeline_step(struct pipeline_args *a, const char *spec)
     return rc;
 }
 
+static const char pipeline_short_options[] = "i:o:h";
+static const struct option pipeline_options[] = {
+    { "input", required_argument, NULL, 'i' }, { "output", required_argument, NULL, 'o' },
+    { "help", no_argument, NULL, 'h' },        { NULL, 0, NULL, 0 },
+};
+
 static int pipeline_parse(int argc, char **argv, struct pipeline_args *a)
 {
-    static const struct option opts[] = {
-        { "input", required_argument, NULL, 'i' }, { "output", required_argument, NULL, 'o' },
-        { "help", no_argument, NULL, 'h' },        { NULL, 0, NULL, 0 },
-    };
     int ch;
-    while ((ch = getopt_long(argc, argv, "i:o:h", opts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, pipeline_short_options, pipeline_options, NULL)) != -1) {
         switch (ch) {
         case 'i': a->input = optarg; break;
         case 'o': a->output = optarg; break;
@@ -293,4 +295,6 @@ const struct ampctl_cmd cmd_pipeline = {
     .summary = "several steps as one job: pipeline transform:add:3 hist",
     .run = pipeline_run,
     .usage = pipeline_usage,
+    .options = pipeline_options,
+    .short_options = pipeline_short_options,
 };

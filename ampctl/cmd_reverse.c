@@ -1,9 +1,8 @@
 /* cmd_reverse.c: `ampctl reverse`: reverse bytes on the daemon.
  *
- * Output is always the exact reversed bytes, with no newline added, even
- * for a TEXT argument on a terminal: a script that pipes or redirects gets
- * what it sent, reversed, and nothing else (scripts/demo.sh adds its own
- * newline).
+ * Output is the exact reversed bytes: a script that pipes or redirects
+ * gets what it sent, reversed, and nothing else. On a terminal, term.c
+ * ends text with a newline and refuses binary bytes.
  */
 #include <getopt.h>
 #include <stdlib.h>
@@ -20,7 +19,8 @@ static void reverse_usage(FILE *f)
                "  -o, --output FILE  write the result to FILE instead of stdout\n"
                "  -h, --help         this help\n"
                "\n"
-               "The result is the exact bytes, with no newline added. Inputs of\n"
+               "The result is the exact bytes; on a terminal, text gets a closing newline\n"
+               "and binary bytes are refused unless -o - asks for them. Inputs of\n"
                "--stream-threshold bytes or more (see ampctl --help) are streamed; the\n"
                "daemon keeps a streamed reverse whole on its device.\n");
 }
@@ -31,15 +31,17 @@ struct reverse_args {
     const char *output; /* -o FILE or NULL */
 };
 
+static const char reverse_short_options[] = "i:o:h";
+static const struct option reverse_options[] = {
+    { "input", required_argument, NULL, 'i' }, { "output", required_argument, NULL, 'o' },
+    { "help", no_argument, NULL, 'h' },        { NULL, 0, NULL, 0 },
+};
+
 /* Returns -1 to go on, or an exit code. */
 static int reverse_parse(int argc, char **argv, struct reverse_args *a)
 {
-    static const struct option opts[] = {
-        { "input", required_argument, NULL, 'i' }, { "output", required_argument, NULL, 'o' },
-        { "help", no_argument, NULL, 'h' },        { NULL, 0, NULL, 0 },
-    };
     int ch;
-    while ((ch = getopt_long(argc, argv, "i:o:h", opts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, reverse_short_options, reverse_options, NULL)) != -1) {
         switch (ch) {
         case 'i': a->input = optarg; break;
         case 'o': a->output = optarg; break;
@@ -97,4 +99,6 @@ const struct ampctl_cmd cmd_reverse = {
     .summary = "reverse bytes (TEXT, -i FILE or stdin)",
     .run = reverse_run,
     .usage = reverse_usage,
+    .options = reverse_options,
+    .short_options = reverse_short_options,
 };

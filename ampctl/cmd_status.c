@@ -92,4 +92,6 @@ const struct ampctl_cmd cmd_status = {
     .summary = "daemon version, uptime and job counters",
     .run = status_run,
     .usage = status_usage,
+    .options = ampctl_help_options,
+    .short_options = ampctl_help_short_options,
 };

@@ -95,17 +95,19 @@ static int transform_check(int argc, struct transform_args *a)
     return -1;
 }
 
+static const char transform_short_options[] = "i:o:h";
+static const struct option transform_options[] = {
+    { "op", required_argument, NULL, 'p' },     { "value", required_argument, NULL, 'v' },
+    { "offset", required_argument, NULL, 'f' }, { "length", required_argument, NULL, 'n' },
+    { "lut", required_argument, NULL, 'l' },    { "input", required_argument, NULL, 'i' },
+    { "output", required_argument, NULL, 'o' }, { "help", no_argument, NULL, 'h' },
+    { NULL, 0, NULL, 0 },
+};
+
 static int transform_parse(int argc, char **argv, struct transform_args *a)
 {
-    static const struct option opts[] = {
-        { "op", required_argument, NULL, 'p' },     { "value", required_argument, NULL, 'v' },
-        { "offset", required_argument, NULL, 'f' }, { "length", required_argument, NULL, 'n' },
-        { "lut", required_argument, NULL, 'l' },    { "input", required_argument, NULL, 'i' },
-        { "output", required_argument, NULL, 'o' }, { "help", no_argument, NULL, 'h' },
-        { NULL, 0, NULL, 0 },
-    };
     int ch;
-    while ((ch = getopt_long(argc, argv, "i:o:h", opts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, transform_short_options, transform_options, NULL)) != -1) {
         int rc = transform_option(ch, a);
         if (rc >= 0)
             return rc;
@@ -175,4 +177,6 @@ const struct ampctl_cmd cmd_transform = {
     .summary = "per-byte add/xor/and/or/set, or map through a 256-byte table",
     .run = transform_run,
     .usage = transform_usage,
+    .options = transform_options,
+    .short_options = transform_short_options,
 };

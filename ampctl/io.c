@@ -93,8 +93,14 @@ static int io_write_fd(int fd, const char *name, const uint8_t *p, size_t len)
 
 int io_write_all(const char *path, const void *buf, size_t len)
 {
-    if (io_is_std(path))
-        return io_write_fd(STDOUT_FILENO, "stdout", buf, len);
+    if (io_is_std(path)) {
+        struct term_out t;
+        term_out_init(&t, path);
+        int rc = term_out_check(&t, buf, len);
+        if (rc == AMPCTL_OK)
+            rc = io_write_fd(STDOUT_FILENO, "stdout", buf, len);
+        return rc == AMPCTL_OK ? term_out_end(&t) : rc;
+    }
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
     if (fd < 0) {
         ampctl_error("%s: %s", path, strerror(errno));

@@ -18,21 +18,47 @@
 enum { AMPCTL_OPT_THRESHOLD = 256, AMPCTL_OPT_NO_PROGRESS, AMPCTL_OPT_TRANSPORT, AMPCTL_OPT_TLS,
        AMPCTL_OPT_TLS_CA, AMPCTL_OPT_TLS_CERT, AMPCTL_OPT_TLS_KEY, AMPCTL_OPT_TLS_NAME };
 
-static const struct ampctl_cmd *const ampctl_cmds[] = {
-    &cmd_reverse, &cmd_transform, &cmd_hist,   &cmd_fill,
-    &cmd_pipeline, &cmd_devices, &cmd_status, &cmd_health, &cmd_bench,
+const struct ampctl_cmd *const ampctl_cmds[] = {
+    &cmd_reverse, &cmd_transform, &cmd_hist,   &cmd_fill,       &cmd_pipeline,
+    &cmd_devices, &cmd_status,    &cmd_health, &cmd_bench,      &cmd_completion,
 };
 #define AMPCTL_NCMDS (sizeof ampctl_cmds / sizeof ampctl_cmds[0])
+const size_t ampctl_ncmds = AMPCTL_NCMDS;
+
+/* ampctl's own options, before or after the command (lift.c). */
+const char ampctl_short_options[] = "a:d:t:jhV";
+const struct option ampctl_options[] = {
+    { "address", required_argument, NULL, 'a' }, { "device", required_argument, NULL, 'd' },
+    { "timeout", required_argument, NULL, 't' }, { "json", no_argument, NULL, 'j' },
+    { "help", no_argument, NULL, 'h' },          { "version", no_argument, NULL, 'V' },
+    { "stream-threshold", required_argument, NULL, AMPCTL_OPT_THRESHOLD },
+    { "no-progress", no_argument, NULL, AMPCTL_OPT_NO_PROGRESS },
+    { "transport", required_argument, NULL, AMPCTL_OPT_TRANSPORT },
+    { "tls", no_argument, NULL, AMPCTL_OPT_TLS },
+    { "tls-ca", required_argument, NULL, AMPCTL_OPT_TLS_CA },
+    { "tls-cert", required_argument, NULL, AMPCTL_OPT_TLS_CERT },
+    { "tls-key", required_argument, NULL, AMPCTL_OPT_TLS_KEY },
+    { "tls-server-name", required_argument, NULL, AMPCTL_OPT_TLS_NAME },
+    { NULL, 0, NULL, 0 },
+};
+
+const char ampctl_help_short_options[] = "h";
+const struct option ampctl_help_options[] = {
+    { "help", no_argument, NULL, 'h' },
+    { NULL, 0, NULL, 0 },
+};
 
 static void ampctl_usage(FILE *f)
 {
     fprintf(f,
-            "Usage: ampctl [OPTIONS] COMMAND [ARGS...]\n"
+            "Usage: ampctl [OPTIONS] COMMAND [ARGS...] [OPTIONS]\n"
             "Runs jobs on ampd, the GPU job service.\n"
             "\n"
-            "Options:\n"
+            "Options (before or after the command; a command's own option of the same\n"
+            "name wins after it, e.g. bench -d; `--` ends the options):\n"
             "  -a, --address ADDR  daemon address: unix:PATH, HOST:PORT or [V6]:PORT, or\n"
-            "                      tls:HOST:PORT for TLS (default $%s, else %s)\n"
+            "                      tls:HOST:PORT for TLS (no URL scheme: not\n"
+            "                      http://HOST:PORT) (default $%s, else %s)\n"
             "      --tls           TLS to a HOST:PORT address, as tls:HOST:PORT; the\n"
             "                      daemon's certificate must verify and name the host\n"
             "      --tls-ca FILE   PEM CAs to verify the daemon's certificate with\n"
@@ -45,7 +71,9 @@ static void ampctl_usage(FILE *f)
             "                      (default: the address's host); implies --tls\n"
             "  -d, --device SEL    device for jobs: gpu, cpu or an index from `devices`\n"
             "                      (default: the daemon's choice)\n"
-            "  -t, --timeout MS    deadline per call in ms (default: none), and for connecting\n"
+            "  -t, --timeout DUR   deadline per call and for connecting: 500ms, 2s, 1m;\n"
+            "                      a bare number is milliseconds (default: no deadline\n"
+            "                      per call, %d ms to connect)\n"
             "  -j, --json          machine-readable output (devices, hist, status, health)\n"
             "      --stream-threshold SIZE\n"
             "                      stream inputs of SIZE bytes or more (and pipes that\n"
@@ -61,8 +89,12 @@ static void ampctl_usage(FILE *f)
             "  -h, --help          this help; `ampctl COMMAND --help` for a command's\n"
             "  -V, --version       print the version\n"
             "\n"
+            "Data output (reverse, transform, fill, pipeline) is exact bytes, except\n"
+            "to a terminal: text gets a closing newline, and binary is refused unless\n"
+            "`-o -` asks for it.\n"
+            "\n"
             "Commands:\n",
-            AMPCTL_ENV_ADDRESS, AMP_DEFAULT_ADDRESS);
+            AMPCTL_ENV_ADDRESS, AMP_DEFAULT_ADDRESS, AMP_CONNECT_TIMEOUT_MS);
     for (size_t i = 0; i < AMPCTL_NCMDS; i++)
         fprintf(f, "  %-10s %s\n", ampctl_cmds[i]->name, ampctl_cmds[i]->summary);
     fprintf(f,
@@ -107,11 +139,7 @@ int ampctl_bad_option(const char *cmd)
 
 int ampctl_parse_none(const struct ampctl_cmd *cmd, int argc, char **argv)
 {
-    static const struct option opts[] = {
-        { "help", no_argument, NULL, 'h' },
-        { NULL, 0, NULL, 0 },
-    };
-    int ch = getopt_long(argc, argv, "h", opts, NULL);
+    int ch = getopt_long(argc, argv, ampctl_help_short_options, ampctl_help_options, NULL);
     if (ch == 'h') {
         cmd->usage(stdout);
         return AMPCTL_OK;
@@ -152,7 +180,7 @@ int ampctl_fail(struct ampctl *ctx, int rc)
 static int ampctl_check_address(const char *text)
 {
     struct address a;
-    char err[160];
+    char err[ADDRESS_ERROR_MAX];
     if (address_parse(text, &a, err, sizeof err) != 0)
         return ampctl_usage_error(NULL, "address '%s': %s", text, err);
     return AMPCTL_OK;
@@ -182,33 +210,35 @@ static const struct ampctl_cmd *ampctl_find(const char *name)
     return NULL;
 }
 
+/* A name that is no command: a usage error, with the nearest command
+ * when one is close enough to be a typo. */
+static int ampctl_unknown_command(const char *name)
+{
+    const char *names[AMPCTL_NCMDS];
+    for (size_t i = 0; i < AMPCTL_NCMDS; i++)
+        names[i] = ampctl_cmds[i]->name;
+    const char *near = suggest_nearest(name, names, AMPCTL_NCMDS);
+    if (near)
+        return ampctl_usage_error(NULL, "unknown command '%s'; did you mean '%s'?", name, near);
+    return ampctl_usage_error(NULL, "unknown command '%s'", name);
+}
+
 /* Parses the options before the command; returns -1 to go on, or an exit code. */
 static int ampctl_parse_common(struct ampctl *ctx, int argc, char **argv)
 {
-    static const struct option opts[] = {
-        { "address", required_argument, NULL, 'a' }, { "device", required_argument, NULL, 'd' },
-        { "timeout", required_argument, NULL, 't' }, { "json", no_argument, NULL, 'j' },
-        { "help", no_argument, NULL, 'h' },          { "version", no_argument, NULL, 'V' },
-        { "stream-threshold", required_argument, NULL, AMPCTL_OPT_THRESHOLD },
-        { "no-progress", no_argument, NULL, AMPCTL_OPT_NO_PROGRESS },
-        { "transport", required_argument, NULL, AMPCTL_OPT_TRANSPORT },
-        { "tls", no_argument, NULL, AMPCTL_OPT_TLS },
-        { "tls-ca", required_argument, NULL, AMPCTL_OPT_TLS_CA },
-        { "tls-cert", required_argument, NULL, AMPCTL_OPT_TLS_CERT },
-        { "tls-key", required_argument, NULL, AMPCTL_OPT_TLS_KEY },
-        { "tls-server-name", required_argument, NULL, AMPCTL_OPT_TLS_NAME },
-        { NULL, 0, NULL, 0 },
-    };
+    char shorts[sizeof ampctl_short_options + 1] = "+";
+    strcat(shorts, ampctl_short_options);
     uint32_t ms;
     int ch;
-    /* '+': stop at the command name; its options are its own. */
-    while ((ch = getopt_long(argc, argv, "+a:d:t:jhV", opts, NULL)) != -1) {
+    /* '+': stop at the command name; options after it are lifted (lift.c). */
+    while ((ch = getopt_long(argc, argv, shorts, ampctl_options, NULL)) != -1) {
         switch (ch) {
         case 'a': ctx->address = optarg; break;
         case 'd': ctx->opts.device = optarg; break;
         case 't':
-            if (parse_u32(optarg, INT32_MAX, &ms) != 0)
-                return ampctl_usage_error(NULL, "--timeout: '%s' is not a number of ms", optarg);
+            if (parse_duration_ms(optarg, INT32_MAX, &ms) != 0)
+                return ampctl_usage_error(NULL, "--timeout: '%s' is not a duration (500ms, 2s, "
+                                          "1m; a bare number is ms)", optarg);
             ctx->opts.timeout_ms = (int)ms;
             break;
         case 'j': ctx->json = 1; break;
@@ -239,9 +269,17 @@ static int ampctl_parse_common(struct ampctl *ctx, int argc, char **argv)
         default: return ampctl_bad_option(NULL);
         }
     }
+    return -1;
+}
+
+/* Once every option is in (before and after the command): --tls-cert and
+ * --tls-key go together, and --timeout bounds connecting too (a daemon
+ * that never accepts must not hang us). Returns -1 to go on, or an exit
+ * code. */
+static int ampctl_connect_options(struct ampctl *ctx)
+{
     if (!ctx->connect.tls_cert != !ctx->connect.tls_key)
         return ampctl_usage_error(NULL, "--tls-cert and --tls-key go together");
-    /* --timeout bounds connecting too: a daemon that never accepts must not hang us. */
     ctx->connect.timeout_ms = ctx->opts.timeout_ms;
     return -1;
 }
@@ -255,9 +293,32 @@ static int ampctl_help(int argc, char **argv)
     }
     const struct ampctl_cmd *cmd = ampctl_find(argv[1]);
     if (!cmd)
-        return ampctl_usage_error(NULL, "unknown command '%s'", argv[1]);
+        return ampctl_unknown_command(argv[1]);
     cmd->usage(stdout);
     return AMPCTL_OK;
+}
+
+/* Takes ampctl's own options out of a command's arguments and applies
+ * them; returns -1 to go on, or an exit code. */
+static int ampctl_parse_lifted(struct ampctl *ctx, const struct ampctl_cmd *cmd, int *argc,
+                               char **argv)
+{
+    char **lifted = calloc((size_t)*argc + 1, sizeof *lifted);
+    if (!lifted) {
+        ampctl_error("out of memory");
+        return AMPCTL_EIO;
+    }
+    lifted[0] = AMPCTL_PROG;
+    struct lift_set own = { cmd->options, cmd->short_options };
+    struct lift_set common = { ampctl_options, ampctl_short_options };
+    int n = lift_options(&own, &common, argc, argv, lifted + 1);
+    int rc = -1;
+    if (n > 0) {
+        optind = 0;
+        rc = ampctl_parse_common(ctx, n + 1, lifted);
+    }
+    free(lifted);
+    return rc;
 }
 
 static int ampctl_run(struct ampctl *ctx, int argc, char **argv)
@@ -266,7 +327,12 @@ static int ampctl_run(struct ampctl *ctx, int argc, char **argv)
         return ampctl_help(argc, argv);
     const struct ampctl_cmd *cmd = ampctl_find(argv[0]);
     if (!cmd)
-        return ampctl_usage_error(NULL, "unknown command '%s'", argv[0]);
+        return ampctl_unknown_command(argv[0]);
+    int rc = ampctl_parse_lifted(ctx, cmd, &argc, argv);
+    if (rc < 0)
+        rc = ampctl_connect_options(ctx);
+    if (rc >= 0)
+        return rc;
     /* getopt messages then read "ampctl NAME: ..." */
     char argv0[AMPCTL_ARGV0_MAX];
     snprintf(argv0, sizeof argv0, AMPCTL_PROG " %s", cmd->name);

@@ -18,6 +18,7 @@ struct stream_ctx {
     int out_fd;
     const char *out_name;
     int out_failed;      /* a write failed (message printed) */
+    struct term_out term; /* stdout on a terminal: binary refused, a closing newline */
 };
 
 static long stream_read(void *ctx, void *buf, size_t cap)
@@ -32,6 +33,8 @@ static int stream_write(void *ctx, const void *buf, size_t len)
 {
     struct stream_ctx *s = ctx;
     const uint8_t *p = buf;
+    if (term_out_check(&s->term, buf, len) != AMPCTL_OK)
+        return AMP_EIO; /* s->term.refused: exit 2, not a local I/O error */
     while (len > 0) {
         ssize_t w = write(s->out_fd, p, len);
         if (w < 0 && errno == EINTR)
@@ -87,14 +90,19 @@ int stream_job(struct ampctl *ctx, struct io_input *in, const amp_step *steps, s
     int rc = has_output ? stream_open_output(in, output, &s.out_fd) : AMPCTL_OK;
     if (rc != AMPCTL_OK)
         return rc;
+    term_out_init(&s.term, has_output ? output : "-");
     progress_start(&s.bar, !ctx->no_progress, total);
     int r = amp_stream(ctx->conn, &ctx->opts, steps, nsteps, total, stream_read, &s,
                        has_output ? stream_write : NULL, &s, hists, nhists);
     progress_end(&s.bar, in->taken, r == 0);
-    if (in->failed || s.out_failed)
+    if (s.term.refused)
+        rc = AMPCTL_EUSAGE;
+    else if (in->failed || s.out_failed)
         rc = AMPCTL_EIO;
     else if (r != 0)
         rc = ampctl_fail(ctx, r);
+    if (rc == AMPCTL_OK)
+        rc = term_out_end(&s.term);
     int crc = has_output ? io_close_fd(output, s.out_fd) : AMPCTL_OK;
     return rc != AMPCTL_OK ? rc : crc;
 }

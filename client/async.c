@@ -28,13 +28,13 @@ enum async_reply { ASYNC_DATA, ASYNC_HIST };
 
 struct amp_call {
     struct call call;           /* first: its `next` links the connection's in-flight list */
-    amp_conn *c;                /* while in flight or on c->done; NULL once amp_wait handed
-                                   it out or the connection closed (which may then be freed) */
+    amp_conn *c;                /* NULL once the connection closed */
     enum async_reply reply;
     const char *path;           /* the method, for a resubmission */
     int timeout_ms;
     int resubmits;              /* times refused unprocessed and sent again */
     int in_flight;              /* on c->calls */
+    int queued;                 /* on c->done, not yet handed out by amp_wait */
     int done;                   /* outcome below is final */
     int rc;                     /* 0 or AMP_E* */
     char message[CONN_MESSAGE_MAX];
@@ -87,6 +87,7 @@ static void async_finish(amp_conn *c, struct amp_call *a, int rc)
     conn_own_output(c);   /* a DATA frame may still point into its body */
     call_release(&a->call);
     a->done = 1;
+    a->queued = 1;
     a->done_next = NULL;
     struct amp_call **pp = (struct amp_call **)&c->done;
     while (*pp)
@@ -223,7 +224,8 @@ int amp_wait(amp_conn *c, int timeout_ms, amp_call **done)
         if (a) {
             c->done = a->done_next;
             a->done_next = NULL;
-            a->c = NULL;   /* done and off the queue: nothing left of it in c */
+            a->queued = 0;
+            a->c = NULL;   /* handed out: nothing of c is needed any more */
             *done = a;
             return 0;
         }
@@ -332,7 +334,7 @@ void amp_call_free(amp_call *a)
     if (!a->done && a->c)
         amp_cancel(a);
     amp_conn *c = a->c;
-    if (c) {   /* still queued as done but never waited for: off the queue */
+    if (c && a->queued) {   /* finished but never waited for: off the queue */
         for (struct amp_call **pp = (struct amp_call **)&c->done; *pp; pp = &(*pp)->done_next) {
             if (*pp == a) {
                 *pp = a->done_next;

@@ -11,6 +11,7 @@
  */
 #include "address.h"
 
+#include <ctype.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -22,6 +23,7 @@
 #define ADDRESS_TLS_PREFIX "tls:"
 #define ADDRESS_LOOPBACK "127.0.0.1"
 #define ADDRESS_PORT_MAX 65535
+#define ADDRESS_URL_MARK "://"
 
 static int address_fail(char *err, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -50,7 +52,8 @@ static int address_parse_unix(const char *rest, struct address *out, char *err, 
         path = rest + strlen(ADDRESS_UNIX_AUTHORITY);
         if (path[0] != '/')
             return address_fail(err, errlen,
-                                "unix:// needs an absolute path (unix:///path or unix:path)");
+                                "unix:// needs an absolute path: write unix:///%s, or unix:%s "
+                                "for a path relative to the working directory", path, path);
     }
     if (path[0] == '\0')
         return address_fail(err, errlen, "unix: address has an empty path");
@@ -130,6 +133,26 @@ static int address_parse_tcp(const char *text, struct address *out, char *err, s
     return address_set_host(out, text, (size_t)(colon - text), err, errlen);
 }
 
+/* A URL (http://, https://, grpc://) is what people paste from a browser
+ * or another tool's docs. Target syntax has no such scheme (it would be
+ * read as a host), so the error names what to write instead. */
+static int address_refuse_url(const char *text, char *err, size_t errlen)
+{
+    const char *mark = strstr(text, ADDRESS_URL_MARK);
+    if (!mark || mark == text)
+        return 0;
+    for (const char *p = text; p < mark; p++)
+        if (!isalnum((unsigned char)*p) && *p != '+' && *p != '-' && *p != '.')
+            return 0;
+    const char *rest = mark + strlen(ADDRESS_URL_MARK);
+    int authority = (int)strcspn(rest, "/");
+    int has_port = memchr(rest, ':', (size_t)authority) != NULL;
+    address_fail(err, errlen, "a URL scheme (%.*s) is no part of an address: write %.*s%s",
+                 (int)(mark - text) + (int)strlen(ADDRESS_URL_MARK), text, authority, rest,
+                 has_port ? "" : ":PORT");
+    return -1;
+}
+
 int address_parse(const char *text, struct address *out, char *err, size_t errlen)
 {
     if (!text || !out)
@@ -152,6 +175,8 @@ int address_parse(const char *text, struct address *out, char *err, size_t errle
         else if (address_starts(text, "//"))
             return address_fail(err, errlen, "dns: authorities are not supported; use dns:///HOST:PORT");
     }
+    if (address_refuse_url(text, err, errlen) != 0)
+        return -1;
     return address_parse_tcp(text, out, err, errlen);
 }
 

@@ -14,6 +14,8 @@ enum address_kind { ADDRESS_UNIX, ADDRESS_TCP };
 
 #define ADDRESS_PATH_MAX 108 /* sizeof(sockaddr_un.sun_path) */
 #define ADDRESS_HOST_MAX 256
+/* Room for any message of address_parse(): it quotes the text it read. */
+#define ADDRESS_ERROR_MAX (2 * ADDRESS_HOST_MAX)
 
 struct address {
     enum address_kind kind;

@@ -54,7 +54,7 @@ static const struct config_opt config_opts[] = {
     { "max-connections", "N", CFG_U32, CFG_OFF(max_connections), 1, UINT32_MAX,
       "connections served at once (default 256)" },
     { "max-jobs", "N", CFG_U32, CFG_OFF(max_jobs), 1, UINT32_MAX,
-      "jobs queued or running, daemon-wide (default 64)" },
+      "jobs queued or running, daemon-wide (default 1024)" },
     { "max-streams", "N", CFG_U32, CFG_OFF(max_streams), 1, INT32_MAX,
       "concurrent calls per connection (default 32)" },
     { "max-job-memory", "N", CFG_U64, CFG_OFF(max_job_memory), 1, UINT64_MAX,

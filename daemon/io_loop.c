@@ -122,6 +122,7 @@ static void io_loop_start_sweep(struct io_loop *l)
 static void io_loop_do_drain(struct io_loop *l)
 {
     l->env.draining = true;
+    rpc_health_drain(&l->env);
     uv_timer_stop(&l->sweep);   /* the drain closes connections now */
     conn_drain_all(&l->conns);  /* may report empty at once */
 }

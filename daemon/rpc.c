@@ -39,6 +39,11 @@ static const struct rpc_method rpc_methods[] = {
     { "/amp.v1.Amp/Status", &amp__v1__status_request__descriptor, rpc_status, NULL },
     { "/grpc.health.v1.Health/Check", &grpc__health__v1__health_check_request__descriptor,
       rpc_health_check, NULL },
+    { "/grpc.health.v1.Health/Watch", NULL, NULL, &rpc_health_watch_method },
+    { "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo", NULL, NULL,
+      &rpc_reflection_method },
+    { "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo", NULL, NULL,
+      &rpc_reflection_method },
 };
 
 const struct rpc_method *rpc_method_find(const char *path)
@@ -47,6 +52,11 @@ const struct rpc_method *rpc_method_find(const char *path)
         if (strcmp(rpc_methods[i].path, path) == 0)
             return &rpc_methods[i];
     return NULL;
+}
+
+const struct rpc_method *rpc_method_at(size_t i)
+{
+    return i < sizeof(rpc_methods) / sizeof(rpc_methods[0]) ? &rpc_methods[i] : NULL;
 }
 
 uint64_t rpc_now_ms(void)

@@ -40,6 +40,7 @@ struct rpc_env {
     const struct status_counts *status_counts; /* calls answered by status (h2_config); NULL: none */
     struct region_set *regions; /* clients' shared memory (region.h); NULL: regions off */
     struct stage_stats *stages; /* unary job calls' stage latencies, daemon-wide; NULL: none */
+    struct rpc_health_watch *watches; /* this loop's Health/Watch calls (rpc_health.c) */
 };
 
 struct rpc_call;
@@ -104,6 +105,10 @@ struct rpc_call {
 
 /* The method for path, or NULL. */
 const struct rpc_method *rpc_method_find(const char *path);
+
+/* The i-th method of the table, or NULL past its end (reflection lists
+ * the services they belong to). */
+const struct rpc_method *rpc_method_at(size_t i);
 
 /* h2_handlers callbacks, with the env as their context; peer_uid is the
  * connection's (rpc_call.peer_uid). */
@@ -172,5 +177,12 @@ void rpc_list_devices(struct rpc_call *rc, ProtobufCMessage *req);
 void rpc_status(struct rpc_call *rc, ProtobufCMessage *req);
 void rpc_health_check(struct rpc_call *rc, ProtobufCMessage *req);
 extern const struct rpc_streaming rpc_stream_method;  /* amp.v1.Amp/Stream */
+extern const struct rpc_streaming rpc_health_watch_method;  /* grpc.health.v1.Health/Watch */
+/* grpc.reflection.v1 and v1alpha ServerReflection/ServerReflectionInfo */
+extern const struct rpc_streaming rpc_reflection_method;
+
+/* The loop's drain began (env->draining was just set): Health/Watch calls
+ * get NOT_SERVING and end. */
+void rpc_health_drain(struct rpc_env *env);
 
 #endif

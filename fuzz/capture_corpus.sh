@@ -88,8 +88,18 @@ capture stream-reverse --stream-threshold 0 reverse -i "$tmp/in20k"
 capture stream-pipeline --stream-threshold 0 pipeline -i "$tmp/in20k" -o /dev/null transform:add:1:100:5000 hist reverse
 capture stream-hist-too-many-bins --stream-threshold 0 hist --type uint32 --bins 100000 --range 0:1e6 -i "$tmp/in3k"
 capture stream-pipeline-hist --stream-threshold 0 pipeline -i "$tmp/floats" -o /dev/null hist:float32:8:-2:2 transform:map:"$tmp/lut"
+# capture_grpcio NAME WHAT: calls ampctl does not make (reflection,
+# Health/Watch), from Debian's python3-grpcio (fuzz/capture_grpcio.py).
+capture_grpcio() {
+  proxy "$1"
+  timeout 20 /usr/bin/python3 fuzz/capture_grpcio.py "unix:$tmp/proxy.sock" "$2" >/dev/null 2>&1 || true
+  keep "$1"
+}
+
 capture_stdin stream-reverse-pipe "$tmp/in3k" --stream-threshold 0 reverse
 capture_stdin stream-hist-pipe "$tmp/in20k" --stream-threshold 0 hist
+capture_grpcio reflection-v1alpha reflection
+capture_grpcio health-watch-cancel watch
 # fuzz_requests' seeds: the request messages of these connections.
 python3 fuzz/corpus_requests.py "$out" fuzz/corpus/fuzz_requests
 

@@ -9,7 +9,7 @@ PACKAGES=(
   ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo
   check libsubunit-dev
   clang libclang-rt-14-dev
-  python3-grpcio python3-protobuf protobuf-compiler
+  python3-grpcio python3-protobuf protobuf-compiler grpc-proto
 )
 
 missing=()

@@ -7,6 +7,7 @@ Prints one line per check and a closing "N passed, M failed".
 """
 import json
 import os
+import re
 import struct
 import subprocess
 import sys
@@ -233,6 +234,12 @@ def test_bench_counts_and_json():
     expect(b["calls"] == 200 and b["failed"] == 0 and b["connections"] == 2, "bench %r" % b)
     lat = b["latency_us"]
     expect(0 < lat["p50"] <= lat["p90"] <= lat["p99"] <= lat["p99.9"] <= lat["max"], "lat %r" % lat)
+    # Many calls in flight per connection (started calls and amp_wait).
+    rc, out, err = run(["--json", "bench", "-n", "500", "-c", "2", "-f", "16", "-k", "hist",
+                        "-s", "2K"])
+    expect_rc(rc, EXIT_OK, err)
+    b = json.loads(out)
+    expect(b["calls"] == 500 and b["failed"] == 0 and b["in_flight"] == 16, "bench %r" % b)
     rc, out, err = run(["bench", "-d", "0.3", "-k", "fill", "-s", "64"])
     expect_rc(rc, EXIT_OK, err)
     expect(b"calls/s" in out and b"p99.9" in out, "bench table %r" % out)
@@ -264,6 +271,8 @@ def test_usage_errors_exit_2():
         ["bench", "-c", "0"],
         ["bench", "-d", "-1"],
         ["bench", "-k", "fill", "-s", "6"],
+        ["bench", "-f", "0"],
+        ["bench", "-k", "fill", "-f", "2"],
     ]
     for args in cases:
         rc, out, err = run(args)
@@ -551,6 +560,229 @@ def test_transport_shm_needs_a_unix_socket():
     rc, out, err = run(["--transport", "sideways", "reverse", "abc"])
     expect_rc(rc, EXIT_USAGE, err)
     expect("--transport" in err, "stderr: %s" % err)
+
+
+# --- conventions: options anywhere, suggestions, terminals, durations, addresses ----
+
+def test_common_options_after_the_command():
+    data = pattern(5000) + b"Q" * 77
+    src = tmpfile("conv-hist.bin", data)
+    rc, before, err = run(["--json", "hist", "-i", src])
+    expect_rc(rc, EXIT_OK, err)
+    for args in (["hist", "--json", "-i", src], ["hist", "-i", src, "-j"],
+                 ["hist", "-i", src, "--js"], ["hist", "--timeout=2s", "-i", src, "--json"]):
+        rc, out, err = run(args)
+        expect_rc(rc, EXIT_OK, err)
+        expect(out == before, "%r printed %r" % (args, out[:80]))
+    # A value-taking common option after the command, and the address too.
+    rc, out, err = run(["reverse", "abc", "--address", Ctx.daemon.address, "-t", "5s"],
+                       address=False)
+    expect_rc(rc, EXIT_OK, err)
+    expect(out == b"cba", "reverse gave %r" % out)
+    # The command's own option of the same letter wins: bench -d is its duration.
+    rc, out, err = run(["bench", "-d", "0.2", "-k", "fill", "--json"])
+    expect_rc(rc, EXIT_OK, err)
+    expect(json.loads(out)["calls"] > 0, "bench %r" % out)
+    # `--` ends the options: what follows is TEXT, even "--json".
+    rc, out, err = run(["reverse", "--", "--json"])
+    expect_rc(rc, EXIT_OK, err)
+    expect(out == b"nosj--", "reverse -- --json gave %r" % out)
+    # Values of a command's options are not taken for options.
+    dst = tmpfile("-j")
+    rc, out, err = run(["reverse", "xy", "-o", dst])
+    expect_rc(rc, EXIT_OK, err)
+    with open(dst, "rb") as f:
+        expect(f.read() == b"yx", "-o -j wrote elsewhere")
+    # Bad values and unknown options after the command are usage errors.
+    for args in (["devices", "--timeout", "soon"], ["devices", "--bogus"],
+                 ["reverse", "x", "--transport"]):
+        rc, out, err = run(args)
+        expect_rc(rc, EXIT_USAGE, err)
+    rc, out, err = run(["status", "--version"])
+    expect_rc(rc, EXIT_OK, err)
+    expect(out.startswith(b"ampctl "), "--version after a command: %r" % out)
+
+
+def test_mistyped_command_suggests():
+    for typed, want in (("revrese", "reverse"), ("hsit", "hist"), ("stat", "status"),
+                        ("devcies", "devices"), ("transfrom", "transform")):
+        rc, out, err = run([typed, "x"])
+        expect_rc(rc, EXIT_USAGE, err)
+        expect("did you mean '%s'?" % want in err, "%s: stderr %s" % (typed, err))
+    rc, out, err = run(["help", "pipline"])
+    expect_rc(rc, EXIT_USAGE, err)
+    expect("did you mean 'pipeline'?" in err, "stderr %s" % err)
+    rc, out, err = run(["zzzzzz"])
+    expect_rc(rc, EXIT_USAGE, err)
+    expect("unknown command 'zzzzzz'" in err and "did you mean" not in err, "stderr %s" % err)
+
+
+def test_timeout_durations():
+    for value in ("500ms", "2s", "1m", "1.5s", "3000", "0"):
+        rc, out, err = run(["--timeout", value, "reverse", "ab"])
+        expect_rc(rc, EXIT_OK, err)
+        expect(out == b"ba", "--timeout %s: %r" % (value, out))
+    for value in ("2x", "-1s", "s", "1e3", "0x10", "5000h", ""):
+        rc, out, err = run(["--timeout", value, "devices"])
+        expect_rc(rc, EXIT_USAGE, err)
+        expect("--timeout" in err, "%r: stderr %s" % (value, err))
+    rc, out, err = run(["--help"], address=False)
+    expect("a bare number is milliseconds" in out.decode(), "--help does not say bare = ms")
+
+
+def test_timeout_covers_connecting():
+    """A listener whose accept queue is full never takes the connection."""
+    import socket
+    import time
+    path = os.path.join(Ctx.tmp, "full.sock")
+    lsock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    lsock.bind(path)
+    lsock.listen(0)
+    fillers = []
+    try:
+        for _ in range(8):  # fill the queue: later connects would block
+            c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            c.setblocking(False)
+            try:
+                c.connect(path)
+            except (BlockingIOError, OSError):
+                c.close()
+                break
+            fillers.append(c)
+        t0 = time.monotonic()
+        rc, out, err = run(["--address", "unix:" + path, "--timeout", "300ms", "health"],
+                           address=False)
+        took = time.monotonic() - t0
+    finally:
+        for c in fillers:
+            c.close()
+        lsock.close()
+    expect_rc(rc, EXIT_CONNECT, err)
+    expect(took < 10, "connecting took %.1f s with --timeout 300ms" % took)
+
+
+def test_url_addresses_say_what_to_write():
+    cases = [("http://localhost:50051", "write localhost:50051"),
+             ("https://example.com:443/", "write example.com:443"),
+             ("grpc://10.0.0.1:7000", "write 10.0.0.1:7000"),
+             ("http://localhost", "write localhost:PORT"),
+             ("unix://run/ampd.sock", "unix:///run/ampd.sock")]
+    for addr, hint in cases:
+        rc, out, err = run(["--address", addr, "status"], address=False)
+        expect_rc(rc, EXIT_USAGE, err)
+        expect(hint in err, "%s: stderr %s" % (addr, err))
+    rc, out, err = run(["status", "-a", "http://h:1"], address=False)  # after the command too
+    expect_rc(rc, EXIT_USAGE, err)
+    expect("write h:1" in err, "stderr %s" % err)
+
+
+def run_on_tty(args, stdin=b""):
+    """Runs ampctl with stdout on a pseudo-terminal; returns (exit code,
+    terminal bytes, stderr text). The terminal is raw, so its bytes are
+    exactly what ampctl wrote."""
+    import pty
+    import tty
+    master, slave = pty.openpty()
+    tty.setraw(slave)
+    argv = [AMPCTL, "--address", Ctx.daemon.address] + args
+    p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=slave, stderr=subprocess.PIPE)
+    os.close(slave)
+    p.stdin.write(stdin)
+    p.stdin.close()
+    chunks = []
+    while True:
+        try:
+            b = os.read(master, 65536)
+        except OSError:  # EIO: every writer of the terminal is gone
+            break
+        if not b:
+            break
+        chunks.append(b)
+    os.close(master)
+    err = p.stderr.read().decode(errors="replace")
+    rc = p.wait(timeout=CALL_TIMEOUT_S)
+    return rc, b"".join(chunks), err
+
+
+def test_terminal_text_gets_a_newline():
+    rc, out, err = run_on_tty(["reverse", "hello"])
+    expect_rc(rc, EXIT_OK, err)
+    expect(out == b"olleh\n", "tty got %r" % out)
+    rc, out, err = run_on_tty(["reverse"], stdin=b"\nabc")  # already ends a line
+    expect_rc(rc, EXIT_OK, err)
+    expect(out == b"cba\n", "tty got %r" % out)
+    rc, out, err = run_on_tty(["transform", "--op", "xor", "--value", "32"], stdin=b"ampd")
+    expect_rc(rc, EXIT_OK, err)
+    expect(out == b"AMPD\n", "tty got %r" % out)
+    rc, out, err = run_on_tty(["reverse", "hello", "-o", "-"])  # -o -: exact bytes
+    expect_rc(rc, EXIT_OK, err)
+    expect(out == b"olleh", "tty with -o - got %r" % out)
+    rc, out, err = run(["reverse", "hello"])  # a pipe: exact bytes
+    expect(out == b"olleh", "pipe got %r" % out)
+
+
+def test_terminal_refuses_binary_output():
+    data = pattern(3000)
+    src = tmpfile("tty-bin.bin", data)
+    jobs = [["reverse", "-i", src],
+            ["transform", "--op", "add", "--value", "1", "-i", src],
+            ["fill", "--type", "int32", "--count", "8", "--format", "binary"],
+            ["pipeline", "-i", src, "transform:xor:3"],
+            ["--transport", "socket", "--stream-threshold", "1K", "reverse", "-i", src],
+            ["--transport", "shm", "reverse", "-i", src]]
+    for args in jobs:
+        rc, out, err = run_on_tty(args)
+        expect_rc(rc, EXIT_USAGE, err)
+        expect(out == b"", "%r wrote %d bytes to the terminal" % (args, len(out)))
+        expect("terminal" in err and "-o -" in err, "%r: stderr %s" % (args, err))
+        rc, out, err = run_on_tty(args + ["-o", "-"])
+        expect_rc(rc, EXIT_OK, err)
+        expect(len(out) >= 32, "%r -o - wrote %d bytes" % (args, len(out)))
+    # Text outputs are not data: histograms and status still print.
+    rc, out, err = run_on_tty(["hist", "-i", src])
+    expect_rc(rc, EXIT_OK, err)
+    rc, out, err = run_on_tty(["status"])
+    expect_rc(rc, EXIT_OK, err)
+    expect(b"version" in out.lower(), "status on a tty: %r" % out[:80])
+    rc, out, err = run_on_tty(["fill", "--type", "int32", "--count", "3", "--start", "0",
+                               "--step", "1"])  # fill picks text for a terminal
+    expect_rc(rc, EXIT_OK, err)
+    expect(out.split() == [b"0", b"1", b"2"], "fill on a tty: %r" % out)
+
+
+def bash_complete(line):
+    """Completes line (the cursor at its end) with the generated script;
+    returns COMPREPLY's words."""
+    p = subprocess.run([AMPCTL, "completion", "bash"], capture_output=True, timeout=60)
+    expect_rc(p.returncode, EXIT_OK, p.stderr.decode())
+    words = line.split(" ")
+    script = p.stdout.decode() + (
+        "\nCOMP_WORDS=(%s)\nCOMP_CWORD=%d\n_ampctl\nprintf '%%s\\n' \"${COMPREPLY[@]}\"\n"
+        % (" ".join("'%s'" % w for w in words), len(words) - 1))
+    r = subprocess.run(["bash", "--norc", "-c", script], capture_output=True, timeout=60)
+    expect(r.returncode == 0, "bash: %s" % r.stderr.decode())
+    return r.stdout.decode().split()
+
+
+def test_bash_completion_from_the_tables():
+    commands = ["reverse", "transform", "hist", "fill", "pipeline", "devices", "status",
+                "health", "bench", "completion"]
+    expect(sorted(bash_complete("ampctl ")) == sorted(commands), "commands")
+    expect(bash_complete("ampctl re") == ["reverse"], "re")
+    expect(bash_complete("ampctl help pi") == ["pipeline"], "help pi")
+    got = bash_complete("ampctl transform --")
+    for opt in ("--op", "--lut", "--value", "--json", "--timeout", "--address"):
+        expect(opt in got, "transform -- lacks %s: %r" % (opt, got))
+    expect("--bins" not in got, "transform offers hist's --bins")
+    expect(bash_complete("ampctl --json hist --c") == ["--clamp"], "hist --c")
+    expect(bash_complete("ampctl hist -i ") == [], "a file comes after -i")  # bash's default
+    # Every long option of every command's --help is offered.
+    for cmd in commands:
+        rc, out, err = run([cmd, "--help"], address=False)
+        offered = bash_complete("ampctl %s --" % cmd)
+        for opt in set(re.findall(r"(?<![\w-])--[a-z][a-z-]*", out.decode())):
+            if opt != "--stream-threshold":  # named in prose, a common option: offered too
+                expect(opt in offered, "%s --help names %s, completion lacks it" % (cmd, opt))
 
 
 def main():

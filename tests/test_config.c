@@ -46,7 +46,7 @@ START_TEST(defaults)
     ck_assert_str_eq(AMPD_DEFAULT_LISTEN, AMP_DEFAULT_ADDRESS);
     ck_assert_uint_eq(cfg.max_message_bytes, 64ull << 20);
     ck_assert_uint_eq(cfg.max_connections, 256);
-    ck_assert_uint_eq(cfg.max_jobs, 64);
+    ck_assert_uint_eq(cfg.max_jobs, 1024);
     ck_assert_uint_eq(cfg.max_streams, 32);
     ck_assert_uint_eq(cfg.max_job_memory, 1ull << 30);
     ck_assert_str_eq(cfg.device, "");

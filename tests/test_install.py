@@ -2,7 +2,8 @@
 
 Installs the build tree into a temporary prefix (`cmake --install
 --prefix`), checks what the library shows (only amp_* symbols, in the
-archive and the shared library) and that the .proto files are there, then
+archive and the shared library), that the .proto files and ampctl's bash
+completion are there, then
 builds tests/install/consumer.c twice against the prefix alone: with
 `pkg-config --cflags --libs ampclient` (the shared library), and with
 CMake's find_package(ampclient) (ampclient::ampclient_static, which must
@@ -84,6 +85,9 @@ def main():
         check_exports(find(prefix, "libampclient.so"), dynamic=True)
         for proto in ("amp.proto", "health.proto"):
             assert "/share/ampd/proto/" in find(prefix, proto), proto
+        completion = os.path.join(prefix, "share", "bash-completion", "completions", "ampctl")
+        with open(completion, encoding="utf-8") as f:
+            assert "complete -o default -F _ampctl ampctl" in f.read(), completion
         find(prefix, "amp_version.h")
         flags = sanitizer_flags()
         pc_exe = os.path.join(work, "consumer-pc")
