@@ -78,8 +78,9 @@ void conn_begin(amp_conn *c);
  * connection was idle (a GOAWAY, its close), and reopens the connection to
  * the same address when it ended or can take no new stream (unless
  * no_reconnect; and never after the peer broke HTTP/2: AMP_EPROTO).
+ * A TLS connection handshakes again with the options it was made with.
  * Returns 0, or AMP_EIO / AMP_EPROTO / AMP_ECONNECT / AMP_EADDR /
- * AMP_ENOMEM with c->message set. */
+ * AMP_ETLS / AMP_ENOMEM with c->message set. */
 int conn_ready(amp_conn *c);
 
 /* The value c->sent will have once every byte queued so far is written:
