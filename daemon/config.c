@@ -341,12 +341,26 @@ static char *config_trim(char *s)
     return s;
 }
 
+/* Cuts an inline comment: a # at the line's start or after a blank, so
+ * that "max-jobs = 8   # for the bench host" is 8, while a # inside a
+ * value ("/srv/a#b") stays. */
+static void config_cut_comment(char *s)
+{
+    for (char *p = s; *p; p++) {
+        if (*p == '#' && (p == s || p[-1] == ' ' || p[-1] == '\t')) {
+            *p = '\0';
+            return;
+        }
+    }
+}
+
 /* One "key = value" line; blank lines and # comments are skipped. */
 static int config_file_line(struct config *cfg, char *line, const char *path, int lineno,
                             char *err, size_t errlen)
 {
+    config_cut_comment(line);
     char *s = config_trim(line);
-    if (!*s || *s == '#')
+    if (!*s)
         return 0;
     char *eq = strchr(s, '=');
     if (!eq) {

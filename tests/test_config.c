@@ -90,6 +90,26 @@ START_TEST(options)
 }
 END_TEST
 
+/* Inline comments end a value at a # after a blank; a # inside a value
+ * stays. */
+START_TEST(file_inline_comments)
+{
+    write_conf("max-jobs = 7   # for the bench host\nmax-streams=9\t# tab\n"
+               "listen = unix:/tmp/a#b.sock # a path with a # in it\n#max-connections = 3\n");
+    struct config cfg;
+    char err[256];
+    ck_assert_int_eq(load(&cfg, err, sizeof(err), 3, "--config", conf_path), CONFIG_RUN);
+    ck_assert_uint_eq(cfg.max_jobs, 7);
+    ck_assert_uint_eq(cfg.max_streams, 9);
+    ck_assert_str_eq(cfg.listen[0], "unix:/tmp/a#b.sock");
+    ck_assert_uint_eq(cfg.max_connections, 256);
+    /* A comment where the value should be leaves no value. */
+    write_conf("max-jobs = # none\n");
+    ck_assert_int_eq(load(&cfg, err, sizeof(err), 3, "--config", conf_path), CONFIG_ERROR);
+    ck_assert_ptr_nonnull(strstr(err, "max-jobs"));
+}
+END_TEST
+
 START_TEST(file_then_command_line)
 {
     write_conf("# comment\n\nlisten = unix:/tmp/file.sock\nmax-jobs = 7\n  max-streams=9  \n");
@@ -170,6 +190,7 @@ int main(void)
     tcase_add_test(tc, defaults);
     tcase_add_test(tc, options);
     tcase_add_test(tc, io_threads);
+    tcase_add_test(tc, file_inline_comments);
     tcase_add_test(tc, file_then_command_line);
     tcase_add_test(tc, file_errors);
     tcase_add_test(tc, bad_values);
