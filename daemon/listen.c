@@ -412,6 +412,29 @@ int listen_group(const char *name, long *gid, char *err, size_t errlen)
 /* The socket file is born with no permissions beyond the owner's (umask
  * around bind: the only way, since bind creates it), then gets its group
  * and mode; a client racing the start-up finds it closed, never open. */
+/* Why a Unix socket could not be made at path (err from bind), with what
+ * to do when it is its directory: missing (systemd's RuntimeDirectory=
+ * makes /run/ampd for the service; by hand it must be made first) or not
+ * writable by this user. */
+static void listen_unix_bind_error(const char *path, int e, char *err, size_t errlen)
+{
+    char dir[sizeof(((struct sockaddr_un *)0)->sun_path)];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash)
+        *(slash == dir ? slash + 1 : slash) = '\0';
+    else
+        snprintf(dir, sizeof dir, ".");
+    if (e == ENOENT)
+        snprintf(err, errlen, "bind %s: the directory %s does not exist (create it first, or "
+                 "listen elsewhere, e.g. --listen unix:/tmp/ampd.sock)", path, dir);
+    else if (e == EACCES)
+        snprintf(err, errlen, "bind %s: no permission to create a socket in %s (run ampd as a "
+                 "user who may write there, or listen elsewhere)", path, dir);
+    else
+        snprintf(err, errlen, "bind %s: %s", path, strerror(e));
+}
+
 int listen_unix_fd(const char *path, const struct listen_unix_access *access, int *out, char *err,
                    size_t errlen)
 {
@@ -433,7 +456,7 @@ int listen_unix_fd(const char *path, const struct listen_unix_access *access, in
     int rv = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
     umask(old);
     if (rv != 0) {
-        snprintf(err, errlen, "bind %s: %s", path, strerror(errno));
+        listen_unix_bind_error(path, errno, err, errlen);
         close(fd);
         return -1;
     }

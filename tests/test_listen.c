@@ -21,6 +21,7 @@
 #include "check_run.h"
 #include "daemon_proc.h"
 #include "h2_client.h"
+#include "listen.h"
 
 #define IO_TIMEOUT_MS 60000
 #define START_TIMEOUT_S 120
@@ -159,6 +160,23 @@ START_TEST(not_a_socket_left_alone)
 }
 END_TEST
 
+/* A socket in a directory that does not exist: the error names the
+ * directory and says what to do, instead of a bare ENOENT. */
+START_TEST(missing_directory_named)
+{
+    char dir[] = "/tmp/ampd-listen-XXXXXX", path[128], err[512];
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    snprintf(path, sizeof(path), "%s/run/ampd.sock", dir);
+    struct listen_unix_access access = { .mode = 0660, .gid = -1 };
+    int fd = -1;
+    ck_assert_int_eq(listen_unix_fd(path, &access, &fd, err, sizeof err), -1);
+    char want[160];
+    snprintf(want, sizeof want, "the directory %s/run does not exist", dir);
+    ck_assert_msg(strstr(err, want) && strstr(err, "--listen"), "err: %s", err);
+    rmdir(dir);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("listen");
@@ -167,6 +185,7 @@ int main(void)
     tcase_add_test(tc, stale_socket_replaced_and_tcp_served);
     tcase_add_test(tc, live_socket_not_stolen);
     tcase_add_test(tc, not_a_socket_left_alone);
+    tcase_add_test(tc, missing_directory_named);
     suite_add_tcase(s, tc);
     return check_run(s, CK_FORK_GETENV);
 }
