@@ -1,7 +1,7 @@
 #!/bin/bash
 # Runs the GPU checks on the device machine (the device tool), from the repo root
 # there. Prepare here first, and carry .dev:
-#   mkdir -p .dev/debs .dev/bin && (cd .dev/debs && apt-get download libuv1 libnghttp2-14 \
+#   mkdir -p .dev/debs .dev/bin && (cd .dev/debs && apt-get download libuv1 libnghttp2-14 libssl3 \
 #     libprotobuf-c1 ocl-icd-libopencl1)
 #   cp build/ampd build/ampctl build/bench/bench_kernels build/tests/test_kernel_* \
 #      build/tests/test_dev_discover build/tests/test_runner build/tests/test_daemon_jobs \

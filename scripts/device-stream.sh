@@ -3,7 +3,7 @@
 # tool), from the repo root there. Prepare here first, and carry DIR
 # (default build-dev, git-ignored):
 #   mkdir -p build-dev/debs build-dev/bin && (cd build-dev/debs && apt-get download \
-#     libuv1 libnghttp2-14 libprotobuf-c1 ocl-icd-libopencl1 check libsubunit0)
+#     libuv1 libnghttp2-14 libssl3 libprotobuf-c1 ocl-icd-libopencl1 check libsubunit0)
 #   scripts/build.sh build && cp build/ampd build/ampctl build/bench/bench_stream \
 #     build/tests/test_stream_tasks build/tests/test_client_stream build/tests/test_stream_flow \
 #     build/tests/test_client_pipeline build/tests/test_runner build-dev/bin/ &&
