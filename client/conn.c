@@ -386,6 +386,18 @@ static int conn_tls_send(amp_conn *c)
     }
 }
 
+/* What is waiting to be written, in order: the rest of c->out, then the
+ * unwritten part of the borrowed frame. Returns the iovecs used. */
+static int conn_pending_iov(const amp_conn *c, struct iovec iov[CONN_FRAME_IOV + 1])
+{
+    int n = 0;
+    if (c->out_pos < c->out_len)
+        iov[n++] = (struct iovec){ c->out + c->out_pos, c->out_len - c->out_pos };
+    for (int i = c->frame_i; i < c->frame_n; i++)
+        iov[n++] = c->frame[i];
+    return n;
+}
+
 /* conn_write_some over TLS: c->out and the borrowed frame are sealed
  * whole once what was sealed before has gone, so at most one batch of
  * ciphertext waits, and the frame's memory is free as soon as it is. */
@@ -396,12 +408,8 @@ static int conn_tls_write_some(amp_conn *c)
         if (rc != 0 || tls_pipe_pending(c->tls) > 0)
             return rc;
         struct iovec iov[CONN_FRAME_IOV + 1];
-        int n = 0;
+        int n = conn_pending_iov(c, iov);
         size_t len = 0;
-        if (c->out_pos < c->out_len)
-            iov[n++] = (struct iovec){ c->out + c->out_pos, c->out_len - c->out_pos };
-        for (int i = c->frame_i; i < c->frame_n; i++)
-            iov[n++] = c->frame[i];
         if (n == 0)
             return 0;
         for (int i = 0; i < n; i++)
@@ -420,14 +428,10 @@ static int conn_write_some(amp_conn *c)
         return conn_tls_write_some(c);
     for (;;) {
         struct iovec iov[CONN_FRAME_IOV + 1];
-        size_t n = 0;
-        if (c->out_pos < c->out_len)
-            iov[n++] = (struct iovec){ c->out + c->out_pos, c->out_len - c->out_pos };
-        for (int i = c->frame_i; i < c->frame_n; i++)
-            iov[n++] = c->frame[i];
+        int n = conn_pending_iov(c, iov);
         if (n == 0)
             return 0;
-        struct msghdr mh = { .msg_iov = iov, .msg_iovlen = n };
+        struct msghdr mh = { .msg_iov = iov, .msg_iovlen = (size_t)n };
         ssize_t w = sendmsg(c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
         if (w < 0) {
             if (errno == EINTR)

@@ -116,6 +116,16 @@ int jobs_reply_fields(const uint8_t *msg, size_t avail, size_t msg_len, uint8_t 
     return i == msg_len;
 }
 
+/* Records a DataReply's device field (not NUL-terminated on the wire). */
+static void jobs_set_reply_device(amp_conn *c, const struct jobs_reply_fields *f)
+{
+    char device[CONN_DEVICE_MAX];
+    snprintf(device, sizeof device, "%.*s",
+             (int)(f->dev_len < sizeof device ? f->dev_len : sizeof device - 1),
+             f->dev ? (const char *)f->dev : "");
+    jobs_set_device(c, device);
+}
+
 /* The usual DataReply, {data (field 1), device (field 2)} in any order,
  * read in place: its data moves to the front of the message's own buffer,
  * which becomes the caller's output. Decoding it with protobuf-c and
@@ -126,11 +136,7 @@ static int jobs_data_view(amp_conn *c, uint8_t *msg, size_t len, void **out, siz
     struct jobs_reply_fields f;
     if (!jobs_reply_fields(msg, len, len, JOBS_PB_DEVICE_TAG, &f))
         return 0;
-    char device[CONN_DEVICE_MAX];
-    snprintf(device, sizeof device, "%.*s",
-             (int)(f.dev_len < sizeof device ? f.dev_len : sizeof device - 1),
-             f.dev ? (const char *)f.dev : "");
-    jobs_set_device(c, device);
+    jobs_set_reply_device(c, &f);
     if (f.data_len)
         memmove(msg, msg + f.data_off, f.data_len);
     *out = msg;
@@ -204,11 +210,7 @@ static int jobs_rx_finish(amp_conn *c, struct jobs_data_rx *rx, void **out, size
         return conn_fail(c, AMP_EPROTO, "cannot decode the %s reply",
                          amp__v1__data_reply__descriptor.name);
     }
-    char device[CONN_DEVICE_MAX];
-    snprintf(device, sizeof device, "%.*s",
-             (int)(f.dev_len < sizeof device ? f.dev_len : sizeof device - 1),
-             f.dev ? (const char *)f.dev : "");
-    jobs_set_device(c, device);
+    jobs_set_reply_device(c, &f);
     *out = rx->out;
     *out_len = rx->len;
     return 0;
