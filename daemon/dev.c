@@ -260,19 +260,12 @@ static void dev_collect_hists(struct job *job, uint64_t **slots)
 void dev_run(struct dev *d, struct job *job)
 {
     snprintf(job->device, sizeof job->device, "%u: %.100s", d->info.index, d->info.name);
-    job->status = STATUS_OK;
-    job->msg[0] = '\0';
-    if (job->results)
-        job_drop_results(job);   /* a job run again starts afresh */
-    else
-        job->results = calloc(job->nsteps ? job->nsteps : 1, sizeof(*job->results));
+    enum status_code st = job_run_begin(job);
     size_t *out_len = calloc(job->nsteps ? job->nsteps : 1, sizeof(*out_len));
     uint64_t **slots = calloc(job->nsteps ? job->nsteps : 1, sizeof(*slots));
-    if (!job->results || !out_len || !slots) {
+    if (st == STATUS_OK && (!out_len || !slots)) {
         job_fail(job, STATUS_RESOURCE_EXHAUSTED, "out of host memory");
-    } else if (job->nsteps == 0) {
-        job_fail(job, STATUS_INVALID_ARGUMENT, "steps: a job needs at least one step");
-    } else if (dev_check_steps(d, job, job->in_len, out_len) == STATUS_OK) {
+    } else if (st == STATUS_OK && dev_check_steps(d, job, job->in_len, out_len) == STATUS_OK) {
         struct dev_exec x;
         dev_exec_init(&x, d, job);
         x.pooling = true;   /* dev_exec_finish below sees every command done */

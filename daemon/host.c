@@ -82,17 +82,11 @@ static enum status_code host_data_step(struct job *job, const struct step *s, co
 void host_run(struct dev *check, struct job *job)
 {
     snprintf(job->device, sizeof job->device, "%s", HOST_DEVICE_NAME);
-    job->status = STATUS_OK;
-    job->msg[0] = '\0';
-    size_t n = job->nsteps ? job->nsteps : 1;
-    if (!job->results)
-        job->results = calloc(n, sizeof(*job->results));
-    size_t *out_len = calloc(n, sizeof(*out_len));
-    if (!job->results || !out_len) {
+    enum status_code st = job_run_begin(job);
+    size_t *out_len = calloc(job->nsteps ? job->nsteps : 1, sizeof(*out_len));
+    if (st == STATUS_OK && !out_len) {
         job_fail(job, STATUS_RESOURCE_EXHAUSTED, "out of host memory");
-    } else if (job->nsteps == 0) {
-        job_fail(job, STATUS_INVALID_ARGUMENT, "steps: a job needs at least one step");
-    } else if (dev_check_steps(check, job, job->in_len, out_len) == STATUS_OK) {
+    } else if (st == STATUS_OK && dev_check_steps(check, job, job->in_len, out_len) == STATUS_OK) {
         const uint8_t *cur = job->in;
         size_t len = job->in_len;
         for (size_t i = 0; i < job->nsteps && job->status == STATUS_OK; i++) {

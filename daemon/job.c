@@ -90,6 +90,21 @@ void job_drop_input(struct job *job)
     job->in_len = 0;
 }
 
+enum status_code job_run_begin(struct job *job)
+{
+    job->status = STATUS_OK;
+    job->msg[0] = '\0';
+    if (job->results)
+        job_drop_results(job);   /* a job run again starts afresh */
+    else
+        job->results = calloc(job->nsteps ? job->nsteps : 1, sizeof(*job->results));
+    if (!job->results)
+        return job_fail(job, STATUS_RESOURCE_EXHAUSTED, "out of host memory");
+    if (job->nsteps == 0)
+        return job_fail(job, STATUS_INVALID_ARGUMENT, "steps: a job needs at least one step");
+    return STATUS_OK;
+}
+
 enum status_code job_result_alloc(struct job *job, struct step_result *r, size_t len)
 {
     r->len = len;

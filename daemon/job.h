@@ -154,6 +154,12 @@ void job_drop_input(struct job *job);
  * a client's region; saturating at UINT64_MAX (sat.h). */
 uint64_t job_memory(const struct job *job);
 
+/* A run of job starts (dev_run, host_run; the caller names the device):
+ * status cleared, results (nsteps entries) allocated or, for a job run
+ * again, emptied. Returns STATUS_OK, or fails the job: out of memory, or
+ * no steps. */
+enum status_code job_run_begin(struct job *job);
+
 /* Host memory for a data result of len bytes, never NULL (even for 0
  * bytes, so callers may memcpy to it): the next len bytes of out when the
  * job has one (an output region or its input's memory, checked to fit by
