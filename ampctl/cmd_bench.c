@@ -82,6 +82,10 @@ static long long bench_now_ns(void)
     return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
+/* The parameters of every transform and histogram job the bench runs. */
+static const amp_transform_params bench_xor = { .op = AMP_OP_XOR, .value = 0x5a };
+static const amp_hist_params bench_bytes = { .type = AMP_TYPE_UINT8, .bins = 256 };
+
 /* One job of the chosen kind; returns amp's code. */
 static int bench_call(amp_conn *c, const amp_opts *o, const struct bench_args *a,
                       const uint8_t *in)
@@ -90,15 +94,12 @@ static int bench_call(amp_conn *c, const amp_opts *o, const struct bench_args *a
     size_t n = 0;
     int rc;
     switch (a->kind) {
-    case BENCH_TRANSFORM: {
-        amp_transform_params p = { .op = AMP_OP_XOR, .value = 0x5a };
-        rc = amp_transform(c, o, &p, in, a->size, &out, &n);
+    case BENCH_TRANSFORM:
+        rc = amp_transform(c, o, &bench_xor, in, a->size, &out, &n);
         break;
-    }
     case BENCH_HIST: {
-        amp_hist_params p = { .type = AMP_TYPE_UINT8, .bins = 256 };
         amp_hist h = { 0 };
-        rc = amp_histogram(c, o, &p, in, a->size, &h);
+        rc = amp_histogram(c, o, &bench_bytes, in, a->size, &h);
         amp_hist_free(&h);
         break;
     }
@@ -120,14 +121,10 @@ static int bench_start(amp_conn *c, const amp_opts *o, const struct bench_args *
                        const uint8_t *in, amp_call **call)
 {
     switch (a->kind) {
-    case BENCH_TRANSFORM: {
-        amp_transform_params p = { .op = AMP_OP_XOR, .value = 0x5a };
-        return amp_start_transform(c, o, &p, in, a->size, call);
-    }
-    case BENCH_HIST: {
-        amp_hist_params p = { .type = AMP_TYPE_UINT8, .bins = 256 };
-        return amp_start_histogram(c, o, &p, in, a->size, call);
-    }
+    case BENCH_TRANSFORM:
+        return amp_start_transform(c, o, &bench_xor, in, a->size, call);
+    case BENCH_HIST:
+        return amp_start_histogram(c, o, &bench_bytes, in, a->size, call);
     default:
         return amp_start_reverse(c, o, in, a->size, call);
     }
@@ -172,12 +169,24 @@ static bool bench_more(struct bench_worker *w)
                     : bench_now_ns() < w->deadline_ns;
 }
 
-static void bench_count(struct bench_worker *w, int rc, long long t0)
+/* Counts one call that began at t0 and ended with rc. Returns -1 when
+ * there is no memory left to keep its latency. */
+static int bench_count(struct bench_worker *w, int rc, long long t0)
 {
     if (rc == 0)
-        bench_keep(w, (uint64_t)(bench_now_ns() - t0));
-    else
-        w->errors[-rc < BENCH_ERRORS && rc < 0 ? -rc : 0]++;
+        return bench_keep(w, (uint64_t)(bench_now_ns() - t0));
+    w->errors[-rc < BENCH_ERRORS && rc < 0 ? -rc : 0]++;
+    return 0;
+}
+
+/* --in-flight 1: one blocking call after another. */
+static void bench_worker_blocking(struct bench_worker *w, amp_conn *c, const uint8_t *in)
+{
+    while (bench_more(w)) {
+        long long t0 = bench_now_ns();
+        if (bench_count(w, bench_call(c, &w->ctx->opts, w->a, in), t0) != 0)
+            break;
+    }
 }
 
 /* --in-flight N: N started calls, each replaced by a new one as it finishes.
@@ -235,26 +244,10 @@ static void *bench_worker_main(void *arg)
     for (size_t i = 0; i < a->size; i++)
         in[i] = (uint8_t)(i * 131 + 7);
     bench_call(c, &w->ctx->opts, a, in);   /* warm-up: connection, first-call costs */
-    if (a->in_flight > 1) {
+    if (a->in_flight > 1)
         bench_worker_async(w, c, in);
-        free(in);
-        amp_close(c);
-        return NULL;
-    }
-    for (;;) {
-        if (a->count ? atomic_fetch_add(w->started, 1) >= a->count
-                     : bench_now_ns() >= w->deadline_ns)
-            break;
-        long long t0 = bench_now_ns();
-        int rc = bench_call(c, &w->ctx->opts, a, in);
-        long long t1 = bench_now_ns();
-        if (rc == 0) {
-            if (bench_keep(w, (uint64_t)(t1 - t0)) != 0)
-                break;
-        } else {
-            w->errors[-rc < BENCH_ERRORS && rc < 0 ? -rc : 0]++;
-        }
-    }
+    else
+        bench_worker_blocking(w, c, in);
     free(in);
     amp_close(c);
     return NULL;
