@@ -17,13 +17,14 @@
 #include <unistd.h>
 
 #include "address.h"
+#include "log.h"
 
 #define CONFIG_LINE_MAX 1024
 #define CONFIG_MS_PER_S 1000
 #define CONFIG_HELP_COLUMN 28
 
 enum config_kind { CFG_LISTEN, CFG_DEVICE, CFG_GROUP, CFG_PATH, CFG_U64, CFG_U32, CFG_SECONDS,
-                   CFG_MODE, CFG_SWITCH };
+                   CFG_MODE, CFG_SWITCH, CFG_LOG_LEVEL, CFG_HOST_PORT };
 
 struct config_opt {
     const char *name;
@@ -98,6 +99,15 @@ static const struct config_opt config_opts[] = {
       "                            (default 0)" },
     { "drain-timeout", "S", CFG_SECONDS, CFG_OFF(drain_timeout_ms), 0,
       UINT32_MAX / CONFIG_MS_PER_S, "on SIGTERM, wait at most S seconds for calls (default 30)" },
+    { "log-level", "LEVEL", CFG_LOG_LEVEL, CFG_OFF(log_level), 0, 0,
+      "error, warn, info or debug: the least severe lines printed\n"
+      "                            (default info); changed by SIGHUP" },
+    { "metrics-listen", "HOST:PORT", CFG_HOST_PORT, CFG_OFF(metrics_listen), 0, 0,
+      "serve Prometheus metrics over HTTP at /metrics on HOST:PORT,\n"
+      "                            a loopback address (default: off)" },
+    { "metrics-allow-remote", "on|off", CFG_SWITCH, CFG_OFF(metrics_allow_remote), 0, 1,
+      "let --metrics-listen be an address other than loopback\n"
+      "                            (default off)" },
     { "idle-timeout", "S", CFG_SECONDS, CFG_OFF(idle_timeout_ms), 0,
       UINT32_MAX / CONFIG_MS_PER_S,
       "close a connection with no call open for S seconds (default 0: never)" },
@@ -112,9 +122,12 @@ static void config_usage(void)
            "  --config FILE             read \"key = value\" lines; keys are the long\n"
            "                            option names; the command line overrides them\n");
     for (size_t i = 0; i < CONFIG_NOPTS; i++) {
-        char flag[CONFIG_HELP_COLUMN];
-        snprintf(flag, sizeof(flag), "--%s %s", config_opts[i].name, config_opts[i].arg);
-        printf("  %-*s%s\n", CONFIG_HELP_COLUMN - 2, flag, config_opts[i].help);
+        char flag[CONFIG_LINE_MAX];
+        int n = snprintf(flag, sizeof(flag), "--%s %s", config_opts[i].name, config_opts[i].arg);
+        if (n >= CONFIG_HELP_COLUMN - 2)   /* too wide: the help goes under it */
+            printf("  %s\n%*s%s\n", flag, CONFIG_HELP_COLUMN, "", config_opts[i].help);
+        else
+            printf("  %-*s%s\n", CONFIG_HELP_COLUMN - 2, flag, config_opts[i].help);
     }
     printf("  --help                    show this help\n"
            "  --version                 show the version\n"
@@ -229,6 +242,32 @@ static int config_set(struct config *cfg, const struct config_opt *o, const char
         }
         snprintf((char *)cfg + o->offset, AMPD_PATH_MAX, "%s", value);
         return 0;
+    case CFG_LOG_LEVEL: {
+        enum log_level level;
+        if (log_level_parse(value, &level) != 0) {
+            snprintf(err, errlen, "--%s: \"%s\" is not error, warn, info or debug", o->name, value);
+            return -1;
+        }
+        *(uint32_t *)((char *)cfg + o->offset) = (uint32_t)level;
+        return 0;
+    }
+    case CFG_HOST_PORT: {
+        bool ok = false;
+        if (strlen(value) >= AMPD_ADDRESS_MAX)
+            snprintf(why, sizeof(why), "too long");
+        else if (address_parse(value, &addr, why, sizeof(why)) != 0)
+            ;   /* why says it */
+        else if (addr.kind != ADDRESS_TCP || addr.tls)
+            snprintf(why, sizeof(why), "want HOST:PORT (plain TCP)");
+        else
+            ok = true;
+        if (!ok) {
+            snprintf(err, errlen, "--%s %s: %s", o->name, value, why);
+            return -1;
+        }
+        snprintf((char *)cfg + o->offset, AMPD_ADDRESS_MAX, "%s", value);
+        return 0;
+    }
     case CFG_SWITCH:
         if (strcmp(value, "on") != 0 && strcmp(value, "off") != 0) {
             snprintf(err, errlen, "--%s: \"%s\" is not on or off", o->name, value);
@@ -260,6 +299,7 @@ static void config_defaults(struct config *cfg)
     cfg->max_regions = AMPD_DEFAULT_MAX_REGIONS;
     cfg->max_region_bytes = AMPD_DEFAULT_MAX_REGION_BYTES;
     cfg->host_max_bytes = AMPD_DEFAULT_HOST_MAX_BYTES;
+    cfg->log_level = LOG_INFO;
 }
 
 /* --io-threads and --host-threads 0: a thread per online CPU, up to max. */
@@ -485,6 +525,8 @@ static int config_argv(struct config *cfg, int argc, char **argv, char *err, siz
 enum config_result config_load(struct config *cfg, int argc, char **argv, char *err, size_t errlen)
 {
     config_defaults(cfg);
+    cfg->argc = argc;
+    cfg->argv = argv;
     const char *file = NULL;
     if (config_prescan(argc, argv, &file) == CONFIG_EXIT)
         return CONFIG_EXIT;

@@ -89,6 +89,11 @@ struct config {
     char tls_cert[AMPD_PATH_MAX];      /* PEM certificate chain for tls: listeners; "": none */
     char tls_key[AMPD_PATH_MAX];       /* its PEM private key; set exactly when tls_cert is */
     char tls_client_ca[AMPD_PATH_MAX]; /* PEM CAs for client certificates; "": none asked */
+    uint32_t log_level;                /* enum log_level (log.h) */
+    char metrics_listen[AMPD_ADDRESS_MAX]; /* HOST:PORT of the metrics listener; "": none */
+    uint32_t metrics_allow_remote;     /* 1: metrics_listen may be other than loopback */
+    int argc;                          /* config_load()'s arguments, for SIGHUP to load */
+    char **argv;                       /* them again; main()'s, so they live as long */
 };
 
 enum config_result {
@@ -97,7 +102,8 @@ enum config_result {
     CONFIG_ERROR = -1, /* message in err: exit with a usage error */
 };
 
-/* Fills cfg from defaults, then --config FILE if given, then argv. */
+/* Fills cfg from defaults, then --config FILE if given, then argv. SIGHUP
+ * runs it again with the same argv (server.c): the file may have changed. */
 enum config_result config_load(struct config *cfg, int argc, char **argv, char *err, size_t errlen);
 
 #endif

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "conn_tls.h"
+#include "traffic.h"
 
 /* A borrowed frame goes to the socket in one write. */
 _Static_assert(H2_SEND_IOV <= LISTEN_WRITE_IOV, "a frame's iovecs fit one listen_sock write");
@@ -117,6 +118,14 @@ static void conn_h2_want_write(void *ctx)
     conn_flush(ctx);
 }
 
+static void conn_h2_answered(struct h2_call *call, const char *path, enum status_code code,
+                             const char *msg, void *ctx)
+{
+    (void)call;
+    struct conn *c = ctx;
+    traffic_answered(c->set->traffic, path, code, msg, c->peer);
+}
+
 static const struct h2_handlers conn_h2_handlers = {
     .start = conn_h2_start,
     .message = conn_h2_message,
@@ -127,6 +136,7 @@ static const struct h2_handlers conn_h2_handlers = {
     .closed = conn_h2_closed,
     .sent = conn_h2_sent,
     .want_write = conn_h2_want_write,
+    .answered = conn_h2_answered,
 };
 
 /* --- closing -------------------------------------------------------------- */
@@ -162,6 +172,12 @@ static void conn_sock_closed(void *ctx)
 }
 
 /* --- bytes ---------------------------------------------------------------- */
+
+static void conn_count_out(struct conn *c, size_t len)
+{
+    if (c->set->traffic)
+        traffic_wrote(c->set->traffic, len);
+}
 
 /* Skips the w bytes of iov[0..n) written; returns the index of the first
  * piece left (shortened in place). */
@@ -201,6 +217,7 @@ static int conn_gather(struct conn *c)
         ssize_t w = listen_sock_try_writev(c->sock, iov, n);
         if (w < 0)
             return -1;
+        conn_count_out(c, len);   /* written, or the rest queued below */
         if ((size_t)w == len) {
             if (borrowed)
                 h2_session_written(c->h2);
@@ -242,6 +259,7 @@ static int conn_gather_tls(struct conn *c)
         ssize_t w = listen_sock_try_writev(c->sock, &iov, 1);
         if (w < 0)
             return -1;
+        conn_count_out(c, len);
         if ((size_t)w == len) {
             tls_pipe_out_done(c->tls, len);
             continue;
@@ -275,6 +293,8 @@ static void conn_flush(struct conn *c)
 static void conn_sock_read(void *ctx, const uint8_t *data, size_t len)
 {
     struct conn *c = ctx;
+    if (c->set->traffic)
+        traffic_read(c->set->traffic, len);
     if (c->fatal)
         return;
     int rv = c->tls ? (int)conn_tls_recv(c->tls, c->h2, data, len) : h2_session_recv(c->h2, data, len);

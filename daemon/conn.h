@@ -18,6 +18,7 @@
 #include "listen.h"
 #include "rpc.h"
 #include "tls.h"
+#include "traffic.h"
 
 struct conn;
 
@@ -32,6 +33,7 @@ struct conn_set {
     struct h2_config h2cfg;     /* every session's, but for its budget (the connection's) */
     struct rpc_env *env;
     struct tls_server *tls;     /* tls: listeners' certificates; NULL when there is none */
+    struct traffic *traffic;    /* calls and bytes, daemon-wide; NULL: calls are only logged */
     /* Called when the last connection has closed, while draining. */
     void (*empty)(void *ctx);
     void *ctx;

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "kernels.h"
+#include "log.h"
 
 /* OpenCL C 1.2 everywhere: NVIDIA's driver offers no more to C kernels. */
 #define DEV_BUILD_OPTIONS "-cl-std=CL1.2"
@@ -338,7 +339,7 @@ static int dev_open_list(struct dev ***devs, size_t *n, bool profiling, char *er
         if (!d) {
             char name[128];
             dev_get_string(cands[i].id, CL_DEVICE_NAME, name, sizeof name);
-            fprintf(stderr, "ampd: warning: skipping OpenCL device '%s': %s\n", name, why);
+            log_msg(LOG_WARN, "skipping OpenCL device '%s': %s", name, why);
             continue;
         }
         d->info.index = (unsigned)opened;

@@ -108,7 +108,7 @@ static void h2_call_release(struct h2_call *c)
      * job holds from the daemon's budget alone (rpc.c). */
     h2_call_hold(c, 0, NULL, 0);
     if (c->started && !c->answered)
-        h2_count_status(s, STATUS_CANCELLED);   /* the client left first */
+        h2_count_status(c, STATUS_CANCELLED, "the client left first");
     if (c->started && s->h->closed)
         s->h->closed(c, s->ctx);
     if (c->prev)
@@ -182,7 +182,7 @@ int h2_call_answer_status(struct h2_call *c, const char *http_status, enum statu
     if (c->answered)
         return -1;
     c->answered = true;
-    h2_count_status(c->s, code);
+    h2_count_status(c, code, msg);
     if (c->kind == H2_STREAM)
         h2_stream_drop_input(c);
     char status[16], encoded[H2_GRPC_MESSAGE_MAX];

@@ -142,10 +142,13 @@ static inline uint64_t h2_now(const struct h2_session *s)
     return s->cfg.now_ms ? s->cfg.now_ms() : 0;
 }
 
-/* Counts the status a call was answered with. */
-static inline void h2_count_status(struct h2_session *s, enum status_code code)
+/* Counts the status a call was answered with (msg: its message, or NULL)
+ * and tells the handlers. */
+static inline void h2_count_status(struct h2_call *c, enum status_code code, const char *msg)
 {
-    status_count(s->cfg.status_counts, code);
+    status_count(c->s->cfg.status_counts, code);
+    if (c->s->h->answered)
+        c->s->h->answered(c, c->path, code, msg ? msg : "", c->s->ctx);
 }
 
 static inline void h2_session_wake(struct h2_session *s)

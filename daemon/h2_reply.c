@@ -259,7 +259,7 @@ static int h2_reply_answer(struct h2_call *call, struct h2_out *o)
     call->answered = true;
     call->finishing = true;
     call->trailer_code = STATUS_OK;
-    h2_count_status(call->s, STATUS_OK);
+    h2_count_status(call, STATUS_OK, NULL);
     return h2_reply_queue(call, o);
 }
 
@@ -342,7 +342,7 @@ int h2_call_finish(struct h2_call *call)
     call->answered = true;
     call->finishing = true;
     call->trailer_code = STATUS_OK;
-    h2_count_status(call->s, STATUS_OK);
+    h2_count_status(call, STATUS_OK, NULL);
     h2_stream_drop_input(call);
     h2_reply_kick(call);
     h2_session_wake(call->s);
@@ -358,7 +358,7 @@ int h2_reply_fail(struct h2_call *c, enum status_code code, const char *msg)
     c->answered = true;
     c->finishing = true;
     c->trailer_code = code;
-    h2_count_status(c->s, code);
+    h2_count_status(c, code, msg);
     char encoded[H2_GRPC_MESSAGE_MAX];
     h2_percent_encode(msg ? msg : "", encoded, sizeof(encoded));
     c->trailer_msg = strdup(encoded); /* NULL: the status alone still goes out */

@@ -23,6 +23,7 @@
 
 #include "conn.h"
 #include "listen.h"
+#include "log.h"
 #include "rpc.h"
 #include "scheduler.h"
 
@@ -262,6 +263,7 @@ static void io_loop_init_conns(struct io_loop *l, const struct io_loop_shared *s
     l->conns.limit = sh->conn_limit;
     l->conns.budget = sh->budget;
     l->conns.tls = sh->tls;
+    l->conns.traffic = sh->traffic;
     l->conns.conn_memory = cfg->max_connection_memory;
     l->conns.h2cfg = (struct h2_config){
         .max_message_bytes = (size_t)cfg->max_message_bytes,
@@ -346,7 +348,7 @@ void io_loop_free(struct io_loop *l)
             uv_run(l->loop, UV_RUN_DEFAULT);
         }
         if (uv_loop_close(&l->own) != 0)
-            fprintf(stderr, "ampd: warning: an I/O loop's handles were left open at exit\n");
+            log_msg(LOG_WARN, "an I/O loop's handles were left open at exit");
     }
     for (size_t i = 0; i < l->nfds; i++) {
         conn_unadmit(l->conns.limit, &l->fds[i].admission);

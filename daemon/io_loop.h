@@ -30,6 +30,7 @@ struct conn_limit;
 struct region_set;
 struct sched;
 struct tls_server;
+struct traffic;
 struct io_loop;
 
 /* What every loop is given; all of it outlives the loops. */
@@ -40,6 +41,7 @@ struct io_loop_shared {
     struct conn_limit *conn_limit;       /* --max-connections, --max-peer-connections */
     struct status_counts *status_counts; /* calls answered, by status */
     struct stage_stats *stages;          /* unary job calls' stage latencies (stage.h) */
+    struct traffic *traffic;             /* calls by method, bytes (traffic.h); NULL: none */
     struct region_set *regions;          /* NULL: regions off */
     struct tls_server *tls;              /* NULL: no tls: listener */
     uint64_t start_ms;                   /* for Status.uptime_ms */

@@ -2,8 +2,8 @@
  *
  * Opening the devices (dev_open_all) builds every kernel, which can take a
  * while on PoCL; it happens before any socket is bound, so a client that
- * can connect can also run jobs. The device list is printed to stderr
- * (the journal under systemd), then server.c runs until a drain completes.
+ * can connect can also run jobs. The device list is logged (log.h: stderr,
+ * the journal under systemd), then server.c runs until a drain completes.
  */
 #include <malloc.h>
 #include <signal.h>
@@ -12,6 +12,7 @@
 
 #include "config.h"
 #include "dev.h"
+#include "log.h"
 #include "scheduler.h"
 #include "server.h"
 
@@ -25,7 +26,7 @@ static void main_print_devices(struct dev **devs, size_t n, size_t default_index
 {
     for (size_t i = 0; i < n; i++) {
         const struct dev_info *di = dev_info(devs[i]);
-        fprintf(stderr, "ampd: device %u: %s (%s, %s, %s)%s\n", di->index, di->name,
+        log_msg(LOG_INFO, "device %u: %s (%s, %s, %s)%s", di->index, di->name,
                 dev_type_name(di->type), di->vendor, di->platform,
                 i == default_index ? " [default]" : "");
     }
@@ -35,13 +36,15 @@ int main(int argc, char **argv)
 {
     struct config cfg;
     char err[MAIN_ERR_MAX];
+    log_init();
     enum config_result cr = config_load(&cfg, argc, argv, err, sizeof(err));
     if (cr == CONFIG_EXIT)
         return 0;
     if (cr == CONFIG_ERROR) {
-        fprintf(stderr, "ampd: %s\n", err);
+        log_msg(LOG_ERROR, "%s", err);
         return MAIN_EXIT_USAGE;
     }
+    log_set_level((enum log_level)cfg.log_level);
     /* A client that vanishes mid-write must not kill the daemon. */
     signal(SIGPIPE, SIG_IGN);
     /* Buffers of MiBs come and go with every call: request messages, a
@@ -67,13 +70,13 @@ int main(int argc, char **argv)
     struct dev **devs = NULL;
     size_t ndevs = 0;
     if (dev_open_all(&devs, &ndevs, err, sizeof(err)) != 0 || ndevs == 0) {
-        fprintf(stderr, "ampd: no OpenCL device: %s\n", ndevs == 0 && devs ? "none found" : err);
+        log_msg(LOG_ERROR, "no OpenCL device: %s", ndevs == 0 && devs ? "none found" : err);
         dev_close_all(devs, ndevs);
         return 1;
     }
     size_t default_index;
     if (sched_pick_default(devs, ndevs, cfg.device, &default_index, err, sizeof(err)) != 0) {
-        fprintf(stderr, "ampd: %s\n", err);
+        log_msg(LOG_ERROR, "%s", err);
         dev_close_all(devs, ndevs);
         return 1;
     }

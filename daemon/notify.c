@@ -10,6 +10,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "log.h"
+
 void notify_state(const char *state)
 {
     const char *path = getenv("NOTIFY_SOCKET");
@@ -18,7 +20,7 @@ void notify_state(const char *state)
     struct sockaddr_un addr = { .sun_family = AF_UNIX };
     size_t len = strlen(path);
     if (len >= sizeof addr.sun_path || (path[0] != '/' && path[0] != '@')) {
-        fprintf(stderr, "ampd: NOTIFY_SOCKET \"%s\" is not a socket path; not notifying\n", path);
+        log_msg(LOG_WARN, "NOTIFY_SOCKET \"%s\" is not a socket path; not notifying", path);
         return;
     }
     memcpy(addr.sun_path, path, len);
@@ -27,7 +29,7 @@ void notify_state(const char *state)
     int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
     if (fd < 0 || sendto(fd, state, strlen(state), MSG_NOSIGNAL, (struct sockaddr *)&addr,
                          (socklen_t)(offsetof(struct sockaddr_un, sun_path) + len)) < 0)
-        fprintf(stderr, "ampd: notifying %s of %s: %s\n", path, state, strerror(errno));
+        log_msg(LOG_WARN, "notifying %s of %s: %s", path, state, strerror(errno));
     if (fd >= 0)
         close(fd);
 }

@@ -27,12 +27,14 @@
 #include "dev.h"
 #include "io_loop.h"
 #include "listen.h"
+#include "log.h"
 #include "notify.h"
 #include "region_sock.h"
 #include "rpc.h"
 #include "scheduler.h"
 #include "stage.h"
 #include "tls.h"
+#include "traffic.h"
 
 /* After --drain-timeout, calls get their status; connections that cannot
  * take it (a client that does not read) are closed this much later. */
@@ -46,6 +48,7 @@ struct server {
     struct conn_limit conn_limit;
     struct status_counts status_counts; /* calls answered, by status */
     struct stage_stats stages;          /* unary job calls' stage latencies */
+    struct traffic traffic;             /* calls by method and status, bytes (traffic.h) */
     struct sched *sched;
     struct io_loop **loops;    /* nloops, loops[0] on this loop */
     size_t nloops;
@@ -135,18 +138,18 @@ static int server_listen_regions(struct server *srv, const struct address *addr,
         .max_peer_connections = srv->cfg->max_peer_connections,
     };
     if (address_region_path(addr, path, sizeof path) != 0) {
-        fprintf(stderr, "ampd: --listen unix:%s: no room for its region socket's name (%s%s); "
+        log_msg(LOG_ERROR, "--listen unix:%s: no room for its region socket's name (%s%s); "
                         "a shorter path, or --regions off\n",
                 addr->path, addr->path, ADDRESS_REGION_SUFFIX);
         return -1;
     }
     if (region_listen(&srv->loop, path, access, srv->regions, &limits,
                       &srv->region_listeners[srv->nregion_listeners], err, sizeof err) != 0) {
-        fprintf(stderr, "ampd: regions: %s\n", err);
+        log_msg(LOG_ERROR, "regions: %s", err);
         return -1;
     }
     srv->nregion_listeners++;
-    fprintf(stderr, "ampd: regions on unix:%s\n", path);
+    log_msg(LOG_INFO, "regions on unix:%s", path);
     return 0;
 }
 
@@ -162,11 +165,11 @@ static int server_listen(struct server *srv)
             || listen_open(&srv->loop, &addr, &access, server_on_accept, srv, &srv->listeners[i],
                            err, sizeof(err))
                    != 0) {
-            fprintf(stderr, "ampd: --listen %s: %s\n", text, err);
+            log_msg(LOG_ERROR, "--listen %s: %s", text, err);
             return -1;
         }
         srv->nlisteners++;
-        fprintf(stderr, "ampd: listening on %s\n", text);
+        log_msg(LOG_INFO, "listening on %s", text);
         if (srv->regions && addr.kind == ADDRESS_UNIX && server_listen_regions(srv, &addr, &access) != 0)
             return -1;
     }
@@ -240,13 +243,13 @@ static void server_on_drain_timeout(uv_timer_t *t)
     struct server *srv = t->data;
     uint32_t open = conn_limit_count(&srv->conn_limit);
     if (srv->drain_expired) {
-        fprintf(stderr, "ampd: drain: closing %u connections that did not take their status\n",
+        log_msg(LOG_WARN, "drain: closing %u connections that did not take their status",
                 open);
         server_stop(srv);
         return;
     }
     srv->drain_expired = true;
-    fprintf(stderr, "ampd: drain timeout: ending the calls of %u connections\n", open);
+    log_msg(LOG_WARN, "drain timeout: ending the calls of %u connections", open);
     char msg[STATUS_MSG_MAX];
     snprintf(msg, sizeof(msg), "the daemon is shutting down: --drain-timeout (%u s) passed",
              srv->cfg->drain_timeout_ms / 1000);
@@ -259,11 +262,11 @@ static void server_on_signal(uv_signal_t *h, int signum)
 {
     struct server *srv = h->data;
     if (srv->draining) {
-        fprintf(stderr, "ampd: signal %d again: stopping now\n", signum);
+        log_msg(LOG_INFO, "signal %d again: stopping now", signum);
         server_stop(srv);
         return;
     }
-    fprintf(stderr, "ampd: signal %d: draining\n", signum);
+    log_msg(LOG_INFO, "signal %d: draining", signum);
     notify_state("STOPPING=1");
     srv->draining = true;
     server_close_listeners(srv);   /* before any loop sends its GOAWAY */
@@ -280,11 +283,11 @@ static void server_on_sighup(uv_signal_t *h, int signum)
     struct server *srv = h->data;
     char err[512];
     if (!srv->tls)
-        fprintf(stderr, "ampd: SIGHUP: nothing to reload\n");
+        log_msg(LOG_INFO, "SIGHUP: nothing to reload");
     else if (tls_server_reload(srv->tls, err, sizeof err) != 0)
-        fprintf(stderr, "ampd: SIGHUP: keeping the TLS files loaded before: %s\n", err);
+        log_msg(LOG_INFO, "SIGHUP: keeping the TLS files loaded before: %s", err);
     else
-        fprintf(stderr, "ampd: SIGHUP: TLS files reloaded for new connections\n");
+        log_msg(LOG_INFO, "SIGHUP: TLS files reloaded for new connections");
 }
 
 /* The TLS files of tls: listeners, before any connection. */
@@ -296,7 +299,7 @@ static int server_tls(struct server *srv)
     struct tls_server_files files = { .cert = srv->cfg->tls_cert, .key = srv->cfg->tls_key,
                                       .client_ca = srv->cfg->tls_client_ca };
     if (tls_server_new(&files, &srv->tls, err, sizeof err) != 0) {
-        fprintf(stderr, "ampd: %s\n", err);
+        log_msg(LOG_ERROR, "%s", err);
         return -1;
     }
     return 0;
@@ -336,6 +339,7 @@ static int server_start_loops(struct server *srv)
         .conn_limit = &srv->conn_limit,
         .status_counts = &srv->status_counts,
         .stages = &srv->stages,
+        .traffic = &srv->traffic,
         .regions = srv->regions,
         .tls = srv->tls,
         .start_ms = rpc_now_ms(),
@@ -343,18 +347,18 @@ static int server_start_loops(struct server *srv)
         .ctx = srv,
     };
     srv->loops = calloc(srv->cfg->io_threads, sizeof(*srv->loops));
-    if (!srv->loops) {
-        fprintf(stderr, "ampd: out of memory\n");
+    if (!srv->loops || traffic_init(&srv->traffic) != 0) {
+        log_msg(LOG_ERROR, "out of memory");
         return -1;
     }
     for (size_t i = 0; i < srv->cfg->io_threads; i++) {
         struct io_loop *l;
         if (io_loop_new(&sh, (unsigned)i, i == 0 ? &srv->loop : NULL, &l, err, sizeof err) != 0) {
-            fprintf(stderr, "ampd: %s\n", err);
+            log_msg(LOG_ERROR, "%s", err);
             return -1;
         }
         if (io_loop_start(l, err, sizeof err) != 0) {
-            fprintf(stderr, "ampd: %s\n", err);
+            log_msg(LOG_ERROR, "%s", err);
             io_loop_free(l);   /* never ran: it could not report empty */
             return -1;
         }
@@ -372,6 +376,7 @@ static void server_free(struct server *srv)
         sched_free(srv->sched);
     region_set_free(srv->regions);   /* every job that used one is done */
     tls_server_free(srv->tls);       /* every connection is gone */
+    traffic_destroy(&srv->traffic);
     conn_limit_destroy(&srv->conn_limit);
     pthread_mutex_destroy(&srv->budget_lock);
     free(srv);
@@ -381,7 +386,7 @@ int server_run(const struct config *cfg, struct dev **devs, size_t ndevs, size_t
 {
     struct server *srv = calloc(1, sizeof(*srv));
     if (!srv || uv_loop_init(&srv->loop) != 0) {
-        fprintf(stderr, "ampd: cannot start the event loop\n");
+        log_msg(LOG_ERROR, "cannot start the event loop");
         free(srv);
         return 1;
     }
@@ -401,7 +406,7 @@ int server_run(const struct config *cfg, struct dev **devs, size_t ndevs, size_t
         .host_threads = cfg->host_threads,
     };
     if (sched_new(devs, ndevs, default_index, &limits, &srv->sched, err, sizeof(err)) != 0) {
-        fprintf(stderr, "ampd: %s\n", err);
+        log_msg(LOG_ERROR, "%s", err);
         srv->sched = NULL;
         status = 1;
     } else if (server_tls(srv) != 0 || server_start_loops(srv) != 0 || server_listen(srv) != 0) {
@@ -412,7 +417,7 @@ int server_run(const struct config *cfg, struct dev **devs, size_t ndevs, size_t
         uv_signal_start(&srv->sigint, server_on_signal, SIGINT);
         uv_signal_start(&srv->sighup, server_on_sighup, SIGHUP);
         notify_state("READY=1"); /* devices found, kernels built, sockets listening */
-        fprintf(stderr, "ampd: serving on %zu I/O loops\n", srv->nloops);
+        log_msg(LOG_INFO, "serving on %zu I/O loops", srv->nloops);
     } else {
         server_close_listeners(srv);
         server_stop(srv);
@@ -421,7 +426,7 @@ int server_run(const struct config *cfg, struct dev **devs, size_t ndevs, size_t
     uv_run(&srv->loop, UV_RUN_DEFAULT);
     uv_run(&srv->loop, UV_RUN_DEFAULT);
     if (uv_loop_close(&srv->loop) != 0)
-        fprintf(stderr, "ampd: warning: handles left open at exit\n");
+        log_msg(LOG_WARN, "handles left open at exit");
     server_free(srv);
     return status;
 }
