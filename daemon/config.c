@@ -38,7 +38,7 @@ struct config_opt {
 #define CFG_OFF(field) offsetof(struct config, field)
 
 static const struct config_opt config_opts[] = {
-    { "listen", "ADDR", CFG_LISTEN, 0, 0, 0,
+    { "listen", "ADDR", CFG_LISTEN, CFG_OFF(listen), 0, 0,
       "listen on ADDR: unix:/path, HOST:PORT (\":PORT\" is loopback), or\n"
       "                            tls:HOST:PORT for TLS; repeatable (default " AMPD_DEFAULT_LISTEN ")" },
     { "tls-cert", "FILE", CFG_PATH, CFG_OFF(tls_cert), 0, 0,
@@ -48,7 +48,7 @@ static const struct config_opt config_opts[] = {
     { "tls-client-ca", "FILE", CFG_PATH, CFG_OFF(tls_client_ca), 0, 0,
       "PEM CAs: tls: clients must show a certificate one of them\n"
       "                            signed (default: none asked); re-read on SIGHUP" },
-    { "device", "SEL", CFG_DEVICE, 0, 0, 0,
+    { "device", "SEL", CFG_DEVICE, CFG_OFF(device), 0, 0,
       "default device: an index, \"gpu\" or \"cpu\" (default: the first GPU)" },
     { "max-message-bytes", "N", CFG_U64, CFG_OFF(max_message_bytes), 1,
       AMPD_MAX_MESSAGE_BYTES_LIMIT, "largest request or reply message (default 64M)" },
@@ -73,7 +73,7 @@ static const struct config_opt config_opts[] = {
       "bytes per second a request arrives at, at least (default 64K)" },
     { "socket-mode", "MODE", CFG_MODE, CFG_OFF(socket_mode), 0, 0777,
       "permissions of Unix socket files, octal (default 0660)" },
-    { "socket-group", "GROUP", CFG_GROUP, 0, 0, 0,
+    { "socket-group", "GROUP", CFG_GROUP, CFG_OFF(socket_group), 0, 0,
       "group of Unix socket files, a name or gid (default: ampd's own)" },
     { "regions", "on|off", CFG_SWITCH, CFG_OFF(regions), 0, 1,
       "shared-memory regions for Unix-socket clients, registered on\n"
@@ -520,6 +520,51 @@ static int config_argv(struct config *cfg, int argc, char **argv, char *err, siz
             return -1;
     }
     return 0;
+}
+
+/* o's value in cfg as text, as it would be written in the file. */
+static void config_value(const struct config *cfg, const struct config_opt *o, char *out,
+                         size_t outlen)
+{
+    const char *field = (const char *)cfg + o->offset;
+    uint32_t u32 = 0;
+    if (o->kind == CFG_U32 || o->kind == CFG_SECONDS || o->kind == CFG_MODE
+        || o->kind == CFG_SWITCH || o->kind == CFG_LOG_LEVEL)
+        memcpy(&u32, field, sizeof u32);
+    switch (o->kind) {
+    case CFG_LISTEN: {
+        size_t n = 0;
+        out[0] = '\0';
+        for (size_t i = 0; i < cfg->nlisten && n < outlen; i++)
+            n += (size_t)snprintf(out + n, outlen - n, "%s%s", i ? " " : "", cfg->listen[i]);
+        return;
+    }
+    case CFG_U64: {
+        uint64_t v;
+        memcpy(&v, field, sizeof v);
+        snprintf(out, outlen, "%" PRIu64, v);
+        return;
+    }
+    case CFG_U32: snprintf(out, outlen, "%" PRIu32, u32); return;
+    case CFG_SECONDS: snprintf(out, outlen, "%" PRIu32, u32 / CONFIG_MS_PER_S); return;
+    case CFG_MODE: snprintf(out, outlen, "0%" PRIo32, u32); return;
+    case CFG_SWITCH: snprintf(out, outlen, "%s", u32 ? "on" : "off"); return;
+    case CFG_LOG_LEVEL: snprintf(out, outlen, "%s", log_level_name((enum log_level)u32)); return;
+    default: snprintf(out, outlen, "%s", field); return;   /* the string kinds */
+    }
+}
+
+void config_changes(const struct config *old, const struct config *now,
+                    void (*changed)(const char *name, const char *was, const char *is, void *ctx),
+                    void *ctx)
+{
+    char was[CONFIG_LINE_MAX], is[CONFIG_LINE_MAX];
+    for (size_t i = 0; i < CONFIG_NOPTS; i++) {
+        config_value(old, &config_opts[i], was, sizeof was);
+        config_value(now, &config_opts[i], is, sizeof is);
+        if (strcmp(was, is) != 0)
+            changed(config_opts[i].name, was, is, ctx);
+    }
 }
 
 enum config_result config_load(struct config *cfg, int argc, char **argv, char *err, size_t errlen)

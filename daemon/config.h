@@ -106,4 +106,11 @@ enum config_result {
  * runs it again with the same argv (server.c): the file may have changed. */
 enum config_result config_load(struct config *cfg, int argc, char **argv, char *err, size_t errlen);
 
+/* Calls changed() for each setting whose value differs between old and
+ * now (SIGHUP's report), with its option name ("max-jobs") and both
+ * values as text. */
+void config_changes(const struct config *old, const struct config *now,
+                    void (*changed)(const char *name, const char *was, const char *is, void *ctx),
+                    void *ctx);
+
 #endif

@@ -14,7 +14,7 @@
 
 struct conn_limit_peer {
     struct conn_limit_peer *next;
-    uint32_t n;                     /* connections being served: 1 <= n <= max_per_peer */
+    uint32_t n;                     /* connections being served: >= 1, <= max_per_peer when admitted */
     char name[LISTEN_PEER_MAX];
 };
 
@@ -22,6 +22,14 @@ void conn_limit_init(struct conn_limit *l, uint32_t max, uint32_t max_per_peer)
 {
     *l = (struct conn_limit){ .max = max, .max_per_peer = max_per_peer };
     pthread_mutex_init(&l->lock, NULL);
+}
+
+void conn_limit_set(struct conn_limit *l, uint32_t max, uint32_t max_per_peer)
+{
+    pthread_mutex_lock(&l->lock);
+    l->max = max;
+    l->max_per_peer = max_per_peer;
+    pthread_mutex_unlock(&l->lock);
 }
 
 void conn_limit_destroy(struct conn_limit *l)

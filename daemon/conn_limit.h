@@ -12,15 +12,18 @@
 #define AMPD_CONN_LIMIT_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 struct conn_limit_peer;
 
 struct conn_limit {
     pthread_mutex_t lock;           /* guards everything below */
-    uint32_t max;                   /* --max-connections */
-    uint32_t max_per_peer;          /* --max-peer-connections */
-    uint32_t count;                 /* admitted and not yet gone: count <= max */
+    /* Atomics, set under lock, so that refusal messages read them without
+     * it (SIGHUP changes them: conn_limit_set). */
+    atomic_uint max;                /* --max-connections */
+    atomic_uint max_per_peer;       /* --max-peer-connections */
+    uint32_t count;                 /* admitted and not yet gone: <= max when admitted */
     struct conn_limit_peer *peers;  /* peers with connections being served */
 };
 
@@ -32,6 +35,10 @@ enum conn_limit_verdict {
 };
 
 void conn_limit_init(struct conn_limit *l, uint32_t max, uint32_t max_per_peer);
+/* New limits (SIGHUP): connections over them stay, new ones wait for
+ * room. */
+void conn_limit_set(struct conn_limit *l, uint32_t max, uint32_t max_per_peer);
+
 /* Every admitted connection must have left. */
 void conn_limit_destroy(struct conn_limit *l);
 

@@ -459,13 +459,24 @@ size_t sched_default(const struct sched_port *p)
     return p->s->default_index;
 }
 
-void sched_stats(const struct sched_port *p, struct sched_stats *out)
+void sched_totals(struct sched *s, struct sched_stats *out)
 {
-    struct sched *s = p->s;
     uv_mutex_lock(&s->counts);
     out->jobs_in_flight = s->in_flight;
     out->jobs_completed = s->completed;
     out->jobs_failed = s->failed;
+    uv_mutex_unlock(&s->counts);
+}
+
+void sched_stats(const struct sched_port *p, struct sched_stats *out)
+{
+    sched_totals(p->s, out);
+}
+
+void sched_set_max_jobs(struct sched *s, uint32_t max_jobs)
+{
+    uv_mutex_lock(&s->counts);
+    s->limits.max_jobs = max_jobs;
     uv_mutex_unlock(&s->counts);
 }
 

@@ -106,4 +106,10 @@ size_t sched_default(const struct sched_port *p);
 /* Daemon-wide: every loop's jobs. */
 void sched_stats(const struct sched_port *p, struct sched_stats *out);
 
+/* The same from any thread, without a port (metrics.c). */
+void sched_totals(struct sched *s, struct sched_stats *out);
+
+/* --max-jobs from now on (SIGHUP); jobs already in flight stay. Any thread. */
+void sched_set_max_jobs(struct sched *s, uint32_t max_jobs);
+
 #endif

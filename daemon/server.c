@@ -20,6 +20,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <uv.h>
 
 #include "budget.h"
@@ -42,7 +43,9 @@
 
 struct server {
     uv_loop_t loop;            /* the main loop, and I/O loop 0's */
-    const struct config *cfg;
+    const struct config *cfg;  /* main()'s, as the daemon started: what the loops were given */
+    struct config loaded;      /* as SIGHUP last loaded them (cfg at first): its live
+                                * settings (server_live) are the ones in force */
     struct budget budget;      /* bytes held for clients, all connections (--max-job-memory) */
     pthread_mutex_t budget_lock; /* budget's: every I/O loop takes and gives */
     struct conn_limit conn_limit;
@@ -252,7 +255,7 @@ static void server_on_drain_timeout(uv_timer_t *t)
     log_msg(LOG_WARN, "drain timeout: ending the calls of %u connections", open);
     char msg[STATUS_MSG_MAX];
     snprintf(msg, sizeof(msg), "the daemon is shutting down: --drain-timeout (%u s) passed",
-             srv->cfg->drain_timeout_ms / 1000);
+             srv->loaded.drain_timeout_ms / 1000);
     uv_timer_start(&srv->drain_timer, server_on_drain_timeout, SERVER_DRAIN_FLUSH_MS, 0);
     for (size_t i = 0; i < srv->nloops; i++)
         io_loop_fail(srv->loops[i], msg);
@@ -270,22 +273,62 @@ static void server_on_signal(uv_signal_t *h, int signum)
     notify_state("STOPPING=1");
     srv->draining = true;
     server_close_listeners(srv);   /* before any loop sends its GOAWAY */
-    uv_timer_start(&srv->drain_timer, server_on_drain_timeout, srv->cfg->drain_timeout_ms, 0);
+    uv_timer_start(&srv->drain_timer, server_on_drain_timeout, srv->loaded.drain_timeout_ms, 0);
     for (size_t i = 0; i < srv->nloops; i++)
         io_loop_drain(srv->loops[i]);
 }
 
-/* SIGHUP reloads what can change while running: the TLS files. A
- * failed reload keeps the files loaded before. */
+/* Settings SIGHUP puts in force (server_apply). The others are taken
+ * once, at startup: sockets, devices and buffers are made from them, and
+ * each I/O loop copied its timeouts and sizes (changing them would mean
+ * telling every loop's thread); a changed one is logged as waiting for a
+ * restart. Region sockets keep the connection limits they started with. */
+static const char *const server_live[] = {
+    "log-level", "max-jobs", "max-connections", "max-peer-connections", "drain-timeout",
+};
+
+static void server_apply(struct server *srv, const struct config *now)
+{
+    log_set_level((enum log_level)now->log_level);
+    if (srv->sched)
+        sched_set_max_jobs(srv->sched, now->max_jobs);
+    conn_limit_set(&srv->conn_limit, now->max_connections, now->max_peer_connections);
+    srv->loaded.drain_timeout_ms = now->drain_timeout_ms;   /* read from loaded when draining */
+}
+
+static void server_on_changed(const char *name, const char *was, const char *is, void *ctx)
+{
+    (void)ctx;
+    for (size_t i = 0; i < sizeof(server_live) / sizeof(server_live[0]); i++) {
+        if (strcmp(name, server_live[i]) == 0) {
+            log_msg(LOG_INFO, "SIGHUP: --%s %s (was %s)", name, is, was);
+            return;
+        }
+    }
+    log_msg(LOG_WARN, "SIGHUP: --%s %s (was %s) takes effect only at restart", name, is, was);
+}
+
+/* SIGHUP reloads the settings (the config file and the same command
+ * line) and puts the live ones in force, then re-reads the TLS files. A
+ * file that does not load keeps every setting as it was; a failed TLS
+ * reload keeps the files loaded before. */
 static void server_on_sighup(uv_signal_t *h, int signum)
 {
     (void)signum;
     struct server *srv = h->data;
     char err[512];
+    struct config now;
+    if (config_load(&now, srv->cfg->argc, srv->cfg->argv, err, sizeof err) != CONFIG_RUN) {
+        log_msg(LOG_ERROR, "SIGHUP: keeping the settings in force: %s", err);
+    } else {
+        config_changes(&srv->loaded, &now, server_on_changed, srv);
+        server_apply(srv, &now);
+        srv->loaded = now;
+    }
     if (!srv->tls)
-        log_msg(LOG_INFO, "SIGHUP: nothing to reload");
-    else if (tls_server_reload(srv->tls, err, sizeof err) != 0)
-        log_msg(LOG_INFO, "SIGHUP: keeping the TLS files loaded before: %s", err);
+        return;
+    if (tls_server_reload(srv->tls, err, sizeof err) != 0)
+        log_msg(LOG_ERROR, "SIGHUP: keeping the TLS files loaded before: %s", err);
     else
         log_msg(LOG_INFO, "SIGHUP: TLS files reloaded for new connections");
 }
@@ -308,6 +351,7 @@ static int server_tls(struct server *srv)
 static void server_init(struct server *srv, const struct config *cfg, size_t ndevs)
 {
     srv->cfg = cfg;
+    srv->loaded = *cfg;
     pthread_mutex_init(&srv->budget_lock, NULL);
     srv->budget = (struct budget){ .max = cfg->max_job_memory, .name = "--max-job-memory",
                                    .lock = &srv->budget_lock };
