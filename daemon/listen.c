@@ -483,8 +483,7 @@ static int listen_bind_unix(struct listener *l, const char *path,
     return 0;
 }
 
-static int listen_bind_tcp(struct listener *l, const struct address *addr, char *err,
-                           size_t errlen)
+int listen_tcp_fd(const struct address *addr, int *out, char *err, size_t errlen)
 {
     /* Startup only, before the loop runs: a blocking lookup is fine here. */
     char port[16];
@@ -510,7 +509,7 @@ static int listen_bind_tcp(struct listener *l, const struct address *addr, char 
         return -1;
     }
     freeaddrinfo(ai);
-    l->fd = fd;
+    *out = fd;
     return 0;
 }
 
@@ -534,7 +533,7 @@ int listen_open(uv_loop_t *loop, const struct address *addr, const struct listen
     l->ctx = ctx;
     l->tls = addr->kind == ADDRESS_TCP && addr->tls;
     int rv = addr->kind == ADDRESS_UNIX ? listen_bind_unix(l, addr->path, access, err, errlen)
-                                        : listen_bind_tcp(l, addr, err, errlen);
+                                        : listen_tcp_fd(addr, &l->fd, err, errlen);
     if (rv != 0) {
         free(l);
         return -1;

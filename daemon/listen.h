@@ -52,6 +52,11 @@ struct listen_unix_access {
 int listen_open(uv_loop_t *loop, const struct address *addr, const struct listen_unix_access *access,
                 listen_accept_cb cb, void *ctx, struct listener **out, char *err, size_t errlen);
 
+/* A non-blocking TCP socket bound to addr and listening (startup only:
+ * the host is looked up, blocking). Returns 0, or -1 with the step that
+ * failed and why in err. */
+int listen_tcp_fd(const struct address *addr, int *fd, char *err, size_t errlen);
+
 /* A bound, listening, non-blocking Unix socket at path, made as
  * listen_open() makes its Unix listeners (stale file removed, access's mode
  * and group), for a listener that reads it itself (region_sock.c).

@@ -80,6 +80,16 @@ uint64_t region_set_bytes(const struct region_set *s)
     return atomic_load(&s->bytes);
 }
 
+size_t region_set_count(struct region_set *s)
+{
+    size_t n = 0;
+    pthread_mutex_lock(&s->lock);
+    for (struct region *r = s->head; r; r = r->next)
+        n++;
+    pthread_mutex_unlock(&s->lock);
+    return n;
+}
+
 struct region_client *region_client_new(struct region_set *s, uid_t uid)
 {
     struct region_client *c = calloc(1, sizeof(*c));

@@ -49,6 +49,9 @@ void region_set_free(struct region_set *s);
 /* Bytes mapped for regions now (registered, or released and still used). */
 uint64_t region_set_bytes(const struct region_set *s);
 
+/* Regions registered now, every client's. Any thread. */
+size_t region_set_count(struct region_set *s);
+
 /* One region-socket connection, for uid. NULL when out of memory. */
 struct region_client *region_client_new(struct region_set *s, uid_t uid);
 /* Ends every region of the client (see region_release), frees it. */

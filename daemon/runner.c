@@ -23,6 +23,7 @@
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -55,7 +56,9 @@ struct runner {
     struct task *parked, *parked_tail; /* waiting for device memory, in order */
     struct runner_flight flight[RUNNER_FLIGHT_MAX]; /* oldest first */
     size_t nflight;
-    uint64_t mem_used;              /* device bytes reserved: <= capacity */
+    /* Written by the runner thread only; an atomic so that metrics.c reads
+     * it from its own (runner_mem_used). */
+    atomic_uint_least64_t mem_used; /* device bytes reserved: <= capacity */
 };
 
 static void runner_append(struct task **head, struct task **tail, struct task *t)
@@ -151,7 +154,7 @@ static bool runner_admit(struct runner *r, struct task *t)
                     need, dev_info(r->dev)->index, cap);
         return true;   /* started below, it only reports the failure */
     }
-    if (r->parked || need > cap - r->mem_used) {
+    if (r->parked || need > cap - atomic_load(&r->mem_used)) {
         runner_append(&r->parked, &r->parked_tail, t);
         return false;
     }
@@ -298,6 +301,11 @@ size_t runner_load(struct runner *r)
     size_t n = r->load;
     pthread_mutex_unlock(&r->lock);
     return n;
+}
+
+uint64_t runner_mem_used(struct runner *r)
+{
+    return atomic_load_explicit(&r->mem_used, memory_order_relaxed);
 }
 
 struct dev *runner_dev(struct runner *r)

@@ -30,6 +30,10 @@ void runner_submit(struct runner *r, struct task *t);
  * Thread-safe. */
 size_t runner_load(struct runner *r);
 
+/* Device bytes r's jobs hold reserved now (--max-device-memory). Any
+ * thread. */
+uint64_t runner_mem_used(struct runner *r);
+
 struct dev *runner_dev(struct runner *r);
 
 /* Finishes the tasks in flight, completes queued ones with

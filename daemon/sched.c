@@ -473,6 +473,24 @@ void sched_stats(const struct sched_port *p, struct sched_stats *out)
     sched_totals(p->s, out);
 }
 
+int sched_device_usage(struct sched *s, size_t i, struct sched_device_usage *out)
+{
+    if (i >= s->ndevs)
+        return -1;
+    const struct dev_info *di = dev_info(s->devs[i]);
+    *out = (struct sched_device_usage){ .index = di->index, .name = di->name };
+    uv_rwlock_rdlock(&s->life);
+    if (s->runners[i]) {
+        out->tasks = runner_load(s->runners[i]);
+        out->memory_reserved = runner_mem_used(s->runners[i]);
+    }
+    uv_rwlock_rdunlock(&s->life);
+    out->memory_capacity = dev_memory_capacity(s->devs[i]);
+    out->staging_in_use = staging_pool_in_use(s->staging[i]);
+    out->staging_bytes = staging_pool_bytes(s->staging[i]);
+    return 0;
+}
+
 void sched_set_max_jobs(struct sched *s, uint32_t max_jobs)
 {
     uv_mutex_lock(&s->counts);

@@ -109,6 +109,20 @@ void sched_stats(const struct sched_port *p, struct sched_stats *out);
 /* The same from any thread, without a port (metrics.c). */
 void sched_totals(struct sched *s, struct sched_stats *out);
 
+/* One device's load and memory, as metrics.c shows them. */
+struct sched_device_usage {
+    unsigned index;            /* dev_info's: ListDevices' index */
+    const char *name;          /* the device's, as long as the scheduler */
+    uint64_t tasks;            /* queued, waiting for memory or running (runner_load) */
+    uint64_t memory_reserved;  /* device bytes jobs hold now */
+    uint64_t memory_capacity;  /* at most (--max-device-memory) */
+    uint64_t staging_in_use;   /* pinned staging bytes streams hold */
+    uint64_t staging_bytes;    /* the device's staging pool (--staging-bytes) */
+};
+
+/* Device i's usage from any thread. Returns 0, or -1 past the last device. */
+int sched_device_usage(struct sched *s, size_t i, struct sched_device_usage *out);
+
 /* --max-jobs from now on (SIGHUP); jobs already in flight stay. Any thread. */
 void sched_set_max_jobs(struct sched *s, uint32_t max_jobs);
 

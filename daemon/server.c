@@ -29,6 +29,7 @@
 #include "io_loop.h"
 #include "listen.h"
 #include "log.h"
+#include "metrics.h"
 #include "notify.h"
 #include "region_sock.h"
 #include "rpc.h"
@@ -43,6 +44,7 @@
 
 struct server {
     uv_loop_t loop;            /* the main loop, and I/O loop 0's */
+    uint64_t start_ms;         /* rpc_now_ms() at startup: uptime in Status and metrics */
     const struct config *cfg;  /* main()'s, as the daemon started: what the loops were given */
     struct config loaded;      /* as SIGHUP last loaded them (cfg at first): its live
                                 * settings (server_live) are the ones in force */
@@ -65,6 +67,7 @@ struct server {
     struct region_listener *region_listeners[AMPD_MAX_LISTEN]; /* one per Unix listener */
     size_t nregion_listeners;
     struct tls_server *tls;    /* NULL: no tls: listener; freed after the loops */
+    struct metrics *metrics;   /* NULL: no --metrics-listen; stopped before the scheduler */
     uv_signal_t sigterm, sigint, sighup;
     uv_timer_t drain_timer;
     bool draining;
@@ -198,6 +201,8 @@ static void server_finish(struct server *srv)
     if (srv->finished)
         return;
     srv->finished = true;
+    metrics_stop(srv->metrics);   /* its scrapes read the scheduler */
+    srv->metrics = NULL;
     if (srv->sched)
         sched_stop(srv->sched);
     for (size_t i = 0; i < srv->nloops; i++)
@@ -333,6 +338,31 @@ static void server_on_sighup(uv_signal_t *h, int signum)
         log_msg(LOG_INFO, "SIGHUP: TLS files reloaded for new connections");
 }
 
+/* The metrics listener (--metrics-listen), once the counters it reads
+ * exist. */
+static int server_metrics(struct server *srv)
+{
+    if (!srv->cfg->metrics_listen[0])
+        return 0;
+    char err[512];
+    struct metrics_sources src = {
+        .traffic = &srv->traffic,
+        .stages = &srv->stages,
+        .sched = srv->sched,
+        .conn_limit = &srv->conn_limit,
+        .budget = &srv->budget,
+        .regions = srv->regions,
+        .start_ms = srv->start_ms,
+    };
+    if (metrics_start(srv->cfg->metrics_listen, srv->cfg->metrics_allow_remote, &src,
+                      &srv->metrics, err, sizeof err) != 0) {
+        log_msg(LOG_ERROR, "%s", err);
+        return -1;
+    }
+    log_msg(LOG_INFO, "metrics on http://%s/metrics", metrics_address(srv->metrics));
+    return 0;
+}
+
 /* The TLS files of tls: listeners, before any connection. */
 static int server_tls(struct server *srv)
 {
@@ -350,6 +380,7 @@ static int server_tls(struct server *srv)
 
 static void server_init(struct server *srv, const struct config *cfg, size_t ndevs)
 {
+    srv->start_ms = rpc_now_ms();
     srv->cfg = cfg;
     srv->loaded = *cfg;
     pthread_mutex_init(&srv->budget_lock, NULL);
@@ -386,7 +417,7 @@ static int server_start_loops(struct server *srv)
         .traffic = &srv->traffic,
         .regions = srv->regions,
         .tls = srv->tls,
-        .start_ms = rpc_now_ms(),
+        .start_ms = srv->start_ms,
         .empty = server_on_loop_empty,
         .ctx = srv,
     };
@@ -453,7 +484,8 @@ int server_run(const struct config *cfg, struct dev **devs, size_t ndevs, size_t
         log_msg(LOG_ERROR, "%s", err);
         srv->sched = NULL;
         status = 1;
-    } else if (server_tls(srv) != 0 || server_start_loops(srv) != 0 || server_listen(srv) != 0) {
+    } else if (server_tls(srv) != 0 || server_start_loops(srv) != 0 || server_metrics(srv) != 0
+               || server_listen(srv) != 0) {
         status = 1;
     }
     if (status == 0) {

@@ -158,6 +158,16 @@ size_t staging_buf_size(const struct staging_port *port)
     return port->pool->size;
 }
 
+uint64_t staging_pool_in_use(struct staging_pool *p)
+{
+    return (uint64_t)(p->count - staging_nfree(p)) * p->size;
+}
+
+uint64_t staging_pool_bytes(const struct staging_pool *p)
+{
+    return (uint64_t)p->count * p->size;
+}
+
 size_t staging_count(const struct staging_port *port)
 {
     return port->pool->count;

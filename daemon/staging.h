@@ -54,6 +54,10 @@ int staging_pool_new(struct dev *d, size_t count, size_t size, struct staging_po
  * buffer back. NULL is a no-op. */
 void staging_pool_free(struct staging_pool *p);
 
+/* Bytes of p's buffers out of the pool now, and of them all. Any thread. */
+uint64_t staging_pool_in_use(struct staging_pool *p);
+uint64_t staging_pool_bytes(const struct staging_pool *p);
+
 /* loop's port into p: call it on loop's thread, or before that loop runs.
  * NULL when out of memory. */
 struct staging_port *staging_port_new(struct staging_pool *p, uv_loop_t *loop);

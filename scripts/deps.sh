@@ -5,11 +5,11 @@ set -euo pipefail
 
 PACKAGES=(
   build-essential cmake pkg-config
-  libuv1-dev libnghttp2-dev libprotobuf-c-dev protobuf-c-compiler libssl-dev openssl
+  libuv1-dev libnghttp2-dev libmicrohttpd-dev libprotobuf-c-dev protobuf-c-compiler libssl-dev openssl
   ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo
   check libsubunit-dev
   clang libclang-rt-14-dev
-  python3-grpcio python3-protobuf protobuf-compiler grpc-proto
+  python3-grpcio python3-protobuf protobuf-compiler grpc-proto python3-prometheus-client
 )
 
 missing=()

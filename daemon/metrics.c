@@ -1,0 +1,154 @@
+/* metrics.c: the metrics listener, libmicrohttpd on its own thread (see
+ * metrics.h); metrics_render.c writes the page. */
+#include "metrics.h"
+
+#include <arpa/inet.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "address.h"
+#include "listen.h"
+
+#define METRICS_PATH "/metrics"
+#define METRICS_CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
+/* Scrapers are few: a handful of connections, and none kept idle long. */
+#define METRICS_MAX_CONNECTIONS 16
+#define METRICS_TIMEOUT_S 10
+#define METRICS_ADDRESS_MAX (INET6_ADDRSTRLEN + 8)
+
+struct metrics {
+    struct MHD_Daemon *mhd;
+    struct metrics_sources src;
+    char address[METRICS_ADDRESS_MAX];   /* as bound: "HOST:PORT" */
+};
+
+static enum MHD_Result metrics_answer(struct MHD_Connection *conn, unsigned status,
+                                      const char *type, char *body, size_t len,
+                                      enum MHD_ResponseMemoryMode mode)
+{
+    struct MHD_Response *r = MHD_create_response_from_buffer(len, body, mode);
+    if (!r) {
+        if (mode == MHD_RESPMEM_MUST_FREE)
+            free(body);
+        return MHD_NO;
+    }
+    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+    if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
+        MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
+    enum MHD_Result rv = MHD_queue_response(conn, status, r);
+    MHD_destroy_response(r);
+    return rv;
+}
+
+static enum MHD_Result metrics_on_request(void *cls, struct MHD_Connection *conn, const char *url,
+                                          const char *method, const char *version,
+                                          const char *upload_data, size_t *upload_data_size,
+                                          void **req_cls)
+{
+    (void)version;
+    (void)upload_data;
+    (void)upload_data_size;
+    (void)req_cls;
+    struct metrics *m = cls;
+    static char not_found[] = "not found: ampd serves only " METRICS_PATH "\n";
+    static char bad_method[] = "method not allowed: GET " METRICS_PATH "\n";
+    if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
+        return metrics_answer(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain", bad_method,
+                              strlen(bad_method), MHD_RESPMEM_PERSISTENT);
+    if (strcmp(url, METRICS_PATH) != 0)
+        return metrics_answer(conn, MHD_HTTP_NOT_FOUND, "text/plain", not_found,
+                              strlen(not_found), MHD_RESPMEM_PERSISTENT);
+    size_t len;
+    char *page = metrics_render(&m->src, &len);
+    if (!page)
+        return MHD_NO;   /* out of memory: MHD closes the connection */
+    return metrics_answer(conn, MHD_HTTP_OK, METRICS_CONTENT_TYPE, page, len,
+                          MHD_RESPMEM_MUST_FREE);
+}
+
+/* The bound address as text, and whether it is loopback (127/8, ::1, or
+ * 127/8 mapped into IPv6). */
+static bool metrics_bound(int fd, char *out, size_t outlen)
+{
+    struct sockaddr_storage sa;
+    socklen_t salen = sizeof sa;
+    char host[INET6_ADDRSTRLEN] = "?";
+    if (getsockname(fd, (struct sockaddr *)&sa, &salen) != 0) {
+        snprintf(out, outlen, "?");
+        return false;
+    }
+    if (sa.ss_family == AF_INET) {
+        const struct sockaddr_in *in = (const struct sockaddr_in *)&sa;
+        inet_ntop(AF_INET, &in->sin_addr, host, sizeof host);
+        snprintf(out, outlen, "%s:%u", host, ntohs(in->sin_port));
+        return (ntohl(in->sin_addr.s_addr) >> 24) == IN_LOOPBACKNET;
+    }
+    const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)&sa;
+    inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof host);
+    snprintf(out, outlen, "[%s]:%u", host, ntohs(in6->sin6_port));
+    return IN6_IS_ADDR_LOOPBACK(&in6->sin6_addr)
+           || (IN6_IS_ADDR_V4MAPPED(&in6->sin6_addr) && in6->sin6_addr.s6_addr[12] == IN_LOOPBACKNET);
+}
+
+int metrics_start(const char *text, bool allow_remote, const struct metrics_sources *src,
+                  struct metrics **out, char *err, size_t errlen)
+{
+    struct address addr;
+    char why[ADDRESS_ERROR_MAX];
+    int fd = -1;
+    if (address_parse(text, &addr, why, sizeof why) == 0 && addr.kind != ADDRESS_TCP)
+        snprintf(why, sizeof why, "want HOST:PORT");
+    else if (addr.kind == ADDRESS_TCP && listen_tcp_fd(&addr, &fd, why, sizeof why) == 0)
+        why[0] = '\0';
+    if (why[0]) {
+        snprintf(err, errlen, "--metrics-listen %s: %s", text, why);
+        return -1;
+    }
+    struct metrics *m = calloc(1, sizeof(*m));
+    if (!m) {
+        close(fd);
+        snprintf(err, errlen, "--metrics-listen %s: out of memory", text);
+        return -1;
+    }
+    if (!metrics_bound(fd, m->address, sizeof m->address) && !allow_remote) {
+        snprintf(err, errlen, "--metrics-listen %s: %s is not a loopback address; "
+                              "--metrics-allow-remote on serves metrics to other hosts",
+                 text, m->address);
+        close(fd);
+        free(m);
+        return -1;
+    }
+    m->src = *src;
+    m->mhd = MHD_start_daemon(MHD_USE_AUTO_INTERNAL_THREAD, 0, NULL, NULL, metrics_on_request, m,
+                              MHD_OPTION_LISTEN_SOCKET, fd,
+                              MHD_OPTION_CONNECTION_LIMIT, (unsigned)METRICS_MAX_CONNECTIONS,
+                              MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)METRICS_TIMEOUT_S,
+                              MHD_OPTION_END);
+    if (!m->mhd) {
+        snprintf(err, errlen, "--metrics-listen %s: libmicrohttpd did not start", text);
+        close(fd);
+        free(m);
+        return -1;
+    }
+    *out = m;
+    return 0;
+}
+
+const char *metrics_address(const struct metrics *m)
+{
+    return m->address;
+}
+
+void metrics_stop(struct metrics *m)
+{
+    if (!m)
+        return;
+    /* MHD closes the listening socket it was given. */
+    MHD_stop_daemon(m->mhd);
+    free(m);
+}

@@ -1,0 +1,56 @@
+/* metrics.h: Prometheus metrics over HTTP (--metrics-listen), off by default.
+ *
+ * libmicrohttpd serves GET /metrics on its own thread, in the text
+ * exposition format 0.0.4; anything else is 404 (405 for another method).
+ * A scrape reads the daemon's counters where they live, each of which is
+ * an atomic or taken under its own lock, so it never waits on an I/O loop:
+ * calls and bytes (traffic.h), stage latencies (stage.h), jobs and devices
+ * (scheduler.h), connections (conn_limit.h), held bytes (budget.h) and
+ * regions (region.h). The listener is a loopback address unless
+ * --metrics-allow-remote is on: the numbers say who uses the daemon how.
+ */
+#ifndef AMPD_METRICS_H
+#define AMPD_METRICS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct budget;
+struct conn_limit;
+struct region_set;
+struct sched;
+struct stage_stats;
+struct traffic;
+
+/* What a scrape reads; all of it must outlive metrics_stop(). */
+struct metrics_sources {
+    struct traffic *traffic;
+    const struct stage_stats *stages;
+    struct sched *sched;            /* NULL: no job or device metrics */
+    struct conn_limit *conn_limit;
+    struct budget *budget;
+    struct region_set *regions;     /* NULL: --regions off */
+    uint64_t start_ms;              /* rpc_now_ms() at startup */
+};
+
+struct metrics;
+
+/* Binds addr (a --metrics-listen HOST:PORT) and starts serving; a host
+ * that is not loopback is refused unless allow_remote. Returns 0, or -1
+ * with a reason naming the address in err. */
+int metrics_start(const char *addr, bool allow_remote, const struct metrics_sources *src,
+                  struct metrics **out, char *err, size_t errlen);
+
+/* The address really bound ("127.0.0.1:41234": port 0 picks one). */
+const char *metrics_address(const struct metrics *m);
+
+/* Stops the thread (a scrape in progress finishes) and frees m. NULL is a
+ * no-op. */
+void metrics_stop(struct metrics *m);
+
+/* The page a scrape gets, NUL-terminated, malloc'd (the caller frees it);
+ * NULL when out of memory. For tests, and the listener. */
+char *metrics_render(const struct metrics_sources *src, size_t *len);
+
+#endif

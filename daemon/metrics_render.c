@@ -1,0 +1,229 @@
+/* metrics_render.c: the daemon's counters as Prometheus text, exposition
+ * format 0.0.4 (see metrics.h).
+ *
+ * Every family has its HELP and TYPE lines; counters end in _total, units
+ * are in names (_seconds, _bytes). The stage histograms come from
+ * stage.h's power-of-two microsecond buckets: bucket i holds times under
+ * 2^i us, so its cumulative count is the le="2^i us in seconds" line.
+ */
+#include "metrics.h"
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "budget.h"
+#include "conn_limit.h"
+#include "region.h"
+#include "rpc.h"
+#include "scheduler.h"
+#include "stage.h"
+#include "traffic.h"
+
+#define METRICS_RENDER_START 16384   /* first buffer; it doubles as needed */
+#define METRICS_US_PER_S 1e6
+#define METRICS_MS_PER_S 1e3
+#define METRICS_LABEL_MAX 256        /* a label value, escaped */
+
+struct metrics_buf {
+    char *p;
+    size_t len, cap;   /* p[len] is '\0'; len < cap */
+    bool failed;       /* out of memory: the page is dropped */
+};
+
+static void metrics_printf(struct metrics_buf *b, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void metrics_printf(struct metrics_buf *b, const char *fmt, ...)
+{
+    for (;;) {
+        if (b->failed)
+            return;
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(b->p + b->len, b->cap - b->len, fmt, ap);
+        va_end(ap);
+        if (n < 0) {
+            b->failed = true;
+            return;
+        }
+        if ((size_t)n < b->cap - b->len) {
+            b->len += (size_t)n;
+            return;
+        }
+        char *p = realloc(b->p, b->cap * 2);
+        if (!p) {
+            b->failed = true;
+            return;
+        }
+        b->p = p;
+        b->cap *= 2;
+    }
+}
+
+static void metrics_family(struct metrics_buf *b, const char *name, const char *type,
+                           const char *help)
+{
+    metrics_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+/* A label value with \, " and newlines escaped, as the format wants. */
+static void metrics_escape(const char *in, char *out, size_t outlen)
+{
+    size_t o = 0;
+    for (; *in && o + 3 < outlen; in++) {
+        if (*in == '\\' || *in == '"') {
+            out[o++] = '\\';
+            out[o++] = *in;
+        } else if (*in == '\n') {
+            out[o++] = '\\';
+            out[o++] = 'n';
+        } else {
+            out[o++] = *in;
+        }
+    }
+    out[o] = '\0';
+}
+
+static void metrics_calls(struct metrics_buf *b, const struct traffic *t)
+{
+    metrics_family(b, "ampd_calls_total", "counter",
+                   "gRPC calls answered, by method and status code (CANCELLED: the client left)");
+    for (size_t m = 0; m < t->nmethods; m++) {
+        for (int code = 0; code < STATUS_CODE_COUNT; code++) {
+            uint64_t n = atomic_load_explicit(&t->calls[m][code], memory_order_relaxed);
+            if (n)
+                metrics_printf(b, "ampd_calls_total{method=\"%s\",code=\"%s\"} %llu\n",
+                               traffic_method_name(t, m), status_name((enum status_code)code),
+                               (unsigned long long)n);
+        }
+    }
+    metrics_family(b, "ampd_received_bytes_total", "counter",
+                   "bytes read from clients' sockets (TLS records included)");
+    metrics_printf(b, "ampd_received_bytes_total %llu\n",
+                   (unsigned long long)atomic_load(&t->bytes_in));
+    metrics_family(b, "ampd_sent_bytes_total", "counter",
+                   "bytes written to clients' sockets (TLS records included)");
+    metrics_printf(b, "ampd_sent_bytes_total %llu\n",
+                   (unsigned long long)atomic_load(&t->bytes_out));
+}
+
+static void metrics_stages(struct metrics_buf *b, const struct stage_stats *s)
+{
+    const char *name = "ampd_call_stage_duration_seconds";
+    metrics_family(b, name, "histogram",
+                   "time unary job calls spent in each stage (request, queue, run, deliver, "
+                   "reply) and in all (total)");
+    for (int g = 0; g < STAGE_COUNT; g++) {
+        uint64_t cum = 0;
+        for (int i = 0; i < STAGE_BUCKETS - 1; i++) {
+            cum += atomic_load_explicit(&s->buckets[g][i], memory_order_relaxed);
+            metrics_printf(b, "%s_bucket{stage=\"%s\",le=\"%.7g\"} %llu\n", name,
+                           stage_name((enum stage)g), (double)(1ull << i) / METRICS_US_PER_S,
+                           (unsigned long long)cum);
+        }
+        uint64_t sum_us = atomic_load_explicit(&s->sum_us[g], memory_order_relaxed);
+        /* The count is the +Inf bucket's, as the format wants; stage.h's
+         * calls counter is bumped apart from the buckets and may differ
+         * for a moment. */
+        cum += atomic_load_explicit(&s->buckets[g][STAGE_BUCKETS - 1], memory_order_relaxed);
+        metrics_printf(b, "%s_bucket{stage=\"%s\",le=\"+Inf\"} %llu\n", name,
+                       stage_name((enum stage)g), (unsigned long long)cum);
+        metrics_printf(b, "%s_sum{stage=\"%s\"} %.6f\n", name, stage_name((enum stage)g),
+                       (double)sum_us / METRICS_US_PER_S);
+        metrics_printf(b, "%s_count{stage=\"%s\"} %llu\n", name, stage_name((enum stage)g),
+                       (unsigned long long)cum);
+    }
+}
+
+static void metrics_jobs(struct metrics_buf *b, struct sched *s)
+{
+    struct sched_stats st = { 0 };
+    sched_totals(s, &st);
+    metrics_family(b, "ampd_jobs_total", "counter", "jobs finished, by result");
+    metrics_printf(b, "ampd_jobs_total{result=\"ok\"} %llu\n",
+                   (unsigned long long)st.jobs_completed);
+    metrics_printf(b, "ampd_jobs_total{result=\"failed\"} %llu\n",
+                   (unsigned long long)st.jobs_failed);
+    metrics_family(b, "ampd_jobs_in_flight", "gauge",
+                   "jobs and streams queued or running, daemon-wide (--max-jobs)");
+    metrics_printf(b, "ampd_jobs_in_flight %u\n", st.jobs_in_flight);
+}
+
+/* The per-device gauges: a family each, a line per device. */
+static const struct {
+    const char *name, *help;
+    size_t offset;   /* of its uint64_t in struct sched_device_usage */
+} metrics_device_gauges[] = {
+    { "ampd_device_tasks", "tasks queued, waiting for device memory or running",
+      offsetof(struct sched_device_usage, tasks) },
+    { "ampd_device_memory_reserved_bytes", "device memory jobs hold reserved now",
+      offsetof(struct sched_device_usage, memory_reserved) },
+    { "ampd_device_memory_capacity_bytes",
+      "device memory jobs may reserve at once (--max-device-memory)",
+      offsetof(struct sched_device_usage, memory_capacity) },
+    { "ampd_staging_in_use_bytes", "pinned staging memory streams hold now",
+      offsetof(struct sched_device_usage, staging_in_use) },
+    { "ampd_staging_bytes", "pinned staging memory (--staging-bytes)",
+      offsetof(struct sched_device_usage, staging_bytes) },
+};
+
+static void metrics_devices(struct metrics_buf *b, struct sched *s)
+{
+    for (size_t g = 0; g < sizeof(metrics_device_gauges) / sizeof(metrics_device_gauges[0]); g++) {
+        metrics_family(b, metrics_device_gauges[g].name, "gauge", metrics_device_gauges[g].help);
+        struct sched_device_usage u;
+        for (size_t i = 0; sched_device_usage(s, i, &u) == 0; i++) {
+            char dev[METRICS_LABEL_MAX];
+            metrics_escape(u.name, dev, sizeof dev);
+            uint64_t v;
+            memcpy(&v, (const char *)&u + metrics_device_gauges[g].offset, sizeof v);
+            metrics_printf(b, "%s{device=\"%u\",name=\"%s\"} %llu\n",
+                           metrics_device_gauges[g].name, u.index, dev, (unsigned long long)v);
+        }
+    }
+}
+
+static void metrics_gauge(struct metrics_buf *b, const char *name, const char *help, double v)
+{
+    metrics_family(b, name, "gauge", help);
+    metrics_printf(b, "%s %.17g\n", name, v);
+}
+
+char *metrics_render(const struct metrics_sources *src, size_t *len)
+{
+    struct metrics_buf b = { .p = malloc(METRICS_RENDER_START), .cap = METRICS_RENDER_START };
+    if (!b.p)
+        return NULL;
+    b.p[0] = '\0';
+    metrics_family(&b, "ampd_build_info", "gauge", "the daemon's version, as a label");
+    metrics_printf(&b, "ampd_build_info{version=\"%s\"} 1\n", AMP_VERSION);
+    metrics_gauge(&b, "ampd_uptime_seconds", "seconds since the daemon started",
+                  (double)(rpc_now_ms() - src->start_ms) / METRICS_MS_PER_S);
+    metrics_calls(&b, src->traffic);
+    metrics_stages(&b, src->stages);
+    if (src->sched) {
+        metrics_jobs(&b, src->sched);
+        metrics_devices(&b, src->sched);
+    }
+    metrics_gauge(&b, "ampd_connections", "client connections open now",
+                  conn_limit_count(src->conn_limit));
+    metrics_gauge(&b, "ampd_held_bytes",
+                  "bytes held for clients now: requests, jobs' data, replies (--max-job-memory)",
+                  (double)budget_used(src->budget));
+    if (src->regions) {
+        metrics_gauge(&b, "ampd_regions", "shared-memory regions registered now",
+                      (double)region_set_count(src->regions));
+        metrics_gauge(&b, "ampd_region_bytes", "bytes of regions mapped now (--max-region-bytes)",
+                      (double)region_set_bytes(src->regions));
+    }
+    if (b.failed) {
+        free(b.p);
+        return NULL;
+    }
+    *len = b.len;
+    return b.p;
+}
