@@ -1,0 +1,250 @@
+"""test_metrics.py: ampd --metrics-listen, scraped like Prometheus would.
+
+A real ampd serves metrics on 127.0.0.1 (port 0: the daemon logs the one
+it bound); real gRPC calls (Debian's python3-grpcio, raw protobuf bytes)
+must move the counters by exactly what they did, and every scrape must
+parse with prometheus_client's own parser. Bad input: other paths are
+404, other methods 405, a busy port and a non-loopback address without
+--metrics-allow-remote stop the daemon at startup naming the address,
+and a value that is not HOST:PORT is a usage error.
+Prints one line per check and a closing "N passed, M failed".
+"""
+import os
+import re
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+import urllib.error
+import urllib.request
+
+import grpc
+from prometheus_client.parser import text_string_to_metric_families
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "support"))
+from daemon_proc import Daemon  # noqa: E402
+
+CALL_TIMEOUT_S = 120
+HTTP_TIMEOUT_S = 30
+STARTUP_TIMEOUT_S = 300
+EXIT_USAGE = 2
+REVERSE = "/amp.v1.Amp/Reverse"
+
+
+def pb_bytes(field, data):
+    """A protobuf length-delimited field (field numbers under 16)."""
+    n, out = len(data), bytearray()
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        out.append(b | (0x80 if n else 0))
+        if not n:
+            break
+    return bytes([field << 3 | 2]) + bytes(out) + data
+
+
+def expect(cond, what):
+    if not cond:
+        raise AssertionError(what)
+
+
+class Metrics:
+    """A daemon with a metrics listener, its log in a file."""
+
+    def __init__(self, extra=()):
+        self.log = tempfile.NamedTemporaryFile(prefix="ampd-log-")
+        self.daemon = Daemon(("--metrics-listen", "127.0.0.1:0", *extra), stderr=self.log)
+        m = re.search(r"metrics on (http://\S+/metrics)", self.log_text())
+        expect(m, "no 'metrics on' line in the log:\n" + self.log_text())
+        self.url = m.group(1)
+        self.channel = grpc.insecure_channel(self.daemon.address)
+
+    def log_text(self):
+        with open(self.log.name, encoding="utf-8", errors="replace") as f:
+            return f.read()
+
+    def close(self):
+        self.channel.close()
+        status = self.daemon.stop()
+        self.log.close()
+        return status
+
+
+def http(url, method="GET"):
+    """(status, content type, body) of one request."""
+    req = urllib.request.Request(url, method=method)
+    try:
+        with urllib.request.urlopen(req, timeout=HTTP_TIMEOUT_S) as r:
+            return r.status, r.headers.get("Content-Type", ""), r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.headers.get("Content-Type", ""), e.read().decode()
+
+
+def scrape(m):
+    """{(sample name, sorted labels): value}, and the families by name."""
+    status, ctype, text = http(m.url)
+    expect(status == 200, "scrape: HTTP %d" % status)
+    expect("version=0.0.4" in ctype, "content type %r" % ctype)
+    samples, families = {}, {}
+    for fam in text_string_to_metric_families(text):
+        families[fam.name] = fam
+        for s in fam.samples:
+            samples[(s.name, tuple(sorted(s.labels.items())))] = s.value
+    for line in text.splitlines():   # the parser is lenient about these
+        if line.startswith("# TYPE ") and line.split()[3] == "counter":
+            expect(line.split()[2].endswith("_total"), "counter not named *_total: " + line)
+    return samples, families
+
+
+def value(samples, name, **labels):
+    return samples.get((name, tuple(sorted(labels.items()))), 0)
+
+
+def call(m, method, request):
+    return m.channel.unary_unary(method)(request, timeout=CALL_TIMEOUT_S)
+
+
+def call_fails(m, method, request, code):
+    try:
+        call(m, method, request)
+    except grpc.RpcError as e:
+        expect(e.code() == code, "%s: %s (%s), want %s" % (method, e.code(), e.details(), code))
+        return
+    raise AssertionError("%s succeeded, want %s" % (method, code))
+
+
+def check_counters_move(m):
+    before, _ = scrape(m)
+    data = bytes(range(256)) * 64
+    for _ in range(5):
+        call(m, REVERSE, pb_bytes(1, data))
+    for _ in range(3):
+        call_fails(m, "/amp.v1.Amp/NoSuchMethod", b"", grpc.StatusCode.UNIMPLEMENTED)
+    for _ in range(2):
+        call_fails(m, REVERSE, pb_bytes(1, b"abc") + pb_bytes(2, b"no-such-device"),
+                   grpc.StatusCode.INVALID_ARGUMENT)
+    after, families = scrape(m)
+
+    def moved(name, **labels):
+        return value(after, name, **labels) - value(before, name, **labels)
+
+    calls = "ampd_calls_total"
+    expect(moved(calls, method="amp.v1.Amp/Reverse", code="OK") == 5, "Reverse OK calls")
+    expect(moved(calls, method="unknown", code="UNIMPLEMENTED") == 3, "unknown method calls")
+    expect(moved(calls, method="amp.v1.Amp/Reverse", code="INVALID_ARGUMENT") == 2,
+           "Reverse INVALID_ARGUMENT calls")
+    expect(moved("ampd_jobs_total", result="ok") == 5, "jobs ok: %s" % moved("ampd_jobs_total",
+                                                                            result="ok"))
+    expect(moved("ampd_received_bytes_total") >= 5 * len(data), "bytes received")
+    expect(moved("ampd_sent_bytes_total") >= 5 * len(data), "bytes sent")
+    expect(value(after, "ampd_connections") >= 1, "the channel's connection is not counted")
+    expect(value(after, "ampd_jobs_in_flight") == 0, "jobs in flight after the calls")
+
+    hist = "ampd_call_stage_duration_seconds"
+    expect(families[hist].type == "histogram", "%s is a %s" % (hist, families[hist].type))
+    expect(families[calls[:-len("_total")]].type == "counter", "calls are not a counter")
+    expect(moved(hist + "_count", stage="total") == 5, "total stage count")
+    expect(moved(hist + "_sum", stage="total") > 0, "total stage sum")
+    buckets = sorted((float(dict(k[1])["le"]), v) for k, v in after.items()
+                     if k[0] == hist + "_bucket" and dict(k[1])["stage"] == "run")
+    expect(all(a[1] <= b[1] for a, b in zip(buckets, buckets[1:])), "buckets not cumulative")
+    expect(buckets[-1][0] == float("inf")
+           and buckets[-1][1] == value(after, hist + "_count", stage="run"), "+Inf != count")
+    for fam in families.values():
+        expect(fam.documentation, "%s has no HELP" % fam.name)
+    for name in ("ampd_device_memory_capacity_bytes", "ampd_staging_bytes", "ampd_held_bytes",
+                 "ampd_regions", "ampd_uptime_seconds", "ampd_device_tasks"):
+        expect(name in families, "no %s family" % name)
+    cap = [v for k, v in after.items() if k[0] == "ampd_device_memory_capacity_bytes"]
+    expect(cap and all(v > 0 for v in cap), "device memory capacity %r" % cap)
+
+
+def check_http_refusals(m):
+    base = m.url[:-len("/metrics")]
+    for path in ("/", "/metric", "/metrics/x", "/nope"):
+        status, _, body = http(base + path)
+        expect(status == 404, "GET %s: HTTP %d, want 404" % (path, status))
+        expect("/metrics" in body, "404 body %r does not say where metrics are" % body)
+    status, _, _ = http(m.url, "POST")
+    expect(status == 405, "POST /metrics: HTTP %d, want 405" % status)
+    status, _, _ = http(m.url, "HEAD")
+    expect(status == 200, "HEAD /metrics: HTTP %d" % status)
+
+
+def run_ampd(args):
+    """ampd that should not start: (exit status, its stderr)."""
+    tmp = tempfile.mkdtemp(prefix="ampd-metrics-")
+    p = subprocess.run([os.environ["AMPD_BIN"], "--listen", "unix:" + tmp + "/ampd.sock", *args],
+                       capture_output=True, text=True, timeout=STARTUP_TIMEOUT_S)
+    return p.returncode, p.stderr
+
+
+def check_busy_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    s.listen()
+    addr = "127.0.0.1:%d" % s.getsockname()[1]
+    try:
+        rc, err = run_ampd(["--metrics-listen", addr])
+    finally:
+        s.close()
+    expect(rc == 1, "busy port: exit %d, want 1" % rc)
+    expect("--metrics-listen " + addr in err and "in use" in err, "busy port: %r" % err)
+    expect("listening on" not in err, "gRPC listeners opened before metrics failed: %r" % err)
+
+
+def check_remote_refused():
+    rc, err = run_ampd(["--metrics-listen", "0.0.0.0:0"])
+    expect(rc == 1, "0.0.0.0 without --metrics-allow-remote: exit %d" % rc)
+    expect("not a loopback address" in err and "--metrics-allow-remote" in err, repr(err))
+    for bad in ("unix:/tmp/m.sock", "tls:127.0.0.1:1", "127.0.0.1", "127.0.0.1:99999"):
+        rc, err = run_ampd(["--metrics-listen", bad])
+        expect(rc == EXIT_USAGE and "--metrics-listen" in err, "%s: exit %d %r" % (bad, rc, err))
+
+
+def check_remote_allowed():
+    m = Metrics(("--metrics-listen", "0.0.0.0:0", "--metrics-allow-remote", "on"))
+    try:
+        port = m.url.rsplit(":", 1)[1].split("/")[0]
+        m.url = "http://127.0.0.1:%s/metrics" % port
+        samples, _ = scrape(m)
+        info = [v for k, v in samples.items() if k[0] == "ampd_build_info"]
+        expect(info == [1], "ampd_build_info %r" % info)
+    finally:
+        expect(m.close() == 0, "ampd with remote metrics did not exit cleanly")
+
+
+def main():
+    passed = failed = 0
+
+    def run(name, fn, *args):
+        nonlocal passed, failed
+        try:
+            fn(*args)
+            passed += 1
+            print("PASS", name, flush=True)
+        except Exception:
+            failed += 1
+            print("FAIL", name, flush=True)
+            traceback.print_exc()
+
+    m = Metrics()
+    try:
+        run("counters_move", check_counters_move, m)
+        run("http_refusals", check_http_refusals, m)
+    finally:
+        status = m.close()
+    if status != 0:
+        failed += 1
+        print("FAIL ampd exited with status %d" % status)
+    run("busy_port", check_busy_port)
+    run("remote_refused", check_remote_refused)
+    run("remote_allowed", check_remote_allowed)
+    print("%d passed, %d failed" % (passed, failed))
+    return 0 if failed == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
