@@ -1,0 +1,130 @@
+"""test_reload.py: SIGHUP reloads ampd's settings from its config file.
+
+A real ampd starts with --config FILE (--max-connections 8) while this
+test holds one connection open. The file then lowers --max-connections to
+1 and raises --log-level to debug: after SIGHUP the daemon logs both
+changes and refuses a second connection's call. A file that does not
+parse is logged as an error and changes nothing: the call is still
+refused. A good file again (--max-connections 2, and --max-streams, which
+cannot change while running) is logged, the call now succeeds, and the
+debug level is in force (the OK call is logged). The daemon then drains
+and exits 0.
+Prints one line per check and a closing "N passed, M failed".
+"""
+import os
+import signal
+import socket
+import sys
+import tempfile
+import time
+import traceback
+
+import grpc
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "support"))
+from daemon_proc import Daemon  # noqa: E402
+
+CALL_TIMEOUT_S = 10
+LOG_WAIT_S = 60
+POLL_S = 0.05
+STATUS = "/amp.v1.Amp/Status"
+
+
+def expect(cond, what):
+    if not cond:
+        raise AssertionError(what)
+
+
+class Reloading:
+    def __init__(self):
+        self.conf = tempfile.NamedTemporaryFile("w", prefix="ampd-conf-", suffix=".conf")
+        self.write("max-connections = 8\n")
+        self.log = tempfile.NamedTemporaryFile(prefix="ampd-log-")
+        self.daemon = Daemon(("--config", self.conf.name), stderr=self.log)
+        self.held = socket.socket(socket.AF_UNIX)
+        self.held.connect(self.daemon.sock_path)   # counts toward --max-connections
+
+    def write(self, text):
+        # request-timeout 0: the held connection, which never speaks, stays.
+        with open(self.conf.name, "w") as f:
+            f.write("request-timeout = 0\n" + text)
+
+    def text(self):
+        with open(self.log.name, encoding="utf-8", errors="replace") as f:
+            return f.read()
+
+    def reload(self, text, *lines):
+        """Writes the file, sends SIGHUP, waits until the log has lines."""
+        self.write(text)
+        start = len(self.text())
+        os.kill(self.daemon.proc.pid, signal.SIGHUP)
+        deadline = time.monotonic() + LOG_WAIT_S
+        while time.monotonic() < deadline:
+            new = self.text()[start:]
+            if all(line in new for line in lines):
+                return new
+            time.sleep(POLL_S)
+        raise AssertionError("after SIGHUP, no %r in:\n%s" % (lines, self.text()[start:]))
+
+    def status_call(self):
+        """A fresh connection's Status call: its code."""
+        with grpc.insecure_channel(self.daemon.address) as ch:
+            try:
+                ch.unary_unary(STATUS)(b"", timeout=CALL_TIMEOUT_S)
+                return grpc.StatusCode.OK
+            except grpc.RpcError as e:
+                return e.code()
+
+    def close(self):
+        self.held.close()
+        status = self.daemon.stop()
+        self.conf.close()
+        self.log.close()
+        return status
+
+
+def check_reload(r):
+    expect(r.status_call() == grpc.StatusCode.OK, "a call under --max-connections 8 failed")
+    r.reload("max-connections = 1\nlog-level = debug\n",
+             "SIGHUP: --max-connections 1 (was 8)", "SIGHUP: --log-level debug (was info)")
+    code = r.status_call()
+    expect(code == grpc.StatusCode.UNAVAILABLE, "a second connection under --max-connections 1: %s"
+           % code)
+
+    new = r.reload("max-connections = one\n", "error: SIGHUP: keeping the settings in force: ")
+    expect("--max-connections" in new and "one" in new, "the error does not say what: " + new)
+    code = r.status_call()
+    expect(code == grpc.StatusCode.UNAVAILABLE, "after a bad file: %s" % code)
+
+    new = r.reload("max-connections = 2\nlog-level = debug\nmax-streams = 3\n",
+                   "SIGHUP: --max-connections 2 (was 1)",
+                   "warn: SIGHUP: --max-streams 3 (was 32) takes effect only at restart")
+    expect("--log-level" not in new, "an unchanged setting was reported: " + new)
+    before = len(r.text())
+    expect(r.status_call() == grpc.StatusCode.OK, "a call under --max-connections 2 failed")
+    expect('debug: call "%s" from uid %d: OK' % (STATUS, os.getuid()) in r.text()[before:],
+           "--log-level debug is not in force:\n" + r.text()[before:])
+
+
+def main():
+    passed = failed = 0
+    r = Reloading()
+    try:
+        check_reload(r)
+        passed += 1
+        print("PASS reload", flush=True)
+    except Exception:
+        failed += 1
+        print("FAIL reload", flush=True)
+        traceback.print_exc()
+    finally:
+        status = r.close()
+    if status != 0:
+        failed += 1
+        print("FAIL ampd exited with status %d" % status)
+    print("%d passed, %d failed" % (passed, failed))
+    return 0 if failed == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
