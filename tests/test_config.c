@@ -11,6 +11,7 @@
 #include "check_run.h"
 #include "amp.h"
 #include "config.h"
+#include "log.h"
 
 static enum config_result load(struct config *cfg, char *err, size_t errlen, int argc, ...)
 {
@@ -168,6 +169,55 @@ START_TEST(bad_values)
 }
 END_TEST
 
+START_TEST(log_and_metrics)
+{
+    struct config cfg;
+    char err[256];
+    ck_assert_int_eq(load(&cfg, err, sizeof(err), 1), CONFIG_RUN);
+    ck_assert_uint_eq(cfg.log_level, LOG_INFO);
+    ck_assert_str_eq(cfg.metrics_listen, "");
+    ck_assert_uint_eq(cfg.metrics_allow_remote, 0);
+    ck_assert_int_eq(load(&cfg, err, sizeof(err), 5, "--log-level", "debug", "--metrics-listen",
+                          ":9464"), CONFIG_RUN);
+    ck_assert_uint_eq(cfg.log_level, LOG_DEBUG);
+    ck_assert_str_eq(cfg.metrics_listen, ":9464");
+    ck_assert_int_eq(load(&cfg, err, sizeof(err), 3, "--log-level", "verbose"), CONFIG_ERROR);
+    ck_assert_str_eq(err, "--log-level: \"verbose\" is not error, warn, info or debug");
+    ck_assert_int_eq(load(&cfg, err, sizeof(err), 3, "--metrics-listen", "unix:/m"), CONFIG_ERROR);
+    ck_assert_str_eq(err, "--metrics-listen unix:/m: want HOST:PORT (plain TCP)");
+    ck_assert_int_eq(load(&cfg, err, sizeof(err), 3, "--metrics-listen", "tls::9464"), CONFIG_ERROR);
+    ck_assert_int_eq(load(&cfg, err, sizeof(err), 3, "--metrics-listen", "h:x"), CONFIG_ERROR);
+    ck_assert(strncmp(err, "--metrics-listen h:x: ", 22) == 0);
+}
+END_TEST
+
+/* SIGHUP's report: each setting that differs, by name, with both values. */
+static char changes[512];
+
+static void on_changed(const char *name, const char *was, const char *is, void *ctx)
+{
+    (void)ctx;
+    size_t n = strlen(changes);
+    snprintf(changes + n, sizeof(changes) - n, "%s:%s>%s;", name, was, is);
+}
+
+START_TEST(changes_reported)
+{
+    struct config a, b;
+    char err[256];
+    ck_assert_int_eq(load(&a, err, sizeof(err), 3, "--listen", "unix:/a"), CONFIG_RUN);
+    ck_assert_int_eq(load(&b, err, sizeof(err), 11, "--listen", "unix:/a", "--max-jobs", "8",
+                          "--log-level", "warn", "--drain-timeout", "5", "--socket-mode", "600"),
+                     CONFIG_RUN);
+    changes[0] = '\0';
+    config_changes(&a, &a, on_changed, NULL);
+    ck_assert_str_eq(changes, "");
+    config_changes(&a, &b, on_changed, NULL);
+    ck_assert_str_eq(changes, "max-jobs:1024>8;socket-mode:0660>0600;drain-timeout:30>5;"
+                              "log-level:info>warn;");
+}
+END_TEST
+
 START_TEST(help_and_version)
 {
     struct config cfg;
@@ -194,6 +244,8 @@ int main(void)
     tcase_add_test(tc, file_then_command_line);
     tcase_add_test(tc, file_errors);
     tcase_add_test(tc, bad_values);
+    tcase_add_test(tc, log_and_metrics);
+    tcase_add_test(tc, changes_reported);
     tcase_add_test(tc, help_and_version);
     suite_add_tcase(s, tc);
     return check_run(s, CK_FORK_GETENV);
