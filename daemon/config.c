@@ -251,23 +251,21 @@ static int config_set(struct config *cfg, const struct config_opt *o, const char
         *(uint32_t *)((char *)cfg + o->offset) = (uint32_t)level;
         return 0;
     }
-    case CFG_HOST_PORT: {
-        bool ok = false;
-        if (strlen(value) >= AMPD_ADDRESS_MAX)
-            snprintf(why, sizeof(why), "too long");
-        else if (address_parse(value, &addr, why, sizeof(why)) != 0)
-            ;   /* why says it */
-        else if (addr.kind != ADDRESS_TCP || addr.tls)
-            snprintf(why, sizeof(why), "want HOST:PORT (plain TCP)");
-        else
-            ok = true;
-        if (!ok) {
+    case CFG_HOST_PORT:
+        if (strlen(value) >= AMPD_ADDRESS_MAX) {
+            snprintf(err, errlen, "--%s %s: too long", o->name, value);
+            return -1;
+        }
+        if (address_parse(value, &addr, why, sizeof(why)) != 0) {
             snprintf(err, errlen, "--%s %s: %s", o->name, value, why);
+            return -1;
+        }
+        if (addr.kind != ADDRESS_TCP || addr.tls) {   /* metrics speak plain HTTP */
+            snprintf(err, errlen, "--%s %s: want HOST:PORT (plain TCP)", o->name, value);
             return -1;
         }
         snprintf((char *)cfg + o->offset, AMPD_ADDRESS_MAX, "%s", value);
         return 0;
-    }
     case CFG_SWITCH:
         if (strcmp(value, "on") != 0 && strcmp(value, "off") != 0) {
             snprintf(err, errlen, "--%s: \"%s\" is not on or off", o->name, value);

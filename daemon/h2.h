@@ -108,10 +108,10 @@ struct h2_handlers {
      * handler may queue more with h2_call_send() from here: the owner's next
      * h2_session_send() picks it up. May be NULL. */
     void (*sent)(struct h2_call *call, void *ctx);
-    /* The call was answered: with code and msg ("" for none) by the
-     * server, or CANCELLED when the client left first. Once per call that
-     * had valid HEADERS, started or not; path is its :path as sent. It
-     * must not touch the call. May be NULL. */
+    /* A call was answered, with code and msg ("" for none), started or
+     * not (an unknown path, a request that is not gRPC); or a started call
+     * ended unanswered because the client left: CANCELLED. Once per call;
+     * path is its :path as sent. It must not touch the call. May be NULL. */
     void (*answered)(struct h2_call *call, const char *path, enum status_code code,
                      const char *msg, void *ctx);
 };

@@ -17,7 +17,7 @@
 #define LOG_LINE_MAX 1024
 #define LOG_NS_PER_S 1000000000ull
 
-static atomic_int log_level = LOG_INFO;
+static atomic_int log_threshold = LOG_INFO;   /* lines above it are dropped */
 static bool log_journal;   /* set by log_init() before any thread logs */
 
 /* The per-call limit's token bucket: tokens are lines, refilled at
@@ -68,17 +68,17 @@ int log_level_parse(const char *word, enum log_level *out)
 
 void log_set_level(enum log_level level)
 {
-    atomic_store_explicit(&log_level, (int)level, memory_order_relaxed);
+    atomic_store_explicit(&log_threshold, (int)level, memory_order_relaxed);
 }
 
 enum log_level log_get_level(void)
 {
-    return (enum log_level)atomic_load_explicit(&log_level, memory_order_relaxed);
+    return (enum log_level)atomic_load_explicit(&log_threshold, memory_order_relaxed);
 }
 
 bool log_enabled(enum log_level level)
 {
-    return (int)level <= atomic_load_explicit(&log_level, memory_order_relaxed);
+    return (int)level <= atomic_load_explicit(&log_threshold, memory_order_relaxed);
 }
 
 /* Formats and writes one line with a single write(): stderr is
