@@ -145,7 +145,7 @@ static int server_listen_regions(struct server *srv, const struct address *addr,
     };
     if (address_region_path(addr, path, sizeof path) != 0) {
         log_msg(LOG_ERROR, "--listen unix:%s: no room for its region socket's name (%s%s); "
-                        "a shorter path, or --regions off\n",
+                        "a shorter path, or --regions off",
                 addr->path, addr->path, ADDRESS_REGION_SUFFIX);
         return -1;
     }
