@@ -16,7 +16,7 @@
 #include "kernels.h"
 
 /* OpenCL C 1.2 everywhere: NVIDIA's driver offers no more to C kernels. */
-#define DEV_BUILD_OPTIONS "-cl-std=CL1.2"
+#define DEV_CL_STD "-cl-std=CL1.2"
 /* Default cap on work-items per launch; far below any device's limit on a
  * global size, large enough that splitting is rare. */
 #define DEV_LAUNCH_ITEMS_DEFAULT (1ull << 30)
@@ -138,6 +138,19 @@ static void dev_fill_info(struct dev *d)
     d->mem_capacity = in->global_mem_size / 10 * DEV_MEM_CAPACITY_TENTHS;
 }
 
+/* The build options: the language version, and the host's codes that
+ * kernels read from their arguments (job.h's step kinds and transform
+ * ops) as macros, so each code has one definition. */
+static void dev_build_options(char *buf, size_t len)
+{
+    snprintf(buf, len,
+             DEV_CL_STD " -DSTEP_REVERSE=%d -DSTEP_TRANSFORM=%d -DSTEP_HISTOGRAM=%d"
+                        " -DXFORM_ADD=%d -DXFORM_XOR=%d -DXFORM_AND=%d -DXFORM_OR=%d"
+                        " -DXFORM_SET=%d -DXFORM_MAP=%d -DBATCH_ITEM_WORDS=%d",
+             STEP_REVERSE, STEP_TRANSFORM, STEP_HISTOGRAM, XFORM_ADD, XFORM_XOR, XFORM_AND,
+             XFORM_OR, XFORM_SET, XFORM_MAP, DEV_BATCH_ITEM_WORDS);
+}
+
 /* Builds kernels/<name>.cl for d; on failure err holds the build log's head. */
 static int dev_build_program(struct dev *d, const struct kernel_source *ks, cl_program *out,
                              char *err, size_t errlen)
@@ -150,7 +163,9 @@ static int dev_build_program(struct dev *d, const struct kernel_source *ks, cl_p
                  dev_cl_error_name(rc));
         return -1;
     }
-    rc = clBuildProgram(p, 1, &d->id, DEV_BUILD_OPTIONS, NULL, NULL);
+    char options[256];
+    dev_build_options(options, sizeof options);
+    rc = clBuildProgram(p, 1, &d->id, options, NULL, NULL);
     if (rc != CL_SUCCESS) {
         char log[2048] = "";
         clGetProgramBuildInfo(p, d->id, CL_PROGRAM_BUILD_LOG, sizeof log - 1, log, NULL);
@@ -214,6 +229,7 @@ static void dev_close(struct dev *d)
     if (!d)
         return;
     dev_pool_free(d);
+    dev_batch_free(d);
     for (size_t i = 0; i < d->nkernels; i++)
         clReleaseKernel(d->kernels[i].k);
     for (size_t i = 0; i < d->nprograms; i++)

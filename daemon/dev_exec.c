@@ -91,10 +91,11 @@ static void dev_event_release(void *ev)
 
 static const struct hazard_ops dev_hazard_ops = {dev_event_retain, dev_event_release};
 
-static bool dev_cl_is_resource(cl_int err)
+enum status_code dev_cl_status(cl_int err)
 {
-    return err == CL_MEM_OBJECT_ALLOCATION_FAILURE || err == CL_OUT_OF_RESOURCES ||
-           err == CL_OUT_OF_HOST_MEMORY;
+    bool resource = err == CL_MEM_OBJECT_ALLOCATION_FAILURE || err == CL_OUT_OF_RESOURCES ||
+                    err == CL_OUT_OF_HOST_MEMORY;
+    return resource ? STATUS_RESOURCE_EXHAUSTED : STATUS_INTERNAL;
 }
 
 void dev_exec_init(struct dev_exec *x, struct dev *d, struct job *job)
@@ -109,8 +110,7 @@ enum status_code dev_exec_cl_fail(struct dev_exec *x, const char *what, cl_int e
     if (x->failed)
         return x->job->status;
     x->failed = true;
-    return job_fail(x->job, dev_cl_is_resource(err) ? STATUS_RESOURCE_EXHAUSTED : STATUS_INTERNAL,
-                    "%s on device %u: %s", what, x->d->info.index, dev_cl_error_name(err));
+    return job_fail(x->job, dev_cl_status(err), "%s on device %u: %s", what, x->d->info.index, dev_cl_error_name(err));
 }
 
 static enum status_code dev_exec_fail_oom(struct dev_exec *x)

@@ -72,7 +72,15 @@ struct dev {
      * against it): most of global memory, or --max-device-memory. */
     uint64_t mem_capacity;
     struct dev_pool pool;             /* the thread that runs the device's jobs only */
+    struct dev_batch_mem *batch;      /* dev_batch.c's buffers, made at the first batch;
+                                       * the runner thread only */
 };
+
+/* A batch item's words in kernels/batch.cl (a build option there). */
+#define DEV_BATCH_ITEM_WORDS 8
+
+/* Frees d's batch buffers (closing it). */
+void dev_batch_free(struct dev *d);
 
 /* dev_open_all() with CL_QUEUE_PROFILING_ENABLE on every queue, so that
  * dev_exec_finish() can report device time (bench/bench_kernels.c). */
@@ -148,6 +156,10 @@ bool dev_exec_ready(const struct dev_exec *x);
  * finishes (or fails); n must outlive those calls. Returns how many calls
  * are owed. */
 size_t dev_exec_notify(struct dev_exec *x, const struct dev_notify *n);
+
+/* The status a CL error fails a job with: RESOURCE_EXHAUSTED for
+ * allocation and resource errors, INTERNAL for the rest. */
+enum status_code dev_cl_status(cl_int err);
 
 /* Fails the job for a CL error: RESOURCE_EXHAUSTED for allocation and
  * resource errors, INTERNAL for the rest; the message names what and err. */
