@@ -63,8 +63,10 @@ bool dev_batch_fits(const struct dev *d, const struct dev_batch *b, const struct
     if (t->kind != TASK_JOB || b->n == DEV_BATCH_JOBS)
         return false;
     const struct job *job = t->job;
+    /* A job whose output goes over its own input (job_output_in_place)
+     * fits: its input is packed before its result is written. */
     if (job->nsteps != 1 || job->in_len > DEV_BATCH_JOB_BYTES || job->in_region ||
-        job->out_region || job->out)
+        job->out_region)
         return false;
     const struct step *s = &job->steps[0];
     if (s->kind != STEP_REVERSE && s->kind != STEP_TRANSFORM &&

@@ -151,6 +151,30 @@ START_TEST(a_bad_job_fails_alone)
 }
 END_TEST
 
+START_TEST(output_over_its_input)
+{
+    /* rpc_jobs.c lets a unary reverse or transform write over its input. */
+    uint64_t seed = 5;
+    struct job *jobs[2] = {batch_job(STEP_REVERSE, 33, &seed),
+                           batch_job(STEP_TRANSFORM, 40, &seed)};
+    uint8_t want[2][40];
+    host_step_reverse(jobs[0]->in, want[0], 33);
+    memcpy(want[1], jobs[1]->in, 40);
+    host_step_transform(&jobs[1]->steps[0].u.transform, want[1], 40);
+    for (size_t i = 0; i < 2; i++) {
+        job_output_in_place(jobs[i]);
+        ck_assert_ptr_nonnull(jobs[i]->out);
+    }
+    batch_run_all(jobs, 2);
+    for (size_t i = 0; i < 2; i++) {
+        ck_assert_msg(jobs[i]->status == STATUS_OK, "%s", jobs[i]->msg);
+        ck_assert_ptr_eq(jobs[i]->results[0].data, jobs[i]->out);
+        fixture_expect_bytes(jobs[i]->results[0].data, want[i], jobs[i]->in_len, "in place");
+        job_free(jobs[i]);
+    }
+}
+END_TEST
+
 START_TEST(takes_only_what_it_can_run)
 {
     struct dev *d = fixture_dev();
@@ -195,6 +219,7 @@ int main(void)
     tcase_add_test(tc, mixed_up_to_the_size_limit);
     tcase_add_test(tc, both_group_shapes);
     tcase_add_test(tc, a_bad_job_fails_alone);
+    tcase_add_test(tc, output_over_its_input);
     tcase_add_test(tc, takes_only_what_it_can_run);
     suite_add_tcase(s, tc);
     return check_run(s, CK_NOFORK);
