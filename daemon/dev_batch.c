@@ -193,11 +193,15 @@ static cl_int dev_batch_launch(struct dev *d, struct dev_batch_mem *m, size_t n,
     if (rc == CL_SUCCESS)
         rc = clSetKernelArg(m->k, 1, sizeof(cl_mem), &m->dev_down);
     if (rc == CL_SUCCESS)
-        rc = clEnqueueNDRangeKernel(q, m->k, 1, NULL, &global, &m->wg, 0, NULL, NULL);
+        rc = d->launch_fault ? d->launch_fault
+                             : clEnqueueNDRangeKernel(q, m->k, 1, NULL, &global, &m->wg, 0, NULL,
+                                                      NULL);
     if (rc == CL_SUCCESS)
         rc = clEnqueueReadBuffer(q, m->dev_down, CL_FALSE, 0, down, m->down, 0, NULL, &done);
     if (rc == CL_SUCCESS)
         clFlush(q);
+    else
+        clFinish(q);   /* what was enqueued still reads m->up: the next batch reuses it */
     if (done) {
         cl_int wait = clWaitForEvents(1, &done);
         cl_int st = CL_SUCCESS;

@@ -67,6 +67,11 @@ void dev_set_shape_for_test(struct dev *d, enum dev_shape shape)
     d->shape = shape;
 }
 
+void dev_set_launch_fault_for_test(struct dev *d, cl_int err)
+{
+    d->launch_fault = err;
+}
+
 cl_kernel dev_kernel(const struct dev *d, const char *name)
 {
     for (size_t i = 0; i < d->nkernels; i++)

@@ -438,8 +438,10 @@ enum status_code dev_exec_kernel(struct dev_exec *x, cl_kernel k, const char *na
     struct dev_cmd c;
     dev_cmd_prepare(&c, DEV_Q_KERNEL, acc, nacc);
     cl_event ev = NULL;
-    cl_int rc = clEnqueueNDRangeKernel(x->d->q[DEV_Q_KERNEL], k, 1, NULL, &global,
-                                       local ? &local : NULL, DEV_WAITS(c), &ev);
+    cl_int rc = x->d->launch_fault
+                    ? x->d->launch_fault
+                    : clEnqueueNDRangeKernel(x->d->q[DEV_Q_KERNEL], k, 1, NULL, &global,
+                                             local ? &local : NULL, DEV_WAITS(c), &ev);
     char what[96];
     snprintf(what, sizeof what, "launching kernel %s", name);
     return dev_cmd_done(x, &c, rc, ev, what);

@@ -72,6 +72,8 @@ struct dev {
      * against it): most of global memory, or --max-device-memory. */
     uint64_t mem_capacity;
     struct dev_pool pool;             /* the thread that runs the device's jobs only */
+    cl_int launch_fault;              /* test-only: nonzero makes every kernel launch fail
+                                       * with it, as a broken device would */
     struct dev_batch_mem *batch;      /* dev_batch.c's buffers, made at the first batch;
                                        * the runner thread only */
 };
@@ -94,6 +96,9 @@ void dev_set_chunk_bytes_for_test(struct dev *d, size_t bytes);
 /* Test-only: run d's jobs with the kernel shapes of another device type,
  * so a CPU-only host exercises the GPU kernels too. */
 void dev_set_shape_for_test(struct dev *d, enum dev_shape shape);
+/* Test-only: every kernel launch on d fails with err from now on (0: none
+ * does), so a test sees what a device that breaks mid-job does. */
+void dev_set_launch_fault_for_test(struct dev *d, cl_int err);
 
 /* The kernel called name in d's programs, or NULL. */
 cl_kernel dev_kernel(const struct dev *d, const char *name);
