@@ -204,10 +204,7 @@ static cl_int dev_batch_launch(struct dev *d, struct dev_batch_mem *m, size_t n,
         clFinish(q);   /* what was enqueued still reads m->up: the next batch reuses it */
     if (done) {
         cl_int wait = clWaitForEvents(1, &done);
-        cl_int st = CL_SUCCESS;
-        if (clGetEventInfo(done, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof st, &st, NULL) !=
-            CL_SUCCESS)
-            st = CL_INVALID_EVENT;
+        cl_int st = dev_event_status(done);
         clReleaseEvent(done);
         rc = wait != CL_SUCCESS ? wait : st < 0 ? st : CL_SUCCESS;
     }

@@ -162,6 +162,14 @@ bool dev_exec_ready(const struct dev_exec *x);
  * are owed. */
 size_t dev_exec_notify(struct dev_exec *x, const struct dev_notify *n);
 
+/* Buffers one device command may touch (dev_exec_kernel's nacc): more is
+ * refused as a bug, never silently narrowed. */
+#define DEV_CMD_MAX_ACCESS 8
+
+/* An event's execution status (CL_COMPLETE, a later state, or a negative
+ * error), a failed query counting as that query's error. */
+cl_int dev_event_status(cl_event ev);
+
 /* The status a CL error fails a job with: RESOURCE_EXHAUSTED for
  * allocation and resource errors, INTERNAL for the rest. */
 enum status_code dev_cl_status(cl_int err);
