@@ -11,6 +11,7 @@ PACKAGES=(
   clang libclang-rt-14-dev
   python3-grpcio python3-protobuf protobuf-compiler grpc-proto
   libsystemd-dev systemd
+  debhelper dpkg-dev
 )
 
 missing=()
