@@ -21,8 +21,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <systemd/sd-daemon.h>
+#include <unistd.h>
 #include <uv.h>
 
+#include "activate.h"
 #include "budget.h"
 #include "conn_limit.h"
 #include "dev.h"
@@ -30,7 +33,6 @@
 #include "listen.h"
 #include "log.h"
 #include "metrics.h"
-#include "notify.h"
 #include "region_sock.h"
 #include "rpc.h"
 #include "scheduler.h"
@@ -75,6 +77,16 @@ struct server {
     bool stopped;              /* every loop told to close its connections */
     bool finished;             /* loops empty, scheduler stopped, handles closing */
 };
+
+/* Tells the service manager how ampd is doing (sd_notify: a datagram to
+ * $NOTIFY_SOCKET, nothing without it). The service works either way, so a
+ * failure is only reported. */
+static void server_notify(const char *state)
+{
+    int rv = sd_notify(0, state);
+    if (rv < 0)
+        log_msg(LOG_WARN, "cannot tell the service manager (%s): %s", state, strerror(-rv));
+}
 
 /* The acceptor: the loop with the fewest connections takes it. */
 static void server_on_accept(int fd, bool is_unix, bool tls, void *ctx)
@@ -159,7 +171,8 @@ static int server_listen_regions(struct server *srv, const struct address *addr,
     return 0;
 }
 
-static int server_listen(struct server *srv)
+/* Every --listen address, bound here. */
+static int server_listen_config(struct server *srv)
 {
     for (size_t i = 0; i < srv->cfg->nlisten; i++) {
         const char *text = srv->cfg->listen[i];
@@ -180,6 +193,86 @@ static int server_listen(struct server *srv)
             return -1;
     }
     return 0;
+}
+
+/* The region socket of a passed Unix listener: the one passed beside it,
+ * else one ampd makes beside its file as for --listen (an abstract socket
+ * has none). Without regions a passed one is closed. */
+static int server_listen_passed_regions(struct server *srv, struct activate_socket *p)
+{
+    char err[256];
+    int fd = p->region_fd;
+    p->region_fd = -1;
+    if (!srv->regions || !p->is_unix || p->path[0] == '@') {
+        if (fd >= 0)
+            close(fd);
+        return 0;
+    }
+    if (fd < 0) {
+        struct address addr = { .kind = ADDRESS_UNIX };
+        struct listen_unix_access access = { .mode = srv->cfg->socket_mode };
+        snprintf(addr.path, sizeof addr.path, "%s", p->path);
+        if (listen_group(srv->cfg->socket_group, &access.gid, err, sizeof err) != 0) {
+            log_msg(LOG_ERROR, "%s", err);
+            return -1;
+        }
+        return server_listen_regions(srv, &addr, &access);
+    }
+    struct region_sock_limits limits = {
+        .max_connections = srv->cfg->max_connections,
+        .max_peer_connections = srv->cfg->max_peer_connections,
+    };
+    if (region_listen_adopt(&srv->loop, fd, srv->regions, &limits,
+                            &srv->region_listeners[srv->nregion_listeners], err, sizeof err) != 0) {
+        log_msg(LOG_ERROR, "regions: %s", err);
+        return -1;
+    }
+    srv->nregion_listeners++;
+    log_msg(LOG_INFO, "regions on %s" ADDRESS_REGION_SUFFIX " (passed)", p->name);
+    return 0;
+}
+
+/* The sockets systemd passed, instead of --listen (activate.h). Each
+ * descriptor is closed or served, even when one fails. */
+static int server_listen_passed(struct server *srv, struct activate_socket *passed, size_t n)
+{
+    int rv = 0;
+    for (size_t i = 0; i < n; i++) {
+        struct activate_socket *p = &passed[i];
+        char err[256];
+        if (rv != 0) {
+            close(p->fd);
+        } else if (listen_adopt(&srv->loop, p->fd, p->is_unix, server_on_accept, srv,
+                                &srv->listeners[srv->nlisteners], err, sizeof err) != 0) {
+            log_msg(LOG_ERROR, "passed socket %s: %s", p->name, err);
+            rv = -1;
+        } else {
+            srv->nlisteners++;
+            log_msg(LOG_INFO, "listening on %s (passed)", p->name);
+        }
+        if (rv != 0) {
+            if (p->region_fd >= 0)
+                close(p->region_fd);
+        } else {
+            rv = server_listen_passed_regions(srv, p);
+        }
+    }
+    return rv;
+}
+
+static int server_listen(struct server *srv)
+{
+    struct activate_socket passed[AMPD_MAX_LISTEN];
+    size_t n;
+    char err[256];
+    if (activate_sockets(passed, AMPD_MAX_LISTEN, &n, err, sizeof err) != 0) {
+        log_msg(LOG_ERROR, "socket activation: %s", err);
+        return -1;
+    }
+    if (n == 0)
+        return server_listen_config(srv);
+    log_msg(LOG_INFO, "socket-activated: serving the %zu sockets passed, not --listen", n);
+    return server_listen_passed(srv, passed, n);
 }
 
 static void server_close_listeners(struct server *srv)
@@ -275,7 +368,7 @@ static void server_on_signal(uv_signal_t *h, int signum)
         return;
     }
     log_msg(LOG_INFO, "signal %d: draining", signum);
-    notify_state("STOPPING=1");
+    server_notify("STOPPING=1\nSTATUS=draining: no new calls, those running finish");
     srv->draining = true;
     server_close_listeners(srv);   /* before any loop sends its GOAWAY */
     uv_timer_start(&srv->drain_timer, server_on_drain_timeout, srv->loaded.drain_timeout_ms, 0);
@@ -303,7 +396,8 @@ static void server_apply(struct server *srv, const struct config *now)
 
 static void server_on_changed(const char *name, const char *was, const char *is, void *ctx)
 {
-    (void)ctx;
+    size_t *changed = ctx;
+    (*changed)++;
     for (size_t i = 0; i < sizeof(server_live) / sizeof(server_live[0]); i++) {
         if (strcmp(name, server_live[i]) == 0) {
             log_msg(LOG_INFO, "SIGHUP: --%s %s (was %s)", name, is, was);
@@ -326,9 +420,11 @@ static void server_on_sighup(uv_signal_t *h, int signum)
     if (config_load(&now, srv->cfg->argc, srv->cfg->argv, err, sizeof err) != CONFIG_RUN) {
         log_msg(LOG_ERROR, "SIGHUP: keeping the settings in force: %s", err);
     } else {
-        config_changes(&srv->loaded, &now, server_on_changed, srv);
+        size_t changed = 0;
+        config_changes(&srv->loaded, &now, server_on_changed, &changed);
         server_apply(srv, &now);
         srv->loaded = now;
+        log_msg(LOG_INFO, "SIGHUP: settings reloaded, %zu changed", changed);
     }
     if (!srv->tls)
         return;
@@ -492,7 +588,11 @@ int server_run(const struct config *cfg, struct dev **devs, size_t ndevs, size_t
         uv_signal_start(&srv->sigterm, server_on_signal, SIGTERM);
         uv_signal_start(&srv->sigint, server_on_signal, SIGINT);
         uv_signal_start(&srv->sighup, server_on_sighup, SIGHUP);
-        notify_state("READY=1"); /* devices found, kernels built, sockets listening */
+        /* Devices found, kernels built, sockets listening. */
+        char state[128];
+        snprintf(state, sizeof state, "READY=1\nSTATUS=serving %zu sockets on %zu I/O loops",
+                 srv->nlisteners, srv->nloops);
+        server_notify(state);
         log_msg(LOG_INFO, "serving on %zu I/O loops", srv->nloops);
     } else {
         server_close_listeners(srv);
