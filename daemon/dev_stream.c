@@ -59,8 +59,7 @@ uint64_t dev_stream_memory(struct dev *d, struct job *job)
     uint64_t total = job->total_len, len = job->total_len;
     for (size_t i = 0; i < job->nsteps; i++) {
         const struct step *st = &job->steps[i];
-        if (st->kind == STEP_FILL)
-            len = sat_mul_u64(st->u.fill.count, elem_size(st->u.fill.type));
+        len = job_step_output_len(st, len);
         if (st->kind == STEP_FILL || st->kind == STEP_REVERSE)
             total = sat_add_u64(total, len);
     }
@@ -190,9 +189,7 @@ static void dev_stream_run(struct dev_exec *x, struct task *t)
             op_transform(x, &st->u.transform, &ds->data, &ds->data);
             continue;
         }
-        size_t out_len = st->kind == STEP_FILL
-                             ? (size_t)(st->u.fill.count * elem_size(st->u.fill.type))
-                             : ds->data.size;
+        size_t out_len = (size_t)job_step_output_len(st, ds->data.size);
         struct dev_buf out;
         if (dev_buf_create(x, &out, out_len, "a step's output buffer") != STATUS_OK)
             break;

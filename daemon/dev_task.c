@@ -40,8 +40,7 @@ static uint64_t dev_job_memory(const struct job *job)
         const struct step *st = &job->steps[i];
         if (st->kind == STEP_HISTOGRAM)
             continue;
-        if (st->kind == STEP_FILL)
-            len = sat_mul_u64(st->u.fill.count, elem_size(st->u.fill.type));
+        len = job_step_output_len(st, len);
         total = sat_add_u64(total, len);
     }
     return sat_add_u64(total, dev_hist_bytes(job));

@@ -140,6 +140,11 @@ struct job {
 bool job_transform_clip(const struct transform_params *p, uint64_t off, size_t len,
                         struct transform_params *out);
 
+/* Bytes of data flowing out of step st given in_len flowing in: a fill's
+ * elements, else its input (a histogram passes its input on), saturating
+ * at UINT64_MAX (sat.h). The one place a step's output size is known. */
+uint64_t job_step_output_len(const struct step *st, uint64_t in_len);
+
 struct job *job_new(size_t nsteps);
 /* Frees the job, its input, steps and every result. NULL is a no-op. */
 void job_free(struct job *job);

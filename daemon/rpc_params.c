@@ -199,17 +199,6 @@ enum status_code rpc_params_fill(const Amp__V1__FillParams *p, const char *f, si
     return STATUS_OK;
 }
 
-uint64_t rpc_step_output_len(const struct step *st, uint64_t len)
-{
-    switch (st->kind) {
-    case STEP_FILL: return sat_mul_u64(st->u.fill.count, elem_size(st->u.fill.type));
-    case STEP_REVERSE:
-    case STEP_TRANSFORM:
-    case STEP_HISTOGRAM: return len; /* a histogram passes its input on */
-    }
-    return len;
-}
-
 enum status_code rpc_params_device(const char *device, struct job *job, char *err, size_t errlen)
 {
     if (strlen(device) >= sizeof(job->device_req))
@@ -246,6 +235,6 @@ enum status_code rpc_params_step(const Amp__V1__Step *ps, size_t i, size_t max_d
     }
     if (code != STATUS_OK)
         return code;
-    *len = rpc_step_output_len(st, *len);
+    *len = job_step_output_len(st, *len);
     return STATUS_OK;
 }
