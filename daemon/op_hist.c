@@ -70,7 +70,7 @@ enum status_code op_hist_check(const struct dev *d, const struct hist_params *p,
 {
     (void)d;
     if (p->type == ELEM_U8) {
-        if (p->bins != OP_HIST_BYTE_BINS)
+        if (p->bins != JOB_HIST_BYTE_BINS)
             return job_fail(job, STATUS_INVALID_ARGUMENT,
                             "histogram.bins must be 256 for bytes, not %u", p->bins);
         return STATUS_OK;
@@ -275,7 +275,7 @@ enum status_code op_hist_begin(struct dev_exec *x, const struct hist_params *p,
                                struct op_hist_acc *acc)
 {
     memset(acc, 0, sizeof(*acc));
-    size_t width = p->type == ELEM_U8 ? OP_HIST_BYTE_BINS : (size_t)p->bins + 3;
+    size_t width = p->type == ELEM_U8 ? JOB_HIST_BYTE_BINS : (size_t)p->bins + 3;
     /* Not cleared here: the first hist_reduce stores instead of adding,
      * which saves a command (~3 us of a 1 GiB histogram's 420 on the H100). */
     return dev_buf_create(x, &acc->out, width * sizeof(cl_ulong), "histogram counts");
@@ -306,7 +306,7 @@ enum status_code op_hist_add(struct dev_exec *x, const struct hist_params *p, st
     h.src = src;
     h.esize = elem_size(p->type);
     h.elems = len / h.esize;
-    h.width = p->type == ELEM_U8 ? OP_HIST_BYTE_BINS : p->bins + 3;
+    h.width = p->type == ELEM_U8 ? JOB_HIST_BYTE_BINS : p->bins + 3;
     if (p->type != ELEM_U8)
         hist_bin_init(&h.bin, p->bins, p->lo, p->hi);
     if (h.elems == 0 || x->failed)
