@@ -111,6 +111,16 @@ static bool dev_input_in_place(const struct dev *d, const struct job *job)
            (uintptr_t)job->in % DEV_SHARED_ALIGN == 0;
 }
 
+uint64_t dev_memory_capacity(const struct dev *d)
+{
+    return d->mem_capacity;
+}
+
+void dev_set_memory_capacity(struct dev *d, uint64_t bytes)
+{
+    d->mem_capacity = bytes;
+}
+
 void dev_pin_region(struct dev *d, struct region *r)
 {
     if (!r || d->info.type == DEV_CPU || !region_pin_claim(r, d->info.index))

@@ -72,14 +72,6 @@ void dev_set_launch_fault_for_test(struct dev *d, cl_int err)
     d->launch_fault = err;
 }
 
-cl_kernel dev_kernel(const struct dev *d, const char *name)
-{
-    for (size_t i = 0; i < d->nkernels; i++)
-        if (strcmp(d->kernels[i].name, name) == 0)
-            return d->kernels[i].k;
-    return NULL;
-}
-
 static enum dev_type dev_type_of(cl_device_type t)
 {
     if (t & CL_DEVICE_TYPE_GPU)

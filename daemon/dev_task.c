@@ -11,16 +11,6 @@
 #include "stage.h"
 
 
-uint64_t dev_memory_capacity(const struct dev *d)
-{
-    return d->mem_capacity;
-}
-
-void dev_set_memory_capacity(struct dev *d, uint64_t bytes)
-{
-    d->mem_capacity = bytes;
-}
-
 uint64_t dev_hist_bytes(const struct job *job)
 {
     uint64_t total = 0;

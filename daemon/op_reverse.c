@@ -11,25 +11,6 @@
 /* reverse_bytes_v2's words per work-item and tile (REV_UNROLL2). */
 #define OP_REVERSE_V2_WORDS 8
 
-size_t op_wg(const struct dev *d, cl_kernel k)
-{
-    return dev_kernel_wg(d, k, d->shape == DEV_SHAPE_CPU ? OP_WG_CPU : OP_WG_GPU);
-}
-
-struct dev_grid op_tile_grid(const struct dev *d, uint64_t units, size_t wg, uint64_t per_item)
-{
-    struct dev_grid g = {0, wg ? wg : 1, 0};
-    uint64_t tile = per_item * g.local;
-    uint64_t groups = (units + tile - 1) / tile;
-    uint64_t cap = d->launch_items_max / g.local;
-    if (groups > cap)
-        groups = cap;
-    if (groups == 0)
-        groups = 1;
-    g.global = (size_t)(groups * g.local);
-    return g;
-}
-
 enum status_code op_reverse(struct dev_exec *x, struct dev_buf *src, struct dev_buf *dst)
 {
     /* Grid-stride on GPUs, one contiguous chunk per work-item on CPUs
