@@ -91,6 +91,7 @@ struct dev {
      * against it): most of global memory, or --max-device-memory. */
     uint64_t mem_capacity;
     struct dev_pool pool;             /* the thread that runs the device's jobs only */
+    struct dev_stream *streams;       /* streams open on it (dev_stream.c), that thread only */
     cl_int launch_fault;              /* test-only: nonzero makes every kernel launch fail
                                        * with it, as a broken device would */
     struct dev_batch_mem *batch;      /* dev_batch.c's buffers, made at the first batch;

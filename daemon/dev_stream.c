@@ -32,6 +32,9 @@
 #define DEV_STREAM_UNKNOWN_LEN (UINT64_MAX / 4 / 16 * 16)
 
 struct dev_stream {
+    struct dev *d;
+    struct job *job;                     /* whose stream this is */
+    struct dev_stream *prev, *next;      /* d's open streams (d->streams) */
     bool resident;                       /* whole input on the device */
     bool has_data;                       /* some step outputs bytes */
     struct dev_buf ring[DEV_STREAM_RING];/* chunked: chunk_bytes each */
@@ -107,6 +110,12 @@ static void dev_stream_open(struct dev *d, struct job *job, struct dev_exec *x)
         return;
     }
     job->stream = ds;
+    ds->d = d;
+    ds->job = job;
+    ds->next = d->streams;
+    if (d->streams)
+        d->streams->prev = ds;
+    d->streams = ds;
     ds->resident = dev_stream_is_resident(job);
     uint64_t check_len = ds->resident || job->total_len ? job->total_len : DEV_STREAM_UNKNOWN_LEN;
     enum status_code st = dev_check_steps(d, job, check_len, NULL);
@@ -287,6 +296,12 @@ void dev_stream_close(struct job *job)
     struct dev_stream *ds = job->stream;
     if (!ds)
         return;
+    if (ds->prev)
+        ds->prev->next = ds->next;
+    else
+        ds->d->streams = ds->next;
+    if (ds->next)
+        ds->next->prev = ds->prev;
     for (size_t i = 0; i < DEV_STREAM_RING; i++)
         dev_buf_release(&ds->ring[i]);
     dev_buf_release(&ds->data);
@@ -300,4 +315,10 @@ void dev_stream_close(struct job *job)
     free(ds->slots);
     free(ds);
     job->stream = NULL;
+}
+
+void dev_stream_close_all(struct dev *d)
+{
+    while (d->streams)
+        dev_stream_close(d->streams->job);
 }

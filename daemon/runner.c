@@ -240,7 +240,7 @@ static bool runner_retire(struct runner *r, bool block)
 
 /* On stop: what is in flight finishes; queued and parked tasks are
  * cancelled, except CLOSE, which still frees its stream. */
-static void runner_drain(struct runner *r)
+static void runner_drain_tasks(struct runner *r)
 {
     while (runner_retire(r, true))
         ;
@@ -259,6 +259,12 @@ static void runner_drain(struct runner *r)
         runner_fail(t, STATUS_CANCELLED, "the daemon is shutting down");
         runner_hand_back(r, t);
     }
+}
+
+static void runner_drain(struct runner *r)
+{
+    runner_drain_tasks(r);
+    dev_stream_close_all(r->dev);   /* streams whose CLOSE has not come */
 }
 
 /* Something to do: a task to start (with room in flight), or a command
