@@ -343,14 +343,19 @@ struct dev *runner_dev(struct runner *r)
     return r->dev;
 }
 
-void runner_stop(struct runner *r)
+void runner_stop_begin(struct runner *r)
 {
-    if (!r)
-        return;
     pthread_mutex_lock(&r->lock);
     r->stopping = true;
     pthread_cond_signal(&r->wake);
     pthread_mutex_unlock(&r->lock);
+}
+
+void runner_stop(struct runner *r)
+{
+    if (!r)
+        return;
+    runner_stop_begin(r);
     pthread_join(r->thread, NULL);
     /* Every task is finished, but drivers may still be inside callbacks. */
     pthread_mutex_lock(&r->lock);

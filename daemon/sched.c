@@ -508,6 +508,9 @@ void sched_stop(struct sched *s)
     uv_rwlock_wrlock(&s->life);
     host_pool_stop(s->host);   /* runs what is queued: tiny jobs */
     s->host = NULL;
+    for (size_t i = 0; i < s->ndevs; i++)   /* every device drains at once */
+        if (s->runners[i])
+            runner_stop_begin(s->runners[i]);
     for (size_t i = 0; i < s->ndevs; i++) {
         runner_stop(s->runners[i]);   /* completions reach their ports */
         s->runners[i] = NULL;
