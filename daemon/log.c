@@ -81,8 +81,9 @@ bool log_enabled(enum log_level level)
     return (int)level <= atomic_load_explicit(&log_threshold, memory_order_relaxed);
 }
 
-/* Formats and writes one line with a single write(): stderr is
- * unbuffered, and one write keeps threads' lines whole. */
+/* Formats and writes one line with a single fwrite(): stderr is
+ * unbuffered, so the line goes out at once, and the stream's lock keeps
+ * threads' lines whole. */
 static void log_vline(enum log_level level, const char *fmt, va_list ap)
 {
     char line[LOG_LINE_MAX];
@@ -101,8 +102,7 @@ static void log_vline(enum log_level level, const char *fmt, va_list ap)
         if ((unsigned char)line[i] < ' ' || line[i] == 0x7f)
             line[i] = '?';
     line[len++] = '\n';
-    ssize_t w = write(STDERR_FILENO, line, len);
-    (void)w;   /* nowhere to report a failed log write */
+    fwrite(line, 1, len, stderr);   /* a failed log write has nowhere to go */
 }
 
 void log_msg(enum log_level level, const char *fmt, ...)

@@ -1,7 +1,7 @@
 /* log.h: ampd's one way to say something on stderr.
  *
- * Every line the daemon prints goes through log_msg(): one write() per
- * line, so lines from several threads never interleave, prefixed "ampd: "
+ * Every line the daemon prints goes through log_msg(): one fwrite() to
+ * stderr per line, so lines from several threads never interleave, prefixed "ampd: "
  * and, below info, with its level's word. When stderr is the systemd
  * journal ($JOURNAL_STREAM names stderr's device and inode, as
  * sd-daemon(3) documents), each line starts with its syslog priority
