@@ -30,6 +30,7 @@ struct conn_limit;
 struct region_set;
 struct sched;
 struct tls_server;
+struct auth;
 struct io_loop;
 
 /* What every loop is given; all of it outlives the loops. */
@@ -42,6 +43,7 @@ struct io_loop_shared {
     struct stage_stats *stages;          /* unary job calls' stage latencies (stage.h) */
     struct region_set *regions;          /* NULL: regions off */
     struct tls_server *tls;              /* NULL: no tls: listener */
+    struct auth *auth;                   /* who may call (auth.h); NULL: anyone */
     uint64_t start_ms;                   /* for Status.uptime_ms */
     /* On the loop's thread, once per loop: it was told to drain or stop
      * and its last connection is gone. */

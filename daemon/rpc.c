@@ -19,6 +19,7 @@
 #include <uv.h>
 
 #include "amp.pb-c.h"
+#include "auth.h"
 #include "body.h"
 #include "budget.h"
 #include "grpc/health/v1/health.pb-c.h"
@@ -99,9 +100,33 @@ static void rpc_deadline_free(uv_handle_t *h)
 
 /* --- h2 handlers ---------------------------------------------------------- */
 
-enum status_code rpc_h2_start(struct h2_call *call, const char *path, enum h2_call_kind *kind,
-                              char *msg, size_t msglen, struct rpc_env *env, long peer_uid)
+/* Checks the call's credentials before anything of it is read (auth.h);
+ * a refusal is logged with who made it. */
+static enum status_code rpc_auth(struct h2_call *call, const char *path, struct rpc_env *env,
+                                 const struct auth_conn *who, char *client, size_t clientlen,
+                                 char *msg, size_t msglen)
 {
+    const char *value;
+    size_t len;
+    enum h2_authorization hdr = h2_call_authorization(call, &value, &len);
+    enum status_code code = auth_call(env->auth, who, path, hdr, value, len, client, clientlen,
+                                      msg, msglen);
+    if (code != STATUS_OK)
+        fprintf(stderr, "ampd: refused %s from %s%s: %s: %s\n", path,
+                who->peer ? who->peer : "?",
+                hdr == H2_AUTHORIZATION_NONE ? " (no authorization sent)" : "", status_name(code),
+                msg);
+    return code;
+}
+
+enum status_code rpc_h2_start(struct h2_call *call, const char *path, enum h2_call_kind *kind,
+                              char *msg, size_t msglen, struct rpc_env *env,
+                              const struct auth_conn *who)
+{
+    char client[AUTH_NAME_MAX] = "";
+    enum status_code code = rpc_auth(call, path, env, who, client, sizeof client, msg, msglen);
+    if (code != STATUS_OK)
+        return code;
     const struct rpc_method *m = rpc_method_find(path);
     if (!m) {
         snprintf(msg, msglen, "unknown method %s", path);
@@ -116,7 +141,8 @@ enum status_code rpc_h2_start(struct h2_call *call, const char *path, enum h2_ca
     rc->env = env;
     rc->method = m;
     rc->t_start = stage_now_ns();
-    rc->peer_uid = peer_uid;
+    rc->peer_uid = who ? who->uid : -1;
+    memcpy(rc->client, client, sizeof rc->client);
     uint64_t timeout = h2_call_timeout_ms(call);
     if (timeout && env->loop && rpc_deadline_start(rc, timeout) != 0) {
         free(rc);

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <uv.h>
 
+#include "auth.h"
 #include "budget.h"
 #include "conn_limit.h"
 #include "dev.h"
@@ -59,6 +60,7 @@ struct server {
     struct region_listener *region_listeners[AMPD_MAX_LISTEN]; /* one per Unix listener */
     size_t nregion_listeners;
     struct tls_server *tls;    /* NULL: no tls: listener; freed after the loops */
+    struct auth *auth;         /* who may call; freed after the loops */
     uv_signal_t sigterm, sigint, sighup;
     uv_timer_t drain_timer;
     bool draining;
@@ -166,6 +168,11 @@ static int server_listen(struct server *srv)
             return -1;
         }
         srv->nlisteners++;
+        if (auth_listener(srv->auth, text, addr.kind == ADDRESS_TCP, addr.tls,
+                          listen_loopback(srv->listeners[i]), err, sizeof err) != 0) {
+            fprintf(stderr, "ampd: --listen %s: %s\n", text, err);
+            return -1;
+        }
         fprintf(stderr, "ampd: listening on %s\n", text);
         if (srv->regions && addr.kind == ADDRESS_UNIX && server_listen_regions(srv, &addr, &access) != 0)
             return -1;
@@ -272,19 +279,43 @@ static void server_on_signal(uv_signal_t *h, int signum)
         io_loop_drain(srv->loops[i]);
 }
 
-/* SIGHUP reloads what can change while running: the TLS files. A
- * failed reload keeps the files loaded before. */
+/* SIGHUP reloads what can change while running: the TLS files and the
+ * token file. A failed reload keeps what was loaded before. */
 static void server_on_sighup(uv_signal_t *h, int signum)
 {
     (void)signum;
     struct server *srv = h->data;
     char err[512];
     if (!srv->tls)
-        fprintf(stderr, "ampd: SIGHUP: nothing to reload\n");
+        fprintf(stderr, "ampd: SIGHUP: no TLS files to reload\n");
     else if (tls_server_reload(srv->tls, err, sizeof err) != 0)
         fprintf(stderr, "ampd: SIGHUP: keeping the TLS files loaded before: %s\n", err);
     else
         fprintf(stderr, "ampd: SIGHUP: TLS files reloaded for new connections\n");
+    int rv = auth_reload(srv->auth, err, sizeof err);
+    if (rv < 0)
+        fprintf(stderr, "ampd: SIGHUP: keeping the tokens loaded before: %s\n", err);
+    else if (rv == 0)
+        fprintf(stderr, "ampd: SIGHUP: %s, for calls from now on\n", err);
+}
+
+/* Who may call: the token file and the allow-lists, before any listener. */
+static int server_auth(struct server *srv)
+{
+    char err[512];
+    const struct config *cfg = srv->cfg;
+    struct auth_rules rules = {
+        .token_file = cfg->token_file,
+        .tcp_require_token = cfg->tcp_require_token,
+        .allow_plaintext_network = cfg->allow_plaintext_network,
+        .allow_uid = cfg->allow_uid,
+        .allow_gid = cfg->allow_gid,
+    };
+    if (auth_new(&rules, &srv->auth, err, sizeof err) != 0) {
+        fprintf(stderr, "ampd: %s\n", err);
+        return -1;
+    }
+    return 0;
 }
 
 /* The TLS files of tls: listeners, before any connection. */
@@ -338,6 +369,7 @@ static int server_start_loops(struct server *srv)
         .stages = &srv->stages,
         .regions = srv->regions,
         .tls = srv->tls,
+        .auth = srv->auth,
         .start_ms = rpc_now_ms(),
         .empty = server_on_loop_empty,
         .ctx = srv,
@@ -372,6 +404,7 @@ static void server_free(struct server *srv)
         sched_free(srv->sched);
     region_set_free(srv->regions);   /* every job that used one is done */
     tls_server_free(srv->tls);       /* every connection is gone */
+    auth_free(srv->auth);
     conn_limit_destroy(&srv->conn_limit);
     pthread_mutex_destroy(&srv->budget_lock);
     free(srv);
@@ -404,7 +437,7 @@ int server_run(const struct config *cfg, struct dev **devs, size_t ndevs, size_t
         fprintf(stderr, "ampd: %s\n", err);
         srv->sched = NULL;
         status = 1;
-    } else if (server_tls(srv) != 0 || server_start_loops(srv) != 0 || server_listen(srv) != 0) {
+    } else if (server_tls(srv) != 0 || server_auth(srv) != 0 || server_start_loops(srv) != 0 || server_listen(srv) != 0) {
         status = 1;
     }
     if (status == 0) {

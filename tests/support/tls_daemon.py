@@ -54,7 +54,8 @@ class TlsDaemon:
             try:
                 self.daemon = Daemon(("--listen", "tls:127.0.0.1:%d" % self.port,
                                       "--tls-cert", self.file("server.pem"),
-                                      "--tls-key", self.file("server.key"), *extra_args))
+                                      "--tls-key", self.file("server.key"),
+                                      "--tcp-require-token", "off", *extra_args))
             except RuntimeError:
                 continue
             if serves_cert(self.port, self.file("server.pem")) and self.daemon.proc.poll() is None:
