@@ -127,9 +127,12 @@ static void config_usage(void)
            "  --config FILE             read \"key = value\" lines; keys are the long\n"
            "                            option names; the command line overrides them\n");
     for (size_t i = 0; i < CONFIG_NOPTS; i++) {
-        char flag[CONFIG_HELP_COLUMN];
+        char flag[2 * CONFIG_HELP_COLUMN];
         snprintf(flag, sizeof(flag), "--%s %s", config_opts[i].name, config_opts[i].arg);
-        printf("  %-*s%s\n", CONFIG_HELP_COLUMN - 2, flag, config_opts[i].help);
+        if (strlen(flag) >= CONFIG_HELP_COLUMN - 2)   /* too wide: its help on the next line */
+            printf("  %s\n%*s%s\n", flag, CONFIG_HELP_COLUMN, "", config_opts[i].help);
+        else
+            printf("  %-*s%s\n", CONFIG_HELP_COLUMN - 2, flag, config_opts[i].help);
     }
     printf("  --help                    show this help\n"
            "  --version                 show the version\n"

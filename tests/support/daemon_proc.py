@@ -27,7 +27,8 @@ def _die_with_parent():
 
 
 class Daemon:
-    def __init__(self, extra_args=()):
+    def __init__(self, extra_args=(), stderr=None):
+        """stderr: a file for the daemon's log (None: the test's own)."""
         self.bin = os.environ.get("AMPD_BIN")
         if not self.bin:
             raise RuntimeError("AMPD_BIN is not set")
@@ -38,7 +39,7 @@ class Daemon:
         if loops and "--io-threads" not in extra_args:
             extra_args = (*extra_args, "--io-threads", loops)
         self.proc = subprocess.Popen([self.bin, "--listen", self.address, *extra_args],
-                                     preexec_fn=_die_with_parent)
+                                     stderr=stderr, preexec_fn=_die_with_parent)
         try:
             self._wait_ready()
         except Exception:
