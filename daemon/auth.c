@@ -262,20 +262,11 @@ static int auth_match(struct auth *a, const char *token, size_t len, char *clien
     return found;
 }
 
-enum status_code auth_call(struct auth *a, const struct auth_conn *who, const char *path,
-                           enum h2_authorization hdr, const char *value, size_t len,
-                           char *client, size_t clientlen, char *msg, size_t msglen)
+/* The token part of auth_call(): the header against the token set. */
+static enum status_code auth_token(struct auth *a, const struct auth_conn *who,
+                                   enum h2_authorization hdr, const char *value, size_t len,
+                                   char *client, size_t clientlen, char *msg, size_t msglen)
 {
-    if (clientlen)
-        client[0] = '\0';
-    if (!a || !who)
-        return STATUS_OK;
-    if (who->denied) {
-        snprintf(msg, msglen, "%s may not use this socket (--allow-uid, --allow-gid)", who->peer);
-        return STATUS_PERMISSION_DENIED;
-    }
-    if (strncmp(path, AUTH_OPEN_PREFIX, strlen(AUTH_OPEN_PREFIX)) == 0)
-        return STATUS_OK;
     if (hdr == H2_AUTHORIZATION_BAD) {
         snprintf(msg, msglen, "authorization metadata sent twice or longer than %d bytes",
                  H2_AUTHORIZATION_MAX);
@@ -301,4 +292,22 @@ enum status_code auth_call(struct auth *a, const struct auth_conn *who, const ch
         return STATUS_UNAUTHENTICATED;
     }
     return STATUS_OK;
+}
+
+enum status_code auth_call(struct auth *a, const struct auth_conn *who, const char *path,
+                           enum h2_authorization hdr, const char *value, size_t len,
+                           char *client, size_t clientlen, char *msg, size_t msglen)
+{
+    if (clientlen)
+        client[0] = '\0';
+    if (!a || !who)
+        return STATUS_OK;
+    if (who->denied) {
+        snprintf(msg, msglen, "%s may not use this socket (--allow-uid, --allow-gid)", who->peer);
+        return STATUS_PERMISSION_DENIED;
+    }
+    /* Health answers anyone; a good token still names the client. */
+    bool open = strncmp(path, AUTH_OPEN_PREFIX, strlen(AUTH_OPEN_PREFIX)) == 0;
+    enum status_code code = auth_token(a, who, hdr, value, len, client, clientlen, msg, msglen);
+    return open ? STATUS_OK : code;
 }

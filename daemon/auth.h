@@ -14,7 +14,8 @@
  *    read keeps the tokens loaded before.
  * Health checks (grpc.health.v1.Health) need no token, so that load
  * balancers and systemd probes can ask without a secret; they say nothing
- * but SERVING or NOT_SERVING. Everything else, reflection included, does.
+ * but SERVING or NOT_SERVING (a good token still names their client).
+ * Everything else, reflection included, does.
  *
  * A connection's standing (auth_conn) is fixed when it is accepted; each
  * call is judged by auth_call() when its headers are whole, before any of

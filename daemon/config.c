@@ -77,6 +77,12 @@ static const struct config_opt config_opts[] = {
       "                            input and output, replies not yet read (default 1G)" },
     { "max-connection-memory", "N", CFG_U64, CFG_OFF(max_connection_memory), 1, UINT64_MAX,
       "the same bytes, for one connection (default: max-job-memory / 4)" },
+    { "max-client-streams", "N", CFG_U32, CFG_OFF(max_client_streams), 0, UINT32_MAX,
+      "calls open at once per client: its token's name, else its\n"
+      "                            uid or address, over all its connections (default 0: no limit)" },
+    { "max-client-jobs", "N", CFG_U32, CFG_OFF(max_client_jobs), 0, UINT32_MAX,
+      "jobs queued or running per client, as above (default 0: no\n"
+      "                            limit; --max-jobs still bounds them all)" },
     { "max-peer-connections", "N", CFG_U32, CFG_OFF(max_peer_connections), 1, UINT32_MAX,
       "connections from one uid (Unix socket) or address (TCP) (default 64)" },
     { "request-timeout", "S", CFG_SECONDS, CFG_OFF(request_timeout_ms), 0,

@@ -95,6 +95,8 @@ struct config {
     uint32_t allow_plaintext_network;  /* 1: plaintext TCP listeners beyond loopback allowed */
     char allow_uid[AMPD_PATH_MAX];     /* Unix peers: users or uids, comma-separated; "": any */
     char allow_gid[AMPD_PATH_MAX];     /* Unix peers: groups or gids, comma-separated; "": any */
+    uint32_t max_client_streams;       /* calls open per client (client_share.h); 0: no limit */
+    uint32_t max_client_jobs;          /* jobs queued or running per client; 0: no limit */
 };
 
 enum config_result {

@@ -258,6 +258,7 @@ static void io_loop_init_conns(struct io_loop *l, const struct io_loop_shared *s
         .stages = sh->stages,
         .regions = sh->regions,
         .auth = sh->auth,
+        .shares = sh->shares,
         .sched = l->port,
     };
     l->conns.limit = sh->conn_limit;

@@ -23,6 +23,8 @@
 struct sched_port;
 struct auth;
 struct auth_conn;
+struct client_share;
+struct client_share_entry;
 struct conn_limit;
 struct region_set;
 struct Amp__V1__RegionSlice;
@@ -45,6 +47,8 @@ struct rpc_env {
     struct stage_stats *stages; /* unary job calls' stage latencies, daemon-wide; NULL: none */
     struct rpc_health_watch *watches; /* this loop's Health/Watch calls (rpc_health.c) */
     struct auth *auth;          /* who may call (auth.h), daemon-wide; NULL: anyone */
+    struct client_share *shares; /* each client's calls and jobs (client_share.h), daemon-wide;
+                                  * NULL: not counted */
 };
 
 struct rpc_call;
@@ -101,6 +105,8 @@ struct rpc_call {
     long peer_uid;                      /* the client's uid on a Unix socket (whose regions it
                                          * may name); -1 on TCP */
     char client[AUTH_NAME_MAX];         /* the name of the token the call carried; "": none */
+    struct client_share_entry *share;   /* its client's counts (env->shares); NULL: none */
+    bool share_job;                     /* holds one of its client's --max-client-jobs */
     const struct Amp__V1__RegionSlice *output_region; /* in req: where a job's output goes */
     /* stage.h stamps (ns): headers, the request whole, then its job's
      * (copied at delivery, when the job may go) and its delivery; a call
@@ -166,6 +172,12 @@ void rpc_fail(struct rpc_call *rc, enum status_code code, const char *fmt, ...)
  * completes, with job->owner set to rc, or NULL if the call went away. On
  * refusal the call is failed and the job freed. */
 void rpc_submit(struct rpc_call *rc, struct job *job, void (*done)(struct job *job));
+
+/* Counts a job for rc's client (--max-client-jobs) until rpc_job_share_done
+ * or the call closes. STATUS_OK (also when clients are not counted), or
+ * RESOURCE_EXHAUSTED with the message in msg. */
+enum status_code rpc_job_share(struct rpc_call *rc, char *msg, size_t msglen);
+void rpc_job_share_done(struct rpc_call *rc);
 
 /* In a done() hook: the call the job answers, or NULL when the job failed
  * (the call has been answered with its status) or the call is gone. In both

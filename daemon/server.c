@@ -24,6 +24,7 @@
 
 #include "auth.h"
 #include "budget.h"
+#include "client_share.h"
 #include "conn_limit.h"
 #include "dev.h"
 #include "io_loop.h"
@@ -61,6 +62,7 @@ struct server {
     size_t nregion_listeners;
     struct tls_server *tls;    /* NULL: no tls: listener; freed after the loops */
     struct auth *auth;         /* who may call; freed after the loops */
+    struct client_share *shares; /* per-client limits; NULL: none set; freed after the loops */
     uv_signal_t sigterm, sigint, sighup;
     uv_timer_t drain_timer;
     bool draining;
@@ -315,6 +317,11 @@ static int server_auth(struct server *srv)
         fprintf(stderr, "ampd: %s\n", err);
         return -1;
     }
+    if ((cfg->max_client_streams || cfg->max_client_jobs) &&
+        !(srv->shares = client_share_new(cfg->max_client_streams, cfg->max_client_jobs))) {
+        fprintf(stderr, "ampd: out of memory\n");
+        return -1;
+    }
     return 0;
 }
 
@@ -370,6 +377,7 @@ static int server_start_loops(struct server *srv)
         .regions = srv->regions,
         .tls = srv->tls,
         .auth = srv->auth,
+        .shares = srv->shares,
         .start_ms = rpc_now_ms(),
         .empty = server_on_loop_empty,
         .ctx = srv,
@@ -405,6 +413,7 @@ static void server_free(struct server *srv)
     region_set_free(srv->regions);   /* every job that used one is done */
     tls_server_free(srv->tls);       /* every connection is gone */
     auth_free(srv->auth);
+    client_share_free(srv->shares);
     conn_limit_destroy(&srv->conn_limit);
     pthread_mutex_destroy(&srv->budget_lock);
     free(srv);
