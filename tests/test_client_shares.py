@@ -10,8 +10,10 @@ is refused naming that limit, bob's runs, and she gets her share back
 when a stream ends. A Unix-socket client with no token counts as its uid.
 Prints one line per check and a closing "N passed, M failed".
 """
+import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import threading
@@ -24,6 +26,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "sup
 from daemon_proc import Daemon  # noqa: E402
 from tls_daemon import free_port  # noqa: E402
 
+AMPCTL = os.environ.get("AMPCTL_BIN", "ampctl")
 CALL_TIMEOUT_S = 60
 WAIT_S = 20
 MAX_STREAMS = 4
@@ -64,14 +67,19 @@ def exhausted(fn, *words):
     return False
 
 
-def until_exhausted(fn, *words):
-    """The daemon counts a call once it has read it: try until refused."""
+def wait_jobs_in_flight(n):
+    """Until the daemon's Status counts n jobs (the held streams' headers
+    were read), asked with ampctl on the Unix socket."""
     deadline = time.monotonic() + WAIT_S
-    while time.monotonic() < deadline:
-        if exhausted(fn, *words):
+    while True:
+        p = subprocess.run([AMPCTL, "--address", Ctx.d.address, "--json", "status"],
+                           capture_output=True, timeout=CALL_TIMEOUT_S)
+        expect(p.returncode == 0, "ampctl status: %s" % p.stderr)
+        got = json.loads(p.stdout)["jobs_in_flight"]
+        if got == n:
             return
+        expect(time.monotonic() < deadline, "%d jobs in flight, want %d" % (got, n))
         time.sleep(0.05)
-    raise AssertionError("never refused")
 
 
 def test_streams_share():
@@ -132,8 +140,9 @@ def test_jobs_share():
     with grpc.insecure_channel(Ctx.tcp) as ch:
         held = [HeldStream(ch, ALICE) for _ in range(MAX_JOBS)]
         try:
-            until_exhausted(lambda: reverse(ch, ALICE), "--max-client-jobs (%d)" % MAX_JOBS,
-                            "token alice")
+            wait_jobs_in_flight(MAX_JOBS)
+            expect(exhausted(lambda: reverse(ch, ALICE), "--max-client-jobs (%d)" % MAX_JOBS,
+                             "token alice"), "alice's job over her share was served")
             stream = ch.stream_stream("/amp.v1.Amp/Stream")
             header = b"\x0a\x04\x0a\x02" + HIST_STEP
             expect(exhausted(lambda: list(stream(iter([header]), timeout=CALL_TIMEOUT_S,
