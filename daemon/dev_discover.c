@@ -16,7 +16,7 @@
 #include "kernels.h"
 
 /* OpenCL C 1.2 everywhere: NVIDIA's driver offers no more to C kernels. */
-#define DEV_BUILD_OPTIONS "-cl-std=CL1.2"
+#define DEV_CL_STD "-cl-std=CL1.2"
 /* Default cap on work-items per launch; far below any device's limit on a
  * global size, large enough that splitting is rare. */
 #define DEV_LAUNCH_ITEMS_DEFAULT (1ull << 30)
@@ -67,6 +67,11 @@ void dev_set_shape_for_test(struct dev *d, enum dev_shape shape)
     d->shape = shape;
 }
 
+void dev_set_launch_fault_for_test(struct dev *d, cl_int err)
+{
+    d->launch_fault = err;
+}
+
 cl_kernel dev_kernel(const struct dev *d, const char *name)
 {
     for (size_t i = 0; i < d->nkernels; i++)
@@ -103,18 +108,28 @@ static void dev_get_string(cl_device_id id, cl_device_info what, char *buf, size
     buf[len - 1] = '\0';
 }
 
-static uint64_t dev_get_u64(cl_device_id id, cl_device_info what)
+/* One numeric device property of size bytes into out; on failure the
+ * reason goes into err and -1 is returned: a device that cannot say how
+ * much memory it has is not one to schedule jobs on. */
+static int dev_get_num(cl_device_id id, cl_device_info what, const char *name, void *out,
+                       size_t size, char *err, size_t errlen)
 {
-    cl_ulong v = 0;
-    clGetDeviceInfo(id, what, sizeof v, &v, NULL);
-    return v;
+    memset(out, 0, size);
+    cl_int rc = clGetDeviceInfo(id, what, size, out, NULL);
+    if (rc != CL_SUCCESS) {
+        snprintf(err, errlen, "clGetDeviceInfo(%s): %s", name, dev_cl_error_name(rc));
+        return -1;
+    }
+    return 0;
 }
 
 /* Share of global memory jobs may reserve: the rest is for the driver,
  * kernels' scratch and the staging buffers' device side. */
 #define DEV_MEM_CAPACITY_TENTHS 9
 
-static void dev_fill_info(struct dev *d)
+#define DEV_GET_NUM(id, what, out) dev_get_num(id, what, #what, out, sizeof *(out), err, errlen)
+
+static int dev_fill_info(struct dev *d, char *err, size_t errlen)
 {
     struct dev_info *in = &d->info;
     dev_get_string(d->id, CL_DEVICE_NAME, in->name, sizeof in->name);
@@ -122,20 +137,40 @@ static void dev_fill_info(struct dev *d)
     in->platform[0] = '\0';
     clGetPlatformInfo(d->platform, CL_PLATFORM_NAME, sizeof in->platform, in->platform, NULL);
     in->platform[sizeof in->platform - 1] = '\0';
-    in->global_mem_size = dev_get_u64(d->id, CL_DEVICE_GLOBAL_MEM_SIZE);
-    in->max_constant_buffer_size = dev_get_u64(d->id, CL_DEVICE_MAX_CONSTANT_BUFFER_SIZE);
-    in->max_mem_alloc_size = dev_get_u64(d->id, CL_DEVICE_MAX_MEM_ALLOC_SIZE);
+    cl_ulong global = 0, constant = 0, alloc = 0, local = 0;
     size_t wg = 0;
-    clGetDeviceInfo(d->id, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof wg, &wg, NULL);
-    in->max_work_group_size = wg;
     cl_uint cu = 0;
-    clGetDeviceInfo(d->id, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof cu, &cu, NULL);
+    if (DEV_GET_NUM(d->id, CL_DEVICE_GLOBAL_MEM_SIZE, &global) < 0 ||
+        DEV_GET_NUM(d->id, CL_DEVICE_MAX_CONSTANT_BUFFER_SIZE, &constant) < 0 ||
+        DEV_GET_NUM(d->id, CL_DEVICE_MAX_MEM_ALLOC_SIZE, &alloc) < 0 ||
+        DEV_GET_NUM(d->id, CL_DEVICE_LOCAL_MEM_SIZE, &local) < 0 ||
+        DEV_GET_NUM(d->id, CL_DEVICE_MAX_WORK_GROUP_SIZE, &wg) < 0 ||
+        DEV_GET_NUM(d->id, CL_DEVICE_MAX_COMPUTE_UNITS, &cu) < 0)
+        return -1;
+    in->global_mem_size = global;
+    in->max_constant_buffer_size = constant;
+    in->max_mem_alloc_size = alloc;
+    in->max_work_group_size = wg;
     in->compute_units = cu ? cu : 1;
-    d->local_mem_size = dev_get_u64(d->id, CL_DEVICE_LOCAL_MEM_SIZE);
+    d->local_mem_size = local;
     d->shape = in->type == DEV_CPU ? DEV_SHAPE_CPU : DEV_SHAPE_GPU;
     d->launch_items_max = DEV_LAUNCH_ITEMS_DEFAULT;
     d->chunk_bytes = DEV_CHUNK_BYTES;
     d->mem_capacity = in->global_mem_size / 10 * DEV_MEM_CAPACITY_TENTHS;
+    return 0;
+}
+
+/* The build options: the language version, and the host's codes that
+ * kernels read from their arguments (job.h's step kinds and transform
+ * ops) as macros, so each code has one definition. */
+static void dev_build_options(char *buf, size_t len)
+{
+    snprintf(buf, len,
+             DEV_CL_STD " -DSTEP_REVERSE=%d -DSTEP_TRANSFORM=%d -DSTEP_HISTOGRAM=%d"
+                        " -DXFORM_ADD=%d -DXFORM_XOR=%d -DXFORM_AND=%d -DXFORM_OR=%d"
+                        " -DXFORM_SET=%d -DXFORM_MAP=%d -DBATCH_ITEM_WORDS=%d",
+             STEP_REVERSE, STEP_TRANSFORM, STEP_HISTOGRAM, XFORM_ADD, XFORM_XOR, XFORM_AND,
+             XFORM_OR, XFORM_SET, XFORM_MAP, DEV_BATCH_ITEM_WORDS);
 }
 
 /* Builds kernels/<name>.cl for d; on failure err holds the build log's head. */
@@ -150,7 +185,9 @@ static int dev_build_program(struct dev *d, const struct kernel_source *ks, cl_p
                  dev_cl_error_name(rc));
         return -1;
     }
-    rc = clBuildProgram(p, 1, &d->id, DEV_BUILD_OPTIONS, NULL, NULL);
+    char options[256];
+    dev_build_options(options, sizeof options);
+    rc = clBuildProgram(p, 1, &d->id, options, NULL, NULL);
     if (rc != CL_SUCCESS) {
         char log[2048] = "";
         clGetProgramBuildInfo(p, d->id, CL_PROGRAM_BUILD_LOG, sizeof log - 1, log, NULL);
@@ -214,6 +251,7 @@ static void dev_close(struct dev *d)
     if (!d)
         return;
     dev_pool_free(d);
+    dev_batch_free(d);
     for (size_t i = 0; i < d->nkernels; i++)
         clReleaseKernel(d->kernels[i].k);
     for (size_t i = 0; i < d->nprograms; i++)
@@ -239,7 +277,8 @@ static struct dev *dev_open(const struct dev_candidate *c, bool profiling, char 
     d->id = c->id;
     d->info.type = c->type;
     d->profiling = profiling;
-    dev_fill_info(d);
+    if (dev_fill_info(d, err, errlen) < 0)
+        goto fail;
     cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)c->platform, 0};
     cl_int rc;
     d->ctx = clCreateContext(props, 1, &c->id, NULL, NULL, &rc);
@@ -292,7 +331,8 @@ static int dev_list_candidates(struct dev_candidate **cands, size_t *n, char *er
             nids = DEV_MAX_DEVICES_PER_PLATFORM;
         for (cl_uint i = 0; i < nids; i++) {
             cl_device_type t = 0;
-            clGetDeviceInfo(ids[i], CL_DEVICE_TYPE, sizeof t, &t, NULL);
+            if (clGetDeviceInfo(ids[i], CL_DEVICE_TYPE, sizeof t, &t, NULL) != CL_SUCCESS)
+                continue;   /* of no known type: nothing can be placed on it */
             (*cands)[(*n)++] = (struct dev_candidate){plats[p], ids[i], dev_type_of(t)};
         }
     }

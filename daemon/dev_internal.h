@@ -72,7 +72,17 @@ struct dev {
      * against it): most of global memory, or --max-device-memory. */
     uint64_t mem_capacity;
     struct dev_pool pool;             /* the thread that runs the device's jobs only */
+    cl_int launch_fault;              /* test-only: nonzero makes every kernel launch fail
+                                       * with it, as a broken device would */
+    struct dev_batch_mem *batch;      /* dev_batch.c's buffers, made at the first batch;
+                                       * the runner thread only */
 };
+
+/* A batch item's words in kernels/batch.cl (a build option there). */
+#define DEV_BATCH_ITEM_WORDS 8
+
+/* Frees d's batch buffers (closing it). */
+void dev_batch_free(struct dev *d);
 
 /* dev_open_all() with CL_QUEUE_PROFILING_ENABLE on every queue, so that
  * dev_exec_finish() can report device time (bench/bench_kernels.c). */
@@ -86,6 +96,9 @@ void dev_set_chunk_bytes_for_test(struct dev *d, size_t bytes);
 /* Test-only: run d's jobs with the kernel shapes of another device type,
  * so a CPU-only host exercises the GPU kernels too. */
 void dev_set_shape_for_test(struct dev *d, enum dev_shape shape);
+/* Test-only: every kernel launch on d fails with err from now on (0: none
+ * does), so a test sees what a device that breaks mid-job does. */
+void dev_set_launch_fault_for_test(struct dev *d, cl_int err);
 
 /* The kernel called name in d's programs, or NULL. */
 cl_kernel dev_kernel(const struct dev *d, const char *name);
@@ -148,6 +161,18 @@ bool dev_exec_ready(const struct dev_exec *x);
  * finishes (or fails); n must outlive those calls. Returns how many calls
  * are owed. */
 size_t dev_exec_notify(struct dev_exec *x, const struct dev_notify *n);
+
+/* Buffers one device command may touch (dev_exec_kernel's nacc): more is
+ * refused as a bug, never silently narrowed. */
+#define DEV_CMD_MAX_ACCESS 8
+
+/* An event's execution status (CL_COMPLETE, a later state, or a negative
+ * error), a failed query counting as that query's error. */
+cl_int dev_event_status(cl_event ev);
+
+/* The status a CL error fails a job with: RESOURCE_EXHAUSTED for
+ * allocation and resource errors, INTERNAL for the rest. */
+enum status_code dev_cl_status(cl_int err);
 
 /* Fails the job for a CL error: RESOURCE_EXHAUSTED for allocation and
  * resource errors, INTERNAL for the rest; the message names what and err. */

@@ -46,6 +46,25 @@ size_t dev_task_notify(struct dev_exec *x, const struct dev_notify *n);
 /* Waits for x's commands, sets t's status and results, frees x. */
 void dev_task_finish(struct dev *d, struct task *t, struct dev_exec *x);
 
+/* Small unary jobs run many at a time (dev_batch.c): jobs of one step (a
+ * reverse, a transform or a byte histogram) over at most
+ * DEV_BATCH_JOB_BYTES of input in memory of the daemon's own; a batch
+ * takes at most DEV_BATCH_JOBS of them and DEV_BATCH_BYTES each way. */
+#define DEV_BATCH_JOBS 256
+#define DEV_BATCH_JOB_BYTES ((size_t)64 << 10)
+#define DEV_BATCH_BYTES ((size_t)2 << 20)
+struct dev_batch {
+    struct task *tasks[DEV_BATCH_JOBS];
+    size_t n;
+    size_t up, down;   /* bytes the tasks take each way */
+};
+/* Whether t may join b: a TASK_JOB of that shape, and room left. */
+bool dev_batch_fits(const struct dev *d, const struct dev_batch *b, const struct task *t);
+void dev_batch_add(struct dev_batch *b, struct task *t);
+/* Runs every task of b to the end on d, blocking: each gets its own status
+ * and results, as dev_task_start gives a TASK_JOB. */
+void dev_batch_run(struct dev *d, struct dev_batch *b);
+
 /* Device bytes of the 64-bit counts of job's histogram steps. */
 uint64_t dev_hist_bytes(const struct job *job);
 

@@ -126,6 +126,9 @@ struct job {
      * host worker). */
     uint64_t t_submit, t_start, t_done;
 
+    struct split *split;  /* the split this job is a part of (split.h); NULL: a
+                           * whole job. Loop thread. */
+
     /* Runner thread only. */
     struct dev_stream *stream; /* device side of a stream, OPEN to CLOSE */
     uint64_t dev_reserved;     /* device bytes admitted for this job */

@@ -47,7 +47,8 @@ struct listener {
     uv_timer_t retry;          /* restarts poll after an accept ran out of resources */
     int fd;                    /* the listening socket; closed by listen_close() */
     int handles_open;          /* poll and retry: freed when both are closed */
-    char unix_path[ADDRESS_PATH_MAX]; /* removed on close; "" for TCP */
+    char unix_path[ADDRESS_PATH_MAX]; /* removed on close; "": TCP, or a passed socket's */
+    bool is_unix;
     bool tls;                  /* a tls: address: told to the accept callback */
     listen_accept_cb accept;
     void *ctx;
@@ -337,7 +338,7 @@ static void listen_on_readable(uv_poll_t *h, int status, int events)
     for (;;) {
         int fd = accept4(l->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd >= 0) {
-            l->accept(fd, l->unix_path[0] != '\0', l->tls, l->ctx);
+            l->accept(fd, l->is_unix, l->tls, l->ctx);
             continue;
         }
         if (errno == EINTR || errno == ECONNABORTED)
@@ -518,24 +519,11 @@ static void listen_on_closed(uv_handle_t *h)
     free(l);
 }
 
-int listen_open(uv_loop_t *loop, const struct address *addr, const struct listen_unix_access *access,
-                listen_accept_cb cb, void *ctx, struct listener **out, char *err, size_t errlen)
+/* Polls l->fd, bound and listening, on loop. Frees l on failure. */
+static int listen_start(uv_loop_t *loop, struct listener *l, struct listener **out, char *err,
+                        size_t errlen)
 {
-    struct listener *l = calloc(1, sizeof(*l));
-    if (!l) {
-        snprintf(err, errlen, "out of memory");
-        return -1;
-    }
-    l->accept = cb;
-    l->ctx = ctx;
-    l->tls = addr->kind == ADDRESS_TCP && addr->tls;
-    int rv = addr->kind == ADDRESS_UNIX ? listen_bind_unix(l, addr->path, access, err, errlen)
-                                        : listen_bind_tcp(l, addr, err, errlen);
-    if (rv != 0) {
-        free(l);
-        return -1;
-    }
-    rv = uv_poll_init(loop, &l->poll, l->fd);
+    int rv = uv_poll_init(loop, &l->poll, l->fd);
     if (rv != 0) {
         snprintf(err, errlen, "poll: %s", uv_strerror(rv));
         if (l->unix_path[0])
@@ -552,11 +540,53 @@ int listen_open(uv_loop_t *loop, const struct address *addr, const struct listen
     return 0;
 }
 
+static struct listener *listen_new(listen_accept_cb cb, void *ctx, char *err, size_t errlen)
+{
+    struct listener *l = calloc(1, sizeof(*l));
+    if (!l) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    l->accept = cb;
+    l->ctx = ctx;
+    return l;
+}
+
+int listen_open(uv_loop_t *loop, const struct address *addr, const struct listen_unix_access *access,
+                listen_accept_cb cb, void *ctx, struct listener **out, char *err, size_t errlen)
+{
+    struct listener *l = listen_new(cb, ctx, err, errlen);
+    if (!l)
+        return -1;
+    l->is_unix = addr->kind == ADDRESS_UNIX;
+    l->tls = addr->kind == ADDRESS_TCP && addr->tls;
+    int rv = l->is_unix ? listen_bind_unix(l, addr->path, access, err, errlen)
+                        : listen_bind_tcp(l, addr, err, errlen);
+    if (rv != 0) {
+        free(l);
+        return -1;
+    }
+    return listen_start(loop, l, out, err, errlen);
+}
+
+int listen_adopt(uv_loop_t *loop, int fd, bool is_unix, listen_accept_cb cb, void *ctx,
+                 struct listener **out, char *err, size_t errlen)
+{
+    struct listener *l = listen_new(cb, ctx, err, errlen);
+    if (!l) {
+        close(fd);
+        return -1;
+    }
+    l->fd = fd;
+    l->is_unix = is_unix;
+    return listen_start(loop, l, out, err, errlen);
+}
+
 bool listen_loopback(const struct listener *l)
 {
     struct sockaddr_storage sa;
     socklen_t len = sizeof sa;
-    if (l->unix_path[0] || getsockname(l->fd, (struct sockaddr *)&sa, &len) != 0)
+    if (l->is_unix || getsockname(l->fd, (struct sockaddr *)&sa, &len) != 0)
         return false;
     if (sa.ss_family == AF_INET)
         return (ntohl(((struct sockaddr_in *)&sa)->sin_addr.s_addr) >> 24) == 127;

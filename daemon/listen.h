@@ -52,6 +52,13 @@ struct listen_unix_access {
 int listen_open(uv_loop_t *loop, const struct address *addr, const struct listen_unix_access *access,
                 listen_accept_cb cb, void *ctx, struct listener **out, char *err, size_t errlen);
 
+/* A listener on fd, a socket already bound and listening (non-blocking),
+ * passed by the service manager (activate.h): its socket file, if any, is
+ * not removed on close. Plain h2, no TLS. The fd is the listener's from
+ * then on, or closed on failure. Returns 0, or -1 with a reason in err. */
+int listen_adopt(uv_loop_t *loop, int fd, bool is_unix, listen_accept_cb cb, void *ctx,
+                 struct listener **out, char *err, size_t errlen);
+
 /* A bound, listening, non-blocking Unix socket at path, made as
  * listen_open() makes its Unix listeners (stale file removed, access's mode
  * and group), for a listener that reads it itself (region_sock.c).

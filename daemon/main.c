@@ -42,8 +42,11 @@ int main(int argc, char **argv)
         fprintf(stderr, "ampd: %s\n", err);
         return MAIN_EXIT_USAGE;
     }
-    /* A client that vanishes mid-write must not kill the daemon. */
+    /* A client that vanishes mid-write must not kill the daemon, nor a
+     * SIGHUP (systemctl reload) that comes while kernels build, before the
+     * server's loop handles it (server.c reloads then). */
     signal(SIGPIPE, SIG_IGN);
+    signal(SIGHUP, SIG_IGN);
     /* Buffers of MiBs come and go with every call: request messages, a
      * unary job's results, stream write buffers, and on CPU devices PoCL's
      * device buffers. Keep them in one heap for reuse instead of fresh

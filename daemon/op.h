@@ -47,6 +47,8 @@ enum status_code op_transform_check(const struct dev *d, const struct transform_
 enum status_code op_transform(struct dev_exec *x, const struct transform_params *p,
                               struct dev_buf *src, struct dev_buf *dst);
 
+/* Bins of a byte histogram: one per byte value. */
+#define OP_HIST_BYTE_BINS 256
 enum status_code op_hist_check(const struct dev *d, const struct hist_params *p, size_t len,
                                struct job *job);
 /* Counts src into slots: bins counts, then below, above, nan (OP_HIST_SLOTS

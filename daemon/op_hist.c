@@ -17,7 +17,6 @@
 
 #include "hist_bin.h"
 
-#define OP_HIST_BYTE_BINS 256
 #define OP_HIST_LAUNCH_MAX (1ull << 31)  /* elements per launch: fits a uint counter */
 #define OP_HIST_ALIGN 16                 /* launches start on 16-byte boundaries */
 #define OP_HIST_ITEM_ELEMS 16            /* elements per item, for the launch cap */

@@ -42,7 +42,7 @@ struct region_conn {
 struct region_listener {
     uv_poll_t poll;
     int fd;
-    char path[ADDRESS_PATH_MAX];
+    char path[ADDRESS_PATH_MAX];   /* removed on close; "": a passed socket's, not ours */
     struct region_set *set;
     struct region_sock_limits limits;
     struct region_conn *head;
@@ -340,32 +340,43 @@ static void region_listen_on_poll(uv_poll_t *p, int status, int events)
     }
 }
 
-int region_listen(uv_loop_t *loop, const char *path, const struct listen_unix_access *access,
-                  struct region_set *set, const struct region_sock_limits *limits,
-                  struct region_listener **out, char *err, size_t errlen)
+int region_listen_adopt(uv_loop_t *loop, int fd, struct region_set *set,
+                        const struct region_sock_limits *limits, struct region_listener **out,
+                        char *err, size_t errlen)
 {
     struct region_listener *l = calloc(1, sizeof(*l));
     if (!l) {
         snprintf(err, errlen, "out of memory");
+        close(fd);
         return -1;
     }
-    if (listen_unix_fd(path, access, &l->fd, err, errlen) != 0) {
-        free(l);
-        return -1;
-    }
-    snprintf(l->path, sizeof l->path, "%s", path);
+    l->fd = fd;
     l->set = set;
     l->limits = *limits;
     l->poll.data = l;
     if (uv_poll_init(loop, &l->poll, l->fd) != 0 ||
         uv_poll_start(&l->poll, UV_READABLE, region_listen_on_poll) != 0) {
-        snprintf(err, errlen, "%s: cannot poll the socket", path);
+        snprintf(err, errlen, "cannot poll the region socket");
         close(l->fd);
-        unlink(path);
         free(l);
         return -1;
     }
     *out = l;
+    return 0;
+}
+
+int region_listen(uv_loop_t *loop, const char *path, const struct listen_unix_access *access,
+                  struct region_set *set, const struct region_sock_limits *limits,
+                  struct region_listener **out, char *err, size_t errlen)
+{
+    int fd;
+    if (listen_unix_fd(path, access, &fd, err, errlen) != 0)
+        return -1;
+    if (region_listen_adopt(loop, fd, set, limits, out, err, errlen) != 0) {
+        unlink(path);
+        return -1;
+    }
+    snprintf((*out)->path, sizeof (*out)->path, "%s", path);
     return 0;
 }
 
@@ -385,6 +396,7 @@ void region_listen_close(struct region_listener *l)
 {
     while (l->head)
         region_conn_close(l->head);
-    unlink(l->path);
+    if (l->path[0])
+        unlink(l->path);
     uv_close((uv_handle_t *)&l->poll, region_listen_on_closed);
 }

@@ -34,6 +34,14 @@ int region_listen(uv_loop_t *loop, const char *path, const struct listen_unix_ac
                   struct region_set *set, const struct region_sock_limits *limits,
                   struct region_listener **out, char *err, size_t errlen);
 
+/* The same on fd, a Unix socket already bound and listening
+ * (non-blocking) that the service manager passed (activate.h); its file is
+ * not removed on close. The fd is the listener's from then on, or closed
+ * on failure. Returns 0, or -1 with a reason in err. */
+int region_listen_adopt(uv_loop_t *loop, int fd, struct region_set *set,
+                        const struct region_sock_limits *limits, struct region_listener **out,
+                        char *err, size_t errlen);
+
 /* Region connections open now. */
 uint32_t region_listen_connections(const struct region_listener *l);
 

@@ -191,6 +191,35 @@ static void runner_begin(struct runner *r, struct task *t)
     r->flight[r->nflight++] = (struct runner_flight){t, x};
 }
 
+/* Small unary jobs: t and those queued right behind it that fit run as
+ * one batch (dev_batch.c), each admitted like any job. They are handed
+ * back as soon as the batch is done, past tasks still in flight: a unary
+ * job's completion is ordered against nothing. */
+static void runner_batch(struct runner *r, struct task *t)
+{
+    struct dev_batch b;
+    b.n = b.up = b.down = 0;
+    while (t) {
+        t->status = STATUS_OK;
+        t->msg[0] = '\0';
+        if (runner_admit(r, t)) {
+            if (t->status == STATUS_OK)
+                dev_batch_add(&b, t);
+            else
+                runner_hand_back(r, t);   /* could never fit */
+        }
+        pthread_mutex_lock(&r->lock);
+        t = r->head && dev_batch_fits(r->dev, &b, r->head) ? runner_pop(r) : NULL;
+        pthread_mutex_unlock(&r->lock);
+    }
+    if (b.n)
+        dev_batch_run(r->dev, &b);
+    for (size_t i = 0; i < b.n; i++) {
+        runner_release(r, b.tasks[i]->job);
+        runner_hand_back(r, b.tasks[i]);
+    }
+}
+
 /* Finishes the oldest task in flight if it is done (or, with block,
  * once it is). Returns whether one was finished. */
 static bool runner_retire(struct runner *r, bool block)
@@ -242,6 +271,7 @@ static bool runner_has_work(const struct runner *r)
 
 static void *runner_main(void *arg)
 {
+    static const struct dev_batch empty;
     struct runner *r = arg;
     pthread_mutex_lock(&r->lock);
     for (;;) {
@@ -252,7 +282,9 @@ static void *runner_main(void *arg)
         r->kicked = false;
         struct task *t = r->nflight < RUNNER_FLIGHT_MAX ? runner_pop(r) : NULL;
         pthread_mutex_unlock(&r->lock);
-        if (t)
+        if (t && dev_batch_fits(r->dev, &empty, t))
+            runner_batch(r, t);
+        else if (t)
             runner_begin(r, t);
         while (runner_retire(r, false))
             ;

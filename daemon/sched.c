@@ -27,6 +27,7 @@
 #include "host.h"
 #include "runner.h"
 #include "sat.h"
+#include "split.h"
 #include "staging.h"
 
 struct sched {
@@ -228,6 +229,32 @@ static bool sched_on_host(const struct sched *s, const struct job *job)
     return s->host && !job->device_req[0] && host_job_fits(job, s->limits.host_max_bytes);
 }
 
+/* A job left to the daemon that is larger than a chunk runs on every
+ * device of the default type at once, a part on each (split.h), with
+ * s->life held for reading and the job admitted. Returns false when it
+ * is to run whole instead: one such device, or no memory to split. */
+static bool sched_split(struct sched_port *p, struct job *job)
+{
+    struct sched *s = p->s;
+    if (!split_fits(job, s->limits.chunk_bytes))
+        return false;
+    enum dev_type type = dev_info(s->devs[s->default_index])->type;
+    size_t n = 0;
+    for (size_t i = 0; i < s->ndevs; i++)
+        n += dev_info(s->devs[i])->type == type;
+    struct split *sp = n >= 2 ? split_new(job, n) : NULL;
+    if (!sp)
+        return false;
+    for (size_t i = 0, k = 0; i < s->ndevs; i++) {
+        if (dev_info(s->devs[i])->type != type)
+            continue;
+        struct job *part = split_part(sp, k++);
+        part->task = (struct task){ .kind = TASK_JOB, .job = part, .home = p };
+        runner_submit(s->runners[i], &part->task);
+    }
+    return true;
+}
+
 enum status_code sched_submit(struct sched_port *p, struct job *job, char *msg, size_t msglen)
 {
     struct sched *s = p->s;
@@ -240,7 +267,7 @@ enum status_code sched_submit(struct sched_port *p, struct job *job, char *msg, 
         job->task = (struct task){ .kind = TASK_JOB, .job = job, .home = p };
         if (host)
             host_pool_submit(s->host, &job->task);
-        else
+        else if (!sched_split(p, job))
             runner_submit(s->runners[index], &job->task);
     }
     uv_rwlock_rdunlock(&s->life);
@@ -337,6 +364,12 @@ void sched_abandon(struct sched_port *p, struct job *job)
 
 static void sched_job_done(struct sched *s, struct job *job)
 {
+    if (job->split) {
+        /* A part: its job is done once every part is back. */
+        if (!split_part_back(job->split))
+            return;
+        job = split_end(job->split);
+    }
     sched_count_end(s, job->abandoned, job->status == STATUS_OK);
     job->done(job); /* frees the job */
 }

@@ -20,8 +20,12 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <systemd/sd-daemon.h>
+#include <unistd.h>
 #include <uv.h>
 
+#include "activate.h"
 #include "auth.h"
 #include "budget.h"
 #include "client_share.h"
@@ -29,7 +33,6 @@
 #include "dev.h"
 #include "io_loop.h"
 #include "listen.h"
-#include "notify.h"
 #include "region_sock.h"
 #include "rpc.h"
 #include "scheduler.h"
@@ -70,6 +73,16 @@ struct server {
     bool stopped;              /* every loop told to close its connections */
     bool finished;             /* loops empty, scheduler stopped, handles closing */
 };
+
+/* Tells the service manager how ampd is doing (sd_notify: a datagram to
+ * $NOTIFY_SOCKET, nothing without it). The service works either way, so a
+ * failure is only reported. */
+static void server_notify(const char *state)
+{
+    int rv = sd_notify(0, state);
+    if (rv < 0)
+        fprintf(stderr, "ampd: cannot tell the service manager (%s): %s\n", state, strerror(-rv));
+}
 
 /* The acceptor: the loop with the fewest connections takes it. */
 static void server_on_accept(int fd, bool is_unix, bool tls, void *ctx)
@@ -154,7 +167,8 @@ static int server_listen_regions(struct server *srv, const struct address *addr,
     return 0;
 }
 
-static int server_listen(struct server *srv)
+/* Every --listen address, bound here. */
+static int server_listen_config(struct server *srv)
 {
     for (size_t i = 0; i < srv->cfg->nlisten; i++) {
         const char *text = srv->cfg->listen[i];
@@ -180,6 +194,91 @@ static int server_listen(struct server *srv)
             return -1;
     }
     return 0;
+}
+
+/* The region socket of a passed Unix listener: the one passed beside it,
+ * else one ampd makes beside its file as for --listen (an abstract socket
+ * has none). Without regions a passed one is closed. */
+static int server_listen_passed_regions(struct server *srv, struct activate_socket *p)
+{
+    char err[256];
+    int fd = p->region_fd;
+    p->region_fd = -1;
+    if (!srv->regions || !p->is_unix || p->path[0] == '@') {
+        if (fd >= 0)
+            close(fd);
+        return 0;
+    }
+    if (fd < 0) {
+        struct address addr = { .kind = ADDRESS_UNIX };
+        struct listen_unix_access access = { .mode = srv->cfg->socket_mode };
+        snprintf(addr.path, sizeof addr.path, "%s", p->path);
+        if (listen_group(srv->cfg->socket_group, &access.gid, err, sizeof err) != 0) {
+            fprintf(stderr, "ampd: %s\n", err);
+            return -1;
+        }
+        return server_listen_regions(srv, &addr, &access);
+    }
+    struct region_sock_limits limits = {
+        .max_connections = srv->cfg->max_connections,
+        .max_peer_connections = srv->cfg->max_peer_connections,
+    };
+    if (region_listen_adopt(&srv->loop, fd, srv->regions, &limits,
+                            &srv->region_listeners[srv->nregion_listeners], err, sizeof err) != 0) {
+        fprintf(stderr, "ampd: regions: %s\n", err);
+        return -1;
+    }
+    srv->nregion_listeners++;
+    fprintf(stderr, "ampd: regions on %s" ADDRESS_REGION_SUFFIX " (passed)\n", p->name);
+    return 0;
+}
+
+/* The sockets systemd passed, instead of --listen (activate.h). Each
+ * descriptor is closed or served, even when one fails. */
+static int server_listen_passed(struct server *srv, struct activate_socket *passed, size_t n)
+{
+    int rv = 0;
+    for (size_t i = 0; i < n; i++) {
+        struct activate_socket *p = &passed[i];
+        char err[256];
+        if (rv != 0) {
+            close(p->fd);
+        } else if (listen_adopt(&srv->loop, p->fd, p->is_unix, server_on_accept, srv,
+                                &srv->listeners[srv->nlisteners], err, sizeof err) != 0) {
+            fprintf(stderr, "ampd: passed socket %s: %s\n", p->name, err);
+            rv = -1;
+        } else if (srv->nlisteners++,
+                   auth_listener(srv->auth, p->name, !p->is_unix, false,
+                                 listen_loopback(srv->listeners[srv->nlisteners - 1]), err,
+                                 sizeof err) != 0) {
+            fprintf(stderr, "ampd: passed socket %s: %s\n", p->name, err);   /* a TCP one is plain */
+            rv = -1;
+        } else {
+            fprintf(stderr, "ampd: listening on %s (passed)\n", p->name);
+        }
+        if (rv != 0) {
+            if (p->region_fd >= 0)
+                close(p->region_fd);
+        } else {
+            rv = server_listen_passed_regions(srv, p);
+        }
+    }
+    return rv;
+}
+
+static int server_listen(struct server *srv)
+{
+    struct activate_socket passed[AMPD_MAX_LISTEN];
+    size_t n;
+    char err[256];
+    if (activate_sockets(passed, AMPD_MAX_LISTEN, &n, err, sizeof err) != 0) {
+        fprintf(stderr, "ampd: socket activation: %s\n", err);
+        return -1;
+    }
+    if (n == 0)
+        return server_listen_config(srv);
+    fprintf(stderr, "ampd: socket-activated: serving the %zu sockets passed, not --listen\n", n);
+    return server_listen_passed(srv, passed, n);
 }
 
 static void server_close_listeners(struct server *srv)
@@ -273,7 +372,7 @@ static void server_on_signal(uv_signal_t *h, int signum)
         return;
     }
     fprintf(stderr, "ampd: signal %d: draining\n", signum);
-    notify_state("STOPPING=1");
+    server_notify("STOPPING=1\nSTATUS=draining: no new calls, those running finish");
     srv->draining = true;
     server_close_listeners(srv);   /* before any loop sends its GOAWAY */
     uv_timer_start(&srv->drain_timer, server_on_drain_timeout, srv->cfg->drain_timeout_ms, 0);
@@ -453,7 +552,11 @@ int server_run(const struct config *cfg, struct dev **devs, size_t ndevs, size_t
         uv_signal_start(&srv->sigterm, server_on_signal, SIGTERM);
         uv_signal_start(&srv->sigint, server_on_signal, SIGINT);
         uv_signal_start(&srv->sighup, server_on_sighup, SIGHUP);
-        notify_state("READY=1"); /* devices found, kernels built, sockets listening */
+        /* Devices found, kernels built, sockets listening. */
+        char state[128];
+        snprintf(state, sizeof state, "READY=1\nSTATUS=serving %zu sockets on %zu I/O loops",
+                 srv->nlisteners, srv->nloops);
+        server_notify(state);
         fprintf(stderr, "ampd: serving on %zu I/O loops\n", srv->nloops);
     } else {
         server_close_listeners(srv);

@@ -10,6 +10,8 @@ PACKAGES=(
   check libsubunit-dev
   clang libclang-rt-14-dev
   python3-grpcio python3-protobuf protobuf-compiler grpc-proto
+  libsystemd-dev systemd
+  debhelper dpkg-dev
 )
 
 missing=()

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs dependencies, builds, and runs the whole suite twice: a plain
 # build and one under AddressSanitizer + UndefinedBehaviorSanitizer.
-# Set AMP_TEST_SANITIZE=0 to skip the sanitizer pass. Then each libFuzzer
+# Set AMP_TEST_SANITIZE=0 to skip the sanitizer pass. Between the two, the
+# Debian packages are built, installed, serve a job and are purged
+# (scripts/deb-test.sh; AMP_TEST_DEB=0 skips it). Then each libFuzzer
 # harness (fuzz/) runs over its corpus for AMP_FUZZ_SECONDS (default 20; 0
 # skips).
 set -euo pipefail
@@ -13,6 +15,10 @@ jobs=$(nproc)
 
 scripts/build.sh build
 (cd build && ctest -j"$jobs" --timeout 900)
+
+if [ "${AMP_TEST_DEB:-1}" != 0 ]; then
+  scripts/deb-test.sh
+fi
 
 if [ "${AMP_TEST_SANITIZE:-1}" != 0 ]; then
   scripts/build.sh build-asan -DAMP_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug

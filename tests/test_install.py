@@ -2,8 +2,10 @@
 
 Installs the build tree into a temporary prefix (`cmake --install
 --prefix`), checks what the library shows (only amp_* symbols, in the
-archive and the shared library), that the .proto files and ampctl's bash
-completion are there, then
+archive and the shared library), that the .proto files, ampctl's bash
+completion and the systemd units are there, that ampd.conf is installed
+once and an edited one survives a second install (the shipped one lands
+beside it as ampd.conf.default), then
 builds tests/install/consumer.c twice against the prefix alone: with
 `pkg-config --cflags --libs ampclient` (the shared library), and with
 CMake's find_package(ampclient) (ampclient::ampclient_static, which must
@@ -76,6 +78,27 @@ def build_with_cmake(prefix, work, flags):
     return exe
 
 
+def check_service_files(prefix):
+    for unit in ("ampd.service", "ampd.socket"):
+        assert os.path.exists(os.path.join(prefix, "lib", "systemd", "system", unit)), unit
+    assert os.path.exists(os.path.join(prefix, "lib", "sysusers.d", "ampd.conf"))
+    conf = os.path.join(prefix, "etc", "ampd", "ampd.conf")
+    with open(os.path.join(SRC, "etc", "ampd.conf"), encoding="utf-8") as f:
+        shipped = f.read()
+    for path in (conf, conf + ".default"):
+        with open(path, encoding="utf-8") as f:
+            assert f.read() == shipped, "%s is not the shipped ampd.conf" % path
+    edited = shipped + "max-jobs = 7\n"
+    with open(conf, "w", encoding="utf-8") as f:
+        f.write(edited)
+    out = run(["cmake", "--install", BUILD, "--prefix", prefix])
+    assert "Keeping: " + conf in out, out
+    with open(conf, encoding="utf-8") as f:
+        assert f.read() == edited, "a second install overwrote the edited ampd.conf"
+    with open(conf + ".default", encoding="utf-8") as f:
+        assert f.read() == shipped, "ampd.conf.default is not the shipped one"
+
+
 def main():
     work = tempfile.mkdtemp(prefix="amp-install-")
     prefix = os.path.join(work, "prefix")
@@ -89,6 +112,7 @@ def main():
         with open(completion, encoding="utf-8") as f:
             assert "complete -o default -F _ampctl ampctl" in f.read(), completion
         find(prefix, "amp_version.h")
+        check_service_files(prefix)
         flags = sanitizer_flags()
         pc_exe = os.path.join(work, "consumer-pc")
         build_with_pkg_config(prefix, pc_exe, flags)

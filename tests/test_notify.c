@@ -1,7 +1,8 @@
-/* test_notify.c: ampd speaks systemd's notify protocol. With
+/* test_notify.c: ampd tells systemd how it is doing (sd_notify). With
  * $NOTIFY_SOCKET naming a datagram socket (a path, or '@' and an abstract
  * name) it sends READY=1 once it serves and STOPPING=1 when SIGTERM starts
- * the drain; a NOTIFY_SOCKET that is no socket path changes nothing else. */
+ * the drain, each with a STATUS= line for systemctl status; a
+ * NOTIFY_SOCKET that is no socket path changes nothing else. */
 #include <check.h>
 #include <poll.h>
 #include <stddef.h>
@@ -36,7 +37,8 @@ static int bind_notify(const char *name)
     return fd;
 }
 
-/* The next datagram on fd, as a string. */
+/* The next datagram on fd: its first line is want, and a STATUS= line
+ * with words follows. */
 static void expect_state(int fd, const char *want)
 {
     struct pollfd pfd = { .fd = fd, .events = POLLIN };
@@ -45,6 +47,9 @@ static void expect_state(int fd, const char *want)
     ssize_t n = recv(fd, buf, sizeof buf - 1, 0);
     ck_assert_int_gt(n, 0);
     buf[n] = '\0';
+    char *status = strstr(buf, "\nSTATUS=");
+    ck_assert_msg(status && status[strlen("\nSTATUS=")] != '\0', "no STATUS= in \"%s\"", buf);
+    *status = '\0';
     ck_assert_str_eq(buf, want);
 }
 

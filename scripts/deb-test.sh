@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Builds the Debian packages (scripts/deb.sh), installs them on this
+# machine, runs jobs through the installed ampctl and a program built on the
+# installed libampclient-dev against the installed ampd (started by hand:
+# CI has no systemd as PID 1), checks what the packages set up (the ampd
+# account, ampd.conf as a conffile, the units), then purges them.
+# Refuses to run where any of them is installed already: it would remove it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PKGS=(ampd ampctl libampclient0 libampclient-dev)
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+
+for p in "${PKGS[@]}"; do
+  if dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "installed"; then
+    echo "deb-test: $p is installed already; not touching it" >&2
+    exit 1
+  fi
+done
+
+out=$(mktemp -d)
+ampd_pid=""
+cleanup() {
+  [ -n "$ampd_pid" ] && kill "$ampd_pid" 2>/dev/null || true
+  $SUDO dpkg --purge "${PKGS[@]}" >/dev/null 2>&1 || true
+  rm -rf "$out"
+}
+trap cleanup EXIT
+
+scripts/deb.sh "$out/debs" >/dev/null
+$SUDO dpkg -i "$out"/debs/*.deb >&2
+
+fail() { echo "deb-test: $*" >&2; exit 1; }
+getent group ampd >/dev/null || fail "no ampd group after installing (sysusers.d)"
+dpkg-query -W -f='${Conffiles}' ampd | grep -q "/etc/ampd/ampd.conf " || fail "ampd.conf is no conffile"
+grep -q "^ExecStart=/usr/sbin/ampd --config /etc/ampd/ampd.conf$" /lib/systemd/system/ampd.service ||
+  fail "ampd.service does not name /usr/sbin/ampd and /etc/ampd/ampd.conf"
+[ -e /lib/systemd/system/ampd.socket ] || fail "no ampd.socket"
+
+sock="$out/ampd.sock"
+/usr/sbin/ampd --config /etc/ampd/ampd.conf --listen "unix:$sock" 2>"$out/ampd.log" &
+ampd_pid=$!
+for _ in $(seq 1200); do
+  [ -S "$sock" ] && break
+  kill -0 "$ampd_pid" 2>/dev/null || { cat "$out/ampd.log" >&2; fail "the installed ampd exited"; }
+  sleep 0.1
+done
+got=$(/usr/bin/ampctl -a "unix:$sock" reverse -o - packaged)
+[ "$got" = degakcap ] || fail "ampctl reverse: \"$got\""
+
+# A program on the installed library alone (pkg-config from the -dev package).
+cc -std=c11 -Wall -Wextra -Werror tests/install/consumer.c -o "$out/consumer" \
+   $(pkg-config --cflags --libs ampclient)
+ldd "$out/consumer" | grep -Eq "libampclient\.so\.0 => (/usr)?/lib/" || fail "consumer not on libampclient0"
+"$out/consumer" "unix:$sock" >&2
+
+kill -TERM "$ampd_pid"
+status=0
+wait "$ampd_pid" || status=$?
+ampd_pid=""
+[ "$status" -eq 0 ] || { cat "$out/ampd.log" >&2; fail "the installed ampd exited $status"; }
+
+$SUDO dpkg --purge "${PKGS[@]}" >&2
+[ ! -e /usr/sbin/ampd ] && [ ! -e /etc/ampd/ampd.conf ] || fail "purging left files behind"
+echo "deb-test: ok (built, installed, served a job, purged)"

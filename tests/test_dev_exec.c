@@ -1,0 +1,51 @@
+/* test_dev_exec.c: dev_exec.c's refusals on the default OpenCL device: a
+ * command touching more buffers than its hazards can track fails the job
+ * INTERNAL with the count, before anything is enqueued. */
+#include <check.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "check_run.h"
+#include "dev_fixture.h"
+#include "dev_internal.h"
+
+START_TEST(too_many_buffers_refused)
+{
+    struct dev *d = fixture_dev();
+    struct job *job = fixture_job(1, NULL, 0);
+    struct dev_exec x;
+    dev_exec_init(&x, d, job);
+    struct dev_buf bufs[DEV_CMD_MAX_ACCESS + 1];
+    struct dev_access acc[DEV_CMD_MAX_ACCESS + 1];
+    for (size_t i = 0; i <= DEV_CMD_MAX_ACCESS; i++) {
+        ck_assert_int_eq(dev_buf_create(&x, &bufs[i], 64, "a test buffer"), STATUS_OK);
+        acc[i] = (struct dev_access){ &bufs[i], HAZARD_READ };
+    }
+    cl_kernel k = dev_kernel(d, "batch_run");
+    ck_assert_ptr_nonnull(k);
+    /* At the limit the command is taken (it is not launched: no items). */
+    ck_assert_int_eq(dev_exec_kernel(&x, k, "batch_run", 0, 0, acc, DEV_CMD_MAX_ACCESS),
+                     STATUS_OK);
+    ck_assert_int_eq(dev_exec_kernel(&x, k, "batch_run", 64, 64, acc, DEV_CMD_MAX_ACCESS + 1),
+                     STATUS_INTERNAL);
+    char want[32];
+    snprintf(want, sizeof want, "%d buffers", DEV_CMD_MAX_ACCESS + 1);
+    ck_assert_msg(strstr(job->msg, want), "%s", job->msg);
+    ck_assert_uint_eq(x.nevents, 0);
+    for (size_t i = 0; i <= DEV_CMD_MAX_ACCESS; i++)
+        dev_buf_release(&bufs[i]);
+    dev_exec_finish(&x);
+    ck_assert_int_eq(job->status, STATUS_INTERNAL);
+    job_free(job);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("dev_exec");
+    TCase *tc = tcase_create("exec");
+    tcase_add_unchecked_fixture(tc, NULL, fixture_close);
+    tcase_add_test(tc, too_many_buffers_refused);
+    suite_add_tcase(s, tc);
+    return check_run(s, CK_NOFORK);
+}

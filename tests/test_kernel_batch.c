@@ -1,0 +1,227 @@
+/* test_kernel_batch.c: small jobs run as one batch (dev_batch.c) on the
+ * default OpenCL device, against host_step.c: every kind the batch takes,
+ * lengths around every word boundary and random ones, map tables and
+ * sub-ranges, with both work-group shapes; a cancelled and an invalid job
+ * inside a batch fail alone; and what a batch must not take. */
+#include <check.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check_run.h"
+#include "dev_fixture.h"
+#include "dev_internal.h"
+#include "host_step.h"
+#include "op.h"
+
+static struct job *batch_job(enum step_kind kind, size_t len, uint64_t *seed)
+{
+    uint8_t *in = malloc(len ? len : 1);
+    ck_assert_ptr_nonnull(in);
+    fixture_random(in, len, fixture_rand64(seed));
+    struct job *job = fixture_job(1, in, len);
+    free(in);
+    struct step *s = &job->steps[0];
+    s->kind = kind;
+    if (kind == STEP_HISTOGRAM) {
+        s->u.hist.type = ELEM_U8;
+        s->u.hist.bins = 256;
+    } else if (kind == STEP_TRANSFORM) {
+        struct transform_params *p = &s->u.transform;
+        p->op = (enum transform_op)(fixture_rand64(seed) % (XFORM_MAP + 1));
+        p->value = (uint8_t)fixture_rand64(seed);
+        fixture_random(p->table, sizeof p->table, fixture_rand64(seed));
+        p->offset = len ? fixture_rand64(seed) % len : 0;
+        p->length = len - p->offset ? fixture_rand64(seed) % (len - p->offset + 1) : 0;
+    }
+    job->task.kind = TASK_JOB;
+    job->task.job = job;
+    return job;
+}
+
+/* What host_step.c gives for job's step. */
+static void batch_expect(const struct job *job)
+{
+    const struct step *s = &job->steps[0];
+    ck_assert_msg(job->status == STATUS_OK, "kind %d, %zu bytes: %s", s->kind, job->in_len,
+                  job->msg);
+    if (s->kind == STEP_HISTOGRAM) {
+        struct hist_result want;
+        ck_assert_int_eq(host_step_hist(&s->u.hist, job->in, job->in_len, &want), 0);
+        ck_assert_uint_eq(job->results[0].hist.bins, 256);
+        ck_assert_mem_eq(job->results[0].hist.counts, want.counts, 256 * sizeof(uint64_t));
+        free(want.counts);
+        return;
+    }
+    uint8_t *want = malloc(job->in_len ? job->in_len : 1);
+    ck_assert_ptr_nonnull(want);
+    if (s->kind == STEP_REVERSE) {
+        host_step_reverse(job->in, want, job->in_len);
+    } else {
+        if (job->in_len)
+            memcpy(want, job->in, job->in_len);
+        host_step_transform(&s->u.transform, want, job->in_len);
+    }
+    ck_assert_uint_eq(job->results[0].len, job->in_len);
+    fixture_expect_bytes(job->results[0].data, want, job->in_len, "batch output");
+    free(want);
+}
+
+/* Runs jobs[0..n) in as many batches as they need, in order. */
+static void batch_run_all(struct job **jobs, size_t n)
+{
+    struct dev *d = fixture_dev();
+    for (size_t i = 0; i < n;) {
+        struct dev_batch b = {.n = 0};
+        while (i < n && dev_batch_fits(d, &b, &jobs[i]->task))
+            dev_batch_add(&b, &jobs[i++]->task);
+        ck_assert_uint_gt(b.n, 0);
+        dev_batch_run(d, &b);
+        for (size_t k = 0; k < b.n; k++)
+            ck_assert_int_eq(b.tasks[k]->status, b.tasks[k]->job->status);
+    }
+}
+
+static void batch_mixed(uint64_t seed, size_t n, size_t max_len)
+{
+    static const size_t edges[] = {0, 1, 2, 15, 16, 17, 31, 33, 255, 256, 257, 4095, 4097};
+    struct job **jobs = calloc(n, sizeof(*jobs));
+    ck_assert_ptr_nonnull(jobs);
+    for (size_t i = 0; i < n; i++) {
+        size_t len = i < sizeof edges / sizeof edges[0] * 3
+                         ? edges[i % (sizeof edges / sizeof edges[0])]
+                         : (size_t)(fixture_rand64(&seed) % (max_len + 1));
+        jobs[i] = batch_job((enum step_kind)(i % 3), len, &seed);
+    }
+    batch_run_all(jobs, n);
+    for (size_t i = 0; i < n; i++) {
+        batch_expect(jobs[i]);
+        ck_assert(strncmp(jobs[i]->device, "0: ", 3) == 0);
+        job_free(jobs[i]);
+    }
+    free(jobs);
+}
+
+START_TEST(mixed_small_jobs_match_host)
+{
+    batch_mixed(1, 300, 300);
+}
+END_TEST
+
+START_TEST(mixed_up_to_the_size_limit)
+{
+    /* Several batches: the byte limit, not the job count, ends each. */
+    batch_mixed(2, 120, DEV_BATCH_JOB_BYTES);
+}
+END_TEST
+
+START_TEST(both_group_shapes)
+{
+    struct dev *d = fixture_dev();
+    enum dev_shape own = d->shape;
+    const enum dev_shape shapes[] = {DEV_SHAPE_GPU, DEV_SHAPE_CPU};
+    for (size_t s = 0; s < 2; s++) {
+        dev_set_shape_for_test(d, shapes[s]);
+        dev_batch_free(d);   /* its group size is chosen by shape when made */
+        batch_mixed(10 + s, 100, 5000);
+    }
+    dev_set_shape_for_test(d, own);
+    dev_batch_free(d);
+}
+END_TEST
+
+START_TEST(a_bad_job_fails_alone)
+{
+    uint64_t seed = 3;
+    struct job *jobs[5];
+    for (size_t i = 0; i < 5; i++)
+        jobs[i] = batch_job(STEP_REVERSE, 100 + i, &seed);
+    atomic_store(&jobs[1]->cancelled, true);
+    jobs[3]->steps[0].kind = STEP_HISTOGRAM;   /* bytes have 256 bins, not 100 */
+    jobs[3]->steps[0].u.hist.type = ELEM_U8;
+    jobs[3]->steps[0].u.hist.bins = 100;
+    batch_run_all(jobs, 5);
+    ck_assert_int_eq(jobs[1]->status, STATUS_CANCELLED);
+    ck_assert_int_eq(jobs[3]->status, STATUS_INVALID_ARGUMENT);
+    ck_assert_msg(strstr(jobs[3]->msg, "bins"), "%s", jobs[3]->msg);
+    ck_assert_ptr_null(jobs[3]->results[0].data);
+    for (size_t i = 0; i < 5; i++) {
+        if (i != 1 && i != 3)
+            batch_expect(jobs[i]);
+        job_free(jobs[i]);
+    }
+}
+END_TEST
+
+START_TEST(output_over_its_input)
+{
+    /* rpc_jobs.c lets a unary reverse or transform write over its input. */
+    uint64_t seed = 5;
+    struct job *jobs[2] = {batch_job(STEP_REVERSE, 33, &seed),
+                           batch_job(STEP_TRANSFORM, 40, &seed)};
+    uint8_t want[2][40];
+    host_step_reverse(jobs[0]->in, want[0], 33);
+    memcpy(want[1], jobs[1]->in, 40);
+    host_step_transform(&jobs[1]->steps[0].u.transform, want[1], 40);
+    for (size_t i = 0; i < 2; i++) {
+        job_output_in_place(jobs[i]);
+        ck_assert_ptr_nonnull(jobs[i]->out);
+    }
+    batch_run_all(jobs, 2);
+    for (size_t i = 0; i < 2; i++) {
+        ck_assert_msg(jobs[i]->status == STATUS_OK, "%s", jobs[i]->msg);
+        ck_assert_ptr_eq(jobs[i]->results[0].data, jobs[i]->out);
+        fixture_expect_bytes(jobs[i]->results[0].data, want[i], jobs[i]->in_len, "in place");
+        job_free(jobs[i]);
+    }
+}
+END_TEST
+
+START_TEST(takes_only_what_it_can_run)
+{
+    struct dev *d = fixture_dev();
+    uint64_t seed = 4;
+    struct dev_batch b = {.n = 0};
+    struct job *ok = batch_job(STEP_TRANSFORM, DEV_BATCH_JOB_BYTES, &seed);
+    ck_assert(dev_batch_fits(d, &b, &ok->task));
+    struct job *big = batch_job(STEP_REVERSE, DEV_BATCH_JOB_BYTES + 1, &seed);
+    ck_assert(!dev_batch_fits(d, &b, &big->task));
+    struct job *typed = batch_job(STEP_HISTOGRAM, 64, &seed);
+    typed->steps[0].u.hist.type = ELEM_F32;
+    ck_assert(!dev_batch_fits(d, &b, &typed->task));
+    struct job *fill = batch_job(STEP_REVERSE, 0, &seed);
+    fill->steps[0].kind = STEP_FILL;
+    ck_assert(!dev_batch_fits(d, &b, &fill->task));
+    struct job *pipe = fixture_job(2, "ab", 2);
+    pipe->task.kind = TASK_JOB;
+    pipe->task.job = pipe;
+    ck_assert(!dev_batch_fits(d, &b, &pipe->task));
+    struct task open = {.kind = TASK_OPEN, .job = ok};
+    ck_assert(!dev_batch_fits(d, &b, &open));
+    b.n = DEV_BATCH_JOBS;   /* full */
+    ck_assert(!dev_batch_fits(d, &b, &ok->task));
+    b.n = 0;
+    b.up = DEV_BATCH_BYTES - 100;   /* no room left for its bytes */
+    ck_assert(!dev_batch_fits(d, &b, &ok->task));
+    job_free(ok);
+    job_free(big);
+    job_free(typed);
+    job_free(fill);
+    job_free(pipe);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("kernel_batch");
+    TCase *tc = tcase_create("batch");
+    tcase_set_timeout(tc, 120);
+    tcase_add_unchecked_fixture(tc, NULL, fixture_close);
+    tcase_add_test(tc, mixed_small_jobs_match_host);
+    tcase_add_test(tc, mixed_up_to_the_size_limit);
+    tcase_add_test(tc, both_group_shapes);
+    tcase_add_test(tc, a_bad_job_fails_alone);
+    tcase_add_test(tc, output_over_its_input);
+    tcase_add_test(tc, takes_only_what_it_can_run);
+    suite_add_tcase(s, tc);
+    return check_run(s, CK_NOFORK);
+}
