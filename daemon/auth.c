@@ -13,6 +13,7 @@
 #include <openssl/crypto.h>
 #include <pthread.h>
 #include <pwd.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,7 +52,8 @@ static int auth_id(const char *item, bool is_user, unsigned long *id)
     char *end;
     errno = 0;
     unsigned long v = strtoul(item, &end, 10);
-    if (item[0] >= '0' && item[0] <= '9' && *end == '\0' && errno == 0 && v < (unsigned long)-1) {
+    /* (uid_t)-1 and (gid_t)-1 mean "no id" to the kernel: never a caller's. */
+    if (item[0] >= '0' && item[0] <= '9' && *end == '\0' && errno == 0 && v < UINT32_MAX) {
         *id = v;
         return 0;
     }

@@ -116,6 +116,7 @@ def test_bad_token_files_stop_the_start():
     refused_start(["--listen", port, "--token-file", three], "want \"NAME TOKEN\"")
     refused_start(["--listen", port, "--token-file", path("missing")], "No such file")
     refused_start(["--allow-uid", "no-such-user-here"], "--allow-uid: no user")
+    refused_start(["--allow-uid", "4294967295"], "--allow-uid: no user")   # (uid_t)-1: no id
     refused_start(["--allow-gid", ","], "--allow-gid")
 
 
