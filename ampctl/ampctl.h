@@ -81,6 +81,11 @@ extern const char ampctl_help_short_options[];
 /* Connects ctx->conn if not yet connected. Returns AMPCTL_OK or an exit code. */
 int ampctl_connect(struct ampctl *ctx);
 
+/* Completes ctx->connect for connections a command opens itself (bench):
+ * the address checked and the token file read, once. Returns AMPCTL_OK or
+ * an exit code. */
+int ampctl_connect_prepare(struct ampctl *ctx);
+
 /* Reports a failed library call rc ("ampctl: <message>") and returns the
  * exit code it maps to. */
 int ampctl_fail(struct ampctl *ctx, int rc);

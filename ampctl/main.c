@@ -193,20 +193,30 @@ static int ampctl_check_address(const char *text)
     return AMPCTL_OK;
 }
 
-int ampctl_connect(struct ampctl *ctx)
+int ampctl_connect_prepare(struct ampctl *ctx)
 {
-    if (ctx->conn)
-        return AMPCTL_OK;
     /* A malformed address is a usage error (2), not a connection failure (3). */
     int rc = ampctl_check_address(ctx->address);
     if (rc != AMPCTL_OK)
         return rc;
-    if (ctx->token_file && ctx->token_file[0]) {   /* read only by commands that connect */
+    /* Read only by commands that connect, so that a bad file does not
+     * stop `ampctl completion`. */
+    if (ctx->token_file && ctx->token_file[0] && !ctx->connect.token) {
         rc = token_read(ctx->token_file, ctx->token, sizeof ctx->token);
         if (rc != AMPCTL_OK)
             return rc;
         ctx->connect.token = ctx->token;
     }
+    return AMPCTL_OK;
+}
+
+int ampctl_connect(struct ampctl *ctx)
+{
+    if (ctx->conn)
+        return AMPCTL_OK;
+    int rc = ampctl_connect_prepare(ctx);
+    if (rc != AMPCTL_OK)
+        return rc;
     rc = amp_connect_with(ctx->address, &ctx->connect, &ctx->conn);
     if (rc != 0) {
         ampctl_error("%s (%s)", amp_last_message(NULL), amp_strerror(rc));

@@ -8,8 +8,8 @@ with a bad line, or an --allow-uid naming no user, stops the start with the
 reason. Unix sockets: no token needed, but a wrong one sent is refused; a
 peer outside --allow-uid/--allow-gid gets PERMISSION_DENIED for every call
 (health too) and its uid is in the log line; one inside is served. ampctl:
---token-file and $AMP_TOKEN_FILE over TCP, a wrong token exits 1, a missing
-file 4.
+--token-file and $AMP_TOKEN_FILE over TCP (bench's own connections too), a
+wrong token exits 1, a missing file 4.
 Prints one line per check and a closing "N passed, M failed".
 """
 import os
@@ -195,6 +195,12 @@ def test_ampctl_token_file():
         expect(rc == EXIT_IO and "missing" in err, "missing file: %d %s" % (rc, err))
         rc, out, err = ampctl(addr + ["health"])
         expect(rc == EXIT_OK, "health without a token: %d %s" % (rc, err))
+        # bench opens its own connections: they carry the token too
+        rc, out, err = ampctl(addr + ["bench", "-c", "2", "-n", "20", "--json"], env_token=mine)
+        expect(rc == EXIT_OK and b'"failed":0' in out.replace(b" ", b""),
+               "bench: %d %r %s" % (rc, out, err))
+        rc, _, err = ampctl(addr + ["bench", "-n", "5"])
+        expect(rc == EXIT_REFUSED, "bench without a token: %d %s" % (rc, err))
     finally:
         expect(d.stop() == 0, "ampd exit status")
 
