@@ -17,9 +17,9 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "ampctl.h"
+#include "monotonic.h"
 
 #define BENCH_MAX_CONNECTIONS 1024
 #define BENCH_MAX_IN_FLIGHT 4096
@@ -77,9 +77,7 @@ struct bench_worker {
 
 static long long bench_now_ns(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+    return (long long)monotonic_ns();
 }
 
 /* The parameters of every transform and histogram job the bench runs. */

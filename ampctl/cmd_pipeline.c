@@ -17,7 +17,6 @@
 #define PIPELINE_MAX_STEPS 64    /* a command line, not a program */
 #define PIPELINE_MAX_FIELDS 8    /* "transform:add:3:OFFSET:LENGTH" and the like */
 #define PIPELINE_SPEC_MAX 512
-#define PIPELINE_LUT_LEN 256
 #define PIPELINE_VALUE_MAX 255
 
 static void pipeline_usage(FILE *f)
@@ -84,10 +83,10 @@ static int pipeline_read_lut(struct pipeline_args *a, const char *spec, const ch
     int rc = io_read_all(path, table, &len);
     if (rc != AMPCTL_OK)
         return rc;
-    if (len != PIPELINE_LUT_LEN)
+    if (len != AMP_MAP_TABLE_LEN)
         return pipeline_bad(spec, "a lookup table is exactly 256 bytes");
     p->table = *table;
-    p->table_len = PIPELINE_LUT_LEN;
+    p->table_len = AMP_MAP_TABLE_LEN;
     return AMPCTL_OK;
 }
 

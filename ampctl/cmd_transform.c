@@ -8,7 +8,6 @@
 
 #include "ampctl.h"
 
-#define TRANSFORM_LUT_LEN 256
 #define TRANSFORM_VALUE_MAX 255
 
 static void transform_usage(FILE *f)
@@ -122,11 +121,11 @@ static int transform_read_lut(const char *path, uint8_t **table)
     int rc = io_read_all(path, table, &len);
     if (rc != AMPCTL_OK)
         return rc;
-    if (len != TRANSFORM_LUT_LEN) {
+    if (len != AMP_MAP_TABLE_LEN) {
         free(*table);
         *table = NULL;
         return ampctl_usage_error("transform", "--lut %s: a table is exactly %d bytes, not %zu",
-                                  path, TRANSFORM_LUT_LEN, len);
+                                  path, AMP_MAP_TABLE_LEN, len);
     }
     return AMPCTL_OK;
 }
@@ -159,7 +158,7 @@ static int transform_run(struct ampctl *ctx, int argc, char **argv)
         rc = ampctl_connect(ctx);
     if (rc == AMPCTL_OK) {
         a.p.table = table;
-        a.p.table_len = table ? TRANSFORM_LUT_LEN : 0;
+        a.p.table_len = table ? AMP_MAP_TABLE_LEN : 0;
         amp_step step = { .size = sizeof(amp_step), .kind = AMP_STEP_TRANSFORM, .transform = a.p };
         rc = region_job(ctx, &in, &step, 1, a.output, 1, NULL, 0);
         if (rc == REGION_UNAVAILABLE && io_input_streams(&in, ctx->stream_threshold))

@@ -5,10 +5,10 @@
  * --no-progress. One line, rewritten in place with '\r', at most every
  * PROGRESS_REDRAW_MS so a fast stream does not spend its time drawing.
  */
-#include <time.h>
 #include <unistd.h>
 
 #include "ampctl.h"
+#include "monotonic.h"
 
 #define PROGRESS_REDRAW_MS 100
 #define PROGRESS_BAR_WIDTH 30
@@ -17,9 +17,7 @@
 
 static long long progress_now_ms(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    return (long long)monotonic_ms();
 }
 
 void progress_start(struct progress *p, int enabled, uint64_t total)

@@ -205,21 +205,20 @@ static struct fill_params bench_fill(const struct bench *b, const struct bench_c
 }
 
 /* The GPU kernel a forced case runs. */
-static enum op_gpu_kernel bench_forced(enum bench_kernel k)
+static enum dev_variant bench_forced(enum bench_kernel k)
 {
-    return (enum op_gpu_kernel)(OP_GPU_KERNEL_V1 + (k - K_V1));
+    return (enum dev_variant)(DEV_VARIANT_V1 + (k - K_V1));
 }
 
-/* The GPU-kernel selector of c's family, or NULL where it has one kernel. */
-typedef enum op_gpu_kernel (*bench_selector)(enum op_gpu_kernel);
-static bench_selector bench_family_selector(const struct bench_case *c)
+/* The field of c's family in v, or NULL where the family has one kernel. */
+static enum dev_variant *bench_family_variant(struct dev_variants *v, const struct bench_case *c)
 {
     if (c->kind == B_REVERSE)
-        return op_reverse_gpu_kernel_for_test;
+        return &v->reverse;
     if (c->kind == B_TRANSFORM)
-        return op_transform_gpu_kernel_for_test;
+        return &v->transform;
     if (c->kind == B_HIST && c->type == ELEM_U8)
-        return op_hist256_gpu_kernel_for_test;
+        return &v->hist256;
     return NULL;
 }
 
@@ -227,14 +226,28 @@ static bench_selector bench_family_selector(const struct bench_case *c)
  * and only when the daemon would not pick it anyway. */
 static bool bench_case_runs(const struct dev *d, const struct bench_case *c)
 {
-    bench_selector sel = bench_family_selector(c);
-    if (c->kernel == K_DAEMON || !sel)
+    struct dev_variants serving = DEV_VARIANTS_SERVING;
+    enum dev_variant *f = bench_family_variant(&serving, c);
+    if (c->kernel == K_DAEMON || !f)
         return true;
     if (d->shape == DEV_SHAPE_CPU)
         return false;
-    enum op_gpu_kernel daemon = sel(OP_GPU_KERNEL_V1);
-    sel(daemon);
-    return daemon != bench_forced(c->kernel);
+    return *f != bench_forced(c->kernel);
+}
+
+/* Makes d run the kernels c asks for: the daemon's, or a forced one. */
+static void bench_variants(struct dev *d, const struct bench_case *c)
+{
+    struct dev_variants v = DEV_VARIANTS_SERVING;
+    enum dev_variant *f = bench_family_variant(&v, c);
+    if (f && c->kernel != K_DAEMON)
+        *f = bench_forced(c->kernel);
+    char err[512];
+    if (memcmp(&v, &d->variants, sizeof v) != 0 &&
+        dev_set_variants_for_test(d, &v, err, sizeof err) != 0) {
+        fprintf(stderr, "bench_kernels: building the kernel variants: %s\n", err);
+        exit(2);
+    }
 }
 
 /* Runs c once on input rep and returns the device nanoseconds. */
@@ -242,11 +255,8 @@ static uint64_t bench_once(struct bench *b, const struct bench_case *c, int rep,
 {
     struct dev_buf *src = c->equal_input ? &b->equal : &b->in[rep % BENCH_NBUF];
     struct dev_buf *dst = &b->out[rep % BENCH_NOUT];
+    bench_variants(b->d, c);
     struct dev_exec x = bench_exec_begin(b);
-    bench_selector sel = bench_family_selector(c);
-    enum op_gpu_kernel daemon = OP_GPU_KERNEL_V1;
-    if (sel && c->kernel != K_DAEMON)
-        daemon = sel(bench_forced(c->kernel));
     if (c->kind == B_REVERSE) {
         op_reverse(&x, src, dst);
     } else if (c->kind == B_TRANSFORM) {
@@ -262,9 +272,6 @@ static uint64_t bench_once(struct bench *b, const struct bench_case *c, int rep,
         else
             x.failed = true;
     }
-    /* The kernel is chosen when enqueued: the daemon's choice is back. */
-    if (sel && c->kernel != K_DAEMON)
-        sel(daemon);
     if (dev_exec_finish(&x) != STATUS_OK)
         bench_job_die(c->name, &b->job);
     return x.device_ns;

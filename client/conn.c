@@ -30,6 +30,7 @@
 #include "connect.h"
 #include "data_frame.h"
 #include "heap.h"
+#include "monotonic.h"
 #include "tls.h"
 
 #define CONN_OUT_BATCH (1024 * 1024)     /* stop pulling frames from nghttp2 past this */
@@ -46,9 +47,7 @@ static _Thread_local char conn_connect_message[CONN_MESSAGE_MAX];
 
 long long conn_now_ms(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    return (long long)monotonic_ms();
 }
 
 int conn_fail(amp_conn *c, int code, const char *fmt, ...)

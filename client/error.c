@@ -4,47 +4,20 @@
 #include "error.h"
 
 #include "amp.h"
+#include "grpc_status.h"
 
-/* gRPC status codes (grpc/doc/statuscodes.md). */
+/* gRPC status codes, from the list the daemon uses too. */
 enum {
-    GRPC_OK = 0,
-    GRPC_CANCELLED = 1,
-    GRPC_UNKNOWN = 2,
-    GRPC_INVALID_ARGUMENT = 3,
-    GRPC_DEADLINE_EXCEEDED = 4,
-    GRPC_NOT_FOUND = 5,
-    GRPC_ALREADY_EXISTS = 6,
-    GRPC_PERMISSION_DENIED = 7,
-    GRPC_RESOURCE_EXHAUSTED = 8,
-    GRPC_FAILED_PRECONDITION = 9,
-    GRPC_ABORTED = 10,
-    GRPC_OUT_OF_RANGE = 11,
-    GRPC_UNIMPLEMENTED = 12,
-    GRPC_INTERNAL = 13,
-    GRPC_UNAVAILABLE = 14,
-    GRPC_DATA_LOSS = 15,
-    GRPC_UNAUTHENTICATED = 16,
+#define ERROR_GRPC_ENUM_(name, value) GRPC_##name = value,
+    GRPC_STATUS_MAP(ERROR_GRPC_ENUM_)
+#undef ERROR_GRPC_ENUM_
     GRPC_STATUS_COUNT
 };
 
 static const char *const error_grpc_names[GRPC_STATUS_COUNT] = {
-    [GRPC_OK] = "OK",
-    [GRPC_CANCELLED] = "CANCELLED",
-    [GRPC_UNKNOWN] = "UNKNOWN",
-    [GRPC_INVALID_ARGUMENT] = "INVALID_ARGUMENT",
-    [GRPC_DEADLINE_EXCEEDED] = "DEADLINE_EXCEEDED",
-    [GRPC_NOT_FOUND] = "NOT_FOUND",
-    [GRPC_ALREADY_EXISTS] = "ALREADY_EXISTS",
-    [GRPC_PERMISSION_DENIED] = "PERMISSION_DENIED",
-    [GRPC_RESOURCE_EXHAUSTED] = "RESOURCE_EXHAUSTED",
-    [GRPC_FAILED_PRECONDITION] = "FAILED_PRECONDITION",
-    [GRPC_ABORTED] = "ABORTED",
-    [GRPC_OUT_OF_RANGE] = "OUT_OF_RANGE",
-    [GRPC_UNIMPLEMENTED] = "UNIMPLEMENTED",
-    [GRPC_INTERNAL] = "INTERNAL",
-    [GRPC_UNAVAILABLE] = "UNAVAILABLE",
-    [GRPC_DATA_LOSS] = "DATA_LOSS",
-    [GRPC_UNAUTHENTICATED] = "UNAUTHENTICATED",
+#define ERROR_GRPC_NAME_(name, value) [value] = #name,
+    GRPC_STATUS_MAP(ERROR_GRPC_NAME_)
+#undef ERROR_GRPC_NAME_
 };
 
 const char *error_grpc_name(int grpc_status)

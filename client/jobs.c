@@ -19,7 +19,6 @@
 #include "jobs.h"
 #include "pb_wire.h"
 
-#define JOBS_MAP_TABLE_LEN 256
 #define JOBS_PATH_REVERSE "/amp.v1.Amp/Reverse"
 #define JOBS_PATH_TRANSFORM "/amp.v1.Amp/Transform"
 #define JOBS_PATH_HISTOGRAM "/amp.v1.Amp/Histogram"
@@ -310,9 +309,9 @@ int jobs_transform_params(amp_conn *c, const char *where, const amp_transform_pa
     if (p->op == AMP_OP_MAP) {
         if (!p->table)
             return conn_fail(c, AMP_EINVAL, "%s.table: map needs a table, got NULL", where);
-        if (p->table_len != JOBS_MAP_TABLE_LEN)
+        if (p->table_len != AMP_MAP_TABLE_LEN)
             return conn_fail(c, AMP_EINVAL, "%s.table_len: map needs exactly %d bytes, got %zu",
-                             where, JOBS_MAP_TABLE_LEN, p->table_len);
+                             where, AMP_MAP_TABLE_LEN, p->table_len);
         tp->table = jobs_bytes(p->table, p->table_len);
     }
     tp->value = p->value;

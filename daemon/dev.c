@@ -31,8 +31,6 @@ enum status_code dev_check_steps(struct dev *d, struct job *job, uint64_t in_len
             break;
         case STEP_FILL:
             st = op_fill_check(d, &s->u.fill, job);
-            if (st == STATUS_OK)
-                len = (size_t)(s->u.fill.count * elem_size(s->u.fill.type));
             break;
         default:
             st = job_fail(job, STATUS_INVALID_ARGUMENT, "steps[%zu]: unknown step kind %d", i,
@@ -40,6 +38,7 @@ enum status_code dev_check_steps(struct dev *d, struct job *job, uint64_t in_len
         }
         if (st != STATUS_OK)
             return st;
+        len = (size_t)job_step_output_len(s, len);   /* a fill's, checked above */
         if (out_len)
             out_len[i] = len;
     }
@@ -110,6 +109,16 @@ static bool dev_input_in_place(const struct dev *d, const struct job *job)
 {
     return d->info.type == DEV_CPU && job->in_region && job->steps[0].kind != STEP_FILL &&
            (uintptr_t)job->in % DEV_SHARED_ALIGN == 0;
+}
+
+uint64_t dev_memory_capacity(const struct dev *d)
+{
+    return d->mem_capacity;
+}
+
+void dev_set_memory_capacity(struct dev *d, uint64_t bytes)
+{
+    d->mem_capacity = bytes;
 }
 
 void dev_pin_region(struct dev *d, struct region *r)

@@ -23,7 +23,7 @@
 
 #define DEV_BATCH_ALIGN 16
 #define DEV_BATCH_ITEM_BYTES (DEV_BATCH_ITEM_WORDS * sizeof(uint32_t))
-#define DEV_BATCH_HIST_BYTES (OP_HIST_BYTE_BINS * sizeof(uint32_t))
+#define DEV_BATCH_HIST_BYTES (JOB_HIST_BYTE_BINS * sizeof(uint32_t))
 
 /* Both directions' buffers, made once per device at its first batch. */
 struct dev_batch_mem {
@@ -222,10 +222,10 @@ static void dev_batch_unpack(struct dev_batch_mem *m, struct task *t, size_t off
             memcpy(r->data, m->down + off, job->in_len);
         return;
     }
-    uint64_t slots[OP_HIST_SLOTS(OP_HIST_BYTE_BINS)] = {0};
-    uint32_t counts[OP_HIST_BYTE_BINS];
+    uint64_t slots[OP_HIST_SLOTS(JOB_HIST_BYTE_BINS)] = {0};
+    uint32_t counts[JOB_HIST_BYTE_BINS];
     memcpy(counts, m->down + off, sizeof counts);
-    for (size_t b = 0; b < OP_HIST_BYTE_BINS; b++)
+    for (size_t b = 0; b < JOB_HIST_BYTE_BINS; b++)
         slots[b] = counts[b];
     op_hist_result(&s->u.hist, slots, &r->hist, job);
 }

@@ -72,14 +72,6 @@ void dev_set_launch_fault_for_test(struct dev *d, cl_int err)
     d->launch_fault = err;
 }
 
-cl_kernel dev_kernel(const struct dev *d, const char *name)
-{
-    for (size_t i = 0; i < d->nkernels; i++)
-        if (strcmp(d->kernels[i].name, name) == 0)
-            return d->kernels[i].k;
-    return NULL;
-}
-
 static enum dev_type dev_type_of(cl_device_type t)
 {
     if (t & CL_DEVICE_TYPE_GPU)
@@ -163,14 +155,17 @@ static int dev_fill_info(struct dev *d, char *err, size_t errlen)
 /* The build options: the language version, and the host's codes that
  * kernels read from their arguments (job.h's step kinds and transform
  * ops) as macros, so each code has one definition. */
-static void dev_build_options(char *buf, size_t len)
+static void dev_build_options(const struct dev *d, char *buf, size_t len)
 {
+    const struct dev_variants *v = &d->variants;
     snprintf(buf, len,
              DEV_CL_STD " -DSTEP_REVERSE=%d -DSTEP_TRANSFORM=%d -DSTEP_HISTOGRAM=%d"
                         " -DXFORM_ADD=%d -DXFORM_XOR=%d -DXFORM_AND=%d -DXFORM_OR=%d"
-                        " -DXFORM_SET=%d -DXFORM_MAP=%d -DBATCH_ITEM_WORDS=%d",
+                        " -DXFORM_SET=%d -DXFORM_MAP=%d -DBATCH_ITEM_WORDS=%d"
+                        " -DREVERSE_GPU=%d -DXFORM_GPU=%d -DHIST256_GPU=%d -DAMP_ALL_VARIANTS=%d",
              STEP_REVERSE, STEP_TRANSFORM, STEP_HISTOGRAM, XFORM_ADD, XFORM_XOR, XFORM_AND,
-             XFORM_OR, XFORM_SET, XFORM_MAP, DEV_BATCH_ITEM_WORDS);
+             XFORM_OR, XFORM_SET, XFORM_MAP, DEV_BATCH_ITEM_WORDS, (int)v->reverse,
+             (int)v->transform, (int)v->hist256, d->all_variants);
 }
 
 /* Builds kernels/<name>.cl for d; on failure err holds the build log's head. */
@@ -185,8 +180,8 @@ static int dev_build_program(struct dev *d, const struct kernel_source *ks, cl_p
                  dev_cl_error_name(rc));
         return -1;
     }
-    char options[256];
-    dev_build_options(options, sizeof options);
+    char options[512];
+    dev_build_options(d, options, sizeof options);
     rc = clBuildProgram(p, 1, &d->id, options, NULL, NULL);
     if (rc != CL_SUCCESS) {
         char log[2048] = "";
@@ -246,17 +241,37 @@ static int dev_build_all(struct dev *d, char *err, size_t errlen)
     return 0;
 }
 
+/* Releases d's kernels and programs (closing it, or building anew). */
+static void dev_release_programs(struct dev *d)
+{
+    dev_batch_free(d);   /* holds one of the kernels */
+    for (size_t i = 0; i < d->nkernels; i++)
+        clReleaseKernel(d->kernels[i].k);
+    d->nkernels = 0;
+    for (size_t i = 0; i < d->nprograms; i++)
+        clReleaseProgram(d->programs[i]);
+    free(d->programs);
+    d->programs = NULL;
+    d->nprograms = 0;
+}
+
+int dev_set_variants_for_test(struct dev *d, const struct dev_variants *v, char *err,
+                              size_t errlen)
+{
+    d->variants = *v;
+    if (d->all_variants)
+        return 0;
+    d->all_variants = true;
+    dev_release_programs(d);
+    return dev_build_all(d, err, errlen);
+}
+
 static void dev_close(struct dev *d)
 {
     if (!d)
         return;
     dev_pool_free(d);
-    dev_batch_free(d);
-    for (size_t i = 0; i < d->nkernels; i++)
-        clReleaseKernel(d->kernels[i].k);
-    for (size_t i = 0; i < d->nprograms; i++)
-        clReleaseProgram(d->programs[i]);
-    free(d->programs);
+    dev_release_programs(d);
     for (int q = 0; q < DEV_NQUEUES; q++)
         if (d->q[q])
             clReleaseCommandQueue(d->q[q]);
@@ -277,6 +292,7 @@ static struct dev *dev_open(const struct dev_candidate *c, bool profiling, char 
     d->id = c->id;
     d->info.type = c->type;
     d->profiling = profiling;
+    d->variants = DEV_VARIANTS_SERVING;
     if (dev_fill_info(d, err, errlen) < 0)
         goto fail;
     cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)c->platform, 0};

@@ -49,6 +49,23 @@ struct dev_pool {
     size_t n[DEV_POOL_CLASSES];
 };
 
+/* The GPU kernel each family runs where it has more than one (op_*.c say
+ * what each does; bench/RESULTS.md "Kernel variants" how they measured).
+ * The daemon runs DEV_VARIANTS_SERVING's and builds only those: each
+ * kernels/NAME.cl compiles a family's other GPU kernels only under
+ * AMP_ALL_VARIANTS, which dev_set_variants_for_test() turns on (for
+ * bench_kernels and the kernel tests) when a device is to run another.
+ * Values are the kernels' build options: 1, 2, 3 for v1, v2, v3. */
+enum dev_variant { DEV_VARIANT_V1 = 1, DEV_VARIANT_V2, DEV_VARIANT_V3 };
+struct dev_variants {
+    enum dev_variant reverse;    /* reverse_bytes, reverse_bytes_v2 */
+    enum dev_variant transform;  /* transform_OP, transform_OP_v2 */
+    enum dev_variant hist256;    /* hist256_local, hist256_bytes, hist256_inc */
+    size_t map_v2_min;           /* map runs v2 from this many bytes (v1 below) */
+};
+#define DEV_VARIANTS_SERVING                                                                   \
+    ((struct dev_variants){DEV_VARIANT_V2, DEV_VARIANT_V2, DEV_VARIANT_V3, (size_t)128 << 20})
+
 struct dev {
     struct dev_info info;
     enum dev_shape shape;
@@ -60,6 +77,8 @@ struct dev {
     size_t nprograms;
     struct dev_kernel kernels[DEV_MAX_KERNELS];
     size_t nkernels;
+    struct dev_variants variants;     /* which GPU kernels its jobs run */
+    bool all_variants;                /* its programs hold every variant */
     uint64_t local_mem_size;
     bool profiling;                   /* queues record device times (bench) */
     /* Largest global size (work-items) of one launch; splitting keeps every
@@ -72,6 +91,7 @@ struct dev {
      * against it): most of global memory, or --max-device-memory. */
     uint64_t mem_capacity;
     struct dev_pool pool;             /* the thread that runs the device's jobs only */
+    struct dev_stream *streams;       /* streams open on it (dev_stream.c), that thread only */
     cl_int launch_fault;              /* test-only: nonzero makes every kernel launch fail
                                        * with it, as a broken device would */
     struct dev_batch_mem *batch;      /* dev_batch.c's buffers, made at the first batch;
@@ -96,6 +116,12 @@ void dev_set_chunk_bytes_for_test(struct dev *d, size_t bytes);
 /* Test-only: run d's jobs with the kernel shapes of another device type,
  * so a CPU-only host exercises the GPU kernels too. */
 void dev_set_shape_for_test(struct dev *d, enum dev_shape shape);
+/* Test-only (and bench_kernels): d's jobs run these GPU kernels from now
+ * on, built first if the device has only the serving ones (which drops
+ * its batch buffers: they hold a kernel). Between jobs only. Returns 0, or
+ * -1 with the build's error in err. */
+int dev_set_variants_for_test(struct dev *d, const struct dev_variants *v, char *err,
+                              size_t errlen);
 /* Test-only: every kernel launch on d fails with err from now on (0: none
  * does), so a test sees what a device that breaks mid-job does. */
 void dev_set_launch_fault_for_test(struct dev *d, cl_int err);

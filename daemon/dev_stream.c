@@ -32,6 +32,9 @@
 #define DEV_STREAM_UNKNOWN_LEN (UINT64_MAX / 4 / 16 * 16)
 
 struct dev_stream {
+    struct dev *d;
+    struct job *job;                     /* whose stream this is */
+    struct dev_stream *prev, *next;      /* d's open streams (d->streams) */
     bool resident;                       /* whole input on the device */
     bool has_data;                       /* some step outputs bytes */
     struct dev_buf ring[DEV_STREAM_RING];/* chunked: chunk_bytes each */
@@ -59,8 +62,7 @@ uint64_t dev_stream_memory(struct dev *d, struct job *job)
     uint64_t total = job->total_len, len = job->total_len;
     for (size_t i = 0; i < job->nsteps; i++) {
         const struct step *st = &job->steps[i];
-        if (st->kind == STEP_FILL)
-            len = sat_mul_u64(st->u.fill.count, elem_size(st->u.fill.type));
+        len = job_step_output_len(st, len);
         if (st->kind == STEP_FILL || st->kind == STEP_REVERSE)
             total = sat_add_u64(total, len);
     }
@@ -108,6 +110,12 @@ static void dev_stream_open(struct dev *d, struct job *job, struct dev_exec *x)
         return;
     }
     job->stream = ds;
+    ds->d = d;
+    ds->job = job;
+    ds->next = d->streams;
+    if (d->streams)
+        d->streams->prev = ds;
+    d->streams = ds;
     ds->resident = dev_stream_is_resident(job);
     uint64_t check_len = ds->resident || job->total_len ? job->total_len : DEV_STREAM_UNKNOWN_LEN;
     enum status_code st = dev_check_steps(d, job, check_len, NULL);
@@ -190,9 +198,7 @@ static void dev_stream_run(struct dev_exec *x, struct task *t)
             op_transform(x, &st->u.transform, &ds->data, &ds->data);
             continue;
         }
-        size_t out_len = st->kind == STEP_FILL
-                             ? (size_t)(st->u.fill.count * elem_size(st->u.fill.type))
-                             : ds->data.size;
+        size_t out_len = (size_t)job_step_output_len(st, ds->data.size);
         struct dev_buf out;
         if (dev_buf_create(x, &out, out_len, "a step's output buffer") != STATUS_OK)
             break;
@@ -290,6 +296,12 @@ void dev_stream_close(struct job *job)
     struct dev_stream *ds = job->stream;
     if (!ds)
         return;
+    if (ds->prev)
+        ds->prev->next = ds->next;
+    else
+        ds->d->streams = ds->next;
+    if (ds->next)
+        ds->next->prev = ds->prev;
     for (size_t i = 0; i < DEV_STREAM_RING; i++)
         dev_buf_release(&ds->ring[i]);
     dev_buf_release(&ds->data);
@@ -303,4 +315,10 @@ void dev_stream_close(struct job *job)
     free(ds->slots);
     free(ds);
     job->stream = NULL;
+}
+
+void dev_stream_close_all(struct dev *d)
+{
+    while (d->streams)
+        dev_stream_close(d->streams->job);
 }

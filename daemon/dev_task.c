@@ -11,16 +11,6 @@
 #include "stage.h"
 
 
-uint64_t dev_memory_capacity(const struct dev *d)
-{
-    return d->mem_capacity;
-}
-
-void dev_set_memory_capacity(struct dev *d, uint64_t bytes)
-{
-    d->mem_capacity = bytes;
-}
-
 uint64_t dev_hist_bytes(const struct job *job)
 {
     uint64_t total = 0;
@@ -40,8 +30,7 @@ static uint64_t dev_job_memory(const struct job *job)
         const struct step *st = &job->steps[i];
         if (st->kind == STEP_HISTOGRAM)
             continue;
-        if (st->kind == STEP_FILL)
-            len = sat_mul_u64(st->u.fill.count, elem_size(st->u.fill.type));
+        len = job_step_output_len(st, len);
         total = sat_add_u64(total, len);
     }
     return sat_add_u64(total, dev_hist_bytes(job));

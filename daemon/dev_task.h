@@ -73,6 +73,10 @@ uint64_t dev_stream_memory(struct dev *d, struct job *job);
 struct dev_exec *dev_stream_start(struct dev *d, struct task *t);
 void dev_stream_finish(struct dev *d, struct task *t, struct dev_exec *x);
 void dev_stream_close(struct job *job);
+/* Frees the device side of every stream still open on d (its runner,
+ * stopping: a CLOSE that comes later finds nothing to free, so no other
+ * thread ever releases a stream's OpenCL buffers). */
+void dev_stream_close_all(struct dev *d);
 
 /* Device memory jobs may reserve on d (admission, runner.c). */
 uint64_t dev_memory_capacity(const struct dev *d);

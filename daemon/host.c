@@ -37,8 +37,7 @@ bool host_job_fits(const struct job *job, uint64_t max_bytes)
         return false;
     for (size_t i = 0; i < job->nsteps; i++) {
         const struct step *s = &job->steps[i];
-        if (s->kind == STEP_FILL &&
-            sat_mul_u64(s->u.fill.count, elem_size(s->u.fill.type)) > max_bytes)
+        if (s->kind == STEP_FILL && job_step_output_len(s, 0) > max_bytes)
             return false;
     }
     return true;

@@ -145,6 +145,13 @@ enum status_code job_fail(struct job *job, enum status_code code, const char *fm
     return code;
 }
 
+uint64_t job_step_output_len(const struct step *st, uint64_t in_len)
+{
+    if (st->kind == STEP_FILL)
+        return sat_mul_u64(st->u.fill.count, elem_size(st->u.fill.type));
+    return in_len;
+}
+
 uint64_t job_memory(const struct job *job)
 {
     /* Bytes in a client's region are the client's memory, not ours; output
@@ -153,9 +160,9 @@ uint64_t job_memory(const struct job *job)
     uint64_t data = job->out ? 0 : 1;
     for (size_t i = 0; i < job->nsteps; i++) {
         const struct step *st = &job->steps[i];
+        len = job_step_output_len(st, len);
         switch (st->kind) {
         case STEP_FILL:
-            len = sat_mul_u64(st->u.fill.count, elem_size(st->u.fill.type));
             total = sat_add_u64(total, sat_mul_u64(len, data));
             break;
         case STEP_HISTOGRAM:

@@ -29,13 +29,20 @@ enum elem_type { ELEM_U8, ELEM_U32, ELEM_I32, ELEM_F32, ELEM_I64 };
 /* Bytes of one element of each elem_type. */
 size_t elem_size(enum elem_type t);
 
+/* Bytes of a map's lookup table (the protocol's; amp.h has the client's
+ * AMP_MAP_TABLE_LEN). */
+#define JOB_MAP_TABLE_LEN 256
+
 struct transform_params {
     enum transform_op op;
     uint8_t value;        /* operand of add/xor/and/or/set */
-    uint8_t table[256];   /* map only */
+    uint8_t table[JOB_MAP_TABLE_LEN]; /* map only */
     uint64_t offset;      /* sub-range [offset, offset+length) of the input */
     uint64_t length;      /* offset + length <= input length (validated) */
 };
+
+/* Bins of a byte histogram: one per byte value. */
+#define JOB_HIST_BYTE_BINS 256
 
 struct hist_params {
     enum elem_type type;  /* ELEM_U8: 256 bins, one per byte; else U32/I32/F32 */
@@ -139,6 +146,11 @@ struct job {
  * none of it. */
 bool job_transform_clip(const struct transform_params *p, uint64_t off, size_t len,
                         struct transform_params *out);
+
+/* Bytes of data flowing out of step st given in_len flowing in: a fill's
+ * elements, else its input (a histogram passes its input on), saturating
+ * at UINT64_MAX (sat.h). The one place a step's output size is known. */
+uint64_t job_step_output_len(const struct step *st, uint64_t in_len);
 
 struct job *job_new(size_t nsteps);
 /* Frees the job, its input, steps and every result. NULL is a no-op. */

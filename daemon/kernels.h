@@ -11,7 +11,4 @@ struct kernel_source {
 /* Terminated by an entry whose name is NULL. */
 extern const struct kernel_source kernel_sources[];
 
-/* The source of kernels/<name>.cl, or NULL. */
-const char *kernel_source_find(const char *name);
-
 #endif

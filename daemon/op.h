@@ -23,19 +23,6 @@ size_t op_wg(const struct dev *d, cl_kernel k);
  * over tiles for the rest). */
 struct dev_grid op_tile_grid(const struct dev *d, uint64_t units, size_t wg, uint64_t per_item);
 
-/* Where a kernel family has several GPU kernels (two; three for 256-bin
- * histograms), a constant in its op_*.c
- * (OP_HIST256_GPU_KERNEL, OP_XFORM_GPU_KERNEL, OP_REVERSE_GPU_KERNEL) picks
- * one; bench_kernels and the tests run the others through
- * op_*_gpu_kernel_for_test (process-wide, set between jobs; returns the
- * previous choice). CPU devices have one kernel each and ignore it. */
-enum op_gpu_kernel { OP_GPU_KERNEL_V1, OP_GPU_KERNEL_V2, OP_GPU_KERNEL_V3 };
-enum op_gpu_kernel op_hist256_gpu_kernel_for_test(enum op_gpu_kernel k);
-enum op_gpu_kernel op_transform_gpu_kernel_for_test(enum op_gpu_kernel k);
-/* Map takes the v2 kernel only from this many bytes (returns the previous
- * bound; tests set 0 to reach it with small inputs). */
-size_t op_transform_map_v2_min_for_test(size_t bytes);
-enum op_gpu_kernel op_reverse_gpu_kernel_for_test(enum op_gpu_kernel k);
 
 /* dst = reverse of src; dst->size == src->size. */
 enum status_code op_reverse(struct dev_exec *x, struct dev_buf *src, struct dev_buf *dst);
@@ -47,8 +34,6 @@ enum status_code op_transform_check(const struct dev *d, const struct transform_
 enum status_code op_transform(struct dev_exec *x, const struct transform_params *p,
                               struct dev_buf *src, struct dev_buf *dst);
 
-/* Bins of a byte histogram: one per byte value. */
-#define OP_HIST_BYTE_BINS 256
 enum status_code op_hist_check(const struct dev *d, const struct hist_params *p, size_t len,
                                struct job *job);
 /* Counts src into slots: bins counts, then below, above, nan (OP_HIST_SLOTS

@@ -6,8 +6,8 @@
  * larger inputs take several launches accumulating into the same result.
  * The kernel shape is chosen per device (see hist.cl): local sub-histograms
  * on GPUs, global atomics when the bins do not fit local memory, and one
- * chunk per work-item on CPU devices; 256 bins on GPUs have two kernels,
- * chosen by OP_HIST256_GPU_KERNEL below.
+ * chunk per work-item on CPU devices; 256 bins on GPUs have three kernels,
+ * chosen by the device's variants.
  */
 #include "op.h"
 
@@ -28,29 +28,12 @@
 #define OP_HIST256_BYTES_WG 128
 #define OP_HIST256_BYTES_LOCAL (256 * OP_HIST256_BYTES_WG)
 
-/* The 256-bin kernel on GPUs, the one line to change after measuring
- * (bench_kernels prints the others beside it as "hist256 ... (atomic)",
- * "(bytes)" and "(inc)"):
- *   OP_GPU_KERNEL_V1  hist256_local: 32 copies of 32-bit counters, local
- *                     atomics, runs of equal bytes added at once
- *                     (H100, 1 GiB: 0.455 of copy random, 0.755 all-equal);
- *   OP_GPU_KERNEL_V2  hist256_bytes: per-work-item 8-bit counters, plain
- *                     loads and stores, flushed every 240 bytes
- *                     (H100, 1 GiB: 0.680 random, 0.683 all-equal; 4 GiB:
- *                     0.721 and 0.724; both before hist_reduce's 2959373);
- *   OP_GPU_KERNEL_V3  hist256_inc: hist256_local's copies, one atomic
- *                     increment per byte and no run test (H100, 1 GiB:
- *                     0.790 random, 0.787 all-equal). */
-#define OP_HIST256_GPU_KERNEL OP_GPU_KERNEL_V3
+/* GPUs count bytes with hist256_local (v1: 32 copies of 32-bit counters,
+ * local atomics, runs of equal bytes added at once), hist256_bytes (v2:
+ * per-work-item 8-bit counters, plain loads and stores, flushed every 240
+ * bytes) or hist256_inc (v3: v1's copies, one atomic increment per byte,
+ * no run test), as the device's variants say (dev_internal.h). */
 
-static enum op_gpu_kernel op_hist256_gpu = OP_HIST256_GPU_KERNEL;
-
-enum op_gpu_kernel op_hist256_gpu_kernel_for_test(enum op_gpu_kernel k)
-{
-    enum op_gpu_kernel was = op_hist256_gpu;
-    op_hist256_gpu = k;
-    return was;
-}
 /* Local memory one GPU multiprocessor shares among its resident work-groups
  * (Hopper has 228 KiB; less elsewhere, costing only speed), and the most
  * groups per multiprocessor a launch needs. */
@@ -87,7 +70,7 @@ enum status_code op_hist_check(const struct dev *d, const struct hist_params *p,
 {
     (void)d;
     if (p->type == ELEM_U8) {
-        if (p->bins != OP_HIST_BYTE_BINS)
+        if (p->bins != JOB_HIST_BYTE_BINS)
             return job_fail(job, STATUS_INVALID_ARGUMENT,
                             "histogram.bins must be 256 for bytes, not %u", p->bins);
         return STATUS_OK;
@@ -178,7 +161,8 @@ static void op_hist_plan(struct op_hist_run *h)
     uint64_t local = bytes ? OP_HIST256_LOCAL_BYTES
                            : (uint64_t)h->copies * h->width * sizeof(cl_uint);
     h->k = NULL;
-    if (bytes && op_hist256_gpu == OP_GPU_KERNEL_V2) {
+    enum dev_variant variant = d->variants.hist256;
+    if (bytes && variant == DEV_VARIANT_V2) {
         snprintf(h->kname, sizeof h->kname, "hist256_bytes");
         h->k = dev_kernel(d, h->kname);
         /* Its layout needs whole 128-item groups; else an atomic kernel. */
@@ -193,7 +177,7 @@ static void op_hist_plan(struct op_hist_run *h)
     if (!h->k) {
         if (bytes)
             snprintf(h->kname, sizeof h->kname, "%s",
-                     op_hist256_gpu == OP_GPU_KERNEL_V3 ? "hist256_inc" : "hist256_local");
+                     variant == DEV_VARIANT_V3 ? "hist256_inc" : "hist256_local");
         else
             snprintf(h->kname, sizeof h->kname, "histn_%s_%s", h->copies ? "local" : "global",
                      op_hist_suffix(h->p->type));
@@ -291,7 +275,7 @@ enum status_code op_hist_begin(struct dev_exec *x, const struct hist_params *p,
                                struct op_hist_acc *acc)
 {
     memset(acc, 0, sizeof(*acc));
-    size_t width = p->type == ELEM_U8 ? OP_HIST_BYTE_BINS : (size_t)p->bins + 3;
+    size_t width = p->type == ELEM_U8 ? JOB_HIST_BYTE_BINS : (size_t)p->bins + 3;
     /* Not cleared here: the first hist_reduce stores instead of adding,
      * which saves a command (~3 us of a 1 GiB histogram's 420 on the H100). */
     return dev_buf_create(x, &acc->out, width * sizeof(cl_ulong), "histogram counts");
@@ -322,7 +306,7 @@ enum status_code op_hist_add(struct dev_exec *x, const struct hist_params *p, st
     h.src = src;
     h.esize = elem_size(p->type);
     h.elems = len / h.esize;
-    h.width = p->type == ELEM_U8 ? OP_HIST_BYTE_BINS : p->bins + 3;
+    h.width = p->type == ELEM_U8 ? JOB_HIST_BYTE_BINS : p->bins + 3;
     if (p->type != ELEM_U8)
         hist_bin_init(&h.bin, p->bins, p->lo, p->hi);
     if (h.elems == 0 || x->failed)

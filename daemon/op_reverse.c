@@ -4,61 +4,27 @@
 
 #define OP_REVERSE_WORD 16
 
-/* The GPU kernel, the one line to change after measuring (bench_kernels
- * prints the other one as "reverse (v2)" or "reverse (v1)" beside it):
- *   OP_GPU_KERNEL_V1  reverse_bytes: grid-stride, 4 words in flight per
- *                     work-item (H100, 1 GiB: 0.946 of copy; 4 GiB: 0.938);
- *   OP_GPU_KERNEL_V2  reverse_bytes_v2: a group's tile of 8 x 256
- *                     consecutive output words, 8 in flight per
- *                     work-item, one group per tile (reverse.cl)
- *                     (H100, 1 GiB: 1.007; 4 GiB: 1.006). */
-#define OP_REVERSE_GPU_KERNEL OP_GPU_KERNEL_V2
+/* GPUs run reverse_bytes (v1: grid-stride, 4 words in flight per
+ * work-item) or reverse_bytes_v2 (a group's tile of 8 x 256 consecutive
+ * output words, 8 in flight per work-item, one group per tile), as the
+ * device's variants say (dev_internal.h). */
 /* reverse_bytes_v2's words per work-item and tile (REV_UNROLL2). */
 #define OP_REVERSE_V2_WORDS 8
-
-static enum op_gpu_kernel op_reverse_gpu = OP_REVERSE_GPU_KERNEL;
-
-enum op_gpu_kernel op_reverse_gpu_kernel_for_test(enum op_gpu_kernel k)
-{
-    enum op_gpu_kernel was = op_reverse_gpu;
-    op_reverse_gpu = k;
-    return was;
-}
-
-size_t op_wg(const struct dev *d, cl_kernel k)
-{
-    return dev_kernel_wg(d, k, d->shape == DEV_SHAPE_CPU ? OP_WG_CPU : OP_WG_GPU);
-}
-
-struct dev_grid op_tile_grid(const struct dev *d, uint64_t units, size_t wg, uint64_t per_item)
-{
-    struct dev_grid g = {0, wg ? wg : 1, 0};
-    uint64_t tile = per_item * g.local;
-    uint64_t groups = (units + tile - 1) / tile;
-    uint64_t cap = d->launch_items_max / g.local;
-    if (groups > cap)
-        groups = cap;
-    if (groups == 0)
-        groups = 1;
-    g.global = (size_t)(groups * g.local);
-    return g;
-}
 
 enum status_code op_reverse(struct dev_exec *x, struct dev_buf *src, struct dev_buf *dst)
 {
     /* Grid-stride on GPUs, one contiguous chunk per work-item on CPUs
      * (see kernels/reverse.cl). */
     bool cpu = x->d->shape == DEV_SHAPE_CPU;
-    const char *name = cpu                                ? "reverse_bytes_chunk"
-                       : op_reverse_gpu == OP_GPU_KERNEL_V2 ? "reverse_bytes_v2"
-                                                            : "reverse_bytes";
+    bool v2 = x->d->variants.reverse == DEV_VARIANT_V2;
+    const char *name = cpu ? "reverse_bytes_chunk" : v2 ? "reverse_bytes_v2" : "reverse_bytes";
     cl_kernel k = dev_kernel(x->d, name);
     cl_ulong n = src->size;
     if (n == 0)
         return STATUS_OK;
     /* Units are output words; at least one item, for the edges. */
     struct dev_grid g = dev_grid_plan(x->d, n / OP_REVERSE_WORD + 1, op_wg(x->d, k));
-    if (!cpu && op_reverse_gpu == OP_GPU_KERNEL_V2)
+    if (!cpu && v2)
         g = op_tile_grid(x->d, n / OP_REVERSE_WORD + 1, g.local, OP_REVERSE_V2_WORDS);
     cl_ulong chunk = g.chunk;
     dev_exec_arg(x, k, name, 0, sizeof(cl_mem), &src->mem);

@@ -24,44 +24,18 @@
 #define OP_XFORM_PAIRS 65536
 #define OP_XFORM_PAIRS_MIN (1u << 20)
 
-/* The GPU kernel, the one line to change after measuring (bench_kernels
- * prints the other one as "add (v1)" or "add (v2)" beside each op):
- *   OP_GPU_KERNEL_V1  transform_OP: grid-stride, 4 words in flight per
- *                     work-item (H100, 1 GiB: 0.943-0.948 of copy, map
- *                     0.917);
- *   OP_GPU_KERNEL_V2  transform_OP_v2: a group's tile of 8 x 256
- *                     consecutive words, 8 words in flight, no per-word
- *                     tests inside the range, one group per tile
- *                     (transform.cl, op_tile_grid) (H100, 1 GiB: add, xor,
- *                     and, or 1.001-1.002, map 0.984; set 2.17, as it
- *                     writes without reading). */
-#define OP_XFORM_GPU_KERNEL OP_GPU_KERNEL_V2
+/* GPUs run transform_OP (v1: grid-stride, 4 words in flight per
+ * work-item) or transform_OP_v2 (a group's tile of 8 x 256 consecutive
+ * words, 8 in flight, no per-word tests inside the range, one group per
+ * tile: op_tile_grid), as the device's variants say (dev_internal.h);
+ * a map smaller than variants.map_v2_min runs v1 either way, since v2
+ * first fills an 8 KiB table per group. */
+
 /* transform_OP_v2's words per work-item and tile (XFORM_UNROLL2); map's
  * groups take several tiles each, since each first fills an 8 KiB table. */
 #define OP_XFORM_V2_WORDS 8
 #define OP_XFORM_V2_MAP_TILES 4
 #define OP_XFORM_V2_MAP_GROUPS_PER_CU 8
-/* Smaller maps run transform_map (v1): on the H100 v1/v2 were 0.95/0.61
- * of copy at 1 MiB, 0.93/0.90 at 64 MiB, 0.91/0.95 at 256 MiB. */
-#define OP_XFORM_V2_MAP_MIN (128u << 20)
-
-static enum op_gpu_kernel op_xform_gpu = OP_XFORM_GPU_KERNEL;
-static size_t op_xform_v2_map_min = OP_XFORM_V2_MAP_MIN;
-
-size_t op_transform_map_v2_min_for_test(size_t bytes)
-{
-    size_t was = op_xform_v2_map_min;
-    op_xform_v2_map_min = bytes;
-    return was;
-}
-
-enum op_gpu_kernel op_transform_gpu_kernel_for_test(enum op_gpu_kernel k)
-{
-    enum op_gpu_kernel was = op_xform_gpu;
-    op_xform_gpu = k;
-    return was;
-}
-
 /* transform_OP and transform_OP_v2 on GPUs, transform_OP_chunk on CPU
  * devices (transform.cl). */
 enum { OP_XFORM_GPU_V1, OP_XFORM_GPU_V2, OP_XFORM_CPU };
@@ -147,10 +121,8 @@ static enum status_code op_xform_params(struct dev_exec *x, const struct transfo
 enum status_code op_transform(struct dev_exec *x, const struct transform_params *p,
                               struct dev_buf *src, struct dev_buf *dst)
 {
-    /* Map's v2 fills an 8 KiB table per group first: below
-     * OP_XFORM_V2_MAP_MIN bytes v1 is faster. */
-    bool v2 = op_xform_gpu == OP_GPU_KERNEL_V2 &&
-              (p->op != XFORM_MAP || src->size >= op_xform_v2_map_min);
+    const struct dev_variants *v = &x->d->variants;
+    bool v2 = v->transform == DEV_VARIANT_V2 && (p->op != XFORM_MAP || src->size >= v->map_v2_min);
     int which = x->d->shape == DEV_SHAPE_CPU ? OP_XFORM_CPU
                 : v2                         ? OP_XFORM_GPU_V2
                                              : OP_XFORM_GPU_V1;

@@ -26,6 +26,7 @@
 #include "grpc/health/v1/health.pb-c.h"
 #include "grpc_frame.h"
 #include "listen.h"
+#include "monotonic.h"
 #include "rpc_bulk.h"
 #include "rpc_bulk_pin.h"
 #include "scheduler.h"
@@ -64,9 +65,7 @@ const struct rpc_method *rpc_method_at(size_t i)
 
 uint64_t rpc_now_ms(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+    return monotonic_ms();
 }
 
 /* --- deadlines ------------------------------------------------------------ */

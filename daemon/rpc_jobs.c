@@ -68,7 +68,7 @@ static uint64_t rpc_job_output_bytes(const struct job *job)
 {
     uint64_t len = job->in_len, total = 0;
     for (size_t i = 0; i < job->nsteps; i++) {
-        len = rpc_step_output_len(&job->steps[i], len);
+        len = job_step_output_len(&job->steps[i], len);
         if (job->steps[i].kind != STEP_HISTOGRAM)
             total = sat_add_u64(total, len);
     }

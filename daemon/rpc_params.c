@@ -17,8 +17,6 @@
 #include "sat.h"
 
 #define RPC_BYTE_MAX 255
-#define RPC_MAP_TABLE 256
-#define RPC_U8_BINS 256
 #define RPC_FIELD_MAX 48   /* "steps[63].histogram" and the like */
 
 static enum status_code rpc_invalid(char *err, size_t errlen, const char *fmt, ...)
@@ -105,10 +103,10 @@ enum status_code rpc_params_transform(const Amp__V1__TransformParams *p, const c
         return rpc_invalid(err, errlen, "%s.op: unknown transform op %d", f, (int)p->op);
     tp->op = (enum transform_op)op;
     if (op == XFORM_MAP) {
-        if (p->table.len != RPC_MAP_TABLE)
+        if (p->table.len != JOB_MAP_TABLE_LEN)
             return rpc_invalid(err, errlen, "%s.table must hold exactly %d bytes, got %zu", f,
-                               RPC_MAP_TABLE, p->table.len);
-        memcpy(tp->table, p->table.data, RPC_MAP_TABLE);
+                               JOB_MAP_TABLE_LEN, p->table.len);
+        memcpy(tp->table, p->table.data, JOB_MAP_TABLE_LEN);
     } else {
         if (p->value > RPC_BYTE_MAX)
             return rpc_invalid(err, errlen, "%s.value must be 0..%d, got %" PRIu32, f,
@@ -156,9 +154,9 @@ enum status_code rpc_params_histogram(const Amp__V1__HistogramParams *p, const c
         return rpc_invalid(err, errlen, "%s.type: unknown element type %d", f, (int)p->type);
     hp->type = (enum elem_type)t;
     if (t == ELEM_U8) {
-        if (p->bins != 0 && p->bins != RPC_U8_BINS)
-            return rpc_invalid(err, errlen, "%s.type: UINT8 histograms have %d bins", f, RPC_U8_BINS);
-        hp->bins = RPC_U8_BINS;
+        if (p->bins != 0 && p->bins != JOB_HIST_BYTE_BINS)
+            return rpc_invalid(err, errlen, "%s.type: UINT8 histograms have %d bins", f, JOB_HIST_BYTE_BINS);
+        hp->bins = JOB_HIST_BYTE_BINS;
         return STATUS_OK;
     }
     if (t == ELEM_I64)
@@ -199,17 +197,6 @@ enum status_code rpc_params_fill(const Amp__V1__FillParams *p, const char *f, si
     return STATUS_OK;
 }
 
-uint64_t rpc_step_output_len(const struct step *st, uint64_t len)
-{
-    switch (st->kind) {
-    case STEP_FILL: return sat_mul_u64(st->u.fill.count, elem_size(st->u.fill.type));
-    case STEP_REVERSE:
-    case STEP_TRANSFORM:
-    case STEP_HISTOGRAM: return len; /* a histogram passes its input on */
-    }
-    return len;
-}
-
 enum status_code rpc_params_device(const char *device, struct job *job, char *err, size_t errlen)
 {
     if (strlen(device) >= sizeof(job->device_req))
@@ -246,6 +233,6 @@ enum status_code rpc_params_step(const Amp__V1__Step *ps, size_t i, size_t max_d
     }
     if (code != STATUS_OK)
         return code;
-    *len = rpc_step_output_len(st, *len);
+    *len = job_step_output_len(st, *len);
     return STATUS_OK;
 }

@@ -37,10 +37,6 @@ enum status_code rpc_params_step(const Amp__V1__Step *ps, size_t i, size_t max_d
                                  size_t max_result, struct step *st, uint64_t *len, char *err,
                                  size_t errlen);
 
-/* Length of the data the step after st sees, given st saw len bytes
- * (saturating, sat.h). */
-uint64_t rpc_step_output_len(const struct step *st, uint64_t len);
-
 /* Copies the placement request into job->device_req; too long a string
  * cannot name a device and is refused here. */
 enum status_code rpc_params_device(const char *device, struct job *job, char *err, size_t errlen);

@@ -240,7 +240,7 @@ static bool runner_retire(struct runner *r, bool block)
 
 /* On stop: what is in flight finishes; queued and parked tasks are
  * cancelled, except CLOSE, which still frees its stream. */
-static void runner_drain(struct runner *r)
+static void runner_drain_tasks(struct runner *r)
 {
     while (runner_retire(r, true))
         ;
@@ -259,6 +259,12 @@ static void runner_drain(struct runner *r)
         runner_fail(t, STATUS_CANCELLED, "the daemon is shutting down");
         runner_hand_back(r, t);
     }
+}
+
+static void runner_drain(struct runner *r)
+{
+    runner_drain_tasks(r);
+    dev_stream_close_all(r->dev);   /* streams whose CLOSE has not come */
 }
 
 /* Something to do: a task to start (with room in flight), or a command
@@ -337,14 +343,19 @@ struct dev *runner_dev(struct runner *r)
     return r->dev;
 }
 
-void runner_stop(struct runner *r)
+void runner_stop_begin(struct runner *r)
 {
-    if (!r)
-        return;
     pthread_mutex_lock(&r->lock);
     r->stopping = true;
     pthread_cond_signal(&r->wake);
     pthread_mutex_unlock(&r->lock);
+}
+
+void runner_stop(struct runner *r)
+{
+    if (!r)
+        return;
+    runner_stop_begin(r);
     pthread_join(r->thread, NULL);
     /* Every task is finished, but drivers may still be inside callbacks. */
     pthread_mutex_lock(&r->lock);

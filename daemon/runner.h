@@ -32,9 +32,12 @@ size_t runner_load(struct runner *r);
 
 struct dev *runner_dev(struct runner *r);
 
-/* Finishes the tasks in flight, completes queued ones with
- * STATUS_CANCELLED (a CLOSE still frees its stream), joins the thread and
- * frees r. */
+/* Asks r to stop without waiting for it: it finishes the tasks in flight
+ * and completes queued ones with STATUS_CANCELLED (a CLOSE still frees its
+ * stream), as runner_stop() does, so several runners can drain at once. */
+void runner_stop_begin(struct runner *r);
+/* runner_stop_begin() if not yet asked, then joins the thread and frees r.
+ * NULL is a no-op. */
 void runner_stop(struct runner *r);
 
 #endif

@@ -296,16 +296,15 @@ void sched_stream_end(struct sched_port *p, bool ok)
 
 static void sched_push_done(struct sched_port *p, struct task *t);
 
-/* Shutting down: no runner is left to race with, so CLOSE frees the
- * device side here; anything else is cancelled. */
+/* Shutting down: the runners are gone. A CLOSE has nothing left to free
+ * (a stopping runner frees every stream's device side, so the loop never
+ * releases OpenCL buffers); anything else is cancelled. */
 static void sched_finish_here(struct sched_port *p, struct task *t)
 {
     t->out_len = 0;
     t->msg[0] = '\0';
     t->status = STATUS_OK;
-    if (t->kind == TASK_CLOSE)
-        dev_stream_close(t->job);
-    else {
+    if (t->kind != TASK_CLOSE) {
         t->status = STATUS_CANCELLED;
         snprintf(t->msg, sizeof t->msg, "the daemon is shutting down");
     }
@@ -509,6 +508,9 @@ void sched_stop(struct sched *s)
     uv_rwlock_wrlock(&s->life);
     host_pool_stop(s->host);   /* runs what is queued: tiny jobs */
     s->host = NULL;
+    for (size_t i = 0; i < s->ndevs; i++)   /* every device drains at once */
+        if (s->runners[i])
+            runner_stop_begin(s->runners[i]);
     for (size_t i = 0; i < s->ndevs; i++) {
         runner_stop(s->runners[i]);   /* completions reach their ports */
         s->runners[i] = NULL;

@@ -1,7 +1,7 @@
 /* stage.c: stage latency histograms (stage.h). */
 #include "stage.h"
 
-#include <time.h>
+#include "monotonic.h"
 
 static const char *const stage_names[STAGE_COUNT] = {
     [STAGE_REQUEST] = "request", [STAGE_QUEUE] = "queue", [STAGE_RUN] = "run",
@@ -10,9 +10,7 @@ static const char *const stage_names[STAGE_COUNT] = {
 
 uint64_t stage_now_ns(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    return monotonic_ns();
 }
 
 const char *stage_name(enum stage st)

@@ -5,7 +5,7 @@ const char *status_name(enum status_code code)
 {
     switch (code) {
 #define STATUS_CASE(name, value) case STATUS_##name: return #name;
-        STATUS_MAP(STATUS_CASE)
+        GRPC_STATUS_MAP(STATUS_CASE)
 #undef STATUS_CASE
     default: return "?";
     }

@@ -2,8 +2,9 @@
  *
  * Every layer that can refuse a request (decoding, validation, the device
  * runner) reports one of these plus a human message; the gRPC layer turns
- * them into grpc-status / grpc-message trailers. One list (STATUS_MAP)
- * makes the enum and the names, so a code and its name cannot drift.
+ * them into grpc-status / grpc-message trailers. One list
+ * (common/grpc_status.h, shared with the client) makes the enum and the
+ * names, so a code and its name cannot drift.
  */
 #ifndef AMPD_STATUS_H
 #define AMPD_STATUS_H
@@ -11,29 +12,11 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-/* gRPC's codes (doc/statuscodes.md), in order: XX(name, value). */
-#define STATUS_MAP(XX)               \
-    XX(OK, 0)                        \
-    XX(CANCELLED, 1)                 \
-    XX(UNKNOWN, 2)                   \
-    XX(INVALID_ARGUMENT, 3)          \
-    XX(DEADLINE_EXCEEDED, 4)         \
-    XX(NOT_FOUND, 5)                 \
-    XX(ALREADY_EXISTS, 6)            \
-    XX(PERMISSION_DENIED, 7)         \
-    XX(RESOURCE_EXHAUSTED, 8)        \
-    XX(FAILED_PRECONDITION, 9)       \
-    XX(ABORTED, 10)                  \
-    XX(OUT_OF_RANGE, 11)             \
-    XX(UNIMPLEMENTED, 12)            \
-    XX(INTERNAL, 13)                 \
-    XX(UNAVAILABLE, 14)              \
-    XX(DATA_LOSS, 15)                \
-    XX(UNAUTHENTICATED, 16)
+#include "grpc_status.h"
 
 enum status_code {
 #define STATUS_ENUM(name, value) STATUS_##name = value,
-    STATUS_MAP(STATUS_ENUM)
+    GRPC_STATUS_MAP(STATUS_ENUM)
 #undef STATUS_ENUM
     STATUS_CODE_COUNT
 };

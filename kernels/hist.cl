@@ -10,8 +10,8 @@
  *    different banks), one partial row per work-group. For 256 bins there
  *    are other GPU kernels: hist256_bytes (8-bit counters per work-item,
  *    no atomics while counting) and hist256_inc (hist256_local without
- *    the run test: one atomic per byte); op_hist.c's OP_HIST256_GPU_KERNEL
- *    chooses.
+ *    the run test: one atomic per byte); the device's variants choose
+ *    (daemon/dev_internal.h).
  *  - histn_global (GPUs, bins too many for local memory): global atomics
  *    into one row.
  *  - *_private / histn_rows (CPU devices): one work-item per contiguous
@@ -86,6 +86,7 @@ static inline void hist256_copies_out(__local const uint *h, uint lid, uint lsz,
     }
 }
 
+#if AMP_ALL_VARIANTS || HIST256_GPU != 3
 /* src + first is 16-byte aligned (the host splits at multiples of 16).
  * Copy c of bin b is at h[b * 32 + c] and work-item i uses copy i % 32, so
  * the 32 lanes of a warp always hit 32 different banks whatever their bins
@@ -123,8 +124,10 @@ __kernel void hist256_local(__global const uchar *src, ulong first, ulong count,
     barrier(CLK_LOCAL_MEM_FENCE);
     hist256_copies_out(h, lid, lsz, partials + (ulong)get_group_id(0) * 256);
 }
+#endif
 
-/* GPUs, third kernel (OP_HIST256_GPU_KERNEL V3): hist256_local's copies
+#if AMP_ALL_VARIANTS || HIST256_GPU == 3
+/* GPUs, third kernel (variant 3): hist256_local's copies
  * and loads without the run test: one atomic increment per byte, one
  * shared-memory access (hist256_bytes needs a load and a store,
  * hist256_local's run test ~7 instructions more). All-equal input costs
@@ -169,8 +172,9 @@ __kernel void hist256_inc(__global const uchar *src, ulong first, ulong count,
     barrier(CLK_LOCAL_MEM_FENCE);
     hist256_copies_out(h, lid, lsz, partials + (ulong)get_group_id(0) * 256);
 }
+#endif
 
-/* GPUs, second kernel (op_hist.c's OP_HIST256_GPU_KERNEL picks it): no
+/* GPUs, second kernel (variant 2): no
  * atomics while counting. Each work-item owns a column of 256 8-bit
  * counters in __local memory and increments them with a plain byte load,
  * add and store (one work-item per column, so no other lane touches them).
@@ -207,6 +211,7 @@ __kernel void hist256_inc(__global const uchar *src, ulong first, ulong count,
         B_CNT((x) >> 24);                                                       \
     } while (0)
 
+#if AMP_ALL_VARIANTS || HIST256_GPU == 2
 /* Sum of the 128 byte counters of bin b's row (each <= 255), clearing
  * them. Lanes start at different uint4s of their rows (8 per 128-byte
  * bank row) so that neighbouring lanes read different banks. Byte pairs
@@ -269,6 +274,7 @@ void hist256_bytes(__global const uchar *src, ulong first, ulong count,
     row[lid] = lo_total;
     row[lid + HIST256B_WG] = hi_total;
 }
+#endif
 
 /* One work-item per chunk of chunk bytes (a multiple of 16), counting into
  * four private sub-histograms by byte position, so that increments of one

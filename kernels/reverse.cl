@@ -52,6 +52,7 @@ static inline void rev_edges(__global const uchar *src, __global uchar *dst, ulo
         dst[nw * WORD + j] = src[r - 1 - j];
 }
 
+#if AMP_ALL_VARIANTS || REVERSE_GPU == 1
 /* GPUs: grid-stride, REV_UNROLL words per work-item and pass, word
  * w + k * global_size for k < REV_UNROLL, so every load and store of a
  * wavefront is one coalesced run. */
@@ -88,8 +89,10 @@ __kernel void reverse_bytes(__global const uchar *restrict src, __global uchar *
     if (get_global_id(0) == 0)
         rev_edges(src, dst, n);
 }
+#endif
 
-/* GPUs, second kernel (op_reverse.c's OP_REVERSE_GPU_KERNEL picks it):
+#if AMP_ALL_VARIANTS || REVERSE_GPU == 2
+/* GPUs, second kernel (the device's variants pick one, dev_internal.h):
  * per pass a work-group writes a tile of REV_UNROLL2 * local_size
  * consecutive output words, work-item i words tile + i + k * local_size,
  * groups striding over tiles; twice reverse_bytes' words in flight, a
@@ -131,6 +134,7 @@ __kernel void reverse_bytes_v2(__global const uchar *restrict src,
     if (get_global_id(0) == 0)
         rev_edges(src, dst, n);
 }
+#endif
 
 /* CPU devices: one contiguous run of chunk words per work-item (a
  * work-item is a loop on one core, where a stride would defeat the caches

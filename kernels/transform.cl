@@ -120,8 +120,7 @@ static inline uint4 swar_add(uint4 a, uint4 b)
                 XFORM_WORD(w + k * g, v[k], uint4, OPW, OPS);                         \
     }
 
-/* GPUs, second kernel (transform_OP_v2; op_transform.c's
- * OP_XFORM_GPU_KERNEL picks it): per pass a work-group takes a tile of
+/* GPUs, second kernel (transform_OP_v2, variant 2): per pass a work-group takes a tile of
  * XFORM_UNROLL2 * local_size consecutive words, work-item i words
  * tile + i + k * local_size, and groups stride over tiles. Against
  * transform_OP: twice the words in flight per work-item, a group's loads all
@@ -166,11 +165,24 @@ static inline uint4 swar_add(uint4 a, uint4 b)
     __global const uchar *src, __global uchar *dst, ulong n, ulong lo, ulong hi,      \
         ulong w0, ulong w1, ulong chunk, __constant uchar *params
 
-/* transform_OP and transform_OP_v2 for GPUs (chunk is 0),
+/* transform_OP and transform_OP_v2 for GPUs (chunk is 0), each built
+ * where the device's variants ask for it (dev_internal.h), and
  * transform_OP_chunk for CPU devices. */
+#if AMP_ALL_VARIANTS || XFORM_GPU == 1
+#define XFORM_KERNEL_V1(NAME, OPW, OPS)                                               \
+    __kernel void transform_##NAME(XFORM_ARGS) { XFORM_GRID(OPW, OPS) }
+#else
+#define XFORM_KERNEL_V1(NAME, OPW, OPS)
+#endif
+#if AMP_ALL_VARIANTS || XFORM_GPU == 2
+#define XFORM_KERNEL_V2(NAME, OPW, OPS)                                               \
+    __kernel void transform_##NAME##_v2(XFORM_ARGS) { XFORM_TILE(OPW, OPS) }
+#else
+#define XFORM_KERNEL_V2(NAME, OPW, OPS)
+#endif
 #define XFORM_KERNELS(NAME, OPV, OPW, OPS)                                            \
-    __kernel void transform_##NAME(XFORM_ARGS) { XFORM_GRID(OPW, OPS) }               \
-    __kernel void transform_##NAME##_v2(XFORM_ARGS) { XFORM_TILE(OPW, OPS) }          \
+    XFORM_KERNEL_V1(NAME, OPW, OPS)                                                   \
+    XFORM_KERNEL_V2(NAME, OPW, OPS)                                                   \
     __kernel void transform_##NAME##_chunk(XFORM_ARGS) { XFORM_CHUNK(OPV, OPS) }
 
 XFORM_KERNELS(add, OPV_ADD, OPW_ADD, OPS_ADD)
@@ -180,7 +192,8 @@ XFORM_KERNELS(or, OPV_OR, OPW_OR, OPS_OR)
 XFORM_KERNELS(set, OPV_SET, OPW_SET, OPS_SET)
 
 /* The table in __local memory: a constant cache serialises lanes that look
- * up different entries. */
+ * up different entries. Every device builds it: smaller maps run it
+ * whichever variant the others are. */
 __kernel void transform_map(XFORM_ARGS)
 {
     __local uchar tab[256];
@@ -190,6 +203,7 @@ __kernel void transform_map(XFORM_ARGS)
     XFORM_GRID(OPW_MAP, OPS_MAP)
 }
 
+#if AMP_ALL_VARIANTS || XFORM_GPU == 2
 /* The table once per bank: entry b for lane l is byte
  * (b & ~3) * 32 + 4 * l + (b & 3) of tabr, in bank l whatever b, so a
  * warp's 32 lookups are one conflict-free access (a single 256-byte table
@@ -208,6 +222,7 @@ __kernel void transform_map_v2(XFORM_ARGS)
         __constant const uchar *e = params + TABLE_AT + 4 * (i / 32);
         tabr[i] = (uint)e[0] | (uint)e[1] << 8 | (uint)e[2] << 16 | (uint)e[3] << 24;
     }
+#endif
     barrier(CLK_LOCAL_MEM_FENCE);
     const uint lane4 = (get_local_id(0) % 32) * 4;
     XFORM_TILE(OPW_MAPR, OPS_MAPR)

@@ -1,6 +1,8 @@
-/* test_dev_exec.c: dev_exec.c's refusals on the default OpenCL device: a
- * command touching more buffers than its hazards can track fails the job
- * INTERNAL with the count, before anything is enqueued. */
+/* test_dev_exec.c: the device layer's own rules on the default OpenCL
+ * device: the serving build leaves the GPU kernel variants out until a
+ * test or bench asks for them; a command touching more buffers than its
+ * hazards can track fails the job INTERNAL with the count, before anything
+ * is enqueued. */
 #include <check.h>
 #include <stdio.h>
 #include <string.h>
@@ -8,6 +10,28 @@
 #include "check_run.h"
 #include "dev_fixture.h"
 #include "dev_internal.h"
+
+START_TEST(variants_built_only_when_asked)
+{
+    static const char *const variants[] = { "reverse_bytes", "transform_add", "transform_set",
+                                            "hist256_local", "hist256_bytes" };
+    static const char *const serving[] = { "reverse_bytes_v2", "transform_add_v2",
+                                           "transform_map", "transform_map_v2", "hist256_inc",
+                                           "batch_run" };
+    struct dev *d = fixture_dev();
+    for (size_t i = 0; i < sizeof variants / sizeof variants[0]; i++)
+        ck_assert_msg(!dev_kernel(d, variants[i]), "%s built at start", variants[i]);
+    for (size_t i = 0; i < sizeof serving / sizeof serving[0]; i++)
+        ck_assert_msg(dev_kernel(d, serving[i]), "%s missing", serving[i]);
+    struct dev_variants v = DEV_VARIANTS_SERVING;
+    v.reverse = DEV_VARIANT_V1;
+    fixture_variants(v);
+    for (size_t i = 0; i < sizeof variants / sizeof variants[0]; i++)
+        ck_assert_msg(dev_kernel(d, variants[i]), "%s not built on request", variants[i]);
+    ck_assert_int_eq(d->variants.reverse, DEV_VARIANT_V1);
+    fixture_variants(DEV_VARIANTS_SERVING);
+}
+END_TEST
 
 START_TEST(too_many_buffers_refused)
 {
@@ -45,6 +69,7 @@ int main(void)
     Suite *s = suite_create("dev_exec");
     TCase *tc = tcase_create("exec");
     tcase_add_unchecked_fixture(tc, NULL, fixture_close);
+    tcase_add_test(tc, variants_built_only_when_asked);
     tcase_add_test(tc, too_many_buffers_refused);
     suite_add_tcase(s, tc);
     return check_run(s, CK_NOFORK);

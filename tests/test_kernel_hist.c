@@ -66,17 +66,17 @@ static void expect_hist(const struct hist_result *got, const struct hist_result 
                   (unsigned long long)want->above, (unsigned long long)want->nan);
 }
 
-/* The kernels a shape runs: for bytes, the GPU shape has three (op_hist.c's
- * OP_HIST256_GPU_KERNEL), all checked whichever is the default. */
+/* The kernels a shape runs: for bytes, the GPU shape has three (the
+ * device's variants), all checked whichever is the daemon's. */
 static const struct {
     enum dev_shape shape;
-    enum op_gpu_kernel kernel;
+    enum dev_variant kernel;
     const char *name;
 } configs[] = {
-    {DEV_SHAPE_CPU, OP_GPU_KERNEL_V1, "cpu shape"},
-    {DEV_SHAPE_GPU, OP_GPU_KERNEL_V1, "gpu shape, hist256_local"},
-    {DEV_SHAPE_GPU, OP_GPU_KERNEL_V2, "gpu shape, hist256_bytes"},
-    {DEV_SHAPE_GPU, OP_GPU_KERNEL_V3, "gpu shape, hist256_inc"},
+    {DEV_SHAPE_CPU, DEV_VARIANT_V1, "cpu shape"},
+    {DEV_SHAPE_GPU, DEV_VARIANT_V1, "gpu shape, hist256_local"},
+    {DEV_SHAPE_GPU, DEV_VARIANT_V2, "gpu shape, hist256_bytes"},
+    {DEV_SHAPE_GPU, DEV_VARIANT_V3, "gpu shape, hist256_inc"},
 };
 
 /* Checks data against the reference under every kernel shape. */
@@ -87,13 +87,14 @@ static void check_hist(const struct hist_params *p, const void *data, size_t len
     ck_assert_int_eq(host_step_hist(p, data, len, &want), 0);
     struct dev *d = fixture_dev();
     enum dev_shape own = d->shape;
-    enum op_gpu_kernel own_kernel = op_hist256_gpu_kernel_for_test(OP_GPU_KERNEL_V1);
+    struct dev_variants own_kernels = d->variants, v = d->variants;
     for (size_t c = 0; c < sizeof configs / sizeof configs[0]; c++) {
         /* Other types have one GPU kernel: V2.. would repeat V1. */
-        if (configs[c].kernel != OP_GPU_KERNEL_V1 && p->type != ELEM_U8)
+        if (configs[c].kernel != DEV_VARIANT_V1 && p->type != ELEM_U8)
             continue;
         dev_set_shape_for_test(d, configs[c].shape);
-        op_hist256_gpu_kernel_for_test(configs[c].kernel);
+        v.hist256 = configs[c].kernel;
+        fixture_variants(v);
         struct job *job = run_hist(p, data, len);
         char label[160];
         snprintf(label, sizeof label, "%s (%s)", what, configs[c].name);
@@ -102,7 +103,7 @@ static void check_hist(const struct hist_params *p, const void *data, size_t len
         job_free(job);
     }
     dev_set_shape_for_test(d, own);
-    op_hist256_gpu_kernel_for_test(own_kernel);
+    fixture_variants(own_kernels);
     free(want.counts);
 }
 

@@ -116,11 +116,10 @@ START_TEST(both_access_patterns)
      * whatever this device is. */
     struct dev *d = fixture_dev();
     enum dev_shape own = d->shape;
-    enum op_gpu_kernel own_kernel = op_reverse_gpu_kernel_for_test(OP_GPU_KERNEL_V1);
-    /* Both GPU kernels (op_reverse.c's OP_REVERSE_GPU_KERNEL), then CPU. */
+    struct dev_variants own_kernels = d->variants, v = d->variants;
+    /* Both GPU kernels (the device's variants), then CPU. */
     const enum dev_shape shapes[] = {DEV_SHAPE_GPU, DEV_SHAPE_GPU, DEV_SHAPE_CPU};
-    const enum op_gpu_kernel kernels[] = {OP_GPU_KERNEL_V1, OP_GPU_KERNEL_V2,
-                                          OP_GPU_KERNEL_V1};
+    const enum dev_variant kernels[] = {DEV_VARIANT_V1, DEV_VARIANT_V2, DEV_VARIANT_V1};
     /* Inputs long enough for several grid-stride passes (and several of
      * reverse_bytes_v2's 2048-word tiles per group, with a partial last
      * one), then n % 16 of 0..15 in turn (the GPU kernels pick source
@@ -131,7 +130,8 @@ START_TEST(both_access_patterns)
         lens[8 + r] = 16 * 40 + r;
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
         dev_set_shape_for_test(d, shapes[s]);
-        op_reverse_gpu_kernel_for_test(kernels[s]);
+        v.reverse = kernels[s];
+        fixture_variants(v);
         for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++)
             check_reverse(lens[i], 300 + i);
         /* Launches capped below one group per tile: groups stride. */
@@ -142,7 +142,7 @@ START_TEST(both_access_patterns)
         dev_set_launch_items_max_for_test(d, saved);
     }
     dev_set_shape_for_test(d, own);
-    op_reverse_gpu_kernel_for_test(own_kernel);
+    fixture_variants(own_kernels);
 }
 END_TEST
 

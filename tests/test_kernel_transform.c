@@ -153,15 +153,15 @@ START_TEST(both_access_patterns)
      * a sub-range and out of place, whatever this device is. */
     struct dev *d = fixture_dev();
     enum dev_shape own = d->shape;
-    enum op_gpu_kernel own_kernel = op_transform_gpu_kernel_for_test(OP_GPU_KERNEL_V1);
-    size_t own_map_min = op_transform_map_v2_min_for_test(0);
-    /* Both GPU kernels (op_transform.c's OP_XFORM_GPU_KERNEL), then CPU. */
+    struct dev_variants own_kernels = d->variants, v = d->variants;
+    v.map_v2_min = 0;   /* small maps reach v2 too */
+    /* Both GPU kernels (the device's variants), then CPU. */
     const enum dev_shape shapes[] = {DEV_SHAPE_GPU, DEV_SHAPE_GPU, DEV_SHAPE_CPU};
-    const enum op_gpu_kernel kernels[] = {OP_GPU_KERNEL_V1, OP_GPU_KERNEL_V2,
-                                          OP_GPU_KERNEL_V1};
+    const enum dev_variant kernels[] = {DEV_VARIANT_V1, DEV_VARIANT_V2, DEV_VARIANT_V1};
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
         dev_set_shape_for_test(d, shapes[s]);
-        op_transform_gpu_kernel_for_test(kernels[s]);
+        v.transform = kernels[s];
+        fixture_variants(v);
         for (size_t o = 0; o < NOPS; o++) {
             struct transform_params p = params(all_ops[o], 0x77, 13, 300000);
             check_transform(&p, 300017, o);
@@ -188,8 +188,7 @@ START_TEST(both_access_patterns)
         check_transform(&m, (1u << 20) + 31, 99);
     }
     dev_set_shape_for_test(d, own);
-    op_transform_gpu_kernel_for_test(own_kernel);
-    op_transform_map_v2_min_for_test(own_map_min);
+    fixture_variants(own_kernels);
 }
 END_TEST
 

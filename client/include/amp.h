@@ -193,10 +193,13 @@ typedef enum amp_type {
     AMP_TYPE_UINT8 = 1, AMP_TYPE_UINT32, AMP_TYPE_INT32, AMP_TYPE_FLOAT32, AMP_TYPE_INT64
 } amp_type;
 
+/* Bytes of a map's lookup table: byte b becomes table[b]. */
+#define AMP_MAP_TABLE_LEN 256
+
 typedef struct amp_transform_params {
     amp_op op;
     uint8_t value;          /* add/xor/and/or/set operand */
-    const uint8_t *table;   /* map: table_len bytes (the daemon wants 256) */
+    const uint8_t *table;   /* map: table_len bytes (AMP_MAP_TABLE_LEN) */
     size_t table_len;
     uint64_t offset;        /* sub-range start */
     uint64_t length;        /* sub-range length, if has_length */

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dev_internal.h"
+
 static struct dev **fixture_devs;
 static size_t fixture_ndevs;
 
@@ -17,6 +19,15 @@ struct dev *fixture_dev(void)
         ck_assert_uint_ge(fixture_ndevs, 1);
     }
     return fixture_devs[0];
+}
+
+struct dev_variants fixture_variants(struct dev_variants v)
+{
+    struct dev *d = fixture_dev();
+    struct dev_variants was = d->variants;
+    char err[512] = "";
+    ck_assert_msg(dev_set_variants_for_test(d, &v, err, sizeof err) == 0, "variants: %s", err);
+    return was;
 }
 
 void fixture_close(void)

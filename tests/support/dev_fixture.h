@@ -12,6 +12,11 @@
 
 /* The default device (index 0); aborts the test if none opens. */
 struct dev *fixture_dev(void);
+/* Makes the default device run the GPU kernels v names (building them if
+ * it has only the serving ones) and returns what it ran before. */
+struct dev_variants;
+struct dev_variants fixture_variants(struct dev_variants v);
+
 /* Closes what fixture_dev() opened (call from an unchecked teardown). */
 void fixture_close(void);
 
