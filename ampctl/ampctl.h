@@ -28,6 +28,8 @@ enum {
 /* Inputs at least this large (and inputs of unknown size, e.g. a pipe,
  * that reach it) are streamed in chunks instead of sent in one message. */
 #define AMPCTL_STREAM_THRESHOLD (16u * 1024 * 1024)
+/* The longest bearer token ampctl reads, with its NUL. */
+#define AMPCTL_TOKEN_MAX 1024
 
 /* --transport: how data reaches the daemon. */
 enum ampctl_transport {
@@ -43,7 +45,9 @@ struct ampctl {
     uint64_t stream_threshold; /* --stream-threshold, default AMPCTL_STREAM_THRESHOLD */
     int no_progress;     /* --no-progress */
     enum ampctl_transport transport; /* --transport */
-    amp_connect_opts connect; /* --tls* options, and --timeout as its timeout_ms */
+    amp_connect_opts connect; /* --tls* options, --timeout as its timeout_ms, token */
+    const char *token_file;   /* --token-file, else $AMP_TOKEN_FILE; NULL: none */
+    char token[AMPCTL_TOKEN_MAX]; /* read from it: connect.token points here */
     amp_conn *conn;      /* opened by ampctl_connect(), closed by main */
 };
 
@@ -76,6 +80,11 @@ extern const char ampctl_help_short_options[];
 
 /* Connects ctx->conn if not yet connected. Returns AMPCTL_OK or an exit code. */
 int ampctl_connect(struct ampctl *ctx);
+
+/* Completes ctx->connect for connections a command opens itself (bench):
+ * the address checked and the token file read, once. Returns AMPCTL_OK or
+ * an exit code. */
+int ampctl_connect_prepare(struct ampctl *ctx);
 
 /* Reports a failed library call rc ("ampctl: <message>") and returns the
  * exit code it maps to. */
@@ -118,6 +127,12 @@ int lift_options(const struct lift_set *own, const struct lift_set *common, int 
 /* The name of names nearest to typed when it is close enough to be a typo
  * of it (a few edits, a swap of neighbours, or a prefix), else NULL. */
 const char *suggest_nearest(const char *typed, const char *const *names, size_t n);
+
+/* token.c: reads the token of the file at path (TOKEN or NAME TOKEN on
+ * its first line that is not blank or a comment) into token. Returns
+ * AMPCTL_OK, AMPCTL_EIO (cannot read it) or AMPCTL_EUSAGE (no token in
+ * it), the reason printed. */
+int token_read(const char *path, char *token, size_t tokenlen);
 
 /* --- io.c ----------------------------------------------------------------- */
 

@@ -386,6 +386,9 @@ static int bench_run(struct ampctl *ctx, int argc, char **argv)
     int rc = bench_parse(argc, argv, &a);
     if (rc >= 0)
         return rc;
+    rc = ampctl_connect_prepare(ctx);
+    if (rc != AMPCTL_OK)
+        return rc;
     struct bench_worker *w = calloc(a.connections, sizeof(*w));
     if (!w) {
         ampctl_error("out of memory");

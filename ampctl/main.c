@@ -12,11 +12,13 @@
 #include "ampctl.h"
 
 #define AMPCTL_ENV_ADDRESS "AMP_ADDRESS"
+#define AMPCTL_ENV_TOKEN_FILE "AMP_TOKEN_FILE"
 #define AMPCTL_PROG "ampctl"
 #define AMPCTL_ARGV0_MAX 64
 /* getopt values of the options that have no short form */
 enum { AMPCTL_OPT_THRESHOLD = 256, AMPCTL_OPT_NO_PROGRESS, AMPCTL_OPT_TRANSPORT, AMPCTL_OPT_TLS,
-       AMPCTL_OPT_TLS_CA, AMPCTL_OPT_TLS_CERT, AMPCTL_OPT_TLS_KEY, AMPCTL_OPT_TLS_NAME };
+       AMPCTL_OPT_TLS_CA, AMPCTL_OPT_TLS_CERT, AMPCTL_OPT_TLS_KEY, AMPCTL_OPT_TLS_NAME,
+       AMPCTL_OPT_TOKEN_FILE };
 
 const struct ampctl_cmd *const ampctl_cmds[] = {
     &cmd_reverse, &cmd_transform, &cmd_hist,   &cmd_fill,       &cmd_pipeline,
@@ -39,6 +41,7 @@ const struct option ampctl_options[] = {
     { "tls-cert", required_argument, NULL, AMPCTL_OPT_TLS_CERT },
     { "tls-key", required_argument, NULL, AMPCTL_OPT_TLS_KEY },
     { "tls-server-name", required_argument, NULL, AMPCTL_OPT_TLS_NAME },
+    { "token-file", required_argument, NULL, AMPCTL_OPT_TOKEN_FILE },
     { NULL, 0, NULL, 0 },
 };
 
@@ -69,6 +72,10 @@ static void ampctl_usage(FILE *f)
             "      --tls-server-name NAME\n"
             "                      the name the daemon's certificate must carry\n"
             "                      (default: the address's host); implies --tls\n"
+            "      --token-file FILE\n"
+            "                      send the bearer token in FILE (TOKEN, or NAME TOKEN as\n"
+            "                      in ampd's --token-file) with every call; ampd wants\n"
+            "                      one on TCP (default $%s)\n"
             "  -d, --device SEL    device for jobs: gpu, cpu or an index from `devices`\n"
             "                      (default: the daemon's choice)\n"
             "  -t, --timeout DUR   deadline per call and for connecting: 500ms, 2s, 1m;\n"
@@ -94,7 +101,7 @@ static void ampctl_usage(FILE *f)
             "`-o -` asks for it.\n"
             "\n"
             "Commands:\n",
-            AMPCTL_ENV_ADDRESS, AMP_DEFAULT_ADDRESS, AMP_CONNECT_TIMEOUT_MS);
+            AMPCTL_ENV_ADDRESS, AMP_DEFAULT_ADDRESS, AMPCTL_ENV_TOKEN_FILE, AMP_CONNECT_TIMEOUT_MS);
     for (size_t i = 0; i < AMPCTL_NCMDS; i++)
         fprintf(f, "  %-10s %s\n", ampctl_cmds[i]->name, ampctl_cmds[i]->summary);
     fprintf(f,
@@ -186,12 +193,28 @@ static int ampctl_check_address(const char *text)
     return AMPCTL_OK;
 }
 
+int ampctl_connect_prepare(struct ampctl *ctx)
+{
+    /* A malformed address is a usage error (2), not a connection failure (3). */
+    int rc = ampctl_check_address(ctx->address);
+    if (rc != AMPCTL_OK)
+        return rc;
+    /* Read only by commands that connect, so that a bad file does not
+     * stop `ampctl completion`. */
+    if (ctx->token_file && ctx->token_file[0] && !ctx->connect.token) {
+        rc = token_read(ctx->token_file, ctx->token, sizeof ctx->token);
+        if (rc != AMPCTL_OK)
+            return rc;
+        ctx->connect.token = ctx->token;
+    }
+    return AMPCTL_OK;
+}
+
 int ampctl_connect(struct ampctl *ctx)
 {
     if (ctx->conn)
         return AMPCTL_OK;
-    /* A malformed address is a usage error (2), not a connection failure (3). */
-    int rc = ampctl_check_address(ctx->address);
+    int rc = ampctl_connect_prepare(ctx);
     if (rc != AMPCTL_OK)
         return rc;
     rc = amp_connect_with(ctx->address, &ctx->connect, &ctx->conn);
@@ -264,6 +287,7 @@ static int ampctl_parse_common(struct ampctl *ctx, int argc, char **argv)
         case AMPCTL_OPT_TLS_CERT: ctx->connect.tls_cert = optarg; break;
         case AMPCTL_OPT_TLS_KEY: ctx->connect.tls_key = optarg; break;
         case AMPCTL_OPT_TLS_NAME: ctx->connect.tls_server_name = optarg; break;
+        case AMPCTL_OPT_TOKEN_FILE: ctx->token_file = optarg; break;
         case 'h': ampctl_usage(stdout); return AMPCTL_OK;
         case 'V': printf(AMPCTL_PROG " %s\n", AMP_VERSION); return AMPCTL_OK;
         default: return ampctl_bad_option(NULL);
@@ -352,6 +376,7 @@ int main(int argc, char **argv)
     ctx.address = getenv(AMPCTL_ENV_ADDRESS);
     if (!ctx.address || !*ctx.address)
         ctx.address = AMP_DEFAULT_ADDRESS;
+    ctx.token_file = getenv(AMPCTL_ENV_TOKEN_FILE);
     argv[0] = AMPCTL_PROG;
     int rc = ampctl_parse_common(&ctx, argc, argv);
     if (rc >= 0)

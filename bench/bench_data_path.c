@@ -343,7 +343,8 @@ static void dp_ampd_args(struct dp_ampd *am, const struct dp_opts *o)
     snprintf(am->tcp, sizeof am->tcp, "127.0.0.1:%d", dp_free_port());
     snprintf(am->args[0], sizeof am->args[0], "%" PRIu64, msg);
     snprintf(am->args[1], sizeof am->args[1], "%" PRIu64, mem);
-    const char *argv[] = {"--listen", am->tcp, "--max-message-bytes", am->args[0],
+    const char *argv[] = {"--listen", am->tcp, "--tcp-require-token", "off",
+                          "--max-message-bytes", am->args[0],
                           "--max-job-memory", am->args[1], "--max-connection-memory",
                           am->args[1], NULL};
     memcpy(am->argv, argv, sizeof argv);

@@ -435,8 +435,16 @@ int call_submit(amp_conn *c, struct call *call, const char *path, int timeout_ms
         CALL_NV("te", "trailers"),
         CALL_NV("user-agent", CALL_USER_AGENT),
         CALL_NV("grpc-timeout", timeout),
+        CALL_NV("authorization", ""),
     };
-    size_t nnv = sizeof nv / sizeof nv[0] - (timeout_ms > 0 ? 0 : 1);
+    size_t nnv = sizeof nv / sizeof nv[0] - 2;
+    if (timeout_ms > 0)
+        nnv++;
+    if (c->authorization) {
+        /* A secret: never in HPACK's table (RFC 7541 7.1.3). */
+        nv[nnv] = (nghttp2_nv)CALL_NV("authorization", c->authorization);
+        nv[nnv++].flags = NGHTTP2_NV_FLAG_NO_INDEX;
+    }
     nghttp2_data_provider body = { .source = { .ptr = call }, .read_callback = call_read_body };
     int32_t id = nghttp2_submit_request(c->h2, NULL, nv, nnv, &body, NULL);
     if (id < 0) {

@@ -227,6 +227,26 @@ static void conn_shut(amp_conn *c)
     c->sent = 0;
 }
 
+/* The authorization header for amp_connect_opts.token (NULL or "": none),
+ * checked to be a header value that cannot end or split the header. */
+static int conn_token_set(amp_conn *c, const amp_connect_opts *o)
+{
+    const char *token = o && ABI_HAS(o, amp_connect_opts, token) ? o->token : NULL;
+    if (!token || !token[0])
+        return 0;
+    for (const char *p = token; *p; p++)
+        if (*p <= ' ' || *p > '~')
+            return conn_fail(c, AMP_EINVAL,
+                             "opts.token must be visible ASCII without spaces (byte %zu is not)",
+                             (size_t)(p - token));
+    size_t n = strlen(CONN_BEARER) + strlen(token) + 1;
+    c->authorization = malloc(n);
+    if (!c->authorization)
+        return AMP_ENOMEM;
+    snprintf(c->authorization, n, "%s%s", CONN_BEARER, token);
+    return 0;
+}
+
 int amp_connect_with(const char *address, const amp_connect_opts *o, amp_conn **out)
 {
     if (!out) {
@@ -253,6 +273,8 @@ int amp_connect_with(const char *address, const amp_connect_opts *o, amp_conn **
         rc = tls_client_opts_set(&c->tls_opts, o);
     }
     if (rc == 0)
+        rc = conn_token_set(c, o);
+    if (rc == 0)
         rc = conn_open(c);
     if (rc != 0) {
         if (rc != AMP_ENOMEM)
@@ -277,6 +299,7 @@ void amp_close(amp_conn *c)
     async_close(c);
     conn_shut(c);
     tls_client_opts_free(&c->tls_opts);
+    free(c->authorization);
     free(c->out);
     free(c->in);
     free(c->address);

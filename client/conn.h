@@ -20,6 +20,7 @@
 #define CONN_READ_CHUNK (256 * 1024) /* bytes read from the socket at once */
 #define CONN_FRAME_IOV 16            /* iovecs of one borrowed DATA frame, header included */
 #define CONN_FRAME_HD 9              /* an HTTP/2 frame header */
+#define CONN_BEARER "Bearer "        /* amp_connect_opts.token's scheme (RFC 6750) */
 
 struct call;
 struct region_link;
@@ -30,6 +31,7 @@ struct amp_conn {
     int no_reconnect;      /* amp_connect_opts.no_reconnect */
     int fd;                /* non-blocking socket, owned */
     struct tls_client_opts tls_opts; /* amp_connect_opts.tls*, copied: each (re)open uses them */
+    char *authorization;   /* "Bearer TOKEN" from amp_connect_opts.token, owned; NULL: none */
     struct tls_pipe *tls;  /* TLS connections: what the socket carries is its ciphertext; owned */
     uint64_t tls_unsent;   /* plaintext bytes sealed into tls, none of whose ciphertext has gone
                               yet: they count in sent once any of it has (conn_sent_mark) */

@@ -23,8 +23,8 @@
 #define CONFIG_MS_PER_S 1000
 #define CONFIG_HELP_COLUMN 28
 
-enum config_kind { CFG_LISTEN, CFG_DEVICE, CFG_GROUP, CFG_PATH, CFG_U64, CFG_U32, CFG_SECONDS,
-                   CFG_MODE, CFG_SWITCH, CFG_LOG_LEVEL, CFG_HOST_PORT };
+enum config_kind { CFG_LISTEN, CFG_DEVICE, CFG_GROUP, CFG_PATH, CFG_LIST, CFG_U64, CFG_U32,
+                   CFG_SECONDS, CFG_MODE, CFG_SWITCH, CFG_LOG_LEVEL, CFG_HOST_PORT };
 
 struct config_opt {
     const char *name;
@@ -48,6 +48,21 @@ static const struct config_opt config_opts[] = {
     { "tls-client-ca", "FILE", CFG_PATH, CFG_OFF(tls_client_ca), 0, 0,
       "PEM CAs: tls: clients must show a certificate one of them\n"
       "                            signed (default: none asked); re-read on SIGHUP" },
+    { "token-file", "FILE", CFG_PATH, CFG_OFF(token_file), 0, 0,
+      "bearer tokens, one \"NAME TOKEN\" a line, that calls send as\n"
+      "                            \"authorization: Bearer TOKEN\"; re-read on SIGHUP" },
+    { "tcp-require-token", "on|off", CFG_SWITCH, CFG_OFF(tcp_require_token), 0, 1,
+      "calls on TCP listeners, loopback too, need a token from\n"
+      "                            --token-file; health checks never do (default on)" },
+    { "allow-plaintext-network", "on|off", CFG_SWITCH, CFG_OFF(allow_plaintext_network), 0, 1,
+      "allow TCP listeners without TLS beyond loopback: the network\n"
+      "                            is trusted (default off)" },
+    { "allow-uid", "LIST", CFG_LIST, CFG_OFF(allow_uid), 0, 0,
+      "Unix-socket clients allowed: users or uids, comma-separated\n"
+      "                            (default: anyone the socket file lets in)" },
+    { "allow-gid", "LIST", CFG_LIST, CFG_OFF(allow_gid), 0, 0,
+      "Unix-socket clients allowed by a group (primary or\n"
+      "                            supplementary): groups or gids, comma-separated" },
     { "device", "SEL", CFG_DEVICE, CFG_OFF(device), 0, 0,
       "default device: an index, \"gpu\" or \"cpu\" (default: the first GPU)" },
     { "max-message-bytes", "N", CFG_U64, CFG_OFF(max_message_bytes), 1,
@@ -63,6 +78,12 @@ static const struct config_opt config_opts[] = {
       "                            input and output, replies not yet read (default 1G)" },
     { "max-connection-memory", "N", CFG_U64, CFG_OFF(max_connection_memory), 1, UINT64_MAX,
       "the same bytes, for one connection (default: max-job-memory / 4)" },
+    { "max-client-streams", "N", CFG_U32, CFG_OFF(max_client_streams), 0, UINT32_MAX,
+      "calls open at once per client: its token's name, else its\n"
+      "                            uid or address, over all its connections (default 0: no limit)" },
+    { "max-client-jobs", "N", CFG_U32, CFG_OFF(max_client_jobs), 0, UINT32_MAX,
+      "jobs queued or running per client, as above (default 0: no\n"
+      "                            limit; --max-jobs still bounds them all)" },
     { "max-peer-connections", "N", CFG_U32, CFG_OFF(max_peer_connections), 1, UINT32_MAX,
       "connections from one uid (Unix socket) or address (TCP) (default 64)" },
     { "request-timeout", "S", CFG_SECONDS, CFG_OFF(request_timeout_ms), 0,
@@ -122,9 +143,9 @@ static void config_usage(void)
            "  --config FILE             read \"key = value\" lines; keys are the long\n"
            "                            option names; the command line overrides them\n");
     for (size_t i = 0; i < CONFIG_NOPTS; i++) {
-        char flag[CONFIG_LINE_MAX];
-        int n = snprintf(flag, sizeof(flag), "--%s %s", config_opts[i].name, config_opts[i].arg);
-        if (n >= CONFIG_HELP_COLUMN - 2)   /* too wide: the help goes under it */
+        char flag[2 * CONFIG_HELP_COLUMN];
+        snprintf(flag, sizeof(flag), "--%s %s", config_opts[i].name, config_opts[i].arg);
+        if (strlen(flag) >= CONFIG_HELP_COLUMN - 2)   /* too wide: its help on the next line */
             printf("  %s\n%*s%s\n", flag, CONFIG_HELP_COLUMN, "", config_opts[i].help);
         else
             printf("  %-*s%s\n", CONFIG_HELP_COLUMN - 2, flag, config_opts[i].help);
@@ -236,8 +257,10 @@ static int config_set(struct config *cfg, const struct config_opt *o, const char
         snprintf(cfg->socket_group, sizeof(cfg->socket_group), "%s", value);
         return 0;
     case CFG_PATH:
+    case CFG_LIST:
         if (strlen(value) >= AMPD_PATH_MAX) {
-            snprintf(err, errlen, "--%s: the file name is too long", o->name);
+            snprintf(err, errlen, "--%s: the %s is too long", o->name,
+                     o->kind == CFG_PATH ? "file name" : "list");
             return -1;
         }
         snprintf((char *)cfg + o->offset, AMPD_PATH_MAX, "%s", value);
@@ -294,6 +317,7 @@ static void config_defaults(struct config *cfg)
     cfg->staging_bytes = AMPD_DEFAULT_STAGING_BYTES;
     cfg->chunk_bytes = AMPD_DEFAULT_CHUNK_BYTES;
     cfg->regions = 1;
+    cfg->tcp_require_token = 1;
     cfg->max_regions = AMPD_DEFAULT_MAX_REGIONS;
     cfg->max_region_bytes = AMPD_DEFAULT_MAX_REGION_BYTES;
     cfg->host_max_bytes = AMPD_DEFAULT_HOST_MAX_BYTES;

@@ -89,6 +89,14 @@ struct config {
     char tls_cert[AMPD_PATH_MAX];      /* PEM certificate chain for tls: listeners; "": none */
     char tls_key[AMPD_PATH_MAX];       /* its PEM private key; set exactly when tls_cert is */
     char tls_client_ca[AMPD_PATH_MAX]; /* PEM CAs for client certificates; "": none asked */
+    /* Who may call (auth.h). */
+    char token_file[AMPD_PATH_MAX];    /* "NAME TOKEN" lines; "": no tokens */
+    uint32_t tcp_require_token;        /* 1: TCP calls need a token (default) */
+    uint32_t allow_plaintext_network;  /* 1: plaintext TCP listeners beyond loopback allowed */
+    char allow_uid[AMPD_PATH_MAX];     /* Unix peers: users or uids, comma-separated; "": any */
+    char allow_gid[AMPD_PATH_MAX];     /* Unix peers: groups or gids, comma-separated; "": any */
+    uint32_t max_client_streams;       /* calls open per client (client_share.h); 0: no limit */
+    uint32_t max_client_jobs;          /* jobs queued or running per client; 0: no limit */
     uint32_t log_level;                /* enum log_level (log.h) */
     char metrics_listen[AMPD_ADDRESS_MAX]; /* HOST:PORT of the metrics listener; "": none */
     uint32_t metrics_allow_remote;     /* 1: metrics_listen may be other than loopback */

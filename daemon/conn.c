@@ -38,7 +38,8 @@ struct conn {
     size_t tls_writing;         /* ciphertext of the pipe's in the write in flight */
     struct budget budget;       /* what the session's calls hold; used is 0 once h2 is freed */
     char peer[LISTEN_PEER_MAX]; /* listen_fd_peer(): whose connection this is */
-    long uid;                   /* listen_sock_uid(): whose regions its calls may name */
+    struct auth_conn who;       /* conn_admit(): its uid (whose regions its calls may name),
+                                 * whether calls need a token; who.peer is peer */
     bool counted;               /* admitted: counts toward --max-connections until closed() */
     bool peer_counted;          /* and toward --max-peer-connections until it is leaving */
     bool writing;               /* a listen_sock_write() or _writev() is in flight */
@@ -66,7 +67,7 @@ static enum status_code conn_h2_start(struct h2_call *call, const char *path,
                                       enum h2_call_kind *kind, char *msg, size_t msglen, void *ctx)
 {
     struct conn *c = ctx;
-    return rpc_h2_start(call, path, kind, msg, msglen, c->set->env, c->uid);
+    return rpc_h2_start(call, path, kind, msg, msglen, c->set->env, &c->who);
 }
 
 static enum status_code conn_h2_message(struct h2_call *call, const uint8_t *msg, size_t len,
@@ -351,9 +352,11 @@ static const struct listen_sock_cbs conn_sock_cbs = {
 
 /* --- accept and drain ----------------------------------------------------- */
 
-void conn_admit(struct conn_limit *limit, int fd, bool is_unix, struct conn_admission *out)
+void conn_admit(struct conn_limit *limit, const struct auth *auth, int fd, bool is_unix,
+                struct conn_admission *out)
 {
     listen_fd_peer(fd, is_unix, out->peer, sizeof(out->peer));
+    auth_admit(auth, fd, is_unix, &out->who);
     out->verdict = conn_limit_admit(limit, out->peer);
 }
 
@@ -419,7 +422,8 @@ void conn_accept(struct conn_set *set, struct listen_sock *sock, const struct co
     c->set = set;
     c->sock = sock;
     memcpy(c->peer, a->peer, sizeof(c->peer));
-    c->uid = listen_sock_uid(sock);
+    c->who = a->who;
+    c->who.peer = c->peer;
     c->next = set->head;
     if (set->head)
         set->head->prev = c;

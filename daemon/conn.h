@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "auth.h"
 #include "budget.h"
 #include "conn_limit.h"
 #include "h2.h"
@@ -34,6 +35,8 @@ struct conn_set {
     struct rpc_env *env;
     struct tls_server *tls;     /* tls: listeners' certificates; NULL when there is none */
     struct traffic *traffic;    /* calls and bytes, daemon-wide; NULL: calls are only logged */
+    struct auth *auth;          /* who may call (auth.h), daemon-wide; NULL: anyone. The
+                                 * acceptor's thread reads it too (conn_admit) */
     /* Called when the last connection has closed, while draining. */
     void (*empty)(void *ctx);
     void *ctx;
@@ -53,11 +56,14 @@ void conn_sweep(struct conn_set *set, uint64_t now_ms, uint64_t idle_ms);
 struct conn_admission {
     enum conn_limit_verdict verdict;
     char peer[LISTEN_PEER_MAX];   /* listen_fd_peer() */
+    struct auth_conn who;         /* auth_admit(): its standing; who.peer unset */
 };
 
 /* Admits the accepted fd against --max-connections and, for its peer,
- * --max-peer-connections (daemon-wide, conn_limit.h). Any thread. */
-void conn_admit(struct conn_limit *limit, int fd, bool is_unix, struct conn_admission *out);
+ * --max-peer-connections (daemon-wide, conn_limit.h), and judges who it
+ * is (auth_admit; auth NULL: anyone). Any thread. */
+void conn_admit(struct conn_limit *limit, const struct auth *auth, int fd, bool is_unix,
+                struct conn_admission *out);
 
 /* An admitted fd that never became a connection (no memory for it) gives
  * its place back. Any thread. */

@@ -118,6 +118,7 @@ static void h2_call_release(struct h2_call *c)
     if (c->next)
         c->next->prev = c->prev;
     s->ncalls--;
+    free(c->authorization);
     grpc_frame_reader_free(&c->reader);
     free(c->held);
     h2_give(s, c->held_reserved);
@@ -259,6 +260,8 @@ static void h2_call_headers_done(struct h2_call *c)
     char msg[STATUS_MSG_MAX] = "";
     s->active_ms = h2_now(s);
     enum status_code code = s->h->start(c, c->path, &c->kind, msg, sizeof(msg), s->ctx);
+    free(c->authorization);   /* start() was its one reader */
+    c->authorization = NULL;
     if (code != STATUS_OK) {
         h2_call_fail(c, code, msg);
         return;
@@ -491,6 +494,37 @@ uint64_t h2_call_timeout_ms(const struct h2_call *call)
     return call->timeout_ms;
 }
 
+enum h2_authorization h2_call_authorization(const struct h2_call *call, const char **value,
+                                            size_t *len)
+{
+    *value = call->authorization;
+    *len = call->authorization_len;
+    if (call->authorization_bad)
+        return H2_AUTHORIZATION_BAD;
+    return call->authorization ? H2_AUTHORIZATION_PRESENT : H2_AUTHORIZATION_NONE;
+}
+
+/* Keeps the authorization header's value for start(); a second one, or
+ * one too long to be a token, spoils it (no guessing which counts). */
+static void h2_call_keep_authorization(struct h2_call *c, const uint8_t *value, size_t len)
+{
+    if (c->authorization || c->authorization_bad || len > H2_AUTHORIZATION_MAX) {
+        free(c->authorization);
+        c->authorization = NULL;
+        c->authorization_len = 0;
+        c->authorization_bad = true;
+        return;
+    }
+    c->authorization = malloc(len + 1);
+    if (!c->authorization) {
+        c->authorization_bad = true;   /* refused, not let through */
+        return;
+    }
+    memcpy(c->authorization, value, len);
+    c->authorization[len] = '\0';
+    c->authorization_len = len;
+}
+
 static int h2_on_header(nghttp2_session *ng, const nghttp2_frame *frame, const uint8_t *name,
                         size_t namelen, const uint8_t *value, size_t valuelen, uint8_t flags,
                         void *user_data)
@@ -513,6 +547,8 @@ static int h2_on_header(nghttp2_session *ng, const nghttp2_frame *frame, const u
         }
     } else if (h2_name_is(name, namelen, "grpc-timeout")) {
         c->timeout_bad = !h2_parse_timeout(value, valuelen, &c->timeout_ms);
+    } else if (h2_name_is(name, namelen, "authorization")) {
+        h2_call_keep_authorization(c, value, valuelen);
     } else if (h2_name_is(name, namelen, "content-type")) {
         size_t n = valuelen < sizeof(c->content_type) - 1 ? valuelen : sizeof(c->content_type) - 1;
         memcpy(c->content_type, value, n);

@@ -225,6 +225,19 @@ void h2_session_fail_all(struct h2_session *s, enum status_code code, const char
  * handler: the call is answered INTERNAL, as gRPC servers do. */
 uint64_t h2_call_timeout_ms(const struct h2_call *call);
 
+/* Most bytes of an authorization header value the layer keeps: a bearer
+ * token of any sane length fits with room to spare. */
+#define H2_AUTHORIZATION_MAX 1024
+
+/* The request's authorization header (gRPC metadata for credentials):
+ * H2_AUTHORIZATION_PRESENT with its value in *value (NUL-terminated, *len
+ * bytes, valid while the call is), H2_AUTHORIZATION_NONE, or
+ * H2_AUTHORIZATION_BAD when it was longer than H2_AUTHORIZATION_MAX or
+ * sent more than once (*value NULL). For start(), which checks it (auth.h). */
+enum h2_authorization { H2_AUTHORIZATION_NONE, H2_AUTHORIZATION_PRESENT, H2_AUTHORIZATION_BAD };
+enum h2_authorization h2_call_authorization(const struct h2_call *call, const char **value,
+                                            size_t *len);
+
 /* Sets the bytes the handler holds for this call (a decoded request, a
  * job's input and output) to bytes, taking the difference from the
  * session's budget or giving it back. Returns 0, or -1 with the limit that

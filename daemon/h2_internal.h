@@ -56,6 +56,9 @@ struct h2_call {
     char content_type[64];
     uint64_t timeout_ms;     /* grpc-timeout, 0 if none */
     bool timeout_bad;        /* grpc-timeout did not parse */
+    char *authorization;     /* malloc'd value, NUL-terminated; NULL when absent or bad */
+    size_t authorization_len;
+    bool authorization_bad;  /* over H2_AUTHORIZATION_MAX, or repeated */
     /* A failure found while feeding the reader, reported after it returns. */
     enum status_code feed_status;
     char feed_msg[STATUS_MSG_MAX];

@@ -215,7 +215,7 @@ void io_loop_finish(struct io_loop *l)
 void io_loop_accept(struct io_loop *l, int fd, bool is_unix, bool tls)
 {
     struct io_loop_fd f = { .fd = fd, .is_unix = is_unix, .tls = tls };
-    conn_admit(l->conns.limit, fd, is_unix, &f.admission);
+    conn_admit(l->conns.limit, l->conns.auth, fd, is_unix, &f.admission);
     if (!l->threaded) {
         io_loop_take(l, &f);   /* the acceptor's own loop */
         return;
@@ -258,12 +258,15 @@ static void io_loop_init_conns(struct io_loop *l, const struct io_loop_shared *s
         .status_counts = sh->status_counts,
         .stages = sh->stages,
         .regions = sh->regions,
+        .auth = sh->auth,
+        .shares = sh->shares,
         .sched = l->port,
     };
     l->conns.limit = sh->conn_limit;
     l->conns.budget = sh->budget;
     l->conns.tls = sh->tls;
     l->conns.traffic = sh->traffic;
+    l->conns.auth = sh->auth;
     l->conns.conn_memory = cfg->max_connection_memory;
     l->conns.h2cfg = (struct h2_config){
         .max_message_bytes = (size_t)cfg->max_message_bytes,

@@ -30,6 +30,8 @@ struct conn_limit;
 struct region_set;
 struct sched;
 struct tls_server;
+struct auth;
+struct client_share;
 struct traffic;
 struct io_loop;
 
@@ -44,6 +46,8 @@ struct io_loop_shared {
     struct traffic *traffic;             /* calls by method, bytes (traffic.h); NULL: none */
     struct region_set *regions;          /* NULL: regions off */
     struct tls_server *tls;              /* NULL: no tls: listener */
+    struct auth *auth;                   /* who may call (auth.h); NULL: anyone */
+    struct client_share *shares;         /* per-client calls and jobs; NULL: not counted */
     uint64_t start_ms;                   /* for Status.uptime_ms */
     /* On the loop's thread, once per loop: it was told to drain or stop
      * and its last connection is gone. */

@@ -16,6 +16,7 @@
 #include <grp.h>
 #include <limits.h>
 #include <netdb.h>
+#include <netinet/in.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -229,21 +230,23 @@ void listen_sock_close(struct listen_sock *s, unsigned linger_ms)
         listen_sock_start_shutdown(s);
 }
 
-long listen_fd_uid(int fd, bool is_unix)
+int listen_fd_cred(int fd, bool is_unix, long *uid, long *gid)
 {
     struct ucred cred;
     socklen_t len = sizeof(cred);
     if (!is_unix || getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0)
         return -1;
-    return (long)cred.uid;
+    *uid = (long)cred.uid;
+    *gid = (long)cred.gid;
+    return 0;
 }
 
 void listen_fd_peer(int fd, bool is_unix, char *out, size_t outlen)
 {
     snprintf(out, outlen, "unknown");
     if (is_unix) {
-        long uid = listen_fd_uid(fd, is_unix);
-        if (uid >= 0)
+        long uid, gid;
+        if (listen_fd_cred(fd, is_unix, &uid, &gid) == 0)
             snprintf(out, outlen, "uid %ld", uid);
         return;
     }
@@ -266,13 +269,6 @@ static int listen_sock_fd(struct listen_sock *s, bool *is_unix)
     uv_os_fd_t fd;
     *is_unix = s->h.handle.type == UV_NAMED_PIPE;
     return uv_fileno(&s->h.handle, &fd) == 0 ? fd : -1;
-}
-
-long listen_sock_uid(struct listen_sock *s)
-{
-    bool is_unix;
-    int fd = listen_sock_fd(s, &is_unix);
-    return fd < 0 ? -1 : listen_fd_uid(fd, is_unix);
 }
 
 void listen_sock_peer(struct listen_sock *s, char *out, size_t outlen)
@@ -583,6 +579,20 @@ int listen_adopt(uv_loop_t *loop, int fd, bool is_unix, listen_accept_cb cb, voi
     l->fd = fd;
     l->is_unix = is_unix;
     return listen_start(loop, l, out, err, errlen);
+}
+
+bool listen_loopback(const struct listener *l)
+{
+    struct sockaddr_storage sa;
+    socklen_t len = sizeof sa;
+    if (l->is_unix || getsockname(l->fd, (struct sockaddr *)&sa, &len) != 0)
+        return false;
+    if (sa.ss_family == AF_INET)
+        return (ntohl(((struct sockaddr_in *)&sa)->sin_addr.s_addr) >> 24) == 127;
+    if (sa.ss_family != AF_INET6)
+        return false;
+    const struct in6_addr *a6 = &((struct sockaddr_in6 *)&sa)->sin6_addr;
+    return IN6_IS_ADDR_LOOPBACK(a6) || (IN6_IS_ADDR_V4MAPPED(a6) && a6->s6_addr[12] == 127);
 }
 
 void listen_close(struct listener *l)

@@ -81,13 +81,17 @@ int listen_group(const char *name, long *gid, char *err, size_t errlen);
  * "address 10.0.0.7" on TCP; "unknown" if the system will not say. */
 void listen_sock_peer(struct listen_sock *s, char *out, size_t outlen);
 
-/* The peer's uid on a Unix socket (SO_PEERCRED); -1 on TCP or unknown. */
-long listen_sock_uid(struct listen_sock *s);
-
-/* The same two answers for an accepted fd (listen_accept_cb), before it
+/* The same answer for an accepted fd (listen_accept_cb), before it
  * becomes a listen_sock. */
 void listen_fd_peer(int fd, bool is_unix, char *out, size_t outlen);
-long listen_fd_uid(int fd, bool is_unix);
+
+/* The peer process's uid and primary gid on a Unix socket (SO_PEERCRED).
+ * Returns 0, or -1 on TCP or when the system will not say. */
+int listen_fd_cred(int fd, bool is_unix, long *uid, long *gid);
+
+/* True when the TCP listener l is bound to a loopback address (127/8,
+ * ::1, or ::ffff:127/104); false for Unix listeners. */
+bool listen_loopback(const struct listener *l);
 
 /* Stops accepting, removes a Unix socket file, and frees the listener once
  * libuv has closed it. */

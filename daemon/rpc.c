@@ -19,10 +19,13 @@
 #include <uv.h>
 
 #include "amp.pb-c.h"
+#include "auth.h"
+#include "client_share.h"
 #include "body.h"
 #include "budget.h"
 #include "grpc/health/v1/health.pb-c.h"
 #include "grpc_frame.h"
+#include "listen.h"
 #include "monotonic.h"
 #include "rpc_bulk.h"
 #include "rpc_bulk_pin.h"
@@ -98,9 +101,43 @@ static void rpc_deadline_free(uv_handle_t *h)
 
 /* --- h2 handlers ---------------------------------------------------------- */
 
-enum status_code rpc_h2_start(struct h2_call *call, const char *path, enum h2_call_kind *kind,
-                              char *msg, size_t msglen, struct rpc_env *env, long peer_uid)
+/* Checks the call's credentials before anything of it is read (auth.h);
+ * a refusal is logged with who made it by traffic.c, as every call's. */
+static enum status_code rpc_auth(struct h2_call *call, const char *path, struct rpc_env *env,
+                                 const struct auth_conn *who, char *client, size_t clientlen,
+                                 char *msg, size_t msglen)
 {
+    const char *value;
+    size_t len;
+    enum h2_authorization hdr = h2_call_authorization(call, &value, &len);
+    enum status_code code = auth_call(env->auth, who, path, hdr, value, len, client, clientlen,
+                                      msg, msglen);
+    return code;
+}
+
+/* Counts rc as one of its client's calls (--max-client-streams): the
+ * client is its token's name, else who the connection is from. */
+static enum status_code rpc_share_enter(struct rpc_call *rc, const struct auth_conn *who,
+                                        char *msg, size_t msglen)
+{
+    if (!rc->env->shares || !who)
+        return STATUS_OK;
+    char name[AUTH_NAME_MAX + LISTEN_PEER_MAX];
+    if (rc->client[0])
+        snprintf(name, sizeof name, "token %s", rc->client);
+    else
+        snprintf(name, sizeof name, "%s", who->peer ? who->peer : "unknown");
+    return client_share_enter(rc->env->shares, name, &rc->share, msg, msglen);
+}
+
+enum status_code rpc_h2_start(struct h2_call *call, const char *path, enum h2_call_kind *kind,
+                              char *msg, size_t msglen, struct rpc_env *env,
+                              const struct auth_conn *who)
+{
+    char client[AUTH_NAME_MAX] = "";
+    enum status_code code = rpc_auth(call, path, env, who, client, sizeof client, msg, msglen);
+    if (code != STATUS_OK)
+        return code;
     const struct rpc_method *m = rpc_method_find(path);
     if (!m) {
         snprintf(msg, msglen, "unknown method %s", path);
@@ -115,9 +152,17 @@ enum status_code rpc_h2_start(struct h2_call *call, const char *path, enum h2_ca
     rc->env = env;
     rc->method = m;
     rc->t_start = stage_now_ns();
-    rc->peer_uid = peer_uid;
+    rc->peer_uid = who ? who->uid : -1;
+    memcpy(rc->client, client, sizeof rc->client);
+    code = rpc_share_enter(rc, who, msg, msglen);
+    if (code != STATUS_OK) {
+        free(rc);
+        return code;
+    }
     uint64_t timeout = h2_call_timeout_ms(call);
     if (timeout && env->loop && rpc_deadline_start(rc, timeout) != 0) {
+        if (rc->share)
+            client_share_leave(env->shares, rc->share);
         free(rc);
         snprintf(msg, msglen, "out of memory");
         return STATUS_RESOURCE_EXHAUSTED;
@@ -291,6 +336,9 @@ void rpc_h2_closed(struct h2_call *call, struct rpc_env *env)
             rc->job->held = rc->job_held;
         }
     }
+    rpc_job_share_done(rc);   /* an abandoned job no longer counts for its client */
+    if (rc->share)
+        client_share_leave(env->shares, rc->share);
     if (rc->req)
         protobuf_c_message_free_unpacked(rc->req, NULL);
     free(rc->msg);
@@ -379,13 +427,33 @@ void rpc_submit(struct rpc_call *rc, struct job *job, void (*done)(struct job *j
     }
     rc->job_held = need;
     job->t_submit = stage_now_ns();
-    enum status_code code = sched_submit(rc->env->sched, job, msg, sizeof(msg));
+    enum status_code code = rpc_job_share(rc, msg, sizeof(msg));
+    if (code == STATUS_OK)
+        code = sched_submit(rc->env->sched, job, msg, sizeof(msg));
     if (code != STATUS_OK) {
+        rpc_job_share_done(rc);
         job_free(job);
         rpc_fail(rc, code, "%s", msg);
         return;
     }
     rc->job = job;
+}
+
+enum status_code rpc_job_share(struct rpc_call *rc, char *msg, size_t msglen)
+{
+    if (!rc->share || rc->share_job)
+        return STATUS_OK;
+    enum status_code code = client_share_job(rc->env->shares, rc->share, msg, msglen);
+    rc->share_job = code == STATUS_OK;
+    return code;
+}
+
+void rpc_job_share_done(struct rpc_call *rc)
+{
+    if (!rc->share_job)
+        return;
+    rc->share_job = false;
+    client_share_job_done(rc->env->shares, rc->share);
 }
 
 struct rpc_call *rpc_job_call(struct job *job)
@@ -398,6 +466,7 @@ struct rpc_call *rpc_job_call(struct job *job)
         return NULL;
     }
     rc->job = NULL;
+    rpc_job_share_done(rc);
     rc->t_submit = job->t_submit;
     rc->t_run = job->t_start;
     rc->t_done = job->t_done;

@@ -15,11 +15,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "auth_file.h"
 #include "h2.h"
 #include "job.h"
 #include "status.h"
 
 struct sched_port;
+struct auth;
+struct auth_conn;
+struct client_share;
+struct client_share_entry;
 struct conn_limit;
 struct region_set;
 struct Amp__V1__RegionSlice;
@@ -41,6 +46,9 @@ struct rpc_env {
     struct region_set *regions; /* clients' shared memory (region.h); NULL: regions off */
     struct stage_stats *stages; /* unary job calls' stage latencies, daemon-wide; NULL: none */
     struct rpc_health_watch *watches; /* this loop's Health/Watch calls (rpc_health.c) */
+    struct auth *auth;          /* who may call (auth.h), daemon-wide; NULL: anyone */
+    struct client_share *shares; /* each client's calls and jobs (client_share.h), daemon-wide;
+                                  * NULL: not counted */
 };
 
 struct rpc_call;
@@ -96,6 +104,9 @@ struct rpc_call {
     struct uv_timer_s *deadline;        /* fires at the client's grpc-timeout; NULL if none */
     long peer_uid;                      /* the client's uid on a Unix socket (whose regions it
                                          * may name); -1 on TCP */
+    char client[AUTH_NAME_MAX];         /* the name of the token the call carried; "": none */
+    struct client_share_entry *share;   /* its client's counts (env->shares); NULL: none */
+    bool share_job;                     /* holds one of its client's --max-client-jobs */
     const struct Amp__V1__RegionSlice *output_region; /* in req: where a job's output goes */
     /* stage.h stamps (ns): headers, the request whole, then its job's
      * (copied at delivery, when the job may go) and its delivery; a call
@@ -110,10 +121,13 @@ const struct rpc_method *rpc_method_find(const char *path);
  * the services they belong to). */
 const struct rpc_method *rpc_method_at(size_t i);
 
-/* h2_handlers callbacks, with the env as their context; peer_uid is the
- * connection's (rpc_call.peer_uid). */
+/* h2_handlers callbacks, with the env as their context; who is the
+ * connection's standing (auth.h: its uid becomes rpc_call.peer_uid), and
+ * start() refuses a call it may not make (env->auth); NULL: a local test
+ * harness, no uid, no checks. */
 enum status_code rpc_h2_start(struct h2_call *call, const char *path, enum h2_call_kind *kind,
-                              char *msg, size_t msglen, struct rpc_env *env, long peer_uid);
+                              char *msg, size_t msglen, struct rpc_env *env,
+                              const struct auth_conn *who);
 enum status_code rpc_h2_message(struct h2_call *call, const uint8_t *msg, size_t len, char *err,
                                 size_t errlen, struct rpc_env *env);
 size_t rpc_h2_piece_start(struct h2_call *call, const uint8_t *head, size_t msg_len);
@@ -158,6 +172,12 @@ void rpc_fail(struct rpc_call *rc, enum status_code code, const char *fmt, ...)
  * completes, with job->owner set to rc, or NULL if the call went away. On
  * refusal the call is failed and the job freed. */
 void rpc_submit(struct rpc_call *rc, struct job *job, void (*done)(struct job *job));
+
+/* Counts a job for rc's client (--max-client-jobs) until rpc_job_share_done
+ * or the call closes. STATUS_OK (also when clients are not counted), or
+ * RESOURCE_EXHAUSTED with the message in msg. */
+enum status_code rpc_job_share(struct rpc_call *rc, char *msg, size_t msglen);
+void rpc_job_share_done(struct rpc_call *rc);
 
 /* In a done() hook: the call the job answers, or NULL when the job failed
  * (the call has been answered with its status) or the call is gone. In both

@@ -574,6 +574,9 @@ static enum status_code rpc_stream_header(struct rpc_stream *st, Amp__V1__JobHea
         snprintf(err, errlen, "no device: this daemon has no OpenCL device");
         return STATUS_UNAVAILABLE;
     }
+    code = rpc_job_share(st->rc, err, errlen);   /* given back when the call closes */
+    if (code != STATUS_OK)
+        return code;
     code = sched_stream_begin(st->sched, st->job, &st->dev, err, errlen);
     if (code != STATUS_OK)
         return code;

@@ -26,7 +26,9 @@
 #include <uv.h>
 
 #include "activate.h"
+#include "auth.h"
 #include "budget.h"
+#include "client_share.h"
 #include "conn_limit.h"
 #include "dev.h"
 #include "io_loop.h"
@@ -70,6 +72,8 @@ struct server {
     size_t nregion_listeners;
     struct tls_server *tls;    /* NULL: no tls: listener; freed after the loops */
     struct metrics *metrics;   /* NULL: no --metrics-listen; stopped before the scheduler */
+    struct auth *auth;         /* who may call; freed after the loops */
+    struct client_share *shares; /* per-client limits; NULL: none set; freed after the loops */
     uv_signal_t sigterm, sigint, sighup;
     uv_timer_t drain_timer;
     bool draining;
@@ -188,6 +192,11 @@ static int server_listen_config(struct server *srv)
             return -1;
         }
         srv->nlisteners++;
+        if (auth_listener(srv->auth, text, addr.kind == ADDRESS_TCP, addr.tls,
+                          listen_loopback(srv->listeners[i]), err, sizeof err) != 0) {
+            log_msg(LOG_ERROR, "--listen %s: %s", text, err);
+            return -1;
+        }
         log_msg(LOG_INFO, "listening on %s", text);
         if (srv->regions && addr.kind == ADDRESS_UNIX && server_listen_regions(srv, &addr, &access) != 0)
             return -1;
@@ -246,8 +255,13 @@ static int server_listen_passed(struct server *srv, struct activate_socket *pass
                                 &srv->listeners[srv->nlisteners], err, sizeof err) != 0) {
             log_msg(LOG_ERROR, "passed socket %s: %s", p->name, err);
             rv = -1;
+        } else if (srv->nlisteners++,
+                   auth_listener(srv->auth, p->name, !p->is_unix, false,
+                                 listen_loopback(srv->listeners[srv->nlisteners - 1]), err,
+                                 sizeof err) != 0) {
+            log_msg(LOG_ERROR, "passed socket %s: %s", p->name, err);   /* a TCP one is plain */
+            rv = -1;
         } else {
-            srv->nlisteners++;
             log_msg(LOG_INFO, "listening on %s (passed)", p->name);
         }
         if (rv != 0) {
@@ -408,7 +422,8 @@ static void server_on_changed(const char *name, const char *was, const char *is,
 }
 
 /* SIGHUP reloads the settings (the config file and the same command
- * line) and puts the live ones in force, then re-reads the TLS files. A
+ * line) and puts the live ones in force, then re-reads the TLS files and
+ * the token file. A
  * file that does not load keeps every setting as it was; a failed TLS
  * reload keeps the files loaded before. */
 static void server_on_sighup(uv_signal_t *h, int signum)
@@ -427,11 +442,16 @@ static void server_on_sighup(uv_signal_t *h, int signum)
         log_msg(LOG_INFO, "SIGHUP: settings reloaded, %zu changed", changed);
     }
     if (!srv->tls)
-        return;
-    if (tls_server_reload(srv->tls, err, sizeof err) != 0)
+        log_msg(LOG_INFO, "SIGHUP: no TLS files to reload");
+    else if (tls_server_reload(srv->tls, err, sizeof err) != 0)
         log_msg(LOG_ERROR, "SIGHUP: keeping the TLS files loaded before: %s", err);
     else
         log_msg(LOG_INFO, "SIGHUP: TLS files reloaded for new connections");
+    int rv = auth_reload(srv->auth, err, sizeof err);
+    if (rv < 0)
+        log_msg(LOG_ERROR, "SIGHUP: keeping the tokens loaded before: %s", err);
+    else if (rv == 0)
+        log_msg(LOG_INFO, "SIGHUP: %s, for calls from now on", err);
 }
 
 /* The metrics listener (--metrics-listen), once the counters it reads
@@ -456,6 +476,30 @@ static int server_metrics(struct server *srv)
         return -1;
     }
     log_msg(LOG_INFO, "metrics on http://%s/metrics", metrics_address(srv->metrics));
+    return 0;
+}
+
+/* Who may call: the token file and the allow-lists, before any listener. */
+static int server_auth(struct server *srv)
+{
+    char err[512];
+    const struct config *cfg = srv->cfg;
+    struct auth_rules rules = {
+        .token_file = cfg->token_file,
+        .tcp_require_token = cfg->tcp_require_token,
+        .allow_plaintext_network = cfg->allow_plaintext_network,
+        .allow_uid = cfg->allow_uid,
+        .allow_gid = cfg->allow_gid,
+    };
+    if (auth_new(&rules, &srv->auth, err, sizeof err) != 0) {
+        log_msg(LOG_ERROR, "%s", err);
+        return -1;
+    }
+    if ((cfg->max_client_streams || cfg->max_client_jobs) &&
+        !(srv->shares = client_share_new(cfg->max_client_streams, cfg->max_client_jobs))) {
+        log_msg(LOG_ERROR, "out of memory");
+        return -1;
+    }
     return 0;
 }
 
@@ -513,6 +557,8 @@ static int server_start_loops(struct server *srv)
         .traffic = &srv->traffic,
         .regions = srv->regions,
         .tls = srv->tls,
+        .auth = srv->auth,
+        .shares = srv->shares,
         .start_ms = srv->start_ms,
         .empty = server_on_loop_empty,
         .ctx = srv,
@@ -548,6 +594,8 @@ static void server_free(struct server *srv)
     region_set_free(srv->regions);   /* every job that used one is done */
     tls_server_free(srv->tls);       /* every connection is gone */
     traffic_destroy(&srv->traffic);
+    auth_free(srv->auth);
+    client_share_free(srv->shares);
     conn_limit_destroy(&srv->conn_limit);
     pthread_mutex_destroy(&srv->budget_lock);
     free(srv);
@@ -580,8 +628,8 @@ int server_run(const struct config *cfg, struct dev **devs, size_t ndevs, size_t
         log_msg(LOG_ERROR, "%s", err);
         srv->sched = NULL;
         status = 1;
-    } else if (server_tls(srv) != 0 || server_start_loops(srv) != 0 || server_metrics(srv) != 0
-               || server_listen(srv) != 0) {
+    } else if (server_tls(srv) != 0 || server_auth(srv) != 0 || server_start_loops(srv) != 0
+               || server_metrics(srv) != 0 || server_listen(srv) != 0) {
         status = 1;
     }
     if (status == 0) {

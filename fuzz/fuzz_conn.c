@@ -124,7 +124,7 @@ static enum status_code fuzz_conn_start(struct h2_call *call, const char *path,
                                         void *ctx)
 {
     struct fuzz_conn *fc = ctx;
-    enum status_code code = rpc_h2_start(call, path, kind, msg, msglen, &fc->env, -1);
+    enum status_code code = rpc_h2_start(call, path, kind, msg, msglen, &fc->env, NULL);
     if (code == STATUS_OK)
         fc->starts++;
     if (fuzz_conn_verbose())

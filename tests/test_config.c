@@ -75,6 +75,36 @@ START_TEST(io_threads)
 }
 END_TEST
 
+/* Who may call (auth.h): tokens required on TCP, no plaintext network,
+ * until told otherwise; the lists are kept as text for auth.c to resolve. */
+START_TEST(auth_options)
+{
+    struct config cfg;
+    char err[256];
+    ck_assert_int_eq(load(&cfg, err, sizeof(err), 1), CONFIG_RUN);
+    ck_assert_uint_eq(cfg.tcp_require_token, 1);
+    ck_assert_uint_eq(cfg.allow_plaintext_network, 0);
+    ck_assert_str_eq(cfg.token_file, "");
+    ck_assert_str_eq(cfg.allow_uid, "");
+    ck_assert_int_eq(load(&cfg, err, sizeof(err), 10, "--token-file", "/etc/ampd/tokens",
+                          "--tcp-require-token", "off", "--allow-plaintext-network=on",
+                          "--allow-uid", "ampd,1000", "--allow-gid", "video"),
+                     CONFIG_RUN);
+    ck_assert_str_eq(cfg.token_file, "/etc/ampd/tokens");
+    ck_assert_uint_eq(cfg.tcp_require_token, 0);
+    ck_assert_uint_eq(cfg.allow_plaintext_network, 1);
+    ck_assert_str_eq(cfg.allow_uid, "ampd,1000");
+    ck_assert_str_eq(cfg.allow_gid, "video");
+    ck_assert_int_eq(load(&cfg, err, sizeof(err), 3, "--tcp-require-token", "no"), CONFIG_ERROR);
+    ck_assert_str_eq(err, "--tcp-require-token: \"no\" is not on or off");
+    char long_list[AMPD_PATH_MAX + 1];
+    memset(long_list, '1', sizeof long_list - 1);
+    long_list[sizeof long_list - 1] = '\0';
+    ck_assert_int_eq(load(&cfg, err, sizeof(err), 3, "--allow-uid", long_list), CONFIG_ERROR);
+    ck_assert_str_eq(err, "--allow-uid: the list is too long");
+}
+END_TEST
+
 START_TEST(options)
 {
     struct config cfg;
@@ -239,6 +269,7 @@ int main(void)
     TCase *tc = tcase_create("core");
     tcase_add_test(tc, defaults);
     tcase_add_test(tc, options);
+    tcase_add_test(tc, auth_options);
     tcase_add_test(tc, io_threads);
     tcase_add_test(tc, file_inline_comments);
     tcase_add_test(tc, file_then_command_line);

@@ -34,7 +34,8 @@ static long start(void)
 {
     port = hostile_free_port();
     snprintf(tcp_address, sizeof tcp_address, "127.0.0.1:%d", port);
-    const char *args[] = { "--listen", tcp_address, "--request-timeout", "1",
+    const char *args[] = { "--listen", tcp_address, "--tcp-require-token", "off",
+                           "--request-timeout", "1",
                            "--max-connections", "16", "--max-peer-connections", "4", NULL };
     return hostile_start(&ampd, args);
 }

@@ -104,7 +104,8 @@ START_TEST(stale_socket_replaced_and_tcp_served)
     int port = free_port();
     snprintf(unix_addr, sizeof(unix_addr), "unix:%s", path);
     snprintf(tcp_addr, sizeof(tcp_addr), "127.0.0.1:%d", port);
-    const char *args[] = { "--listen", unix_addr, "--listen", tcp_addr, NULL };
+    const char *args[] = { "--listen", unix_addr, "--listen", tcp_addr, "--tcp-require-token", "off",
+                           NULL };
     pid_t pid = spawn_ampd(args);
     ck_assert(ready(path, pid));
 

@@ -96,7 +96,7 @@ def check_debug_and_tcp():
     port = s.getsockname()[1]
     s.close()
     tcp = "127.0.0.1:%d" % port
-    d = Logged(("--log-level", "debug", "--listen", tcp), target=tcp)
+    d = Logged(("--log-level", "debug", "--listen", tcp, "--tcp-require-token", "off"), target=tcp)
     try:
         expect(d.call(STATUS) == grpc.StatusCode.OK, "Status over TCP")
         expect(d.call(REVERSE, BAD_DEVICE) == grpc.StatusCode.INVALID_ARGUMENT, "bad device")

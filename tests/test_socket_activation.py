@@ -110,7 +110,8 @@ def unix_tcp_and_regions(work):
     regions = sock + ".regions"
     port = free_port()
     unused = os.path.join(work, "unused.sock")
-    d = Activated(work, [sock, regions, "127.0.0.1:%d" % port], ["--listen", "unix:" + unused])
+    d = Activated(work, [sock, regions, "127.0.0.1:%d" % port],
+                  ["--listen", "unix:" + unused, "--tcp-require-token", "off"])
     try:
         d.poke()
         d.wait_serving()

@@ -5,8 +5,9 @@ are made then) and checks that the generated ampd.service names that
 prefix's ampd and ampd.conf and nothing under /usr/local; that
 `systemd-analyze verify` accepts it and ampd.socket (with this build's
 ampd copied to where the unit looks); that `systemd-analyze security`
-rates the service's exposure 2.1 or better; and that the unit reloads with
-SIGHUP and is Type=notify.
+rates the service's exposure 2.1 or better, also with a TLS listener and
+its certificate and token file as credentials (docs/security.md's
+drop-in); and that the unit reloads with SIGHUP and is Type=notify.
 """
 import os
 import re
@@ -53,6 +54,18 @@ def main():
         out = run(["systemd-analyze", "security", "--offline=yes", "--threshold=" + MAX_EXPOSURE,
                    service])
         print(out.strip().splitlines()[-1])
+        tls = os.path.join(units, "ampd-tls.service")
+        with open(tls, "w", encoding="utf-8") as f:
+            f.write(text.replace("ExecStart=" + exec_start, "\n".join([
+                "ExecStart=%s --listen tls:0.0.0.0:50052 --tls-cert %%d/tls-cert "
+                "--tls-key %%d/tls-key --token-file %%d/tokens" % exec_start,
+                "LoadCredential=tls-cert:/etc/ampd/tls/cert.pem",
+                "LoadCredential=tls-key:/etc/ampd/tls/key.pem",
+                "LoadCredential=tokens:/etc/ampd/tokens"])))
+        run(["systemd-analyze", "verify", "--man=no", tls])
+        out = run(["systemd-analyze", "security", "--offline=yes", "--threshold=" + MAX_EXPOSURE,
+                   tls])
+        print("with TLS and credentials: " + out.strip().splitlines()[-1])
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print("test_systemd_units: ok")

@@ -111,6 +111,12 @@ typedef struct amp_connect_opts {
     const char *tls_key;   /* PEM private key of tls_cert; required with it */
     const char *tls_server_name; /* the name the daemon's certificate must carry (and SNI);
                                     NULL: the address's host (a name or an IP address) */
+    /* A bearer token from the daemon's --token-file, sent with every call
+     * as "authorization: Bearer TOKEN" (ampd needs one on TCP); copied.
+     * Visible ASCII without spaces; NULL or "": none. Send it only over
+     * TLS or loopback: plaintext shows it to the network. A wrong or
+     * missing one makes calls fail with AMP_EUNAUTH. */
+    const char *token;
 } amp_connect_opts;
 
 /* The version of the library the program runs with, as AMP_VERSION_HEX

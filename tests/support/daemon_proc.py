@@ -28,8 +28,7 @@ def _die_with_parent():
 
 class Daemon:
     def __init__(self, extra_args=(), stderr=None):
-        """stderr: where ampd's log goes (a file object; None: this
-        process's stderr)."""
+        """stderr: a file for the daemon's log (None: the test's own)."""
         self.bin = os.environ.get("AMPD_BIN")
         if not self.bin:
             raise RuntimeError("AMPD_BIN is not set")

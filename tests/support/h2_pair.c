@@ -9,7 +9,7 @@ static enum status_code pair_start(struct h2_call *call, const char *path, enum 
                                    char *msg, size_t msglen, void *ctx)
 {
     struct h2_pair *p = ctx;
-    return rpc_h2_start(call, path, kind, msg, msglen, &p->env, -1);
+    return rpc_h2_start(call, path, kind, msg, msglen, &p->env, NULL);
 }
 
 static enum status_code pair_message(struct h2_call *call, const uint8_t *msg, size_t len,

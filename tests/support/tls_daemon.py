@@ -41,8 +41,9 @@ def serves_cert(port, cert_path):
 class TlsDaemon:
     """certs: the directory of tls_certs.sh's files; port: the tls: port."""
 
-    def __init__(self, extra_args=(), client_ca=False):
-        """client_ca: ask for client certificates signed by these files' CA."""
+    def __init__(self, extra_args=(), client_ca=False, stderr=None):
+        """client_ca: ask for client certificates signed by these files' CA;
+        stderr: as Daemon's."""
         self.certs = tempfile.mkdtemp(prefix="ampd-tls-")
         subprocess.run(["sh", os.path.join(HERE, "tls_certs.sh"), self.certs], check=True)
         if client_ca:
@@ -54,7 +55,9 @@ class TlsDaemon:
             try:
                 self.daemon = Daemon(("--listen", "tls:127.0.0.1:%d" % self.port,
                                       "--tls-cert", self.file("server.pem"),
-                                      "--tls-key", self.file("server.key"), *extra_args))
+                                      "--tls-key", self.file("server.key"),
+                                      "--tcp-require-token", "off", *extra_args),
+                                     stderr=stderr)
             except RuntimeError:
                 continue
             if serves_cert(self.port, self.file("server.pem")) and self.daemon.proc.poll() is None:

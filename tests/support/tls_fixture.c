@@ -91,8 +91,10 @@ void tls_fixture_start(struct daemon_proc *d, const char *cert, const char *key,
     static char listen[64], cert_path[TLS_FIXTURE_PATH_MAX], key_path[TLS_FIXTURE_PATH_MAX];
     tls_fixture_file(cert ? cert : "server.pem", cert_path);
     tls_fixture_file(key ? key : "server.key", key_path);
-    const char *args[32] = { "--listen", listen, "--tls-cert", cert_path, "--tls-key", key_path };
-    size_t n = 6;
+    /* Tokens have tests of their own (test_auth_*). */
+    const char *args[32] = { "--listen", listen, "--tls-cert", cert_path, "--tls-key", key_path,
+                             "--tcp-require-token", "off" };
+    size_t n = 8;
     for (size_t i = 0; extra && extra[i] && n < 31; i++)
         args[n++] = extra[i];
     args[n] = NULL;

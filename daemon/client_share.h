@@ -1,0 +1,49 @@
+/* client_share.h: each client's share of the daemon (issue 13 item 4).
+ *
+ * A client is who made a call, as auth.c knows it: the name of the token
+ * it carried ("token alice"), else its Unix uid ("uid 1000"), else its
+ * address ("address 10.0.0.7"); its connections, on any I/O loop, count
+ * together. Two shares are bounded, daemon-wide under one mutex:
+ *  - calls open at once (--max-client-streams: HTTP/2 streams, as
+ *    --max-streams counts them per connection);
+ *  - jobs queued or running (--max-client-jobs: a unary job from its
+ *    submission until its answer, a Stream call from its header until it
+ *    ends), beside the daemon-wide --max-jobs.
+ * A limit of 0 is no limit. Over its share, a call gets RESOURCE_EXHAUSTED
+ * naming the limit and the client, while other clients go on.
+ */
+#ifndef AMPD_CLIENT_SHARE_H
+#define AMPD_CLIENT_SHARE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "status.h"
+
+struct client_share;
+struct client_share_entry;   /* one client's counts; valid while it has a call open */
+
+/* NULL when out of memory. */
+struct client_share *client_share_new(uint32_t max_calls, uint32_t max_jobs);
+
+/* Every entry must have been left. NULL is a no-op. */
+void client_share_free(struct client_share *s);
+
+/* A call of client starts: STATUS_OK with its entry in *out, or
+ * RESOURCE_EXHAUSTED (its --max-client-streams reached, or no memory)
+ * with the message in msg. */
+enum status_code client_share_enter(struct client_share *s, const char *client,
+                                    struct client_share_entry **out, char *msg, size_t msglen);
+
+/* The call of e ended (its job slot, if any, was given back first). */
+void client_share_leave(struct client_share *s, struct client_share_entry *e);
+
+/* A call of e's client starts a job: STATUS_OK, or RESOURCE_EXHAUSTED
+ * (its --max-client-jobs reached) with the message in msg. */
+enum status_code client_share_job(struct client_share *s, struct client_share_entry *e, char *msg,
+                                  size_t msglen);
+
+/* That job is answered, or its call went away. */
+void client_share_job_done(struct client_share *s, struct client_share_entry *e);
+
+#endif
