@@ -253,6 +253,11 @@ static int call_on_data(nghttp2_session *s, uint8_t flags, int32_t stream_id,
     struct call *call = call_of(user_data, stream_id);
     if (!call || call->err)
         return 0;
+    /* A reply that is not gRPC (a proxy's HTML error page) holds no gRPC
+     * messages: its body is dropped and call_outcome judges it by its HTTP
+     * status, as gRPC's clients do. */
+    if (call->http_status != CALL_HTTP_OK || !call->content_type_ok)
+        return 0;
     int rc = call_feed(call, data, len);
     if (rc == CALL_MSG_ABORT) {
         nghttp2_submit_rst_stream(s, NGHTTP2_FLAG_NONE, stream_id, NGHTTP2_CANCEL);
@@ -464,8 +469,8 @@ int call_outcome(amp_conn *c, struct call *call)
         if (call->http_status > 0 && call->http_status != CALL_HTTP_OK) {
             int g = error_grpc_from_http(call->http_status);
             c->grpc_status = g;
-            return conn_fail(c, error_from_grpc(g), "HTTP status %d from the daemon",
-                             call->http_status);
+            return conn_fail(c, error_from_grpc(g), "not a gRPC reply: HTTP status %d (%s)",
+                             call->http_status, error_grpc_name(g));
         }
         if (call->reset_code == NGHTTP2_REFUSED_STREAM)
             return call_refused(c);

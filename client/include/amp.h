@@ -162,8 +162,11 @@ AMP_EXTERN const char *amp_last_message(const amp_conn *c);
 
 /* The gRPC status (0..16, or what the daemon sent beyond) that ended the
  * last call on c, or -1 when it ended without one (a local failure, a
- * broken connection). A non-200 HTTP status counts as the gRPC status
- * gRPC's HTTP mapping gives it. */
+ * broken connection). A non-200 HTTP status without grpc-status (a
+ * proxy's error page) counts as the gRPC status gRPC's HTTP mapping gives
+ * it (400 INTERNAL, 401 UNAUTHENTICATED, 403 PERMISSION_DENIED, 404
+ * UNIMPLEMENTED, 429/502/503/504 UNAVAILABLE, others UNKNOWN), its body is
+ * ignored, and amp_last_message() says "not a gRPC reply: HTTP status N". */
 AMP_EXTERN int amp_last_grpc_status(const amp_conn *c);
 
 /* Name of the device that ran the last successful job on c ("" if none).
