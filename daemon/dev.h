@@ -27,6 +27,16 @@ struct dev_info {
     unsigned compute_units;
 };
 
+/* What one device is doing now, as its runner counts it (runner.h): a
+ * unary job or a stream is queued from its submission until the runner
+ * admits it (reserves its device memory), then running until it ends. */
+struct dev_load {
+    uint32_t jobs_running;
+    uint32_t jobs_queued;
+    uint64_t memory_in_use;       /* device bytes reserved by running jobs */
+    uint64_t memory_capacity;     /* what the runner admits at most (--max-device-memory) */
+};
+
 struct dev;
 
 /* Finds every OpenCL device of every platform and opens it (context, queues,

@@ -29,6 +29,9 @@ void runner_submit(struct runner *r, struct task *t);
 /* Tasks queued, waiting for memory or running: the placement load metric.
  * Thread-safe. */
 size_t runner_load(struct runner *r);
+/* The device's jobs and memory now (dev.h), for Status and ListDevices.
+ * Thread-safe. */
+void runner_dev_load(struct runner *r, struct dev_load *out);
 
 struct dev *runner_dev(struct runner *r);
 

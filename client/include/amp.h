@@ -429,6 +429,16 @@ AMP_EXTERN int amp_run_region(amp_conn *c, const amp_opts *o, const amp_step *st
 
 /* --- devices ---------------------------------------------------------------- */
 
+/* What a device is doing now. A unary job or a stream is queued from its
+ * submission until the device admits it (reserves its device memory),
+ * then running until it ends. */
+typedef struct amp_device_load {
+    uint32_t jobs_running;
+    uint32_t jobs_queued;
+    uint64_t memory_in_use;   /* device bytes reserved by running jobs */
+    uint64_t memory_capacity; /* the most it admits at once (ampd --max-device-memory) */
+} amp_device_load;
+
 typedef struct amp_device {
     uint32_t index;
     char name[128];
@@ -440,7 +450,8 @@ typedef struct amp_device {
     uint64_t max_work_group_size;
     uint32_t compute_units;
     int is_default;
-    uint64_t reserved[4];   /* zeroed by the library */
+    amp_device_load load;   /* when the list was made */
+    uint64_t reserved[1];   /* zeroed by the library */
 } amp_device;
 
 /* Lists the daemon's devices into *list (*n entries, caller frees with
@@ -448,6 +459,9 @@ typedef struct amp_device {
 AMP_EXTERN int amp_devices(amp_conn *c, const amp_opts *o, amp_device **list, size_t *n);
 
 /* --- daemon status and health -------------------------------------------- */
+
+/* Devices whose load amp_status() reports; amp_devices() lists them all. */
+#define AMP_STATUS_DEVICES 16
 
 /* gRPC's status codes run 0 (OK) to 16 (UNAUTHENTICATED). */
 #define AMP_STATUS_CODES 17
@@ -483,6 +497,8 @@ typedef struct amp_daemon_status {
     uint64_t staging_bytes_in_use;     /* pinned staging memory taken now, all devices */
     size_t nstages;                    /* entries of stages the daemon reported */
     amp_stage_latency stages[AMP_STAGES];
+    size_t ndevices;                   /* entries of devices the daemon reported */
+    amp_device_load devices[AMP_STATUS_DEVICES]; /* devices[i]: device i's load */
 } amp_daemon_status;
 
 /* The name of gRPC status code ("RESOURCE_EXHAUSTED" for 8); "UNKNOWN"
