@@ -45,6 +45,11 @@ struct dev;
  * Returns 0, or -1 with a message in err when no device can be opened. */
 int dev_open_all(struct dev ***devs, size_t *n, char *err, size_t errlen);
 
+/* The list order of n devices of the given types: order[k] is the index in
+ * types of the k-th device listed. GPUs, then accelerators, then CPUs;
+ * devices of one type keep their order (the platforms', as reported). */
+void dev_order_by_type(const enum dev_type *types, size_t n, size_t *order);
+
 /* Closes every device of a list from dev_open_all() and frees the list. */
 void dev_close_all(struct dev **devs, size_t n);
 

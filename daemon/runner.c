@@ -42,11 +42,10 @@ struct runner {
     runner_complete_cb complete;
     void *ctx;
     pthread_t thread;
-    pthread_mutex_t lock;           /* guards head, tail, load, stopping, kicked, callbacks,
+    pthread_mutex_t lock;           /* guards head, tail, stopping, kicked, callbacks,
                                      * jobs_queued, jobs_running, mem_used */
     pthread_cond_t wake;
     struct task *head, *tail;       /* queued tasks, linked through task->next */
-    size_t load;                    /* queued + parked + in flight */
     uint32_t jobs_queued;           /* JOB and OPEN tasks submitted, not yet admitted */
     uint32_t jobs_running;          /* jobs with job->dev_running set */
     bool stopping;
@@ -109,17 +108,17 @@ static void runner_count_admitted(struct runner *r, struct task *t, bool admitte
 
 static void runner_hand_back(struct runner *r, struct task *t)
 {
-    /* Before complete(), which may free the job. */
-    if (runner_ends_job(t) && t->job->dev_running) {
+    /* Read before complete(), which may free the job; counted until it
+     * returns. */
+    bool ended = runner_ends_job(t) && t->job->dev_running;
+    if (ended)
+        t->job->dev_running = false;
+    r->complete(t, r->ctx);
+    if (ended) {
         pthread_mutex_lock(&r->lock);
         r->jobs_running--;
         pthread_mutex_unlock(&r->lock);
-        t->job->dev_running = false;
     }
-    r->complete(t, r->ctx);
-    pthread_mutex_lock(&r->lock);
-    r->load--;
-    pthread_mutex_unlock(&r->lock);
 }
 
 static void runner_fail(struct task *t, enum status_code code, const char *fmt, ...)
@@ -329,7 +328,6 @@ void runner_submit(struct runner *r, struct task *t)
 {
     pthread_mutex_lock(&r->lock);
     runner_append(&r->head, &r->tail, t);
-    r->load++;
     if (runner_begins_job(t))
         r->jobs_queued++;
     pthread_cond_signal(&r->wake);
@@ -339,7 +337,7 @@ void runner_submit(struct runner *r, struct task *t)
 size_t runner_load(struct runner *r)
 {
     pthread_mutex_lock(&r->lock);
-    size_t n = r->load;
+    size_t n = (size_t)r->jobs_queued + r->jobs_running;
     pthread_mutex_unlock(&r->lock);
     return n;
 }
