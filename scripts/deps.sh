@@ -10,6 +10,7 @@ PACKAGES=(
   check libsubunit-dev
   clang libclang-rt-14-dev
   python3-grpcio python3-protobuf protobuf-compiler grpc-proto
+  haproxy python3-yaml
 )
 
 missing=()
