@@ -649,6 +649,14 @@ int call_unary_pieces(amp_conn *c, const char *path, const ProtobufCMessage *req
         conn_begin(c);
         rc = call_unary_once(c, path, req, timeout_ms, pieces, reply, reply_len, &retry);
     }
+    /* Refused UNAVAILABLE by one of several daemons (draining, no device
+     * free, a proxy's 503): the next is asked, each at most once. ampd
+     * answers UNAVAILABLE only for work it did not finish, and a job is a
+     * pure function of its request, so running it again is safe. */
+    for (size_t tried = 1; rc == AMP_EUNAVAIL && tried < c->ntargets && conn_move_on(c); tried++) {
+        conn_begin(c);
+        rc = call_unary_once(c, path, req, timeout_ms, pieces, reply, reply_len, &retry);
+    }
     return rc;
 }
 

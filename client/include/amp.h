@@ -128,6 +128,18 @@ AMP_EXTERN const char *amp_error_name(int code);
 /* Connects to address: "unix:/path", "unix:///path", "HOST:PORT" or
  * "[V6]:PORT" (gRPC target syntax), or "tls:HOST:PORT" for TCP over TLS
  * with the system's CAs; NULL means AMP_DEFAULT_ADDRESS.
+ *
+ * Several daemons: address may be a comma-separated list of such
+ * addresses (at most 16; a Unix path in a list cannot hold a comma), and a
+ * HOST may have several DNS records. As gRPC's round_robin policy does,
+ * connections spread over them: each new connection (and reconnection)
+ * starts at the next address of the list, or record of the name, in turn
+ * across the process, and goes on to the others when one cannot be
+ * opened. A unary call refused UNAVAILABLE (a draining daemon, one with no
+ * device free, a proxy's 503) is sent again to the next address of the
+ * list, each at most once, unless calls started without waiting
+ * (amp_start_*) are in flight on the connection. Streams are never sent
+ * twice (their input is read once).
  * On success *out is a new connection the caller closes with amp_close().
  * Waits at most AMP_CONNECT_TIMEOUT_MS for the daemon to take it.
  *
