@@ -491,6 +491,16 @@ size_t sched_default(const struct sched_port *p)
     return p->s->default_index;
 }
 
+void sched_dev_load(const struct sched_port *p, size_t i, struct dev_load *out)
+{
+    struct sched *s = p->s;
+    *out = (struct dev_load){ 0 };
+    uv_rwlock_rdlock(&s->life);
+    if (!s->stopped)
+        runner_dev_load(s->runners[i], out);
+    uv_rwlock_rdunlock(&s->life);
+}
+
 void sched_stats(const struct sched_port *p, struct sched_stats *out)
 {
     struct sched *s = p->s;

@@ -103,6 +103,8 @@ struct staging_port *sched_staging(struct sched_port *p, size_t index);
 size_t sched_ndevs(const struct sched_port *p);
 const struct dev_info *sched_dev_info(const struct sched_port *p, size_t i);
 size_t sched_default(const struct sched_port *p);
+/* Device i's jobs and memory now (all zero once stopped). */
+void sched_dev_load(const struct sched_port *p, size_t i, struct dev_load *out);
 /* Daemon-wide: every loop's jobs. */
 void sched_stats(const struct sched_port *p, struct sched_stats *out);
 
