@@ -23,7 +23,7 @@ cleanup() {
 trap cleanup EXIT
 
 for i in 1 2 3; do
-  "$ampd" --listen "127.0.0.1:$((base + i))" 2>"$dir/ampd$i.log" &
+  "$ampd" --listen "127.0.0.1:$((base + i))" --tcp-require-token off 2>"$dir/ampd$i.log" &
   pids+=($!)
 done
 for i in 1 2 3; do

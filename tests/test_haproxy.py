@@ -60,7 +60,8 @@ class Farm:
     def __init__(self):
         self.dir = tempfile.mkdtemp(prefix="amp-lb-")
         self.ports = [free_port() for _ in range(3)]
-        self.daemons = [Daemon(("--listen", "127.0.0.1:%d" % p, "--drain-timeout", "30"))
+        self.daemons = [Daemon(("--listen", "127.0.0.1:%d" % p, "--drain-timeout", "30",
+                               "--tcp-require-token", "off"))
                         for p in self.ports]
         self.front = "127.0.0.1:%d" % free_port()
         self.stats = os.path.join(self.dir, "stats.sock")
