@@ -279,6 +279,18 @@ void json_string(FILE *f, const char *s);
  * "nan":N,"device":"..."}; "step" only when step >= 0. */
 void json_hist(FILE *f, const amp_hist *h, long step, const char *device);
 
+/* Writes l as {"jobs_running":N,"jobs_queued":N,"memory_in_use":N,
+ * "memory_capacity":N}. */
+void json_device_load(FILE *f, const amp_device_load *l);
+
+/* --- cmd_devices.c ------------------------------------------------------------- */
+
+/* bytes in words ("1.5 GiB") into buf. */
+void devices_mem(char *buf, size_t cap, uint64_t bytes);
+
+/* A device's load as one line's text: "1 running, 0 queued, 1.0 MiB of 2.0 GiB". */
+void devices_load_text(char *buf, size_t cap, const amp_device_load *l);
+
 /* --- chart.c ----------------------------------------------------------------- */
 
 /* Draws a histogram on a terminal: one line per bin, or per group of bins

@@ -7,17 +7,19 @@
 #include "ampctl.h"
 
 #define DEVICES_MEM_TEXT 32
+#define DEVICES_LOAD_TEXT 96
 
 static void devices_usage(FILE *f)
 {
     fprintf(f, "Usage: ampctl [--json] devices\n"
                "Lists the daemon's devices: index (for --device), type, name, global memory,\n"
-               "compute units, and '*' on the default device.\n"
+               "compute units, '*' on the default device, and its load now: jobs running\n"
+               "and queued, device memory in use of what it admits.\n"
                "\n"
                "  -h, --help  this help\n");
 }
 
-static void devices_mem(char *buf, size_t cap, uint64_t bytes)
+void devices_mem(char *buf, size_t cap, uint64_t bytes)
 {
     static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB" };
     double v = (double)bytes;
@@ -29,14 +31,25 @@ static void devices_mem(char *buf, size_t cap, uint64_t bytes)
     snprintf(buf, cap, u ? "%.1f %s" : "%.0f %s", v, units[u]);
 }
 
+void devices_load_text(char *buf, size_t cap, const amp_device_load *l)
+{
+    char used[DEVICES_MEM_TEXT], capacity[DEVICES_MEM_TEXT];
+    devices_mem(used, sizeof used, l->memory_in_use);
+    devices_mem(capacity, sizeof capacity, l->memory_capacity);
+    snprintf(buf, cap, "%" PRIu32 " running, %" PRIu32 " queued, %s of %s", l->jobs_running,
+             l->jobs_queued, used, capacity);
+}
+
 static void devices_table(const amp_device *d, size_t n)
 {
-    printf("%-5s %-11s %-40s %10s %4s %s\n", "INDEX", "TYPE", "NAME", "MEMORY", "CU", "DEFAULT");
+    printf("%-5s %-11s %-40s %10s %4s %-7s %s\n", "INDEX", "TYPE", "NAME", "MEMORY", "CU",
+           "DEFAULT", "LOAD");
     for (size_t i = 0; i < n; i++) {
-        char mem[DEVICES_MEM_TEXT];
+        char mem[DEVICES_MEM_TEXT], load[DEVICES_LOAD_TEXT];
         devices_mem(mem, sizeof mem, d[i].global_mem_size);
-        printf("%-5" PRIu32 " %-11s %-40s %10s %4" PRIu32 " %s\n", d[i].index, d[i].type,
-               d[i].name, mem, d[i].compute_units, d[i].is_default ? "*" : "");
+        devices_load_text(load, sizeof load, &d[i].load);
+        printf("%-5" PRIu32 " %-11s %-40s %10s %4" PRIu32 " %-7s %s\n", d[i].index, d[i].type,
+               d[i].name, mem, d[i].compute_units, d[i].is_default ? "*" : "", load);
     }
 }
 
@@ -52,9 +65,11 @@ static void devices_json_one(const amp_device *d)
     json_string(stdout, d->type);
     printf(",\"global_mem_size\":%" PRIu64 ",\"max_constant_buffer_size\":%" PRIu64
            ",\"max_work_group_size\":%" PRIu64 ",\"compute_units\":%" PRIu32
-           ",\"default\":%s}",
+           ",\"default\":%s,\"load\":",
            d->global_mem_size, d->max_constant_buffer_size, d->max_work_group_size,
            d->compute_units, d->is_default ? "true" : "false");
+    json_device_load(stdout, &d->load);
+    putchar('}');
 }
 
 static void devices_json(const amp_device *d, size_t n)

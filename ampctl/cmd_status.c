@@ -4,12 +4,14 @@
 #include "ampctl.h"
 
 #define STATUS_MS_PER_S 1000
+#define STATUS_LOAD_TEXT 96
 
 static void status_usage(FILE *f)
 {
     fprintf(f, "Usage: ampctl [--json] status\n"
                "Prints the daemon's version, uptime, connections, job counters, staging\n"
-               "memory in use and where unary job calls' time went, stage by stage.\n"
+               "memory in use, each device's load (jobs running and queued, device memory\n"
+               "in use) and where unary job calls' time went, stage by stage.\n"
                "\n"
                "  -h, --help  this help\n");
 }
@@ -41,7 +43,12 @@ static void status_print(const amp_daemon_status *st, int json)
                    ",\"p90_us\":%" PRIu64 ",\"p99_us\":%" PRIu64 "}",
                    l->calls, l->sum_us, l->p50_us, l->p90_us, l->p99_us);
         }
-        puts("}}");
+        fputs("},\"devices\":[", stdout);
+        for (size_t i = 0; i < st->ndevices; i++) {
+            printf("%s", i ? "," : "");
+            json_device_load(stdout, &st->devices[i]);
+        }
+        puts("]}");
         return;
     }
     printf("version         %s\n"
@@ -59,6 +66,11 @@ static void status_print(const amp_daemon_status *st, int json)
         if (st->calls[code])
             printf("calls %-20s %" PRIu64 "\n", amp_status_code_name(code), st->calls[code]);
     printf("staging in use  %" PRIu64 " bytes\n", st->staging_bytes_in_use);
+    for (size_t i = 0; i < st->ndevices; i++) {
+        char load[STATUS_LOAD_TEXT];
+        devices_load_text(load, sizeof load, &st->devices[i]);
+        printf("device %-8zu %s\n", i, load);
+    }
     if (!st->nstages || !st->stages[0].calls)
         return;
     printf("%-10s %10s %10s %10s %10s %10s\n", "stage", "calls", "mean us", "p50 <us",

@@ -25,6 +25,13 @@ void json_string(FILE *f, const char *s)
     fputc('"', f);
 }
 
+void json_device_load(FILE *f, const amp_device_load *l)
+{
+    fprintf(f, "{\"jobs_running\":%" PRIu32 ",\"jobs_queued\":%" PRIu32
+               ",\"memory_in_use\":%" PRIu64 ",\"memory_capacity\":%" PRIu64 "}",
+            l->jobs_running, l->jobs_queued, l->memory_in_use, l->memory_capacity);
+}
+
 void json_hist(FILE *f, const amp_hist *h, long step, const char *device)
 {
     fputc('{', f);

@@ -61,7 +61,9 @@ static void ampctl_usage(FILE *f)
             "name wins after it, e.g. bench -d; `--` ends the options):\n"
             "  -a, --address ADDR  daemon address: unix:PATH, HOST:PORT or [V6]:PORT, or\n"
             "                      tls:HOST:PORT for TLS (no URL scheme: not\n"
-            "                      http://HOST:PORT) (default $%s, else %s)\n"
+            "                      http://HOST:PORT) (default $%s, else %s);\n"
+            "                      several, comma-separated: connections spread over\n"
+            "                      them, and a call refused UNAVAILABLE goes to the next\n"
             "      --tls           TLS to a HOST:PORT address, as tls:HOST:PORT; the\n"
             "                      daemon's certificate must verify and name the host\n"
             "      --tls-ca FILE   PEM CAs to verify the daemon's certificate with\n"
@@ -186,9 +188,10 @@ int ampctl_fail(struct ampctl *ctx, int rc)
 
 static int ampctl_check_address(const char *text)
 {
-    struct address a;
-    char err[ADDRESS_ERROR_MAX];
-    if (address_parse(text, &a, err, sizeof err) != 0)
+    struct address a[ADDRESS_LIST_MAX];
+    size_t n;
+    char err[2 * ADDRESS_ERROR_MAX];
+    if (address_parse_list(text, a, ADDRESS_LIST_MAX, &n, err, sizeof err) != 0)
         return ampctl_usage_error(NULL, "address '%s': %s", text, err);
     return AMPCTL_OK;
 }

@@ -253,6 +253,11 @@ static int call_on_data(nghttp2_session *s, uint8_t flags, int32_t stream_id,
     struct call *call = call_of(user_data, stream_id);
     if (!call || call->err)
         return 0;
+    /* A reply that is not gRPC (a proxy's HTML error page) holds no gRPC
+     * messages: its body is dropped and call_outcome judges it by its HTTP
+     * status, as gRPC's clients do. */
+    if (call->http_status != CALL_HTTP_OK || !call->content_type_ok)
+        return 0;
     int rc = call_feed(call, data, len);
     if (rc == CALL_MSG_ABORT) {
         nghttp2_submit_rst_stream(s, NGHTTP2_FLAG_NONE, stream_id, NGHTTP2_CANCEL);
@@ -472,8 +477,8 @@ int call_outcome(amp_conn *c, struct call *call)
         if (call->http_status > 0 && call->http_status != CALL_HTTP_OK) {
             int g = error_grpc_from_http(call->http_status);
             c->grpc_status = g;
-            return conn_fail(c, error_from_grpc(g), "HTTP status %d from the daemon",
-                             call->http_status);
+            return conn_fail(c, error_from_grpc(g), "not a gRPC reply: HTTP status %d (%s)",
+                             call->http_status, error_grpc_name(g));
         }
         if (call->reset_code == NGHTTP2_REFUSED_STREAM)
             return call_refused(c);
@@ -649,6 +654,14 @@ int call_unary_pieces(amp_conn *c, const char *path, const ProtobufCMessage *req
     /* Once: the new connection is fresh. A retried call saw no reply, so
      * no piece of one was taken. */
     if (rc != 0 && retry) {
+        conn_begin(c);
+        rc = call_unary_once(c, path, req, timeout_ms, pieces, reply, reply_len, &retry);
+    }
+    /* Refused UNAVAILABLE by one of several daemons (draining, no device
+     * free, a proxy's 503): the next is asked, each at most once. ampd
+     * answers UNAVAILABLE only for work it did not finish, and a job is a
+     * pure function of its request, so running it again is safe. */
+    for (size_t tried = 1; rc == AMP_EUNAVAIL && tried < c->ntargets && conn_move_on(c); tried++) {
         conn_begin(c);
         rc = call_unary_once(c, path, req, timeout_ms, pieces, reply, reply_len, &retry);
     }

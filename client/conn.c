@@ -172,34 +172,61 @@ static int conn_open_session(amp_conn *c)
 }
 
 static int conn_tls_handshake(amp_conn *c, const struct address *a);
+static void conn_shut(amp_conn *c);
 
-/* Opens c's socket, its TLS if asked for, and its HTTP/2 session to
- * c->address. */
-static int conn_open(amp_conn *c)
+/* Opens c's socket, its TLS if asked for, and its HTTP/2 session to a. */
+static int conn_open_one(amp_conn *c, const struct address *a)
 {
-    struct address a;
     char err[256];
-    if (address_parse(c->address, &a, err, sizeof err) != 0)
-        return conn_fail(c, AMP_EADDR, "%s", err);
-    int tls = a.tls || c->tls_opts.on;
-    if (tls && a.kind == ADDRESS_UNIX)
-        return conn_fail(c, AMP_EINVAL, "TLS needs a TCP address, not unix:%s", a.path);
-    int rc = connect_open(c, &a, c->connect_timeout_ms);
-    if (rc == 0 && a.kind == ADDRESS_UNIX &&
-        address_region_path(&a, c->region_path, sizeof c->region_path) != 0)
+    int tls = a->tls || c->tls_opts.on;
+    if (tls && a->kind == ADDRESS_UNIX)
+        return conn_fail(c, AMP_EINVAL, "TLS needs a TCP address, not unix:%s", a->path);
+    c->region_path[0] = '\0';
+    int rc = connect_open(c, a, c->connect_timeout_ms);
+    if (rc == 0 && a->kind == ADDRESS_UNIX &&
+        address_region_path(a, c->region_path, sizeof c->region_path) != 0)
         c->region_path[0] = '\0';   /* too long a path: no regions */
     if (rc == 0 && tls) {
-        rc = tls_client_new(a.host, &c->tls_opts, &c->tls, err, sizeof err);
+        rc = tls_client_new(a->host, &c->tls_opts, &c->tls, err, sizeof err);
         if (rc != 0)
             conn_fail(c, rc, "%s", err);
         else
-            rc = conn_tls_handshake(c, &a);
+            rc = conn_tls_handshake(c, a);
     }
     if (rc == 0)
         rc = conn_open_session(c);
     if (rc == 0)
         conn_flush_nowait(c); /* the preface and settings; replies are read with the first call */
     return rc;
+}
+
+/* Opens c to its current target, or else to the next that can be opened,
+ * each tried once. */
+static int conn_open(amp_conn *c)
+{
+    int rc = conn_open_one(c, &c->targets[c->target]);
+    for (size_t tried = 1; rc != 0 && tried < c->ntargets; tried++) {
+        conn_shut(c);
+        c->target = (c->target + 1) % c->ntargets;
+        rc = conn_open_one(c, &c->targets[c->target]);
+    }
+    if (rc != 0 && c->ntargets > 1) {
+        char why[CONN_MESSAGE_MAX];
+        snprintf(why, sizeof why, "%s", c->message);
+        conn_fail(c, rc, "none of the %zu addresses could be opened; the last: %s", c->ntargets,
+                  why);
+    }
+    return rc;
+}
+
+int conn_move_on(amp_conn *c)
+{
+    if (c->ntargets < 2 || c->no_reconnect || c->calls)
+        return 0;
+    conn_shut(c);
+    c->broken = 1;   /* conn_ready() opens the next */
+    c->target = (c->target + 1) % c->ntargets;
+    return 1;
 }
 
 /* Ends c's session, TLS and socket, keeping the connection's settings. */
@@ -263,6 +290,11 @@ int amp_connect_with(const char *address, const amp_connect_opts *o, amp_conn **
     c->in = malloc(CONN_READ_CHUNK);
     c->address = strdup(address ? address : AMP_DEFAULT_ADDRESS);
     int rc = !c->in || !c->address ? AMP_ENOMEM : 0;
+    char err[CONN_MESSAGE_MAX];
+    if (rc == 0 && address_parse_list(c->address, c->targets, ADDRESS_LIST_MAX, &c->ntargets, err,
+                                      sizeof err) != 0)
+        rc = conn_fail(c, AMP_EADDR, "%s", err);
+    c->target = connect_rotation(c->ntargets);
     if (rc == 0 && o && abi_check_size(c, "opts", o->size, ABI_CONNECT_OPTS_MIN) != 0)
         rc = AMP_EINVAL;
     else if (rc == 0 && o && o->timeout_ms < 0)

@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
+#include "address.h"
 #include "amp.h"
 #include "tls.h"
 
@@ -26,7 +27,10 @@ struct call;
 struct region_link;
 
 struct amp_conn {
-    char *address;         /* what amp_connect was given (or the default), owned: reopens */
+    char *address;         /* what amp_connect was given (or the default), owned */
+    struct address targets[ADDRESS_LIST_MAX]; /* its addresses, in the order given */
+    size_t ntargets;       /* 1..ADDRESS_LIST_MAX */
+    size_t target;         /* the one connected to, or to (re)open next: < ntargets */
     int connect_timeout_ms; /* > 0 */
     int no_reconnect;      /* amp_connect_opts.no_reconnect */
     int fd;                /* non-blocking socket, owned */
@@ -68,6 +72,12 @@ struct amp_conn {
     char region_path[108];          /* the daemon's region socket (Unix connections), or "" */
     struct region_link *regions;    /* region.c: the region socket once used, or NULL */
 };
+
+/* A call on c was refused UNAVAILABLE: when c has another address to go to
+ * (and no call in flight that would be cut), closes the connection and
+ * makes the next address the one conn_ready() opens. Returns whether it
+ * did. */
+int conn_move_on(amp_conn *c);
 
 /* Sets c->message (printf-style) and returns code, so callers can write
  * `return conn_fail(c, AMP_EINVAL, "...")`. */

@@ -6,6 +6,12 @@
  * (whose SYNs the kernel drops) waits in poll() for the limit; a Unix
  * connect to a full queue fails with EAGAIN at once and is tried again,
  * with growing pauses, until the limit.
+ *
+ * Where there are several places to connect to (amp_connect's address
+ * list, a name with several DNS records), each new connection starts at
+ * the next one, process-wide, and goes on to the others if it cannot
+ * connect: connections spread over them as gRPC's round_robin spreads
+ * calls.
  */
 #include "connect.h"
 
@@ -14,6 +20,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -24,6 +31,12 @@
 
 #define CONNECT_RETRY_FIRST_MS 1   /* first pause before a Unix connect is tried again */
 #define CONNECT_RETRY_MAX_MS 50    /* longest pause between tries */
+
+size_t connect_rotation(size_t n)
+{
+    static atomic_size_t next;
+    return n ? atomic_fetch_add_explicit(&next, 1, memory_order_relaxed) % n : 0;
+}
 
 static int connect_left_ms(long long deadline_ms)
 {
@@ -102,8 +115,15 @@ static int connect_tcp(amp_conn *c, const struct address *a, long long deadline_
     int gai = getaddrinfo(a->host, port, &hints, &res);
     if (gai != 0)
         return conn_fail(c, AMP_EADDR, "cannot resolve %s: %s", a->host, gai_strerror(gai));
+    size_t nrecords = 0;
+    for (struct addrinfo *ai = res; ai; ai = ai->ai_next)
+        nrecords++;
+    size_t first = connect_rotation(nrecords);
     int err = 0;
-    for (struct addrinfo *ai = res; ai && err != ETIMEDOUT; ai = ai->ai_next) {
+    for (size_t k = 0; k < nrecords && err != ETIMEDOUT; k++) {
+        struct addrinfo *ai = res;
+        for (size_t skip = (first + k) % nrecords; skip; skip--)
+            ai = ai->ai_next;
         int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK,
                         ai->ai_protocol);
         if (fd < 0) {

@@ -10,4 +10,8 @@
  * c->message saying why (a timeout names the limit). */
 int connect_open(amp_conn *c, const struct address *a, int timeout_ms);
 
+/* Where the next of n choices starts: 0, 1, ..., n-1, 0, ... across every
+ * caller in the process. Thread-safe. */
+size_t connect_rotation(size_t n);
+
 #endif

@@ -18,6 +18,16 @@
 
 #define DEVICES_COPY(dst, src) snprintf((dst), sizeof(dst), "%s", (src) ? (src) : "")
 
+static void devices_copy_load(amp_device_load *d, const Amp__V1__DeviceLoad *s)
+{
+    if (!s)
+        return;
+    d->jobs_running = s->jobs_running;
+    d->jobs_queued = s->jobs_queued;
+    d->memory_in_use = s->memory_in_use;
+    d->memory_capacity = s->memory_capacity;
+}
+
 static void devices_copy_one(amp_device *d, const Amp__V1__Device *s)
 {
     d->index = s->index;
@@ -30,6 +40,7 @@ static void devices_copy_one(amp_device *d, const Amp__V1__Device *s)
     d->max_work_group_size = s->max_work_group_size;
     d->compute_units = s->compute_units;
     d->is_default = s->is_default ? 1 : 0;
+    devices_copy_load(&d->load, s->load);
 }
 
 int amp_devices(amp_conn *c, const amp_opts *o, amp_device **list, size_t *n)
@@ -123,6 +134,8 @@ int amp_status(amp_conn *c, const amp_opts *o, amp_daemon_status *st)
     full.staging_bytes_in_use = r->staging_bytes_in_use;
     for (size_t i = 0; i < r->n_stages && full.nstages < AMP_STAGES; i++)
         devices_stage(&full.stages[full.nstages++], r->stages[i]);
+    for (size_t i = 0; i < r->n_device_loads && full.ndevices < AMP_STATUS_DEVICES; i++)
+        devices_copy_load(&full.devices[full.ndevices++], r->device_loads[i]);
     protobuf_c_message_free_unpacked(msg, NULL);
     abi_write(st, &full, sizeof full);
     return 0;

@@ -187,3 +187,30 @@ int address_region_path(const struct address *a, char *out, size_t outlen)
     int n = snprintf(out, outlen, "%s" ADDRESS_REGION_SUFFIX, a->path);
     return n < 0 || (size_t)n >= outlen || (size_t)n >= ADDRESS_PATH_MAX ? -1 : 0;
 }
+
+int address_parse_list(const char *text, struct address *out, size_t max, size_t *n, char *err,
+                       size_t errlen)
+{
+    *n = 0;
+    for (const char *p = text;; p++) {
+        const char *end = strchr(p, ADDRESS_LIST_SEPARATOR);
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        if (*n == max)
+            return address_fail(err, errlen, "more than %zu addresses in '%s'", max, text);
+        char one[ADDRESS_PATH_MAX + ADDRESS_HOST_MAX];
+        if (len == 0 || len >= sizeof one)
+            return address_fail(err, errlen, "address %zu of '%s' is %s", *n + 1, text,
+                                len ? "too long" : "empty");
+        memcpy(one, p, len);
+        one[len] = '\0';
+        char why[ADDRESS_ERROR_MAX];
+        if (address_parse(one, &out[*n], why, sizeof why) != 0)
+            return end || *n ? address_fail(err, errlen, "address %zu of '%s': %s", *n + 1, text,
+                                            why)
+                             : address_fail(err, errlen, "%s", why);
+        ++*n;
+        if (!end)
+            return 0;
+        p = end;
+    }
+}

@@ -36,4 +36,14 @@ int address_region_path(const struct address *a, char *out, size_t outlen);
 /* Parses text into *out. Returns 0, or -1 with a reason in err. */
 int address_parse(const char *text, struct address *out, char *err, size_t errlen);
 
+/* Most addresses in a list (libampclient spreads connections over them). */
+#define ADDRESS_LIST_MAX 16
+#define ADDRESS_LIST_SEPARATOR ','
+
+/* Parses a comma-separated list of addresses (one address is a list of
+ * one; so a Unix path in a list cannot hold a comma) into out[0..*n),
+ * at most max. Returns 0, or -1 with a reason in err naming the entry. */
+int address_parse_list(const char *text, struct address *out, size_t max, size_t *n, char *err,
+                       size_t errlen);
+
 #endif

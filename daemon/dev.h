@@ -27,6 +27,16 @@ struct dev_info {
     unsigned compute_units;
 };
 
+/* What one device is doing now, as its runner counts it (runner.h): a
+ * unary job or a stream is queued from its submission until the runner
+ * admits it (reserves its device memory), then running until it ends. */
+struct dev_load {
+    uint32_t jobs_running;
+    uint32_t jobs_queued;
+    uint64_t memory_in_use;       /* device bytes reserved by running jobs */
+    uint64_t memory_capacity;     /* what the runner admits at most (--max-device-memory) */
+};
+
 struct dev;
 
 /* Finds every OpenCL device of every platform and opens it (context, queues,
@@ -34,6 +44,11 @@ struct dev;
  * first, then accelerators, then CPUs; index i of the list is dev_info()->index.
  * Returns 0, or -1 with a message in err when no device can be opened. */
 int dev_open_all(struct dev ***devs, size_t *n, char *err, size_t errlen);
+
+/* The list order of n devices of the given types: order[k] is the index in
+ * types of the k-th device listed. GPUs, then accelerators, then CPUs;
+ * devices of one type keep their order (the platforms', as reported). */
+void dev_order_by_type(const enum dev_type *types, size_t n, size_t *order);
 
 /* Closes every device of a list from dev_open_all() and frees the list. */
 void dev_close_all(struct dev **devs, size_t n);

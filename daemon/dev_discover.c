@@ -357,17 +357,36 @@ static int dev_list_candidates(struct dev_candidate **cands, size_t *n, char *er
 }
 
 /* Stable insertion sort by type rank: platform order is kept within a type. */
-static void dev_sort_candidates(struct dev_candidate *c, size_t n)
+void dev_order_by_type(const enum dev_type *types, size_t n, size_t *order)
 {
-    for (size_t i = 1; i < n; i++) {
-        struct dev_candidate v = c[i];
+    for (size_t i = 0; i < n; i++) {
         size_t j = i;
-        while (j > 0 && dev_type_rank(c[j - 1].type) > dev_type_rank(v.type)) {
-            c[j] = c[j - 1];
+        while (j > 0 && dev_type_rank(types[order[j - 1]]) > dev_type_rank(types[i])) {
+            order[j] = order[j - 1];
             j--;
         }
-        c[j] = v;
+        order[j] = i;
     }
+}
+
+static int dev_sort_candidates(struct dev_candidate *c, size_t n)
+{
+    enum dev_type *types = malloc((n ? n : 1) * sizeof(*types));
+    size_t *order = malloc((n ? n : 1) * sizeof(*order));
+    struct dev_candidate *sorted = malloc((n ? n : 1) * sizeof(*sorted));
+    int rc = types && order && sorted ? 0 : -1;
+    for (size_t i = 0; rc == 0 && i < n; i++)
+        types[i] = c[i].type;
+    if (rc == 0)
+        dev_order_by_type(types, n, order);
+    for (size_t k = 0; rc == 0 && k < n; k++)
+        sorted[k] = c[order[k]];
+    if (rc == 0 && n)
+        memcpy(c, sorted, n * sizeof(*c));
+    free(types);
+    free(order);
+    free(sorted);
+    return rc;
 }
 
 static int dev_open_list(struct dev ***devs, size_t *n, bool profiling, char *err,
@@ -381,7 +400,11 @@ static int dev_open_list(struct dev ***devs, size_t *n, bool profiling, char *er
         free(cands);
         return -1;
     }
-    dev_sort_candidates(cands, ncands);
+    if (dev_sort_candidates(cands, ncands) != 0) {
+        free(cands);
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
     struct dev **list = calloc(ncands ? ncands : 1, sizeof(*list));
     if (!list) {
         free(cands);

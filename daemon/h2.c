@@ -29,6 +29,7 @@
 #include "data_frame.h"
 #include "grpc_frame.h"
 #include "h2_internal.h"
+#include "h2_request.h"
 #include "sat.h"
 
 /* Per-stream receive window we advertise, and the connection's: large
@@ -459,6 +460,14 @@ static int h2_on_begin_headers(nghttp2_session *ng, const nghttp2_frame *frame, 
     return 0;
 }
 
+/* A malformed request (h2_request.h) ends as nghttp2's own checks would end
+ * it: RST_STREAM(PROTOCOL_ERROR), and no more of its fields. */
+static int h2_reset_malformed(nghttp2_session *ng, int32_t stream_id)
+{
+    nghttp2_submit_rst_stream(ng, NGHTTP2_FLAG_NONE, stream_id, NGHTTP2_PROTOCOL_ERROR);
+    return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+}
+
 static bool h2_name_is(const uint8_t *name, size_t namelen, const char *want)
 {
     return namelen == strlen(want) && memcmp(name, want, namelen) == 0;
@@ -531,11 +540,18 @@ static int h2_on_header(nghttp2_session *ng, const nghttp2_frame *frame, const u
 {
     (void)flags;
     (void)user_data;
-    if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST)
+    if (frame->hd.type != NGHTTP2_HEADERS)
         return 0;
+    if (frame->headers.cat != NGHTTP2_HCAT_REQUEST) {
+        if (!h2_request_trailer_field(name, namelen, value, valuelen))
+            return h2_reset_malformed(ng, frame->hd.stream_id);
+        return 0;
+    }
     struct h2_call *c = h2_stream_call(ng, frame->hd.stream_id);
     if (!c)
         return 0;
+    if (!h2_request_field(&c->request, name, namelen, value, valuelen))
+        return h2_reset_malformed(ng, frame->hd.stream_id);
     if (h2_name_is(name, namelen, ":method")) {
         c->is_post = valuelen == 4 && memcmp(value, "POST", 4) == 0;
     } else if (h2_name_is(name, namelen, ":path")) {
@@ -567,8 +583,17 @@ static int h2_on_frame_recv(nghttp2_session *ng, const nghttp2_frame *frame, voi
     struct h2_call *c = h2_stream_call(ng, frame->hd.stream_id);
     if (!c)
         return 0;
-    if (frame->hd.type == NGHTTP2_HEADERS && frame->headers.cat == NGHTTP2_HCAT_REQUEST)
+    if (frame->hd.type == NGHTTP2_HEADERS && frame->headers.cat == NGHTTP2_HCAT_REQUEST) {
+        if (!h2_request_complete(&c->request)) {
+            h2_reset_malformed(ng, frame->hd.stream_id);
+            return 0;
+        }
         h2_call_headers_done(c);
+    } else if (frame->hd.type == NGHTTP2_HEADERS && !(frame->hd.flags & NGHTTP2_FLAG_END_STREAM)) {
+        /* Trailers must end the request. */
+        h2_reset_malformed(ng, frame->hd.stream_id);
+        return 0;
+    }
     if (frame->hd.flags & NGHTTP2_FLAG_END_STREAM)
         h2_call_remote_end(c);
     return 0;
@@ -670,6 +695,8 @@ static int h2_session_setup(struct h2_session *s)
         return -1;
     }
     nghttp2_option_set_no_auto_window_update(opt, 1);
+    /* Its request rules live in h2_request.c, less the :authority one. */
+    nghttp2_option_set_no_http_messaging(opt, 1);
     int rv = nghttp2_session_server_new2(&s->ng, cbs, s, opt);
     nghttp2_option_del(opt);
     nghttp2_session_callbacks_del(cbs);

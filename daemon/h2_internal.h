@@ -19,6 +19,7 @@
 
 #include "grpc_frame.h"
 #include "h2.h"
+#include "h2_request.h"
 
 #define H2_PATH_MAX 256
 /* grpc-message after percent-encoding (at most 3 bytes per input byte). */
@@ -50,6 +51,7 @@ struct h2_call {
     uint64_t wait_ms;             /* the call began waiting for request bytes; 0: not waiting */
     uint64_t wait_bytes;          /* request bytes that arrived since */
     /* Request headers, as collected until the HEADERS frame is whole. */
+    struct h2_request request;    /* the HTTP/2 rules kept so far */
     char path[H2_PATH_MAX];
     bool path_too_long;
     bool is_post;

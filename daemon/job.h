@@ -139,6 +139,8 @@ struct job {
     /* Runner thread only. */
     struct dev_stream *stream; /* device side of a stream, OPEN to CLOSE */
     uint64_t dev_reserved;     /* device bytes admitted for this job */
+    bool dev_running;          /* admitted by its runner and not yet ended: counted in the
+                                * device's jobs_running (runner thread only) */
 };
 
 /* p's sub-range as seen from the chunk [off, off+len) of the input (a

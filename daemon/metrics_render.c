@@ -158,8 +158,10 @@ static const struct {
     const char *name, *help;
     size_t offset;   /* of its uint64_t in struct sched_device_usage */
 } metrics_device_gauges[] = {
-    { "ampd_device_tasks", "tasks queued, waiting for device memory or running",
-      offsetof(struct sched_device_usage, tasks) },
+    { "ampd_device_jobs_queued", "jobs waiting for the device's runner (or its memory)",
+      offsetof(struct sched_device_usage, jobs_queued) },
+    { "ampd_device_jobs_running", "jobs running on the device",
+      offsetof(struct sched_device_usage, jobs_running) },
     { "ampd_device_memory_reserved_bytes", "device memory jobs hold reserved now",
       offsetof(struct sched_device_usage, memory_reserved) },
     { "ampd_device_memory_capacity_bytes",

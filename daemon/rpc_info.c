@@ -19,6 +19,18 @@
 
 #define RPC_INFO_KIB 1024
 
+/* Device i's load as the proto says it, in *l. */
+static void rpc_info_device_load(struct sched_port *s, size_t i, Amp__V1__DeviceLoad *l)
+{
+    struct dev_load load;
+    sched_dev_load(s, i, &load);
+    amp__v1__device_load__init(l);
+    l->jobs_running = load.jobs_running;
+    l->jobs_queued = load.jobs_queued;
+    l->memory_in_use = load.memory_in_use;
+    l->memory_capacity = load.memory_capacity;
+}
+
 void rpc_list_devices(struct rpc_call *rc, ProtobufCMessage *req)
 {
     (void)req;
@@ -26,9 +38,11 @@ void rpc_list_devices(struct rpc_call *rc, ProtobufCMessage *req)
     size_t n = s ? sched_ndevs(s) : 0;
     Amp__V1__Device *devs = calloc(n ? n : 1, sizeof(*devs));
     Amp__V1__Device **ptrs = calloc(n ? n : 1, sizeof(*ptrs));
-    if (!devs || !ptrs) {
+    Amp__V1__DeviceLoad *loads = calloc(n ? n : 1, sizeof(*loads));
+    if (!devs || !ptrs || !loads) {
         free(devs);
         free(ptrs);
+        free(loads);
         rpc_fail(rc, STATUS_RESOURCE_EXHAUSTED, "out of memory listing devices");
         return;
     }
@@ -46,12 +60,15 @@ void rpc_list_devices(struct rpc_call *rc, ProtobufCMessage *req)
         d->max_work_group_size = di->max_work_group_size;
         d->compute_units = di->compute_units;
         d->is_default = i == sched_default(s);
+        rpc_info_device_load(s, i, &loads[i]);
+        d->load = &loads[i];
         ptrs[i] = d;
     }
     Amp__V1__ListDevicesReply reply = AMP__V1__LIST_DEVICES_REPLY__INIT;
     reply.n_devices = n;
     reply.devices = ptrs;
     rpc_reply(rc, &reply.base);
+    free(loads);
     free(ptrs);
     free(devs);
 }
@@ -108,5 +125,22 @@ void rpc_status(struct rpc_call *rc, ProtobufCMessage *req)
         ptrs[reply.n_calls_by_status++] = c;
     }
     reply.calls_by_status = ptrs;
+    size_t ndevs = rc->env->sched ? sched_ndevs(rc->env->sched) : 0;
+    Amp__V1__DeviceLoad *loads = calloc(ndevs ? ndevs : 1, sizeof(*loads));
+    Amp__V1__DeviceLoad **load_ptrs = calloc(ndevs ? ndevs : 1, sizeof(*load_ptrs));
+    if (!loads || !load_ptrs) {
+        free(loads);
+        free(load_ptrs);
+        rpc_fail(rc, STATUS_RESOURCE_EXHAUSTED, "out of memory reporting device loads");
+        return;
+    }
+    for (size_t i = 0; i < ndevs; i++) {
+        rpc_info_device_load(rc->env->sched, i, &loads[i]);
+        load_ptrs[i] = &loads[i];
+    }
+    reply.n_device_loads = ndevs;
+    reply.device_loads = load_ptrs;
     rpc_reply(rc, &reply.base);
+    free(load_ptrs);
+    free(loads);
 }

@@ -23,7 +23,6 @@
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -43,10 +42,12 @@ struct runner {
     runner_complete_cb complete;
     void *ctx;
     pthread_t thread;
-    pthread_mutex_t lock;           /* guards head, tail, load, stopping, kicked, callbacks */
+    pthread_mutex_t lock;           /* guards head, tail, stopping, kicked, callbacks,
+                                     * jobs_queued, jobs_running, mem_used */
     pthread_cond_t wake;
     struct task *head, *tail;       /* queued tasks, linked through task->next */
-    size_t load;                    /* queued + parked + in flight */
+    uint32_t jobs_queued;           /* JOB and OPEN tasks submitted, not yet admitted */
+    uint32_t jobs_running;          /* jobs with job->dev_running set */
     bool stopping;
     bool kicked;                    /* a device command finished since the last look */
     size_t callbacks;               /* event callbacks owed: r lives until they are 0 */
@@ -56,9 +57,7 @@ struct runner {
     struct task *parked, *parked_tail; /* waiting for device memory, in order */
     struct runner_flight flight[RUNNER_FLIGHT_MAX]; /* oldest first */
     size_t nflight;
-    /* Written by the runner thread only; an atomic so that metrics.c reads
-     * it from its own (runner_mem_used). */
-    atomic_uint_least64_t mem_used; /* device bytes reserved: <= capacity */
+    uint64_t mem_used;              /* device bytes reserved: <= capacity; written here only */
 };
 
 static void runner_append(struct task **head, struct task **tail, struct task *t)
@@ -83,12 +82,43 @@ static struct task *runner_pop(struct runner *r)
     return t;
 }
 
+/* The tasks that begin a job (a unary job, or a stream's OPEN) and end it. */
+static bool runner_begins_job(const struct task *t)
+{
+    return t->kind == TASK_JOB || t->kind == TASK_OPEN;
+}
+
+static bool runner_ends_job(const struct task *t)
+{
+    return t->kind == TASK_JOB || t->kind == TASK_CLOSE;
+}
+
+/* Moves t's job out of the queued count: admitted (now running) or not
+ * (it failed before it could run). */
+static void runner_count_admitted(struct runner *r, struct task *t, bool admitted)
+{
+    pthread_mutex_lock(&r->lock);
+    r->jobs_queued--;
+    if (admitted) {
+        r->jobs_running++;
+        t->job->dev_running = true;
+    }
+    pthread_mutex_unlock(&r->lock);
+}
+
 static void runner_hand_back(struct runner *r, struct task *t)
 {
+    /* Read before complete(), which may free the job; counted until it
+     * returns. */
+    bool ended = runner_ends_job(t) && t->job->dev_running;
+    if (ended)
+        t->job->dev_running = false;
     r->complete(t, r->ctx);
-    pthread_mutex_lock(&r->lock);
-    r->load--;
-    pthread_mutex_unlock(&r->lock);
+    if (ended) {
+        pthread_mutex_lock(&r->lock);
+        r->jobs_running--;
+        pthread_mutex_unlock(&r->lock);
+    }
 }
 
 static void runner_fail(struct task *t, enum status_code code, const char *fmt, ...)
@@ -134,7 +164,9 @@ static void runner_release(struct runner *r, struct job *job)
 {
     if (!job->dev_reserved)
         return;
+    pthread_mutex_lock(&r->lock);
     r->mem_used -= job->dev_reserved;
+    pthread_mutex_unlock(&r->lock);
     job->dev_reserved = 0;
     runner_unpark(r);
 }
@@ -143,7 +175,7 @@ static void runner_release(struct runner *r, struct job *job)
  * (failed tasks get their status and are handed back in order). */
 static bool runner_admit(struct runner *r, struct task *t)
 {
-    if (t->kind != TASK_JOB && t->kind != TASK_OPEN)
+    if (!runner_begins_job(t))
         return true;
     uint64_t need = dev_task_memory(r->dev, t);
     uint64_t cap = dev_memory_capacity(r->dev);
@@ -152,14 +184,18 @@ static bool runner_admit(struct runner *r, struct task *t)
                     "the job needs %" PRIu64 " bytes of device memory; device %u admits at "
                     "most %" PRIu64 " (--max-device-memory)",
                     need, dev_info(r->dev)->index, cap);
+        runner_count_admitted(r, t, false);
         return true;   /* started below, it only reports the failure */
     }
-    if (r->parked || need > cap - atomic_load(&r->mem_used)) {
+    if (r->parked || need > cap - r->mem_used) {
         runner_append(&r->parked, &r->parked_tail, t);
         return false;
     }
+    pthread_mutex_lock(&r->lock);
     r->mem_used += need;
+    pthread_mutex_unlock(&r->lock);
     t->job->dev_reserved = need;
+    runner_count_admitted(r, t, true);
     return true;
 }
 
@@ -260,6 +296,8 @@ static void runner_drain_tasks(struct runner *r)
             continue;
         }
         runner_fail(t, STATUS_CANCELLED, "the daemon is shutting down");
+        if (runner_begins_job(t))
+            runner_count_admitted(r, t, false);
         runner_hand_back(r, t);
     }
 }
@@ -328,7 +366,8 @@ void runner_submit(struct runner *r, struct task *t)
 {
     pthread_mutex_lock(&r->lock);
     runner_append(&r->head, &r->tail, t);
-    r->load++;
+    if (runner_begins_job(t))
+        r->jobs_queued++;
     pthread_cond_signal(&r->wake);
     pthread_mutex_unlock(&r->lock);
 }
@@ -336,14 +375,19 @@ void runner_submit(struct runner *r, struct task *t)
 size_t runner_load(struct runner *r)
 {
     pthread_mutex_lock(&r->lock);
-    size_t n = r->load;
+    size_t n = (size_t)r->jobs_queued + r->jobs_running;
     pthread_mutex_unlock(&r->lock);
     return n;
 }
 
-uint64_t runner_mem_used(struct runner *r)
+void runner_dev_load(struct runner *r, struct dev_load *out)
 {
-    return atomic_load_explicit(&r->mem_used, memory_order_relaxed);
+    pthread_mutex_lock(&r->lock);
+    out->jobs_running = r->jobs_running;
+    out->jobs_queued = r->jobs_queued;
+    out->memory_in_use = r->mem_used;
+    pthread_mutex_unlock(&r->lock);
+    out->memory_capacity = dev_memory_capacity(r->dev);
 }
 
 struct dev *runner_dev(struct runner *r)

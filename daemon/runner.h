@@ -26,13 +26,12 @@ struct runner *runner_start(struct dev *d, runner_complete_cb complete, void *ct
 /* Queues t; never blocks on the device. Thread-safe. */
 void runner_submit(struct runner *r, struct task *t);
 
-/* Tasks queued, waiting for memory or running: the placement load metric.
- * Thread-safe. */
+/* Jobs queued or running on the device (a stream counts from its OPEN to
+ * its CLOSE, idle or not): the placement load metric. Thread-safe. */
 size_t runner_load(struct runner *r);
-
-/* Device bytes r's jobs hold reserved now (--max-device-memory). Any
- * thread. */
-uint64_t runner_mem_used(struct runner *r);
+/* The device's jobs and memory now (dev.h), for Status and ListDevices.
+ * Thread-safe. */
+void runner_dev_load(struct runner *r, struct dev_load *out);
 
 struct dev *runner_dev(struct runner *r);
 

@@ -491,6 +491,22 @@ size_t sched_default(const struct sched_port *p)
     return p->s->default_index;
 }
 
+/* Device i's jobs and memory now, from any thread: nothing once the
+ * runners are stopped. */
+static void sched_load_of(struct sched *s, size_t i, struct dev_load *out)
+{
+    *out = (struct dev_load){ 0 };
+    uv_rwlock_rdlock(&s->life);
+    if (!s->stopped)
+        runner_dev_load(s->runners[i], out);
+    uv_rwlock_rdunlock(&s->life);
+}
+
+void sched_dev_load(const struct sched_port *p, size_t i, struct dev_load *out)
+{
+    sched_load_of(p->s, i, out);
+}
+
 void sched_totals(struct sched *s, struct sched_stats *out)
 {
     uv_mutex_lock(&s->counts);
@@ -510,16 +526,18 @@ int sched_device_usage(struct sched *s, size_t i, struct sched_device_usage *out
     if (i >= s->ndevs)
         return -1;
     const struct dev_info *di = dev_info(s->devs[i]);
-    *out = (struct sched_device_usage){ .index = di->index, .name = di->name };
-    uv_rwlock_rdlock(&s->life);
-    if (s->runners[i]) {
-        out->tasks = runner_load(s->runners[i]);
-        out->memory_reserved = runner_mem_used(s->runners[i]);
-    }
-    uv_rwlock_rdunlock(&s->life);
-    out->memory_capacity = dev_memory_capacity(s->devs[i]);
-    out->staging_in_use = staging_pool_in_use(s->staging[i]);
-    out->staging_bytes = staging_pool_bytes(s->staging[i]);
+    struct dev_load load;
+    sched_load_of(s, i, &load);
+    *out = (struct sched_device_usage){
+        .index = di->index,
+        .name = di->name,
+        .jobs_queued = load.jobs_queued,
+        .jobs_running = load.jobs_running,
+        .memory_reserved = load.memory_in_use,
+        .memory_capacity = dev_memory_capacity(s->devs[i]),
+        .staging_in_use = staging_pool_in_use(s->staging[i]),
+        .staging_bytes = staging_pool_bytes(s->staging[i]),
+    };
     return 0;
 }
 

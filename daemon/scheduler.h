@@ -103,6 +103,8 @@ struct staging_port *sched_staging(struct sched_port *p, size_t index);
 size_t sched_ndevs(const struct sched_port *p);
 const struct dev_info *sched_dev_info(const struct sched_port *p, size_t i);
 size_t sched_default(const struct sched_port *p);
+/* Device i's jobs and memory now (all zero once stopped). */
+void sched_dev_load(const struct sched_port *p, size_t i, struct dev_load *out);
 /* Daemon-wide: every loop's jobs. */
 void sched_stats(const struct sched_port *p, struct sched_stats *out);
 
@@ -113,7 +115,8 @@ void sched_totals(struct sched *s, struct sched_stats *out);
 struct sched_device_usage {
     unsigned index;            /* dev_info's: ListDevices' index */
     const char *name;          /* the device's, as long as the scheduler */
-    uint64_t tasks;            /* queued, waiting for memory or running (runner_load) */
+    uint64_t jobs_queued;      /* dev_load's (sched_dev_load): waiting for the runner */
+    uint64_t jobs_running;     /* and running on the device */
     uint64_t memory_reserved;  /* device bytes jobs hold now */
     uint64_t memory_capacity;  /* at most (--max-device-memory) */
     uint64_t staging_in_use;   /* pinned staging bytes streams hold */

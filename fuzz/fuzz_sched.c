@@ -317,6 +317,14 @@ size_t sched_default(const struct sched_port *s)
     return 0;
 }
 
+/* Nothing runs on a device here, so no device has load. */
+void sched_dev_load(const struct sched_port *s, size_t i, struct dev_load *out)
+{
+    (void)s;
+    (void)i;
+    *out = (struct dev_load){ 0 };
+}
+
 void sched_stats(const struct sched_port *s, struct sched_stats *out)
 {
     out->jobs_in_flight = s->in_flight;

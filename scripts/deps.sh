@@ -12,6 +12,7 @@ PACKAGES=(
   python3-grpcio python3-protobuf protobuf-compiler grpc-proto python3-prometheus-client
   libsystemd-dev systemd
   debhelper dpkg-dev
+  haproxy python3-yaml
 )
 
 missing=()

@@ -155,7 +155,8 @@ def check_counters_move(m):
     for fam in families.values():
         expect(fam.documentation, "%s has no HELP" % fam.name)
     for name in ("ampd_device_memory_capacity_bytes", "ampd_staging_bytes", "ampd_held_bytes",
-                 "ampd_regions", "ampd_uptime_seconds", "ampd_device_tasks"):
+                 "ampd_regions", "ampd_uptime_seconds", "ampd_device_jobs_queued",
+                 "ampd_device_jobs_running"):
         expect(name in families, "no %s family" % name)
     cap = [v for k, v in after.items() if k[0] == "ampd_device_memory_capacity_bytes"]
     expect(cap and all(v > 0 for v in cap), "device memory capacity %r" % cap)

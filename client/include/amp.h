@@ -134,6 +134,18 @@ AMP_EXTERN const char *amp_error_name(int code);
 /* Connects to address: "unix:/path", "unix:///path", "HOST:PORT" or
  * "[V6]:PORT" (gRPC target syntax), or "tls:HOST:PORT" for TCP over TLS
  * with the system's CAs; NULL means AMP_DEFAULT_ADDRESS.
+ *
+ * Several daemons: address may be a comma-separated list of such
+ * addresses (at most 16; a Unix path in a list cannot hold a comma), and a
+ * HOST may have several DNS records. As gRPC's round_robin policy does,
+ * connections spread over them: each new connection (and reconnection)
+ * starts at the next address of the list, or record of the name, in turn
+ * across the process, and goes on to the others when one cannot be
+ * opened. A unary call refused UNAVAILABLE (a draining daemon, one with no
+ * device free, a proxy's 503) is sent again to the next address of the
+ * list, each at most once, unless calls started without waiting
+ * (amp_start_*) are in flight on the connection. Streams are never sent
+ * twice (their input is read once).
  * On success *out is a new connection the caller closes with amp_close().
  * Waits at most AMP_CONNECT_TIMEOUT_MS for the daemon to take it.
  *
@@ -168,8 +180,11 @@ AMP_EXTERN const char *amp_last_message(const amp_conn *c);
 
 /* The gRPC status (0..16, or what the daemon sent beyond) that ended the
  * last call on c, or -1 when it ended without one (a local failure, a
- * broken connection). A non-200 HTTP status counts as the gRPC status
- * gRPC's HTTP mapping gives it. */
+ * broken connection). A non-200 HTTP status without grpc-status (a
+ * proxy's error page) counts as the gRPC status gRPC's HTTP mapping gives
+ * it (400 INTERNAL, 401 UNAUTHENTICATED, 403 PERMISSION_DENIED, 404
+ * UNIMPLEMENTED, 429/502/503/504 UNAVAILABLE, others UNKNOWN), its body is
+ * ignored, and amp_last_message() says "not a gRPC reply: HTTP status N". */
 AMP_EXTERN int amp_last_grpc_status(const amp_conn *c);
 
 /* Name of the device that ran the last successful job on c ("" if none).
@@ -435,6 +450,16 @@ AMP_EXTERN int amp_run_region(amp_conn *c, const amp_opts *o, const amp_step *st
 
 /* --- devices ---------------------------------------------------------------- */
 
+/* What a device is doing now. A unary job or a stream is queued from its
+ * submission until the device admits it (reserves its device memory),
+ * then running until it ends. */
+typedef struct amp_device_load {
+    uint32_t jobs_running;
+    uint32_t jobs_queued;
+    uint64_t memory_in_use;   /* device bytes reserved by running jobs */
+    uint64_t memory_capacity; /* the most it admits at once (ampd --max-device-memory) */
+} amp_device_load;
+
 typedef struct amp_device {
     uint32_t index;
     char name[128];
@@ -446,7 +471,8 @@ typedef struct amp_device {
     uint64_t max_work_group_size;
     uint32_t compute_units;
     int is_default;
-    uint64_t reserved[4];   /* zeroed by the library */
+    amp_device_load load;   /* when the list was made */
+    uint64_t reserved[1];   /* zeroed by the library */
 } amp_device;
 
 /* Lists the daemon's devices into *list (*n entries, caller frees with
@@ -454,6 +480,9 @@ typedef struct amp_device {
 AMP_EXTERN int amp_devices(amp_conn *c, const amp_opts *o, amp_device **list, size_t *n);
 
 /* --- daemon status and health -------------------------------------------- */
+
+/* Devices whose load amp_status() reports; amp_devices() lists them all. */
+#define AMP_STATUS_DEVICES 16
 
 /* gRPC's status codes run 0 (OK) to 16 (UNAUTHENTICATED). */
 #define AMP_STATUS_CODES 17
@@ -489,6 +518,8 @@ typedef struct amp_daemon_status {
     uint64_t staging_bytes_in_use;     /* pinned staging memory taken now, all devices */
     size_t nstages;                    /* entries of stages the daemon reported */
     amp_stage_latency stages[AMP_STAGES];
+    size_t ndevices;                   /* entries of devices the daemon reported */
+    amp_device_load devices[AMP_STATUS_DEVICES]; /* devices[i]: device i's load */
 } amp_daemon_status;
 
 /* The name of gRPC status code ("RESOURCE_EXHAUSTED" for 8); "UNKNOWN"

@@ -184,8 +184,9 @@ static ssize_t h2c_body_read(nghttp2_session *ng, int32_t stream_id, uint8_t *bu
     return (ssize_t)n;
 }
 
-static int32_t h2c_submit(struct h2c *c, const char *method, const char *path, const char *ct,
-                          const uint8_t *body, size_t len, bool end_stream)
+/* Submits the header fields nv with body; the stream's result starts empty. */
+static int32_t h2c_submit_nv(struct h2c *c, const nghttp2_nv *nv, size_t nnv, const uint8_t *body,
+                             size_t len, bool end_stream)
 {
     struct h2c_stream *s = calloc(1, sizeof(*s));
     s->r.grpc_status = -1;
@@ -195,16 +196,6 @@ static int32_t h2c_submit(struct h2c *c, const char *method, const char *path, c
     s->body = s->body_owned;
     s->body_len = len;
     s->end_stream = end_stream;
-    nghttp2_nv nv[] = {
-        { (uint8_t *)":method", (uint8_t *)method, 7, strlen(method), 0 },
-        { (uint8_t *)":scheme", (uint8_t *)"http", 7, 4, 0 },
-        { (uint8_t *)":authority", (uint8_t *)"localhost", 10, 9, 0 },
-        { (uint8_t *)":path", (uint8_t *)path, 5, strlen(path), 0 },
-        { (uint8_t *)"content-type", (uint8_t *)ct, 12, strlen(ct), 0 },
-        { (uint8_t *)"te", (uint8_t *)"trailers", 2, 8, 0 },
-        { (uint8_t *)"grpc-timeout", (uint8_t *)c->timeout, 12, strlen(c->timeout), 0 },
-    };
-    size_t nnv = sizeof(nv) / sizeof(nv[0]) - (c->timeout[0] ? 0 : 1);
     nghttp2_data_provider dp = { .source.ptr = s, .read_callback = h2c_body_read };
     int32_t id = nghttp2_submit_request(c->ng, NULL, nv, nnv, (len || end_stream) ? &dp : NULL,
                                         NULL);
@@ -217,6 +208,36 @@ static int32_t h2c_submit(struct h2c *c, const char *method, const char *path, c
     s->next = c->streams;
     c->streams = s;
     return id;
+}
+
+static int32_t h2c_submit(struct h2c *c, const char *method, const char *path, const char *ct,
+                          const uint8_t *body, size_t len, bool end_stream)
+{
+    nghttp2_nv nv[] = {
+        { (uint8_t *)":method", (uint8_t *)method, 7, strlen(method), 0 },
+        { (uint8_t *)":scheme", (uint8_t *)"http", 7, 4, 0 },
+        { (uint8_t *)":authority", (uint8_t *)"localhost", 10, 9, 0 },
+        { (uint8_t *)":path", (uint8_t *)path, 5, strlen(path), 0 },
+        { (uint8_t *)"content-type", (uint8_t *)ct, 12, strlen(ct), 0 },
+        { (uint8_t *)"te", (uint8_t *)"trailers", 2, 8, 0 },
+        { (uint8_t *)"grpc-timeout", (uint8_t *)c->timeout, 12, strlen(c->timeout), 0 },
+    };
+    size_t nnv = sizeof(nv) / sizeof(nv[0]) - (c->timeout[0] ? 0 : 1);
+    return h2c_submit_nv(c, nv, nnv, body, len, end_stream);
+}
+
+int32_t h2c_request_fields(struct h2c *c, const char *const *fields, size_t nfields,
+                           const uint8_t *body, size_t len)
+{
+    nghttp2_nv nv[H2C_FIELDS_MAX];
+    if (nfields > H2C_FIELDS_MAX)
+        return -1;
+    for (size_t i = 0; i < nfields; i++) {
+        const char *name = fields[2 * i], *value = fields[2 * i + 1];
+        nv[i] = (nghttp2_nv){ (uint8_t *)name, (uint8_t *)value, strlen(name), strlen(value),
+                              NGHTTP2_NV_FLAG_NO_COPY_NAME | NGHTTP2_NV_FLAG_NO_COPY_VALUE };
+    }
+    return h2c_submit_nv(c, nv, nfields, body, len, true);
 }
 
 void h2c_set_timeout(struct h2c *c, const char *grpc_timeout)

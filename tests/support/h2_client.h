@@ -51,6 +51,15 @@ int32_t h2c_call(struct h2c *c, const char *path, const uint8_t *msg, size_t len
 int32_t h2c_request_method(struct h2c *c, const char *method, const char *path, const uint8_t *body,
                            size_t len);
 
+/* Starts a request with exactly the header fields given (name, value
+ * pairs: fields[2i] and fields[2i+1], at most H2C_FIELDS_MAX), in that
+ * order, case and bytes unchecked (so the strings must outlive the sending),
+ * and body as its whole DATA: for the HTTP/2 rules on requests (a missing
+ * :authority, a misplaced pseudo-header field). */
+#define H2C_FIELDS_MAX 16
+int32_t h2c_request_fields(struct h2c *c, const char *const *fields, size_t nfields,
+                           const uint8_t *body, size_t len);
+
 /* Starts a POST whose body stays open: more comes with h2c_append(), and
  * end=true there ends the stream. */
 int32_t h2c_request_open(struct h2c *c, const char *path, const uint8_t *body, size_t len);
