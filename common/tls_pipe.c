@@ -31,6 +31,7 @@ struct tls_pipe {
     size_t out_pos, out_len, out_cap;
     size_t gather_len;         /* plaintext bytes waiting in gather: < TLS_PIPE_RECORD between calls */
     bool failed;               /* a fatal error: only tls_pipe_out and _why still work */
+    bool notified;             /* close_notify queued: nothing more is written */
     char why[TLS_PIPE_WHY_MAX];
     uint8_t plain[TLS_PIPE_RECORD];  /* tls_pipe_read's result */
     uint8_t gather[TLS_PIPE_RECORD]; /* small pieces on their way into one record */
@@ -134,7 +135,7 @@ int tls_pipe_handshake(struct tls_pipe *p)
 
 bool tls_pipe_ready(const struct tls_pipe *p)
 {
-    return !p->failed && SSL_is_init_finished(p->ssl);
+    return !p->failed && !p->notified && SSL_is_init_finished(p->ssl);
 }
 
 bool tls_pipe_failed(const struct tls_pipe *p)
@@ -231,6 +232,17 @@ int tls_pipe_write(struct tls_pipe *p, const struct iovec *iov, int n)
     size_t rest = p->gather_len;
     p->gather_len = 0;
     return rest ? tls_pipe_seal(p, p->gather, rest) : 0;
+}
+
+int tls_pipe_close_notify(struct tls_pipe *p)
+{
+    if (p->notified || !tls_pipe_ready(p))
+        return 0;
+    p->notified = true;
+    ERR_clear_error();
+    SSL_shutdown(p->ssl);   /* 0: ours is queued, the peer's not seen; either way done */
+    ERR_clear_error();
+    return tls_pipe_take(p) == 0 ? 0 : TLS_PIPE_ERROR;
 }
 
 size_t tls_pipe_out(struct tls_pipe *p, const uint8_t **out)

@@ -53,7 +53,8 @@ int tls_pipe_recv(struct tls_pipe *p, const uint8_t *data, size_t len);
  * or TLS_PIPE_ERROR. */
 int tls_pipe_handshake(struct tls_pipe *p);
 
-/* True once the handshake is done: plaintext may be written. */
+/* True once the handshake is done and until close_notify is queued:
+ * plaintext may be written. */
 bool tls_pipe_ready(const struct tls_pipe *p);
 
 /* True once the pipe failed: nothing but tls_pipe_out() (an alert) works. */
@@ -70,6 +71,11 @@ ssize_t tls_pipe_read(struct tls_pipe *p, const uint8_t **plain);
  * pieces together). Only once tls_pipe_ready(). Returns 0, or
  * TLS_PIPE_ERROR. */
 int tls_pipe_write(struct tls_pipe *p, const struct iovec *iov, int n);
+
+/* Ends TLS cleanly: queues a close_notify alert for tls_pipe_out (once;
+ * a pipe not ready, or failed, sends none). Nothing may be written after
+ * it. Returns 0, or TLS_PIPE_ERROR when out of memory. */
+int tls_pipe_close_notify(struct tls_pipe *p);
 
 /* Bytes for the peer. Points *out at the next ciphertext to send and
  * returns its length (0: none). They stay valid and unchanged until the

@@ -287,8 +287,16 @@ static void conn_flush(struct conn *c)
         c->writing = true;
         return;
     }
-    if (c->fatal || (!h2_session_want_read(c->h2) && !h2_session_want_write(c->h2)))
+    if (c->fatal || (!h2_session_want_read(c->h2) && !h2_session_want_write(c->h2))) {
+        /* TLS ends with a close_notify, so the peer can tell the end from
+         * a cut connection; it leaves before the socket closes. */
+        if (c->tls && tls_pipe_ready(c->tls) && tls_pipe_close_notify(c->tls) == 0 &&
+            tls_pipe_pending(c->tls)) {
+            conn_flush(c);
+            return;
+        }
         conn_close(c, CONN_LINGER_MS);
+    }
 }
 
 static void conn_sock_read(void *ctx, const uint8_t *data, size_t len)
