@@ -27,7 +27,7 @@
 #define CLIENT_MEMORY "10485760"       /* 10 MiB: three stalled uploads */
 #define STALL_DATA (3u * 1024 * 1024 - 64 * 1024)  /* a Reverse's data: ~3 MiB held */
 #define STALL_LEFT 1024                /* bytes of it never sent */
-#define SERVED_DATA (2u * 1024 * 1024) /* a call that fits a share but not a full one's rest */
+#define SERVED_DATA (1536u * 1024) /* more than a full share leaves, 1.2 MiB; room for 3 on a connection */
 #define ALICE "alice-token-0123456789"
 #define BOB "bob-token-9876543210"
 #define IO_MS 20000
