@@ -6,6 +6,8 @@
  */
 #include "client_share.h"
 
+#include "budget.h"
+
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -18,16 +20,19 @@ struct client_share_entry {
     struct client_share_entry *next;
     uint32_t calls;       /* open: 1 <= calls <= max_calls while listed */
     uint32_t jobs;        /* queued or running: jobs <= calls, jobs <= max_jobs */
+    struct budget memory; /* bytes its calls hold (--max-client-memory), locked by the
+                           * share's lock; used is 0 again before its last call leaves */
     char name[CLIENT_SHARE_NAME_MAX];
 };
 
 struct client_share {
     pthread_mutex_t lock;                /* guards clients and every entry's counts */
     uint32_t max_calls, max_jobs;        /* 0: no limit */
+    uint64_t max_memory;                 /* 0: bytes are not counted per client */
     struct client_share_entry *clients;  /* those with a call open */
 };
 
-struct client_share *client_share_new(uint32_t max_calls, uint32_t max_jobs)
+struct client_share *client_share_new(uint32_t max_calls, uint32_t max_jobs, uint64_t max_memory)
 {
     struct client_share *s = calloc(1, sizeof *s);
     if (!s)
@@ -35,6 +40,7 @@ struct client_share *client_share_new(uint32_t max_calls, uint32_t max_jobs)
     pthread_mutex_init(&s->lock, NULL);
     s->max_calls = max_calls;
     s->max_jobs = max_jobs;
+    s->max_memory = max_memory;
     return s;
 }
 
@@ -69,6 +75,8 @@ enum status_code client_share_enter(struct client_share *s, const char *client,
     } else {
         if (e->calls == 0) {
             snprintf(e->name, sizeof e->name, "%s", client);
+            e->memory = (struct budget){ .max = s->max_memory, .name = "--max-client-memory",
+                                         .owner = e->name, .lock = &s->lock };
             e->next = s->clients;
             s->clients = e;
         }
@@ -106,6 +114,11 @@ enum status_code client_share_job(struct client_share *s, struct client_share_en
     }
     pthread_mutex_unlock(&s->lock);
     return code;
+}
+
+struct budget *client_share_memory(struct client_share *s, struct client_share_entry *e)
+{
+    return s->max_memory ? &e->memory : NULL;
 }
 
 void client_share_job_done(struct client_share *s, struct client_share_entry *e)

@@ -8,7 +8,11 @@
  *    --max-streams counts them per connection);
  *  - jobs queued or running (--max-client-jobs: a unary job from its
  *    submission until its answer, a Stream call from its header until it
- *    ends), beside the daemon-wide --max-jobs.
+ *    ends), beside the daemon-wide --max-jobs;
+ *  - bytes its calls hold (--max-client-memory): each client has a budget
+ *    (budget.h) that h2.c takes a call's bytes from besides its
+ *    connection's, since one connection may carry calls of several
+ *    clients; a job that outlives its call stays in the daemon's alone.
  * A limit of 0 is no limit. Over its share, a call gets RESOURCE_EXHAUSTED
  * naming the limit and the client, while other clients go on.
  */
@@ -20,11 +24,12 @@
 
 #include "status.h"
 
+struct budget;
 struct client_share;
 struct client_share_entry;   /* one client's counts; valid while it has a call open */
 
-/* NULL when out of memory. */
-struct client_share *client_share_new(uint32_t max_calls, uint32_t max_jobs);
+/* NULL when out of memory. max_memory 0: bytes are not counted per client. */
+struct client_share *client_share_new(uint32_t max_calls, uint32_t max_jobs, uint64_t max_memory);
 
 /* Every entry must have been left. NULL is a no-op. */
 void client_share_free(struct client_share *s);
@@ -35,7 +40,12 @@ void client_share_free(struct client_share *s);
 enum status_code client_share_enter(struct client_share *s, const char *client,
                                     struct client_share_entry **out, char *msg, size_t msglen);
 
-/* The call of e ended (its job slot, if any, was given back first). */
+/* The budget of e's client (--max-client-memory), a chain's root whose
+ * lock is the share's, valid while e is; NULL when bytes are not counted
+ * per client. A call gives back all it took before it leaves. */
+struct budget *client_share_memory(struct client_share *s, struct client_share_entry *e);
+
+/* The call of e ended (its job slot, if any, and its bytes were given back first). */
 void client_share_leave(struct client_share *s, struct client_share_entry *e);
 
 /* A call of e's client starts a job: STATUS_OK, or RESOURCE_EXHAUSTED

@@ -21,6 +21,9 @@
 #define AMPD_DEFAULT_DRAIN_TIMEOUT_MS 30000
 /* A connection may hold this share of --max-job-memory unless told otherwise. */
 #define AMPD_DEFAULT_CONNECTION_MEMORY_SHARE 4
+/* And a client (all its connections) this share, so that no one client can
+ * hold it all (issue 13), unless told otherwise; never less than a connection. */
+#define AMPD_DEFAULT_CLIENT_MEMORY_SHARE 2
 #define AMPD_DEFAULT_MAX_PEER_CONNECTIONS 64
 #define AMPD_DEFAULT_REQUEST_TIMEOUT_MS 10000
 #define AMPD_DEFAULT_MIN_REQUEST_RATE (64ull * 1024)
@@ -70,6 +73,8 @@ struct config {
     uint32_t max_streams;
     uint64_t max_job_memory;           /* daemon-wide bytes held for clients (budget.h) */
     uint64_t max_connection_memory;    /* the same, per connection; <= max_job_memory */
+    uint64_t max_client_memory;        /* the same, per client (client_share.h);
+                                        * max_connection_memory <= it <= max_job_memory */
     uint32_t max_peer_connections;     /* per uid (Unix sockets) or address (TCP) */
     uint32_t request_timeout_ms;       /* 0: requests may stall forever */
     uint64_t min_request_rate;         /* bytes/s a request must keep up after the timeout */

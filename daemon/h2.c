@@ -44,25 +44,57 @@
 
 /* --- the budget ---------------------------------------------------------- */
 
-bool h2_take(struct h2_session *s, uint64_t n, char *why, size_t whylen)
+bool h2_take(struct h2_call *c, uint64_t n, char *why, size_t whylen)
 {
-    struct budget *full = s->cfg.budget && n ? budget_take(s->cfg.budget, n) : NULL;
-    if (full)
+    struct budget *full = n ? budget_take_both(c->s->cfg.budget, c->share, n) : NULL;
+    if (full) {
         budget_refusal(full, n, why, whylen);
-    return !full;
+        return false;
+    }
+    if (c->share)
+        c->share_held += n;
+    return true;
 }
 
-void h2_give(struct h2_session *s, uint64_t n)
+void h2_give_session(struct h2_session *s, uint64_t n)
 {
     if (s->cfg.budget && n)
         budget_give(s->cfg.budget, n);
+}
+
+void h2_give_share(struct h2_call *c, uint64_t n)
+{
+    if (c->share && n) {
+        budget_give(c->share, n);
+        c->share_held -= n;
+    }
+}
+
+void h2_give(struct h2_call *c, uint64_t n)
+{
+    h2_give_share(c, n);
+    h2_give_session(c->s, n);
+}
+
+void h2_call_share(struct h2_call *call, struct budget *share)
+{
+    call->share = share;
+}
+
+/* Gives back all the call holds in its client's budget, which may end
+ * with closed() (client_share.h); the rest is given back, to the session's
+ * budget alone, as it is freed. */
+static void h2_call_unshare(struct h2_call *c)
+{
+    h2_give_share(c, c->share_held);
+    c->share = NULL;
 }
 
 /* The reader's growth hook: request bytes are held as they arrive. */
 static int h2_call_reserve(void *ctx, size_t more)
 {
     struct h2_call *c = ctx;
-    if (!h2_take(c->s, more, c->feed_msg, sizeof(c->feed_msg)))
+    if (!h2_take(c, more, c->feed_msg, sizeof(c->feed_msg)))
         return -1;
     c->reserved += more;
     return 0;
@@ -71,10 +103,10 @@ static int h2_call_reserve(void *ctx, size_t more)
 int h2_call_hold(struct h2_call *call, uint64_t bytes, char *msg, size_t msglen)
 {
     if (bytes > call->handler_held) {
-        if (!h2_take(call->s, bytes - call->handler_held, msg, msglen))
+        if (!h2_take(call, bytes - call->handler_held, msg, msglen))
             return -1;
     } else {
-        h2_give(call->s, call->handler_held - bytes);
+        h2_give(call, call->handler_held - bytes);
     }
     call->handler_held = bytes;
     return 0;
@@ -108,6 +140,7 @@ static void h2_call_release(struct h2_call *c)
     /* Before closed(): a handler whose job outlives the call takes what the
      * job holds from the daemon's budget alone (rpc.c). */
     h2_call_hold(c, 0, NULL, 0);
+    h2_call_unshare(c);
     if (c->started && !c->answered)
         h2_count_status(c, STATUS_CANCELLED, "the client left first");
     if (c->started && s->h->closed)
@@ -122,11 +155,11 @@ static void h2_call_release(struct h2_call *c)
     free(c->authorization);
     grpc_frame_reader_free(&c->reader);
     free(c->held);
-    h2_give(s, c->held_reserved);
-    h2_give(s, c->pend_cap);
+    h2_give(c, c->held_reserved);
+    h2_give(c, c->pend_cap);
     free(c->pend);
     h2_out_free_all(c);
-    h2_give(s, c->out_held);
+    h2_give(c, c->out_held);
     free(c->trailer_msg);
     free(c);
 }
@@ -399,7 +432,7 @@ static size_t h2_call_piece_start(struct h2_call *c, const uint8_t *data, size_t
     c->nmessages++;
     c->wait_bytes += off;
     grpc_frame_skip_body(r);
-    h2_give(c->s, c->reserved);   /* the body buffer the prefix bought */
+    h2_give(c, c->reserved);   /* the body buffer the prefix bought */
     c->reserved = 0;
     return off;
 }

@@ -255,6 +255,13 @@ int h2_call_hold(struct h2_call *call, uint64_t bytes, char *msg, size_t msglen)
  * stream call. */
 uint8_t *h2_call_take_message(struct h2_call *call, uint64_t *held);
 
+/* In start(), before the call holds anything: what it holds from now on
+ * (as h2_config.budget says) is taken from share too, its client's budget
+ * (a chain apart from the session's: one connection may carry calls of
+ * several clients), and given back to it just before closed(). share must
+ * stay valid until then. */
+void h2_call_share(struct h2_call *call, struct budget *share);
+
 /* Per-call slot for the handler's state; NULL until set. */
 void *h2_call_user(const struct h2_call *call);
 void h2_call_set_user(struct h2_call *call, void *user);

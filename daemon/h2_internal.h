@@ -47,6 +47,10 @@ struct h2_call {
     uint64_t reserved;            /* the reader's buffer (its msg_cap, as it grew) */
     uint64_t handler_held;        /* h2_call_hold() */
     uint64_t out_held;            /* reply bytes queued and not yet taken by nghttp2 */
+    struct budget *share;         /* its client's budget (h2_call_share), also taken from;
+                                   * NULL: none, or given back before closed() */
+    uint64_t share_held;          /* bytes of share held: what the counters above sum to
+                                   * since share was set */
     uint64_t created_ms;          /* HEADERS began: they must end within the timeout */
     uint64_t wait_ms;             /* the call began waiting for request bytes; 0: not waiting */
     uint64_t wait_bytes;          /* request bytes that arrived since */
@@ -129,15 +133,21 @@ struct h2_session {
             NGHTTP2_NV_FLAG_NO_COPY_NAME                                         \
     }
 
-/* Takes n bytes of the session's budget, or writes which limit refused
- * them into why and returns false. */
-bool h2_take(struct h2_session *s, uint64_t n, char *why, size_t whylen);
+/* Takes n bytes for call c, from the session's budget and its client's
+ * (c->share), or writes which limit refused them into why and returns
+ * false. */
+bool h2_take(struct h2_call *c, uint64_t n, char *why, size_t whylen);
 /* Gives back n bytes taken with h2_take(). */
-void h2_give(struct h2_session *s, uint64_t n);
+void h2_give(struct h2_call *c, uint64_t n);
+/* The two halves of h2_give(), for a reply message that outlives its
+ * queue (h2_reply.c): the client's part when it leaves the call, the
+ * session's when it is freed. */
+void h2_give_share(struct h2_call *c, uint64_t n);
+void h2_give_session(struct h2_session *s, uint64_t n);
 
 static inline void h2_call_unreserve(struct h2_call *c)
 {
-    h2_give(c->s, c->reserved);
+    h2_give(c, c->reserved);
     c->reserved = 0;
 }
 

@@ -38,10 +38,11 @@ struct h2_out {
     size_t pos;        /* pos <= body.len: taken by nghttp2 */
 };
 
-/* Frees o, gives its borrowed pieces back and its bytes back to the budget. */
+/* Frees o, gives its borrowed pieces back and its bytes back to the
+ * session's budget (its client's got them back when it left its call). */
 static void h2_out_release(struct h2_session *s, struct h2_out *o)
 {
-    h2_give(s, o->held);
+    h2_give_session(s, o->held);
     body_free(&o->body);
     if (o->release)
         o->release(o->release_ctx);
@@ -55,6 +56,7 @@ static void h2_out_free(struct h2_call *c, struct h2_out *o)
 {
     struct h2_session *s = c->s;
     c->out_held -= o->held;
+    h2_give_share(c, o->held);
     if (o->pos > 0 && s->frame_n > 0) {
         o->next = s->frame_done;
         s->frame_done = o;
@@ -229,14 +231,14 @@ static int h2_reply_can_send(struct h2_call *call, size_t len)
 static struct h2_out *h2_out_new(struct h2_call *call, size_t held)
 {
     char why[STATUS_MSG_MAX];
-    if (!h2_take(call->s, held, why, sizeof(why))) {
+    if (!h2_take(call, held, why, sizeof(why))) {
         h2_call_failf(call, STATUS_RESOURCE_EXHAUSTED, "no room for a %zu-byte reply: %s",
                       held, why);
         return NULL;
     }
     struct h2_out *o = calloc(1, sizeof(*o));
     if (!o) {
-        h2_give(call->s, held);
+        h2_give(call, held);
         h2_call_fail(call, STATUS_RESOURCE_EXHAUSTED, "out of memory for a reply message");
         return NULL;
     }

@@ -45,12 +45,12 @@ int h2_stream_message(struct h2_call *c, const uint8_t *msg, size_t len)
     bool hold;
     c->feed_status = h2_stream_handle(c, msg, len, &hold);
     if (!hold) {
-        h2_give(c->s, reserved);
+        h2_give(c, reserved);
         return c->feed_status != STATUS_OK;
     }
     c->held = malloc(len + 1);
     if (!c->held) {
-        h2_give(c->s, reserved);
+        h2_give(c, reserved);
         c->feed_status = STATUS_RESOURCE_EXHAUSTED;
         snprintf(c->feed_msg, sizeof(c->feed_msg), "out of memory for a held request message");
         return 1;
@@ -85,11 +85,11 @@ static int h2_stream_pend(struct h2_call *c, const uint8_t *data, size_t len)
         size_t cap = c->pend_cap ? c->pend_cap : 4096;
         while (cap < c->pend_len + len)
             cap *= 2;
-        if (!h2_take(c->s, cap - c->pend_cap, c->feed_msg, sizeof(c->feed_msg)))
+        if (!h2_take(c, cap - c->pend_cap, c->feed_msg, sizeof(c->feed_msg)))
             return -1;
         uint8_t *nb = realloc(c->pend, cap);
         if (!nb) {
-            h2_give(c->s, cap - c->pend_cap);
+            h2_give(c, cap - c->pend_cap);
             snprintf(c->feed_msg, sizeof(c->feed_msg), "out of memory");
             return -1;
         }
@@ -103,7 +103,7 @@ static int h2_stream_pend(struct h2_call *c, const uint8_t *data, size_t len)
 
 static void h2_stream_pend_free(struct h2_call *c)
 {
-    h2_give(c->s, c->pend_cap);
+    h2_give(c, c->pend_cap);
     free(c->pend);
     c->pend = NULL;
     c->pend_off = c->pend_len = c->pend_cap = 0;
@@ -134,7 +134,7 @@ void h2_stream_drop_input(struct h2_call *c)
 {
     free(c->held);
     c->held = NULL;
-    h2_give(c->s, c->held_reserved);
+    h2_give(c, c->held_reserved);
     c->held_reserved = 0;
     if (c->pend_len)
         nghttp2_session_consume_stream(c->s->ng, c->stream_id, c->pend_len);
@@ -176,7 +176,7 @@ static void h2_stream_redeliver(struct h2_call *c)
             return;
         }
         free(msg);
-        h2_give(c->s, reserved);
+        h2_give(c, reserved);
         if (st != STATUS_OK) {
             h2_call_fail(c, st, c->feed_msg);
             return;
@@ -198,7 +198,7 @@ static void h2_stream_redeliver(struct h2_call *c)
             c->pend_len = len - taken;
             c->pend_cap = cap;
         } else {
-            h2_give(c->s, cap);
+            h2_give(c, cap);
             free(pend);
         }
     }

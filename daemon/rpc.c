@@ -115,8 +115,9 @@ static enum status_code rpc_auth(struct h2_call *call, const char *path, struct 
     return code;
 }
 
-/* Counts rc as one of its client's calls (--max-client-streams): the
- * client is its token's name, else who the connection is from. */
+/* Counts rc as one of its client's calls (--max-client-streams) and its
+ * bytes in its client's (--max-client-memory): the client is its token's
+ * name, else who the connection is from. */
 static enum status_code rpc_share_enter(struct rpc_call *rc, const struct auth_conn *who,
                                         char *msg, size_t msglen)
 {
@@ -127,7 +128,10 @@ static enum status_code rpc_share_enter(struct rpc_call *rc, const struct auth_c
         snprintf(name, sizeof name, "token %s", rc->client);
     else
         snprintf(name, sizeof name, "%s", who->peer ? who->peer : "unknown");
-    return client_share_enter(rc->env->shares, name, &rc->share, msg, msglen);
+    enum status_code code = client_share_enter(rc->env->shares, name, &rc->share, msg, msglen);
+    if (code == STATUS_OK)   /* the bytes it holds count for its client too */
+        h2_call_share(rc->h2, client_share_memory(rc->env->shares, rc->share));
+    return code;
 }
 
 enum status_code rpc_h2_start(struct h2_call *call, const char *path, enum h2_call_kind *kind,

@@ -495,8 +495,12 @@ static int server_auth(struct server *srv)
         log_msg(LOG_ERROR, "%s", err);
         return -1;
     }
-    if ((cfg->max_client_streams || cfg->max_client_jobs) &&
-        !(srv->shares = client_share_new(cfg->max_client_streams, cfg->max_client_jobs))) {
+    /* A client share as large as the daemon's budget limits nothing. */
+    uint64_t client_memory = cfg->max_client_memory < cfg->max_job_memory
+                                 ? cfg->max_client_memory : 0;
+    if ((cfg->max_client_streams || cfg->max_client_jobs || client_memory) &&
+        !(srv->shares = client_share_new(cfg->max_client_streams, cfg->max_client_jobs,
+                                         client_memory))) {
         log_msg(LOG_ERROR, "out of memory");
         return -1;
     }

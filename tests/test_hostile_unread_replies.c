@@ -122,8 +122,12 @@ static bool jobs_done(void)
 
 START_TEST(unread_replies_are_bounded)
 {
+    /* The attackers and the reader are one client (the test's uid), which
+     * may hold it all here: per-client shares have their own test
+     * (test_client_memory.c). */
     static const char *const args[] = { "--max-job-memory", JOB_MEMORY, "--max-connection-memory",
-                                        CONN_MEMORY, "--max-connections", "16", NULL };
+                                        CONN_MEMORY, "--max-client-memory", JOB_MEMORY,
+                                        "--max-connections", "16", NULL };
     hostile_start(&ampd, args);
     long base = hostile_warm(&ampd, FILL_COUNT, WARM_FILLS, false);
     struct attacker a[ATTACKERS];

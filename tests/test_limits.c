@@ -236,9 +236,10 @@ END_TEST
 START_TEST(connection_memory)
 {
     /* One connection may hold --max-connection-memory of it: the same
-     * 800-byte Fill is refused there, naming that limit. */
+     * 800-byte Fill is refused there, naming that limit (its client may
+     * hold all: by default, half, which a refusal would name first). */
     static const char *const args[] = { "--max-job-memory", "1000", "--max-connection-memory",
-                                        "500", NULL };
+                                        "500", "--max-client-memory", "1000", NULL };
     start(args);
     uint8_t msg[64];
     struct h2c *c = h2c_new();

@@ -34,6 +34,7 @@ struct h2c_stream {
 struct h2c {
     nghttp2_session *ng;
     char timeout[32];             /* grpc-timeout of new requests; "" for none */
+    char authorization[320];      /* authorization of new requests; "" for none */
     struct h2c_stream *streams;
     bool goaway;
     uint32_t goaway_code;
@@ -220,10 +221,17 @@ static int32_t h2c_submit(struct h2c *c, const char *method, const char *path, c
         { (uint8_t *)":path", (uint8_t *)path, 5, strlen(path), 0 },
         { (uint8_t *)"content-type", (uint8_t *)ct, 12, strlen(ct), 0 },
         { (uint8_t *)"te", (uint8_t *)"trailers", 2, 8, 0 },
-        { (uint8_t *)"grpc-timeout", (uint8_t *)c->timeout, 12, strlen(c->timeout), 0 },
     };
-    size_t nnv = sizeof(nv) / sizeof(nv[0]) - (c->timeout[0] ? 0 : 1);
-    return h2c_submit_nv(c, nv, nnv, body, len, end_stream);
+    nghttp2_nv all[sizeof(nv) / sizeof(nv[0]) + 2];
+    size_t nnv = sizeof(nv) / sizeof(nv[0]);
+    memcpy(all, nv, sizeof nv);
+    if (c->timeout[0])
+        all[nnv++] = (nghttp2_nv){ (uint8_t *)"grpc-timeout", (uint8_t *)c->timeout, 12,
+                                   strlen(c->timeout), 0 };
+    if (c->authorization[0])
+        all[nnv++] = (nghttp2_nv){ (uint8_t *)"authorization", (uint8_t *)c->authorization, 13,
+                                   strlen(c->authorization), NGHTTP2_NV_FLAG_NO_INDEX };
+    return h2c_submit_nv(c, all, nnv, body, len, end_stream);
 }
 
 int32_t h2c_request_fields(struct h2c *c, const char *const *fields, size_t nfields,
@@ -243,6 +251,11 @@ int32_t h2c_request_fields(struct h2c *c, const char *const *fields, size_t nfie
 void h2c_set_timeout(struct h2c *c, const char *grpc_timeout)
 {
     snprintf(c->timeout, sizeof c->timeout, "%s", grpc_timeout ? grpc_timeout : "");
+}
+
+void h2c_set_authorization(struct h2c *c, const char *value)
+{
+    snprintf(c->authorization, sizeof c->authorization, "%s", value ? value : "");
 }
 
 int32_t h2c_request(struct h2c *c, const char *path, const char *content_type, const uint8_t *body,

@@ -44,6 +44,10 @@ int32_t h2c_request(struct h2c *c, const char *path, const char *content_type, c
  * the requests started after this; NULL: none (the default). */
 void h2c_set_timeout(struct h2c *c, const char *grpc_timeout);
 
+/* The authorization header value (e.g. "Bearer TOKEN", sent verbatim) of
+ * the requests started after this; NULL: none (the default). */
+void h2c_set_authorization(struct h2c *c, const char *value);
+
 /* Same, with one gRPC message built from msg (prefix added). */
 int32_t h2c_call(struct h2c *c, const char *path, const uint8_t *msg, size_t len);
 
