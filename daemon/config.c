@@ -80,8 +80,8 @@ static const struct config_opt config_opts[] = {
       "the same bytes, for one connection (default: max-job-memory / 4)" },
     { "max-client-memory", "N", CFG_U64, CFG_OFF(max_client_memory), 1, UINT64_MAX,
       "the same bytes, for one client over all its connections (as\n"
-      "                            --max-client-streams names it) (default:\n"
-      "                            max-job-memory / 2; max-job-memory: no per-client limit)" },
+      "                            --max-client-streams names it) (default: max-job-memory,\n"
+      "                            which is no per-client limit)" },
     { "max-client-streams", "N", CFG_U32, CFG_OFF(max_client_streams), 0, UINT32_MAX,
       "calls open at once per client: its token's name, else its\n"
       "                            uid or address, over all its connections (default 0: no limit)" },
@@ -377,12 +377,10 @@ static int config_check(struct config *cfg, char *err, size_t errlen)
     }
     if (cfg->max_connection_memory > cfg->max_job_memory)
         cfg->max_connection_memory = cfg->max_job_memory;
-    if (!cfg->max_client_memory) {
-        cfg->max_client_memory = cfg->max_job_memory / AMPD_DEFAULT_CLIENT_MEMORY_SHARE;
-        if (cfg->max_client_memory < cfg->max_connection_memory)
-            cfg->max_client_memory = cfg->max_connection_memory;
-    }
-    if (cfg->max_client_memory > cfg->max_job_memory)
+    /* Off unless asked for, like the other shares: charging every byte to
+     * a client's budget takes a second daemon-wide lock per take
+     * (bench/RESULTS.md: up to a third of a busy client's calls/s). */
+    if (!cfg->max_client_memory || cfg->max_client_memory > cfg->max_job_memory)
         cfg->max_client_memory = cfg->max_job_memory;
     if (cfg->chunk_bytes % AMPD_CHUNK_ALIGN) {
         snprintf(err, errlen, "--chunk-bytes must be a multiple of %d", AMPD_CHUNK_ALIGN);

@@ -23,7 +23,6 @@
 #define AMPD_DEFAULT_CONNECTION_MEMORY_SHARE 4
 /* And a client (all its connections) this share, so that no one client can
  * hold it all (issue 13), unless told otherwise; never less than a connection. */
-#define AMPD_DEFAULT_CLIENT_MEMORY_SHARE 2
 #define AMPD_DEFAULT_MAX_PEER_CONNECTIONS 64
 #define AMPD_DEFAULT_REQUEST_TIMEOUT_MS 10000
 #define AMPD_DEFAULT_MIN_REQUEST_RATE (64ull * 1024)
