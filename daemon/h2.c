@@ -10,7 +10,7 @@
  * sends every call's replies (h2_internal.h is their share).
  *
  * Handlers run only inside h2_session_recv(), h2_session_send() or an
- * outermost h2_call_resume(), each of which counts as "busy": a resume asked
+ * outermost h2_stream_resume(), each of which counts as "busy": a resume asked
  * for while busy is run before that returns, and want_write waits until
  * nothing is busy (conn.c flushes from want_write, and a flush inside a
  * handler could close the stream whose handler is running).
@@ -772,7 +772,7 @@ int h2_session_recv(struct h2_session *s, const uint8_t *data, size_t len)
     s->busy++;
     ssize_t rv = nghttp2_session_mem_recv(s->ng, data, len);
     if (rv >= 0)
-        h2_session_run_resumes(s);
+        h2_stream_run_resumes(s);
     s->busy--;
     if (rv < 0) {
         /* Bad preface or an error nghttp2 could not turn into a GOAWAY
@@ -794,8 +794,8 @@ int h2_session_sendv(struct h2_session *s, struct iovec *iov, bool *borrowed)
     /* Handlers told here may queue more: with bytes in hand the owner calls
      * again anyway; with none, look once more before saying "nothing". */
     while (n >= 0 && (s->sent_pending || s->resume_pending)) {
-        h2_session_notify_sent(s);
-        h2_session_run_resumes(s);
+        h2_reply_notify_sent(s);
+        h2_stream_run_resumes(s);
         if (n > 0 || s->frame_ready)
             break;
         n = nghttp2_session_mem_send(s->ng, &out);
