@@ -35,7 +35,7 @@
 #include "grpc_frame.h"
 #include "pb_wire.h"
 #include "rpc_params.h"
-#include "scheduler.h"
+#include "sched.h"
 #include "staging.h"
 
 #define RPC_STREAM_MAX_STEPS 64

@@ -14,7 +14,7 @@
 #include "dev_fixture.h"
 #include "dev_internal.h"
 #include "host_step.h"
-#include "scheduler.h"
+#include "sched.h"
 
 #define CHUNK 65536
 
