@@ -331,7 +331,7 @@ static int h2_on_message(const uint8_t *msg, size_t len, void *ctx)
 /* Turns a grpc_frame_feed() error into the call's status (gRPC's status
  * code table: oversize is RESOURCE_EXHAUSTED, an unsupported compression
  * UNIMPLEMENTED, a broken prefix INTERNAL). */
-void h2_call_feed_error(struct h2_call *c, int err)
+static void h2_call_feed_error(struct h2_call *c, int err)
 {
     size_t max = c->s->cfg.max_message_bytes;
     switch (err) {
@@ -365,7 +365,7 @@ void h2_call_feed_error(struct h2_call *c, int err)
 
 /* Feeds DATA to the call's reader, within the message size limit; the
  * reader's buffer is held in the budget as it grows (h2_call_reserve). */
-int h2_call_feed(struct h2_call *c, const uint8_t *data, size_t len)
+static int h2_call_feed(struct h2_call *c, const uint8_t *data, size_t len)
 {
     c->wait_bytes += len;
     return grpc_frame_feed(&c->reader, data, len, h2_on_message, c);

@@ -171,15 +171,10 @@ int h2_call_answer_status(struct h2_call *c, const char *http_status, enum statu
 /* h2_call_fail() with a printf-style message. */
 void h2_call_failf(struct h2_call *c, enum status_code code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-/* Feeds DATA to the call's reader, within the message size limit and what
- * is left of the daemon-wide budget. Returns a GRPC_FRAME_* code. */
-int h2_call_feed(struct h2_call *c, const uint8_t *data, size_t len);
 /* Feeds request DATA to the call's reader, or to its handler's pieces (h2.h
  * piece_start) for a message it takes that way, until all is taken, the
  * call pauses (streams) or is answered. Returns the bytes taken. */
 size_t h2_call_input(struct h2_call *c, const uint8_t *data, size_t len);
-/* Turns a grpc_frame_feed() error into the call's status. */
-void h2_call_feed_error(struct h2_call *c, int err);
 /* At the client's half-close: fails the call with INTERNAL if a message is
  * partly read (the stream ended inside it) and returns true. */
 bool h2_call_fail_truncated(struct h2_call *c);
