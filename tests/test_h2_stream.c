@@ -854,25 +854,27 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("h2_stream");
-    TCase *tc = tcase_create("core");
+    const TTest *const tests[] = {
+        many_messages_in_order,
+        pause_then_resume_delivers_in_order,
+        resume_from_handlers_is_deferred,
+        paused_stream_is_bounded_by_its_window,
+        pause_outside_message_holds_later_ones,
+        reply_queue_unsent_and_sent,
+        refill_from_sent_then_finish,
+        finish_after_messages_and_calls_refused_after,
+        fail_after_messages_goes_in_trailers,
+        send_ref_releases_once,
+        fail_before_any_message_is_trailers_only,
+        bad_message_after_replies_goes_in_trailers,
+        truncated_stream_after_resume_is_internal,
+        reset_while_paused_closes_once,
+        unary_calls_unchanged,
+        stream_api_refused_on_unary_calls,
+        session_freed_with_paused_call,
+        NULL,
+    };
+    TCase *tc = check_run_case(s, "core", tests);
     tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, many_messages_in_order);
-    tcase_add_test(tc, pause_then_resume_delivers_in_order);
-    tcase_add_test(tc, resume_from_handlers_is_deferred);
-    tcase_add_test(tc, paused_stream_is_bounded_by_its_window);
-    tcase_add_test(tc, pause_outside_message_holds_later_ones);
-    tcase_add_test(tc, reply_queue_unsent_and_sent);
-    tcase_add_test(tc, refill_from_sent_then_finish);
-    tcase_add_test(tc, finish_after_messages_and_calls_refused_after);
-    tcase_add_test(tc, fail_after_messages_goes_in_trailers);
-    tcase_add_test(tc, send_ref_releases_once);
-    tcase_add_test(tc, fail_before_any_message_is_trailers_only);
-    tcase_add_test(tc, bad_message_after_replies_goes_in_trailers);
-    tcase_add_test(tc, truncated_stream_after_resume_is_internal);
-    tcase_add_test(tc, reset_while_paused_closes_once);
-    tcase_add_test(tc, unary_calls_unchanged);
-    tcase_add_test(tc, stream_api_refused_on_unary_calls);
-    tcase_add_test(tc, session_freed_with_paused_call);
-    suite_add_tcase(s, tc);
     return check_run(s, CK_FORK_GETENV);
 }
