@@ -143,29 +143,28 @@ static const struct config_opt config_opts[] = {
 #define CONFIG_NOPTS (sizeof(config_opts) / sizeof(config_opts[0]))
 
 static void config_defaults(struct config *cfg);
+static void config_value(const struct config *cfg, const struct config_opt *o, char *out,
+                         size_t outlen);
 
-/* o's value in config_defaults() as --help shows it, or "" for the kinds
- * whose help says their default in words. */
+/* o's value in config_defaults() as --help shows it: sizes with their
+ * suffix, other numbers and words as config_value() writes them; "" for the
+ * string kinds, whose help says their default in words. */
 static void config_default_text(const struct config_opt *o, const struct config *d, char *buf,
                                 size_t len)
 {
-    const char *field = (const char *)d + o->offset;
-    uint32_t v32 = 0;
-    if (o->kind != CFG_U64)
-        memcpy(&v32, field, sizeof v32);
     switch (o->kind) {
     case CFG_U64: {
         uint64_t v;
-        memcpy(&v, field, sizeof v);
+        memcpy(&v, (const char *)d + o->offset, sizeof v);
         size_text_format(v, buf, len);
         return;
     }
-    case CFG_U32: snprintf(buf, len, "%" PRIu32, v32); return;
-    case CFG_SECONDS: snprintf(buf, len, "%" PRIu32, v32 / CONFIG_MS_PER_S); return;
-    case CFG_MODE: snprintf(buf, len, "%04" PRIo32, v32); return;
-    case CFG_SWITCH: snprintf(buf, len, "%s", v32 ? "on" : "off"); return;
-    case CFG_LOG_LEVEL: snprintf(buf, len, "%s", log_level_name((enum log_level)v32)); return;
-    default: buf[0] = '\0'; return;
+    case CFG_U32: case CFG_SECONDS: case CFG_MODE: case CFG_SWITCH: case CFG_LOG_LEVEL:
+        config_value(d, o, buf, len);
+        return;
+    default:
+        buf[0] = '\0';
+        return;
     }
 }
 
