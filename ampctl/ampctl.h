@@ -285,9 +285,6 @@ void json_device_load(FILE *f, const amp_device_load *l);
 
 /* --- cmd_devices.c ------------------------------------------------------------- */
 
-/* bytes in words ("1.5 GiB") into buf. */
-void devices_mem(char *buf, size_t cap, uint64_t bytes);
-
 /* A device's load as one line's text: "1 running, 0 queued, 1.0 MiB of 2.0 GiB". */
 void devices_load_text(char *buf, size_t cap, const amp_device_load *l);
 

@@ -20,11 +20,14 @@
 
 #include "ampctl.h"
 #include "monotonic.h"
+#include "size_text.h"
 
 #define BENCH_MAX_CONNECTIONS 1024
 #define BENCH_MAX_IN_FLIGHT 4096
 #define BENCH_DEFAULT_SECONDS 5.0
 #define BENCH_DEFAULT_SIZE 16
+#define BENCH_DEFAULT_CONNECTIONS 1
+#define BENCH_DEFAULT_IN_FLIGHT 1   /* blocking calls */
 #define BENCH_ERRORS 32   /* distinct error codes kept (amp.h has fewer) */
 
 enum bench_kind { BENCH_REVERSE, BENCH_TRANSFORM, BENCH_HIST, BENCH_FILL };
@@ -33,23 +36,26 @@ static const char *const bench_kind_names[] = { "reverse", "transform", "hist", 
 
 static void bench_usage(FILE *f)
 {
+    char size[SIZE_TEXT_MAX];
+    size_text_format(BENCH_DEFAULT_SIZE, size, sizeof size);
     fprintf(f, "Usage: ampctl bench [-k KIND] [-s SIZE] [-c N] [-f N] [-d SECONDS | -n COUNT]\n"
                "Loads the daemon with jobs and reports calls per second and latency.\n"
                "\n"
                "  -k, --kind KIND        reverse (default), transform (xor), hist or fill (int32)\n"
-               "  -s, --size SIZE        bytes per job's input, or fill's output (default 16;\n"
+               "  -s, --size SIZE        bytes per job's input, or fill's output (default %s;\n"
                "                         K, M, G suffixes)\n"
-               "  -c, --connections N    connections, each with its own thread (default 1)\n"
-               "  -f, --in-flight N      calls running at once on each connection (default 1:\n"
+               "  -c, --connections N    connections, each with its own thread (default %d)\n"
+               "  -f, --in-flight N      calls running at once on each connection (default %d:\n"
                "                         blocking calls; more: started calls, not for fill)\n"
-               "  -d, --duration SECONDS how long to run (default 5)\n"
+               "  -d, --duration SECONDS how long to run (default %g)\n"
                "  -n, --count N          stop after N calls in all instead\n"
                "  -h, --help             this help\n"
                "\n"
                "--device picks the device as for every job (default: the daemon's choice);\n"
                "--json prints one JSON object instead of the table. Latency is each call\n"
                "from the client's memory to the client's memory; a warm-up call per\n"
-               "connection is not counted. Exit status 1 if any call failed.\n");
+               "connection is not counted. Exit status 1 if any call failed.\n",
+            size, BENCH_DEFAULT_CONNECTIONS, BENCH_DEFAULT_IN_FLIGHT, BENCH_DEFAULT_SECONDS);
 }
 
 struct bench_args {
@@ -281,8 +287,8 @@ static int bench_parse(int argc, char **argv, struct bench_args *a)
     memset(a, 0, sizeof(*a));
     a->kind = BENCH_REVERSE;
     a->size = BENCH_DEFAULT_SIZE;
-    a->connections = 1;
-    a->in_flight = 1;
+    a->connections = BENCH_DEFAULT_CONNECTIONS;
+    a->in_flight = BENCH_DEFAULT_IN_FLIGHT;
     a->seconds = BENCH_DEFAULT_SECONDS;
     int ch;
     while ((ch = getopt_long(argc, argv, bench_short_options, bench_options, NULL)) != -1) {

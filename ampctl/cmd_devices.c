@@ -19,7 +19,8 @@ static void devices_usage(FILE *f)
                "  -h, --help  this help\n");
 }
 
-void devices_mem(char *buf, size_t cap, uint64_t bytes)
+/* bytes in words ("1.5 GiB") into buf. */
+static void devices_mem(char *buf, size_t cap, uint64_t bytes)
 {
     static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB" };
     double v = (double)bytes;

@@ -10,6 +10,7 @@
 
 #include "address.h"
 #include "ampctl.h"
+#include "size_text.h"
 
 #define AMPCTL_ENV_ADDRESS "AMP_ADDRESS"
 #define AMPCTL_ENV_TOKEN_FILE "AMP_TOKEN_FILE"
@@ -53,6 +54,8 @@ const struct option ampctl_help_options[] = {
 
 static void ampctl_usage(FILE *f)
 {
+    char threshold[SIZE_TEXT_MAX];
+    size_text_format(AMPCTL_STREAM_THRESHOLD, threshold, sizeof threshold);
     fprintf(f,
             "Usage: ampctl [OPTIONS] COMMAND [ARGS...] [OPTIONS]\n"
             "Runs jobs on ampd, the GPU job service.\n"
@@ -87,7 +90,7 @@ static void ampctl_usage(FILE *f)
             "      --stream-threshold SIZE\n"
             "                      stream inputs of SIZE bytes or more (and pipes that\n"
             "                      reach it) in chunks instead of one message; K, M, G\n"
-            "                      suffixes (default 16M; 0: always stream)\n"
+            "                      suffixes (default %s; 0: always stream)\n"
             "      --no-progress   no progress bar for streamed inputs (it is only drawn\n"
             "                      when stderr is a terminal)\n"
             "      --transport auto|shm|socket\n"
@@ -103,7 +106,8 @@ static void ampctl_usage(FILE *f)
             "`-o -` asks for it.\n"
             "\n"
             "Commands:\n",
-            AMPCTL_ENV_ADDRESS, AMP_DEFAULT_ADDRESS, AMPCTL_ENV_TOKEN_FILE, AMP_CONNECT_TIMEOUT_MS);
+            AMPCTL_ENV_ADDRESS, AMP_DEFAULT_ADDRESS, AMPCTL_ENV_TOKEN_FILE, AMP_CONNECT_TIMEOUT_MS,
+            threshold);
     for (size_t i = 0; i < AMPCTL_NCMDS; i++)
         fprintf(f, "  %-10s %s\n", ampctl_cmds[i]->name, ampctl_cmds[i]->summary);
     fprintf(f,

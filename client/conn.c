@@ -418,6 +418,22 @@ static void conn_advance(amp_conn *c, size_t w)
         c->frame_i = c->frame_n = 0;
 }
 
+/* One non-blocking sendmsg of n iovecs (n > 0) on c's socket: the bytes
+ * it took (0: none now), or an AMP_E* code when the connection broke. */
+static ssize_t conn_send_iov(amp_conn *c, struct iovec *iov, int n)
+{
+    struct msghdr mh = { .msg_iov = iov, .msg_iovlen = (size_t)n };
+    for (;;) {
+        ssize_t w = sendmsg(c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (w >= 0)
+            return w;
+        if (errno == EAGAIN || errno == EWOULDBLOCK)
+            return 0;
+        if (errno != EINTR)
+            return conn_broke(c, AMP_EIO, "write to daemon", errno);
+    }
+}
+
 /* Sends the pipe's ciphertext while the socket takes it. */
 static int conn_tls_send(amp_conn *c)
 {
@@ -426,14 +442,9 @@ static int conn_tls_send(amp_conn *c)
         size_t n = tls_pipe_out(c->tls, &p);
         if (n == 0)
             return 0;
-        ssize_t w = send(c->fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            if (errno == EAGAIN || errno == EWOULDBLOCK)
-                return 0;
-            return conn_broke(c, AMP_EIO, "write to daemon", errno);
-        }
+        ssize_t w = conn_send_iov(c, &(struct iovec){ (void *)p, n }, 1);
+        if (w <= 0)
+            return (int)w;
         tls_pipe_out_done(c->tls, (size_t)w);
         c->sent += c->tls_unsent;   /* some of their records may have reached the daemon */
         c->tls_unsent = 0;
@@ -485,15 +496,9 @@ static int conn_write_some(amp_conn *c)
         int n = conn_pending_iov(c, iov);
         if (n == 0)
             return 0;
-        struct msghdr mh = { .msg_iov = iov, .msg_iovlen = (size_t)n };
-        ssize_t w = sendmsg(c->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            if (errno == EAGAIN || errno == EWOULDBLOCK)
-                return 0;
-            return conn_broke(c, AMP_EIO, "write to daemon", errno);
-        }
+        ssize_t w = conn_send_iov(c, iov, n);
+        if (w <= 0)
+            return (int)w;
         c->sent += (uint64_t)w;
         conn_advance(c, (size_t)w);
     }

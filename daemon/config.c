@@ -18,10 +18,15 @@
 
 #include "address.h"
 #include "log.h"
+#include "size_text.h"
 
 #define CONFIG_LINE_MAX 1024
 #define CONFIG_MS_PER_S 1000
 #define CONFIG_HELP_COLUMN 28
+#define CONFIG_HELP_WIDTH 100   /* as wide as the widest help line */
+/* A config.h constant that is a plain number, as text in a help string. */
+#define CONFIG_STR(x) CONFIG_STR_(x)
+#define CONFIG_STR_(x) #x
 
 enum config_kind { CFG_LISTEN, CFG_DEVICE, CFG_GROUP, CFG_PATH, CFG_LIST, CFG_U64, CFG_U32,
                    CFG_SECONDS, CFG_MODE, CFG_SWITCH, CFG_LOG_LEVEL, CFG_HOST_PORT };
@@ -53,10 +58,10 @@ static const struct config_opt config_opts[] = {
       "                            \"authorization: Bearer TOKEN\"; re-read on SIGHUP" },
     { "tcp-require-token", "on|off", CFG_SWITCH, CFG_OFF(tcp_require_token), 0, 1,
       "calls on TCP listeners, loopback too, need a token from\n"
-      "                            --token-file; health checks never do (default on)" },
+      "                            --token-file; health checks never do" },
     { "allow-plaintext-network", "on|off", CFG_SWITCH, CFG_OFF(allow_plaintext_network), 0, 1,
       "allow TCP listeners without TLS beyond loopback: the network\n"
-      "                            is trusted (default off)" },
+      "                            is trusted" },
     { "allow-uid", "LIST", CFG_LIST, CFG_OFF(allow_uid), 0, 0,
       "Unix-socket clients allowed: users or uids, comma-separated\n"
       "                            (default: anyone the socket file lets in)" },
@@ -66,94 +71,140 @@ static const struct config_opt config_opts[] = {
     { "device", "SEL", CFG_DEVICE, CFG_OFF(device), 0, 0,
       "default device: an index, \"gpu\" or \"cpu\" (default: the first GPU)" },
     { "max-message-bytes", "N", CFG_U64, CFG_OFF(max_message_bytes), 1,
-      AMPD_MAX_MESSAGE_BYTES_LIMIT, "largest request or reply message (default 64M)" },
+      AMPD_MAX_MESSAGE_BYTES_LIMIT, "largest request or reply message" },
     { "max-connections", "N", CFG_U32, CFG_OFF(max_connections), 1, UINT32_MAX,
-      "connections served at once (default 256)" },
+      "connections served at once" },
     { "max-jobs", "N", CFG_U32, CFG_OFF(max_jobs), 1, UINT32_MAX,
-      "jobs queued or running, daemon-wide (default 1024)" },
+      "jobs queued or running, daemon-wide" },
     { "max-streams", "N", CFG_U32, CFG_OFF(max_streams), 1, INT32_MAX,
-      "concurrent calls per connection (default 32)" },
+      "concurrent calls per connection" },
     { "max-job-memory", "N", CFG_U64, CFG_OFF(max_job_memory), 1, UINT64_MAX,
       "bytes held for all clients at once: requests arriving, jobs'\n"
-      "                            input and output, replies not yet read (default 1G)" },
+      "                            input and output, replies not yet read" },
     { "max-connection-memory", "N", CFG_U64, CFG_OFF(max_connection_memory), 1, UINT64_MAX,
-      "the same bytes, for one connection (default: max-job-memory / 4)" },
+      "the same bytes, for one connection; 0: --max-job-memory / "
+      CONFIG_STR(AMPD_DEFAULT_CONNECTION_MEMORY_SHARE) },
     { "max-client-memory", "N", CFG_U64, CFG_OFF(max_client_memory), 1, UINT64_MAX,
       "the same bytes, for one client over all its connections (as\n"
-      "                            --max-client-streams names it) (default: max-job-memory,\n"
-      "                            which is no per-client limit)" },
+      "                            --max-client-streams names it); 0: --max-job-memory,\n"
+      "                            which is no per-client limit" },
     { "max-client-streams", "N", CFG_U32, CFG_OFF(max_client_streams), 0, UINT32_MAX,
       "calls open at once per client: its token's name, else its\n"
-      "                            uid or address, over all its connections (default 0: no limit)" },
+      "                            uid or address, over all its connections; 0: no limit" },
     { "max-client-jobs", "N", CFG_U32, CFG_OFF(max_client_jobs), 0, UINT32_MAX,
-      "jobs queued or running per client, as above (default 0: no\n"
-      "                            limit; --max-jobs still bounds them all)" },
+      "jobs queued or running per client, as above; 0: no limit,\n"
+      "                            though --max-jobs still bounds them all" },
     { "max-peer-connections", "N", CFG_U32, CFG_OFF(max_peer_connections), 1, UINT32_MAX,
-      "connections from one uid (Unix socket) or address (TCP) (default 64)" },
+      "connections from one uid (Unix socket) or address (TCP)" },
     { "request-timeout", "S", CFG_SECONDS, CFG_OFF(request_timeout_ms), 0,
       UINT32_MAX / CONFIG_MS_PER_S,
       "a request must arrive within S seconds plus its bytes at\n"
-      "                            --min-request-rate; 0: never time out (default 10)" },
+      "                            --min-request-rate; 0: never time out" },
     { "min-request-rate", "N", CFG_U64, CFG_OFF(min_request_rate), 1, UINT64_MAX,
-      "bytes per second a request arrives at, at least (default 64K)" },
+      "bytes per second a request arrives at, at least" },
     { "socket-mode", "MODE", CFG_MODE, CFG_OFF(socket_mode), 0, 0777,
-      "permissions of Unix socket files, octal (default 0660)" },
+      "permissions of Unix socket files, octal" },
     { "socket-group", "GROUP", CFG_GROUP, CFG_OFF(socket_group), 0, 0,
       "group of Unix socket files, a name or gid (default: ampd's own)" },
     { "regions", "on|off", CFG_SWITCH, CFG_OFF(regions), 0, 1,
       "shared-memory regions for Unix-socket clients, registered on\n"
-      "                            PATH" ADDRESS_REGION_SUFFIX " beside each unix:PATH listener (default on)" },
+      "                            PATH" ADDRESS_REGION_SUFFIX " beside each unix:PATH listener" },
     { "max-regions", "N", CFG_U32, CFG_OFF(max_regions), 1, UINT32_MAX,
-      "regions one client may register at once (default 64)" },
+      "regions one client may register at once" },
     { "max-region-bytes", "N", CFG_U64, CFG_OFF(max_region_bytes), 1, UINT64_MAX,
-      "bytes of regions mapped at once, all clients together (default 64G)" },
+      "bytes of regions mapped at once, all clients together" },
     { "staging-bytes", "N", CFG_U64, CFG_OFF(staging_bytes), AMPD_MIN_CHUNK_BYTES, UINT64_MAX,
-      "pinned staging memory per device for streams (default 64M)" },
+      "pinned staging memory per device for streams" },
     { "chunk-bytes", "N", CFG_U64, CFG_OFF(chunk_bytes), AMPD_MIN_CHUNK_BYTES,
-      AMPD_MAX_CHUNK_BYTES, "one staging buffer: a stream's unit of work (default 4M)" },
+      AMPD_MAX_CHUNK_BYTES, "one staging buffer: a stream's unit of work" },
     { "max-device-memory", "N", CFG_U64, CFG_OFF(max_device_memory), 0, UINT64_MAX,
-      "device bytes jobs may reserve at once, per device (default 0: 90%)" },
+      "device bytes jobs may reserve at once, per device; 0: 90%" },
     { "io-threads", "N", CFG_U32, CFG_OFF(io_threads), 0, AMPD_MAX_IO_THREADS,
       "I/O loops (threads) that serve connections, each owning its\n"
-      "                            share end to end; 0: one per CPU, at most 4 (default 0)" },
+      "                            share end to end; 0: one per CPU, at most "
+      CONFIG_STR(AMPD_DEFAULT_IO_THREADS_MAX) },
     { "host-max-bytes", "N", CFG_U64, CFG_OFF(host_max_bytes), 0, UINT64_MAX,
       "jobs this small run on the daemon's CPU threads when the\n"
-      "                            client names no device; 0: never (default 64K)" },
+      "                            client names no device; 0: never" },
     { "host-threads", "N", CFG_U32, CFG_OFF(host_threads), 0, AMPD_MAX_HOST_THREADS,
-      "worker threads of that host path; 0: one per CPU, at most 4\n"
-      "                            (default 0)" },
+      "worker threads of that host path; 0: one per CPU, at most "
+      CONFIG_STR(AMPD_DEFAULT_HOST_THREADS_MAX) },
     { "drain-timeout", "S", CFG_SECONDS, CFG_OFF(drain_timeout_ms), 0,
-      UINT32_MAX / CONFIG_MS_PER_S, "on SIGTERM, wait at most S seconds for calls (default 30)" },
+      UINT32_MAX / CONFIG_MS_PER_S, "on SIGTERM, wait at most S seconds for calls" },
     { "log-level", "LEVEL", CFG_LOG_LEVEL, CFG_OFF(log_level), 0, 0,
-      "error, warn, info or debug: the least severe lines printed\n"
-      "                            (default info); changed by SIGHUP" },
+      "error, warn, info or debug: the least severe lines printed;\n"
+      "                            changed by SIGHUP" },
     { "metrics-listen", "HOST:PORT", CFG_HOST_PORT, CFG_OFF(metrics_listen), 0, 0,
       "serve Prometheus metrics over HTTP at /metrics on HOST:PORT,\n"
       "                            a loopback address (default: off)" },
     { "metrics-allow-remote", "on|off", CFG_SWITCH, CFG_OFF(metrics_allow_remote), 0, 1,
-      "let --metrics-listen be an address other than loopback\n"
-      "                            (default off)" },
+      "let --metrics-listen be an address other than loopback" },
     { "idle-timeout", "S", CFG_SECONDS, CFG_OFF(idle_timeout_ms), 0,
       UINT32_MAX / CONFIG_MS_PER_S,
-      "close a connection with no call open for S seconds (default 0: never)" },
+      "close a connection with no call open for S seconds; 0: never" },
 };
 
 #define CONFIG_NOPTS (sizeof(config_opts) / sizeof(config_opts[0]))
 
+static void config_defaults(struct config *cfg);
+static void config_value(const struct config *cfg, const struct config_opt *o, char *out,
+                         size_t outlen);
+
+/* o's value in config_defaults() as --help shows it: sizes with their
+ * suffix, other numbers and words as config_value() writes them; "" for the
+ * string kinds, whose help says their default in words. */
+static void config_default_text(const struct config_opt *o, const struct config *d, char *buf,
+                                size_t len)
+{
+    switch (o->kind) {
+    case CFG_U64: {
+        uint64_t v;
+        memcpy(&v, (const char *)d + o->offset, sizeof v);
+        size_text_format(v, buf, len);
+        return;
+    }
+    case CFG_U32: case CFG_SECONDS: case CFG_MODE: case CFG_SWITCH: case CFG_LOG_LEVEL:
+        config_value(d, o, buf, len);
+        return;
+    default:
+        buf[0] = '\0';
+        return;
+    }
+}
+
+/* One option's help, its default (from config_defaults(), so that each
+ * default is written once, in config.h) appended, wrapped at the width. */
+static void config_usage_opt(const struct config_opt *o, const struct config *d)
+{
+    char flag[2 * CONFIG_HELP_COLUMN];
+    snprintf(flag, sizeof(flag), "--%s %s", o->name, o->arg);
+    if (strlen(flag) >= CONFIG_HELP_COLUMN - 2)   /* too wide: its help on the next line */
+        printf("  %s\n%*s%s", flag, CONFIG_HELP_COLUMN, "", o->help);
+    else
+        printf("  %-*s%s", CONFIG_HELP_COLUMN - 2, flag, o->help);
+    char value[SIZE_TEXT_MAX];
+    config_default_text(o, d, value, sizeof value);
+    if (value[0]) {
+        const char *last = strrchr(o->help, '\n');   /* a last line holds its indent */
+        size_t col = last ? strlen(last + 1) : CONFIG_HELP_COLUMN + strlen(o->help);
+        if (col + strlen(" (default )") + strlen(value) > CONFIG_HELP_WIDTH)
+            printf("\n%*s(default %s)", CONFIG_HELP_COLUMN, "", value);
+        else
+            printf(" (default %s)", value);
+    }
+    printf("\n");
+}
+
 static void config_usage(void)
 {
+    struct config d;
+    config_defaults(&d);
     printf("usage: ampd [options]\n"
            "Runs data-parallel byte jobs on OpenCL devices for gRPC clients.\n\n"
            "  --config FILE             read \"key = value\" lines; keys are the long\n"
            "                            option names; the command line overrides them\n");
-    for (size_t i = 0; i < CONFIG_NOPTS; i++) {
-        char flag[2 * CONFIG_HELP_COLUMN];
-        snprintf(flag, sizeof(flag), "--%s %s", config_opts[i].name, config_opts[i].arg);
-        if (strlen(flag) >= CONFIG_HELP_COLUMN - 2)   /* too wide: its help on the next line */
-            printf("  %s\n%*s%s\n", flag, CONFIG_HELP_COLUMN, "", config_opts[i].help);
-        else
-            printf("  %-*s%s\n", CONFIG_HELP_COLUMN - 2, flag, config_opts[i].help);
-    }
+    for (size_t i = 0; i < CONFIG_NOPTS; i++)
+        config_usage_opt(&config_opts[i], &d);
     printf("  --help                    show this help\n"
            "  --version                 show the version\n"
            "Sizes take a K, M or G suffix (powers of 1024).\n");

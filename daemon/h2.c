@@ -10,7 +10,7 @@
  * sends every call's replies (h2_internal.h is their share).
  *
  * Handlers run only inside h2_session_recv(), h2_session_send() or an
- * outermost h2_call_resume(), each of which counts as "busy": a resume asked
+ * outermost h2_stream_resume(), each of which counts as "busy": a resume asked
  * for while busy is run before that returns, and want_write waits until
  * nothing is busy (conn.c flushes from want_write, and a flush inside a
  * handler could close the stream whose handler is running).
@@ -364,7 +364,7 @@ static int h2_on_message(const uint8_t *msg, size_t len, void *ctx)
 /* Turns a grpc_frame_feed() error into the call's status (gRPC's status
  * code table: oversize is RESOURCE_EXHAUSTED, an unsupported compression
  * UNIMPLEMENTED, a broken prefix INTERNAL). */
-void h2_call_feed_error(struct h2_call *c, int err)
+static void h2_call_feed_error(struct h2_call *c, int err)
 {
     size_t max = c->s->cfg.max_message_bytes;
     switch (err) {
@@ -398,7 +398,7 @@ void h2_call_feed_error(struct h2_call *c, int err)
 
 /* Feeds DATA to the call's reader, within the message size limit; the
  * reader's buffer is held in the budget as it grows (h2_call_reserve). */
-int h2_call_feed(struct h2_call *c, const uint8_t *data, size_t len)
+static int h2_call_feed(struct h2_call *c, const uint8_t *data, size_t len)
 {
     c->wait_bytes += len;
     return grpc_frame_feed(&c->reader, data, len, h2_on_message, c);
@@ -805,7 +805,7 @@ int h2_session_recv(struct h2_session *s, const uint8_t *data, size_t len)
     s->busy++;
     ssize_t rv = nghttp2_session_mem_recv(s->ng, data, len);
     if (rv >= 0)
-        h2_session_run_resumes(s);
+        h2_stream_run_resumes(s);
     s->busy--;
     if (rv < 0) {
         /* Bad preface or an error nghttp2 could not turn into a GOAWAY
@@ -827,8 +827,8 @@ int h2_session_sendv(struct h2_session *s, struct iovec *iov, bool *borrowed)
     /* Handlers told here may queue more: with bytes in hand the owner calls
      * again anyway; with none, look once more before saying "nothing". */
     while (n >= 0 && (s->sent_pending || s->resume_pending)) {
-        h2_session_notify_sent(s);
-        h2_session_run_resumes(s);
+        h2_reply_notify_sent(s);
+        h2_stream_run_resumes(s);
         if (n > 0 || s->frame_ready)
             break;
         n = nghttp2_session_mem_send(s->ng, &out);

@@ -15,8 +15,8 @@
  * message() in order, then end() once the client half-closed; replies are
  * queued one message at a time with h2_call_send() and the call ends with
  * h2_call_finish() or h2_call_fail(). Both directions can be held back:
- * h2_call_pause() stops request delivery (and with it the client, through
- * the stream's flow-control window) until h2_call_resume(); h2_call_unsent()
+ * h2_stream_pause() stops request delivery (and with it the client, through
+ * the stream's flow-control window) until h2_stream_resume(); h2_call_unsent()
  * and the sent() handler let the sender keep its reply queue short.
  *
  * conn.c owns the session and moves the bytes; nothing here touches a socket,
@@ -67,7 +67,7 @@ struct h2_handlers {
     /* One whole request message; msg is valid only during the call. Return
      * STATUS_OK, or a status and message that fail the call. For stream
      * calls, once per request message, in order; the handler may call
-     * h2_call_pause() instead of taking the message (see there). */
+     * h2_stream_pause() instead of taking the message (see there). */
     enum status_code (*message)(struct h2_call *call, const uint8_t *msg, size_t len,
                                 char *err, size_t errlen, void *ctx);
     /* Optional (NULL: every message goes whole to message()). The first
@@ -81,8 +81,8 @@ struct h2_handlers {
     size_t (*piece_start)(struct h2_call *call, const uint8_t *head, size_t msg_len, void *ctx);
     /* The next bytes of such a message, in order, valid only during the
      * call. Returns how many it took: all of them, unless it called
-     * h2_call_pause() (streams); the rest comes again after
-     * h2_call_resume(). It may fail the call (h2_call_fail). */
+     * h2_stream_pause() (streams); the rest comes again after
+     * h2_stream_resume(). It may fail the call (h2_call_fail). */
     size_t (*piece)(struct h2_call *call, const uint8_t *data, size_t n, void *ctx);
     /* Optional: where the next bytes of the message being taken in pieces
      * would go, and how many fit there (*room); NULL for nowhere yet. The
@@ -298,14 +298,14 @@ int h2_call_reply_body(struct h2_call *call, struct body *b, void (*release)(voi
 int h2_call_fail(struct h2_call *call, enum status_code code, const char *msg);
 
 /* Stream calls, request side. Inside message() the handler may call
- * h2_call_pause(call) instead of taking the message (it still returns
+ * h2_stream_pause(call) instead of taking the message (it still returns
  * STATUS_OK): the layer keeps that message and any bytes behind it, stops
  * giving the stream's flow-control window back to the client (so the client
  * must stop sending once the window is used up), and delivers no further
- * message and no end() for the call until h2_call_resume(call). Called
+ * message and no end() for the call until h2_stream_resume(call). Called
  * outside message() it holds back the messages still to come (none is kept
  * then). A no-op on unary or answered calls. */
-void h2_call_pause(struct h2_call *call);
+void h2_stream_pause(struct h2_call *call);
 
 /* Redelivers the held message, then any complete messages behind it, then
  * end() if the client had half-closed, and gives the window back for what
@@ -313,15 +313,15 @@ void h2_call_pause(struct h2_call *call);
  * session, or from outside (a job completion on the loop): it never
  * re-enters a handler of the same call recursively; delivery is deferred
  * until the current h2_session_recv(), h2_session_send() or outer
- * h2_call_resume() of this session is done with its handlers. A no-op if the
+ * h2_stream_resume() of this session is done with its handlers. A no-op if the
  * call is not paused. If output results outside those, want_write is called
  * as usual. */
-void h2_call_resume(struct h2_call *call);
+void h2_stream_resume(struct h2_call *call);
 
 /* Request bytes the layer holds for a stream call that is paused (or being
  * resumed): the held message plus raw DATA behind it. Bounded by that
  * message and the stream window. */
-size_t h2_call_buffered(const struct h2_call *call);
+size_t h2_stream_buffered(const struct h2_call *call);
 
 /* Stream calls, reply side: queues one reply message. buf as for
  * h2_call_reply (malloc'd with GRPC_FRAME_HEADER free bytes in front, len

@@ -70,10 +70,10 @@ struct h2_call {
     char feed_msg[STATUS_MSG_MAX];
     /* Stream calls, request side. While held or pend is non-empty, new
      * DATA is appended to pend so that messages keep their order. */
-    bool paused;             /* h2_call_pause(): deliver nothing until resumed */
+    bool paused;             /* h2_stream_pause(): deliver nothing until resumed */
     bool in_message;         /* message() of this call is running */
     bool hold_req;           /* paused inside message(): keep that message */
-    bool resume_owed;        /* resumed: h2_session_run_resumes() redelivers */
+    bool resume_owed;        /* resumed: h2_stream_run_resumes() redelivers */
     bool end_done;           /* end() was called */
     uint64_t piece_left;     /* bytes of a message still to come through piece() */
     uint8_t *held;           /* malloc'd copy of the message paused on, or NULL */
@@ -181,15 +181,10 @@ int h2_call_answer_status(struct h2_call *c, const char *http_status, enum statu
 /* h2_call_fail() with a printf-style message. */
 void h2_call_failf(struct h2_call *c, enum status_code code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-/* Feeds DATA to the call's reader, within the message size limit and what
- * is left of the daemon-wide budget. Returns a GRPC_FRAME_* code. */
-int h2_call_feed(struct h2_call *c, const uint8_t *data, size_t len);
 /* Feeds request DATA to the call's reader, or to its handler's pieces (h2.h
  * piece_start) for a message it takes that way, until all is taken, the
  * call pauses (streams) or is answered. Returns the bytes taken. */
 size_t h2_call_input(struct h2_call *c, const uint8_t *data, size_t len);
-/* Turns a grpc_frame_feed() error into the call's status. */
-void h2_call_feed_error(struct h2_call *c, int err);
 /* At the client's half-close: fails the call with INTERNAL if a message is
  * partly read (the stream ended inside it) and returns true. */
 bool h2_call_fail_truncated(struct h2_call *c);
@@ -201,7 +196,7 @@ void h2_out_free_all(struct h2_call *c);
 /* h2_call_fail() once a call's response headers are out. */
 int h2_reply_fail(struct h2_call *c, enum status_code code, const char *msg);
 /* Tells handlers whose reply bytes nghttp2 took. */
-void h2_session_notify_sent(struct h2_session *s);
+void h2_reply_notify_sent(struct h2_session *s);
 /* nghttp2's send_data callback: completes the session's frame and pauses. */
 int h2_reply_send_data(nghttp2_session *ng, nghttp2_frame *frame, const uint8_t *framehd,
                        size_t length, nghttp2_data_source *source, void *user_data);
@@ -217,6 +212,6 @@ void h2_stream_data(struct h2_call *c, const uint8_t *data, size_t len);
 /* end() once the client half-closed and every message was delivered. */
 void h2_stream_try_end(struct h2_call *c);
 /* Runs the resumes asked for while the session was busy. */
-void h2_session_run_resumes(struct h2_session *s);
+void h2_stream_run_resumes(struct h2_session *s);
 
 #endif

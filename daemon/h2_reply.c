@@ -382,7 +382,7 @@ int h2_reply_fail(struct h2_call *c, enum status_code code, const char *msg)
 
 
 /* Tells handlers whose reply bytes nghttp2 took. */
-void h2_session_notify_sent(struct h2_session *s)
+void h2_reply_notify_sent(struct h2_session *s)
 {
     if (!s->sent_pending)
         return;

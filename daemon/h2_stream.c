@@ -206,7 +206,7 @@ static void h2_stream_redeliver(struct h2_call *c)
 }
 
 /* Runs the resumes asked for while the session was busy (or just now). */
-void h2_session_run_resumes(struct h2_session *s)
+void h2_stream_run_resumes(struct h2_session *s)
 {
     s->busy++;
     while (s->resume_pending) {
@@ -221,7 +221,7 @@ void h2_session_run_resumes(struct h2_session *s)
     s->busy--;
 }
 
-void h2_call_pause(struct h2_call *call)
+void h2_stream_pause(struct h2_call *call)
 {
     if (call->kind != H2_STREAM || !call->started || call->answered)
         return;
@@ -230,7 +230,7 @@ void h2_call_pause(struct h2_call *call)
         call->hold_req = true;
 }
 
-void h2_call_resume(struct h2_call *call)
+void h2_stream_resume(struct h2_call *call)
 {
     if (!call->paused)
         return;
@@ -240,12 +240,12 @@ void h2_call_resume(struct h2_call *call)
     s->resume_pending = true;
     if (s->busy)
         return;
-    h2_session_run_resumes(s);
+    h2_stream_run_resumes(s);
     if (nghttp2_session_want_write(s->ng))
         h2_session_wake(s);
 }
 
-size_t h2_call_buffered(const struct h2_call *call)
+size_t h2_stream_buffered(const struct h2_call *call)
 {
     return (call->held ? call->held_len : 0) + call->pend_len;
 }

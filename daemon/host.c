@@ -78,7 +78,7 @@ static enum status_code host_data_step(struct job *job, const struct step *s, co
     return STATUS_OK;
 }
 
-void host_run(struct dev *check, struct job *job)
+static void host_run(struct dev *check, struct job *job)
 {
     snprintf(job->device, sizeof job->device, "%s", HOST_DEVICE_NAME);
     enum status_code st = job_run_begin(job);

@@ -31,11 +31,9 @@ struct host_pool;
  * host path is off). */
 bool host_job_fits(const struct job *job, uint64_t max_bytes);
 
-/* Runs job's steps on this thread, after check's validation of them;
- * fills results, status and device as dev_run does. */
-void host_run(struct dev *check, struct job *job);
-
-/* Starts threads workers that run TASK_JOB tasks with host_run against
+/* Starts threads workers that run TASK_JOB tasks (job's steps on the
+ * worker's thread, after check's validation; results, status and device
+ * filled as dev_run does) against
  * check and hand each to complete(t, ctx). NULL on failure. */
 struct host_pool *host_pool_start(size_t threads, struct dev *check,
                                   void (*complete)(struct task *t, void *ctx), void *ctx);

@@ -25,7 +25,7 @@
 #include "listen.h"
 #include "log.h"
 #include "rpc.h"
-#include "scheduler.h"
+#include "sched.h"
 
 /* The sweep runs a few times per timeout, at least every second, so a
  * timeout is enforced within a quarter of itself (or a second). */

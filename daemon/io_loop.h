@@ -6,7 +6,7 @@
  * its connections end to end: their sockets, HTTP/2 sessions and calls,
  * the calls' deadline timers and streams, its --request-timeout and
  * --idle-timeout sweep, and its port into the scheduler, where its jobs'
- * completions arrive (scheduler.h). What loops share (limits, budget,
+ * completions arrive (sched.h). What loops share (limits, budget,
  * counters, scheduler, regions) is thread-safe on its own.
  *
  * The server reaches a loop only through io_loop_accept(), io_loop_load()

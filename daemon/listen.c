@@ -263,25 +263,6 @@ void listen_fd_peer(int fd, bool is_unix, char *out, size_t outlen)
         snprintf(out, outlen, "address %s", host);
 }
 
-/* The handle's fd and kind, for the listen_fd_* questions. */
-static int listen_sock_fd(struct listen_sock *s, bool *is_unix)
-{
-    uv_os_fd_t fd;
-    *is_unix = s->h.handle.type == UV_NAMED_PIPE;
-    return uv_fileno(&s->h.handle, &fd) == 0 ? fd : -1;
-}
-
-void listen_sock_peer(struct listen_sock *s, char *out, size_t outlen)
-{
-    bool is_unix;
-    int fd = listen_sock_fd(s, &is_unix);
-    if (fd < 0) {
-        snprintf(out, outlen, "unknown");
-        return;
-    }
-    listen_fd_peer(fd, is_unix, out, outlen);
-}
-
 /* --- accepting ------------------------------------------------------------ */
 
 static struct listen_sock *listen_sock_new(uv_loop_t *loop, bool is_unix)

@@ -77,9 +77,6 @@ int listen_group(const char *name, long *gid, char *err, size_t errlen);
 
 #define LISTEN_PEER_MAX 64
 
-/* Who is on the other end: "uid 1000" on a Unix socket (SO_PEERCRED),
- * "address 10.0.0.7" on TCP; "unknown" if the system will not say. */
-void listen_sock_peer(struct listen_sock *s, char *out, size_t outlen);
 
 /* The same answer for an accepted fd (listen_accept_cb), before it
  * becomes a listen_sock. */

@@ -71,11 +71,6 @@ void log_set_level(enum log_level level)
     atomic_store_explicit(&log_threshold, (int)level, memory_order_relaxed);
 }
 
-enum log_level log_get_level(void)
-{
-    return (enum log_level)atomic_load_explicit(&log_threshold, memory_order_relaxed);
-}
-
 bool log_enabled(enum log_level level)
 {
     return (int)level <= atomic_load_explicit(&log_threshold, memory_order_relaxed);

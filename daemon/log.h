@@ -46,7 +46,6 @@ int log_level_parse(const char *word, enum log_level *out);
 
 /* Lines above level are dropped from now on (any thread). */
 void log_set_level(enum log_level level);
-enum log_level log_get_level(void);
 
 /* Whether a line at level would be printed. */
 bool log_enabled(enum log_level level);

@@ -13,7 +13,7 @@
 #include "config.h"
 #include "dev.h"
 #include "log.h"
-#include "scheduler.h"
+#include "sched.h"
 #include "server.h"
 
 #define MAIN_ERR_MAX 512

@@ -5,7 +5,7 @@
  * A scrape reads the daemon's counters where they live, each of which is
  * an atomic or taken under its own lock, so it never waits on an I/O loop:
  * calls and bytes (traffic.h), stage latencies (stage.h), jobs and devices
- * (scheduler.h), connections (conn_limit.h), held bytes (budget.h) and
+ * (sched.h), connections (conn_limit.h), held bytes (budget.h) and
  * regions (region.h). The listener is a loopback address unless
  * --metrics-allow-remote is on: the numbers say who uses the daemon how.
  */

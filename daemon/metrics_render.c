@@ -19,7 +19,7 @@
 #include "conn_limit.h"
 #include "region.h"
 #include "rpc.h"
-#include "scheduler.h"
+#include "sched.h"
 #include "stage.h"
 #include "traffic.h"
 

@@ -53,6 +53,8 @@ struct region_client {
     uint32_t count;                /* regions registered and not released */
 };
 
+static struct dev_pinned *region_pinned(struct region *r, size_t dev_index);
+
 struct region_set *region_set_new(const struct region_limits *limits, size_t ndevs,
                                   void (*unpin)(struct dev_pinned *))
 {
@@ -339,7 +341,9 @@ void region_span(const struct region *r, uint8_t **base, size_t *size)
 /* A slot being pinned: claimed, its pin not there yet. */
 static struct dev_pinned *const region_pinning = (struct dev_pinned *)&region_pinning;
 
-struct dev_pinned *region_pinned(struct region *r, size_t dev_index)
+/* Device dev_index's pin of r's mapping (dev_pinned_wrap), or NULL: none
+ * (yet), or dev_index is not a device's. Any thread. */
+static struct dev_pinned *region_pinned(struct region *r, size_t dev_index)
 {
     struct dev_pinned *p = dev_index < r->set->ndevs ? atomic_load(&r->pins[dev_index]) : NULL;
     return p == region_pinning ? NULL : p;

@@ -90,10 +90,6 @@ void region_populate(struct region *r);
 /* r's whole mapping. */
 void region_span(const struct region *r, uint8_t **base, size_t *size);
 
-/* Device dev_index's pin of r's mapping (dev_pinned_wrap), or NULL: none
- * (yet), or dev_index is not a device's. Any thread. */
-struct dev_pinned *region_pinned(struct region *r, size_t dev_index);
-
 /* Claims the making of device dev_index's pin of r: true for the one
  * caller that gets it, who then hands the pin (or NULL, having failed) to
  * region_pin_set. Any thread: pins are made off the loop right after

@@ -380,11 +380,6 @@ int region_listen(uv_loop_t *loop, const char *path, const struct listen_unix_ac
     return 0;
 }
 
-uint32_t region_listen_connections(const struct region_listener *l)
-{
-    return l->count;
-}
-
 static void region_listen_on_closed(uv_handle_t *h)
 {
     struct region_listener *l = h->data;

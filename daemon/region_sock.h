@@ -42,9 +42,6 @@ int region_listen_adopt(uv_loop_t *loop, int fd, struct region_set *set,
                         const struct region_sock_limits *limits, struct region_listener **out,
                         char *err, size_t errlen);
 
-/* Region connections open now. */
-uint32_t region_listen_connections(const struct region_listener *l);
-
 /* Closes the listener and every connection (their regions end: jobs using
  * them keep them mapped until done), removes the socket file, and frees
  * everything once libuv has closed the handles. */

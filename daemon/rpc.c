@@ -29,7 +29,7 @@
 #include "monotonic.h"
 #include "rpc_bulk.h"
 #include "rpc_bulk_pin.h"
-#include "scheduler.h"
+#include "sched.h"
 #include "stage.h"
 
 static const struct rpc_method rpc_methods[] = {

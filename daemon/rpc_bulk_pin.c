@@ -9,7 +9,7 @@
 
 #include "pb_wire.h"
 #include "rpc.h"
-#include "scheduler.h"
+#include "sched.h"
 #include "staging.h"
 
 /* A bulk field below 1/RPC_PIN_MIN_SHARE of a staging buffer is read whole:

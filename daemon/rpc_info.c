@@ -13,7 +13,7 @@
 #include "amp.pb-c.h"
 #include "budget.h"
 #include "conn_limit.h"
-#include "scheduler.h"
+#include "sched.h"
 #include "stage.h"
 #include "staging.h"
 

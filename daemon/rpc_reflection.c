@@ -253,7 +253,7 @@ static enum status_code rpc_reflection_message(struct rpc_call *rc, const uint8_
                                                size_t len, char *err, size_t errlen)
 {
     if (h2_call_unsent(rc->h2) > RPC_REFLECTION_UNSENT_MAX) {
-        h2_call_pause(rc->h2);   /* redelivered once the client read (sent) */
+        h2_stream_pause(rc->h2);   /* redelivered once the client read (sent) */
         return STATUS_OK;
     }
     rpc_reflection_request *req = (rpc_reflection_request *)protobuf_c_message_unpack(
@@ -277,7 +277,7 @@ static void rpc_reflection_end(struct rpc_call *rc)
 static void rpc_reflection_sent(struct rpc_call *rc)
 {
     if (h2_call_unsent(rc->h2) <= RPC_REFLECTION_UNSENT_MAX)
-        h2_call_resume(rc->h2);   /* a no-op unless paused */
+        h2_stream_resume(rc->h2);   /* a no-op unless paused */
 }
 
 static void rpc_reflection_closed(struct rpc_call *rc)

@@ -14,7 +14,7 @@
  * Backpressure: a stream holds at most `cap` staging buffers and lets at
  * most RPC_STREAM_UNSENT_CHUNKS reply chunks wait on its connection. Past
  * either, or when its device's pool is empty, it pauses its call
- * (h2_call_pause): its HTTP/2 window stops being returned and the client
+ * (h2_stream_pause): its HTTP/2 window stops being returned and the client
  * stops sending. Completions, a free buffer (staging waiter) or reply
  * bytes leaving (sent) resume it.
  * A failure or a vanished client marks the job cancelled (the runner drops
@@ -35,7 +35,7 @@
 #include "grpc_frame.h"
 #include "pb_wire.h"
 #include "rpc_params.h"
-#include "scheduler.h"
+#include "sched.h"
 #include "staging.h"
 
 #define RPC_STREAM_MAX_STEPS 64
@@ -448,7 +448,7 @@ static void rpc_stream_pause(struct rpc_stream *st)
 {
     if (st->rc && !st->paused) {
         st->paused = true;
-        h2_call_pause(st->rc->h2);
+        h2_stream_pause(st->rc->h2);
     }
 }
 
@@ -630,7 +630,7 @@ static void rpc_stream_pump(struct rpc_stream *st)
         if (st->held >= st->cap || rpc_stream_congested(st) || st->waiter.waiting)
             return;
         st->paused = false;
-        h2_call_resume(st->rc->h2);   /* may deliver messages and end() right here */
+        h2_stream_resume(st->rc->h2);   /* may deliver messages and end() right here */
         return;
     }
     if (!st->input_ended)

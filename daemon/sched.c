@@ -1,4 +1,4 @@
-/* sched.c: placement, daemon-wide limits and completions (see scheduler.h).
+/* sched.c: placement, daemon-wide limits and completions (see sched.h).
  *
  * Runner threads finish tasks and call sched_on_complete() on their own
  * thread; it appends the task to its home port's `done` list under that
@@ -14,7 +14,7 @@
  * for writing by sched_stop(), so no loop submits to a runner that is
  * being stopped and freed.
  */
-#include "scheduler.h"
+#include "sched.h"
 
 #include <ctype.h>
 #include <inttypes.h>

@@ -37,7 +37,7 @@
 #include "metrics.h"
 #include "region_sock.h"
 #include "rpc.h"
-#include "scheduler.h"
+#include "sched.h"
 #include "stage.h"
 #include "tls.h"
 #include "traffic.h"

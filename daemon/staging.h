@@ -6,7 +6,7 @@
  * copies it in and its output back into the same buffer, and the buffer
  * returns once the output is queued on the connection. When the pool is
  * empty a stream waits its turn and stops reading its input meanwhile
- * (h2_call_pause), which is the backpressure that reaches the client.
+ * (h2_stream_pause), which is the backpressure that reaches the client.
  * A unary request's bulk bytes may take a run of neighbouring buffers
  * (staging_get_run), if one is free, for the life of its job.
  *

@@ -34,7 +34,10 @@ static size_t traffic_method_row(const struct traffic *t, const char *path)
     return m ? (size_t)(m - rpc_method_at(0)) : t->nmethods - 1;
 }
 
-enum log_level traffic_log_level(enum status_code code)
+/* The log level of a call answered with code: debug for OK and for a
+ * client that left (CANCELLED), error for the daemon's own faults
+ * (UNKNOWN, INTERNAL, DATA_LOSS), warn for every other refusal. */
+static enum log_level traffic_log_level(enum status_code code)
 {
     switch (code) {
     case STATUS_OK:

@@ -37,10 +37,6 @@ const char *traffic_method_name(const struct traffic *t, size_t i);
 void traffic_answered(struct traffic *t, const char *path, enum status_code code, const char *msg,
                       const char *peer);
 
-/* The log level of a call answered with code: debug for OK and for a
- * client that left (CANCELLED), error for the daemon's own faults
- * (UNKNOWN, INTERNAL, DATA_LOSS), warn for every other refusal. */
-enum log_level traffic_log_level(enum status_code code);
 
 /* n bytes read from, or handed to, a client's socket (TLS included). */
 void traffic_read(struct traffic *t, uint64_t n);

@@ -2,9 +2,9 @@
  *
  * In the daemon, rpc_*.c hand jobs and stream tasks to the scheduler
  * (sched.c), which queues them on device runner threads and delivers their
- * completions on the loop. Here the same interface (scheduler.h,
+ * completions on the loop. Here the same interface (sched.h,
  * staging.h) is implemented without threads, OpenCL or a loop:
- *   fuzz_sched.c   scheduler.h: placement over two fake devices, the
+ *   fuzz_sched.c   sched.h: placement over two fake devices, the
  *                  daemon-wide limits, one FIFO of queued tasks that the
  *                  harness completes when its input says so;
  *   fuzz_staging.c staging.h: malloc'd staging buffers; waiters are woken
@@ -23,7 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "scheduler.h"
+#include "sched.h"
 #include "staging.h"
 #include "task.h"
 

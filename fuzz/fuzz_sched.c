@@ -1,4 +1,4 @@
-/* fuzz_sched.c: scheduler.h without threads or devices, for fuzz_conn.
+/* fuzz_sched.c: sched.h without threads or devices, for fuzz_conn.
  *
  * Placement and admission follow the daemon's rules closely enough that
  * the rpc layer sees every answer sched.c can give (a bad device name, no

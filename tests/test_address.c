@@ -151,14 +151,16 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("address");
-    TCase *tc = tcase_create("parse");
-    tcase_add_test(tc, unix_forms);
-    tcase_add_test(tc, unix_bad);
-    tcase_add_test(tc, unix_path_limit);
-    tcase_add_test(tc, tcp_forms);
-    tcase_add_test(tc, tcp_bad);
-    tcase_add_test(tc, tls_forms);
-    tcase_add_test(tc, null_args);
-    suite_add_tcase(s, tc);
+    const TTest *const tests[] = {
+        unix_forms,
+        unix_bad,
+        unix_path_limit,
+        tcp_forms,
+        tcp_bad,
+        tls_forms,
+        null_args,
+        NULL,
+    };
+    check_run_case(s, "parse", tests);
     return check_run(s, CK_FORK_GETENV);
 }

@@ -292,18 +292,20 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("bad_input");
-    TCase *tc = tcase_create("daemon");
+    const TTest *const tests[] = {
+        garbage_preface,
+        random_bytes_after_preface,
+        lying_length_prefix,
+        lying_prefix_then_hang_up,
+        undecodable_protobuf,
+        unknown_method,
+        oversize_message,
+        disconnect_while_job_runs,
+        reset_stream_mid_request,
+        half_close_mid_request,
+        NULL,
+    };
+    TCase *tc = check_run_case(s, "daemon", tests);
     tcase_set_timeout(tc, 600);
-    tcase_add_test(tc, garbage_preface);
-    tcase_add_test(tc, random_bytes_after_preface);
-    tcase_add_test(tc, lying_length_prefix);
-    tcase_add_test(tc, lying_prefix_then_hang_up);
-    tcase_add_test(tc, undecodable_protobuf);
-    tcase_add_test(tc, unknown_method);
-    tcase_add_test(tc, oversize_message);
-    tcase_add_test(tc, disconnect_while_job_runs);
-    tcase_add_test(tc, reset_stream_mid_request);
-    tcase_add_test(tc, half_close_mid_request);
-    suite_add_tcase(s, tc);
     return check_run(s, CK_FORK_GETENV);
 }

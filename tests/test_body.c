@@ -211,11 +211,13 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("body");
-    TCase *tc = tcase_create("body");
-    tcase_add_test(tc, transform_requests_of_every_size);
-    tcase_add_test(tc, many_large_fields);
-    tcase_add_test(tc, borrowed_body);
-    tcase_add_test(tc, adopted_lent_and_moved);
-    suite_add_tcase(s, tc);
+    const TTest *const tests[] = {
+        transform_requests_of_every_size,
+        many_large_fields,
+        borrowed_body,
+        adopted_lent_and_moved,
+        NULL,
+    };
+    check_run_case(s, "body", tests);
     return check_run(s, CK_FORK_GETENV);
 }

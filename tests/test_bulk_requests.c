@@ -563,15 +563,17 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("bulk_requests");
-    TCase *tc = tcase_create("daemon");
+    const TTest *const tests[] = {
+        repeated_data_last_wins,
+        data_between_other_fields,
+        pipeline_reply_is_protobuf_c,
+        malformed_data_fields,
+        pinned_data_every_kind,
+        pinned_data_bad_messages,
+        pinned_run_too_large_reads_whole,
+        NULL,
+    };
+    TCase *tc = check_run_case(s, "daemon", tests);
     tcase_set_timeout(tc, 600);
-    tcase_add_test(tc, repeated_data_last_wins);
-    tcase_add_test(tc, data_between_other_fields);
-    tcase_add_test(tc, pipeline_reply_is_protobuf_c);
-    tcase_add_test(tc, malformed_data_fields);
-    tcase_add_test(tc, pinned_data_every_kind);
-    tcase_add_test(tc, pinned_data_bad_messages);
-    tcase_add_test(tc, pinned_run_too_large_reads_whole);
-    suite_add_tcase(s, tc);
     return check_run(s, CK_FORK_GETENV);
 }

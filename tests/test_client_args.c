@@ -221,17 +221,19 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("client_args");
-    TCase *tc = tcase_create("local checks");
+    const TTest *const tests[] = {
+        strerror_names_every_code,
+        null_connection,
+        reverse_args,
+        struct_layout_args,
+        transform_args,
+        histogram_args,
+        fill_args,
+        introspection_args,
+        message_cleared_by_next_call,
+        NULL,
+    };
+    TCase *tc = check_run_case(s, "local checks", tests);
     tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_add_test(tc, strerror_names_every_code);
-    tcase_add_test(tc, null_connection);
-    tcase_add_test(tc, reverse_args);
-    tcase_add_test(tc, struct_layout_args);
-    tcase_add_test(tc, transform_args);
-    tcase_add_test(tc, histogram_args);
-    tcase_add_test(tc, fill_args);
-    tcase_add_test(tc, introspection_args);
-    tcase_add_test(tc, message_cleared_by_next_call);
-    suite_add_tcase(s, tc);
     return check_run(s, CK_FORK_GETENV);
 }

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check_run.h"
 #include "client_fixture.h"
 #include "daemon_proc.h"
 
@@ -185,13 +186,15 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("client_async");
-    TCase *tc = tcase_create("async");
+    const TTest *const tests[] = {
+        many_in_flight_each_its_own_result,
+        a_bad_call_fails_alone,
+        cancel_and_wait_limits,
+        daemon_gone_with_calls_in_flight,
+        NULL,
+    };
+    TCase *tc = check_run_case(s, "async", tests);
     tcase_set_timeout(tc, 600);
     tcase_add_checked_fixture(tc, client_fixture_open, client_fixture_close);
-    tcase_add_test(tc, many_in_flight_each_its_own_result);
-    tcase_add_test(tc, a_bad_call_fails_alone);
-    tcase_add_test(tc, cancel_and_wait_limits);
-    tcase_add_test(tc, daemon_gone_with_calls_in_flight);
-    suite_add_tcase(s, tc);
     return client_fixture_run(s, NULL);
 }

@@ -103,12 +103,14 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("client_connect");
-    TCase *tc = tcase_create("connect");
-    tcase_add_test(tc, missing_unix_socket);
-    tcase_add_test(tc, refused_tcp_port);
-    tcase_add_test(tc, malformed_addresses);
-    tcase_add_test(tc, unresolvable_host);
-    tcase_add_test(tc, success_clears_connect_message);
-    suite_add_tcase(s, tc);
+    const TTest *const tests[] = {
+        missing_unix_socket,
+        refused_tcp_port,
+        malformed_addresses,
+        unresolvable_host,
+        success_clears_connect_message,
+        NULL,
+    };
+    check_run_case(s, "connect", tests);
     return check_run(s, CK_FORK_GETENV);
 }

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "check_run.h"
 #include "amp.h"
 #include "client_fixture.h"
 #include "daemon_proc.h"
@@ -213,13 +214,15 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("client_conns");
-    TCase *tc = tcase_create("connections");
-    tcase_add_test(tc, many_sequential_calls_one_connection);
-    tcase_add_test(tc, two_connections_interleaved);
-    tcase_add_test(tc, two_connections_two_threads);
-    tcase_add_test(tc, devices_status_health);
-    tcase_add_test(tc, daemon_killed_between_calls_fails_fast);
-    tcase_add_test(tc, daemon_stopped_then_call_fails_fast);
-    suite_add_tcase(s, tc);
+    const TTest *const tests[] = {
+        many_sequential_calls_one_connection,
+        two_connections_interleaved,
+        two_connections_two_threads,
+        devices_status_health,
+        daemon_killed_between_calls_fails_fast,
+        daemon_stopped_then_call_fails_fast,
+        NULL,
+    };
+    check_run_case(s, "connections", tests);
     return client_fixture_run(s, NULL);
 }

@@ -61,10 +61,12 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("client_errors");
-    TCase *tc = tcase_create("errors");
-    tcase_add_test(tc, each_grpc_status_has_its_own_code);
-    tcase_add_test(tc, each_code_has_name_and_words);
-    tcase_add_test(tc, version_matches_header);
-    suite_add_tcase(s, tc);
+    const TTest *const tests[] = {
+        each_grpc_status_has_its_own_code,
+        each_code_has_name_and_words,
+        version_matches_header,
+        NULL,
+    };
+    check_run_case(s, "errors", tests);
     return check_run(s, CK_FORK_GETENV);
 }

@@ -105,10 +105,12 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("client_heap");
-    TCase *tc = tcase_create("heap");
-    tcase_add_test(tc, a_freed_buffer_comes_back);
-    tcase_add_test(tc, at_most_four_kept_largest_first);
-    tcase_add_test(tc, reader_reads_into_a_kept_buffer);
-    suite_add_tcase(s, tc);
+    const TTest *const tests[] = {
+        a_freed_buffer_comes_back,
+        at_most_four_kept_largest_first,
+        reader_reads_into_a_kept_buffer,
+        NULL,
+    };
+    check_run_case(s, "heap", tests);
     return check_run(s, CK_FORK_GETENV);
 }

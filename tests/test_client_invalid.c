@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check_run.h"
 #include "amp.h"
 #include "client_fixture.h"
 
@@ -141,14 +142,16 @@ int main(void)
 {
     static const char *const args[] = { "--max-message-bytes", MAX_MESSAGE_TEXT, NULL };
     Suite *s = suite_create("client_invalid");
-    TCase *tc = tcase_create("invalid");
+    const TTest *const tests[] = {
+        transform_range,
+        histogram_params,
+        fill_params,
+        device_selection,
+        oversized_request_is_exhausted,
+        missing_device_type_is_unavailable,
+        NULL,
+    };
+    TCase *tc = check_run_case(s, "invalid", tests);
     tcase_add_checked_fixture(tc, client_fixture_open, client_fixture_close);
-    tcase_add_test(tc, transform_range);
-    tcase_add_test(tc, histogram_params);
-    tcase_add_test(tc, fill_params);
-    tcase_add_test(tc, device_selection);
-    tcase_add_test(tc, oversized_request_is_exhausted);
-    tcase_add_test(tc, missing_device_type_is_unavailable);
-    suite_add_tcase(s, tc);
     return client_fixture_run(s, args);
 }

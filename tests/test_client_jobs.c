@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check_run.h"
 #include "amp.h"
 #include "client_fixture.h"
 
@@ -261,19 +262,21 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("client_jobs");
-    TCase *tc = tcase_create("jobs");
+    const TTest *const tests[] = {
+        transform_add_wraps_per_byte,
+        transform_ops_on_sub_ranges,
+        transform_map_table,
+        hist_bytes_skewed,
+        hist_int32_drop_and_clamp,
+        hist_uint32_high_values,
+        hist_float32_with_nan,
+        fill_int32_prime_count_with_tile,
+        fill_uint32_wraps,
+        fill_int64_and_float32,
+        fill_empty,
+        NULL,
+    };
+    TCase *tc = check_run_case(s, "jobs", tests);
     tcase_add_checked_fixture(tc, client_fixture_open, client_fixture_close);
-    tcase_add_test(tc, transform_add_wraps_per_byte);
-    tcase_add_test(tc, transform_ops_on_sub_ranges);
-    tcase_add_test(tc, transform_map_table);
-    tcase_add_test(tc, hist_bytes_skewed);
-    tcase_add_test(tc, hist_int32_drop_and_clamp);
-    tcase_add_test(tc, hist_uint32_high_values);
-    tcase_add_test(tc, hist_float32_with_nan);
-    tcase_add_test(tc, fill_int32_prime_count_with_tile);
-    tcase_add_test(tc, fill_uint32_wraps);
-    tcase_add_test(tc, fill_int64_and_float32);
-    tcase_add_test(tc, fill_empty);
-    suite_add_tcase(s, tc);
     return client_fixture_run(s, NULL);
 }

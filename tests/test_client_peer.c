@@ -191,11 +191,13 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("client_peer");
-    TCase *tc = tcase_create("broken peers");
-    tcase_add_test(tc, hangup_mid_call_is_eio);
-    tcase_add_test(tc, hangup_before_reply_is_eio);
-    tcase_add_test(tc, silent_peer_hits_deadline);
-    tcase_add_test(tc, http1_peer_is_eproto);
-    suite_add_tcase(s, tc);
+    const TTest *const tests[] = {
+        hangup_mid_call_is_eio,
+        hangup_before_reply_is_eio,
+        silent_peer_hits_deadline,
+        http1_peer_is_eproto,
+        NULL,
+    };
+    check_run_case(s, "broken peers", tests);
     return check_run(s, CK_FORK_GETENV);
 }

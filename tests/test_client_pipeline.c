@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check_run.h"
 #include "amp.h"
 #include "host_step.h"
 #include "client_fixture.h"
@@ -236,13 +237,15 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("client_pipeline");
-    TCase *tc = tcase_create("pipeline");
+    const TTest *const tests[] = {
+        transform_then_histogram,
+        histogram_between_data_steps,
+        fill_feeds_histogram,
+        bad_steps_refused_locally,
+        bad_steps_refused_by_daemon,
+        NULL,
+    };
+    TCase *tc = check_run_case(s, "pipeline", tests);
     tcase_add_checked_fixture(tc, client_fixture_open, client_fixture_close);
-    tcase_add_test(tc, transform_then_histogram);
-    tcase_add_test(tc, histogram_between_data_steps);
-    tcase_add_test(tc, fill_feeds_histogram);
-    tcase_add_test(tc, bad_steps_refused_locally);
-    tcase_add_test(tc, bad_steps_refused_by_daemon);
-    suite_add_tcase(s, tc);
     return client_fixture_run(s, NULL);
 }

@@ -230,15 +230,17 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("client_reconnect");
-    TCase *tc = tcase_create("reconnect");
+    const TTest *const tests[] = {
+        reconnects_after_drained_restart,
+        reconnects_after_killed_restart,
+        gone_daemon_is_econnect_then_back,
+        no_reconnect_stays_broken,
+        reconnects_after_idle_goaway,
+        unix_connect_to_full_queue_times_out,
+        tcp_connect_to_full_queue_times_out,
+        NULL,
+    };
+    TCase *tc = check_run_case(s, "reconnect", tests);
     tcase_set_timeout(tc, 300);
-    tcase_add_test(tc, reconnects_after_drained_restart);
-    tcase_add_test(tc, reconnects_after_killed_restart);
-    tcase_add_test(tc, gone_daemon_is_econnect_then_back);
-    tcase_add_test(tc, no_reconnect_stays_broken);
-    tcase_add_test(tc, reconnects_after_idle_goaway);
-    tcase_add_test(tc, unix_connect_to_full_queue_times_out);
-    tcase_add_test(tc, tcp_connect_to_full_queue_times_out);
-    suite_add_tcase(s, tc);
     return check_run(s, CK_FORK_GETENV);
 }

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check_run.h"
 #include "amp.h"
 #include "client_fixture.h"
 #include "host_step.h"
@@ -202,14 +203,16 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("client_region");
-    TCase *tc = tcase_create("region");
+    const TTest *const tests[] = {
+        every_kind,
+        transform_in_place,
+        float_histogram_and_fill,
+        outlives_close,
+        refusals,
+        NULL,
+    };
+    TCase *tc = check_run_case(s, "region", tests);
     tcase_add_checked_fixture(tc, client_fixture_open, client_fixture_close);
-    tcase_add_test(tc, every_kind);
-    tcase_add_test(tc, transform_in_place);
-    tcase_add_test(tc, float_histogram_and_fill);
-    tcase_add_test(tc, outlives_close);
-    tcase_add_test(tc, refusals);
-    suite_add_tcase(s, tc);
     const char *args[] = { "--max-regions", REGION_TEST_MAX_REGIONS, NULL };
     return client_fixture_run(s, args);
 }

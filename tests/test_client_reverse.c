@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check_run.h"
 #include "amp.h"
 #include "client_fixture.h"
 
@@ -86,12 +87,14 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("client_reverse");
-    TCase *tc = tcase_create("reverse");
+    const TTest *const tests[] = {
+        small_lengths,
+        few_mib_with_odd_tail,
+        text_and_device_name,
+        explicit_device_and_deadline,
+        NULL,
+    };
+    TCase *tc = check_run_case(s, "reverse", tests);
     tcase_add_checked_fixture(tc, client_fixture_open, client_fixture_close);
-    tcase_add_test(tc, small_lengths);
-    tcase_add_test(tc, few_mib_with_odd_tail);
-    tcase_add_test(tc, text_and_device_name);
-    tcase_add_test(tc, explicit_device_and_deadline);
-    suite_add_tcase(s, tc);
     return client_fixture_run(s, NULL);
 }

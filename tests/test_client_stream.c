@@ -21,6 +21,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "check_run.h"
 #include "amp.h"
 #include "host_step.h"
 #include "client_fixture.h"
@@ -543,23 +544,25 @@ int main(void)
 {
     static const char *const args[] = { "--staging-bytes", "4M", "--chunk-bytes", "1M", NULL };
     Suite *s = suite_create("client_stream");
-    TCase *tc = tcase_create("stream");
+    const TTest *const tests[] = {
+        transform_histogram_with_total_length,
+        transform_histogram_unknown_length,
+        reverse_with_total_length,
+        histogram_only_has_no_data,
+        fill_without_input,
+        fd_form,
+        input_read_as_the_daemon_takes_it,
+        read_callback_aborts,
+        read_callback_aborts_at_once,
+        deadline_while_input_stalls,
+        write_callback_aborts,
+        reverse_needs_total_length,
+        total_length_mismatch,
+        bad_arguments_refused_locally,
+        from_memory,
+        NULL,
+    };
+    TCase *tc = check_run_case(s, "stream", tests);
     tcase_add_checked_fixture(tc, client_fixture_open, client_fixture_close);
-    tcase_add_test(tc, transform_histogram_with_total_length);
-    tcase_add_test(tc, transform_histogram_unknown_length);
-    tcase_add_test(tc, reverse_with_total_length);
-    tcase_add_test(tc, histogram_only_has_no_data);
-    tcase_add_test(tc, fill_without_input);
-    tcase_add_test(tc, fd_form);
-    tcase_add_test(tc, input_read_as_the_daemon_takes_it);
-    tcase_add_test(tc, read_callback_aborts);
-    tcase_add_test(tc, read_callback_aborts_at_once);
-    tcase_add_test(tc, deadline_while_input_stalls);
-    tcase_add_test(tc, write_callback_aborts);
-    tcase_add_test(tc, reverse_needs_total_length);
-    tcase_add_test(tc, total_length_mismatch);
-    tcase_add_test(tc, bad_arguments_refused_locally);
-    tcase_add_test(tc, from_memory);
-    suite_add_tcase(s, tc);
     return client_fixture_run(s, args);
 }

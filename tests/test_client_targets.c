@@ -201,16 +201,18 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("client_targets");
-    TCase *tc = tcase_create("targets");
+    const TTest *const tests[] = {
+        connections_spread_over_the_list,
+        a_stopped_daemon_is_passed_over,
+        a_connection_whose_daemon_stops_moves_on,
+        unavailable_goes_to_the_next,
+        all_stopped_says_so,
+        bad_lists_are_refused,
+        ampctl_takes_a_list,
+        NULL,
+    };
+    TCase *tc = check_run_case(s, "targets", tests);
     tcase_set_timeout(tc, 300);
     tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_add_test(tc, connections_spread_over_the_list);
-    tcase_add_test(tc, a_stopped_daemon_is_passed_over);
-    tcase_add_test(tc, a_connection_whose_daemon_stops_moves_on);
-    tcase_add_test(tc, unavailable_goes_to_the_next);
-    tcase_add_test(tc, all_stopped_says_so);
-    tcase_add_test(tc, bad_lists_are_refused);
-    tcase_add_test(tc, ampctl_takes_a_list);
-    suite_add_tcase(s, tc);
     return check_run(s, CK_FORK_GETENV);
 }

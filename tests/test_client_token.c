@@ -160,13 +160,15 @@ int main(void)
     if (tls_fixture_init() != 0 || write_token_file() != 0)
         return EXIT_FAILURE;
     Suite *s = suite_create("client_token");
-    TCase *tc = tcase_create("daemon");
+    const TTest *const tests[] = {
+        token_served,
+        missing_wrong_and_old_opts_refused,
+        bad_token_refused_locally,
+        reconnect_sends_token,
+        NULL,
+    };
+    TCase *tc = check_run_case(s, "daemon", tests);
     tcase_set_timeout(tc, 300);
-    tcase_add_test(tc, token_served);
-    tcase_add_test(tc, missing_wrong_and_old_opts_refused);
-    tcase_add_test(tc, bad_token_refused_locally);
-    tcase_add_test(tc, reconnect_sends_token);
-    suite_add_tcase(s, tc);
     int rc = check_run(s, CK_FORK_GETENV);
     remove_token_file();
     tls_fixture_cleanup();

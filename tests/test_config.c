@@ -266,18 +266,20 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("config");
-    TCase *tc = tcase_create("core");
-    tcase_add_test(tc, defaults);
-    tcase_add_test(tc, options);
-    tcase_add_test(tc, auth_options);
-    tcase_add_test(tc, io_threads);
-    tcase_add_test(tc, file_inline_comments);
-    tcase_add_test(tc, file_then_command_line);
-    tcase_add_test(tc, file_errors);
-    tcase_add_test(tc, bad_values);
-    tcase_add_test(tc, log_and_metrics);
-    tcase_add_test(tc, changes_reported);
-    tcase_add_test(tc, help_and_version);
-    suite_add_tcase(s, tc);
+    const TTest *const tests[] = {
+        defaults,
+        options,
+        auth_options,
+        io_threads,
+        file_inline_comments,
+        file_then_command_line,
+        file_errors,
+        bad_values,
+        log_and_metrics,
+        changes_reported,
+        help_and_version,
+        NULL,
+    };
+    check_run_case(s, "core", tests);
     return check_run(s, CK_FORK_GETENV);
 }

@@ -248,14 +248,16 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("daemon_jobs");
-    TCase *tc = tcase_create("daemon");
+    const TTest *const tests[] = {
+        pipeline_results_per_step,
+        pipeline_fill_ignores_input,
+        list_devices_one_default,
+        placement,
+        device_errors_relayed_and_counted,
+        NULL,
+    };
+    TCase *tc = check_run_case(s, "daemon", tests);
     tcase_set_timeout(tc, 600);
     tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_add_test(tc, pipeline_results_per_step);
-    tcase_add_test(tc, pipeline_fill_ignores_input);
-    tcase_add_test(tc, list_devices_one_default);
-    tcase_add_test(tc, placement);
-    tcase_add_test(tc, device_errors_relayed_and_counted);
-    suite_add_tcase(s, tc);
     return check_run(s, CK_FORK_GETENV);
 }

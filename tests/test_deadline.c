@@ -108,10 +108,12 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("deadline");
-    TCase *tc = tcase_create("daemon");
+    const TTest *const tests[] = {
+        unary_past_deadline,
+        quiet_stream_past_deadline,
+        NULL,
+    };
+    TCase *tc = check_run_case(s, "daemon", tests);
     tcase_set_timeout(tc, 600);
-    tcase_add_test(tc, unary_past_deadline);
-    tcase_add_test(tc, quiet_stream_past_deadline);
-    suite_add_tcase(s, tc);
     return check_run(s, CK_FORK_GETENV);
 }

@@ -161,13 +161,15 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("descriptor_set");
-    TCase *tc = tcase_create("core");
-    tcase_add_test(tc, every_method_served_is_described);
-    tcase_add_test(tc, symbols_of_every_kind);
-    tcase_add_test(tc, near_misses_find_nothing);
-    tcase_add_test(tc, builtin_files_by_name);
-    tcase_add_test(tc, hand_built_set);
-    tcase_add_test(tc, truncated_sets_find_nothing_past_their_end);
-    suite_add_tcase(s, tc);
+    const TTest *const tests[] = {
+        every_method_served_is_described,
+        symbols_of_every_kind,
+        near_misses_find_nothing,
+        builtin_files_by_name,
+        hand_built_set,
+        truncated_sets_find_nothing_past_their_end,
+        NULL,
+    };
+    check_run_case(s, "core", tests);
     return check_run(s, CK_FORK_GETENV);
 }

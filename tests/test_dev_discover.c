@@ -102,11 +102,13 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("dev_discover");
-    TCase *tc = tcase_create("discover");
-    tcase_add_test(tc, ordered_and_described);
-    tcase_add_test(tc, no_platform_is_an_error);
-    tcase_add_test(tc, type_names);
-    tcase_add_test(tc, order_on_made_up_lists);
-    suite_add_tcase(s, tc);
+    const TTest *const tests[] = {
+        ordered_and_described,
+        no_platform_is_an_error,
+        type_names,
+        order_on_made_up_lists,
+        NULL,
+    };
+    check_run_case(s, "discover", tests);
     return check_run(s, CK_FORK);
 }

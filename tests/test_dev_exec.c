@@ -67,10 +67,12 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("dev_exec");
-    TCase *tc = tcase_create("exec");
+    const TTest *const tests[] = {
+        variants_built_only_when_asked,
+        too_many_buffers_refused,
+        NULL,
+    };
+    TCase *tc = check_run_case(s, "exec", tests);
     tcase_add_unchecked_fixture(tc, NULL, fixture_close);
-    tcase_add_test(tc, variants_built_only_when_asked);
-    tcase_add_test(tc, too_many_buffers_refused);
-    suite_add_tcase(s, tc);
     return check_run(s, CK_NOFORK);
 }

@@ -152,11 +152,13 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("drain");
-    TCase *tc = tcase_create("daemon");
+    const TTest *const tests[] = {
+        sigterm_idle,
+        sigterm_finishes_calls_in_flight,
+        drain_timeout_bounds_a_stuck_call,
+        NULL,
+    };
+    TCase *tc = check_run_case(s, "daemon", tests);
     tcase_set_timeout(tc, 600);
-    tcase_add_test(tc, sigterm_idle);
-    tcase_add_test(tc, sigterm_finishes_calls_in_flight);
-    tcase_add_test(tc, drain_timeout_bounds_a_stuck_call);
-    suite_add_tcase(s, tc);
     return check_run(s, CK_FORK_GETENV);
 }

@@ -310,19 +310,21 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("grpc_frame");
-    TCase *tc = tcase_create("core");
-    tcase_add_test(tc, whole);
-    tcase_add_test(tc, byte_by_byte);
-    tcase_add_loop_test(tc, random_splits, 0, 20);
-    tcase_add_test(tc, oversize_refused_at_prefix);
-    tcase_add_test(tc, limit_is_inclusive);
-    tcase_add_test(tc, compressed_flag);
-    tcase_add_test(tc, bad_flag);
-    tcase_add_test(tc, pending_detects_truncation);
-    tcase_add_test(tc, callback_stops_feed);
-    tcase_add_test(tc, prealloc_up_to_the_trusted_length);
-    tcase_add_test(tc, take_hands_the_buffer_over);
-    tcase_add_test(tc, header_bytes);
-    suite_add_tcase(s, tc);
+    const TTest *const tests[] = {
+        whole,
+        byte_by_byte,
+        oversize_refused_at_prefix,
+        limit_is_inclusive,
+        compressed_flag,
+        bad_flag,
+        pending_detects_truncation,
+        callback_stops_feed,
+        prealloc_up_to_the_trusted_length,
+        take_hands_the_buffer_over,
+        header_bytes,
+        NULL,
+    };
+    TCase *tc = check_run_case(s, "core", tests);
+    check_run_loop(tc, random_splits, 0, 20);
     return check_run(s, CK_FORK_GETENV);
 }

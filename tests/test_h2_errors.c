@@ -322,28 +322,30 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("h2_errors");
-    TCase *tc = tcase_create("core");
+    const TTest *const tests[] = {
+        unknown_method,
+        stream_needs_header_first,
+        stream_without_devices,
+        bad_content_type,
+        not_post,
+        bad_protobuf,
+        oversize,
+        oversize_prefix_only,
+        budget_bounds_buffering,
+        truncated_message,
+        two_messages_on_unary,
+        no_message_on_unary,
+        compressed_message,
+        garbage_preface,
+        bad_frame_after_preface,
+        streams_limit_advertised,
+        percent_encoding,
+        trailers_percent_encoded_on_wire,
+        others_keep_working,
+        malformed_timeout,
+        NULL,
+    };
+    TCase *tc = check_run_case(s, "core", tests);
     tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_add_test(tc, unknown_method);
-    tcase_add_test(tc, stream_needs_header_first);
-    tcase_add_test(tc, stream_without_devices);
-    tcase_add_test(tc, bad_content_type);
-    tcase_add_test(tc, not_post);
-    tcase_add_test(tc, bad_protobuf);
-    tcase_add_test(tc, oversize);
-    tcase_add_test(tc, oversize_prefix_only);
-    tcase_add_test(tc, budget_bounds_buffering);
-    tcase_add_test(tc, truncated_message);
-    tcase_add_test(tc, two_messages_on_unary);
-    tcase_add_test(tc, no_message_on_unary);
-    tcase_add_test(tc, compressed_message);
-    tcase_add_test(tc, garbage_preface);
-    tcase_add_test(tc, bad_frame_after_preface);
-    tcase_add_test(tc, streams_limit_advertised);
-    tcase_add_test(tc, percent_encoding);
-    tcase_add_test(tc, trailers_percent_encoded_on_wire);
-    tcase_add_test(tc, others_keep_working);
-    tcase_add_test(tc, malformed_timeout);
-    suite_add_tcase(s, tc);
     return check_run(s, CK_FORK_GETENV);
 }

@@ -159,12 +159,14 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("h2_request");
-    TCase *tc = tcase_create("request rules");
+    const TTest *const tests[] = {
+        no_authority_is_served,
+        host_instead_of_authority_is_served,
+        authority_is_served,
+        NULL,
+    };
+    TCase *tc = check_run_case(s, "request rules", tests);
     tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_add_test(tc, no_authority_is_served);
-    tcase_add_test(tc, host_instead_of_authority_is_served);
-    tcase_add_test(tc, authority_is_served);
-    tcase_add_loop_test(tc, malformed_is_reset, 0, (int)(sizeof malformed / sizeof malformed[0]));
-    suite_add_tcase(s, tc);
+    check_run_loop(tc, malformed_is_reset, 0, (int)(sizeof malformed / sizeof malformed[0]));
     return check_run(s, CK_FORK_GETENV);
 }

@@ -158,9 +158,9 @@ static enum status_code t_message(struct h2_call *call, const uint8_t *msg, size
     uint32_t seq = msg_seq(msg);
     if (e->pause_at[t->tag] == seq) {
         e->pause_at[t->tag] = NO_PAUSE;
-        h2_call_pause(call);
+        h2_stream_pause(call);
         if (e->pause_then_resume[t->tag])
-            h2_call_resume(call);
+            h2_stream_resume(call);
         return STATUS_OK; /* not taken: it comes again after resume */
     }
     t->in_handler = true;
@@ -171,7 +171,7 @@ static enum status_code t_message(struct h2_call *call, const uint8_t *msg, size
     if (other >= 0) {
         struct tcall *o = tcall_by_tag(e, other);
         if (o && o->call)
-            h2_call_resume(o->call);
+            h2_stream_resume(o->call);
     }
     if (e->echo)
         ck_assert_int_eq(h2_call_send(call, reply_buf(msg, len), len), 0);
@@ -392,11 +392,11 @@ START_TEST(pause_then_resume_delivers_in_order)
     ck_assert_int_eq(t->ends, 0); /* the client half-closed, but 7 messages wait */
     ck_assert(!h2c_result(e.client, id)->closed);
     /* The held message plus the six raw ones behind it, prefixes included. */
-    ck_assert_uint_eq(h2_call_buffered(t->call), 1000 + 6 * (GRPC_FRAME_HEADER + 1000));
+    ck_assert_uint_eq(h2_stream_buffered(t->call), 1000 + 6 * (GRPC_FRAME_HEADER + 1000));
     /* The held message keeps its buffer's reservation (1000 + 1), and the
      * raw bytes behind it theirs (a 4 KiB buffer, doubled to 8 KiB). */
     ck_assert_uint_eq(e.budget.used, 1001 + 8192);
-    h2_call_resume(t->call); /* from outside: delivered now */
+    h2_stream_resume(t->call); /* from outside: delivered now */
     assert_seqs(t, 10);
     ck_assert_int_eq(t->ends, 1);
     ck_assert_uint_eq(t->nseqs_at_end, 10);
@@ -469,8 +469,8 @@ START_TEST(paused_stream_is_bounded_by_its_window)
         ck_assert_uint_eq(t->nseqs, 0);
         ck_assert_int_eq(h2c_send_window(e.client, ids[i]), 0);
         ck_assert_uint_gt(h2c_body_unsent(e.client, ids[i]), 0);
-        ck_assert_uint_le(h2_call_buffered(t->call), CHUNK + window);
-        ck_assert_uint_ge(h2_call_buffered(t->call), window - (GRPC_FRAME_HEADER + CHUNK));
+        ck_assert_uint_le(h2_stream_buffered(t->call), CHUNK + window);
+        ck_assert_uint_ge(h2_stream_buffered(t->call), window - (GRPC_FRAME_HEADER + CHUNK));
     }
     int32_t other = stream_open(&e, 5, CHUNKS, CHUNK, true);
     pump(&e);
@@ -481,8 +481,8 @@ START_TEST(paused_stream_is_bounded_by_its_window)
     for (int i = 0; i < PAUSED; i++) {
         struct tcall *t = tcall_by_tag(&e, i);
         ck_assert_uint_eq(t->nseqs, 0);
-        ck_assert_uint_le(h2_call_buffered(t->call), CHUNK + window);
-        h2_call_resume(t->call);
+        ck_assert_uint_le(h2_stream_buffered(t->call), CHUNK + window);
+        h2_stream_resume(t->call);
     }
     pump(&e);
     for (int i = 0; i < PAUSED; i++) {
@@ -507,16 +507,16 @@ START_TEST(pause_outside_message_holds_later_ones)
     pump(&e);
     struct tcall *t = &e.calls[0];
     assert_seqs(t, 2);
-    h2_call_resume(t->call); /* not paused: a no-op */
-    h2_call_pause(t->call);
-    ck_assert_uint_eq(h2_call_buffered(t->call), 0);
+    h2_stream_resume(t->call); /* not paused: a no-op */
+    h2_stream_pause(t->call);
+    ck_assert_uint_eq(h2_stream_buffered(t->call), 0);
     stream_more(&e, id, 3, 2, 3, 100, true);
     pump(&e);
     assert_seqs(t, 2);
     ck_assert_int_eq(t->ends, 0);
-    ck_assert_uint_eq(h2_call_buffered(t->call), 3 * (GRPC_FRAME_HEADER + 100));
+    ck_assert_uint_eq(h2_stream_buffered(t->call), 3 * (GRPC_FRAME_HEADER + 100));
     int before = e.want_write;
-    h2_call_resume(t->call);
+    h2_stream_resume(t->call);
     assert_seqs(t, 5);
     ck_assert_int_eq(t->ends, 1);
     ck_assert_int_gt(e.want_write, before);
@@ -750,7 +750,7 @@ START_TEST(truncated_stream_after_resume_is_internal)
     pump(&e);
     struct tcall *t = &e.calls[0];
     ck_assert_int_eq(t->ends, 0);
-    h2_call_resume(t->call);
+    h2_stream_resume(t->call);
     assert_seqs(t, 2);
     ck_assert_int_eq(t->ends, 0);
     pump(&e);
@@ -770,7 +770,7 @@ START_TEST(reset_while_paused_closes_once)
     pump(&e);
     struct tcall *t = &e.calls[0];
     assert_seqs(t, 2);
-    ck_assert_uint_gt(h2_call_buffered(t->call), 5000);
+    ck_assert_uint_gt(h2_stream_buffered(t->call), 5000);
     ck_assert_uint_eq(e.budget.used, 5001 + 256 * 1024);   /* held message + pending buffer */
     ck_assert_int_eq(h2_call_send(t->call, reply_new(0, 0, 100), 100), 0);
     ck_assert_int_eq(h2c_reset(e.client, id), 0);
@@ -825,7 +825,7 @@ START_TEST(stream_api_refused_on_unary_calls)
     struct h2_call *call = e.calls[0].call;
     ck_assert_int_eq(h2_call_send(call, reply_new(0, 0, 8), 8), -1);
     ck_assert_int_eq(h2_call_finish(call), -1);
-    h2_call_pause(call); /* no-op */
+    h2_stream_pause(call); /* no-op */
     ck_assert_int_eq(h2c_append(e.client, id, NULL, 0, true), 0);
     pump(&e);
     ck_assert_int_eq(e.calls[0].ends, 1);
@@ -845,7 +845,7 @@ START_TEST(session_freed_with_paused_call)
     e.pause_at[0] = 0;
     stream_open(&e, 0, 20, 3000, false);
     pump(&e);
-    ck_assert_uint_gt(h2_call_buffered(e.calls[0].call), 0);
+    ck_assert_uint_gt(h2_stream_buffered(e.calls[0].call), 0);
     ck_assert_int_eq(h2_call_send(e.calls[0].call, reply_new(0, 0, 10), 10), 0);
     tenv_free(&e);
 }
@@ -854,25 +854,27 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("h2_stream");
-    TCase *tc = tcase_create("core");
+    const TTest *const tests[] = {
+        many_messages_in_order,
+        pause_then_resume_delivers_in_order,
+        resume_from_handlers_is_deferred,
+        paused_stream_is_bounded_by_its_window,
+        pause_outside_message_holds_later_ones,
+        reply_queue_unsent_and_sent,
+        refill_from_sent_then_finish,
+        finish_after_messages_and_calls_refused_after,
+        fail_after_messages_goes_in_trailers,
+        send_ref_releases_once,
+        fail_before_any_message_is_trailers_only,
+        bad_message_after_replies_goes_in_trailers,
+        truncated_stream_after_resume_is_internal,
+        reset_while_paused_closes_once,
+        unary_calls_unchanged,
+        stream_api_refused_on_unary_calls,
+        session_freed_with_paused_call,
+        NULL,
+    };
+    TCase *tc = check_run_case(s, "core", tests);
     tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, many_messages_in_order);
-    tcase_add_test(tc, pause_then_resume_delivers_in_order);
-    tcase_add_test(tc, resume_from_handlers_is_deferred);
-    tcase_add_test(tc, paused_stream_is_bounded_by_its_window);
-    tcase_add_test(tc, pause_outside_message_holds_later_ones);
-    tcase_add_test(tc, reply_queue_unsent_and_sent);
-    tcase_add_test(tc, refill_from_sent_then_finish);
-    tcase_add_test(tc, finish_after_messages_and_calls_refused_after);
-    tcase_add_test(tc, fail_after_messages_goes_in_trailers);
-    tcase_add_test(tc, send_ref_releases_once);
-    tcase_add_test(tc, fail_before_any_message_is_trailers_only);
-    tcase_add_test(tc, bad_message_after_replies_goes_in_trailers);
-    tcase_add_test(tc, truncated_stream_after_resume_is_internal);
-    tcase_add_test(tc, reset_while_paused_closes_once);
-    tcase_add_test(tc, unary_calls_unchanged);
-    tcase_add_test(tc, stream_api_refused_on_unary_calls);
-    tcase_add_test(tc, session_freed_with_paused_call);
-    suite_add_tcase(s, tc);
     return check_run(s, CK_FORK_GETENV);
 }

@@ -230,17 +230,19 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("h2_unary");
-    TCase *tc = tcase_create("core");
-    tcase_add_test(tc, health_serving);
-    tcase_add_test(tc, health_unknown_service);
-    tcase_add_test(tc, status_reply);
-    tcase_add_test(tc, list_devices_empty);
-    tcase_add_test(tc, job_without_devices_is_unavailable);
-    tcase_add_test(tc, validation_before_devices);
-    tcase_add_test(tc, content_type_variants);
-    tcase_add_test(tc, many_calls_at_once);
-    tcase_add_test(tc, request_over_many_frames);
-    tcase_add_test(tc, open_call_freed_with_session);
-    suite_add_tcase(s, tc);
+    const TTest *const tests[] = {
+        health_serving,
+        health_unknown_service,
+        status_reply,
+        list_devices_empty,
+        job_without_devices_is_unavailable,
+        validation_before_devices,
+        content_type_variants,
+        many_calls_at_once,
+        request_over_many_frames,
+        open_call_freed_with_session,
+        NULL,
+    };
+    check_run_case(s, "core", tests);
     return check_run(s, CK_FORK_GETENV);
 }

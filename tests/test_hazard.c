@@ -175,16 +175,18 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("hazard");
-    TCase *tc = tcase_create("hazard");
+    const TTest *const tests[] = {
+        write_read_read_write_on_different_queues,
+        same_queue_needs_no_waits,
+        write_after_write,
+        pipeline_copy_out_overlaps_next_step,
+        chunks_stream_through_two_buffers,
+        duplicate_waits_are_merged,
+        read_only_buffers_never_wait,
+        clear_releases_references,
+        NULL,
+    };
+    TCase *tc = check_run_case(s, "hazard", tests);
     tcase_add_checked_fixture(tc, setup, NULL);
-    tcase_add_test(tc, write_read_read_write_on_different_queues);
-    tcase_add_test(tc, same_queue_needs_no_waits);
-    tcase_add_test(tc, write_after_write);
-    tcase_add_test(tc, pipeline_copy_out_overlaps_next_step);
-    tcase_add_test(tc, chunks_stream_through_two_buffers);
-    tcase_add_test(tc, duplicate_waits_are_merged);
-    tcase_add_test(tc, read_only_buffers_never_wait);
-    tcase_add_test(tc, clear_releases_references);
-    suite_add_tcase(s, tc);
     return check_run(s, CK_FORK_GETENV);
 }

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check_run.h"
 #include "client_fixture.h"
 
 #define HOST_MAX 4096
@@ -223,17 +224,19 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("host_path");
-    TCase *tc = tcase_create("host_vs_device");
+    const TTest *const tests[] = {
+        reverse_every_size,
+        transform_every_op_and_range,
+        histogram_bytes_and_typed_edges,
+        fill_every_type,
+        pipelines,
+        refusals_match,
+        large_or_named_jobs_use_a_device,
+        NULL,
+    };
+    TCase *tc = check_run_case(s, "host_vs_device", tests);
     tcase_set_timeout(tc, 600);
     tcase_add_checked_fixture(tc, client_fixture_open, client_fixture_close);
-    tcase_add_test(tc, reverse_every_size);
-    tcase_add_test(tc, transform_every_op_and_range);
-    tcase_add_test(tc, histogram_bytes_and_typed_edges);
-    tcase_add_test(tc, fill_every_type);
-    tcase_add_test(tc, pipelines);
-    tcase_add_test(tc, refusals_match);
-    tcase_add_test(tc, large_or_named_jobs_use_a_device);
-    suite_add_tcase(s, tc);
     static const char *const args[] = { "--host-max-bytes", HOST_MAX_TEXT, NULL };
     return client_fixture_run(s, args);
 }

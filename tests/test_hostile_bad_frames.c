@@ -113,10 +113,12 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("hostile_bad_frames");
-    TCase *tc = tcase_create("daemon");
+    const TTest *const tests[] = {
+        truncated_frames_then_close,
+        NULL,
+    };
+    TCase *tc = check_run_case(s, "daemon", tests);
     tcase_set_timeout(tc, 60);
-    tcase_add_loop_test(tc, forbidden_frame, 0, NBAD);
-    tcase_add_test(tc, truncated_frames_then_close);
-    suite_add_tcase(s, tc);
+    check_run_loop(tc, forbidden_frame, 0, NBAD);
     return check_run(s, CK_FORK_GETENV);
 }

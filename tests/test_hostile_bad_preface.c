@@ -108,13 +108,15 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("hostile_bad_preface");
-    TCase *tc = tcase_create("daemon");
+    const TTest *const tests[] = {
+        http1_request,
+        random_bytes,
+        preface_one_byte_wrong,
+        preface_cut_short,
+        first_frame_not_settings,
+        NULL,
+    };
+    TCase *tc = check_run_case(s, "daemon", tests);
     tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, http1_request);
-    tcase_add_test(tc, random_bytes);
-    tcase_add_test(tc, preface_one_byte_wrong);
-    tcase_add_test(tc, preface_cut_short);
-    tcase_add_test(tc, first_frame_not_settings);
-    suite_add_tcase(s, tc);
     return check_run(s, CK_FORK_GETENV);
 }

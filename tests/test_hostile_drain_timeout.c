@@ -80,9 +80,11 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("hostile_drain_timeout");
-    TCase *tc = tcase_create("daemon");
+    const TTest *const tests[] = {
+        open_calls_get_a_status_at_drain_timeout,
+        NULL,
+    };
+    TCase *tc = check_run_case(s, "daemon", tests);
     tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, open_calls_get_a_status_at_drain_timeout);
-    suite_add_tcase(s, tc);
     return check_run(s, CK_FORK_GETENV);
 }

@@ -186,12 +186,14 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("hostile_floods");
-    TCase *tc = tcase_create("daemon");
+    const TTest *const tests[] = {
+        continuation_flood_closed,
+        settings_flood_cut_off,
+        ping_flood_cut_off,
+        rapid_reset_leaves_no_jobs,
+        NULL,
+    };
+    TCase *tc = check_run_case(s, "daemon", tests);
     tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, continuation_flood_closed);
-    tcase_add_test(tc, settings_flood_cut_off);
-    tcase_add_test(tc, ping_flood_cut_off);
-    tcase_add_test(tc, rapid_reset_leaves_no_jobs);
-    suite_add_tcase(s, tc);
     return check_run(s, CK_FORK_GETENV);
 }

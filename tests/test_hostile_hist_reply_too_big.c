@@ -114,10 +114,12 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("hostile_hist_reply_too_big");
-    TCase *tc = tcase_create("daemon");
+    const TTest *const tests[] = {
+        stream_hist_over_message_limit_is_refused,
+        stock_repro_through_ampctl,
+        NULL,
+    };
+    TCase *tc = check_run_case(s, "daemon", tests);
     tcase_set_timeout(tc, 90);
-    tcase_add_test(tc, stream_hist_over_message_limit_is_refused);
-    tcase_add_test(tc, stock_repro_through_ampctl);
-    suite_add_tcase(s, tc);
     return check_run(s, CK_FORK_GETENV);
 }

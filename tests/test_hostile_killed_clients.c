@@ -145,11 +145,13 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("hostile_killed_clients");
-    TCase *tc = tcase_create("daemon");
+    const TTest *const tests[] = {
+        sigkill_mid_stream,
+        close_mid_message,
+        close_with_reply_unread,
+        NULL,
+    };
+    TCase *tc = check_run_case(s, "daemon", tests);
     tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, sigkill_mid_stream);
-    tcase_add_test(tc, close_mid_message);
-    tcase_add_test(tc, close_with_reply_unread);
-    suite_add_tcase(s, tc);
     return check_run(s, CK_FORK_GETENV);
 }

@@ -76,9 +76,11 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("hostile_lying_prefix");
-    TCase *tc = tcase_create("daemon");
+    const TTest *const tests[] = {
+        lying_prefixes_answered,
+        NULL,
+    };
+    TCase *tc = check_run_case(s, "daemon", tests);
     tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, lying_prefixes_answered);
-    suite_add_tcase(s, tc);
     return check_run(s, CK_FORK_GETENV);
 }

@@ -165,10 +165,12 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("hostile_lying_stream_header");
-    TCase *tc = tcase_create("daemon");
+    const TTest *const tests[] = {
+        total_length_mismatch_refused,
+        data_message_cut_short,
+        NULL,
+    };
+    TCase *tc = check_run_case(s, "daemon", tests);
     tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, total_length_mismatch_refused);
-    tcase_add_test(tc, data_message_cut_short);
-    suite_add_tcase(s, tc);
     return check_run(s, CK_FORK_GETENV);
 }

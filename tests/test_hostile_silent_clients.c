@@ -114,12 +114,14 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("hostile_silent_clients");
-    TCase *tc = tcase_create("daemon");
+    const TTest *const tests[] = {
+        connect_and_say_nothing,
+        preface_without_settings,
+        headers_block_left_open,
+        pings_do_not_keep_alive,
+        NULL,
+    };
+    TCase *tc = check_run_case(s, "daemon", tests);
     tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, connect_and_say_nothing);
-    tcase_add_test(tc, preface_without_settings);
-    tcase_add_test(tc, headers_block_left_open);
-    tcase_add_test(tc, pings_do_not_keep_alive);
-    suite_add_tcase(s, tc);
     return check_run(s, CK_FORK_GETENV);
 }

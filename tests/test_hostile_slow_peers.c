@@ -259,12 +259,14 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("hostile_slow_peers");
-    TCase *tc = tcase_create("daemon");
+    const TTest *const tests[] = {
+        slow_prefaces_limited_and_closed,
+        slow_headers_blocks_closed,
+        slow_messages_answered,
+        unix_peer_limit_names_uid,
+        NULL,
+    };
+    TCase *tc = check_run_case(s, "daemon", tests);
     tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, slow_prefaces_limited_and_closed);
-    tcase_add_test(tc, slow_headers_blocks_closed);
-    tcase_add_test(tc, slow_messages_answered);
-    tcase_add_test(tc, unix_peer_limit_names_uid);
-    suite_add_tcase(s, tc);
     return check_run(s, CK_FORK_GETENV);
 }

@@ -48,10 +48,12 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("hostile_socket_mode");
-    TCase *tc = tcase_create("daemon");
+    const TTest *const tests[] = {
+        default_mode_is_0660,
+        socket_mode_0600,
+        NULL,
+    };
+    TCase *tc = check_run_case(s, "daemon", tests);
     tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, default_mode_is_0660);
-    tcase_add_test(tc, socket_mode_0600);
-    suite_add_tcase(s, tc);
     return check_run(s, CK_FORK_GETENV);
 }

@@ -76,9 +76,11 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("hostile_stalled_messages");
-    TCase *tc = tcase_create("daemon");
+    const TTest *const tests[] = {
+        stalled_prefixes_hold_nothing_and_time_out,
+        NULL,
+    };
+    TCase *tc = check_run_case(s, "daemon", tests);
     tcase_set_timeout(tc, 60);
-    tcase_add_test(tc, stalled_prefixes_hold_nothing_and_time_out);
-    suite_add_tcase(s, tc);
     return check_run(s, CK_FORK_GETENV);
 }

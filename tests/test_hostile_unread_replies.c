@@ -185,9 +185,11 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("hostile_unread_replies");
-    TCase *tc = tcase_create("daemon");
+    const TTest *const tests[] = {
+        unread_replies_are_bounded,
+        NULL,
+    };
+    TCase *tc = check_run_case(s, "daemon", tests);
     tcase_set_timeout(tc, 90);
-    tcase_add_test(tc, unread_replies_are_bounded);
-    suite_add_tcase(s, tc);
     return check_run(s, CK_FORK_GETENV);
 }

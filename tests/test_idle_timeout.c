@@ -134,11 +134,13 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("idle_timeout");
-    TCase *tc = tcase_create("daemon");
+    const TTest *const tests[] = {
+        idle_connection_closed,
+        open_call_keeps_connection,
+        no_timeout_by_default,
+        NULL,
+    };
+    TCase *tc = check_run_case(s, "daemon", tests);
     tcase_set_timeout(tc, 600);
-    tcase_add_test(tc, idle_connection_closed);
-    tcase_add_test(tc, open_call_keeps_connection);
-    tcase_add_test(tc, no_timeout_by_default);
-    suite_add_tcase(s, tc);
     return check_run(s, CK_FORK_GETENV);
 }

@@ -292,9 +292,11 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("io_loops");
-    TCase *tc = tcase_create("io_loops");
-    tcase_add_test(tc, many_connections_across_loops);
-    tcase_add_test(tc, drain_under_load);
-    suite_add_tcase(s, tc);
+    const TTest *const tests[] = {
+        many_connections_across_loops,
+        drain_under_load,
+        NULL,
+    };
+    check_run_case(s, "io_loops", tests);
     return check_run(s, CK_FORK_GETENV);
 }

@@ -213,15 +213,17 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("kernel_batch");
-    TCase *tc = tcase_create("batch");
+    const TTest *const tests[] = {
+        mixed_small_jobs_match_host,
+        mixed_up_to_the_size_limit,
+        both_group_shapes,
+        a_bad_job_fails_alone,
+        output_over_its_input,
+        takes_only_what_it_can_run,
+        NULL,
+    };
+    TCase *tc = check_run_case(s, "batch", tests);
     tcase_set_timeout(tc, 120);
     tcase_add_unchecked_fixture(tc, NULL, fixture_close);
-    tcase_add_test(tc, mixed_small_jobs_match_host);
-    tcase_add_test(tc, mixed_up_to_the_size_limit);
-    tcase_add_test(tc, both_group_shapes);
-    tcase_add_test(tc, a_bad_job_fails_alone);
-    tcase_add_test(tc, output_over_its_input);
-    tcase_add_test(tc, takes_only_what_it_can_run);
-    suite_add_tcase(s, tc);
     return check_run(s, CK_NOFORK);
 }

@@ -196,25 +196,29 @@ static void gpu_shape_end(void)
 int main(void)
 {
     Suite *s = suite_create("kernel_fill");
-    TCase *tc = tcase_create("fill");
+    const TTest *const tests[] = {
+        tiles_and_types,
+        device_max_tile,
+        tile_over_limit_refused,
+        small_counts,
+        integers_wrap,
+        split_launches,
+        bad_type_refused,
+        too_large_refused,
+        NULL,
+    };
+    TCase *tc = check_run_case(s, "fill", tests);
     tcase_add_unchecked_fixture(tc, NULL, fixture_close);
-    tcase_add_test(tc, tiles_and_types);
-    tcase_add_test(tc, device_max_tile);
-    tcase_add_test(tc, tile_over_limit_refused);
-    tcase_add_test(tc, small_counts);
-    tcase_add_test(tc, integers_wrap);
-    tcase_add_test(tc, split_launches);
-    tcase_add_test(tc, bad_type_refused);
-    tcase_add_test(tc, too_large_refused);
-    suite_add_tcase(s, tc);
-    TCase *gpu = tcase_create("fill_gpu_shape");
+    const TTest *const gpu_tests[] = {
+        tiles_and_types,
+        device_max_tile,
+        small_counts,
+        integers_wrap,
+        split_launches,
+        NULL,
+    };
+    TCase *gpu = check_run_case(s, "fill_gpu_shape", gpu_tests);
     tcase_add_unchecked_fixture(gpu, NULL, fixture_close);
     tcase_add_checked_fixture(gpu, gpu_shape_begin, gpu_shape_end);
-    tcase_add_test(gpu, tiles_and_types);
-    tcase_add_test(gpu, device_max_tile);
-    tcase_add_test(gpu, small_counts);
-    tcase_add_test(gpu, integers_wrap);
-    tcase_add_test(gpu, split_launches);
-    suite_add_tcase(s, gpu);
     return check_run(s, CK_NOFORK);
 }

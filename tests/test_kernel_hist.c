@@ -514,24 +514,26 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("kernel_hist");
-    TCase *tc = tcase_create("hist");
+    const TTest *const tests[] = {
+        bytes_random,
+        bytes_all_equal,
+        ints_random,
+        int32_negatives,
+        values_on_bin_edges,
+        out_of_range_drop_and_clamp,
+        nan_and_infinities,
+        all_equal_elements,
+        ints_blocks,
+        ints_blocks_split,
+        ints_thresholds,
+        a_million_bins,
+        bytes_kernel_counter_limits,
+        split_launches,
+        empty_input,
+        refusals,
+        NULL,
+    };
+    TCase *tc = check_run_case(s, "hist", tests);
     tcase_add_unchecked_fixture(tc, NULL, fixture_close);
-    tcase_add_test(tc, bytes_random);
-    tcase_add_test(tc, bytes_all_equal);
-    tcase_add_test(tc, ints_random);
-    tcase_add_test(tc, int32_negatives);
-    tcase_add_test(tc, values_on_bin_edges);
-    tcase_add_test(tc, out_of_range_drop_and_clamp);
-    tcase_add_test(tc, nan_and_infinities);
-    tcase_add_test(tc, all_equal_elements);
-    tcase_add_test(tc, ints_blocks);
-    tcase_add_test(tc, ints_blocks_split);
-    tcase_add_test(tc, ints_thresholds);
-    tcase_add_test(tc, a_million_bins);
-    tcase_add_test(tc, bytes_kernel_counter_limits);
-    tcase_add_test(tc, split_launches);
-    tcase_add_test(tc, empty_input);
-    tcase_add_test(tc, refusals);
-    suite_add_tcase(s, tc);
     return check_run(s, CK_NOFORK);
 }

@@ -229,14 +229,16 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("kernel_pipeline");
-    TCase *tc = tcase_create("pipeline");
+    const TTest *const tests[] = {
+        transform_then_histogram,
+        histogram_between_data_steps,
+        fill_feeds_later_steps,
+        bad_later_step_fails_whole_job,
+        a_job_runs_twice,
+        chunked_histograms_around_a_transform,
+        NULL,
+    };
+    TCase *tc = check_run_case(s, "pipeline", tests);
     tcase_add_unchecked_fixture(tc, NULL, fixture_close);
-    tcase_add_test(tc, transform_then_histogram);
-    tcase_add_test(tc, histogram_between_data_steps);
-    tcase_add_test(tc, fill_feeds_later_steps);
-    tcase_add_test(tc, bad_later_step_fails_whole_job);
-    tcase_add_test(tc, a_job_runs_twice);
-    tcase_add_test(tc, chunked_histograms_around_a_transform);
-    suite_add_tcase(s, tc);
     return check_run(s, CK_NOFORK);
 }

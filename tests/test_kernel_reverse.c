@@ -166,17 +166,19 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("kernel_reverse");
-    TCase *tc = tcase_create("reverse");
+    const TTest *const tests[] = {
+        small_lengths,
+        every_tail_of_a_few_words,
+        megabytes_with_odd_tail,
+        random_lengths,
+        zero_length,
+        reports_device,
+        two_reverses_restore,
+        both_access_patterns,
+        input_over_alloc_limit_refused,
+        NULL,
+    };
+    TCase *tc = check_run_case(s, "reverse", tests);
     tcase_add_unchecked_fixture(tc, NULL, fixture_close);
-    tcase_add_test(tc, small_lengths);
-    tcase_add_test(tc, every_tail_of_a_few_words);
-    tcase_add_test(tc, megabytes_with_odd_tail);
-    tcase_add_test(tc, random_lengths);
-    tcase_add_test(tc, zero_length);
-    tcase_add_test(tc, reports_device);
-    tcase_add_test(tc, two_reverses_restore);
-    tcase_add_test(tc, both_access_patterns);
-    tcase_add_test(tc, input_over_alloc_limit_refused);
-    suite_add_tcase(s, tc);
     return check_run(s, CK_NOFORK);
 }

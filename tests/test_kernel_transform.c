@@ -257,17 +257,19 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("kernel_transform");
-    TCase *tc = tcase_create("transform");
+    const TTest *const tests[] = {
+        whole_buffer_sizes,
+        megabytes_with_odd_tail,
+        sub_ranges,
+        add_wraps_per_byte,
+        chained_transforms_work_out_of_place,
+        both_access_patterns,
+        map_around_64_byte_blocks,
+        range_past_end_refused,
+        constant_limit_refused,
+        NULL,
+    };
+    TCase *tc = check_run_case(s, "transform", tests);
     tcase_add_unchecked_fixture(tc, NULL, fixture_close);
-    tcase_add_test(tc, whole_buffer_sizes);
-    tcase_add_test(tc, megabytes_with_odd_tail);
-    tcase_add_test(tc, sub_ranges);
-    tcase_add_test(tc, add_wraps_per_byte);
-    tcase_add_test(tc, chained_transforms_work_out_of_place);
-    tcase_add_test(tc, both_access_patterns);
-    tcase_add_test(tc, map_around_64_byte_blocks);
-    tcase_add_test(tc, range_past_end_refused);
-    tcase_add_test(tc, constant_limit_refused);
-    suite_add_tcase(s, tc);
     return check_run(s, CK_NOFORK);
 }

@@ -259,14 +259,16 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("limits");
-    TCase *tc = tcase_create("daemon");
+    const TTest *const tests[] = {
+        message_bytes_request_and_reply,
+        connections,
+        streams,
+        jobs,
+        job_memory,
+        connection_memory,
+        NULL,
+    };
+    TCase *tc = check_run_case(s, "daemon", tests);
     tcase_set_timeout(tc, 600);
-    tcase_add_test(tc, message_bytes_request_and_reply);
-    tcase_add_test(tc, connections);
-    tcase_add_test(tc, streams);
-    tcase_add_test(tc, jobs);
-    tcase_add_test(tc, job_memory);
-    tcase_add_test(tc, connection_memory);
-    suite_add_tcase(s, tc);
     return check_run(s, CK_FORK_GETENV);
 }

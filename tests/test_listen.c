@@ -181,12 +181,14 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("listen");
-    TCase *tc = tcase_create("daemon");
+    const TTest *const tests[] = {
+        stale_socket_replaced_and_tcp_served,
+        live_socket_not_stolen,
+        not_a_socket_left_alone,
+        missing_directory_named,
+        NULL,
+    };
+    TCase *tc = check_run_case(s, "daemon", tests);
     tcase_set_timeout(tc, 600);
-    tcase_add_test(tc, stale_socket_replaced_and_tcp_served);
-    tcase_add_test(tc, live_socket_not_stolen);
-    tcase_add_test(tc, not_a_socket_left_alone);
-    tcase_add_test(tc, missing_directory_named);
-    suite_add_tcase(s, tc);
     return check_run(s, CK_FORK_GETENV);
 }

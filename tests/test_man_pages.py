@@ -1,4 +1,5 @@
-"""test_man_pages.py: the man pages name what the programs offer.
+"""test_man_pages.py: the man pages name what the programs offer, and the
+defaults they state are the ones `ampd --help` prints from config.h.
 
 Every long option in `ampd --help` must appear in docs/man/ampd.8, and
 every long option and command in `ampctl --help` in docs/man/ampctl.1, so
@@ -29,10 +30,41 @@ def missing(words, text):
     return [w for w in words if not re.search(r"(?<![\w-])" + re.escape(w) + r"(?![\w-])", text)]
 
 
+def entries(text):
+    """Each option's entry in a man page (from its .B/.BI line to the next
+    .TP or section), by option name, with roff's font changes removed."""
+    out = {}
+    for chunk in re.split(r"^\.(?:TP|SH|SS|PP)\b.*$", text, flags=re.M):
+        m = re.match(r"\s*\.B[IR]? (--[a-z][a-z-]*)", chunk)
+        if m:
+            out[m.group(1)] = re.sub(r"\\f[BIRP]", "", chunk)
+    return out
+
+
+def wrong_defaults(help_txt, man):
+    """The "(default X)" that --help prints for an option, where its man
+    entry says another default (or none): the man page restates what
+    config.h defines, so this is what keeps the two together."""
+    got = entries(man)
+    problems = []
+    # Per option: the text from its flag to the next option's flag.
+    parts = re.split(r"(?:^|\n)  (--[a-z][a-z-]*)", help_txt)
+    for opt, body in zip(parts[1::2], parts[2::2]):
+        m = re.search(r"\(default ([^):;]+)\)", re.sub(r"\s+", " ", body))
+        if not m or m.group(1).startswith(("$", "unix:")):
+            continue
+        entry = re.sub(r"\s+", " ", got.get(opt, ""))
+        if not re.search(r"[Dd]efault:? " + re.escape(m.group(1)) + r"(?![\w])", entry):
+            problems.append("%s: --help says default %s, the man page does not" % (opt, m.group(1)))
+    return problems
+
+
 def main():
     failures = []
-    ampd_opts = sorted(set(re.findall(r"--[a-z][a-z-]*", help_text(AMPD))))
+    ampd_help = help_text(AMPD)
+    ampd_opts = sorted(set(re.findall(r"--[a-z][a-z-]*", ampd_help)))
     failures += ["ampd.8 lacks " + w for w in missing(ampd_opts, page("ampd.8"))]
+    failures += ["ampd.8 " + w for w in wrong_defaults(ampd_help, page("ampd.8"))]
 
     ctl = help_text(AMPCTL)
     ctl_opts = sorted(set(re.findall(r"--[a-z][a-z-]*", ctl)))

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "check_run.h"
 #include "client_fixture.h"
 #include "dev.h"
 
@@ -240,13 +241,15 @@ int main(void)
         return SKIPPED;
     }
     Suite *s = suite_create("multi_device");
-    TCase *tc = tcase_create("placement");
+    const TTest *const tests[] = {
+        two_streams_run_on_both_devices,
+        pinned_streams_go_where_pinned,
+        pinned_unary_jobs_run,
+        NULL,
+    };
+    TCase *tc = check_run_case(s, "placement", tests);
     tcase_set_timeout(tc, 300);
     tcase_add_checked_fixture(tc, client_fixture_open, client_fixture_close);
-    tcase_add_test(tc, two_streams_run_on_both_devices);
-    tcase_add_test(tc, pinned_streams_go_where_pinned);
-    tcase_add_test(tc, pinned_unary_jobs_run);
-    suite_add_tcase(s, tc);
     static const char *const args[] = { "--host-max-bytes", "0", NULL };
     return client_fixture_run(s, args);
 }

@@ -98,11 +98,13 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("notify");
-    TCase *tc = tcase_create("daemon");
+    const TTest *const tests[] = {
+        path_socket,
+        abstract_socket,
+        not_a_socket_path,
+        NULL,
+    };
+    TCase *tc = check_run_case(s, "daemon", tests);
     tcase_set_timeout(tc, 600);
-    tcase_add_test(tc, path_socket);
-    tcase_add_test(tc, abstract_socket);
-    tcase_add_test(tc, not_a_socket_path);
-    suite_add_tcase(s, tc);
     return check_run(s, CK_FORK_GETENV);
 }

@@ -97,11 +97,13 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("pb_wire");
-    TCase *tc = tcase_create("core");
-    tcase_add_test(tc, round_trips_at_boundaries);
-    tcase_add_test(tc, known_encodings);
-    tcase_add_test(tc, truncated_and_overlong_refused);
-    tcase_add_test(tc, fields_and_their_offsets);
-    suite_add_tcase(s, tc);
+    const TTest *const tests[] = {
+        round_trips_at_boundaries,
+        known_encodings,
+        truncated_and_overlong_refused,
+        fields_and_their_offsets,
+        NULL,
+    };
+    check_run_case(s, "core", tests);
     return check_run(s, CK_FORK_GETENV);
 }

@@ -179,10 +179,12 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("rpc_bulk");
-    TCase *tc = tcase_create("rpc_bulk");
-    tcase_add_test(tc, bulk_field_found_where_it_exists);
-    tcase_add_test(tc, hand_made);
-    tcase_add_test(tc, generated_messages);
-    suite_add_tcase(s, tc);
+    const TTest *const tests[] = {
+        bulk_field_found_where_it_exists,
+        hand_made,
+        generated_messages,
+        NULL,
+    };
+    check_run_case(s, "rpc_bulk", tests);
     return check_run(s, CK_FORK_GETENV);
 }

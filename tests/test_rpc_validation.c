@@ -251,15 +251,17 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("rpc_validation");
-    TCase *tc = tcase_create("core");
+    const TTest *const tests[] = {
+        transform_params,
+        transform_range,
+        histogram_params,
+        fill_params,
+        pipeline_steps,
+        pipeline_limits,
+        device_string,
+        NULL,
+    };
+    TCase *tc = check_run_case(s, "core", tests);
     tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_add_test(tc, transform_params);
-    tcase_add_test(tc, transform_range);
-    tcase_add_test(tc, histogram_params);
-    tcase_add_test(tc, fill_params);
-    tcase_add_test(tc, pipeline_steps);
-    tcase_add_test(tc, pipeline_limits);
-    tcase_add_test(tc, device_string);
-    suite_add_tcase(s, tc);
     return check_run(s, CK_FORK_GETENV);
 }

@@ -174,12 +174,14 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("runner");
-    TCase *tc = tcase_create("runner");
+    const TTest *const tests[] = {
+        runs_in_order_on_its_thread,
+        stop_cancels_queued_jobs,
+        cancelled_job_is_not_run,
+        stop_idle_runner,
+        NULL,
+    };
+    TCase *tc = check_run_case(s, "runner", tests);
     tcase_add_unchecked_fixture(tc, NULL, fixture_close);
-    tcase_add_test(tc, runs_in_order_on_its_thread);
-    tcase_add_test(tc, stop_cancels_queued_jobs);
-    tcase_add_test(tc, cancelled_job_is_not_run);
-    tcase_add_test(tc, stop_idle_runner);
-    suite_add_tcase(s, tc);
     return check_run(s, CK_NOFORK);
 }

@@ -14,7 +14,7 @@
 #include "dev_fixture.h"
 #include "dev_internal.h"
 #include "host_step.h"
-#include "scheduler.h"
+#include "sched.h"
 
 #define CHUNK 65536
 
@@ -155,11 +155,13 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("sched_split");
-    TCase *tc = tcase_create("split");
+    const TTest *const tests[] = {
+        large_job_split_over_both,
+        a_broken_device_fails_only_its_jobs,
+        NULL,
+    };
+    TCase *tc = check_run_case(s, "split", tests);
     tcase_set_timeout(tc, 120);
     tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_add_test(tc, large_job_split_over_both);
-    tcase_add_test(tc, a_broken_device_fails_only_its_jobs);
-    suite_add_tcase(s, tc);
     return check_run(s, CK_FORK_GETENV);
 }

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check_run.h"
 #include "amp.h"
 #include "client_fixture.h"
 #include "host_step.h"
@@ -158,15 +159,17 @@ int main(void)
 {
     setenv("POCL_DEVICES", "pthread pthread", 1);
     Suite *s = suite_create("split");
-    TCase *tc = tcase_create("split");
+    const TTest *const tests[] = {
+        histogram_of_bytes,
+        histogram_of_floats,
+        map_across_the_boundary,
+        map_then_histogram,
+        whole_on_one_device,
+        NULL,
+    };
+    TCase *tc = check_run_case(s, "split", tests);
     tcase_set_timeout(tc, 120);
     tcase_add_checked_fixture(tc, client_fixture_open, client_fixture_close);
-    tcase_add_test(tc, histogram_of_bytes);
-    tcase_add_test(tc, histogram_of_floats);
-    tcase_add_test(tc, map_across_the_boundary);
-    tcase_add_test(tc, map_then_histogram);
-    tcase_add_test(tc, whole_on_one_device);
-    suite_add_tcase(s, tc);
     static const char *const args[] = { "--chunk-bytes", "65536", NULL };
     return client_fixture_run(s, args);
 }

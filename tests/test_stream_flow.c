@@ -308,11 +308,13 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("stream_flow");
-    TCase *tc = tcase_create("stream_flow");
+    const TTest *const tests[] = {
+        held_stream_others_proceed,
+        client_dying_mid_stream_is_cleaned_up,
+        NULL,
+    };
+    TCase *tc = check_run_case(s, "stream_flow", tests);
     tcase_add_checked_fixture(tc, start, stop);
     tcase_set_timeout(tc, 300);
-    tcase_add_test(tc, held_stream_others_proceed);
-    tcase_add_test(tc, client_dying_mid_stream_is_cleaned_up);
-    suite_add_tcase(s, tc);
     return check_run(s, CK_NOFORK);
 }

@@ -290,15 +290,17 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("stream_tasks");
-    TCase *tc = tcase_create("stream_tasks");
+    const TTest *const tests[] = {
+        chunked_transform_then_histogram,
+        resident_reverse_then_histogram,
+        input_past_total_length_is_refused,
+        job_waits_for_memory_a_stream_holds,
+        job_that_could_never_fit_is_refused,
+        cancelled_job_drops_its_tasks,
+        NULL,
+    };
+    TCase *tc = check_run_case(s, "stream_tasks", tests);
     tcase_add_unchecked_fixture(tc, NULL, fixture_close);
     tcase_add_checked_fixture(tc, setup, teardown);
-    tcase_add_test(tc, chunked_transform_then_histogram);
-    tcase_add_test(tc, resident_reverse_then_histogram);
-    tcase_add_test(tc, input_past_total_length_is_refused);
-    tcase_add_test(tc, job_waits_for_memory_a_stream_holds);
-    tcase_add_test(tc, job_that_could_never_fit_is_refused);
-    tcase_add_test(tc, cancelled_job_drops_its_tasks);
-    suite_add_tcase(s, tc);
     return check_run(s, CK_NOFORK);
 }

@@ -68,11 +68,13 @@ int main(void)
     if (tls_fixture_init() != 0)
         return EXIT_FAILURE;
     Suite *s = suite_create("tls_client_certs");
-    TCase *tc = tcase_create("daemon");
+    const TTest *const tests[] = {
+        signed_by_the_ca,
+        none_or_another_ca,
+        NULL,
+    };
+    TCase *tc = check_run_case(s, "daemon", tests);
     tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, signed_by_the_ca);
-    tcase_add_test(tc, none_or_another_ca);
-    suite_add_tcase(s, tc);
     int rc = check_run(s, CK_FORK_GETENV);
     tls_fixture_cleanup();
     return rc;

@@ -200,13 +200,15 @@ int main(void)
     if (tls_fixture_init() != 0)
         return EXIT_FAILURE;
     Suite *s = suite_create("tls_jobs");
-    TCase *tc = tcase_create("daemon");
+    const TTest *const tests[] = {
+        unary_jobs,
+        stream_transform_and_hist,
+        sighup_reloads_certificate,
+        reconnect_handshakes_again,
+        NULL,
+    };
+    TCase *tc = check_run_case(s, "daemon", tests);
     tcase_set_timeout(tc, 300);
-    tcase_add_test(tc, unary_jobs);
-    tcase_add_test(tc, stream_transform_and_hist);
-    tcase_add_test(tc, sighup_reloads_certificate);
-    tcase_add_test(tc, reconnect_handshakes_again);
-    suite_add_tcase(s, tc);
     int rc = check_run(s, CK_FORK_GETENV);
     tls_fixture_cleanup();
     return rc;

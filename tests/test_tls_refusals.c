@@ -247,17 +247,19 @@ int main(void)
     if (tls_fixture_init() != 0)
         return EXIT_FAILURE;
     Suite *s = suite_create("tls_refusals");
-    TCase *tc = tcase_create("daemon");
+    const TTest *const tests[] = {
+        untrusted_ca,
+        wrong_name,
+        expired_certificate,
+        plain_http2_to_tls_port,
+        tls_to_plain_port,
+        no_alpn_h2,
+        garbage,
+        stalled_handshakes,
+        NULL,
+    };
+    TCase *tc = check_run_case(s, "daemon", tests);
     tcase_set_timeout(tc, 120);
-    tcase_add_test(tc, untrusted_ca);
-    tcase_add_test(tc, wrong_name);
-    tcase_add_test(tc, expired_certificate);
-    tcase_add_test(tc, plain_http2_to_tls_port);
-    tcase_add_test(tc, tls_to_plain_port);
-    tcase_add_test(tc, no_alpn_h2);
-    tcase_add_test(tc, garbage);
-    tcase_add_test(tc, stalled_handshakes);
-    suite_add_tcase(s, tc);
     int rc = check_run(s, CK_FORK_GETENV);
     tls_fixture_cleanup();
     return rc;

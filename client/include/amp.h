@@ -23,6 +23,19 @@
  *     it when you fill one (designated initializers and `= {0}` do; the
  *     library refuses nonzero bytes there with AMP_EINVAL), and the library
  *     zeroes it in what it returns.
+ * - Errors: each function below that returns a status lists its codes;
+ *   the others (void, a pointer, a count, a name) cannot fail. "Call errors"
+ *   are those of any call to the daemon: AMP_EINVAL (an argument the
+ *   library refuses before sending, named in amp_last_message(), or the
+ *   daemon's INVALID_ARGUMENT), AMP_ENOMEM, AMP_EIO (the connection broke),
+ *   AMP_EPROTO (a reply that is not HTTP/2 + gRPC), AMP_EDEADLINE
+ *   (o->timeout_ms), AMP_EADDR, AMP_ECONNECT or AMP_ETLS (reconnecting, see
+ *   amp_connect), and every code that mirrors a gRPC status the daemon
+ *   answered with (AMP_ERROR_MAP below: AMP_EEXHAUSTED for a limit,
+ *   AMP_EUNAVAIL, AMP_EUNAUTH, AMP_EPERM, ...). A NULL connection is
+ *   AMP_EINVAL with no message and the outputs untouched. On failure the
+ *   outputs hold what the function says, never memory the caller must
+ *   free.
  */
 #ifndef AMP_H
 #define AMP_H
@@ -157,7 +170,12 @@ AMP_EXTERN const char *amp_error_name(int code);
  * or the connection broke before any of the call's bytes were written.
  * Once a byte may have reached the daemon, the failure is returned (the
  * job may have run). Regions (below) belong to the connection they were
- * made on and do not follow it to a new daemon. */
+ * made on and do not follow it to a new daemon.
+ *
+ * Returns 0; AMP_EINVAL (out NULL), AMP_ENOMEM, AMP_EADDR (a malformed or
+ * unresolvable address), AMP_ECONNECT (no address took the connection
+ * within the timeout), AMP_ETLS (tls: addresses). On failure *out is NULL
+ * (out not NULL) and amp_last_message(NULL) says why. */
 AMP_EXTERN int amp_connect(const char *address, amp_conn **out);
 
 /* amp_connect() with options o (NULL: the defaults). TLS (o->tls, any
@@ -165,7 +183,10 @@ AMP_EXTERN int amp_connect(const char *address, amp_conn **out);
  * otherwise). The daemon's certificate must chain to a trusted CA and
  * carry the server name; TLS 1.2 or 1.3 with ALPN "h2". The handshake
  * happens here, and again at each reconnection: AMP_ETLS, with OpenSSL's
- * reason in amp_last_message(), when it fails. */
+ * reason in amp_last_message(), when it fails. Returns amp_connect()'s
+ * codes, and AMP_EINVAL for options it refuses (o->size, a negative
+ * timeout, a token that is not visible ASCII, TLS over a Unix address);
+ * *out as there. */
 AMP_EXTERN int amp_connect_with(const char *address, const amp_connect_opts *o, amp_conn **out);
 
 /* Closes the connection and frees it. NULL is a no-op. */
@@ -250,20 +271,31 @@ typedef struct amp_fill_params {
 AMP_EXTERN void amp_hist_free(amp_hist *h);
 
 /* Reverses len bytes of in. On success *out (malloc'd, caller frees with
- * amp_free) holds *out_len == len bytes. */
+ * amp_free) holds *out_len == len bytes. Returns 0 or a call error
+ * (AMP_EINVAL also for out or out_len NULL, in NULL with len > 0); on
+ * failure *out is NULL and *out_len 0 (when both are given). */
 AMP_EXTERN int amp_reverse(amp_conn *c, const amp_opts *o, const void *in, size_t len,
                            void **out, size_t *out_len);
 
-/* Applies p to the bytes of in; *out as for amp_reverse. */
+/* Applies p to the bytes of in; *out as for amp_reverse. Returns 0 or a
+ * call error (AMP_EINVAL also for p NULL, an op that is no amp_op, a map
+ * without its AMP_MAP_TABLE_LEN-byte table, nonzero reserved bytes, and
+ * the daemon's INVALID_ARGUMENT for a range past the data); *out and
+ * *out_len on failure as for amp_reverse. */
 AMP_EXTERN int amp_transform(amp_conn *c, const amp_opts *o, const amp_transform_params *p,
                              const void *in, size_t len, void **out, size_t *out_len);
 
 /* Histogram of in (little-endian elements of p->type) into *h, which the
- * caller releases with amp_hist_free(). */
+ * caller releases with amp_hist_free(). Returns 0 or a call error
+ * (AMP_EINVAL also for h or p NULL, a type that is no amp_type, nonzero
+ * reserved bytes, and the daemon's INVALID_ARGUMENT for bins or range);
+ * on failure *h is zeroed (h not NULL). */
 AMP_EXTERN int amp_histogram(amp_conn *c, const amp_opts *o, const amp_hist_params *p,
                              const void *in, size_t len, amp_hist *h);
 
-/* Fills p->count elements (little-endian) into *out. */
+/* Fills p->count elements (little-endian) into *out. Returns 0 or a call
+ * error (AMP_EINVAL also for p NULL, a type that is no amp_type, nonzero
+ * reserved bytes); *out and *out_len on failure as for amp_reverse. */
 AMP_EXTERN int amp_fill(amp_conn *c, const amp_opts *o, const amp_fill_params *p,
                         void **out, size_t *out_len);
 
@@ -297,7 +329,9 @@ typedef struct amp_step_result {
  * Pipeline call: input and every result travel in one message each). On
  * success *results is a malloc'd array of nsteps entries in step order,
  * which the caller releases with amp_step_results_free(*results, nsteps);
- * on failure *results is NULL. */
+ * on failure *results is NULL (results not NULL). Returns 0 or a call
+ * error (AMP_EINVAL also for results NULL, no steps, a step the library
+ * refuses as the one-step functions do, steps of different sizes). */
 AMP_EXTERN int amp_pipeline(amp_conn *c, const amp_opts *o, const amp_step *steps, size_t nsteps,
                             const void *in, size_t len, amp_step_result **results);
 
@@ -331,21 +365,27 @@ typedef int (*amp_write_cb)(void *ctx, const void *buf, size_t len);
  * Input is read only as fast as the daemon takes it (HTTP/2 flow control)
  * and output is delivered as it arrives. An abort from in or out resets
  * the stream and returns that code; the connection stays usable.
- * o->timeout_ms bounds the whole stream. */
+ * o->timeout_ms bounds the whole stream.
+ * Returns 0, a call error (AMP_EINVAL also for steps the library refuses,
+ * nhists not the number of histogram steps), or the code in or out
+ * aborted with; output already handed to out stays delivered. */
 AMP_EXTERN int amp_stream(amp_conn *c, const amp_opts *o, const amp_step *steps, size_t nsteps,
                           uint64_t total_length, amp_read_cb in, void *in_ctx,
                           amp_write_cb out, void *out_ctx, amp_hist *hists, size_t nhists);
 
 /* amp_stream over an input that is in memory already: len bytes at in,
  * sent from where they lie (no copy into the library's buffers; in must
- * stay unchanged until the call returns). The total length is len. */
+ * stay unchanged until the call returns). The total length is len.
+ * Codes and hists as for amp_stream (AMP_EINVAL also for in NULL with
+ * len > 0). */
 AMP_EXTERN int amp_stream_mem(amp_conn *c, const amp_opts *o, const amp_step *steps,
                               size_t nsteps, const void *in, size_t len, amp_write_cb out,
                               void *out_ctx, amp_hist *hists, size_t nhists);
 
 /* amp_stream over file descriptors: in_fd is read to EOF, out_fd gets the
  * output; -1 for no input / no data output. Neither is closed. A read or
- * write failure returns AMP_EIO with the reason in amp_last_message(). */
+ * write failure returns AMP_EIO with the reason in amp_last_message();
+ * otherwise codes and hists as for amp_stream. */
 AMP_EXTERN int amp_stream_fd(amp_conn *c, const amp_opts *o, const amp_step *steps, size_t nsteps,
                              uint64_t total_length, int in_fd, int out_fd, amp_hist *hists,
                              size_t nhists);
@@ -362,7 +402,12 @@ AMP_EXTERN int amp_stream_fd(amp_conn *c, const amp_opts *o, const amp_step *ste
 typedef struct amp_call amp_call;
 
 /* Start a reverse, transform or histogram; *call is the caller's (free it
- * with amp_call_free). Return 0, or an AMP_E* code (nothing started). */
+ * with amp_call_free). Return 0, or (nothing started; *call NULL when c
+ * and call are given) AMP_EINVAL for c or call NULL and for the arguments the
+ * blocking function refuses, AMP_ENOMEM, AMP_EIO (the connection broke
+ * with calls in flight: amp_wait them first), or the errors of opening
+ * the connection (AMP_EADDR, AMP_ECONNECT, AMP_ETLS). The daemon's answer
+ * comes later, from amp_call_status(). */
 AMP_EXTERN int amp_start_reverse(amp_conn *c, const amp_opts *o, const void *in, size_t len,
                                  amp_call **call);
 AMP_EXTERN int amp_start_transform(amp_conn *c, const amp_opts *o,
@@ -371,29 +416,34 @@ AMP_EXTERN int amp_start_transform(amp_conn *c, const amp_opts *o,
 AMP_EXTERN int amp_start_histogram(amp_conn *c, const amp_opts *o, const amp_hist_params *p,
                                    const void *in, size_t len, amp_call **call);
 
-/* Calls started on c that amp_wait has not handed back yet. */
+/* Calls started on c that amp_wait has not handed back yet (0 for NULL). */
 AMP_EXTERN size_t amp_in_flight(const amp_conn *c);
 
 /* Waits up to timeout_ms (0: only looks; < 0: no limit) for one of c's
  * started calls to finish and returns it in *done, oldest first among the
  * finished. Returns 0; AMP_EDEADLINE when none finished in time;
- * AMP_EINVAL when none is in flight or waiting. When the connection
- * breaks, every call in flight finishes with the error. */
+ * AMP_EINVAL when none is in flight or waiting, or c or done is NULL.
+ * On failure *done is NULL (c and done given). When the connection breaks,
+ * every call in flight finishes with the error (AMP_EIO, AMP_EPROTO). */
 AMP_EXTERN int amp_wait(amp_conn *c, int timeout_ms, amp_call **done);
 
 /* Stops a call: it finishes at once with AMP_ECANCELLED (unless it had
- * finished already) and amp_wait hands it back like any other. */
+ * finished already) and amp_wait hands it back like any other. Returns 0,
+ * or AMP_EINVAL for NULL. */
 AMP_EXTERN int amp_cancel(amp_call *call);
 
-/* A finished call's outcome: 0 or its AMP_E* code (AMP_EPENDING while it
- * runs), the daemon's message on failure, and the device that ran it. */
+/* A finished call's outcome: 0 or its AMP_E* code (a call error;
+ * AMP_EPENDING while it runs; AMP_EINVAL for NULL), the daemon's message
+ * on failure, and the device that ran it ("" for NULL). */
 AMP_EXTERN int amp_call_status(const amp_call *call);
 AMP_EXTERN const char *amp_call_message(const amp_call *call);
 AMP_EXTERN const char *amp_call_device(const amp_call *call);
 
 /* Take a finished call's result (once): a reverse's or transform's bytes
  * (free with amp_free) or a histogram (free with amp_hist_free). Return 0
- * or the call's status. */
+ * or the call's status; AMP_EPENDING while it runs; AMP_EINVAL for a NULL
+ * argument, a call of the other kind, or a result taken already. On
+ * failure *out is NULL and *out_len 0, or *h zeroed (when given). */
 AMP_EXTERN int amp_call_data(amp_call *call, void **out, size_t *out_len);
 AMP_EXTERN int amp_call_hist(amp_call *call, amp_hist *h);
 
@@ -417,7 +467,12 @@ typedef struct amp_region amp_region;
 
 /* Creates a region of size bytes (zero-filled), maps it into the caller
  * and registers it with the daemon c is connected to. AMP_EUNIMPL when c
- * is not a Unix-socket connection or the daemon has regions off. */
+ * is not a Unix-socket connection or the daemon has regions off. Returns
+ * 0, AMP_EUNIMPL, AMP_EINVAL (c or out NULL, size 0), AMP_ENOMEM (the
+ * memfd or its mapping), AMP_ECONNECT, AMP_EIO or AMP_EPROTO (the region
+ * socket), or the code of the daemon's refusal (AMP_EEXHAUSTED past
+ * --max-regions or --max-region-bytes). On failure *out is NULL (out not
+ * NULL). */
 AMP_EXTERN int amp_region_create(amp_conn *c, size_t size, amp_region **out);
 
 /* The region's memory in this process, and its size. */
@@ -443,7 +498,9 @@ typedef struct amp_slice {
  * On success *results (nsteps entries, release with amp_step_results_free)
  * has each data step's len and its offset in out's region (data is NULL),
  * and each histogram. in and out may be the same bytes: the job reads its
- * input before it writes any output. */
+ * input before it writes any output. Returns 0 or a call error
+ * (AMP_EINVAL also for a slice the library refuses, and what amp_pipeline
+ * refuses of the steps); on failure *results is NULL (results not NULL). */
 AMP_EXTERN int amp_run_region(amp_conn *c, const amp_opts *o, const amp_step *steps,
                               size_t nsteps, const amp_slice *in, const amp_slice *out,
                               amp_step_result **results);
@@ -476,7 +533,9 @@ typedef struct amp_device {
 } amp_device;
 
 /* Lists the daemon's devices into *list (*n entries, caller frees with
- * amp_free). o may be NULL; only o->timeout_ms is used. */
+ * amp_free). o may be NULL; only o->timeout_ms is used. Returns 0 or a
+ * call error (AMP_EINVAL also for list or n NULL); on failure *list is
+ * NULL and *n 0 (when both are given). */
 AMP_EXTERN int amp_devices(amp_conn *c, const amp_opts *o, amp_device **list, size_t *n);
 
 /* --- daemon status and health -------------------------------------------- */
@@ -528,7 +587,9 @@ AMP_EXTERN const char *amp_status_code_name(int code);
 
 /* Asks the daemon for its counters (amp.v1.Amp/Status) into *st, whose
  * size the caller sets; the library writes the rest (st->size bytes).
- * o may be NULL; only o->timeout_ms is used. */
+ * o may be NULL; only o->timeout_ms is used. Returns 0 or a call error
+ * (AMP_EINVAL also for st NULL or st->size too small); on failure the
+ * fields after size are zeroed, once st->size was accepted. */
 AMP_EXTERN int amp_status(amp_conn *c, const amp_opts *o, amp_daemon_status *st);
 
 /* grpc.health.v1 serving states, as the daemon reports them. */
@@ -541,7 +602,9 @@ enum {
 
 /* Standard health check (grpc.health.v1.Health/Check) of service ("" or
  * NULL: the whole daemon). On success *serving holds an AMP_HEALTH_* value.
- * o may be NULL; only o->timeout_ms is used. */
+ * o may be NULL; only o->timeout_ms is used. Returns 0 or a call error
+ * (AMP_EINVAL also for serving NULL); on failure *serving is
+ * AMP_HEALTH_UNKNOWN (serving not NULL). */
 AMP_EXTERN int amp_health(amp_conn *c, const amp_opts *o, const char *service, int *serving);
 
 #ifdef __cplusplus

@@ -1,6 +1,7 @@
-/* scheduler.h: the loop side of running jobs: placement, limits, completions.
- * Implemented by sched.c; not named sched.h because that would shadow the
- * system <sched.h>, which <uv.h> includes, for every file of the daemon.
+/* sched.h: the loop side of running jobs: placement, limits, completions.
+ * Implemented by sched.c. daemon/ is a quote-only include directory
+ * (-iquote), so this file does not shadow the system <sched.h> that <uv.h>
+ * includes.
  *
  * One runner (runner.h) per device does the work on its own thread. The
  * scheduler is shared by every I/O loop (io_loop.h): it picks a device for
