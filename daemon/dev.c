@@ -268,7 +268,7 @@ static void dev_collect_hists(struct job *job, uint64_t **slots)
 
 void dev_run(struct dev *d, struct job *job)
 {
-    snprintf(job->device, sizeof job->device, "%u: %.100s", d->info.index, d->info.name);
+    dev_name_job(&d->info, job);
     enum status_code st = job_run_begin(job);
     size_t *out_len = calloc(job->nsteps ? job->nsteps : 1, sizeof(*out_len));
     uint64_t **slots = calloc(job->nsteps ? job->nsteps : 1, sizeof(*slots));

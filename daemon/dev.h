@@ -9,6 +9,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "job.h"
 
@@ -54,6 +55,14 @@ void dev_order_by_type(const enum dev_type *types, size_t n, size_t *order);
 void dev_close_all(struct dev **devs, size_t n);
 
 const struct dev_info *dev_info(const struct dev *d);
+
+/* Names the device in info as the one that ran job ("index: name", the
+ * reply's device field). Inline: the loop side names a stream's device
+ * too, and the fuzz build links no device code. */
+static inline void dev_name_job(const struct dev_info *info, struct job *job)
+{
+    snprintf(job->device, sizeof job->device, "%u: %.100s", info->index, info->name);
+}
 
 /* Type name as shown to clients: "gpu", "cpu" or "accelerator". */
 const char *dev_type_name(enum dev_type t);

@@ -57,9 +57,8 @@ static void dev_batch_sizes(const struct task *t, size_t *up, size_t *down)
     *down = s->kind == STEP_HISTOGRAM ? DEV_BATCH_HIST_BYTES : dev_batch_align(len);
 }
 
-bool dev_batch_fits(const struct dev *d, const struct dev_batch *b, const struct task *t)
+bool dev_batch_fits(const struct dev_batch *b, const struct task *t)
 {
-    (void)d;
     if (t->kind != TASK_JOB || b->n == DEV_BATCH_JOBS)
         return false;
     const struct job *job = t->job;
@@ -131,9 +130,9 @@ static bool dev_batch_begin(struct dev *d, struct task *t)
 {
     struct job *job = t->job;
     job->t_start = stage_now_ns();
-    snprintf(job->device, sizeof job->device, "%u: %.100s", d->info.index, d->info.name);
+    dev_name_job(&d->info, job);
     if (atomic_load(&job->cancelled)) {
-        job_fail(job, STATUS_CANCELLED, "the call ended before its job ran");
+        job_fail(job, STATUS_CANCELLED, JOB_CANCELLED_MSG);
         return false;
     }
     return job_run_begin(job) == STATUS_OK && dev_check_steps(d, job, job->in_len, NULL) ==

@@ -64,8 +64,8 @@ struct dev_exec *dev_task_start(struct dev *d, struct task *t)
      * would receive the result. A unary job reports through itself. */
     if (atomic_load(&job->cancelled)) {
         if (t->kind == TASK_JOB)
-            job_fail(job, STATUS_CANCELLED, "the call ended before its job ran");
-        dev_task_status(t, STATUS_CANCELLED, "the call ended before its job ran");
+            job_fail(job, STATUS_CANCELLED, JOB_CANCELLED_MSG);
+        dev_task_status(t, STATUS_CANCELLED, JOB_CANCELLED_MSG);
         return NULL;
     }
     if (t->kind == TASK_JOB) {

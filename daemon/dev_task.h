@@ -59,7 +59,7 @@ struct dev_batch {
     size_t up, down;   /* bytes the tasks take each way */
 };
 /* Whether t may join b: a TASK_JOB of that shape, and room left. */
-bool dev_batch_fits(const struct dev *d, const struct dev_batch *b, const struct task *t);
+bool dev_batch_fits(const struct dev_batch *b, const struct task *t);
 void dev_batch_add(struct dev_batch *b, struct task *t);
 /* Runs every task of b to the end on d, blocking: each gets its own status
  * and results, as dev_task_start gives a TASK_JOB. */

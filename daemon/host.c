@@ -132,7 +132,7 @@ static void *host_pool_main(void *arg)
         struct job *job = t->job;
         t->out_len = 0;
         if (atomic_load(&job->cancelled)) {
-            job_fail(job, STATUS_CANCELLED, "the call ended before its job ran");
+            job_fail(job, STATUS_CANCELLED, JOB_CANCELLED_MSG);
         } else {
             job->t_start = stage_now_ns();
             host_run(h->check, job);

@@ -154,6 +154,9 @@ bool job_transform_clip(const struct transform_params *p, uint64_t off, size_t l
  * at UINT64_MAX (sat.h). The one place a step's output size is known. */
 uint64_t job_step_output_len(const struct step *st, uint64_t in_len);
 
+/* Why a runner or host worker skips a job whose call ended (cancelled). */
+#define JOB_CANCELLED_MSG "the call ended before its job ran"
+
 struct job *job_new(size_t nsteps);
 /* Frees the job, its input, steps and every result. NULL is a no-op. */
 void job_free(struct job *job);

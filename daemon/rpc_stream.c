@@ -585,7 +585,7 @@ static enum status_code rpc_stream_header(struct rpc_stream *st, Amp__V1__JobHea
     size_t half = staging_count(st->pool) / 2;
     st->cap = half < 1 ? 1 : half > RPC_STREAM_BUFS_MAX ? RPC_STREAM_BUFS_MAX : (unsigned)half;
     const struct dev_info *di = sched_dev_info(st->sched, st->dev);
-    snprintf(st->job->device, sizeof st->job->device, "%u: %.100s", di->index, di->name);
+    dev_name_job(di, st->job);
     st->phase = RS_OPENING;
     rpc_stream_submit(st, TASK_OPEN, NULL, 0, 0);
     return STATUS_OK;

@@ -248,7 +248,7 @@ static void runner_batch(struct runner *r, struct task *t)
                 runner_hand_back(r, t);   /* could never fit */
         }
         pthread_mutex_lock(&r->lock);
-        t = r->head && dev_batch_fits(r->dev, &b, r->head) ? runner_pop(r) : NULL;
+        t = r->head && dev_batch_fits(&b, r->head) ? runner_pop(r) : NULL;
         pthread_mutex_unlock(&r->lock);
     }
     if (b.n)
@@ -329,7 +329,7 @@ static void *runner_main(void *arg)
         r->kicked = false;
         struct task *t = r->nflight < RUNNER_FLIGHT_MAX ? runner_pop(r) : NULL;
         pthread_mutex_unlock(&r->lock);
-        if (t && dev_batch_fits(r->dev, &empty, t))
+        if (t && dev_batch_fits(&empty, t))
             runner_batch(r, t);
         else if (t)
             runner_begin(r, t);

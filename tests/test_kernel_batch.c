@@ -72,7 +72,7 @@ static void batch_run_all(struct job **jobs, size_t n)
     struct dev *d = fixture_dev();
     for (size_t i = 0; i < n;) {
         struct dev_batch b = {.n = 0};
-        while (i < n && dev_batch_fits(d, &b, &jobs[i]->task))
+        while (i < n && dev_batch_fits(&b, &jobs[i]->task))
             dev_batch_add(&b, &jobs[i++]->task);
         ck_assert_uint_gt(b.n, 0);
         dev_batch_run(d, &b);
@@ -178,30 +178,29 @@ END_TEST
 
 START_TEST(takes_only_what_it_can_run)
 {
-    struct dev *d = fixture_dev();
     uint64_t seed = 4;
     struct dev_batch b = {.n = 0};
     struct job *ok = batch_job(STEP_TRANSFORM, DEV_BATCH_JOB_BYTES, &seed);
-    ck_assert(dev_batch_fits(d, &b, &ok->task));
+    ck_assert(dev_batch_fits(&b, &ok->task));
     struct job *big = batch_job(STEP_REVERSE, DEV_BATCH_JOB_BYTES + 1, &seed);
-    ck_assert(!dev_batch_fits(d, &b, &big->task));
+    ck_assert(!dev_batch_fits(&b, &big->task));
     struct job *typed = batch_job(STEP_HISTOGRAM, 64, &seed);
     typed->steps[0].u.hist.type = ELEM_F32;
-    ck_assert(!dev_batch_fits(d, &b, &typed->task));
+    ck_assert(!dev_batch_fits(&b, &typed->task));
     struct job *fill = batch_job(STEP_REVERSE, 0, &seed);
     fill->steps[0].kind = STEP_FILL;
-    ck_assert(!dev_batch_fits(d, &b, &fill->task));
+    ck_assert(!dev_batch_fits(&b, &fill->task));
     struct job *pipe = fixture_job(2, "ab", 2);
     pipe->task.kind = TASK_JOB;
     pipe->task.job = pipe;
-    ck_assert(!dev_batch_fits(d, &b, &pipe->task));
+    ck_assert(!dev_batch_fits(&b, &pipe->task));
     struct task open = {.kind = TASK_OPEN, .job = ok};
-    ck_assert(!dev_batch_fits(d, &b, &open));
+    ck_assert(!dev_batch_fits(&b, &open));
     b.n = DEV_BATCH_JOBS;   /* full */
-    ck_assert(!dev_batch_fits(d, &b, &ok->task));
+    ck_assert(!dev_batch_fits(&b, &ok->task));
     b.n = 0;
     b.up = DEV_BATCH_BYTES - 100;   /* no room left for its bytes */
-    ck_assert(!dev_batch_fits(d, &b, &ok->task));
+    ck_assert(!dev_batch_fits(&b, &ok->task));
     job_free(ok);
     job_free(big);
     job_free(typed);
