@@ -17,11 +17,11 @@ import sys
 import tempfile
 import threading
 import time
-import traceback
 
 import grpc
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "support"))
+from cases import run_cases  # noqa: E402
 from tls_daemon import TlsDaemon  # noqa: E402
 
 CALL_TIMEOUT_S = 60
@@ -193,14 +193,7 @@ def main():
     Ctx.d = TlsDaemon(("--tcp-require-token", "on", "--token-file", Ctx.tokens), stderr=Ctx.log)
     failed = 0
     try:
-        for t in TESTS:
-            try:
-                t()
-                print("ok   %s" % t.__name__)
-            except Exception:  # noqa: BLE001 - every failure is reported
-                failed += 1
-                print("FAIL %s" % t.__name__)
-                traceback.print_exc()
+        failed = run_cases(TESTS)
     finally:
         status = Ctx.d.stop()
         shutil.rmtree(tmp, ignore_errors=True)

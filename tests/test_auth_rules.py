@@ -18,11 +18,11 @@ import socket
 import subprocess
 import sys
 import tempfile
-import traceback
 
 import grpc
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "support"))
+from cases import run_cases  # noqa: E402
 from daemon_proc import Daemon  # noqa: E402
 from tls_daemon import free_port  # noqa: E402
 
@@ -216,14 +216,7 @@ def main():
     Ctx.tmp = tempfile.mkdtemp(prefix="ampd-rules-")
     failed = 0
     try:
-        for t in TESTS:
-            try:
-                t()
-                print("ok   %s" % t.__name__)
-            except Exception:  # noqa: BLE001 - every failure is reported
-                failed += 1
-                print("FAIL %s" % t.__name__)
-                traceback.print_exc()
+        failed = run_cases(TESTS)
     finally:
         shutil.rmtree(Ctx.tmp, ignore_errors=True)
     print("%d passed, %d failed" % (len(TESTS) - failed, failed))

@@ -11,9 +11,9 @@ import json
 import os
 import subprocess
 import sys
-import traceback
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "support"))
+from cases import run_cases  # noqa: E402
 from tls_daemon import TlsDaemon  # noqa: E402
 
 AMPCTL = os.environ.get("AMPCTL_BIN", "ampctl")
@@ -96,14 +96,7 @@ def main():
     tests = [test_reverse, test_streamed_hist, test_refusals, test_client_certificate]
     failed = 0
     try:
-        for t in tests:
-            try:
-                t()
-                print("ok   %s" % t.__name__)
-            except Exception:
-                failed += 1
-                print("FAIL %s" % t.__name__)
-                traceback.print_exc()
+        failed = run_cases(tests)
     finally:
         status = Ctx.tls.stop()
     if status != 0:

@@ -8,11 +8,11 @@ Prints one line per check and a closing "N passed, M failed".
 """
 import os
 import sys
-import traceback
 
 import grpc
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "support"))
+from cases import run_cases  # noqa: E402
 from tls_daemon import TlsDaemon  # noqa: E402
 
 CALL_TIMEOUT_S = 60
@@ -83,14 +83,7 @@ def main():
     tests = [test_server_tls, test_client_certificates]
     failed = 0
     try:
-        for t in tests:
-            try:
-                t(d)
-                print("ok   %s" % t.__name__)
-            except Exception:
-                failed += 1
-                print("FAIL %s" % t.__name__)
-                traceback.print_exc()
+        failed = run_cases(tests, d)
     finally:
         status = d.stop()
     if status != 0:
