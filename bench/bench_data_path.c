@@ -83,7 +83,7 @@
 
 enum dp_row {
     R_PIN_IN, R_PIN_OUT,
-    R_UNIX_1, R_UNIX_2, R_TCP_1, R_TCP_2,
+    R_UNIX_1, R_UNIX_2, R_UNIX_2_LOOP, R_TCP_1, R_TCP_2,
     R_STREAM_UNIX_X, R_STREAM_UNIX_H, R_STREAM_TCP_X, R_STREAM_TCP_H,
     R_UNARY_X, R_UNARY_H,
     R_REGION_X, R_REGION_H,
@@ -106,6 +106,8 @@ static const struct dp_row_def dp_rows[DP_NROWS] = {
     [R_PIN_OUT] = {"pinned", "d->h copy", -1, -1, "-", "the PCIe limit"},
     [R_UNIX_1] = {"raw unix", "copy 1-way", -1, -1, "-", ""},
     [R_UNIX_2] = {"raw unix", "copy 2-way", -1, -1, "-", "each way, both at once"},
+    [R_UNIX_2_LOOP] = {"raw unix", "2-way loop", -1, -1, "-",
+                       "the same, one thread a side polling (as an event loop)"},
     [R_TCP_1] = {"raw tcp", "copy 1-way", -1, -1, "-", ""},
     [R_TCP_2] = {"raw tcp", "copy 2-way", -1, -1, "-", "each way, both at once"},
     [R_STREAM_UNIX_X] = {"stream unix", "transform", R_UNIX_2, -1, "raw unix 2-way", ""},
@@ -265,8 +267,8 @@ static void dp_pinned_all(const struct dp_opts *o, const struct dp_data *data,
 /* --- the raw socket copies ---------------------------------------------------------- */
 
 /* One copy of size bytes (both ways when two_way): seconds, checked. */
-static double dp_raw_once(enum bench_sock_kind kind, bool two_way, const struct dp_data *data,
-                          size_t size)
+static double dp_raw_once(enum bench_sock_kind kind, bool two_way, bool loop,
+                          const struct dp_data *data, size_t size)
 {
     int fd[2];
     if (bench_sock_pair(kind, fd) < 0)
@@ -274,8 +276,10 @@ static double dp_raw_once(enum bench_sock_kind kind, bool two_way, const struct 
     memset(data->got[0], 0, size);
     if (two_way)
         memset(data->got[1], 0, size);
-    double t = bench_sock_copy(fd, data->input, data->got[0], two_way ? data->want : NULL,
-                               data->got[1], size, DP_WRITE_SIZE);
+    double t = loop ? bench_sock_copy_loop(fd, data->input, data->got[0], data->want,
+                                           data->got[1], size, DP_WRITE_SIZE)
+                    : bench_sock_copy(fd, data->input, data->got[0], two_way ? data->want : NULL,
+                                      data->got[1], size, DP_WRITE_SIZE);
     if (t < 0)
         bench_die("raw socket copy: %s", strerror(errno));
     close(fd[0]);
@@ -286,15 +290,15 @@ static double dp_raw_once(enum bench_sock_kind kind, bool two_way, const struct 
     return t;
 }
 
-static void dp_raw_row(enum bench_sock_kind kind, bool two_way, const struct dp_opts *o,
+static void dp_raw_row(enum bench_sock_kind kind, bool two_way, bool loop, const struct dp_opts *o,
                        const struct dp_data *data, int k, enum dp_row row,
                        struct dp_results *res)
 {
     size_t size = (size_t)o->sizes[k];
     double t[DP_REPS_MAX] = { 0 };
-    dp_raw_once(kind, two_way, data, size);   /* warm-up */
+    dp_raw_once(kind, two_way, loop, data, size);   /* warm-up */
     for (int r = 0; r < o->reps; r++)
-        t[r] = dp_raw_once(kind, two_way, data, size);
+        t[r] = dp_raw_once(kind, two_way, loop, data, size);
     dp_record(res, k, row, dp_best(t, o->reps), (double)size);
 }
 
@@ -302,10 +306,11 @@ static void dp_raw_all(const struct dp_opts *o, const struct dp_data *data,
                        struct dp_results *res)
 {
     for (int k = 0; k < o->nsizes; k++) {
-        dp_raw_row(BENCH_SOCK_UNIX, false, o, data, k, R_UNIX_1, res);
-        dp_raw_row(BENCH_SOCK_UNIX, true, o, data, k, R_UNIX_2, res);
-        dp_raw_row(BENCH_SOCK_TCP, false, o, data, k, R_TCP_1, res);
-        dp_raw_row(BENCH_SOCK_TCP, true, o, data, k, R_TCP_2, res);
+        dp_raw_row(BENCH_SOCK_UNIX, false, false, o, data, k, R_UNIX_1, res);
+        dp_raw_row(BENCH_SOCK_UNIX, true, false, o, data, k, R_UNIX_2, res);
+        dp_raw_row(BENCH_SOCK_UNIX, true, true, o, data, k, R_UNIX_2_LOOP, res);
+        dp_raw_row(BENCH_SOCK_TCP, false, false, o, data, k, R_TCP_1, res);
+        dp_raw_row(BENCH_SOCK_TCP, true, false, o, data, k, R_TCP_2, res);
     }
 }
 
