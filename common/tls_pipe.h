@@ -27,7 +27,7 @@
 #define TLS_PIPE_WHY_MAX 160
 /* tls_pipe_recv_dest() offers at least this much room: the pipe's input
  * buffer, held from the first read until tls_pipe_free(). */
-#define TLS_PIPE_IN_READ (128 * 1024)
+#define TLS_PIPE_IN_READ (256 * 1024)
 
 /* tls_pipe_read() and tls_pipe_handshake() results besides bytes. */
 enum {
