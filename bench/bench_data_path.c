@@ -59,6 +59,7 @@
 #include <unistd.h>
 
 #include "amp.h"
+#include "bench_certs.h"
 #include "bench_daemon.h"
 #include "bench_sock.h"
 #include "bench_util.h"
@@ -326,8 +327,7 @@ struct dp_ampd {
     struct bench_daemon dm;
     char tcp[64];                 /* "127.0.0.1:PORT" */
     char tls[64];                 /* "tls:127.0.0.1:PORT" */
-    char certs[64];               /* the run's certificates: a temporary directory */
-    char cert[128], key[128], ca[128];  /* files in it */
+    struct bench_certs certs;     /* the tls: listener's, made for the run */
     char args[2][32];             /* the limits it was started with */
     const char *argv[24];         /* its options after --listen, NULL-terminated */
     amp_conn *unix_c, *tcp_c, *tls_c;
@@ -349,35 +349,6 @@ static int dp_free_port(void)
     return ntohs(a.sin_port);
 }
 
-/* Certificates for the tls: listener, made fresh by the tests' script
- * (tests/support/tls_certs.sh: a CA, and a server certificate for
- * 127.0.0.1 that it signed). */
-static void dp_certs_make(struct dp_ampd *am)
-{
-    const char *src = getenv("AMP_SOURCE_DIR");
-    const char *tmp = getenv("TMPDIR");
-    snprintf(am->certs, sizeof am->certs, "%s/bench_data_path-tls-XXXXXX",
-             tmp && *tmp ? tmp : "/tmp");
-    if (!mkdtemp(am->certs))
-        bench_die("a directory for the TLS certificates: %s", strerror(errno));
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "sh '%s/tests/support/tls_certs.sh' '%s'",
-             src && *src ? src : BENCH_SOURCE_DIR, am->certs);
-    if (system(cmd) != 0)
-        bench_die("%s failed (it needs the openssl command)", cmd);
-    snprintf(am->cert, sizeof am->cert, "%s/server.pem", am->certs);
-    snprintf(am->key, sizeof am->key, "%s/server.key", am->certs);
-    snprintf(am->ca, sizeof am->ca, "%s/ca.pem", am->certs);
-}
-
-static void dp_certs_remove(struct dp_ampd *am)
-{
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", am->certs);
-    if (system(cmd) != 0)
-        fprintf(stderr, "bench_data_path: %s failed\n", cmd);
-}
-
 static void dp_ampd_args(struct dp_ampd *am, const struct dp_opts *o)
 {
     uint64_t msg = o->largest + DP_MESSAGE_SLACK, mem = o->largest * DP_MEMORY_PER_BYTE;
@@ -387,8 +358,8 @@ static void dp_ampd_args(struct dp_ampd *am, const struct dp_opts *o)
     snprintf(am->tls, sizeof am->tls, "tls:127.0.0.1:%d", dp_free_port());
     snprintf(am->args[0], sizeof am->args[0], "%" PRIu64, msg);
     snprintf(am->args[1], sizeof am->args[1], "%" PRIu64, mem);
-    const char *argv[] = {"--listen", am->tcp, "--listen", am->tls, "--tls-cert", am->cert,
-                          "--tls-key", am->key, "--tcp-require-token", "off",
+    const char *argv[] = {"--listen", am->tcp, "--listen", am->tls, "--tls-cert", am->certs.cert,
+                          "--tls-key", am->certs.key, "--tcp-require-token", "off",
                           "--max-message-bytes", am->args[0],
                           "--max-job-memory", am->args[1], "--max-connection-memory",
                           am->args[1], NULL};
@@ -407,7 +378,7 @@ static amp_conn *dp_connect(const char *address)
 static amp_conn *dp_connect_tls(const struct dp_ampd *am)
 {
     amp_conn *c;
-    amp_connect_opts co = {.size = sizeof co, .tls_ca = am->ca};
+    amp_connect_opts co = {.size = sizeof co, .tls_ca = am->certs.ca};
     if (amp_connect_with(am->tls, &co, &c) != 0)
         bench_die("connect to %s: %s", am->tls, amp_last_message(NULL));
     return c;
@@ -416,7 +387,7 @@ static amp_conn *dp_connect_tls(const struct dp_ampd *am)
 static void dp_ampd_start(struct dp_ampd *am, const struct dp_opts *o)
 {
     memset(am, 0, sizeof *am);
-    dp_certs_make(am);
+    bench_certs_make(&am->certs, "bench_data_path", BENCH_SOURCE_DIR);
     dp_ampd_args(am, o);
     char err[256];
     if (bench_daemon_start(&am->dm, o->ampd, "bench_data_path", am->argv, err, sizeof err) < 0)
@@ -447,7 +418,7 @@ static int dp_ampd_stop(struct dp_ampd *am)
     amp_close(am->tls_c);
     printf("# ampd peak resident memory (VmHWM): %.1f MiB\n", (double)peak / (1 << 20));
     int rc = bench_daemon_stop(&am->dm);
-    dp_certs_remove(am);
+    bench_certs_remove(&am->certs);
     return rc;
 }
 
