@@ -114,7 +114,8 @@ static pthread_once_t tls_pipe_method_once = PTHREAD_ONCE_INIT;
 
 static void tls_pipe_method_init(void)
 {
-    BIO_METHOD *m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "tls_pipe");
+    int index = BIO_get_new_index();
+    BIO_METHOD *m = index == -1 ? NULL : BIO_meth_new(index | BIO_TYPE_SOURCE_SINK, "tls_pipe");
     if (m && (BIO_meth_set_read(m, tls_pipe_bio_read) != 1 ||
               BIO_meth_set_write(m, tls_pipe_bio_write) != 1 ||
               BIO_meth_set_ctrl(m, tls_pipe_bio_ctrl) != 1)) {
