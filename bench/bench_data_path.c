@@ -18,9 +18,11 @@
  *               socket and over TCP loopback, the unary calls over a Unix
  *               socket, the unary call over shared-memory regions
  *               (amp_run_region: the input already in a region, the
- *               output read from one), and four streams on four
- *               connections at once against one; median of --reps, after
- *               one warm-up.
+ *               output read from one), four streams on four
+ *               connections at once against one, and the Stream call
+ *               over TLS on loopback (ampd's tls: listener, certificates
+ *               made for the run by tests/support/tls_certs.sh with the
+ *               openssl command); median of --reps, after one warm-up.
  *
  * Each ampd row's ratio is to the limit its bytes cannot beat: the raw
  * copy one way for a histogram, both ways at once for a streamed
@@ -30,12 +32,15 @@
  * transform (the device copies straight from and to the region's
  * mapping, pageable memory, where the pinned copy is the best case).
  * The four-stream rows compare with one stream (the issue's target is
- * 2.5x). GB/s is input bytes over seconds everywhere, bytes per direction
+ * 2.5x); the TLS rows with the same stream over plain TCP in the same run
+ * (issue 13's target is 0.7). GB/s is input bytes over seconds everywhere, bytes per direction
  * for the raw copies.
  *
  * The program starts its own ampd (--ampd PATH, else $AMPD_BIN, else the
- * build's) on a Unix socket and on 127.0.0.1, with the message and memory
- * limits raised to fit the largest unary call, and stops it with SIGTERM.
+ * build's) on a Unix socket, on 127.0.0.1 and on tls:127.0.0.1 (the
+ * certificate script from $AMP_SOURCE_DIR, else this source tree's),
+ * with the message and memory limits raised to fit the largest unary
+ * call, and stops it with SIGTERM.
  * Every result ampd returns is compared with the CPU reference
  * (tests/support/host_step.c); so is every raw and pinned copy. A mismatch
  * exits 1; a failure to run, or an ampd not exiting 0, exits 2.
@@ -54,6 +59,7 @@
 #include <unistd.h>
 
 #include "amp.h"
+#include "bench_certs.h"
 #include "bench_daemon.h"
 #include "bench_sock.h"
 #include "bench_util.h"
@@ -69,6 +75,7 @@
 #define DP_HIST_BINS 256
 #define DP_STREAMS 4                    /* the concurrent-stream rows */
 #define DP_STREAMS_TARGET "2.5"         /* issue 11: DP_STREAMS streams vs one */
+#define DP_TLS_TARGET "0.7"             /* issue 13: a stream over TLS vs plain TCP */
 #define DP_STR(x) DP_STR_(x)
 #define DP_STR_(x) #x
 #define DP_WRITE_SIZE AMP_STREAM_CHUNK  /* bytes per raw write, as the client sends */
@@ -85,6 +92,7 @@ enum dp_row {
     R_PIN_IN, R_PIN_OUT,
     R_UNIX_1, R_UNIX_2, R_UNIX_2_LOOP, R_TCP_1, R_TCP_2,
     R_STREAM_UNIX_X, R_STREAM_UNIX_H, R_STREAM_TCP_X, R_STREAM_TCP_H,
+    R_STREAM_TLS_X, R_STREAM_TLS_H,
     R_UNARY_X, R_UNARY_H,
     R_REGION_X, R_REGION_H,
     R_MULTI_X, R_MULTI_H,
@@ -114,6 +122,10 @@ static const struct dp_row_def dp_rows[DP_NROWS] = {
     [R_STREAM_UNIX_H] = {"stream unix", "histogram", R_UNIX_1, -1, "raw unix 1-way", ""},
     [R_STREAM_TCP_X] = {"stream tcp", "transform", R_TCP_2, -1, "raw tcp 2-way", ""},
     [R_STREAM_TCP_H] = {"stream tcp", "histogram", R_TCP_1, -1, "raw tcp 1-way", ""},
+    [R_STREAM_TLS_X] = {"stream tls", "transform", R_STREAM_TCP_X, -1, "stream tcp",
+                        "target >= " DP_TLS_TARGET},
+    [R_STREAM_TLS_H] = {"stream tls", "histogram", R_STREAM_TCP_H, -1, "stream tcp",
+                        "target >= " DP_TLS_TARGET},
     [R_UNARY_X] = {"unary unix", "transform", R_UNIX_1, R_UNIX_1, "raw unix 1-way, twice", ""},
     [R_UNARY_H] = {"unary unix", "histogram", R_UNIX_1, -1, "raw unix 1-way", ""},
     [R_REGION_X] = {"region unix", "transform", R_PIN_IN, R_PIN_OUT, "pinned h->d, d->h", ""},
@@ -319,9 +331,11 @@ static void dp_raw_all(const struct dp_opts *o, const struct dp_data *data,
 struct dp_ampd {
     struct bench_daemon dm;
     char tcp[64];                 /* "127.0.0.1:PORT" */
+    char tls[64];                 /* "tls:127.0.0.1:PORT" */
+    struct bench_certs certs;     /* the tls: listener's, made for the run */
     char args[2][32];             /* the limits it was started with */
-    const char *argv[16];         /* its options after --listen, NULL-terminated */
-    amp_conn *unix_c, *tcp_c;
+    const char *argv[24];         /* its options after --listen, NULL-terminated */
+    amp_conn *unix_c, *tcp_c, *tls_c;
     amp_region *in, *out;         /* largest bytes each, on unix_c */
     amp_opts ao;
     char device[16];
@@ -346,9 +360,11 @@ static void dp_ampd_args(struct dp_ampd *am, const struct dp_opts *o)
     msg = msg < DP_MESSAGE_MIN ? DP_MESSAGE_MIN : msg > DP_MESSAGE_MAX ? DP_MESSAGE_MAX : msg;
     mem = mem < DP_MEMORY_MIN ? DP_MEMORY_MIN : mem;
     snprintf(am->tcp, sizeof am->tcp, "127.0.0.1:%d", dp_free_port());
+    snprintf(am->tls, sizeof am->tls, "tls:127.0.0.1:%d", dp_free_port());
     snprintf(am->args[0], sizeof am->args[0], "%" PRIu64, msg);
     snprintf(am->args[1], sizeof am->args[1], "%" PRIu64, mem);
-    const char *argv[] = {"--listen", am->tcp, "--tcp-require-token", "off",
+    const char *argv[] = {"--listen", am->tcp, "--listen", am->tls, "--tls-cert", am->certs.cert,
+                          "--tls-key", am->certs.key, "--tcp-require-token", "off",
                           "--max-message-bytes", am->args[0],
                           "--max-job-memory", am->args[1], "--max-connection-memory",
                           am->args[1], NULL};
@@ -363,9 +379,20 @@ static amp_conn *dp_connect(const char *address)
     return c;
 }
 
+/* A TLS connection trusting the run's CA. */
+static amp_conn *dp_connect_tls(const struct dp_ampd *am)
+{
+    amp_conn *c;
+    amp_connect_opts co = {.size = sizeof co, .tls_ca = am->certs.ca};
+    if (amp_connect_with(am->tls, &co, &c) != 0)
+        bench_die("connect to %s: %s", am->tls, amp_last_message(NULL));
+    return c;
+}
+
 static void dp_ampd_start(struct dp_ampd *am, const struct dp_opts *o)
 {
     memset(am, 0, sizeof *am);
+    bench_certs_make(&am->certs, "bench_data_path", BENCH_SOURCE_DIR);
     dp_ampd_args(am, o);
     char err[256];
     if (bench_daemon_start(&am->dm, o->ampd, "bench_data_path", am->argv, err, sizeof err) < 0)
@@ -376,6 +403,7 @@ static void dp_ampd_start(struct dp_ampd *am, const struct dp_opts *o)
     printf("\n");
     am->unix_c = dp_connect(am->dm.address);
     am->tcp_c = dp_connect(am->tcp);
+    am->tls_c = dp_connect_tls(am);
     int rc = amp_region_create(am->unix_c, (size_t)o->largest, &am->in);
     if (rc == 0)
         rc = amp_region_create(am->unix_c, (size_t)o->largest, &am->out);
@@ -392,8 +420,11 @@ static int dp_ampd_stop(struct dp_ampd *am)
     amp_region_release(am->out);
     amp_close(am->unix_c);
     amp_close(am->tcp_c);
+    amp_close(am->tls_c);
     printf("# ampd peak resident memory (VmHWM): %.1f MiB\n", (double)peak / (1 << 20));
-    return bench_daemon_stop(&am->dm);
+    int rc = bench_daemon_stop(&am->dm);
+    bench_certs_remove(&am->certs);
+    return rc;
 }
 
 /* --- results against the reference ------------------------------------------------------ */
@@ -656,6 +687,10 @@ static int dp_ampd_all(const struct dp_opts *o, const struct dp_data *data,
                     R_STREAM_TCP_X, res);
         dp_ampd_row(&am, multi, CALL_STREAM, am.tcp_c, JOB_HIST, o, data, k,
                     R_STREAM_TCP_H, res);
+        dp_ampd_row(&am, multi, CALL_STREAM, am.tls_c, JOB_TRANSFORM, o, data, k,
+                    R_STREAM_TLS_X, res);
+        dp_ampd_row(&am, multi, CALL_STREAM, am.tls_c, JOB_HIST, o, data, k,
+                    R_STREAM_TLS_H, res);
         dp_ampd_row(&am, multi, CALL_UNARY, am.unix_c, JOB_TRANSFORM, o, data, k, R_UNARY_X,
                     res);
         dp_ampd_row(&am, multi, CALL_UNARY, am.unix_c, JOB_HIST, o, data, k, R_UNARY_H, res);
