@@ -158,7 +158,7 @@ static void h2_call_release(struct h2_call *c)
     h2_give(c, c->held_reserved);
     h2_give(c, c->pend_cap);
     free(c->pend);
-    h2_out_free_all(c);
+    h2_reply_free_all(c);
     h2_give(c, c->out_held);
     free(c->trailer_msg);
     free(c);
@@ -248,14 +248,19 @@ int h2_call_fail(struct h2_call *call, enum status_code code, const char *msg)
 
 /* --- request side ------------------------------------------------------- */
 
-void h2_call_failf(struct h2_call *c, enum status_code code, const char *fmt, ...)
+void h2_call_vfailf(struct h2_call *c, enum status_code code, const char *fmt, va_list ap)
 {
     char msg[STATUS_MSG_MAX];
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    h2_call_fail(c, code, msg);
+}
+
+void h2_call_failf(struct h2_call *c, enum status_code code, const char *fmt, ...)
+{
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
+    h2_call_vfailf(c, code, fmt, ap);
     va_end(ap);
-    h2_call_fail(c, code, msg);
 }
 
 static bool h2_content_type_ok(const char *ct)
@@ -845,6 +850,13 @@ int h2_session_sendv(struct h2_session *s, struct iovec *iov, bool *borrowed)
     memcpy(iov, s->frame, (size_t)s->frame_n * sizeof(*iov));
     *borrowed = true;
     return s->frame_n;
+}
+
+void h2_session_written(struct h2_session *s)
+{
+    s->busy++;   /* a release that queues more output must not flush from in here */
+    h2_reply_frame_written(s);
+    s->busy--;
 }
 
 ssize_t h2_session_send(struct h2_session *s, const uint8_t **out)
