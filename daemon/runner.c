@@ -318,7 +318,6 @@ static bool runner_has_work(const struct runner *r)
 
 static void *runner_main(void *arg)
 {
-    static const struct dev_batch empty;
     struct runner *r = arg;
     pthread_mutex_lock(&r->lock);
     for (;;) {
@@ -329,7 +328,7 @@ static void *runner_main(void *arg)
         r->kicked = false;
         struct task *t = r->nflight < RUNNER_FLIGHT_MAX ? runner_pop(r) : NULL;
         pthread_mutex_unlock(&r->lock);
-        if (t && dev_batch_fits(&empty, t))
+        if (t && dev_batch_takes(t))
             runner_batch(r, t);
         else if (t)
             runner_begin(r, t);
