@@ -255,8 +255,6 @@ int parse_i64(const char *text, int64_t *out);
 int parse_u32(const char *text, uint32_t max, uint32_t *out);
 int parse_double(const char *text, double *out);
 int parse_float(const char *text, float *out);
-/* A byte count with an optional binary suffix: 4096, 64K, 16M, 1G. */
-int parse_size(const char *text, uint64_t *out);
 /* A duration in ms: a number with an optional unit, ms, s, m or h
  * ("500ms", "2s", "1.5m"); a bare number is milliseconds. */
 int parse_duration_ms(const char *text, uint32_t max, uint32_t *out);

@@ -89,8 +89,8 @@ static void ampctl_usage(FILE *f)
             "  -j, --json          machine-readable output (devices, hist, status, health)\n"
             "      --stream-threshold SIZE\n"
             "                      stream inputs of SIZE bytes or more (and pipes that\n"
-            "                      reach it) in chunks instead of one message; K, M, G\n"
-            "                      suffixes (default %s; 0: always stream)\n"
+            "                      reach it) in chunks instead of one message; K, M, G,\n"
+            "                      T suffixes (default %s; 0: always stream)\n"
             "      --no-progress   no progress bar for streamed inputs (it is only drawn\n"
             "                      when stderr is a terminal)\n"
             "      --transport auto|shm|socket\n"
@@ -273,7 +273,7 @@ static int ampctl_parse_common(struct ampctl *ctx, int argc, char **argv)
             break;
         case 'j': ctx->json = 1; break;
         case AMPCTL_OPT_THRESHOLD:
-            if (parse_size(optarg, &ctx->stream_threshold) != 0)
+            if (size_text_parse(optarg, &ctx->stream_threshold) != 0)
                 return ampctl_usage_error(NULL, "--stream-threshold: '%s' is not a size "
                                           "(e.g. 16M)", optarg);
             break;
