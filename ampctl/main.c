@@ -120,13 +120,19 @@ static void ampctl_usage(FILE *f)
             "  4  local I/O error (reading or writing a file) or out of memory\n");
 }
 
+/* "ampctl: MESSAGE" on stderr, the line of both kinds of error. */
+__attribute__((format(printf, 1, 0))) static void ampctl_verror(const char *fmt, va_list ap)
+{
+    fputs(AMPCTL_PROG ": ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+}
+
 void ampctl_error(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    fputs(AMPCTL_PROG ": ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    ampctl_verror(fmt, ap);
     va_end(ap);
 }
 
@@ -134,9 +140,7 @@ int ampctl_usage_error(const char *cmd, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    fputs(AMPCTL_PROG ": ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    ampctl_verror(fmt, ap);
     va_end(ap);
     return ampctl_bad_option(cmd);
 }
