@@ -207,15 +207,39 @@ int term_out_check(struct term_out *t, const void *buf, size_t len);
 /* After the last write: ends an open line of text on a guarded terminal. */
 int term_out_end(struct term_out *t);
 
+/* --- job.c ---------------------------------------------------------------- */
+
+/* A data command's job: its steps over the input, where its data output
+ * goes and where its histograms go. */
+struct job_spec {
+    const amp_step *steps;
+    size_t nsteps;
+    const char *output;   /* the data output's file (NULL or "-": stdout); it
+                           * must not be the input file */
+    int has_output;       /* the last data step's result is written to output */
+    amp_hist *hists;      /* one per histogram step, in order (nhists) */
+    size_t nhists;
+};
+
+/* A command's own single call with the whole input in memory (in->head),
+ * its results going where j says; arg is the command's own. Returns an
+ * exit code. */
+typedef int (*job_unary_fn)(struct ampctl *ctx, const struct io_input *in,
+                            const struct job_spec *j, const void *arg);
+
+/* Runs j over in the way open to it: over shared-memory regions where
+ * --transport says so (region_job), as a stream when the input is large
+ * or of unknown size (stream_job), else by unary(ctx, in, j, arg).
+ * Returns an exit code. */
+int job_run(struct ampctl *ctx, struct io_input *in, const struct job_spec *j,
+            job_unary_fn unary, const void *arg);
+
 /* --- stream.c ------------------------------------------------------------- */
 
-/* Runs steps over in as one Stream call (total_length when the input's
- * size is known), with a progress bar on a terminal. has_output: the data
- * output goes to output (NULL or "-": stdout), which must not be the input
- * file. One histogram per histogram step goes into hists. Returns an exit
- * code; a local read or write failure is AMPCTL_EIO. */
-int stream_job(struct ampctl *ctx, struct io_input *in, const amp_step *steps, size_t nsteps,
-               const char *output, int has_output, amp_hist *hists, size_t nhists);
+/* Runs j over in as one Stream call (total_length when the input's size
+ * is known), with a progress bar on a terminal. Returns an exit code; a
+ * local read or write failure is AMPCTL_EIO. */
+int stream_job(struct ampctl *ctx, struct io_input *in, const struct job_spec *j);
 
 /* --- region.c ------------------------------------------------------------- */
 
@@ -223,11 +247,10 @@ int stream_job(struct ampctl *ctx, struct io_input *in, const amp_step *steps, s
  * (any --transport but shm, or nothing to share): not an exit code. */
 #define REGION_UNAVAILABLE (-1)
 
-/* Runs steps over in as one job over shared-memory regions, as
- * stream_job() does over a stream (same arguments, same output). Returns
- * an exit code, or REGION_UNAVAILABLE. */
-int region_job(struct ampctl *ctx, struct io_input *in, const amp_step *steps, size_t nsteps,
-               const char *output, int has_output, amp_hist *hists, size_t nhists);
+/* Runs j over in as one job over shared-memory regions, as stream_job()
+ * does over a stream (same output). Returns an exit code, or
+ * REGION_UNAVAILABLE. */
+int region_job(struct ampctl *ctx, struct io_input *in, const struct job_spec *j);
 
 /* --- progress.c ------------------------------------------------------------ */
 

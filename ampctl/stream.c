@@ -75,10 +75,11 @@ static int stream_needs_length(const amp_step *steps, size_t nsteps)
     return 0;
 }
 
-int stream_job(struct ampctl *ctx, struct io_input *in, const amp_step *steps, size_t nsteps,
-               const char *output, int has_output, amp_hist *hists, size_t nhists)
+int stream_job(struct ampctl *ctx, struct io_input *in, const struct job_spec *j)
 {
-    if (!in->size_known && stream_needs_length(steps, nsteps)) {
+    const char *output = j->output;
+    int has_output = j->has_output;
+    if (!in->size_known && stream_needs_length(j->steps, j->nsteps)) {
         int src = io_input_slurp(in);
         if (src != AMPCTL_OK)
             return src;
@@ -92,8 +93,8 @@ int stream_job(struct ampctl *ctx, struct io_input *in, const amp_step *steps, s
         return rc;
     term_out_init(&s.term, has_output ? output : "-");
     progress_start(&s.bar, !ctx->no_progress, total);
-    int r = amp_stream(ctx->conn, &ctx->opts, steps, nsteps, total, stream_read, &s,
-                       has_output ? stream_write : NULL, &s, hists, nhists);
+    int r = amp_stream(ctx->conn, &ctx->opts, j->steps, j->nsteps, total, stream_read, &s,
+                       has_output ? stream_write : NULL, &s, j->hists, j->nhists);
     progress_end(&s.bar, in->taken, r == 0);
     if (s.term.refused)
         rc = AMPCTL_EUSAGE;
