@@ -97,8 +97,11 @@ int ampctl_usage_error(const char *cmd, const char *fmt, ...)
 /* After getopt printed its own complaint: the pointer to --help only. */
 int ampctl_bad_option(const char *cmd);
 
-/* Parses the options of a command that takes none but --help. Returns -1
- * to go on, or an exit code (0 after printing the help). */
+/* Parses the options of a command that takes none but --help; its
+ * arguments are left at argv[optind..argc). Returns -1 to go on, or an
+ * exit code (0 after printing the help). */
+int ampctl_parse_help(const struct ampctl_cmd *cmd, int argc, char **argv);
+/* ampctl_parse_help() for a command that takes no arguments either. */
 int ampctl_parse_none(const struct ampctl_cmd *cmd, int argc, char **argv);
 
 /* Prints "ampctl: <msg>" on stderr. */

@@ -154,15 +154,21 @@ int ampctl_bad_option(const char *cmd)
     return AMPCTL_EUSAGE;
 }
 
-int ampctl_parse_none(const struct ampctl_cmd *cmd, int argc, char **argv)
+int ampctl_parse_help(const struct ampctl_cmd *cmd, int argc, char **argv)
 {
     int ch = getopt_long(argc, argv, ampctl_help_short_options, ampctl_help_options, NULL);
     if (ch == 'h') {
         cmd->usage(stdout);
         return AMPCTL_OK;
     }
-    if (ch != -1)
-        return ampctl_bad_option(cmd->name);
+    return ch == -1 ? -1 : ampctl_bad_option(cmd->name);
+}
+
+int ampctl_parse_none(const struct ampctl_cmd *cmd, int argc, char **argv)
+{
+    int rc = ampctl_parse_help(cmd, argc, argv);
+    if (rc >= 0)
+        return rc;
     if (optind < argc)
         return ampctl_usage_error(cmd->name, "unexpected argument '%s'", argv[optind]);
     return -1;
