@@ -192,6 +192,9 @@ void io_input_close(struct io_input *in);
  * io_close_fd (which reports a failed close) unless it is stdout. */
 int io_open_fd(const char *path, int *fd);
 int io_close_fd(const char *path, int fd);
+/* Writes all len bytes of buf to fd (name: the file, for the message).
+ * AMPCTL_OK, or AMPCTL_EIO with the reason printed. */
+int io_write_fd(int fd, const char *name, const void *buf, size_t len);
 
 /* --- term.c --------------------------------------------------------------- */
 

@@ -5,10 +5,8 @@
  * The callbacks keep local I/O failures apart from the daemon's, so a
  * full disk exits 4 (local I/O) and not 3 (connection).
  */
-#include <errno.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include "ampctl.h"
 
@@ -32,20 +30,11 @@ static long stream_read(void *ctx, void *buf, size_t cap)
 static int stream_write(void *ctx, const void *buf, size_t len)
 {
     struct stream_ctx *s = ctx;
-    const uint8_t *p = buf;
     if (term_out_check(&s->term, buf, len) != AMPCTL_OK)
         return AMP_EIO; /* s->term.refused: exit 2, not a local I/O error */
-    while (len > 0) {
-        ssize_t w = write(s->out_fd, p, len);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w < 0) {
-            ampctl_error("%s: %s", s->out_name, strerror(errno));
-            s->out_failed = 1;
-            return AMP_EIO;
-        }
-        p += w;
-        len -= (size_t)w;
+    if (io_write_fd(s->out_fd, s->out_name, buf, len) != AMPCTL_OK) {
+        s->out_failed = 1;
+        return AMP_EIO;
     }
     return 0;
 }
