@@ -58,10 +58,14 @@ static int jobs_check_input(amp_conn *c, const amp_opts *o, const void *in, size
     return jobs_check_opts(c, o);
 }
 
-/* Common checks of a data-producing call; clears *out. */
-static int jobs_check_data_call(amp_conn *c, const amp_opts *o, const void *in, size_t len,
-                                void **out, size_t *out_len)
+/* The start of a blocking data-producing call: c, out and out_len checked
+ * (*out cleared), then in and o. 0 to go on, or the call's error. */
+static int jobs_data_begin(amp_conn *c, const amp_opts *o, const void *in, size_t len,
+                           void **out, size_t *out_len)
 {
+    if (!c)
+        return AMP_EINVAL;
+    conn_begin(c);
     if (!out || !out_len)
         return conn_fail(c, AMP_EINVAL, "out and out_len must not be NULL");
     *out = NULL;
@@ -270,16 +274,11 @@ int jobs_reverse_req(amp_conn *c, const amp_opts *o, const void *in, size_t len,
 int amp_reverse(amp_conn *c, const amp_opts *o, const void *in, size_t len, void **out,
                 size_t *out_len)
 {
-    if (!c)
-        return AMP_EINVAL;
-    conn_begin(c);
     struct jobs_req r;
-    int rc = jobs_check_data_call(c, o, in, len, out, out_len);
+    int rc = jobs_data_begin(c, o, in, len, out, out_len);
     if (rc == 0)
         rc = jobs_reverse_req(c, o, in, len, &r);
-    if (rc != 0)
-        return rc;
-    return jobs_data_call(c, r.path, r.msg, jobs_timeout(o), out, out_len);
+    return rc != 0 ? rc : jobs_data_call(c, r.path, r.msg, jobs_timeout(o), out, out_len);
 }
 
 /* --- transform ---------------------------------------------------------------- */
@@ -344,16 +343,11 @@ int jobs_transform_req(amp_conn *c, const amp_opts *o, const amp_transform_param
 int amp_transform(amp_conn *c, const amp_opts *o, const amp_transform_params *p, const void *in,
                   size_t len, void **out, size_t *out_len)
 {
-    if (!c)
-        return AMP_EINVAL;
-    conn_begin(c);
     struct jobs_req r;
-    int rc = jobs_check_data_call(c, o, in, len, out, out_len);
+    int rc = jobs_data_begin(c, o, in, len, out, out_len);
     if (rc == 0)
         rc = jobs_transform_req(c, o, p, in, len, &r);
-    if (rc != 0)
-        return rc;
-    return jobs_data_call(c, r.path, r.msg, jobs_timeout(o), out, out_len);
+    return rc != 0 ? rc : jobs_data_call(c, r.path, r.msg, jobs_timeout(o), out, out_len);
 }
 
 /* --- histogram ---------------------------------------------------------------- */
@@ -497,10 +491,7 @@ int jobs_fill_params(amp_conn *c, const char *where, const amp_fill_params *p,
 int amp_fill(amp_conn *c, const amp_opts *o, const amp_fill_params *p, void **out,
              size_t *out_len)
 {
-    if (!c)
-        return AMP_EINVAL;
-    conn_begin(c);
-    int rc = jobs_check_data_call(c, o, NULL, 0, out, out_len);
+    int rc = jobs_data_begin(c, o, NULL, 0, out, out_len);
     if (rc != 0)
         return rc;
     Amp__V1__FillParams fp = AMP__V1__FILL_PARAMS__INIT;
