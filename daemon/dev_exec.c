@@ -254,15 +254,24 @@ size_t dev_exec_notify(struct dev_exec *x, const struct dev_notify *n)
     return registered;
 }
 
-enum status_code dev_buf_create(struct dev_exec *x, struct dev_buf *b, size_t size,
-                                const char *what)
+/* The start of both ways to make a buffer: b empty, of size. False when
+ * there is nothing to make, *st then saying why: the run failed before (its
+ * status), or size is 0 (STATUS_OK). */
+static bool dev_buf_begin(struct dev_exec *x, struct dev_buf *b, size_t size,
+                          enum status_code *st)
 {
     memset(b, 0, sizeof(*b));
     b->size = size;
-    if (x->failed)
-        return x->job->status;
-    if (size == 0)
-        return STATUS_OK;
+    *st = x->failed ? x->job->status : STATUS_OK;
+    return !x->failed && size > 0;
+}
+
+enum status_code dev_buf_create(struct dev_exec *x, struct dev_buf *b, size_t size,
+                                const char *what)
+{
+    enum status_code st;
+    if (!dev_buf_begin(x, b, size, &st))
+        return st;
     if (size > x->d->info.max_mem_alloc_size) {
         x->failed = true;
         return job_fail(x->job, STATUS_RESOURCE_EXHAUSTED,
@@ -293,12 +302,9 @@ enum status_code dev_buf_create(struct dev_exec *x, struct dev_buf *b, size_t si
 enum status_code dev_buf_wrap(struct dev_exec *x, struct dev_buf *b, void *host, size_t size,
                               const char *what)
 {
-    memset(b, 0, sizeof(*b));
-    b->size = size;
-    if (x->failed)
-        return x->job->status;
-    if (size == 0)
-        return STATUS_OK;
+    enum status_code st;
+    if (!dev_buf_begin(x, b, size, &st))
+        return st;
     cl_int rc;
     b->mem = clCreateBuffer(x->d->ctx, CL_MEM_READ_WRITE | CL_MEM_USE_HOST_PTR, size, host, &rc);
     if (rc != CL_SUCCESS) {
