@@ -701,18 +701,6 @@ static int h2_on_stream_close(nghttp2_session *ng, int32_t stream_id, uint32_t e
 
 /* --- session -------------------------------------------------------------- */
 
-/* nghttp2's data_source_read_length callback: large DATA frames (data_frame.h). */
-static ssize_t h2_data_length(nghttp2_session *ng, uint8_t frame_type, int32_t stream_id,
-                              int32_t session_window, int32_t stream_window,
-                              uint32_t remote_max_frame, void *user_data)
-{
-    (void)ng;
-    (void)frame_type;
-    (void)stream_id;
-    (void)user_data;
-    return data_frame_len(session_window, stream_window, remote_max_frame);
-}
-
 static int h2_session_setup(struct h2_session *s)
 {
     nghttp2_session_callbacks *cbs;
@@ -725,7 +713,7 @@ static int h2_session_setup(struct h2_session *s)
     nghttp2_session_callbacks_set_on_begin_frame_callback(cbs, h2_on_begin_frame);
     nghttp2_session_callbacks_set_on_frame_send_callback(cbs, h2_on_frame_send);
     nghttp2_session_callbacks_set_on_stream_close_callback(cbs, h2_on_stream_close);
-    nghttp2_session_callbacks_set_data_source_read_length_callback(cbs, h2_data_length);
+    nghttp2_session_callbacks_set_data_source_read_length_callback(cbs, data_frame_len);
     nghttp2_session_callbacks_set_send_data_callback(cbs, h2_reply_send_data);
     nghttp2_option *opt;
     if (nghttp2_option_new(&opt) != 0) {
