@@ -15,6 +15,7 @@
 #include "amp.pb-c.h"
 #include "call.h"
 #include "conn.h"
+#include "field_rx.h"
 #include "heap.h"
 #include "jobs.h"
 #include "pb_wire.h"
@@ -156,10 +157,9 @@ static int jobs_data_view(amp_conn *c, uint8_t *msg, size_t len, void **out, siz
 #define JOBS_REST_MAX 512             /* room for what follows the data: the device */
 
 struct jobs_data_rx {
-    uint8_t *out;                     /* the data field's bytes, heap_take'n; NULL: not in pieces */
-    size_t len, have;
-    uint8_t rest[JOBS_REST_MAX];
-    size_t rest_len, rest_have;
+    struct field_rx data;             /* field: the data's bytes, heap_take'n (NULL: not in
+                                       * pieces); rest: rest_buf */
+    uint8_t rest_buf[JOBS_REST_MAX];
 };
 
 static size_t jobs_rx_start(const uint8_t *head, size_t msg_len, void *ctx)
@@ -171,35 +171,26 @@ static size_t jobs_rx_start(const uint8_t *head, size_t msg_len, void *ctx)
         n > msg_len - i || n < JOBS_PIECES_MIN || msg_len - i - n > JOBS_REST_MAX)
         return 0;
     size_t cap;
-    rx->out = heap_take((size_t)n, &cap);
-    if (!rx->out)
-        rx->out = malloc((size_t)n);
-    if (!rx->out)
+    rx->data.field = heap_take((size_t)n, &cap);
+    if (!rx->data.field)
+        rx->data.field = malloc((size_t)n);
+    if (!rx->data.field)
         return 0;   /* whole, where running out of memory is reported */
-    rx->len = (size_t)n;
-    rx->rest_len = msg_len - i - (size_t)n;
+    rx->data.len = (size_t)n;
+    rx->data.rest = rx->rest_buf;
+    rx->data.rest_len = msg_len - i - (size_t)n;
     return i;
 }
 
 static int jobs_rx_piece(const uint8_t *data, size_t len, void *ctx)
 {
-    struct jobs_data_rx *rx = ctx;
-    size_t k = rx->len - rx->have < len ? rx->len - rx->have : len;
-    if (data != rx->out + rx->have)   /* else read there from the socket */
-        memcpy(rx->out + rx->have, data, k);
-    rx->have += k;
-    memcpy(rx->rest + rx->rest_have, data + k, len - k);
-    rx->rest_have += len - k;
+    field_rx_piece(&((struct jobs_data_rx *)ctx)->data, data, len);
     return 0;
 }
 
 static uint8_t *jobs_rx_dest(size_t *room, void *ctx)
 {
-    struct jobs_data_rx *rx = ctx;
-    if (rx->have == rx->len)
-        return NULL;
-    *room = rx->len - rx->have;
-    return rx->out + rx->have;
+    return field_rx_dest(&((struct jobs_data_rx *)ctx)->data, room);
 }
 
 /* The reply was taken in pieces: what followed the data is the device (a
@@ -207,15 +198,16 @@ static uint8_t *jobs_rx_dest(size_t *room, void *ctx)
 static int jobs_rx_finish(amp_conn *c, struct jobs_data_rx *rx, void **out, size_t *out_len)
 {
     struct jobs_reply_fields f;
-    if (!jobs_reply_fields(rx->rest, rx->rest_len, rx->rest_len, JOBS_PB_DEVICE_TAG, &f) ||
+    if (!jobs_reply_fields(rx->data.rest, rx->data.rest_len, rx->data.rest_len,
+                           JOBS_PB_DEVICE_TAG, &f) ||
         f.has_data) {
-        heap_give(rx->out);
+        heap_give(rx->data.field);
         return conn_fail(c, AMP_EPROTO, "cannot decode the %s reply",
                          amp__v1__data_reply__descriptor.name);
     }
     jobs_set_reply_device(c, &f);
-    *out = rx->out;
-    *out_len = rx->len;
+    *out = rx->data.field;
+    *out_len = rx->data.len;
     return 0;
 }
 
@@ -229,12 +221,12 @@ static int jobs_data_call(amp_conn *c, const char *path, const ProtobufCMessage 
     const struct call_pieces pieces = { jobs_rx_start, jobs_rx_piece, jobs_rx_dest, &rx };
     int rc = call_unary_pieces(c, path, req, timeout_ms, &pieces, &msg, &len);
     if (rc != 0) {
-        heap_give(rx.out);
+        heap_give(rx.data.field);
         return rc;
     }
     if (!msg)
         return jobs_rx_finish(c, &rx, out, out_len);
-    heap_give(rx.out);   /* NULL: the reply came whole */
+    heap_give(rx.data.field);   /* NULL: the reply came whole */
     return jobs_data_reply(c, msg, len, out, out_len);
 }
 
