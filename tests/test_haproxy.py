@@ -19,13 +19,13 @@ import sys
 import tempfile
 import threading
 import time
-import traceback
 
 import grpc
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "support"))
 sys.path.insert(0, HERE)
+from cases import run_cases  # noqa: E402
 from daemon_proc import Daemon  # noqa: E402
 from test_grpcio import pb_bytes, pb_decode, pb_uint, stream_add  # noqa: E402
 
@@ -294,24 +294,14 @@ def main():
     tests = [test_every_kind_from_ampctl, test_every_kind_from_grpcio, test_calls_spread_over_all,
              test_regions_refused, test_drain_under_load, test_kill_under_load]
     farm = Farm()
-    passed = failed = 0
     try:
-        for fn in tests:
-            try:
-                fn(farm)
-                passed += 1
-                print("PASS", fn.__name__, flush=True)
-            except Exception:
-                failed += 1
-                print("FAIL", fn.__name__, flush=True)
-                traceback.print_exc()
+        failed = run_cases(tests, farm)
     finally:
         statuses = farm.stop()
     # ampd1 drained (0 above), ampd2 was killed; ampd3 must stop cleanly.
     if statuses[2] != 0:
         failed += 1
         print("FAIL ampd3 exited with status %d" % statuses[2])
-    print("%d passed, %d failed" % (passed, failed))
     return 0 if failed == 0 else 1
 
 
