@@ -18,9 +18,11 @@
  *               socket and over TCP loopback, the unary calls over a Unix
  *               socket, the unary call over shared-memory regions
  *               (amp_run_region: the input already in a region, the
- *               output read from one), and four streams on four
- *               connections at once against one; median of --reps, after
- *               one warm-up.
+ *               output read from one), four streams on four
+ *               connections at once against one, and the Stream call
+ *               over TLS on loopback (ampd's tls: listener, certificates
+ *               made for the run by tests/support/tls_certs.sh with the
+ *               openssl command); median of --reps, after one warm-up.
  *
  * Each ampd row's ratio is to the limit its bytes cannot beat: the raw
  * copy one way for a histogram, both ways at once for a streamed
@@ -30,12 +32,15 @@
  * transform (the device copies straight from and to the region's
  * mapping, pageable memory, where the pinned copy is the best case).
  * The four-stream rows compare with one stream (the issue's target is
- * 2.5x). GB/s is input bytes over seconds everywhere, bytes per direction
+ * 2.5x); the TLS rows with the same stream over plain TCP in the same run
+ * (issue 13's target is 0.7). GB/s is input bytes over seconds everywhere, bytes per direction
  * for the raw copies.
  *
  * The program starts its own ampd (--ampd PATH, else $AMPD_BIN, else the
- * build's) on a Unix socket and on 127.0.0.1, with the message and memory
- * limits raised to fit the largest unary call, and stops it with SIGTERM.
+ * build's) on a Unix socket, on 127.0.0.1 and on tls:127.0.0.1 (the
+ * certificate script from $AMP_SOURCE_DIR, else this source tree's),
+ * with the message and memory limits raised to fit the largest unary
+ * call, and stops it with SIGTERM.
  * Every result ampd returns is compared with the CPU reference
  * (tests/support/host_step.c); so is every raw and pinned copy. A mismatch
  * exits 1; a failure to run, or an ampd not exiting 0, exits 2.
@@ -54,6 +59,7 @@
 #include <unistd.h>
 
 #include "amp.h"
+#include "bench_certs.h"
 #include "bench_daemon.h"
 #include "bench_sock.h"
 #include "bench_util.h"
@@ -69,6 +75,7 @@
 #define DP_HIST_BINS 256
 #define DP_STREAMS 4                    /* the concurrent-stream rows */
 #define DP_STREAMS_TARGET "2.5"         /* issue 11: DP_STREAMS streams vs one */
+#define DP_TLS_TARGET "0.7"             /* issue 13: a stream over TLS vs plain TCP */
 #define DP_STR(x) DP_STR_(x)
 #define DP_STR_(x) #x
 #define DP_WRITE_SIZE AMP_STREAM_CHUNK  /* bytes per raw write, as the client sends */
@@ -83,8 +90,9 @@
 
 enum dp_row {
     R_PIN_IN, R_PIN_OUT,
-    R_UNIX_1, R_UNIX_2, R_TCP_1, R_TCP_2,
+    R_UNIX_1, R_UNIX_2, R_UNIX_2_LOOP, R_TCP_1, R_TCP_2,
     R_STREAM_UNIX_X, R_STREAM_UNIX_H, R_STREAM_TCP_X, R_STREAM_TCP_H,
+    R_STREAM_TLS_X, R_STREAM_TLS_H,
     R_UNARY_X, R_UNARY_H,
     R_REGION_X, R_REGION_H,
     R_MULTI_X, R_MULTI_H,
@@ -106,12 +114,18 @@ static const struct dp_row_def dp_rows[DP_NROWS] = {
     [R_PIN_OUT] = {"pinned", "d->h copy", -1, -1, "-", "the PCIe limit"},
     [R_UNIX_1] = {"raw unix", "copy 1-way", -1, -1, "-", ""},
     [R_UNIX_2] = {"raw unix", "copy 2-way", -1, -1, "-", "each way, both at once"},
+    [R_UNIX_2_LOOP] = {"raw unix", "2-way loop", -1, -1, "-",
+                       "the same, one thread a side polling (as an event loop)"},
     [R_TCP_1] = {"raw tcp", "copy 1-way", -1, -1, "-", ""},
     [R_TCP_2] = {"raw tcp", "copy 2-way", -1, -1, "-", "each way, both at once"},
     [R_STREAM_UNIX_X] = {"stream unix", "transform", R_UNIX_2, -1, "raw unix 2-way", ""},
     [R_STREAM_UNIX_H] = {"stream unix", "histogram", R_UNIX_1, -1, "raw unix 1-way", ""},
     [R_STREAM_TCP_X] = {"stream tcp", "transform", R_TCP_2, -1, "raw tcp 2-way", ""},
     [R_STREAM_TCP_H] = {"stream tcp", "histogram", R_TCP_1, -1, "raw tcp 1-way", ""},
+    [R_STREAM_TLS_X] = {"stream tls", "transform", R_STREAM_TCP_X, -1, "stream tcp",
+                        "target >= " DP_TLS_TARGET},
+    [R_STREAM_TLS_H] = {"stream tls", "histogram", R_STREAM_TCP_H, -1, "stream tcp",
+                        "target >= " DP_TLS_TARGET},
     [R_UNARY_X] = {"unary unix", "transform", R_UNIX_1, R_UNIX_1, "raw unix 1-way, twice", ""},
     [R_UNARY_H] = {"unary unix", "histogram", R_UNIX_1, -1, "raw unix 1-way", ""},
     [R_REGION_X] = {"region unix", "transform", R_PIN_IN, R_PIN_OUT, "pinned h->d, d->h", ""},
@@ -265,8 +279,8 @@ static void dp_pinned_all(const struct dp_opts *o, const struct dp_data *data,
 /* --- the raw socket copies ---------------------------------------------------------- */
 
 /* One copy of size bytes (both ways when two_way): seconds, checked. */
-static double dp_raw_once(enum bench_sock_kind kind, bool two_way, const struct dp_data *data,
-                          size_t size)
+static double dp_raw_once(enum bench_sock_kind kind, bool two_way, bool loop,
+                          const struct dp_data *data, size_t size)
 {
     int fd[2];
     if (bench_sock_pair(kind, fd) < 0)
@@ -274,8 +288,10 @@ static double dp_raw_once(enum bench_sock_kind kind, bool two_way, const struct 
     memset(data->got[0], 0, size);
     if (two_way)
         memset(data->got[1], 0, size);
-    double t = bench_sock_copy(fd, data->input, data->got[0], two_way ? data->want : NULL,
-                               data->got[1], size, DP_WRITE_SIZE);
+    double t = loop ? bench_sock_copy_loop(fd, data->input, data->got[0], data->want,
+                                           data->got[1], size, DP_WRITE_SIZE)
+                    : bench_sock_copy(fd, data->input, data->got[0], two_way ? data->want : NULL,
+                                      data->got[1], size, DP_WRITE_SIZE);
     if (t < 0)
         bench_die("raw socket copy: %s", strerror(errno));
     close(fd[0]);
@@ -286,15 +302,15 @@ static double dp_raw_once(enum bench_sock_kind kind, bool two_way, const struct 
     return t;
 }
 
-static void dp_raw_row(enum bench_sock_kind kind, bool two_way, const struct dp_opts *o,
+static void dp_raw_row(enum bench_sock_kind kind, bool two_way, bool loop, const struct dp_opts *o,
                        const struct dp_data *data, int k, enum dp_row row,
                        struct dp_results *res)
 {
     size_t size = (size_t)o->sizes[k];
     double t[DP_REPS_MAX] = { 0 };
-    dp_raw_once(kind, two_way, data, size);   /* warm-up */
+    dp_raw_once(kind, two_way, loop, data, size);   /* warm-up */
     for (int r = 0; r < o->reps; r++)
-        t[r] = dp_raw_once(kind, two_way, data, size);
+        t[r] = dp_raw_once(kind, two_way, loop, data, size);
     dp_record(res, k, row, dp_best(t, o->reps), (double)size);
 }
 
@@ -302,10 +318,11 @@ static void dp_raw_all(const struct dp_opts *o, const struct dp_data *data,
                        struct dp_results *res)
 {
     for (int k = 0; k < o->nsizes; k++) {
-        dp_raw_row(BENCH_SOCK_UNIX, false, o, data, k, R_UNIX_1, res);
-        dp_raw_row(BENCH_SOCK_UNIX, true, o, data, k, R_UNIX_2, res);
-        dp_raw_row(BENCH_SOCK_TCP, false, o, data, k, R_TCP_1, res);
-        dp_raw_row(BENCH_SOCK_TCP, true, o, data, k, R_TCP_2, res);
+        dp_raw_row(BENCH_SOCK_UNIX, false, false, o, data, k, R_UNIX_1, res);
+        dp_raw_row(BENCH_SOCK_UNIX, true, false, o, data, k, R_UNIX_2, res);
+        dp_raw_row(BENCH_SOCK_UNIX, true, true, o, data, k, R_UNIX_2_LOOP, res);
+        dp_raw_row(BENCH_SOCK_TCP, false, false, o, data, k, R_TCP_1, res);
+        dp_raw_row(BENCH_SOCK_TCP, true, false, o, data, k, R_TCP_2, res);
     }
 }
 
@@ -314,9 +331,11 @@ static void dp_raw_all(const struct dp_opts *o, const struct dp_data *data,
 struct dp_ampd {
     struct bench_daemon dm;
     char tcp[64];                 /* "127.0.0.1:PORT" */
+    char tls[64];                 /* "tls:127.0.0.1:PORT" */
+    struct bench_certs certs;     /* the tls: listener's, made for the run */
     char args[2][32];             /* the limits it was started with */
-    const char *argv[16];         /* its options after --listen, NULL-terminated */
-    amp_conn *unix_c, *tcp_c;
+    const char *argv[24];         /* its options after --listen, NULL-terminated */
+    amp_conn *unix_c, *tcp_c, *tls_c;
     amp_region *in, *out;         /* largest bytes each, on unix_c */
     amp_opts ao;
     char device[16];
@@ -341,9 +360,11 @@ static void dp_ampd_args(struct dp_ampd *am, const struct dp_opts *o)
     msg = msg < DP_MESSAGE_MIN ? DP_MESSAGE_MIN : msg > DP_MESSAGE_MAX ? DP_MESSAGE_MAX : msg;
     mem = mem < DP_MEMORY_MIN ? DP_MEMORY_MIN : mem;
     snprintf(am->tcp, sizeof am->tcp, "127.0.0.1:%d", dp_free_port());
+    snprintf(am->tls, sizeof am->tls, "tls:127.0.0.1:%d", dp_free_port());
     snprintf(am->args[0], sizeof am->args[0], "%" PRIu64, msg);
     snprintf(am->args[1], sizeof am->args[1], "%" PRIu64, mem);
-    const char *argv[] = {"--listen", am->tcp, "--tcp-require-token", "off",
+    const char *argv[] = {"--listen", am->tcp, "--listen", am->tls, "--tls-cert", am->certs.cert,
+                          "--tls-key", am->certs.key, "--tcp-require-token", "off",
                           "--max-message-bytes", am->args[0],
                           "--max-job-memory", am->args[1], "--max-connection-memory",
                           am->args[1], NULL};
@@ -358,9 +379,20 @@ static amp_conn *dp_connect(const char *address)
     return c;
 }
 
+/* A TLS connection trusting the run's CA. */
+static amp_conn *dp_connect_tls(const struct dp_ampd *am)
+{
+    amp_conn *c;
+    amp_connect_opts co = {.size = sizeof co, .tls_ca = am->certs.ca};
+    if (amp_connect_with(am->tls, &co, &c) != 0)
+        bench_die("connect to %s: %s", am->tls, amp_last_message(NULL));
+    return c;
+}
+
 static void dp_ampd_start(struct dp_ampd *am, const struct dp_opts *o)
 {
     memset(am, 0, sizeof *am);
+    bench_certs_make(&am->certs, "bench_data_path", BENCH_SOURCE_DIR);
     dp_ampd_args(am, o);
     char err[256];
     if (bench_daemon_start(&am->dm, o->ampd, "bench_data_path", am->argv, err, sizeof err) < 0)
@@ -371,6 +403,7 @@ static void dp_ampd_start(struct dp_ampd *am, const struct dp_opts *o)
     printf("\n");
     am->unix_c = dp_connect(am->dm.address);
     am->tcp_c = dp_connect(am->tcp);
+    am->tls_c = dp_connect_tls(am);
     int rc = amp_region_create(am->unix_c, (size_t)o->largest, &am->in);
     if (rc == 0)
         rc = amp_region_create(am->unix_c, (size_t)o->largest, &am->out);
@@ -387,8 +420,11 @@ static int dp_ampd_stop(struct dp_ampd *am)
     amp_region_release(am->out);
     amp_close(am->unix_c);
     amp_close(am->tcp_c);
+    amp_close(am->tls_c);
     printf("# ampd peak resident memory (VmHWM): %.1f MiB\n", (double)peak / (1 << 20));
-    return bench_daemon_stop(&am->dm);
+    int rc = bench_daemon_stop(&am->dm);
+    bench_certs_remove(&am->certs);
+    return rc;
 }
 
 /* --- results against the reference ------------------------------------------------------ */
@@ -651,6 +687,10 @@ static int dp_ampd_all(const struct dp_opts *o, const struct dp_data *data,
                     R_STREAM_TCP_X, res);
         dp_ampd_row(&am, multi, CALL_STREAM, am.tcp_c, JOB_HIST, o, data, k,
                     R_STREAM_TCP_H, res);
+        dp_ampd_row(&am, multi, CALL_STREAM, am.tls_c, JOB_TRANSFORM, o, data, k,
+                    R_STREAM_TLS_X, res);
+        dp_ampd_row(&am, multi, CALL_STREAM, am.tls_c, JOB_HIST, o, data, k,
+                    R_STREAM_TLS_H, res);
         dp_ampd_row(&am, multi, CALL_UNARY, am.unix_c, JOB_TRANSFORM, o, data, k, R_UNARY_X,
                     res);
         dp_ampd_row(&am, multi, CALL_UNARY, am.unix_c, JOB_HIST, o, data, k, R_UNARY_H, res);

@@ -7,6 +7,8 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <string.h>
@@ -166,5 +168,89 @@ double bench_sock_copy(const int fd[2], const uint8_t *in, uint8_t *in_dst, cons
         t0 = dir[1].t0 < t0 ? dir[1].t0 : t0;
         t1 = dir[1].t1 > t1 ? dir[1].t1 : t1;
     }
+    return t1 - t0;
+}
+
+/* One end of bench_sock_copy_loop: sends src, receives dst, on one fd. */
+struct bench_sock_end {
+    int fd;
+    const uint8_t *src;
+    uint8_t *dst;
+    size_t len, write_size, sent, got;
+    struct bench_sock_gate *gate;
+    pthread_t thread;
+    double t0, t1;
+    int err;
+};
+
+static int bench_sock_end_step(struct bench_sock_end *e, short revents)
+{
+    if ((revents & POLLOUT) && e->sent < e->len) {
+        size_t n = e->len - e->sent < e->write_size ? e->len - e->sent : e->write_size;
+        ssize_t w = send(e->fd, e->src + e->sent, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (w < 0 && errno != EAGAIN && errno != EINTR)
+            return errno;
+        e->sent += w > 0 ? (size_t)w : 0;
+    }
+    if ((revents & (POLLIN | POLLHUP | POLLERR)) && e->got < e->len) {
+        size_t n = e->len - e->got < e->write_size ? e->len - e->got : e->write_size;
+        ssize_t r = recv(e->fd, e->dst + e->got, n, MSG_DONTWAIT);
+        if (r == 0)
+            return EPIPE;
+        if (r < 0 && errno != EAGAIN && errno != EINTR)
+            return errno;
+        e->got += r > 0 ? (size_t)r : 0;
+    }
+    return 0;
+}
+
+static void *bench_sock_end_run(void *arg)
+{
+    struct bench_sock_end *e = arg;
+    if (!bench_sock_wait(e->gate))
+        return NULL;
+    e->t0 = bench_now();
+    while (e->sent < e->len || e->got < e->len) {
+        struct pollfd p = { e->fd, (short)((e->sent < e->len ? POLLOUT : 0) |
+                                           (e->got < e->len ? POLLIN : 0)), 0 };
+        if (poll(&p, 1, -1) < 0) {
+            if (errno == EINTR)
+                continue;
+            e->err = errno;
+            break;
+        }
+        if ((e->err = bench_sock_end_step(e, p.revents)) != 0) {
+            shutdown(e->fd, SHUT_WR);   /* so that the other end sees the end, not a hang */
+            break;
+        }
+    }
+    e->t1 = bench_now();
+    return NULL;
+}
+
+double bench_sock_copy_loop(const int fd[2], const uint8_t *in, uint8_t *in_dst,
+                            const uint8_t *out, uint8_t *out_dst, size_t len, size_t write_size)
+{
+    struct bench_sock_gate gate = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0};
+    struct bench_sock_end end[2] = {
+        {.fd = fd[0], .src = in, .dst = out_dst, .len = len, .write_size = write_size, .gate = &gate},
+        {.fd = fd[1], .src = out, .dst = in_dst, .len = len, .write_size = write_size, .gate = &gate},
+    };
+    int started = 0, e = 0;
+    for (; started < 2 && e == 0; started++)
+        e = pthread_create(&end[started].thread, NULL, bench_sock_end_run, &end[started]);
+    if (e != 0)
+        started--;
+    bench_sock_set(&gate, e == 0 ? 1 : -1, started);
+    for (int i = 0; i < started; i++)
+        pthread_join(end[i].thread, NULL);
+    if (e == 0)
+        e = end[0].err ? end[0].err : end[1].err;
+    if (e != 0) {
+        errno = e;
+        return -1;
+    }
+    double t0 = end[0].t0 < end[1].t0 ? end[0].t0 : end[1].t0;
+    double t1 = end[0].t1 > end[1].t1 ? end[0].t1 : end[1].t1;
     return t1 - t0;
 }

@@ -26,4 +26,12 @@ int bench_sock_pair(enum bench_sock_kind kind, int fd[2]);
 double bench_sock_copy(const int fd[2], const uint8_t *in, uint8_t *in_dst, const uint8_t *out,
                        uint8_t *out_dst, size_t len, size_t write_size);
 
+/* bench_sock_copy's two-way copy as one event loop a side would do it: one
+ * thread per end, each sending its bytes and receiving the other's on one
+ * non-blocking socket, whichever poll() says is ready. What a connection
+ * served by one thread on each end (ampd's loop, libampclient's caller)
+ * can at best move both ways. Same returns as bench_sock_copy. */
+double bench_sock_copy_loop(const int fd[2], const uint8_t *in, uint8_t *in_dst,
+                            const uint8_t *out, uint8_t *out_dst, size_t len, size_t write_size);
+
 #endif

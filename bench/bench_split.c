@@ -8,7 +8,11 @@
  * and the devices' copies and kernels are what is timed: once naming
  * device 0, once naming none. The table shows both rates and their
  * ratio beside the number of devices (the issue's target on a 2-GPU host:
- * >= 1.8x). Every result is checked: histograms against the CPU
+ * >= 1.8x), and beside the same ratio for the limit under it: pinned host
+ * memory copied to device 0 alone, then to every device of the default
+ * type at once, one thread each (a histogram's bytes go in; a transform's
+ * go in and come out at the same time), so that a split short of Nx shows
+ * whether the host's copies, not the daemon, stop it there. Every result is checked: histograms against the CPU
  * reference, the split transform against the one-device output.
  *
  * It starts its own ampd (--ampd PATH, else $AMPD_BIN, else the build's)
@@ -17,6 +21,8 @@
  * environment gives two PoCL devices). Exit 1 on a wrong result, 2 on a
  * failure to run.
  */
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,9 +30,12 @@
 #include "amp.h"
 #include "bench_daemon.h"
 #include "bench_util.h"
+#include "dev_internal.h"
 #include "host_step.h"
 
 #define BS_MAX_SIZES 8
+#define BS_MAX_DEVICES 16
+#define BS_LIMIT_MAX (1ull << 30)   /* per device: the copies' rate does not grow past it */
 
 struct bs_opts {
     uint64_t sizes[BS_MAX_SIZES];
@@ -126,17 +135,121 @@ static void bs_check_hist(const amp_step_result *r, const uint8_t *in, size_t le
     free(want.counts);
 }
 
-static void bs_row(const char *kind, uint64_t size, double one, double all, const char *dev)
+/* --- the limit: pinned copies on one device, then on all at once ---------------- */
+
+struct bs_copy {
+    struct dev *d;
+    cl_mem in_buf, out_buf;          /* size bytes each on the device */
+    uint8_t *src, *dst;              /* pinned, mapped once */
+    struct dev_pinned *src_h, *dst_h;
+    size_t size;
+    bool both;                       /* in and out at once (a transform), else in only */
+    pthread_barrier_t *go;
+    pthread_t thread;
+    double end;
+};
+
+static void *bs_copy_run(void *arg)
+{
+    struct bs_copy *c = arg;
+    pthread_barrier_wait(c->go);
+    cl_int rc = clEnqueueWriteBuffer(c->d->q[DEV_Q_IN], c->in_buf, CL_FALSE, 0, c->size, c->src,
+                                     0, NULL, NULL);
+    if (rc == CL_SUCCESS && c->both)
+        rc = clEnqueueReadBuffer(c->d->q[DEV_Q_OUT], c->out_buf, CL_FALSE, 0, c->size, c->dst,
+                                 0, NULL, NULL);
+    if (rc == CL_SUCCESS)
+        rc = clFinish(c->d->q[DEV_Q_IN]);
+    if (rc == CL_SUCCESS && c->both)
+        rc = clFinish(c->d->q[DEV_Q_OUT]);
+    if (rc != CL_SUCCESS)
+        bench_die("pinned copy on device %u: %s", dev_info(c->d)->index, dev_cl_error_name(rc));
+    c->end = bench_now();
+    return NULL;
+}
+
+/* Seconds for n devices to copy their size bytes at once, from the start
+ * to the last one done: best of reps after a warm-up. */
+static double bs_copy_time(struct bs_copy *cs, size_t n, bool both, int reps)
+{
+    double best = 0;
+    for (int r = -1; r < reps; r++) {
+        pthread_barrier_t go;
+        pthread_barrier_init(&go, NULL, (unsigned)n + 1);
+        for (size_t i = 0; i < n; i++) {
+            cs[i].both = both;
+            cs[i].go = &go;
+            pthread_create(&cs[i].thread, NULL, bs_copy_run, &cs[i]);
+        }
+        pthread_barrier_wait(&go);
+        double t0 = bench_now(), end = t0;
+        for (size_t i = 0; i < n; i++) {
+            pthread_join(cs[i].thread, NULL);
+            end = cs[i].end > end ? cs[i].end : end;
+        }
+        pthread_barrier_destroy(&go);
+        if (r >= 0 && (best == 0 || end - t0 < best))
+            best = end - t0;
+    }
+    return best;
+}
+
+/* GB/s of pinned copies (bytes in per second, as the job rows count them)
+ * for [0] device 0 alone and [1] every device of its type at once; [job]
+ * 0 histogram (in), 1 transform (in and out). Before ampd starts, so that
+ * the devices are the bench's alone. Returns the devices used at once. */
+static size_t bs_limits(uint64_t size, int reps, double gbs[2][2])
+{
+    struct dev **devs;
+    size_t ndevs, n = 0;
+    char err[512];
+    if (dev_open_all(&devs, &ndevs, err, sizeof err) < 0)
+        bench_die("%s", err);
+    struct bs_copy cs[BS_MAX_DEVICES];
+    size_t per = size < BS_LIMIT_MAX ? (size_t)size : (size_t)BS_LIMIT_MAX;
+    for (size_t i = 0; i < ndevs && n < BS_MAX_DEVICES; i++) {
+        if (dev_info(devs[i])->type != dev_info(devs[0])->type)
+            continue;
+        struct bs_copy *c = &cs[n++];
+        memset(c, 0, sizeof *c);
+        c->d = devs[i];
+        c->size = per;
+        cl_int rc1, rc2;
+        c->in_buf = clCreateBuffer(c->d->ctx, CL_MEM_READ_WRITE, per, NULL, &rc1);
+        c->out_buf = clCreateBuffer(c->d->ctx, CL_MEM_READ_WRITE, per, NULL, &rc2);
+        c->src = dev_pinned_alloc(c->d, per, &c->src_h);
+        c->dst = dev_pinned_alloc(c->d, per, &c->dst_h);
+        if (rc1 != CL_SUCCESS || rc2 != CL_SUCCESS || !c->src || !c->dst)
+            bench_die("device %zu: buffers and pinned memory for the limit copies", i);
+        bench_random(c->src, per, i);
+    }
+    for (int job = 0; job < 2; job++) {
+        gbs[0][job] = (double)per / bs_copy_time(cs, 1, job == 1, reps) / 1e9;
+        gbs[1][job] = (double)per * (double)n / bs_copy_time(cs, n, job == 1, reps) / 1e9;
+    }
+    for (size_t i = 0; i < n; i++) {
+        clReleaseMemObject(cs[i].in_buf);
+        clReleaseMemObject(cs[i].out_buf);
+        dev_pinned_free(cs[i].src_h);
+        dev_pinned_free(cs[i].dst_h);
+    }
+    dev_close_all(devs, ndevs);
+    return n;
+}
+
+static void bs_row(const char *kind, uint64_t size, double one, double all, const double lim[2],
+                   const char *dev)
 {
     char label[32];
     bench_size_label(size, label, sizeof label, true);
     double g1 = (double)size / one / 1e9, ga = (double)size / all / 1e9;
-    printf("| %-9s | %6s | %8.2f | %8.2f | %5.2fx | %s |\n", kind, label, g1, ga, ga / g1, dev);
+    printf("| %-9s | %6s | %8.2f | %8.2f | %5.2fx | %8.2f | %8.2f | %5.2fx | %s |\n", kind, label,
+           g1, ga, ga / g1, lim[0], lim[1], lim[1] / lim[0], dev);
     fflush(stdout);
 }
 
 static void bs_size(amp_conn *c, const struct bs_opts *o, uint64_t size, amp_region *in,
-                    amp_region *out)
+                    amp_region *out, double lim[2][2])
 {
     uint8_t *src = amp_region_data(in);
     bench_random(src, (size_t)size, size);
@@ -149,7 +262,7 @@ static void bs_size(amp_conn *c, const struct bs_opts *o, uint64_t size, amp_reg
     bs_check_hist(res, src, (size_t)size);
     double all = bs_time(c, NULL, &hist, in, (size_t)size, NULL, o->reps, &res, dev, sizeof dev);
     bs_check_hist(res, src, (size_t)size);
-    bs_row("histogram", size, one, all, dev);
+    bs_row("histogram", size, one, all, (double[2]){lim[0][0], lim[1][0]}, dev);
 
     amp_step xf = { .size = sizeof xf, .kind = AMP_STEP_TRANSFORM,
                     .transform = { .op = AMP_OP_XOR, .value = 0x5a } };
@@ -165,7 +278,7 @@ static void bs_size(amp_conn *c, const struct bs_opts *o, uint64_t size, amp_reg
         bs_failures++;
     }
     free(want);
-    bs_row("transform", size, one, all, dev);
+    bs_row("transform", size, one, all, (double[2]){lim[0][1], lim[1][1]}, dev);
     amp_step_results_free(res, 1);
 }
 
@@ -176,6 +289,8 @@ int main(int argc, char **argv)
     uint64_t largest = 0;
     for (size_t i = 0; i < o.nsizes; i++)
         largest = o.sizes[i] > largest ? o.sizes[i] : largest;
+    double lim[2][2];
+    size_t nlim = bs_limits(largest, o.reps, lim);
     char mem[32];
     snprintf(mem, sizeof mem, "%llu", (unsigned long long)(largest * 3));
     const char *base[] = { "--max-job-memory", mem, "--max-connection-memory", mem };
@@ -201,10 +316,13 @@ int main(int argc, char **argv)
     printf("# bench_split: one device (device 0) against the daemon's choice (split over the "
            "default type's devices); regions; median of %d after 1 warm-up; GB/s = input bytes / s\n",
            o.reps);
-    printf("| job       |   size | 1 dev GB/s | all GB/s | ratio | devices that ran it |\n");
-    printf("|---|---:|---:|---:|---:|---|\n");
+    printf("# limit: pinned copies (in; a transform's in and out at once) of up to 1 GiB a device, "
+           "device 0 alone, then %zu devices at once; best of %d\n", nlim, o.reps);
+    printf("| job       |   size | 1 dev GB/s | all GB/s | ratio | limit 1 dev | limit all | "
+           "limit ratio | devices that ran it |\n");
+    printf("|---|---:|---:|---:|---:|---:|---:|---:|---|\n");
     for (size_t i = 0; i < o.nsizes; i++)
-        bs_size(c, &o, o.sizes[i], in, out);
+        bs_size(c, &o, o.sizes[i], in, out, lim);
     amp_region_release(in);
     amp_region_release(out);
     amp_close(c);

@@ -10,8 +10,9 @@
  * RPC: calls by gRPC status, peak RSS, bytes held, connections).
  *
  * How clients die: a share of the connections (one in SOAK_CHILD_SHARE)
- * run in forked child processes, one client each, and the main thread
- * SIGKILLs a random one and forks a new one in its place. A killed process
+ * run in child processes, one client each, and the main thread has a
+ * random one SIGKILLed and a new one forked in its place (by the spawner,
+ * a single-threaded process: see soak_spawner_start). A killed process
  * is the most abrupt client there is (its socket closes with whatever was
  * half sent or unread), it needs no hook inside libampclient, and it
  * cannot leave the bench itself in a broken state. The other clients are
@@ -39,6 +40,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -70,6 +72,7 @@
 #define SOAK_SEED 0x50a4ull
 #define SOAK_START_TIMEOUT_MS 120000          /* PoCL builds ampd's kernels at start */
 #define SOAK_STOP_TIMEOUT_MS 60000
+#define SOAK_LEAVE_MARGIN_S 10                /* past a call's timeout, for a client to leave */
 #define SOAK_SETTLE_TIMEOUT_MS 15000          /* for held bytes to return once clients left */
 #define SOAK_POLL_MS 100
 #define SOAK_LOG_TAIL 3000
@@ -131,6 +134,7 @@ struct soak_client {
     uint64_t rng;
     amp_conn *conn;
     pthread_t thread;
+    _Atomic pid_t tid;     /* a thread's kernel id, for its wait channel if it hangs */
 };
 
 static struct soak_shared *soak;
@@ -456,14 +460,16 @@ static void soak_client_loop(struct soak_client *cl)
 
 static void *soak_thread(void *arg)
 {
-    soak_client_loop(arg);
+    struct soak_client *cl = arg;
+    atomic_store(&cl->tid, gettid());
+    soak_client_loop(cl);
     return NULL;
 }
 
 /* A child client: it owns nothing of the parent's but the shared mapping
  * and the input, so the parent's sockets (other clients' connections) are
  * closed first: a copy held open here would hide their closing from the
- * daemon. It dies with the parent. */
+ * daemon. It dies with its parent, the spawner. */
 static pid_t soak_fork_child(struct soak_client *cl, uint64_t generation)
 {
     pid_t pid = fork();
@@ -477,6 +483,122 @@ static pid_t soak_fork_child(struct soak_client *cl, uint64_t generation)
     cl->rng ^= generation * 0x9e3779b97f4a7c15ull;
     soak_client_loop(cl);
     _exit(0);
+}
+
+/* The kernel's word for where a process or thread sleeps ("futex_wait_queue":
+ * a lock; "do_sys_poll": a socket), for a client that did not leave. */
+static void soak_wchan(const char *path, char *out, size_t cap)
+{
+    snprintf(out, cap, "?");
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return;
+    if (!fgets(out, (int)cap, f))
+        snprintf(out, cap, "?");
+    fclose(f);
+}
+
+/* --- the spawner: child clients forked by a single-threaded process ---------------- */
+
+/* fork() in a process whose other threads may hold locks (malloc's, the
+ * sanitizers') can leave the child waiting forever on a lock that no thread
+ * of its own will release. So child clients are forked by the spawner, a
+ * process forked before any client thread exists, which stays
+ * single-threaded; the main thread asks it over a socket pair. */
+enum soak_spawn_op { SOAK_SPAWN, SOAK_KILL, SOAK_END };
+
+struct soak_spawn_req {
+    int op, child;          /* enum soak_spawn_op; the child's index */
+    uint64_t generation;    /* SOAK_SPAWN: varies the new child's job mix */
+};
+
+struct soak_spawn_reply {
+    int ok;                 /* SOAK_END: every child left and exited 0 */
+    char what[160];         /* SOAK_END: the first that did not, and why */
+};
+
+/* At the end every child is told to stop through the shared mapping and has
+ * its last call's timeout to leave; one still there after that is reported
+ * with where it sleeps, and killed. */
+static bool soak_spawner_reap(const pid_t *pids, int n, char *what, size_t cap)
+{
+    double end = soak_now() + SOAK_CALL_TIMEOUT_MS / 1000.0 + SOAK_LEAVE_MARGIN_S;
+    bool ok = true;
+    for (int i = 0; i < n; i++) {
+        int st = 0;
+        pid_t got;
+        while ((got = waitpid(pids[i], &st, WNOHANG)) == 0 && soak_now() < end)
+            soak_sleep_ms(SOAK_POLL_MS);
+        if (got == 0) {
+            char path[64], wchan[64];
+            snprintf(path, sizeof path, "/proc/%d/wchan", (int)pids[i]);
+            soak_wchan(path, wchan, sizeof wchan);
+            kill(pids[i], SIGKILL);
+            waitpid(pids[i], NULL, 0);
+            if (ok)
+                snprintf(what, cap, "child client %d had not left %d s after the stop (asleep in %s)",
+                         i, SOAK_CALL_TIMEOUT_MS / 1000 + SOAK_LEAVE_MARGIN_S, wchan);
+            ok = false;
+        } else if (got < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+            if (ok)
+                snprintf(what, cap, "child client %d ended with wait status %d", i, st);
+            ok = false;
+        }
+    }
+    return ok;
+}
+
+static void soak_spawner_loop(int fd, struct soak_client *children, int n)
+{
+    pid_t *pids = calloc((size_t)n, sizeof *pids);
+    struct soak_spawn_req q;
+    while (pids && read(fd, &q, sizeof q) == (ssize_t)sizeof q) {
+        struct soak_spawn_reply a = { .ok = 1 };
+        if (q.op == SOAK_SPAWN) {
+            pids[q.child] = soak_fork_child(&children[q.child], q.generation);
+            a.ok = pids[q.child] > 0;
+        } else if (q.op == SOAK_KILL) {
+            kill(pids[q.child], SIGKILL);
+            waitpid(pids[q.child], NULL, 0);
+        } else {
+            a.ok = soak_spawner_reap(pids, n, a.what, sizeof a.what);
+        }
+        if (write(fd, &a, sizeof a) != (ssize_t)sizeof a)
+            break;
+    }
+    _exit(0);
+}
+
+/* Returns the main thread's end of the socket pair. */
+static int soak_spawner_start(struct soak_client *children, int n)
+{
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0)
+        soak_die("socketpair: %s", strerror(errno));
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0)
+        soak_die("fork: %s", strerror(errno));
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() == 1)
+            _exit(0);
+        close(sv[0]);
+        soak_spawner_loop(sv[1], children, n);
+    }
+    close(sv[1]);
+    return sv[0];
+}
+
+static struct soak_spawn_reply soak_spawner_ask(int fd, int op, int child, uint64_t generation)
+{
+    struct soak_spawn_req q = { .op = op, .child = child, .generation = generation };
+    struct soak_spawn_reply a;
+    if (write(fd, &q, sizeof q) != (ssize_t)sizeof q ||
+        read(fd, &a, sizeof a) != (ssize_t)sizeof a)
+        soak_die("the spawner of child clients is gone");
+    a.what[sizeof a.what - 1] = '\0';
+    return a;
 }
 
 /* --- the daemon ------------------------------------------------------------------ */
@@ -639,7 +761,7 @@ static double soak_settle(struct soak_daemon *dm, amp_daemon_status *st)
 struct soak_run {
     struct soak_client *clients;
     int nthreads, nchildren;
-    pid_t children[SOAK_CHILDREN_MAX];
+    int spawner;           /* the socket to the spawner of child clients, or -1 */
     uint64_t kills, kills_in_call, generation;
     double seconds;
 };
@@ -652,23 +774,23 @@ static void soak_start_clients(struct soak_run *r, const struct soak_opts *o)
     r->nchildren = o->kill_every_ms > 0 ? (o->connections + SOAK_CHILD_SHARE - 1) / SOAK_CHILD_SHARE
                                         : 0;
     r->nthreads = o->connections - r->nchildren;
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setstacksize(&attr, SOAK_THREAD_STACK);
     for (int i = 0; i < o->connections; i++) {
         struct soak_client *cl = &r->clients[i];
         cl->index = i;
         cl->child = i < r->nthreads ? -1 : i - r->nthreads;
         cl->rng = SOAK_SEED + 0x9e3779b97f4a7c15ull * (uint64_t)(i + 1);
-        if (cl->child >= 0) {
-            r->children[cl->child] = soak_fork_child(cl, r->generation++);
-            if (r->children[cl->child] < 0)
-                soak_die("fork: %s", strerror(errno));
-        } else {
-            int e = pthread_create(&cl->thread, &attr, soak_thread, cl);
-            if (e != 0)
-                soak_die("cannot start client thread %d (%s)", i, strerror(e));
-        }
+    }
+    r->spawner = r->nchildren ? soak_spawner_start(r->clients + r->nthreads, r->nchildren) : -1;
+    for (int i = 0; i < r->nchildren; i++)
+        if (!soak_spawner_ask(r->spawner, SOAK_SPAWN, i, r->generation++).ok)
+            soak_die("fork: cannot start child client %d", i);
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, SOAK_THREAD_STACK);
+    for (int i = 0; i < r->nthreads; i++) {
+        int e = pthread_create(&r->clients[i].thread, &attr, soak_thread, &r->clients[i]);
+        if (e != 0)
+            soak_die("cannot start client thread %d (%s)", i, strerror(e));
     }
     pthread_attr_destroy(&attr);
 }
@@ -681,13 +803,30 @@ static void soak_kill_one(struct soak_run *r)
     int i = (int)soak_rand_below(&s, (unsigned)r->nchildren);
     if (atomic_load_explicit(&soak->in_call[i], memory_order_relaxed))
         r->kills_in_call++;
-    kill(r->children[i], SIGKILL);
-    waitpid(r->children[i], NULL, 0);
+    soak_spawner_ask(r->spawner, SOAK_KILL, i, 0);
     atomic_store_explicit(&soak->in_call[i], 0, memory_order_relaxed);
     r->kills++;
-    r->children[i] = soak_fork_child(&r->clients[r->nthreads + i], r->generation++);
-    if (r->children[i] < 0)
-        soak_die("fork: %s", strerror(errno));
+    if (!soak_spawner_ask(r->spawner, SOAK_SPAWN, i, r->generation++).ok)
+        soak_die("fork: cannot start child client %d", i);
+}
+
+/* Every client thread has its last call's timeout to leave after the stop;
+ * one still there is named with where it sleeps, and the soak fails. */
+static void soak_join_threads(struct soak_run *r)
+{
+    struct timespec end;
+    clock_gettime(CLOCK_REALTIME, &end);
+    end.tv_sec += SOAK_CALL_TIMEOUT_MS / 1000 + SOAK_LEAVE_MARGIN_S;
+    for (int i = 0; i < r->nthreads; i++) {
+        if (pthread_timedjoin_np(r->clients[i].thread, NULL, &end) == 0)
+            continue;
+        char path[64], wchan[64];
+        snprintf(path, sizeof path, "/proc/self/task/%d/wchan", (int)atomic_load(&r->clients[i].tid));
+        soak_wchan(path, wchan, sizeof wchan);
+        fprintf(stderr, "soak: FAIL: client thread %d had not left %d s after the stop (asleep in %s)\n",
+                i, SOAK_CALL_TIMEOUT_MS / 1000 + SOAK_LEAVE_MARGIN_S, wchan);
+        exit(1);
+    }
 }
 
 /* Runs until --seconds have passed, killing as it goes, then lets every
@@ -704,13 +843,14 @@ static void soak_drive(struct soak_run *r, const struct soak_opts *o)
     }
     r->seconds = soak_now() - t0;
     atomic_store(&soak->stop, 1);
-    for (int i = 0; i < r->nthreads; i++)
-        pthread_join(r->clients[i].thread, NULL);
-    for (int i = 0; i < r->nchildren; i++) {
-        int st;
-        waitpid(r->children[i], &st, 0);
-        if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
-            soak_die("child client %d ended with wait status %d", i, st);
+    soak_join_threads(r);
+    if (r->nchildren) {
+        struct soak_spawn_reply a = soak_spawner_ask(r->spawner, SOAK_END, 0, 0);
+        if (!a.ok) {
+            fprintf(stderr, "soak: FAIL: %s\n", a.what);
+            exit(1);
+        }
+        close(r->spawner);
     }
 }
 

@@ -517,8 +517,11 @@ static int conn_tls_open(amp_conn *c, const uint8_t *data, size_t len)
     if (tls_pipe_recv(c->tls, data, len) != 0)
         return conn_broke(c, AMP_ENOMEM, "out of memory", 0);
     for (;;) {
-        const uint8_t *plain;
-        ssize_t n = tls_pipe_read(c->tls, &plain);
+        /* A reply's bulk bytes are opened straight where the call wants them. */
+        size_t room;
+        uint8_t *dest = call_read_dest(c, &room);
+        const uint8_t *plain = dest;
+        ssize_t n = dest ? tls_pipe_read_into(c->tls, dest, room) : tls_pipe_read(c->tls, &plain);
         if (n == TLS_PIPE_AGAIN)
             return conn_tls_send(c);   /* what reading made (a key update's answer) */
         if (n == TLS_PIPE_EOF)
@@ -538,9 +541,9 @@ static int conn_tls_open(amp_conn *c, const uint8_t *data, size_t len)
 static int conn_read_some(amp_conn *c)
 {
     /* A reply's bulk bytes may go straight where the call wants them;
-     * not over TLS, whose records are opened in the pipe first. */
+     * over TLS, the ciphertext straight into the pipe's input buffer. */
     size_t want = CONN_READ_CHUNK;
-    uint8_t *buf = c->tls ? NULL : call_read_dest(c, &want);
+    uint8_t *buf = c->tls ? tls_pipe_recv_dest(c->tls, &want) : call_read_dest(c, &want);
     if (!buf) {
         buf = c->in;
         want = CONN_READ_CHUNK;
@@ -554,7 +557,7 @@ static int conn_read_some(amp_conn *c)
     if (n == 0)
         return conn_broke(c, AMP_EIO, "the daemon closed the connection", 0);
     if (c->tls)
-        return conn_tls_open(c, c->in, (size_t)n);
+        return conn_tls_open(c, buf, (size_t)n);
     ssize_t used = nghttp2_session_mem_recv(c->h2, buf, (size_t)n);
     if (used < 0)
         return conn_broke(c, AMP_EPROTO, nghttp2_strerror((int)used), 0);

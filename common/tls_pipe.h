@@ -1,9 +1,11 @@
-/* tls_pipe.h: one TLS connection over memory BIOs, without I/O.
+/* tls_pipe.h: one TLS connection over the pipe's own buffers, without I/O.
  *
  * The daemon (daemon/conn_tls.c) and the client (client/conn.c) both put
  * TLS between a socket and an HTTP/2 session the way nghttp2 puts HTTP/2
  * between bytes and calls: the owner feeds the ciphertext it read
- * (tls_pipe_recv), takes plaintext out (tls_pipe_read), hands plaintext in
+ * (tls_pipe_recv, after reading it in place: tls_pipe_recv_dest), takes
+ * plaintext out (tls_pipe_read, or tls_pipe_read_into where it belongs),
+ * hands plaintext in
  * (tls_pipe_write) and writes the ciphertext it gets (tls_pipe_out). The
  * pipe never touches a socket, so it works on any loop and can be fuzzed.
  * Who sets the SSL up (context, certificates, ALPN, names) is the owner's
@@ -23,6 +25,9 @@
  * returns at most this much at once. */
 #define TLS_PIPE_RECORD 16384
 #define TLS_PIPE_WHY_MAX 160
+/* tls_pipe_recv_dest() offers at least this much room: the pipe's input
+ * buffer, held from the first read until tls_pipe_free(). */
+#define TLS_PIPE_IN_READ (256 * 1024)
 
 /* tls_pipe_read() and tls_pipe_handshake() results besides bytes. */
 enum {
@@ -34,17 +39,23 @@ enum {
 struct tls_pipe;
 
 /* Wraps ssl, which the pipe owns from then on (freed with it, or here on
- * failure), with a memory BIO each way. The SSL's role (connect or accept
+ * failure), with the pipe's BIO both ways. The SSL's role (connect or accept
  * state) must be set. Returns NULL when out of memory. */
 struct tls_pipe *tls_pipe_new(SSL *ssl);
 
-/* Frees the SSL and both BIOs. NULL is a no-op. */
+/* Frees the SSL, its BIOs and the buffers. NULL is a no-op. */
 void tls_pipe_free(struct tls_pipe *p);
 
 /* The SSL inside, for questions (ALPN, peer certificate); still the pipe's. */
 SSL *tls_pipe_ssl(struct tls_pipe *p);
 
-/* Ciphertext read from the peer; copied. Returns 0, or TLS_PIPE_ERROR when
+/* Where the owner may read the peer's next ciphertext so that
+ * tls_pipe_recv() need not copy it: *room (>= TLS_PIPE_IN_READ) bytes,
+ * valid until the next call on p. NULL when out of memory or failed. */
+uint8_t *tls_pipe_recv_dest(struct tls_pipe *p, size_t *room);
+
+/* Ciphertext read from the peer: taken where it lies when it was read at
+ * tls_pipe_recv_dest(), else copied. Returns 0, or TLS_PIPE_ERROR when
  * out of memory. */
 int tls_pipe_recv(struct tls_pipe *p, const uint8_t *data, size_t len);
 
@@ -66,6 +77,10 @@ bool tls_pipe_failed(const struct tls_pipe *p);
  * TLS_PIPE_ERROR. Call it until it returns TLS_PIPE_AGAIN: records may
  * already wait decoded. */
 ssize_t tls_pipe_read(struct tls_pipe *p, const uint8_t **plain);
+
+/* tls_pipe_read() into the caller's dest: up to room bytes (at most one
+ * record's) are decrypted straight there, with no copy in between. */
+ssize_t tls_pipe_read_into(struct tls_pipe *p, uint8_t *dest, size_t room);
 
 /* Encrypts the n pieces of iov (the bytes are copied into records, small
  * pieces together). Only once tls_pipe_ready(). Returns 0, or

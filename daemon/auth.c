@@ -150,11 +150,26 @@ int auth_reload(struct auth *a, char *msg, size_t msglen)
         return -1;
     pthread_mutex_lock(&a->lock);
     struct auth_file old = a->file;
+    /* A name's count goes on across reloads (its metric is by name). */
+    for (size_t i = 0; i < fresh.n; i++)
+        for (size_t j = 0; j < old.n; j++)
+            if (strcmp(fresh.tokens[i].name, old.tokens[j].name) == 0)
+                fresh.tokens[i].calls = old.tokens[j].calls;
     a->file = fresh;
     pthread_mutex_unlock(&a->lock);
     auth_file_free(&old);
     snprintf(msg, msglen, "%zu tokens from %s", fresh.n, a->path);
     return 0;
+}
+
+void auth_token_calls(struct auth *a, auth_token_calls_fn fn, void *ctx)
+{
+    if (!a)
+        return;
+    pthread_mutex_lock(&a->lock);
+    for (size_t i = 0; i < a->file.n; i++)
+        fn(ctx, a->file.tokens[i].name, a->file.tokens[i].calls);
+    pthread_mutex_unlock(&a->lock);
 }
 
 void auth_free(struct auth *a)
@@ -258,8 +273,10 @@ static int auth_match(struct auth *a, const char *token, size_t len, char *clien
     for (size_t i = 0; i < a->file.n; i++)
         if (CRYPTO_memcmp(a->file.tokens[i].digest, digest, AUTH_DIGEST_LEN) == 0)
             found = (int)i;
-    if (found >= 0)
+    if (found >= 0) {
         snprintf(client, clientlen, "%s", a->file.tokens[found].name);
+        a->file.tokens[found].calls++;
+    }
     pthread_mutex_unlock(&a->lock);
     return found;
 }

@@ -53,6 +53,12 @@ int auth_new(const struct auth_rules *rules, struct auth **out, char *err, size_
  * no token file returns 1 (nothing to reload). */
 int auth_reload(struct auth *a, char *msg, size_t msglen);
 
+/* Calls fn with each token's name and the calls that carried it (a name's
+ * count goes on across reloads), under the token set's lock: fn must not
+ * call back into a. a NULL: no calls. For metrics. */
+typedef void (*auth_token_calls_fn)(void *ctx, const char *name, uint64_t calls);
+void auth_token_calls(struct auth *a, auth_token_calls_fn fn, void *ctx);
+
 /* NULL is a no-op. */
 void auth_free(struct auth *a);
 

@@ -24,6 +24,8 @@
 struct auth_token {
     char name[AUTH_NAME_MAX];
     uint8_t digest[AUTH_DIGEST_LEN];   /* SHA-256 of the token */
+    uint64_t calls;                    /* calls that carried it: 0 when read; auth.c counts
+                                        * them under its lock, for metrics */
 };
 
 struct auth_file {

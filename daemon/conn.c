@@ -319,11 +319,14 @@ static void conn_sock_read(void *ctx, const uint8_t *data, size_t len)
 }
 
 /* Stream data the session can take in place (h2_session_read_dest) is
- * read from the socket straight into its staging buffer. */
+ * read from the socket straight into its staging buffer; a TLS
+ * connection's ciphertext straight into the pipe's input buffer. */
 static uint8_t *conn_sock_read_dest(void *ctx, size_t *len)
 {
     struct conn *c = ctx;
-    return c->fatal || c->tls ? NULL : h2_session_read_dest(c->h2, len);
+    if (c->fatal)
+        return NULL;
+    return c->tls ? tls_pipe_recv_dest(c->tls, len) : h2_session_read_dest(c->h2, len);
 }
 
 static void conn_sock_eof(void *ctx)

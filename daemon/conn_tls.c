@@ -13,8 +13,12 @@ enum conn_tls_result conn_tls_recv(struct tls_pipe *t, struct h2_session *h2, co
     if (tls_pipe_recv(t, data, len) != 0)
         return CONN_TLS_FAILED;
     for (;;) {
-        const uint8_t *plain;
-        ssize_t n = tls_pipe_read(t, &plain);
+        /* Stream data the session takes in place is opened straight
+         * into its staging buffer, as the plain path reads it there. */
+        size_t room;
+        uint8_t *dest = h2_session_read_dest(h2, &room);
+        const uint8_t *plain = dest;
+        ssize_t n = dest ? tls_pipe_read_into(t, dest, room) : tls_pipe_read(t, &plain);
         if (n == TLS_PIPE_AGAIN)
             return CONN_TLS_OK;
         if (n == TLS_PIPE_EOF)

@@ -4,9 +4,10 @@
  * conn.c calls these instead of feeding the session directly when its
  * connection came through a tls: listener, and fuzz/fuzz_tls.c calls them
  * the same way. No I/O: the ciphertext to send waits in the pipe
- * (tls_pipe_out). Reads from such a connection never go straight into a
- * stream's staging buffer (h2_session_read_dest): the socket carries
- * ciphertext, and only the session's plaintext has a place there.
+ * (tls_pipe_out). The socket's ciphertext is read into the pipe's input
+ * buffer (tls_pipe_recv_dest), and stream data the session can take in
+ * place (h2_session_read_dest) is decrypted straight into its staging
+ * buffer, so TLS adds no copy to the plain path's but OpenSSL's own.
  */
 #ifndef AMPD_CONN_TLS_H
 #define AMPD_CONN_TLS_H
@@ -24,8 +25,9 @@ enum conn_tls_result {
     CONN_TLS_FAILED = -2,    /* TLS failed: send the alert waiting in the pipe, then close */
 };
 
-/* Ciphertext the socket read: decrypted, record by record, into
- * h2_session_recv() (the handshake first, which needs no session). */
+/* Ciphertext the socket read (at tls_pipe_recv_dest, or anywhere):
+ * decrypted, record by record, into h2_session_recv() (the handshake
+ * first, which needs no session). */
 enum conn_tls_result conn_tls_recv(struct tls_pipe *t, struct h2_session *h2, const uint8_t *data,
                                    size_t len);
 

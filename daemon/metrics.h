@@ -5,8 +5,8 @@
  * A scrape reads the daemon's counters where they live, each of which is
  * an atomic or taken under its own lock, so it never waits on an I/O loop:
  * calls and bytes (traffic.h), stage latencies (stage.h), jobs and devices
- * (sched.h), connections (conn_limit.h), held bytes (budget.h) and
- * regions (region.h). The listener is a loopback address unless
+ * (sched.h), connections (conn_limit.h), held bytes (budget.h),
+ * regions (region.h) and calls per token (auth.h). The listener is a loopback address unless
  * --metrics-allow-remote is on: the numbers say who uses the daemon how.
  */
 #ifndef AMPD_METRICS_H
@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct auth;
 struct budget;
 struct conn_limit;
 struct region_set;
@@ -31,6 +32,7 @@ struct metrics_sources {
     struct conn_limit *conn_limit;
     struct budget *budget;
     struct region_set *regions;     /* NULL: --regions off */
+    struct auth *auth;              /* NULL: no --token-file */
     uint64_t start_ms;              /* rpc_now_ms() at startup */
 };
 

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "auth.h"
 #include "budget.h"
 #include "conn_limit.h"
 #include "region.h"
@@ -189,6 +190,13 @@ static void metrics_devices(struct metrics_buf *b, struct sched *s)
     }
 }
 
+static void metrics_token_line(void *ctx, const char *name, uint64_t calls)
+{
+    /* Token names are letters, digits and . _ @ - (auth_file.h): safe in a label. */
+    metrics_printf(ctx, "ampd_token_calls_total{token=\"%s\"} %llu\n", name,
+                   (unsigned long long)calls);
+}
+
 static void metrics_gauge(struct metrics_buf *b, const char *name, const char *help, double v)
 {
     metrics_family(b, name, "gauge", help);
@@ -221,6 +229,11 @@ char *metrics_render(const struct metrics_sources *src, size_t *len)
                       (double)region_set_count(src->regions));
         metrics_gauge(&b, "ampd_region_bytes", "bytes of regions mapped now (--max-region-bytes)",
                       (double)region_set_bytes(src->regions));
+    }
+    if (src->auth) {
+        metrics_family(&b, "ampd_token_calls_total", "counter",
+                       "calls that carried each --token-file token, by its name");
+        auth_token_calls(src->auth, metrics_token_line, &b);
     }
     if (b.failed) {
         free(b.p);

@@ -468,6 +468,7 @@ static int server_metrics(struct server *srv)
         .conn_limit = &srv->conn_limit,
         .budget = &srv->budget,
         .regions = srv->regions,
+        .auth = srv->cfg->token_file[0] ? srv->auth : NULL,
         .start_ms = srv->start_ms,
     };
     if (metrics_start(srv->cfg->metrics_listen, srv->cfg->metrics_allow_remote, &src,

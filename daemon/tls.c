@@ -22,8 +22,13 @@
 static const unsigned char tls_alpn_h2[] = { 2, 'h', '2' };
 
 /* TLS 1.2 suites that HTTP/2 allows (RFC 9113 9.2.2: ephemeral keys, AEAD);
- * TLS 1.3's are all of that kind. */
-#define TLS_CIPHERS_12 "ECDHE+AESGCM:ECDHE+CHACHA20"
+ * TLS 1.3's are all of that kind. AES-128-GCM leads both lists: with
+ * AES instructions it seals bulk data faster than AES-256 (OpenSSL's
+ * default first choice) at a strength TLS 1.3 offers first too, and
+ * SSL_OP_PRIORITIZE_CHACHA gives a client that lists ChaCha20 first (one
+ * without AES instructions) ChaCha20 instead. */
+#define TLS_CIPHERS_12 "ECDHE+AESGCM+AES128:ECDHE+AESGCM+AES256:ECDHE+CHACHA20"
+#define TLS_SUITES_13 "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256"
 
 struct tls_server {
     pthread_mutex_t lock;   /* guards ctx: swapped by reload, used by accept */
@@ -90,7 +95,7 @@ static SSL_CTX *tls_context(const struct tls_server *t, char *err, size_t errlen
     }
     SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
     SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_TICKET |
-                                 SSL_OP_CIPHER_SERVER_PREFERENCE);
+                                 SSL_OP_CIPHER_SERVER_PREFERENCE | SSL_OP_PRIORITIZE_CHACHA);
     SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
     SSL_CTX_set_num_tickets(ctx, 0);
     SSL_CTX_set_alpn_select_cb(ctx, tls_alpn_select, NULL);
@@ -98,6 +103,8 @@ static SSL_CTX *tls_context(const struct tls_server *t, char *err, size_t errlen
     int rv = -1;
     if (SSL_CTX_set_cipher_list(ctx, TLS_CIPHERS_12) != 1)
         tls_fail(err, errlen, "TLS 1.2 ciphers", TLS_CIPHERS_12);
+    else if (SSL_CTX_set_ciphersuites(ctx, TLS_SUITES_13) != 1)
+        tls_fail(err, errlen, "TLS 1.3 cipher suites", TLS_SUITES_13);
     else if (SSL_CTX_use_certificate_chain_file(ctx, t->cert) != 1)
         tls_fail(err, errlen, "--tls-cert", t->cert);
     else if (SSL_CTX_use_PrivateKey_file(ctx, t->key, SSL_FILETYPE_PEM) != 1)

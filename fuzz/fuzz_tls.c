@@ -1,7 +1,7 @@
 /* fuzz_tls.c: libFuzzer harness for a tls: connection's TLS leg.
  *
  * The bytes a client sends reach the daemon's TLS path exactly as
- * conn.c wires it: conn_tls_recv() (common/tls_pipe.c's memory BIOs,
+ * conn.c wires it: conn_tls_recv() (common/tls_pipe.c's pipe,
  * daemon/tls.c's context: ALPN h2 required, no renegotiation, TLS 1.2 and
  * 1.3) into an h2 session whose calls are all answered UNIMPLEMENTED, and
  * conn_tls_seal() plus tls_pipe_out() for what goes back.

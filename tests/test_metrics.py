@@ -6,11 +6,14 @@ must move the counters by exactly what they did, and every scrape must
 parse with prometheus_client's own parser. Bad input: other paths are
 404, other methods 405, a busy port and a non-loopback address without
 --metrics-allow-remote stop the daemon at startup naming the address,
-and a value that is not HOST:PORT is a usage error.
+and a value that is not HOST:PORT is a usage error. With --token-file,
+each token's calls are counted by its name, and a name's count goes on
+across a SIGHUP reload while a dropped name leaves the page.
 Prints one line per check and a closing "N passed, M failed".
 """
 import os
 import re
+import signal
 import socket
 import subprocess
 import sys
@@ -205,6 +208,62 @@ def check_remote_refused():
         expect(rc == EXIT_USAGE and "--metrics-listen" in err, "%s: exit %d %r" % (bad, rc, err))
 
 
+TOKENS = {"alice": "alice-token-0123456789", "bob": "bob-token-0123456789",
+          "carol": "carol-token-0123456789"}
+
+
+def write_tokens(path, names, suffix=""):
+    with open(path, "w", encoding="utf-8") as f:
+        for n in names:
+            f.write("%s %s%s\n" % (n, TOKENS[n], suffix))
+    os.chmod(path, 0o600)
+
+
+def token_counts(m):
+    samples, _ = scrape(m)
+    return {dict(k[1])["token"]: v for k, v in samples.items()
+            if k[0] == "ampd_token_calls_total"}
+
+
+def call_with(m, token):
+    md = (("authorization", "Bearer " + token),) if token else None
+    return m.channel.unary_unary(REVERSE)(pb_bytes(1, b"abc"), timeout=CALL_TIMEOUT_S,
+                                          metadata=md)
+
+
+def check_token_calls():
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "tokens")
+        write_tokens(path, ("alice", "bob"))
+        m = Metrics(("--token-file", path))
+        try:
+            got = token_counts(m)
+            expect(got == {"alice": 0, "bob": 0}, "before any call: %r" % got)
+            for _ in range(3):
+                call_with(m, TOKENS["alice"])
+            call_with(m, TOKENS["bob"])
+            call_with(m, None)   # a Unix peer needs no token: counted under none
+            try:
+                call_with(m, "wrong-token-0123456789")
+                raise AssertionError("a wrong token was accepted")
+            except grpc.RpcError as e:
+                expect(e.code() == grpc.StatusCode.UNAUTHENTICATED, "wrong token: %s" % e.code())
+            got = token_counts(m)
+            expect(got == {"alice": 3, "bob": 1}, "after 3 alice, 1 bob: %r" % got)
+            # alice's token changes, bob goes, carol comes: alice's series goes on.
+            write_tokens(path, ("alice", "carol"), suffix="-new")
+            os.kill(m.daemon.proc.pid, signal.SIGHUP)
+            deadline = time.monotonic() + CALL_TIMEOUT_S
+            while "for calls from now on" not in m.log_text():
+                expect(time.monotonic() < deadline, "no reload line in:\n" + m.log_text())
+                time.sleep(0.05)
+            call_with(m, TOKENS["alice"] + "-new")
+            got = token_counts(m)
+            expect(got == {"alice": 4, "carol": 0}, "after the reload and one alice: %r" % got)
+        finally:
+            expect(m.close() == 0, "ampd with tokens did not exit cleanly")
+
+
 def check_remote_allowed():
     m = Metrics(("--metrics-listen", "0.0.0.0:0", "--metrics-allow-remote", "on"))
     try:
@@ -243,6 +302,7 @@ def main():
     run("busy_port", check_busy_port)
     run("remote_refused", check_remote_refused)
     run("remote_allowed", check_remote_allowed)
+    run("token_calls", check_token_calls)
     print("%d passed, %d failed" % (passed, failed))
     return 0 if failed == 0 else 1
 
