@@ -97,8 +97,11 @@ int ampctl_usage_error(const char *cmd, const char *fmt, ...)
 /* After getopt printed its own complaint: the pointer to --help only. */
 int ampctl_bad_option(const char *cmd);
 
-/* Parses the options of a command that takes none but --help. Returns -1
- * to go on, or an exit code (0 after printing the help). */
+/* Parses the options of a command that takes none but --help; its
+ * arguments are left at argv[optind..argc). Returns -1 to go on, or an
+ * exit code (0 after printing the help). */
+int ampctl_parse_help(const struct ampctl_cmd *cmd, int argc, char **argv);
+/* ampctl_parse_help() for a command that takes no arguments either. */
 int ampctl_parse_none(const struct ampctl_cmd *cmd, int argc, char **argv);
 
 /* Prints "ampctl: <msg>" on stderr. */
@@ -189,6 +192,9 @@ void io_input_close(struct io_input *in);
  * io_close_fd (which reports a failed close) unless it is stdout. */
 int io_open_fd(const char *path, int *fd);
 int io_close_fd(const char *path, int fd);
+/* Writes all len bytes of buf to fd (name: the file, for the message).
+ * AMPCTL_OK, or AMPCTL_EIO with the reason printed. */
+int io_write_fd(int fd, const char *name, const void *buf, size_t len);
 
 /* --- term.c --------------------------------------------------------------- */
 
@@ -207,15 +213,39 @@ int term_out_check(struct term_out *t, const void *buf, size_t len);
 /* After the last write: ends an open line of text on a guarded terminal. */
 int term_out_end(struct term_out *t);
 
+/* --- job.c ---------------------------------------------------------------- */
+
+/* A data command's job: its steps over the input, where its data output
+ * goes and where its histograms go. */
+struct job_spec {
+    const amp_step *steps;
+    size_t nsteps;
+    const char *output;   /* the data output's file (NULL or "-": stdout); it
+                           * must not be the input file */
+    int has_output;       /* the last data step's result is written to output */
+    amp_hist *hists;      /* one per histogram step, in order (nhists) */
+    size_t nhists;
+};
+
+/* A command's own single call with the whole input in memory (in->head),
+ * its results going where j says; arg is the command's own. Returns an
+ * exit code. */
+typedef int (*job_unary_fn)(struct ampctl *ctx, const struct io_input *in,
+                            const struct job_spec *j, const void *arg);
+
+/* Runs j over in the way open to it: over shared-memory regions where
+ * --transport says so (region_job), as a stream when the input is large
+ * or of unknown size (stream_job), else by unary(ctx, in, j, arg).
+ * Returns an exit code. */
+int job_run(struct ampctl *ctx, struct io_input *in, const struct job_spec *j,
+            job_unary_fn unary, const void *arg);
+
 /* --- stream.c ------------------------------------------------------------- */
 
-/* Runs steps over in as one Stream call (total_length when the input's
- * size is known), with a progress bar on a terminal. has_output: the data
- * output goes to output (NULL or "-": stdout), which must not be the input
- * file. One histogram per histogram step goes into hists. Returns an exit
- * code; a local read or write failure is AMPCTL_EIO. */
-int stream_job(struct ampctl *ctx, struct io_input *in, const amp_step *steps, size_t nsteps,
-               const char *output, int has_output, amp_hist *hists, size_t nhists);
+/* Runs j over in as one Stream call (total_length when the input's size
+ * is known), with a progress bar on a terminal. Returns an exit code; a
+ * local read or write failure is AMPCTL_EIO. */
+int stream_job(struct ampctl *ctx, struct io_input *in, const struct job_spec *j);
 
 /* --- region.c ------------------------------------------------------------- */
 
@@ -223,11 +253,10 @@ int stream_job(struct ampctl *ctx, struct io_input *in, const amp_step *steps, s
  * (any --transport but shm, or nothing to share): not an exit code. */
 #define REGION_UNAVAILABLE (-1)
 
-/* Runs steps over in as one job over shared-memory regions, as
- * stream_job() does over a stream (same arguments, same output). Returns
- * an exit code, or REGION_UNAVAILABLE. */
-int region_job(struct ampctl *ctx, struct io_input *in, const amp_step *steps, size_t nsteps,
-               const char *output, int has_output, amp_hist *hists, size_t nhists);
+/* Runs j over in as one job over shared-memory regions, as stream_job()
+ * does over a stream (same output). Returns an exit code, or
+ * REGION_UNAVAILABLE. */
+int region_job(struct ampctl *ctx, struct io_input *in, const struct job_spec *j);
 
 /* --- progress.c ------------------------------------------------------------ */
 
@@ -255,8 +284,6 @@ int parse_i64(const char *text, int64_t *out);
 int parse_u32(const char *text, uint32_t max, uint32_t *out);
 int parse_double(const char *text, double *out);
 int parse_float(const char *text, float *out);
-/* A byte count with an optional binary suffix: 4096, 64K, 16M, 1G. */
-int parse_size(const char *text, uint64_t *out);
 /* A duration in ms: a number with an optional unit, ms, s, m or h
  * ("500ms", "2s", "1.5m"); a bare number is milliseconds. */
 int parse_duration_ms(const char *text, uint32_t max, uint32_t *out);

@@ -43,7 +43,7 @@ static void bench_usage(FILE *f)
                "\n"
                "  -k, --kind KIND        reverse (default), transform (xor), hist or fill (int32)\n"
                "  -s, --size SIZE        bytes per job's input, or fill's output (default %s;\n"
-               "                         K, M, G suffixes)\n"
+               "                         K, M, G, T suffixes)\n"
                "  -c, --connections N    connections, each with its own thread (default %d)\n"
                "  -f, --in-flight N      calls running at once on each connection (default %d:\n"
                "                         blocking calls; more: started calls, not for fill)\n"
@@ -305,7 +305,7 @@ static int bench_parse(int argc, char **argv, struct bench_args *a)
             break;
         }
         case 's':
-            if (parse_size(optarg, &a->size) != 0)
+            if (size_text_parse(optarg, &a->size) != 0)
                 return ampctl_usage_error("bench", "--size: not a byte count: \"%s\"", optarg);
             break;
         case 'c':

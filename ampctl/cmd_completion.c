@@ -85,13 +85,9 @@ static void completion_bash(FILE *f)
 static int completion_run(struct ampctl *ctx, int argc, char **argv)
 {
     (void)ctx;
-    int ch = getopt_long(argc, argv, ampctl_help_short_options, ampctl_help_options, NULL);
-    if (ch == 'h') {
-        completion_usage(stdout);
-        return AMPCTL_OK;
-    }
-    if (ch != -1)
-        return ampctl_bad_option("completion");
+    int rc = ampctl_parse_help(&cmd_completion, argc, argv);
+    if (rc >= 0)
+        return rc;
     if (argc - optind != 1 || strcmp(argv[optind], COMPLETION_SHELL) != 0)
         return ampctl_usage_error("completion", "give the shell: ampctl completion "
                                   COMPLETION_SHELL);

@@ -169,7 +169,8 @@ static int fill_run(struct ampctl *ctx, int argc, char **argv)
          * for a person's screen, and its bytes come in the reply. */
         struct io_input none = { .fd = -1, .eof = 1 };
         amp_step step = { .size = sizeof(amp_step), .kind = AMP_STEP_FILL, .fill = a.p };
-        rc = region_job(ctx, &none, &step, 1, a.output, 1, NULL, 0);
+        struct job_spec j = { .steps = &step, .nsteps = 1, .output = a.output, .has_output = 1 };
+        rc = region_job(ctx, &none, &j);
         if (rc != REGION_UNAVAILABLE)
             return rc;
     }

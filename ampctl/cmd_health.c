@@ -27,17 +27,13 @@ static const char *health_name(int serving)
 
 static int health_run(struct ampctl *ctx, int argc, char **argv)
 {
-    int ch = getopt_long(argc, argv, ampctl_help_short_options, ampctl_help_options, NULL);
-    if (ch == 'h') {
-        health_usage(stdout);
-        return AMPCTL_OK;
-    }
-    if (ch != -1)
-        return ampctl_bad_option("health");
+    int rc = ampctl_parse_help(&cmd_health, argc, argv);
+    if (rc >= 0)
+        return rc;
     if (argc - optind > 1)
         return ampctl_usage_error("health", "one SERVICE at most");
     const char *service = optind < argc ? argv[optind] : "";
-    int rc = ampctl_connect(ctx);
+    rc = ampctl_connect(ctx);
     if (rc != AMPCTL_OK)
         return rc;
     int serving;

@@ -122,6 +122,15 @@ static void hist_print(struct ampctl *ctx, const amp_hist *h, const amp_hist_par
     }
 }
 
+/* One Histogram call with the input in memory (job_unary_fn; arg: the
+ * parameters), into j's histogram. */
+static int hist_unary(struct ampctl *ctx, const struct io_input *in, const struct job_spec *j,
+                      const void *arg)
+{
+    int r = amp_histogram(ctx->conn, &ctx->opts, arg, in->head, in->head_len, &j->hists[0]);
+    return r == 0 ? AMPCTL_OK : ampctl_fail(ctx, r);
+}
+
 static int hist_run(struct ampctl *ctx, int argc, char **argv)
 {
     struct hist_args a;
@@ -137,13 +146,8 @@ static int hist_run(struct ampctl *ctx, int argc, char **argv)
         amp_hist h;
         memset(&h, 0, sizeof h);
         amp_step step = { .size = sizeof(amp_step), .kind = AMP_STEP_HISTOGRAM, .hist = a.p };
-        rc = region_job(ctx, &in, &step, 1, NULL, 0, &h, 1);
-        if (rc == REGION_UNAVAILABLE && io_input_streams(&in, ctx->stream_threshold)) {
-            rc = stream_job(ctx, &in, &step, 1, NULL, 0, &h, 1);
-        } else if (rc == REGION_UNAVAILABLE) {
-            int r = amp_histogram(ctx->conn, &ctx->opts, &a.p, in.head, in.head_len, &h);
-            rc = r == 0 ? AMPCTL_OK : ampctl_fail(ctx, r);
-        }
+        struct job_spec j = { .steps = &step, .nsteps = 1, .hists = &h, .nhists = 1 };
+        rc = job_run(ctx, &in, &j, hist_unary, &a.p);
         if (rc == AMPCTL_OK) {
             hist_print(ctx, &h, &a.p);
             rc = io_close_output(NULL, stdout);

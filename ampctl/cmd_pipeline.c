@@ -231,9 +231,12 @@ static int pipeline_print_hists(struct ampctl *ctx, const struct pipeline_args *
     return io_close_output(NULL, stdout);
 }
 
-static int pipeline_unary(struct ampctl *ctx, const struct pipeline_args *a,
-                          const struct io_input *in, amp_hist *hists)
+/* One Pipeline call with the input in memory (job_unary_fn; arg: the
+ * parsed command line). */
+static int pipeline_unary(struct ampctl *ctx, const struct io_input *in,
+                          const struct job_spec *j, const void *arg)
 {
+    const struct pipeline_args *a = arg;
     amp_step_result *r = NULL;
     int rc = amp_pipeline(ctx->conn, &ctx->opts, a->steps, a->nsteps, in->head, in->head_len, &r);
     if (rc != 0)
@@ -243,7 +246,7 @@ static int pipeline_unary(struct ampctl *ctx, const struct pipeline_args *a,
     size_t k = 0;
     for (size_t i = 0; i < a->nsteps; i++) {
         if (a->steps[i].kind == AMP_STEP_HISTOGRAM) {
-            hists[k++] = r[i].hist; /* moved: the results no longer own it */
+            j->hists[k++] = r[i].hist; /* moved: the results no longer own it */
             memset(&r[i].hist, 0, sizeof r[i].hist);
         }
     }
@@ -260,12 +263,9 @@ static int pipeline_go(struct ampctl *ctx, const struct pipeline_args *a, amp_hi
     if (rc == AMPCTL_OK)
         rc = ampctl_connect(ctx);
     if (rc == AMPCTL_OK) {
-        rc = region_job(ctx, &in, a->steps, a->nsteps, a->output, a->has_data, hists, a->nhists);
-        if (rc == REGION_UNAVAILABLE && io_input_streams(&in, ctx->stream_threshold))
-            rc = stream_job(ctx, &in, a->steps, a->nsteps, a->output, a->has_data, hists,
-                            a->nhists);
-        else if (rc == REGION_UNAVAILABLE)
-            rc = pipeline_unary(ctx, a, &in, hists);
+        struct job_spec j = { .steps = a->steps, .nsteps = a->nsteps, .output = a->output,
+                              .has_output = a->has_data, .hists = hists, .nhists = a->nhists };
+        rc = job_run(ctx, &in, &j, pipeline_unary, a);
     }
     if (rc == AMPCTL_OK && a->nhists)
         rc = pipeline_print_hists(ctx, a, hists);

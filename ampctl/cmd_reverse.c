@@ -58,7 +58,7 @@ static int reverse_parse(int argc, char **argv, struct reverse_args *a)
     return -1;
 }
 
-static int reverse_unary(struct ampctl *ctx, const char *output, const void *in, size_t len)
+static int reverse_write(struct ampctl *ctx, const char *output, const void *in, size_t len)
 {
     void *out = NULL;
     size_t out_len = 0;
@@ -66,6 +66,13 @@ static int reverse_unary(struct ampctl *ctx, const char *output, const void *in,
     int rc = r == 0 ? io_write_all(output, out, out_len) : ampctl_fail(ctx, r);
     amp_free(out);
     return rc;
+}
+
+static int reverse_unary(struct ampctl *ctx, const struct io_input *in, const struct job_spec *j,
+                         const void *arg)
+{
+    (void)arg;
+    return reverse_write(ctx, j->output, in->head, in->head_len);
 }
 
 static int reverse_run(struct ampctl *ctx, int argc, char **argv)
@@ -76,7 +83,7 @@ static int reverse_run(struct ampctl *ctx, int argc, char **argv)
         return rc;
     if (a.text) {
         rc = ampctl_connect(ctx);
-        return rc == AMPCTL_OK ? reverse_unary(ctx, a.output, a.text, strlen(a.text)) : rc;
+        return rc == AMPCTL_OK ? reverse_write(ctx, a.output, a.text, strlen(a.text)) : rc;
     }
     struct io_input in = { .fd = -1 };
     rc = io_input_open(a.input, ctx->stream_threshold, &in);
@@ -84,11 +91,8 @@ static int reverse_run(struct ampctl *ctx, int argc, char **argv)
         rc = ampctl_connect(ctx);
     if (rc == AMPCTL_OK) {
         amp_step step = { .size = sizeof(amp_step), .kind = AMP_STEP_REVERSE };
-        rc = region_job(ctx, &in, &step, 1, a.output, 1, NULL, 0);
-        if (rc == REGION_UNAVAILABLE && io_input_streams(&in, ctx->stream_threshold))
-            rc = stream_job(ctx, &in, &step, 1, a.output, 1, NULL, 0);
-        else if (rc == REGION_UNAVAILABLE)
-            rc = reverse_unary(ctx, a.output, in.head, in.head_len);
+        struct job_spec j = { .steps = &step, .nsteps = 1, .output = a.output, .has_output = 1 };
+        rc = job_run(ctx, &in, &j, reverse_unary, NULL);
     }
     io_input_close(&in);
     return rc;

@@ -130,14 +130,16 @@ static int transform_read_lut(const char *path, uint8_t **table)
     return AMPCTL_OK;
 }
 
-/* Small inputs: one Transform call with the input in memory. */
-static int transform_unary(struct ampctl *ctx, const struct transform_args *a,
-                           const struct io_input *in)
+/* Small inputs: one Transform call with the input in memory (job_unary_fn;
+ * arg: the parameters). */
+static int transform_unary(struct ampctl *ctx, const struct io_input *in,
+                           const struct job_spec *j, const void *arg)
 {
+    const amp_transform_params *p = arg;
     void *out = NULL;
     size_t out_len = 0;
-    int r = amp_transform(ctx->conn, &ctx->opts, &a->p, in->head, in->head_len, &out, &out_len);
-    int rc = r == 0 ? io_write_all(a->output, out, out_len) : ampctl_fail(ctx, r);
+    int r = amp_transform(ctx->conn, &ctx->opts, p, in->head, in->head_len, &out, &out_len);
+    int rc = r == 0 ? io_write_all(j->output, out, out_len) : ampctl_fail(ctx, r);
     amp_free(out);
     return rc;
 }
@@ -160,11 +162,8 @@ static int transform_run(struct ampctl *ctx, int argc, char **argv)
         a.p.table = table;
         a.p.table_len = table ? AMP_MAP_TABLE_LEN : 0;
         amp_step step = { .size = sizeof(amp_step), .kind = AMP_STEP_TRANSFORM, .transform = a.p };
-        rc = region_job(ctx, &in, &step, 1, a.output, 1, NULL, 0);
-        if (rc == REGION_UNAVAILABLE && io_input_streams(&in, ctx->stream_threshold))
-            rc = stream_job(ctx, &in, &step, 1, a.output, 1, NULL, 0);
-        else if (rc == REGION_UNAVAILABLE)
-            rc = transform_unary(ctx, &a, &in);
+        struct job_spec j = { .steps = &step, .nsteps = 1, .output = a.output, .has_output = 1 };
+        rc = job_run(ctx, &in, &j, transform_unary, &a.p);
     }
     io_input_close(&in);
     free(table);

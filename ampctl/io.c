@@ -75,8 +75,9 @@ int io_read_all(const char *path, uint8_t **buf, size_t *len)
     return rc;
 }
 
-static int io_write_fd(int fd, const char *name, const uint8_t *p, size_t len)
+int io_write_fd(int fd, const char *name, const void *buf, size_t len)
 {
+    const uint8_t *p = buf;
     while (len > 0) {
         ssize_t w = write(fd, p, len);
         if (w < 0 && errno == EINTR)

@@ -89,8 +89,8 @@ static void ampctl_usage(FILE *f)
             "  -j, --json          machine-readable output (devices, hist, status, health)\n"
             "      --stream-threshold SIZE\n"
             "                      stream inputs of SIZE bytes or more (and pipes that\n"
-            "                      reach it) in chunks instead of one message; K, M, G\n"
-            "                      suffixes (default %s; 0: always stream)\n"
+            "                      reach it) in chunks instead of one message; K, M, G,\n"
+            "                      T suffixes (default %s; 0: always stream)\n"
             "      --no-progress   no progress bar for streamed inputs (it is only drawn\n"
             "                      when stderr is a terminal)\n"
             "      --transport auto|shm|socket\n"
@@ -120,13 +120,19 @@ static void ampctl_usage(FILE *f)
             "  4  local I/O error (reading or writing a file) or out of memory\n");
 }
 
+/* "ampctl: MESSAGE" on stderr, the line of both kinds of error. */
+__attribute__((format(printf, 1, 0))) static void ampctl_verror(const char *fmt, va_list ap)
+{
+    fputs(AMPCTL_PROG ": ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+}
+
 void ampctl_error(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    fputs(AMPCTL_PROG ": ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    ampctl_verror(fmt, ap);
     va_end(ap);
 }
 
@@ -134,9 +140,7 @@ int ampctl_usage_error(const char *cmd, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    fputs(AMPCTL_PROG ": ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    ampctl_verror(fmt, ap);
     va_end(ap);
     return ampctl_bad_option(cmd);
 }
@@ -150,15 +154,21 @@ int ampctl_bad_option(const char *cmd)
     return AMPCTL_EUSAGE;
 }
 
-int ampctl_parse_none(const struct ampctl_cmd *cmd, int argc, char **argv)
+int ampctl_parse_help(const struct ampctl_cmd *cmd, int argc, char **argv)
 {
     int ch = getopt_long(argc, argv, ampctl_help_short_options, ampctl_help_options, NULL);
     if (ch == 'h') {
         cmd->usage(stdout);
         return AMPCTL_OK;
     }
-    if (ch != -1)
-        return ampctl_bad_option(cmd->name);
+    return ch == -1 ? -1 : ampctl_bad_option(cmd->name);
+}
+
+int ampctl_parse_none(const struct ampctl_cmd *cmd, int argc, char **argv)
+{
+    int rc = ampctl_parse_help(cmd, argc, argv);
+    if (rc >= 0)
+        return rc;
     if (optind < argc)
         return ampctl_usage_error(cmd->name, "unexpected argument '%s'", argv[optind]);
     return -1;
@@ -273,7 +283,7 @@ static int ampctl_parse_common(struct ampctl *ctx, int argc, char **argv)
             break;
         case 'j': ctx->json = 1; break;
         case AMPCTL_OPT_THRESHOLD:
-            if (parse_size(optarg, &ctx->stream_threshold) != 0)
+            if (size_text_parse(optarg, &ctx->stream_threshold) != 0)
                 return ampctl_usage_error(NULL, "--stream-threshold: '%s' is not a size "
                                           "(e.g. 16M)", optarg);
             break;

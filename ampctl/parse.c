@@ -130,35 +130,6 @@ size_t parse_type_size(amp_type t)
     return 1;
 }
 
-/* Binary multipliers of the size suffixes parse_size() takes. */
-static const struct {
-    char suffix;
-    unsigned shift;
-} parse_units[] = { { 'K', 10 }, { 'M', 20 }, { 'G', 30 }, { 'T', 40 } };
-
-int parse_size(const char *text, uint64_t *out)
-{
-    if (!text || !*text)
-        return -1;
-    size_t n = strlen(text);
-    unsigned shift = 0;
-    char last = text[n - 1];
-    for (size_t i = 0; i < sizeof parse_units / sizeof parse_units[0]; i++)
-        if (last == parse_units[i].suffix || last == parse_units[i].suffix + ('a' - 'A'))
-            shift = parse_units[i].shift;
-    char num[32];
-    size_t len = shift ? n - 1 : n;
-    if (len == 0 || len >= sizeof num)
-        return -1;
-    memcpy(num, text, len);
-    num[len] = '\0';
-    uint64_t v;
-    if (parse_u64(num, &v) != 0 || (shift && v > (UINT64_MAX >> shift)))
-        return -1;
-    *out = v << shift;
-    return 0;
-}
-
 static const struct {
     const char *name;
     amp_op op;

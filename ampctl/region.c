@@ -68,9 +68,10 @@ static int region_new(struct ampctl *ctx, size_t size, amp_region **r)
 }
 
 static int region_run(struct ampctl *ctx, amp_region *rin, size_t in_size, amp_region *rout,
-                      size_t out_size, const amp_step *steps, size_t nsteps, const char *output,
-                      int has_output, amp_hist *hists, size_t nhists)
+                      size_t out_size, const struct job_spec *j)
 {
+    const amp_step *steps = j->steps;
+    size_t nsteps = j->nsteps;
     amp_slice sin = { .size = sizeof sin, .region = rin, .length = in_size };
     amp_slice sout = { .size = sizeof sout, .region = rout, .length = out_size };
     amp_step_result *res = NULL;
@@ -84,21 +85,22 @@ static int region_run(struct ampctl *ctx, amp_region *rin, size_t in_size, amp_r
     for (size_t i = 0; i < nsteps; i++) {
         if (steps[i].kind != AMP_STEP_HISTOGRAM)
             last = (long)i;
-        else if (k < nhists) {
-            hists[k++] = res[i].hist;   /* moved: the results no longer own it */
+        else if (k < j->nhists) {
+            j->hists[k++] = res[i].hist;   /* moved: the results no longer own it */
             memset(&res[i].hist, 0, sizeof res[i].hist);
         }
     }
-    if (has_output && last >= 0)
-        rc = io_write_all(output, (uint8_t *)amp_region_data(rout) + res[last].region_offset,
+    if (j->has_output && last >= 0)
+        rc = io_write_all(j->output, (uint8_t *)amp_region_data(rout) + res[last].region_offset,
                           res[last].len);
     amp_step_results_free(res, nsteps);
     return rc;
 }
 
-int region_job(struct ampctl *ctx, struct io_input *in, const amp_step *steps, size_t nsteps,
-               const char *output, int has_output, amp_hist *hists, size_t nhists)
+int region_job(struct ampctl *ctx, struct io_input *in, const struct job_spec *j)
 {
+    const amp_step *steps = j->steps;
+    size_t nsteps = j->nsteps;
     if (ctx->transport != AMPCTL_TRANSPORT_SHM)
         return REGION_UNAVAILABLE;
     int rc = AMPCTL_OK;
@@ -108,7 +110,7 @@ int region_job(struct ampctl *ctx, struct io_input *in, const amp_step *steps, s
         return rc;
     uint64_t in_size = in->eof ? in->head_len - in->head_pos : in->size - in->head_pos;
     uint64_t out_size = region_output_bytes(steps, nsteps, in_size);
-    int wants_out = out_size > 0 || (has_output && steps[nsteps - 1].kind != AMP_STEP_HISTOGRAM);
+    int wants_out = out_size > 0 || (j->has_output && steps[nsteps - 1].kind != AMP_STEP_HISTOGRAM);
     if ((in_size == 0 && steps[0].kind != AMP_STEP_FILL) || (wants_out && out_size == 0) ||
         in_size > SIZE_MAX || out_size > SIZE_MAX)
         return REGION_UNAVAILABLE;   /* nothing to share (or too large to map): the socket */
@@ -120,8 +122,7 @@ int region_job(struct ampctl *ctx, struct io_input *in, const amp_step *steps, s
     if (rc == AMPCTL_OK && out_size)
         rc = region_new(ctx, (size_t)out_size, &rout);
     if (rc == AMPCTL_OK)
-        rc = region_run(ctx, rin, (size_t)in_size, rout, (size_t)out_size, steps, nsteps, output,
-                        has_output, hists, nhists);
+        rc = region_run(ctx, rin, (size_t)in_size, rout, (size_t)out_size, j);
     amp_region_release(rin);
     amp_region_release(rout);
     return rc;

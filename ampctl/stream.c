@@ -5,10 +5,8 @@
  * The callbacks keep local I/O failures apart from the daemon's, so a
  * full disk exits 4 (local I/O) and not 3 (connection).
  */
-#include <errno.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include "ampctl.h"
 
@@ -32,20 +30,11 @@ static long stream_read(void *ctx, void *buf, size_t cap)
 static int stream_write(void *ctx, const void *buf, size_t len)
 {
     struct stream_ctx *s = ctx;
-    const uint8_t *p = buf;
     if (term_out_check(&s->term, buf, len) != AMPCTL_OK)
         return AMP_EIO; /* s->term.refused: exit 2, not a local I/O error */
-    while (len > 0) {
-        ssize_t w = write(s->out_fd, p, len);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w < 0) {
-            ampctl_error("%s: %s", s->out_name, strerror(errno));
-            s->out_failed = 1;
-            return AMP_EIO;
-        }
-        p += w;
-        len -= (size_t)w;
+    if (io_write_fd(s->out_fd, s->out_name, buf, len) != AMPCTL_OK) {
+        s->out_failed = 1;
+        return AMP_EIO;
     }
     return 0;
 }
@@ -75,10 +64,11 @@ static int stream_needs_length(const amp_step *steps, size_t nsteps)
     return 0;
 }
 
-int stream_job(struct ampctl *ctx, struct io_input *in, const amp_step *steps, size_t nsteps,
-               const char *output, int has_output, amp_hist *hists, size_t nhists)
+int stream_job(struct ampctl *ctx, struct io_input *in, const struct job_spec *j)
 {
-    if (!in->size_known && stream_needs_length(steps, nsteps)) {
+    const char *output = j->output;
+    int has_output = j->has_output;
+    if (!in->size_known && stream_needs_length(j->steps, j->nsteps)) {
         int src = io_input_slurp(in);
         if (src != AMPCTL_OK)
             return src;
@@ -92,8 +82,8 @@ int stream_job(struct ampctl *ctx, struct io_input *in, const amp_step *steps, s
         return rc;
     term_out_init(&s.term, has_output ? output : "-");
     progress_start(&s.bar, !ctx->no_progress, total);
-    int r = amp_stream(ctx->conn, &ctx->opts, steps, nsteps, total, stream_read, &s,
-                       has_output ? stream_write : NULL, &s, hists, nhists);
+    int r = amp_stream(ctx->conn, &ctx->opts, j->steps, j->nsteps, total, stream_read, &s,
+                       has_output ? stream_write : NULL, &s, j->hists, j->nhists);
     progress_end(&s.bar, in->taken, r == 0);
     if (s.term.refused)
         rc = AMPCTL_EUSAGE;

@@ -132,18 +132,6 @@ static int conn_send_data(nghttp2_session *s, nghttp2_frame *frame, const uint8_
     return NGHTTP2_ERR_PAUSE;
 }
 
-/* nghttp2's data_source_read_length callback: large DATA frames (data_frame.h). */
-static ssize_t conn_data_length(nghttp2_session *ng, uint8_t frame_type, int32_t stream_id,
-                                int32_t session_window, int32_t stream_window,
-                                uint32_t remote_max_frame, void *user_data)
-{
-    (void)ng;
-    (void)frame_type;
-    (void)stream_id;
-    (void)user_data;
-    return data_frame_len(session_window, stream_window, remote_max_frame);
-}
-
 static int conn_open_session(amp_conn *c)
 {
     nghttp2_session_callbacks *cbs;
@@ -151,7 +139,7 @@ static int conn_open_session(amp_conn *c)
         return conn_fail(c, AMP_ENOMEM, "out of memory");
     call_session_callbacks(cbs);
     nghttp2_session_callbacks_set_error_callback2(cbs, conn_on_error);
-    nghttp2_session_callbacks_set_data_source_read_length_callback(cbs, conn_data_length);
+    nghttp2_session_callbacks_set_data_source_read_length_callback(cbs, data_frame_len);
     nghttp2_session_callbacks_set_send_data_callback(cbs, conn_send_data);
     int rv = nghttp2_session_client_new(&c->h2, cbs, c);
     nghttp2_session_callbacks_del(cbs);

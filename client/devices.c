@@ -18,6 +18,16 @@
 
 #define DEVICES_COPY(dst, src) snprintf((dst), sizeof(dst), "%s", (src) ? (src) : "")
 
+/* The three calls' common part: o checked, then path called with req
+ * under o's timeout; *reply as call_unary() gives it. */
+static int devices_call(amp_conn *c, const amp_opts *o, const char *path,
+                        const ProtobufCMessage *req, const ProtobufCMessageDescriptor *desc,
+                        ProtobufCMessage **reply)
+{
+    int rc = jobs_check_opts(c, o);
+    return rc != 0 ? rc : call_unary(c, path, req, jobs_timeout(o), desc, reply);
+}
+
 static void devices_copy_load(amp_device_load *d, const Amp__V1__DeviceLoad *s)
 {
     if (!s)
@@ -52,13 +62,10 @@ int amp_devices(amp_conn *c, const amp_opts *o, amp_device **list, size_t *n)
         return conn_fail(c, AMP_EINVAL, "list and n must not be NULL");
     *list = NULL;
     *n = 0;
-    int rc = jobs_check_opts(c, o);
-    if (rc != 0)
-        return rc;
     Amp__V1__ListDevicesRequest req = AMP__V1__LIST_DEVICES_REQUEST__INIT;
     ProtobufCMessage *msg;
-    rc = call_unary(c, DEVICES_PATH_LIST, &req.base, jobs_timeout(o),
-                        &amp__v1__list_devices_reply__descriptor, &msg);
+    int rc = devices_call(c, o, DEVICES_PATH_LIST, &req.base,
+                          &amp__v1__list_devices_reply__descriptor, &msg);
     if (rc != 0)
         return rc;
     Amp__V1__ListDevicesReply *r = (Amp__V1__ListDevicesReply *)msg;
@@ -109,13 +116,10 @@ int amp_status(amp_conn *c, const amp_opts *o, amp_daemon_status *st)
         return AMP_EINVAL;
     amp_daemon_status full = { .size = sizeof full };
     abi_write(st, &full, sizeof full);   /* zeroed, as far as the caller's layout goes */
-    int rc = jobs_check_opts(c, o);
-    if (rc != 0)
-        return rc;
     Amp__V1__StatusRequest req = AMP__V1__STATUS_REQUEST__INIT;
     ProtobufCMessage *msg;
-    rc = call_unary(c, DEVICES_PATH_STATUS, &req.base, jobs_timeout(o),
-                    &amp__v1__status_reply__descriptor, &msg);
+    int rc = devices_call(c, o, DEVICES_PATH_STATUS, &req.base,
+                          &amp__v1__status_reply__descriptor, &msg);
     if (rc != 0)
         return rc;
     Amp__V1__StatusReply *r = (Amp__V1__StatusReply *)msg;
@@ -149,14 +153,11 @@ int amp_health(amp_conn *c, const amp_opts *o, const char *service, int *serving
     if (!serving)
         return conn_fail(c, AMP_EINVAL, "serving must not be NULL");
     *serving = AMP_HEALTH_UNKNOWN;
-    int rc = jobs_check_opts(c, o);
-    if (rc != 0)
-        return rc;
     Grpc__Health__V1__HealthCheckRequest req = GRPC__HEALTH__V1__HEALTH_CHECK_REQUEST__INIT;
     req.service = (char *)(service ? service : "");
     ProtobufCMessage *msg;
-    rc = call_unary(c, DEVICES_PATH_HEALTH, &req.base, jobs_timeout(o),
-                    &grpc__health__v1__health_check_response__descriptor, &msg);
+    int rc = devices_call(c, o, DEVICES_PATH_HEALTH, &req.base,
+                          &grpc__health__v1__health_check_response__descriptor, &msg);
     if (rc != 0)
         return rc;
     *serving = (int)((Grpc__Health__V1__HealthCheckResponse *)msg)->status;

@@ -15,6 +15,7 @@
 #include "amp.pb-c.h"
 #include "call.h"
 #include "conn.h"
+#include "field_rx.h"
 #include "heap.h"
 #include "jobs.h"
 #include "pb_wire.h"
@@ -58,10 +59,14 @@ static int jobs_check_input(amp_conn *c, const amp_opts *o, const void *in, size
     return jobs_check_opts(c, o);
 }
 
-/* Common checks of a data-producing call; clears *out. */
-static int jobs_check_data_call(amp_conn *c, const amp_opts *o, const void *in, size_t len,
-                                void **out, size_t *out_len)
+/* The start of a blocking data-producing call: c, out and out_len checked
+ * (*out cleared), then in and o. 0 to go on, or the call's error. */
+static int jobs_data_begin(amp_conn *c, const amp_opts *o, const void *in, size_t len,
+                           void **out, size_t *out_len)
 {
+    if (!c)
+        return AMP_EINVAL;
+    conn_begin(c);
     if (!out || !out_len)
         return conn_fail(c, AMP_EINVAL, "out and out_len must not be NULL");
     *out = NULL;
@@ -152,10 +157,9 @@ static int jobs_data_view(amp_conn *c, uint8_t *msg, size_t len, void **out, siz
 #define JOBS_REST_MAX 512             /* room for what follows the data: the device */
 
 struct jobs_data_rx {
-    uint8_t *out;                     /* the data field's bytes, heap_take'n; NULL: not in pieces */
-    size_t len, have;
-    uint8_t rest[JOBS_REST_MAX];
-    size_t rest_len, rest_have;
+    struct field_rx data;             /* field: the data's bytes, heap_take'n (NULL: not in
+                                       * pieces); rest: rest_buf */
+    uint8_t rest_buf[JOBS_REST_MAX];
 };
 
 static size_t jobs_rx_start(const uint8_t *head, size_t msg_len, void *ctx)
@@ -167,35 +171,26 @@ static size_t jobs_rx_start(const uint8_t *head, size_t msg_len, void *ctx)
         n > msg_len - i || n < JOBS_PIECES_MIN || msg_len - i - n > JOBS_REST_MAX)
         return 0;
     size_t cap;
-    rx->out = heap_take((size_t)n, &cap);
-    if (!rx->out)
-        rx->out = malloc((size_t)n);
-    if (!rx->out)
+    rx->data.field = heap_take((size_t)n, &cap);
+    if (!rx->data.field)
+        rx->data.field = malloc((size_t)n);
+    if (!rx->data.field)
         return 0;   /* whole, where running out of memory is reported */
-    rx->len = (size_t)n;
-    rx->rest_len = msg_len - i - (size_t)n;
+    rx->data.len = (size_t)n;
+    rx->data.rest = rx->rest_buf;
+    rx->data.rest_len = msg_len - i - (size_t)n;
     return i;
 }
 
 static int jobs_rx_piece(const uint8_t *data, size_t len, void *ctx)
 {
-    struct jobs_data_rx *rx = ctx;
-    size_t k = rx->len - rx->have < len ? rx->len - rx->have : len;
-    if (data != rx->out + rx->have)   /* else read there from the socket */
-        memcpy(rx->out + rx->have, data, k);
-    rx->have += k;
-    memcpy(rx->rest + rx->rest_have, data + k, len - k);
-    rx->rest_have += len - k;
+    field_rx_piece(&((struct jobs_data_rx *)ctx)->data, data, len);
     return 0;
 }
 
 static uint8_t *jobs_rx_dest(size_t *room, void *ctx)
 {
-    struct jobs_data_rx *rx = ctx;
-    if (rx->have == rx->len)
-        return NULL;
-    *room = rx->len - rx->have;
-    return rx->out + rx->have;
+    return field_rx_dest(&((struct jobs_data_rx *)ctx)->data, room);
 }
 
 /* The reply was taken in pieces: what followed the data is the device (a
@@ -203,15 +198,16 @@ static uint8_t *jobs_rx_dest(size_t *room, void *ctx)
 static int jobs_rx_finish(amp_conn *c, struct jobs_data_rx *rx, void **out, size_t *out_len)
 {
     struct jobs_reply_fields f;
-    if (!jobs_reply_fields(rx->rest, rx->rest_len, rx->rest_len, JOBS_PB_DEVICE_TAG, &f) ||
+    if (!jobs_reply_fields(rx->data.rest, rx->data.rest_len, rx->data.rest_len,
+                           JOBS_PB_DEVICE_TAG, &f) ||
         f.has_data) {
-        heap_give(rx->out);
+        heap_give(rx->data.field);
         return conn_fail(c, AMP_EPROTO, "cannot decode the %s reply",
                          amp__v1__data_reply__descriptor.name);
     }
     jobs_set_reply_device(c, &f);
-    *out = rx->out;
-    *out_len = rx->len;
+    *out = rx->data.field;
+    *out_len = rx->data.len;
     return 0;
 }
 
@@ -225,12 +221,12 @@ static int jobs_data_call(amp_conn *c, const char *path, const ProtobufCMessage 
     const struct call_pieces pieces = { jobs_rx_start, jobs_rx_piece, jobs_rx_dest, &rx };
     int rc = call_unary_pieces(c, path, req, timeout_ms, &pieces, &msg, &len);
     if (rc != 0) {
-        heap_give(rx.out);
+        heap_give(rx.data.field);
         return rc;
     }
     if (!msg)
         return jobs_rx_finish(c, &rx, out, out_len);
-    heap_give(rx.out);   /* NULL: the reply came whole */
+    heap_give(rx.data.field);   /* NULL: the reply came whole */
     return jobs_data_reply(c, msg, len, out, out_len);
 }
 
@@ -270,16 +266,11 @@ int jobs_reverse_req(amp_conn *c, const amp_opts *o, const void *in, size_t len,
 int amp_reverse(amp_conn *c, const amp_opts *o, const void *in, size_t len, void **out,
                 size_t *out_len)
 {
-    if (!c)
-        return AMP_EINVAL;
-    conn_begin(c);
     struct jobs_req r;
-    int rc = jobs_check_data_call(c, o, in, len, out, out_len);
+    int rc = jobs_data_begin(c, o, in, len, out, out_len);
     if (rc == 0)
         rc = jobs_reverse_req(c, o, in, len, &r);
-    if (rc != 0)
-        return rc;
-    return jobs_data_call(c, r.path, r.msg, jobs_timeout(o), out, out_len);
+    return rc != 0 ? rc : jobs_data_call(c, r.path, r.msg, jobs_timeout(o), out, out_len);
 }
 
 /* --- transform ---------------------------------------------------------------- */
@@ -344,16 +335,11 @@ int jobs_transform_req(amp_conn *c, const amp_opts *o, const amp_transform_param
 int amp_transform(amp_conn *c, const amp_opts *o, const amp_transform_params *p, const void *in,
                   size_t len, void **out, size_t *out_len)
 {
-    if (!c)
-        return AMP_EINVAL;
-    conn_begin(c);
     struct jobs_req r;
-    int rc = jobs_check_data_call(c, o, in, len, out, out_len);
+    int rc = jobs_data_begin(c, o, in, len, out, out_len);
     if (rc == 0)
         rc = jobs_transform_req(c, o, p, in, len, &r);
-    if (rc != 0)
-        return rc;
-    return jobs_data_call(c, r.path, r.msg, jobs_timeout(o), out, out_len);
+    return rc != 0 ? rc : jobs_data_call(c, r.path, r.msg, jobs_timeout(o), out, out_len);
 }
 
 /* --- histogram ---------------------------------------------------------------- */
@@ -497,10 +483,7 @@ int jobs_fill_params(amp_conn *c, const char *where, const amp_fill_params *p,
 int amp_fill(amp_conn *c, const amp_opts *o, const amp_fill_params *p, void **out,
              size_t *out_len)
 {
-    if (!c)
-        return AMP_EINVAL;
-    conn_begin(c);
-    int rc = jobs_check_data_call(c, o, NULL, 0, out, out_len);
+    int rc = jobs_data_begin(c, o, NULL, 0, out, out_len);
     if (rc != 0)
         return rc;
     Amp__V1__FillParams fp = AMP__V1__FILL_PARAMS__INIT;

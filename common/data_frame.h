@@ -10,14 +10,19 @@
 #ifndef AMP_DATA_FRAME_H
 #define AMP_DATA_FRAME_H
 
+#include <nghttp2/nghttp2.h>
 #include <stdint.h>
 #include <sys/types.h>
 
 #define DATA_FRAME_MAX (1024 * 1024)   /* HTTP/2 allows up to 16 MiB - 1 */
 
-/* The payload length for the next DATA frame: DATA_FRAME_MAX, lowered to
- * the connection's and the stream's flow-control windows and the peer's
- * SETTINGS_MAX_FRAME_SIZE; at least 1 (nghttp2 wants a positive length). */
-ssize_t data_frame_len(int32_t session_window, int32_t stream_window, uint32_t remote_max_frame);
+/* nghttp2's data_source_read_length callback, which both sessions set: the
+ * payload length for the next DATA frame, DATA_FRAME_MAX lowered to the
+ * connection's and the stream's flow-control windows and the peer's
+ * SETTINGS_MAX_FRAME_SIZE; at least 1 (nghttp2 wants a positive length).
+ * Reads nothing but those three. */
+ssize_t data_frame_len(nghttp2_session *ng, uint8_t frame_type, int32_t stream_id,
+                       int32_t session_window, int32_t stream_window, uint32_t remote_max_frame,
+                       void *user_data);
 
 #endif

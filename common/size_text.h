@@ -1,5 +1,6 @@
 /* size_text.h: byte counts as people write them, with binary suffixes
- * ("64K", "4M", "1G"), for the daemon's and ampctl's help texts. */
+ * ("64K", "4M", "1G"), read from the daemon's options and ampctl's and
+ * written in their help texts. */
 #ifndef AMP_SIZE_TEXT_H
 #define AMP_SIZE_TEXT_H
 
@@ -12,5 +13,12 @@
 /* bytes into buf: with the largest suffix that divides it exactly (K, M,
  * G, T: powers of 1024), else as a plain number. */
 void size_text_format(uint64_t bytes, char *buf, size_t len);
+
+/* Reads text, the whole of it, as decimal digits and an optional K, M, G
+ * or T suffix (either case; powers of 1024), into *out: what
+ * size_text_format writes, and plain numbers. Returns 0, or -1 (*out
+ * unchanged) for anything else: "", a sign, a space, another suffix, or a
+ * value past UINT64_MAX. */
+int size_text_parse(const char *text, uint64_t *out);
 
 #endif

@@ -2,8 +2,8 @@
  *
  * One table describes every setting: its name (the long option and the
  * config-file key alike), its kind and where it goes in struct config, so
- * the file and the command line cannot drift apart. Sizes take an optional
- * K, M or G suffix (powers of 1024).
+ * the file and the command line cannot drift apart. Numbers take an optional
+ * K, M, G or T suffix (powers of 1024; common/size_text.c).
  */
 #include "config.h"
 
@@ -207,7 +207,7 @@ static void config_usage(void)
         config_usage_opt(&config_opts[i], &d);
     printf("  --help                    show this help\n"
            "  --version                 show the version\n"
-           "Sizes take a K, M or G suffix (powers of 1024).\n");
+           "Sizes take a K, M, G or T suffix (powers of 1024).\n");
 }
 
 static const struct config_opt *config_find(const char *name, size_t namelen)
@@ -216,29 +216,6 @@ static const struct config_opt *config_find(const char *name, size_t namelen)
         if (strlen(config_opts[i].name) == namelen && strncmp(config_opts[i].name, name, namelen) == 0)
             return &config_opts[i];
     return NULL;
-}
-
-/* Parses a decimal number with an optional K/M/G suffix. */
-static int config_number(const char *text, uint64_t *out)
-{
-    if (*text < '0' || *text > '9')
-        return -1;
-    errno = 0;
-    char *end;
-    unsigned long long v = strtoull(text, &end, 10);
-    if (errno != 0)
-        return -1;
-    unsigned shift = 0;
-    switch (*end) {
-    case 'K': case 'k': shift = 10; end++; break;
-    case 'M': case 'm': shift = 20; end++; break;
-    case 'G': case 'g': shift = 30; end++; break;
-    default: break;
-    }
-    if (*end != '\0' || (shift && v > (UINT64_MAX >> shift)))
-        return -1;
-    *out = (uint64_t)v << shift;
-    return 0;
 }
 
 /* Parses an octal permission mode ("660" or "0660"). */
@@ -259,7 +236,7 @@ static int config_set_number(struct config *cfg, const struct config_opt *o, con
                              char *err, size_t errlen)
 {
     uint64_t v;
-    int rv = o->kind == CFG_MODE ? config_octal(value, &v) : config_number(value, &v);
+    int rv = o->kind == CFG_MODE ? config_octal(value, &v) : size_text_parse(value, &v);
     if (rv != 0 || v < o->min || v > o->max) {
         if (o->kind == CFG_MODE) {
             snprintf(err, errlen, "--%s: \"%s\" is not an octal mode in 0..0777", o->name, value);

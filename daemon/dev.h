@@ -62,6 +62,7 @@ const struct dev_info *dev_info(const struct dev *d);
 static inline void dev_name_job(const struct dev_info *info, struct job *job)
 {
     snprintf(job->device, sizeof job->device, "%u: %.100s", info->index, info->name);
+    job->device_index = (int)info->index;
 }
 
 /* Type name as shown to clients: "gpu", "cpu" or "accelerator". */

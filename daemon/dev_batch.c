@@ -57,9 +57,9 @@ static void dev_batch_sizes(const struct task *t, size_t *up, size_t *down)
     *down = s->kind == STEP_HISTOGRAM ? DEV_BATCH_HIST_BYTES : dev_batch_align(len);
 }
 
-bool dev_batch_fits(const struct dev_batch *b, const struct task *t)
+bool dev_batch_takes(const struct task *t)
 {
-    if (t->kind != TASK_JOB || b->n == DEV_BATCH_JOBS)
+    if (t->kind != TASK_JOB)
         return false;
     const struct job *job = t->job;
     /* A job whose output goes over its own input (job_output_in_place)
@@ -68,8 +68,13 @@ bool dev_batch_fits(const struct dev_batch *b, const struct task *t)
         job->out_region)
         return false;
     const struct step *s = &job->steps[0];
-    if (s->kind != STEP_REVERSE && s->kind != STEP_TRANSFORM &&
-        !(s->kind == STEP_HISTOGRAM && s->u.hist.type == ELEM_U8))
+    return s->kind == STEP_REVERSE || s->kind == STEP_TRANSFORM ||
+           (s->kind == STEP_HISTOGRAM && s->u.hist.type == ELEM_U8);
+}
+
+bool dev_batch_fits(const struct dev_batch *b, const struct task *t)
+{
+    if (b->n == DEV_BATCH_JOBS || !dev_batch_takes(t))
         return false;
     size_t up, down;
     dev_batch_sizes(t, &up, &down);

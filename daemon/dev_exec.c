@@ -254,15 +254,24 @@ size_t dev_exec_notify(struct dev_exec *x, const struct dev_notify *n)
     return registered;
 }
 
-enum status_code dev_buf_create(struct dev_exec *x, struct dev_buf *b, size_t size,
-                                const char *what)
+/* The start of both ways to make a buffer: b empty, of size. False when
+ * there is nothing to make, *st then saying why: the run failed before (its
+ * status), or size is 0 (STATUS_OK). */
+static bool dev_buf_begin(struct dev_exec *x, struct dev_buf *b, size_t size,
+                          enum status_code *st)
 {
     memset(b, 0, sizeof(*b));
     b->size = size;
-    if (x->failed)
-        return x->job->status;
-    if (size == 0)
-        return STATUS_OK;
+    *st = x->failed ? x->job->status : STATUS_OK;
+    return !x->failed && size > 0;
+}
+
+enum status_code dev_buf_create(struct dev_exec *x, struct dev_buf *b, size_t size,
+                                const char *what)
+{
+    enum status_code st;
+    if (!dev_buf_begin(x, b, size, &st))
+        return st;
     if (size > x->d->info.max_mem_alloc_size) {
         x->failed = true;
         return job_fail(x->job, STATUS_RESOURCE_EXHAUSTED,
@@ -293,12 +302,9 @@ enum status_code dev_buf_create(struct dev_exec *x, struct dev_buf *b, size_t si
 enum status_code dev_buf_wrap(struct dev_exec *x, struct dev_buf *b, void *host, size_t size,
                               const char *what)
 {
-    memset(b, 0, sizeof(*b));
-    b->size = size;
-    if (x->failed)
-        return x->job->status;
-    if (size == 0)
-        return STATUS_OK;
+    enum status_code st;
+    if (!dev_buf_begin(x, b, size, &st))
+        return st;
     cl_int rc;
     b->mem = clCreateBuffer(x->d->ctx, CL_MEM_READ_WRITE | CL_MEM_USE_HOST_PTR, size, host, &rc);
     if (rc != CL_SUCCESS) {
@@ -345,17 +351,26 @@ struct dev_cmd {
     enum dev_queue q;
 };
 
-/* Refuses a command touching more buffers than a dev_cmd tracks: dropping
- * one would drop its hazards, and commands would race. No op_*.c launch
- * comes near it; this names the bug if one ever does. */
-static enum status_code dev_cmd_prepare(struct dev_exec *x, struct dev_cmd *c, enum dev_queue q,
-                                        const struct dev_access *acc, size_t nacc)
+/* Starts a command of `work` bytes or work-items on queue q: its waits,
+ * from the hazards of the buffers it touches. False when it is not to be
+ * enqueued, *st then saying why: the run failed before (its status),
+ * there is nothing to do (STATUS_OK), or it touches more buffers than a
+ * dev_cmd tracks, which fails the run: dropping one would drop its hazards,
+ * and commands would race. No op_*.c launch comes near that limit; this
+ * names the bug if one ever does. */
+static bool dev_cmd_begin(struct dev_exec *x, struct dev_cmd *c, enum dev_queue q,
+                          const struct dev_access *acc, size_t nacc, size_t work,
+                          enum status_code *st)
 {
+    *st = x->failed ? x->job->status : STATUS_OK;
+    if (x->failed || work == 0)
+        return false;
     if (nacc > DEV_CMD_MAX_ACCESS) {
         x->failed = true;
-        return job_fail(x->job, STATUS_INTERNAL,
-                        "a device command touching %zu buffers (at most %d are tracked)", nacc,
-                        DEV_CMD_MAX_ACCESS);
+        *st = job_fail(x->job, STATUS_INTERNAL,
+                       "a device command touching %zu buffers (at most %d are tracked)", nacc,
+                       DEV_CMD_MAX_ACCESS);
+        return false;
     }
     void *w[HAZARD_MAX_WAITS(DEV_CMD_MAX_ACCESS)];
     c->q = q;
@@ -366,7 +381,7 @@ static enum status_code dev_cmd_prepare(struct dev_exec *x, struct dev_cmd *c, e
     c->nwaits = (cl_uint)hazard_waits(c->acc, c->nacc, q, w);
     for (cl_uint i = 0; i < c->nwaits; i++)
         c->waits[i] = (cl_event)w[i];
-    return STATUS_OK;
+    return true;
 }
 
 static enum status_code dev_cmd_done(struct dev_exec *x, struct dev_cmd *c, cl_int rc,
@@ -383,51 +398,52 @@ static enum status_code dev_cmd_done(struct dev_exec *x, struct dev_cmd *c, cl_i
 
 #define DEV_WAITS(c) (c).nwaits, ((c).nwaits ? (c).waits : NULL)
 
+/* A copy between host memory and b: in (DEV_Q_IN) writes b, out
+ * (DEV_Q_OUT) reads it. */
+static enum status_code dev_exec_copy(struct dev_exec *x, struct dev_buf *b, size_t off,
+                                      void *host, size_t len, enum dev_queue q)
+{
+    bool in = q == DEV_Q_IN;
+    struct dev_cmd c;
+    enum status_code st;
+    if (!dev_cmd_begin(x, &c, q, &(struct dev_access){b, in ? HAZARD_WRITE : HAZARD_READ}, 1,
+                       len, &st))
+        return st;
+    cl_event ev = NULL;
+    cl_int rc = in ? clEnqueueWriteBuffer(x->d->q[q], b->mem, CL_FALSE, off, len, host,
+                                          DEV_WAITS(c), &ev)
+                   : clEnqueueReadBuffer(x->d->q[q], b->mem, CL_FALSE, off, len, host,
+                                         DEV_WAITS(c), &ev);
+    return dev_cmd_done(x, &c, rc, ev,
+                        in ? "copying input to the device" : "copying a result from the device");
+}
+
 enum status_code dev_exec_write(struct dev_exec *x, struct dev_buf *b, const void *host,
                                 size_t len)
 {
     return dev_exec_write_at(x, b, 0, host, len);
 }
 
+/* clEnqueueWriteBuffer only reads host: the cast drops a const it keeps. */
 enum status_code dev_exec_write_at(struct dev_exec *x, struct dev_buf *b, size_t off,
                                    const void *host, size_t len)
 {
-    if (x->failed)
-        return x->job->status;
-    if (len == 0)
-        return STATUS_OK;
-    struct dev_cmd c;
-    dev_cmd_prepare(x, &c, DEV_Q_IN, &(struct dev_access){b, HAZARD_WRITE}, 1);
-    cl_event ev = NULL;
-    cl_int rc = clEnqueueWriteBuffer(x->d->q[DEV_Q_IN], b->mem, CL_FALSE, off, len, host,
-                                     DEV_WAITS(c), &ev);
-    return dev_cmd_done(x, &c, rc, ev, "copying input to the device");
+    return dev_exec_copy(x, b, off, (void *)(uintptr_t)host, len, DEV_Q_IN);
 }
 
 enum status_code dev_exec_read(struct dev_exec *x, struct dev_buf *b, void *host, size_t off,
                                size_t len)
 {
-    if (x->failed)
-        return x->job->status;
-    if (len == 0)
-        return STATUS_OK;
-    struct dev_cmd c;
-    dev_cmd_prepare(x, &c, DEV_Q_OUT, &(struct dev_access){b, HAZARD_READ}, 1);
-    cl_event ev = NULL;
-    cl_int rc = clEnqueueReadBuffer(x->d->q[DEV_Q_OUT], b->mem, CL_FALSE, off, len, host,
-                                    DEV_WAITS(c), &ev);
-    return dev_cmd_done(x, &c, rc, ev, "copying a result from the device");
+    return dev_exec_copy(x, b, off, host, len, DEV_Q_OUT);
 }
 
 enum status_code dev_exec_fill(struct dev_exec *x, struct dev_buf *b, const void *pattern,
                                size_t pattern_size, size_t off, size_t len)
 {
-    if (x->failed)
-        return x->job->status;
-    if (len == 0)
-        return STATUS_OK;
     struct dev_cmd c;
-    dev_cmd_prepare(x, &c, DEV_Q_KERNEL, &(struct dev_access){b, HAZARD_WRITE}, 1);
+    enum status_code st;
+    if (!dev_cmd_begin(x, &c, DEV_Q_KERNEL, &(struct dev_access){b, HAZARD_WRITE}, 1, len, &st))
+        return st;
     cl_event ev = NULL;
     cl_int rc = clEnqueueFillBuffer(x->d->q[DEV_Q_KERNEL], b->mem, pattern, pattern_size, off,
                                     len, DEV_WAITS(c), &ev);
@@ -438,13 +454,10 @@ enum status_code dev_exec_kernel(struct dev_exec *x, cl_kernel k, const char *na
                                  size_t global, size_t local, const struct dev_access *acc,
                                  size_t nacc)
 {
-    if (x->failed)
-        return x->job->status;
-    if (global == 0)
-        return STATUS_OK;
     struct dev_cmd c;
-    if (dev_cmd_prepare(x, &c, DEV_Q_KERNEL, acc, nacc) != STATUS_OK)
-        return x->job->status;
+    enum status_code st;
+    if (!dev_cmd_begin(x, &c, DEV_Q_KERNEL, acc, nacc, global, &st))
+        return st;
     cl_event ev = NULL;
     cl_int rc = x->d->launch_fault
                     ? x->d->launch_fault

@@ -58,7 +58,9 @@ struct dev_batch {
     size_t n;
     size_t up, down;   /* bytes the tasks take each way */
 };
-/* Whether t may join b: a TASK_JOB of that shape, and room left. */
+/* Whether t is a job of a batch's shape (any batch with room takes one). */
+bool dev_batch_takes(const struct task *t);
+/* Whether t may join b: dev_batch_takes(t), and room left in b. */
 bool dev_batch_fits(const struct dev_batch *b, const struct task *t);
 void dev_batch_add(struct dev_batch *b, struct task *t);
 /* Runs every task of b to the end on d, blocking: each gets its own status

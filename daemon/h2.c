@@ -158,7 +158,7 @@ static void h2_call_release(struct h2_call *c)
     h2_give(c, c->held_reserved);
     h2_give(c, c->pend_cap);
     free(c->pend);
-    h2_out_free_all(c);
+    h2_reply_free_all(c);
     h2_give(c, c->out_held);
     free(c->trailer_msg);
     free(c);
@@ -248,14 +248,19 @@ int h2_call_fail(struct h2_call *call, enum status_code code, const char *msg)
 
 /* --- request side ------------------------------------------------------- */
 
-void h2_call_failf(struct h2_call *c, enum status_code code, const char *fmt, ...)
+void h2_call_vfailf(struct h2_call *c, enum status_code code, const char *fmt, va_list ap)
 {
     char msg[STATUS_MSG_MAX];
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    h2_call_fail(c, code, msg);
+}
+
+void h2_call_failf(struct h2_call *c, enum status_code code, const char *fmt, ...)
+{
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
+    h2_call_vfailf(c, code, fmt, ap);
     va_end(ap);
-    h2_call_fail(c, code, msg);
 }
 
 static bool h2_content_type_ok(const char *ct)
@@ -696,18 +701,6 @@ static int h2_on_stream_close(nghttp2_session *ng, int32_t stream_id, uint32_t e
 
 /* --- session -------------------------------------------------------------- */
 
-/* nghttp2's data_source_read_length callback: large DATA frames (data_frame.h). */
-static ssize_t h2_data_length(nghttp2_session *ng, uint8_t frame_type, int32_t stream_id,
-                              int32_t session_window, int32_t stream_window,
-                              uint32_t remote_max_frame, void *user_data)
-{
-    (void)ng;
-    (void)frame_type;
-    (void)stream_id;
-    (void)user_data;
-    return data_frame_len(session_window, stream_window, remote_max_frame);
-}
-
 static int h2_session_setup(struct h2_session *s)
 {
     nghttp2_session_callbacks *cbs;
@@ -720,7 +713,7 @@ static int h2_session_setup(struct h2_session *s)
     nghttp2_session_callbacks_set_on_begin_frame_callback(cbs, h2_on_begin_frame);
     nghttp2_session_callbacks_set_on_frame_send_callback(cbs, h2_on_frame_send);
     nghttp2_session_callbacks_set_on_stream_close_callback(cbs, h2_on_stream_close);
-    nghttp2_session_callbacks_set_data_source_read_length_callback(cbs, h2_data_length);
+    nghttp2_session_callbacks_set_data_source_read_length_callback(cbs, data_frame_len);
     nghttp2_session_callbacks_set_send_data_callback(cbs, h2_reply_send_data);
     nghttp2_option *opt;
     if (nghttp2_option_new(&opt) != 0) {
@@ -845,6 +838,13 @@ int h2_session_sendv(struct h2_session *s, struct iovec *iov, bool *borrowed)
     memcpy(iov, s->frame, (size_t)s->frame_n * sizeof(*iov));
     *borrowed = true;
     return s->frame_n;
+}
+
+void h2_session_written(struct h2_session *s)
+{
+    s->busy++;   /* a release that queues more output must not flush from in here */
+    h2_reply_frame_written(s);
+    s->busy--;
 }
 
 ssize_t h2_session_send(struct h2_session *s, const uint8_t **out)

@@ -37,6 +37,7 @@
 #ifndef AMPD_H2_H
 #define AMPD_H2_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -296,6 +297,10 @@ int h2_call_reply_body(struct h2_call *call, struct body *b, void (*release)(voi
  * that the client's framing stays whole, then the trailers follow. Request
  * input is ignored from here on. Returns 0, or -1 (already answered). */
 int h2_call_fail(struct h2_call *call, enum status_code code, const char *msg);
+/* h2_call_fail() with a printf-style message of at most STATUS_MSG_MAX
+ * bytes, for a layer's own variadic fail (rpc_fail). */
+void h2_call_vfailf(struct h2_call *call, enum status_code code, const char *fmt, va_list ap)
+    __attribute__((format(printf, 3, 0)));
 
 /* Stream calls, request side. Inside message() the handler may call
  * h2_stream_pause(call) instead of taking the message (it still returns

@@ -192,7 +192,10 @@ bool h2_call_fail_truncated(struct h2_call *c);
 /* --- h2_reply.c ----------------------------------------------------------- */
 
 /* Frees a call's reply queue and gives back what it held. */
-void h2_out_free_all(struct h2_call *c);
+void h2_reply_free_all(struct h2_call *c);
+/* The session's borrowed DATA frame is written (h2_session_written): frees
+ * the messages that left their queues while it pointed into them. */
+void h2_reply_frame_written(struct h2_session *s);
 /* h2_call_fail() once a call's response headers are out. */
 int h2_reply_fail(struct h2_call *c, enum status_code code, const char *msg);
 /* Tells handlers whose reply bytes nghttp2 took. */

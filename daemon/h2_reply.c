@@ -11,7 +11,7 @@
  * nghttp2's frames: a DATA frame is the session's header and iovecs over
  * the queued messages' pieces (common/body.h; NO_COPY), and messages it
  * took wait in the session until the owner has written it
- * (h2_session_written). Neighbours: h2.c owns the session,
+ * (h2_session_written, h2_reply_frame_written). Neighbours: h2.c owns the session,
  * the nghttp2 callbacks and the calls' life; h2_stream.c the request side
  * of stream calls; h2_internal.h holds what they share.
  */
@@ -51,7 +51,7 @@ static void h2_out_release(struct h2_session *s, struct h2_out *o)
 
 /* Drops o, a message of c that left c's queue. One that a DATA frame still
  * on its way to the socket points into (begun, while a frame is out) waits
- * for h2_session_written() instead, whatever happens to c meanwhile. */
+ * for h2_reply_frame_written() instead, whatever happens to c meanwhile. */
 static void h2_out_free(struct h2_call *c, struct h2_out *o)
 {
     struct h2_session *s = c->s;
@@ -65,7 +65,7 @@ static void h2_out_free(struct h2_call *c, struct h2_out *o)
     h2_out_release(s, o);
 }
 
-void h2_out_free_all(struct h2_call *c)
+void h2_reply_free_all(struct h2_call *c)
 {
     while (c->out_head) {
         struct h2_out *o = c->out_head;
@@ -90,9 +90,8 @@ int h2_reply_send_data(nghttp2_session *ng, nghttp2_frame *frame, const uint8_t 
     return NGHTTP2_ERR_PAUSE;
 }
 
-void h2_session_written(struct h2_session *s)
+void h2_reply_frame_written(struct h2_session *s)
 {
-    s->busy++;   /* a release that queues more output must not flush from in here */
     s->frame_ready = false;
     s->frame_n = 0;
     s->frame_len = 0;
@@ -101,7 +100,6 @@ void h2_session_written(struct h2_session *s)
         s->frame_done = o->next;
         h2_out_release(s, o);
     }
-    s->busy--;
 }
 
 /* Lets nghttp2 call h2_reply_read again after it returned DEFERRED. */
@@ -199,7 +197,7 @@ static int h2_reply_queue(struct h2_call *call, struct h2_out *o)
                                       NGHTTP2_INTERNAL_ERROR);
             call->answered = true;
             h2_stream_drop_input(call);
-            h2_out_free_all(call);
+            h2_reply_free_all(call);
             h2_session_wake(call->s);
             return -1;
         }
@@ -370,7 +368,7 @@ int h2_reply_fail(struct h2_call *c, enum status_code code, const char *msg)
         c->out_head = keep->next;
         keep->next = NULL;
     }
-    h2_out_free_all(c);
+    h2_reply_free_all(c);
     if (keep) {
         c->out_head = c->out_tail = keep;
         c->unsent = keep->body.len - keep->pos;

@@ -113,13 +113,7 @@ static struct task *host_pool_next(struct host_pool *h)
     pthread_mutex_lock(&h->lock);
     while (!h->head && !h->stopping)
         pthread_cond_wait(&h->wake, &h->lock);
-    struct task *t = h->head;
-    if (t) {
-        h->head = t->next;
-        if (!h->head)
-            h->tail = NULL;
-        t->next = NULL;
-    }
+    struct task *t = task_pop(&h->head, &h->tail);
     pthread_mutex_unlock(&h->lock);
     return t;
 }
@@ -170,13 +164,8 @@ struct host_pool *host_pool_start(size_t threads, struct dev *check,
 
 void host_pool_submit(struct host_pool *h, struct task *t)
 {
-    t->next = NULL;
     pthread_mutex_lock(&h->lock);
-    if (h->tail)
-        h->tail->next = t;
-    else
-        h->head = t;
-    h->tail = t;
+    task_append(&h->head, &h->tail, t);
     pthread_cond_signal(&h->wake);
     pthread_mutex_unlock(&h->lock);
 }

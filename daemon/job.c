@@ -32,6 +32,7 @@ struct job *job_new(size_t nsteps)
         return NULL;
     }
     job->nsteps = nsteps;
+    job->device_index = -1;
     return job;
 }
 

@@ -109,6 +109,7 @@ struct job {
     enum status_code status;
     char msg[STATUS_MSG_MAX];
     char device[128];     /* "index: name" of the device that ran the job */
+    int device_index;     /* that index (dev_name_job); -1: none, or the host */
 
     /* Scheduler bookkeeping: the loop side's completion hook. */
     void (*done)(struct job *job);

@@ -314,6 +314,16 @@ static void rpc_count_stages(const struct rpc_call *rc, struct stage_stats *s)
     stage_record(s, STAGE_TOTAL, rc->t_start, now);
 }
 
+/* rc's job, counted by rpc_job_share, no longer counts for its client: it
+ * ended, was refused, or its call closed. */
+static void rpc_job_share_done(struct rpc_call *rc)
+{
+    if (!rc->share_job)
+        return;
+    rc->share_job = false;
+    client_share_job_done(rc->env->shares, rc->share);
+}
+
 void rpc_h2_closed(struct h2_call *call, struct rpc_env *env)
 {
     struct rpc_call *rc = h2_call_user(call);
@@ -399,12 +409,10 @@ void rpc_reply_ref(struct rpc_call *rc, const ProtobufCMessage *reply,
 
 void rpc_fail(struct rpc_call *rc, enum status_code code, const char *fmt, ...)
 {
-    char msg[STATUS_MSG_MAX];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof(msg), fmt, ap);
+    h2_call_vfailf(rc->h2, code, fmt, ap);
     va_end(ap);
-    h2_call_fail(rc->h2, code, msg);
 }
 
 /* --- jobs ----------------------------------------------------------------- */
@@ -450,14 +458,6 @@ enum status_code rpc_job_share(struct rpc_call *rc, char *msg, size_t msglen)
     enum status_code code = client_share_job(rc->env->shares, rc->share, msg, msglen);
     rc->share_job = code == STATUS_OK;
     return code;
-}
-
-void rpc_job_share_done(struct rpc_call *rc)
-{
-    if (!rc->share_job)
-        return;
-    rc->share_job = false;
-    client_share_job_done(rc->env->shares, rc->share);
 }
 
 struct rpc_call *rpc_job_call(struct job *job)

@@ -173,11 +173,10 @@ void rpc_fail(struct rpc_call *rc, enum status_code code, const char *fmt, ...)
  * refusal the call is failed and the job freed. */
 void rpc_submit(struct rpc_call *rc, struct job *job, void (*done)(struct job *job));
 
-/* Counts a job for rc's client (--max-client-jobs) until rpc_job_share_done
- * or the call closes. STATUS_OK (also when clients are not counted), or
+/* Counts a job for rc's client (--max-client-jobs) until the job ends or the
+ * call closes. STATUS_OK (also when clients are not counted), or
  * RESOURCE_EXHAUSTED with the message in msg. */
 enum status_code rpc_job_share(struct rpc_call *rc, char *msg, size_t msglen);
-void rpc_job_share_done(struct rpc_call *rc);
 
 /* In a done() hook: the call the job answers, or NULL when the job failed
  * (the call has been answered with its status) or the call is gone. In both

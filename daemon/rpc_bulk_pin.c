@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "field_rx.h"
 #include "pb_wire.h"
 #include "rpc.h"
 #include "sched.h"
@@ -18,11 +19,9 @@
 
 struct rpc_pin {
     struct staging_port *port;  /* whose run */
-    uint8_t *run;               /* nbufs staging buffers in one piece; NULL once given back */
     size_t nbufs;
-    size_t len, have;           /* the field's bytes, and how many of them arrived */
-    uint8_t *rest;              /* the message after the field, rest_len bytes, malloc'd */
-    size_t rest_len, rest_have;
+    struct field_rx rx;         /* field: the run, nbufs staging buffers in one piece (NULL
+                                 * once given back); rest: malloc'd */
 };
 
 void rpc_bulk_pin_free(void *p)
@@ -30,9 +29,9 @@ void rpc_bulk_pin_free(void *p)
     struct rpc_pin *pin = p;
     if (!pin)
         return;
-    if (pin->run)
-        staging_put_run(pin->port, pin->run, pin->nbufs);
-    free(pin->rest);
+    if (pin->rx.field)
+        staging_put_run(pin->port, pin->rx.field, pin->nbufs);
+    free(pin->rx.rest);
     free(pin);
 }
 
@@ -71,18 +70,18 @@ size_t rpc_bulk_pin_start(struct rpc_call *rc, const ProtobufCFieldDescriptor *b
         return 0;   /* read whole, and refused with the limit's name */
     struct rpc_pin *pin = calloc(1, sizeof *pin);
     if (pin)
-        pin->rest = malloc(rest_len ? rest_len : 1);
-    if (pin && pin->rest)
-        pin->run = staging_get_run(port, nbufs);
-    if (!pin || !pin->run) {
+        pin->rx.rest = malloc(rest_len ? rest_len : 1);
+    if (pin && pin->rx.rest)
+        pin->rx.field = staging_get_run(port, nbufs);
+    if (!pin || !pin->rx.field) {
         rpc_bulk_pin_free(pin);
         h2_call_hold(rc->h2, 0, NULL, 0);
         return 0;
     }
     pin->port = port;
     pin->nbufs = nbufs;
-    pin->len = (size_t)len;
-    pin->rest_len = rest_len;
+    pin->rx.len = (size_t)len;
+    pin->rx.rest_len = rest_len;
     rc->pin = pin;
     return off;
 }
@@ -92,10 +91,10 @@ size_t rpc_bulk_pin_start(struct rpc_call *rc, const ProtobufCFieldDescriptor *b
 static void rpc_bulk_pin_whole(struct rpc_call *rc)
 {
     struct rpc_pin *pin = rc->pin;
-    uint8_t *rest = pin->rest;
-    pin->rest = NULL;
+    uint8_t *rest = pin->rx.rest;
+    pin->rx.rest = NULL;
     char err[STATUS_MSG_MAX];
-    enum status_code code = rpc_decode_bulk(rc, rest, pin->rest_len, pin->rest_len, err,
+    enum status_code code = rpc_decode_bulk(rc, rest, pin->rx.rest_len, pin->rx.rest_len, err,
                                             sizeof err);
     if (code == STATUS_OK && rc->bulk) {
         rpc_bulk_pin_free(pin);
@@ -107,25 +106,15 @@ static void rpc_bulk_pin_whole(struct rpc_call *rc)
 
 size_t rpc_bulk_pin_piece(struct rpc_call *rc, const uint8_t *data, size_t n)
 {
-    struct rpc_pin *pin = rc->pin;
-    size_t k = pin->len - pin->have < n ? pin->len - pin->have : n;
-    if (data != pin->run + pin->have)   /* else read there from the socket */
-        memcpy(pin->run + pin->have, data, k);
-    pin->have += k;
-    memcpy(pin->rest + pin->rest_have, data + k, n - k);
-    pin->rest_have += n - k;
-    if (pin->have == pin->len && pin->rest_have == pin->rest_len)
+    field_rx_piece(&rc->pin->rx, data, n);
+    if (field_rx_whole(&rc->pin->rx))
         rpc_bulk_pin_whole(rc);
     return n;
 }
 
 uint8_t *rpc_bulk_pin_dest(struct rpc_call *rc, size_t *room)
 {
-    struct rpc_pin *pin = rc->pin;
-    if (!pin || pin->have == pin->len)
-        return NULL;
-    *room = pin->len - pin->have;
-    return pin->run + pin->have;
+    return rc->pin ? field_rx_dest(&rc->pin->rx, room) : NULL;
 }
 
 bool rpc_bulk_pin_give(struct rpc_call *rc, struct job *job)
@@ -133,8 +122,8 @@ bool rpc_bulk_pin_give(struct rpc_call *rc, struct job *job)
     struct rpc_pin *pin = rc->pin;
     if (!pin)
         return false;
-    job->in = pin->run;
-    job->in_len = pin->len;
+    job->in = pin->rx.field;
+    job->in_len = pin->rx.len;
     job->in_mem = pin;
     job->in_mem_len = 0;   /* the staging pool's, not the client's budget */
     job->in_mem_free = rpc_bulk_pin_free;

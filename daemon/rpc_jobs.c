@@ -203,74 +203,102 @@ static void rpc_pipeline_done(struct job *job)
     job_free(job);
 }
 
-/* --- unary job methods ---------------------------------------------------- */
+/* --- the methods ----------------------------------------------------------- */
+
+/* A method's own checks: its request's parameters into the job's steps (the
+ * job holds its input by now: data or region). */
+typedef enum status_code (*rpc_job_params_fn)(struct rpc_call *rc, const ProtobufCMessage *req,
+                                              struct job *job, char *err, size_t errlen);
+
+/* Every job method's path: a job of nsteps with the request's data or its
+ * regions (in, out; NULL where the method has none) as its input and
+ * output, its steps checked by params, then started (rpc_job_start). */
+static void rpc_job_run(struct rpc_call *rc, const ProtobufCMessage *req, size_t nsteps,
+                        const Amp__V1__RegionSlice *in, const Amp__V1__RegionSlice *out,
+                        const char *device, rpc_job_params_fn params,
+                        void (*done)(struct job *job))
+{
+    struct job *job = rpc_job_new(rc, nsteps);
+    if (!job)
+        return;
+    char err[STATUS_MSG_MAX];
+    enum status_code code = rpc_job_regions(rc, job, in, out, err, sizeof(err));
+    if (code == STATUS_OK)
+        code = params(rc, req, job, err, sizeof(err));
+    rpc_job_start(rc, job, code, device, err, done);
+}
+
+static enum status_code rpc_reverse_params(struct rpc_call *rc, const ProtobufCMessage *req,
+                                           struct job *job, char *err, size_t errlen)
+{
+    (void)rc, (void)req, (void)err, (void)errlen;
+    job->steps[0].kind = STEP_REVERSE;
+    return STATUS_OK;
+}
 
 void rpc_reverse(struct rpc_call *rc, ProtobufCMessage *req)
 {
     Amp__V1__ReverseRequest *r = (Amp__V1__ReverseRequest *)req;
-    struct job *job = rpc_job_new(rc, 1);
-    if (!job)
-        return;
-    char err[STATUS_MSG_MAX];
-    job->steps[0].kind = STEP_REVERSE;
-    enum status_code code = rpc_job_regions(rc, job, r->input_region, r->output_region, err,
-                                            sizeof(err));
-    rpc_job_start(rc, job, code, r->device, err, rpc_data_done);
+    rpc_job_run(rc, req, 1, r->input_region, r->output_region, r->device, rpc_reverse_params,
+                rpc_data_done);
+}
+
+static enum status_code rpc_transform_params(struct rpc_call *rc, const ProtobufCMessage *req,
+                                             struct job *job, char *err, size_t errlen)
+{
+    (void)rc;
+    const Amp__V1__TransformRequest *r = (const Amp__V1__TransformRequest *)req;
+    return rpc_params_transform(r->params, "params", job->in_len, &job->steps[0], err, errlen);
 }
 
 void rpc_transform(struct rpc_call *rc, ProtobufCMessage *req)
 {
     Amp__V1__TransformRequest *r = (Amp__V1__TransformRequest *)req;
-    struct job *job = rpc_job_new(rc, 1);
-    if (!job)
-        return;
-    char err[STATUS_MSG_MAX];
-    enum status_code code = rpc_job_regions(rc, job, r->input_region, r->output_region, err,
-                                            sizeof(err));
-    if (code == STATUS_OK)
-        code = rpc_params_transform(r->params, "params", job->in_len, &job->steps[0], err,
-                                    sizeof(err));
-    rpc_job_start(rc, job, code, r->device, err, rpc_data_done);
+    rpc_job_run(rc, req, 1, r->input_region, r->output_region, r->device, rpc_transform_params,
+                rpc_data_done);
+}
+
+static enum status_code rpc_histogram_params(struct rpc_call *rc, const ProtobufCMessage *req,
+                                             struct job *job, char *err, size_t errlen)
+{
+    const Amp__V1__HistogramRequest *r = (const Amp__V1__HistogramRequest *)req;
+    return rpc_params_histogram(r->params, "params", job->in_len, rc->env->max_message_bytes,
+                                &job->steps[0], err, errlen);
 }
 
 void rpc_histogram(struct rpc_call *rc, ProtobufCMessage *req)
 {
     Amp__V1__HistogramRequest *r = (Amp__V1__HistogramRequest *)req;
-    struct job *job = rpc_job_new(rc, 1);
-    if (!job)
-        return;
-    char err[STATUS_MSG_MAX];
-    enum status_code code = rpc_job_regions(rc, job, r->input_region, NULL, err, sizeof(err));
-    if (code == STATUS_OK)
-        code = rpc_params_histogram(r->params, "params", job->in_len, rc->env->max_message_bytes,
-                                    &job->steps[0], err, sizeof(err));
-    rpc_job_start(rc, job, code, r->device, err, rpc_hist_done);
+    rpc_job_run(rc, req, 1, r->input_region, NULL, r->device, rpc_histogram_params,
+                rpc_hist_done);
+}
+
+/* Into a region, the output is bounded by the slice (rpc_job_start), not by
+ * a reply message. */
+static enum status_code rpc_fill_params(struct rpc_call *rc, const ProtobufCMessage *req,
+                                        struct job *job, char *err, size_t errlen)
+{
+    const Amp__V1__FillRequest *r = (const Amp__V1__FillRequest *)req;
+    return rpc_params_fill(r->params, "params",
+                           job->out_region ? SIZE_MAX : rc->env->max_message_bytes,
+                           &job->steps[0], err, errlen);
 }
 
 void rpc_fill(struct rpc_call *rc, ProtobufCMessage *req)
 {
     Amp__V1__FillRequest *r = (Amp__V1__FillRequest *)req;
-    struct job *job = rpc_job_new(rc, 1);
-    if (!job)
-        return;
-    char err[STATUS_MSG_MAX];
-    enum status_code code = rpc_job_regions(rc, job, NULL, r->output_region, err, sizeof(err));
-    /* Into a region, the output is bounded by the slice (rpc_job_start),
-     * not by a reply message. */
-    if (code == STATUS_OK)
-        code = rpc_params_fill(r->params, "params",
-                               job->out_region ? SIZE_MAX : rc->env->max_message_bytes,
-                               &job->steps[0], err, sizeof(err));
-    rpc_job_start(rc, job, code, r->device, err, rpc_data_done);
+    rpc_job_run(rc, req, 1, NULL, r->output_region, r->device, rpc_fill_params, rpc_data_done);
 }
 
 /* --- pipelines ------------------------------------------------------------ */
 
 /* Validates every step; data into an output region counts against the
  * slice (rpc_job_start), not against the reply message. */
-static enum status_code rpc_pipeline_steps(const Amp__V1__PipelineRequest *r, struct job *job,
-                                           size_t max_message, char *err, size_t errlen)
+static enum status_code rpc_pipeline_params(struct rpc_call *rc, const ProtobufCMessage *req,
+                                            struct job *job, char *err, size_t errlen)
 {
+    const Amp__V1__PipelineRequest *r = (const Amp__V1__PipelineRequest *)req;
+    size_t max_message = rc->env->max_message_bytes;
     uint64_t len = job->in_len, reply = 0;
     size_t max_data = job->out_region ? SIZE_MAX : max_message;
     for (size_t i = 0; i < r->n_steps; i++) {
@@ -306,13 +334,6 @@ void rpc_pipeline(struct rpc_call *rc, ProtobufCMessage *req)
                  RPC_PIPELINE_MAX_STEPS, r->n_steps);
         return;
     }
-    struct job *job = rpc_job_new(rc, r->n_steps);
-    if (!job)
-        return;
-    char err[STATUS_MSG_MAX];
-    enum status_code code = rpc_job_regions(rc, job, r->input_region, r->output_region, err,
-                                            sizeof(err));
-    if (code == STATUS_OK)
-        code = rpc_pipeline_steps(r, job, rc->env->max_message_bytes, err, sizeof(err));
-    rpc_job_start(rc, job, code, r->device, err, rpc_pipeline_done);
+    rpc_job_run(rc, req, r->n_steps, r->input_region, r->output_region, r->device,
+                rpc_pipeline_params, rpc_pipeline_done);
 }

@@ -60,28 +60,6 @@ struct runner {
     uint64_t mem_used;              /* device bytes reserved: <= capacity; written here only */
 };
 
-static void runner_append(struct task **head, struct task **tail, struct task *t)
-{
-    t->next = NULL;
-    if (*tail)
-        (*tail)->next = t;
-    else
-        *head = t;
-    *tail = t;
-}
-
-static struct task *runner_pop(struct runner *r)
-{
-    struct task *t = r->head;
-    if (t) {
-        r->head = t->next;
-        if (!r->head)
-            r->tail = NULL;
-        t->next = NULL;
-    }
-    return t;
-}
-
 /* The tasks that begin a job (a unary job, or a stream's OPEN) and end it. */
 static bool runner_begins_job(const struct task *t)
 {
@@ -188,7 +166,7 @@ static bool runner_admit(struct runner *r, struct task *t)
         return true;   /* started below, it only reports the failure */
     }
     if (r->parked || need > cap - r->mem_used) {
-        runner_append(&r->parked, &r->parked_tail, t);
+        task_append(&r->parked, &r->parked_tail, t);
         return false;
     }
     pthread_mutex_lock(&r->lock);
@@ -248,7 +226,7 @@ static void runner_batch(struct runner *r, struct task *t)
                 runner_hand_back(r, t);   /* could never fit */
         }
         pthread_mutex_lock(&r->lock);
-        t = r->head && dev_batch_fits(&b, r->head) ? runner_pop(r) : NULL;
+        t = r->head && dev_batch_fits(&b, r->head) ? task_pop(&r->head, &r->tail) : NULL;
         pthread_mutex_unlock(&r->lock);
     }
     if (b.n)
@@ -286,7 +264,7 @@ static void runner_drain_tasks(struct runner *r)
     runner_unpark(r);
     for (;;) {
         pthread_mutex_lock(&r->lock);
-        struct task *t = runner_pop(r);
+        struct task *t = task_pop(&r->head, &r->tail);
         pthread_mutex_unlock(&r->lock);
         if (!t)
             return;
@@ -318,7 +296,6 @@ static bool runner_has_work(const struct runner *r)
 
 static void *runner_main(void *arg)
 {
-    static const struct dev_batch empty;
     struct runner *r = arg;
     pthread_mutex_lock(&r->lock);
     for (;;) {
@@ -327,9 +304,9 @@ static void *runner_main(void *arg)
         if (r->stopping)
             break;
         r->kicked = false;
-        struct task *t = r->nflight < RUNNER_FLIGHT_MAX ? runner_pop(r) : NULL;
+        struct task *t = r->nflight < RUNNER_FLIGHT_MAX ? task_pop(&r->head, &r->tail) : NULL;
         pthread_mutex_unlock(&r->lock);
-        if (t && dev_batch_fits(&empty, t))
+        if (t && dev_batch_takes(t))
             runner_batch(r, t);
         else if (t)
             runner_begin(r, t);
@@ -365,7 +342,7 @@ struct runner *runner_start(struct dev *d, runner_complete_cb complete, void *ct
 void runner_submit(struct runner *r, struct task *t)
 {
     pthread_mutex_lock(&r->lock);
-    runner_append(&r->head, &r->tail, t);
+    task_append(&r->head, &r->tail, t);
     if (runner_begins_job(t))
         r->jobs_queued++;
     pthread_cond_signal(&r->wake);

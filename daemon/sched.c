@@ -333,13 +333,8 @@ struct staging_port *sched_staging(struct sched_port *p, size_t index)
 
 static void sched_push_done(struct sched_port *p, struct task *t)
 {
-    t->next = NULL;
     uv_mutex_lock(&p->lock);
-    if (p->done_tail)
-        p->done_tail->next = t;
-    else
-        p->done_head = t;
-    p->done_tail = t;
+    task_append(&p->done_head, &p->done_tail, t);
     uv_mutex_unlock(&p->lock);
     uv_async_send(&p->wake);
 }

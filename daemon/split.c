@@ -136,16 +136,19 @@ static enum status_code split_sum_hist(struct split *sp, size_t i)
     return STATUS_OK;
 }
 
-/* "0+1: name": the devices that ran the parts, and the first one's name. */
+/* "0+1: name": the devices that ran the parts, and the first one's name.
+ * A part that never ran (the job failed, and the reply names no device)
+ * is left out. */
 static void split_device(struct split *sp)
 {
     struct job *parent = sp->parent;
     size_t used = 0;
     parent->device[0] = '\0';
     for (size_t k = 0; k < sp->n; k++) {
-        unsigned index = (unsigned)strtoul(sp->parts[k]->device, NULL, 10);
-        int w = snprintf(parent->device + used, sizeof parent->device - used, "%s%u",
-                         k ? "+" : "", index);
+        if (sp->parts[k]->device_index < 0)
+            continue;
+        int w = snprintf(parent->device + used, sizeof parent->device - used, "%s%d",
+                         used ? "+" : "", sp->parts[k]->device_index);
         if (w < 0 || (size_t)w >= sizeof parent->device - used)
             return;
         used += (size_t)w;

@@ -44,4 +44,30 @@ struct task {
     struct task *next;            /* queue link; owned by whichever queue holds the task */
 };
 
+/* A queue of tasks is a head and a tail linked through next (both NULL:
+ * empty), under its owner's lock: a runner's, the host pool's, an I/O
+ * loop's completions. Appends t at the tail. */
+static inline void task_append(struct task **head, struct task **tail, struct task *t)
+{
+    t->next = NULL;
+    if (*tail)
+        (*tail)->next = t;
+    else
+        *head = t;
+    *tail = t;
+}
+
+/* Takes the task at the head, or NULL when the queue is empty. */
+static inline struct task *task_pop(struct task **head, struct task **tail)
+{
+    struct task *t = *head;
+    if (t) {
+        *head = t->next;
+        if (!*head)
+            *tail = NULL;
+        t->next = NULL;
+    }
+    return t;
+}
+
 #endif

@@ -3,7 +3,7 @@
 Runs $AMPCTL_BIN as a script would: arguments, files, stdin and pipes;
 checks stdout bytes, stderr messages and the documented exit codes
 (0 ok, 1 refused by the daemon, 2 usage, 3 cannot connect, 4 local I/O).
-Prints one line per check and a closing "N passed, M failed".
+Prints one line per check (support/cases.py).
 """
 import json
 import os
@@ -12,9 +12,9 @@ import struct
 import subprocess
 import sys
 import tempfile
-import traceback
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "support"))
+from cases import module_cases, run_cases  # noqa: E402
 from daemon_proc import Daemon  # noqa: E402
 
 AMPCTL = os.environ.get("AMPCTL_BIN", "ampctl")
@@ -786,28 +786,16 @@ def test_bash_completion_from_the_tables():
 
 
 def main():
-    tests = [(name, fn) for name, fn in globals().items()
-             if name.startswith("test_") and callable(fn)]
     Ctx.tmp = tempfile.mkdtemp(prefix="ampctl-test-")
     Ctx.daemon = Daemon()
-    passed = failed = 0
     try:
-        for name, fn in tests:
-            try:
-                fn()
-                passed += 1
-                print("PASS", name, flush=True)
-            except Exception:
-                failed += 1
-                print("FAIL", name, flush=True)
-                traceback.print_exc()
+        failed = run_cases(module_cases(globals()))
     finally:
         status = Ctx.daemon.stop()
         subprocess.run(["rm", "-rf", Ctx.tmp])
     if status != 0:
         failed += 1
         print("FAIL ampd exited with status %d" % status)
-    print("%d passed, %d failed" % (passed, failed))
     return 0 if failed == 0 else 1
 
 

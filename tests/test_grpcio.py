@@ -7,16 +7,16 @@ proto/. Checks Reverse, grpc.health.v1.Health/Check, UNIMPLEMENTED for
 unknown methods, INVALID_ARGUMENT with a message naming the field, and a
 16 MiB Stream read by a channel with grpcio's default options (every reply
 within its 4 MiB receive limit, whatever --chunk-bytes is).
-Prints one line per check and a closing "N passed, M failed".
+Prints one line per check (support/cases.py).
 """
 import os
 import struct
 import sys
-import traceback
 
 import grpc
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "support"))
+from cases import module_cases, run_cases  # noqa: E402
 from daemon_proc import Daemon  # noqa: E402
 
 CALL_TIMEOUT_S = 120
@@ -216,30 +216,18 @@ def test_stream_default_client_limits():
 
 
 def main():
-    tests = [(name, fn) for name, fn in globals().items()
-             if name.startswith("test_") and callable(fn)]
     daemon = Daemon()
-    passed = failed = 0
     try:
         Ctx.channel = grpc.insecure_channel(daemon.address, options=[
             ("grpc.max_receive_message_length", MAX_MESSAGE),
             ("grpc.max_send_message_length", MAX_MESSAGE)])
-        for name, fn in tests:
-            try:
-                fn()
-                passed += 1
-                print("PASS", name, flush=True)
-            except Exception:
-                failed += 1
-                print("FAIL", name, flush=True)
-                traceback.print_exc()
+        failed = run_cases(module_cases(globals()))
         Ctx.channel.close()
     finally:
         status = daemon.stop()
     if status != 0:
         failed += 1
         print("FAIL ampd exited with status %d" % status)
-    print("%d passed, %d failed" % (passed, failed))
     return 0 if failed == 0 else 1
 
 

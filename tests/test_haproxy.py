@@ -19,13 +19,13 @@ import sys
 import tempfile
 import threading
 import time
-import traceback
 
 import grpc
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "support"))
 sys.path.insert(0, HERE)
+from cases import run_cases  # noqa: E402
 from daemon_proc import Daemon  # noqa: E402
 from test_grpcio import pb_bytes, pb_decode, pb_uint, stream_add  # noqa: E402
 
@@ -204,8 +204,11 @@ class Load:
         self.lock = threading.Lock()
         self.ok = 0
         self.failures = []
-        self.threads = [threading.Thread(target=self.grpc_loop) for _ in range(threads)]
-        self.threads.append(threading.Thread(target=self.ampctl_loop))
+        # Daemon threads: a case that fails before finish() must not keep
+        # the test running.
+        self.threads = [threading.Thread(target=self.grpc_loop, daemon=True)
+                        for _ in range(threads)]
+        self.threads.append(threading.Thread(target=self.ampctl_loop, daemon=True))
         for t in self.threads:
             t.start()
 
@@ -274,12 +277,15 @@ def test_drain_under_load(farm):
 
 
 def test_kill_under_load(farm):
+    # ampd1 is DOWN after the drain case, UP when this case runs alone.
+    want = farm.server_states()
+    want[1] = "DOWN"
     load = Load(farm.front)
     time.sleep(1)
     d = farm.daemons[1]
     d.proc.send_signal(signal.SIGKILL)
     d.proc.wait()
-    farm.wait_states(["DOWN", "DOWN", "UP"])
+    farm.wait_states(want)
     time.sleep(1)
     ok, failures = load.finish()
     hung = [f for f in failures if f[0] in ("DEADLINE_EXCEEDED", "HUNG")]
@@ -294,24 +300,14 @@ def main():
     tests = [test_every_kind_from_ampctl, test_every_kind_from_grpcio, test_calls_spread_over_all,
              test_regions_refused, test_drain_under_load, test_kill_under_load]
     farm = Farm()
-    passed = failed = 0
     try:
-        for fn in tests:
-            try:
-                fn(farm)
-                passed += 1
-                print("PASS", fn.__name__, flush=True)
-            except Exception:
-                failed += 1
-                print("FAIL", fn.__name__, flush=True)
-                traceback.print_exc()
+        failed = run_cases(tests, farm)
     finally:
         statuses = farm.stop()
     # ampd1 drained (0 above), ampd2 was killed; ampd3 must stop cleanly.
     if statuses[2] != 0:
         failed += 1
         print("FAIL ampd3 exited with status %d" % statuses[2])
-    print("%d passed, %d failed" % (passed, failed))
     return 0 if failed == 0 else 1
 
 

@@ -5,16 +5,17 @@ with python3-yaml and the fields that make them work are checked by hand:
 the Deployment asks for a GPU, its probes are gRPC probes on the container's
 port, its grace period outlasts ampd's --drain-timeout, every ampd option it
 passes is one `ampd --help` lists; the Services and the disruption budget
-select the Deployment's pods. Prints one line per check and "N passed, M
-failed".
+select the Deployment's pods. Prints one line per check (support/cases.py).
 """
 import os
 import re
 import subprocess
 import sys
-import traceback
 
 import yaml
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "support"))
+from cases import module_cases, run_cases  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE = os.environ.get("AMP_SOURCE_DIR", os.path.join(HERE, ".."))
@@ -114,20 +115,7 @@ def test_services_and_budget_select_the_pods(docs):
 
 
 def main():
-    tests = [(n, f) for n, f in globals().items() if n.startswith("test_") and callable(f)]
-    passed = failed = 0
-    docs = load()
-    for name, fn in tests:
-        try:
-            fn(docs)
-            passed += 1
-            print("PASS", name)
-        except Exception:
-            failed += 1
-            print("FAIL", name)
-            traceback.print_exc()
-    print("%d passed, %d failed" % (passed, failed))
-    return 0 if failed == 0 else 1
+    return 0 if run_cases(module_cases(globals()), load()) == 0 else 1
 
 
 if __name__ == "__main__":

@@ -182,6 +182,7 @@ START_TEST(takes_only_what_it_can_run)
     struct dev_batch b = {.n = 0};
     struct job *ok = batch_job(STEP_TRANSFORM, DEV_BATCH_JOB_BYTES, &seed);
     ck_assert(dev_batch_fits(&b, &ok->task));
+    ck_assert(dev_batch_takes(&ok->task));
     struct job *big = batch_job(STEP_REVERSE, DEV_BATCH_JOB_BYTES + 1, &seed);
     ck_assert(!dev_batch_fits(&b, &big->task));
     struct job *typed = batch_job(STEP_HISTOGRAM, 64, &seed);
@@ -196,11 +197,16 @@ START_TEST(takes_only_what_it_can_run)
     ck_assert(!dev_batch_fits(&b, &pipe->task));
     struct task open = {.kind = TASK_OPEN, .job = ok};
     ck_assert(!dev_batch_fits(&b, &open));
+    /* The shape alone (what the runner asks of a task before any batch). */
+    ck_assert(!dev_batch_takes(&big->task) && !dev_batch_takes(&typed->task) &&
+              !dev_batch_takes(&fill->task) && !dev_batch_takes(&pipe->task) &&
+              !dev_batch_takes(&open));
     b.n = DEV_BATCH_JOBS;   /* full */
     ck_assert(!dev_batch_fits(&b, &ok->task));
     b.n = 0;
     b.up = DEV_BATCH_BYTES - 100;   /* no room left for its bytes */
     ck_assert(!dev_batch_fits(&b, &ok->task));
+    ck_assert(dev_batch_takes(&ok->task));   /* its shape still is a batch's */
     job_free(ok);
     job_free(big);
     job_free(typed);

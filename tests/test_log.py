@@ -18,11 +18,11 @@ import subprocess
 import sys
 import tempfile
 import time
-import traceback
 
 import grpc
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "support"))
+from cases import module_cases, run_cases  # noqa: E402
 from daemon_proc import Daemon  # noqa: E402
 
 CALL_TIMEOUT_S = 120
@@ -72,7 +72,7 @@ class Logged:
         expect(status == 0, "ampd exited with %d" % status)
 
 
-def check_default_level():
+def test_default_level():
     d = Logged()
     try:
         expect(d.call(REVERSE, BAD_DEVICE) == grpc.StatusCode.INVALID_ARGUMENT, "bad device")
@@ -90,7 +90,7 @@ def check_default_level():
     expect("ampd: listening on" in text, "no info lines:\n" + text)
 
 
-def check_debug_and_tcp():
+def test_debug_and_tcp():
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
     port = s.getsockname()[1]
@@ -109,7 +109,7 @@ def check_debug_and_tcp():
                      text), "no TCP refusal line in:\n" + text)
 
 
-def check_error_level():
+def test_error_level():
     d = Logged(("--log-level", "error"))
     try:
         expect(d.call(REVERSE, BAD_DEVICE) == grpc.StatusCode.INVALID_ARGUMENT, "bad device")
@@ -119,7 +119,7 @@ def check_error_level():
     expect(text == "", "--log-level error printed:\n" + text)
 
 
-def check_bad_level():
+def test_bad_level():
     p = subprocess.run([os.environ["AMPD_BIN"], "--log-level", "loud"], capture_output=True,
                        text=True, timeout=60)
     expect(p.returncode == EXIT_USAGE, "exit %d" % p.returncode)
@@ -131,7 +131,7 @@ def journal_of(log):
     return {"JOURNAL_STREAM": "%d:%d" % (st.st_dev, st.st_ino)}
 
 
-def check_journal_priorities():
+def test_journal_priorities():
     d = Logged(env=journal_of)
     try:
         expect(d.call(REVERSE, BAD_DEVICE) == grpc.StatusCode.INVALID_ARGUMENT, "bad device")
@@ -152,7 +152,7 @@ def check_journal_priorities():
            "priorities with another file as the journal: %r" % lines)
 
 
-def check_rate_limit():
+def test_rate_limit():
     d = Logged()
     try:
         for _ in range(FLOOD):
@@ -171,18 +171,7 @@ def check_rate_limit():
 
 
 def main():
-    passed = failed = 0
-    for name, fn in [(n, f) for n, f in globals().items() if n.startswith("check_")]:
-        try:
-            fn()
-            passed += 1
-            print("PASS", name, flush=True)
-        except Exception:
-            failed += 1
-            print("FAIL", name, flush=True)
-            traceback.print_exc()
-    print("%d passed, %d failed" % (passed, failed))
-    return 0 if failed == 0 else 1
+    return 0 if run_cases(module_cases(globals())) == 0 else 1
 
 
 if __name__ == "__main__":

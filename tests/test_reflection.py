@@ -13,7 +13,7 @@ that leave the daemon serving, and Health/Watch: SERVING at once,
 SERVICE_UNKNOWN for another name, UNIMPLEMENTED for two requests, a watch
 the client cancels, and NOT_SERVING then the end of the stream when the
 daemon drains (SIGTERM), well before --drain-timeout.
-Prints one line per check and a closing "N passed, M failed".
+Prints one line per check (support/cases.py).
 """
 import os
 import signal
@@ -22,12 +22,12 @@ import sys
 import tempfile
 import threading
 import time
-import traceback
 
 import grpc
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "support"))
+from cases import module_cases, run_cases  # noqa: E402
 from daemon_proc import Daemon  # noqa: E402
 
 CALL_TIMEOUT_S = 120
@@ -291,31 +291,16 @@ def test_watch_sees_drain():
 
 
 def main():
-    tests = [(name, fn) for name, fn in globals().items()
-             if name.startswith("test_") and callable(fn)]
-    only = sys.argv[1:]
     daemon = Daemon()
-    passed = failed = 0
     try:
         Ctx.channel = grpc.insecure_channel(daemon.address)
-        for name, fn in tests:
-            if only and name not in only:
-                continue
-            try:
-                fn()
-                passed += 1
-                print("PASS", name, flush=True)
-            except Exception:
-                failed += 1
-                print("FAIL", name, flush=True)
-                traceback.print_exc()
+        failed = run_cases(module_cases(globals()))
         Ctx.channel.close()
     finally:
         status = daemon.stop()
     if status != 0:
         failed += 1
         print("FAIL ampd exited with status %d" % status)
-    print("%d passed, %d failed" % (passed, failed))
     return 0 if failed == 0 else 1
 
 

@@ -15,11 +15,11 @@ import os
 import sys
 import threading
 import time
-import traceback
 
 import grpc
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "support"))
+from cases import run_cases  # noqa: E402
 from daemon_proc import Daemon  # noqa: E402
 
 MIB = 1 << 20
@@ -160,23 +160,13 @@ def test_stalled_reader(daemon):
 
 def main():
     daemon = Daemon(["--staging-bytes", "4M", "--chunk-bytes", "1M"])
-    passed = failed = 0
     try:
-        for test in (test_stalled_reader,):
-            try:
-                test(daemon)
-                print("PASS", test.__name__)
-                passed += 1
-            except Exception:
-                print("FAIL", test.__name__)
-                traceback.print_exc()
-                failed += 1
+        failed = run_cases([test_stalled_reader], daemon)
     finally:
         status = daemon.stop()
     if status != 0:
         print("FAIL ampd exit status %d" % status)
         failed += 1
-    print("%d passed, %d failed" % (passed, failed))
     return 1 if failed else 0
 
 

@@ -1,18 +1,39 @@
 """cases.py: the loop a Python test's main() runs over its cases: each
 case called in turn, "ok NAME" or "FAIL NAME" with its traceback, and one
-failure does not stop the rest."""
+failure does not stop the rest.
+
+$AMP_TEST_CASE, when set, names the one case to run (its function's name),
+as it does for the C tests; `ctest -C case` runs each case of a test that
+uses run_cases as test_x/NAME (tests/README.md). A name the test does not
+have fails, so a typo cannot pass."""
+import os
 import traceback
+
+CASE_ENV = "AMP_TEST_CASE"
+
+
+def module_cases(namespace):
+    """The functions in namespace (a module's globals()) named test_*, in
+    the order the module defines them."""
+    return [fn for name, fn in namespace.items() if name.startswith("test_") and callable(fn)]
 
 
 def run_cases(cases, *args):
-    """Calls each case with args; returns how many failed."""
+    """Calls each case with args, or only the one $AMP_TEST_CASE names;
+    returns how many failed (1 when no case has that name)."""
+    only = os.environ.get(CASE_ENV)
+    if only:
+        cases = [case for case in cases if case.__name__ == only]
+        if not cases:
+            print("FAIL no case ran: none is named %s" % only)
+            return 1
     failed = 0
     for case in cases:
         try:
             case(*args)
-            print("ok   %s" % case.__name__)
+            print("ok   %s" % case.__name__, flush=True)
         except Exception:  # noqa: BLE001 - every failure is reported
             failed += 1
-            print("FAIL %s" % case.__name__)
+            print("FAIL %s" % case.__name__, flush=True)
             traceback.print_exc()
     return failed
