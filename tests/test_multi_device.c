@@ -15,9 +15,9 @@
 
 #include "check_run.h"
 #include "client_fixture.h"
+#include "dev_fixture.h"
 #include "dev.h"
 
-#define SKIPPED 77
 #define STREAM_BYTES 4096
 #define WAIT_MS 60000
 
@@ -218,27 +218,12 @@ START_TEST(pinned_unary_jobs_run)
 }
 END_TEST
 
-/* Two devices of the default device's type (the first listed), or skip. */
-static int twins_present(void)
-{
-    struct dev **devs;
-    size_t n;
-    char err[512];
-    if (dev_open_all(&devs, &n, err, sizeof err) != 0) {
-        fprintf(stderr, "test_multi_device: %s\n", err);
-        return 0;
-    }
-    int same = n >= 2 && dev_info(devs[1])->type == dev_info(devs[0])->type;
-    dev_close_all(devs, n);
-    return same;
-}
-
 int main(void)
 {
     setenv("POCL_DEVICES", "pthread pthread", 0);
-    if (!twins_present()) {
+    if (!fixture_twins()) {
         printf("SKIP: fewer than two devices of the default device's type\n");
-        return SKIPPED;
+        return FIXTURE_SKIPPED;
     }
     Suite *s = suite_create("multi_device");
     const TTest *const tests[] = {

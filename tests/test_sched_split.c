@@ -6,6 +6,7 @@
  * jobs on the other device keep running, and it serves again once it
  * works. */
 #include <check.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <uv.h>
@@ -154,6 +155,11 @@ END_TEST
 
 int main(void)
 {
+    setenv("POCL_DEVICES", "pthread pthread", 1);
+    if (!fixture_twins()) {   /* one GPU: nothing to split over */
+        printf("SKIP: fewer than two devices of the default device's type\n");
+        return FIXTURE_SKIPPED;
+    }
     Suite *s = suite_create("sched_split");
     const TTest *const tests[] = {
         large_job_split_over_both,

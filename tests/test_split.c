@@ -7,12 +7,14 @@
  * device, one no larger than a chunk, and a reverse run whole on one. */
 #include <check.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "check_run.h"
 #include "amp.h"
 #include "client_fixture.h"
+#include "dev_fixture.h"
 #include "host_step.h"
 
 #define SPLIT_CHUNK 65536
@@ -158,6 +160,10 @@ END_TEST
 int main(void)
 {
     setenv("POCL_DEVICES", "pthread pthread", 1);
+    if (!fixture_twins()) {   /* one GPU: nothing to split over */
+        printf("SKIP: fewer than two devices of the default device's type\n");
+        return FIXTURE_SKIPPED;
+    }
     Suite *s = suite_create("split");
     const TTest *const tests[] = {
         histogram_of_bytes,

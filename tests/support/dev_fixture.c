@@ -2,8 +2,11 @@
 #include "dev_fixture.h"
 
 #include <check.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "dev_internal.h"
 
@@ -28,6 +31,28 @@ struct dev_variants fixture_variants(struct dev_variants v)
     char err[512] = "";
     ck_assert_msg(dev_set_variants_for_test(d, &v, err, sizeof err) == 0, "variants: %s", err);
     return was;
+}
+
+/* In a child process: OpenCL set up in a process that later forks (check's
+ * CK_FORK) leaves the children with a runtime whose threads stayed behind
+ * (PoCL's hang), so the test's own process never opens a device here. */
+bool fixture_twins(void)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        struct dev **devs;
+        size_t n;
+        char err[512];
+        if (dev_open_all(&devs, &n, err, sizeof err) != 0) {
+            fprintf(stderr, "fixture_twins: %s\n", err);
+            _exit(1);
+        }
+        bool twins = n >= 2 && dev_info(devs[1])->type == dev_info(devs[0])->type;
+        dev_close_all(devs, n);
+        _exit(twins ? 0 : 1);
+    }
+    int st = 0;
+    return pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0;
 }
 
 void fixture_close(void)

@@ -4,6 +4,7 @@
 #ifndef AMP_TEST_DEV_FIXTURE_H
 #define AMP_TEST_DEV_FIXTURE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -16,6 +17,15 @@ struct dev *fixture_dev(void);
  * it has only the serving ones) and returns what it ran before. */
 struct dev_variants;
 struct dev_variants fixture_variants(struct dev_variants v);
+
+/* What a test that needs two devices returns where there are not two:
+ * ctest reports it as skipped (SKIP_RETURN_CODE). */
+#define FIXTURE_SKIPPED 77
+
+/* Whether the default device (the first listed) has a twin of its type, so
+ * that jobs can be placed on or split over two devices; asks a child
+ * process, which prints why when no device opens. */
+bool fixture_twins(void);
 
 /* Closes what fixture_dev() opened (call from an unchecked teardown). */
 void fixture_close(void);
