@@ -277,7 +277,6 @@ void dev_run(struct dev *d, struct job *job)
     } else if (st == STATUS_OK && dev_check_steps(d, job, job->in_len, out_len) == STATUS_OK) {
         struct dev_exec x;
         dev_exec_init(&x, d, job);
-        x.pooling = true;   /* dev_exec_finish below sees every command done */
         dev_pin_region(d, job->in_region);
         dev_pin_region(d, job->out_region);
         if (dev_chunked(d, job))

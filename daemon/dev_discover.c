@@ -271,7 +271,6 @@ static void dev_close(struct dev *d)
 {
     if (!d)
         return;
-    dev_pool_free(d);
     dev_release_programs(d);
     for (int q = 0; q < DEV_NQUEUES; q++)
         if (d->q[q])

@@ -176,48 +176,11 @@ static enum status_code dev_exec_collect(struct dev_exec *x)
     return x->failed ? x->job->status : STATUS_OK;
 }
 
-/* Every command is done: the buffers x released go back to the pool, or
- * are freed where their class is full. */
-static void dev_exec_unpool(struct dev_exec *x)
-{
-    struct dev_pool *pool = &x->d->pool;
-    for (size_t i = 0; i < x->npooled; i++) {
-        int c = x->pooled[i].pool_class;
-        if (pool->n[c] < DEV_POOL_KEEP)
-            pool->mem[c][pool->n[c]++] = x->pooled[i].mem;
-        else
-            clReleaseMemObject(x->pooled[i].mem);
-    }
-    free(x->pooled);
-    x->pooled = NULL;
-    x->npooled = x->pooled_cap = 0;
-    x->pooling = false;
-}
-
 enum status_code dev_exec_finish(struct dev_exec *x)
 {
     for (int q = 0; q < DEV_NQUEUES; q++)
         clFinish(x->d->q[q]);
-    dev_exec_unpool(x);
     return dev_exec_collect(x);
-}
-
-void dev_pool_free(struct dev *d)
-{
-    for (int c = 0; c < DEV_POOL_CLASSES; c++) {
-        for (size_t i = 0; i < d->pool.n[c]; i++)
-            clReleaseMemObject(d->pool.mem[c][i]);
-        d->pool.n[c] = 0;
-    }
-}
-
-/* The pool class for size bytes, or -1 when it is too large to keep. */
-static int dev_pool_class(size_t size)
-{
-    for (int c = 0; c < DEV_POOL_CLASSES; c++)
-        if (size <= ((size_t)DEV_POOL_MIN << c))
-            return c;
-    return -1;
 }
 
 enum status_code dev_exec_wait(struct dev_exec *x)
@@ -279,21 +242,10 @@ enum status_code dev_buf_create(struct dev_exec *x, struct dev_buf *b, size_t si
                         size, x->d->info.index,
                         (unsigned long long)x->d->info.max_mem_alloc_size);
     }
-    int c = x->pooling ? dev_pool_class(size) : -1;
-    if (c >= 0) {
-        b->pool_exec = x;
-        b->pool_class = c;
-        if (x->d->pool.n[c]) {
-            b->mem = x->d->pool.mem[c][--x->d->pool.n[c]];
-            return STATUS_OK;
-        }
-        size = (size_t)DEV_POOL_MIN << c;   /* its class's size, to be kept */
-    }
     cl_int rc;
     b->mem = clCreateBuffer(x->d->ctx, CL_MEM_READ_WRITE, size, NULL, &rc);
     if (rc != CL_SUCCESS) {
         b->mem = NULL;
-        b->pool_exec = NULL;
         return dev_exec_cl_fail(x, what, rc);
     }
     return STATUS_OK;
@@ -314,32 +266,12 @@ enum status_code dev_buf_wrap(struct dev_exec *x, struct dev_buf *b, void *host,
     return STATUS_OK;
 }
 
-/* A pooled buffer released: it waits in its run until every command is
- * done (its own may still be queued); false when there is no room to note
- * it (it is then simply released, as OpenCL defers that). */
-static bool dev_exec_defer(struct dev_exec *x, cl_mem mem, int c)
-{
-    if (!x->pooling)
-        return false;
-    if (x->npooled == x->pooled_cap) {
-        size_t cap = x->pooled_cap ? 2 * x->pooled_cap : 8;
-        struct dev_pooled *p = realloc(x->pooled, cap * sizeof(*p));
-        if (!p)
-            return false;
-        x->pooled = p;
-        x->pooled_cap = cap;
-    }
-    x->pooled[x->npooled++] = (struct dev_pooled){ mem, c };
-    return true;
-}
-
 void dev_buf_release(struct dev_buf *b)
 {
     hazard_buf_clear(&dev_hazard_ops, &b->hz);
-    if (b->mem && !(b->pool_exec && dev_exec_defer(b->pool_exec, b->mem, b->pool_class)))
+    if (b->mem)
         clReleaseMemObject(b->mem);
     b->mem = NULL;
-    b->pool_exec = NULL;
 }
 
 /* The common tail of every command: hazards, bookkeeping, flush. */

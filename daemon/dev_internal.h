@@ -34,21 +34,6 @@ struct dev_kernel {
     cl_kernel k;        /* owned by the dev */
 };
 
-/* Small device buffers of unary jobs, kept for the next job (dev_exec.c).
- * Creating a buffer is cheap, but the driver allocates it at its first use
- * and frees it at release: on the H100 those cost a 16-byte job 84 us (its
- * first write) and 2 x 58 us (clEnqueueWriteBuffer and clReleaseMemObject
- * timed through the device tool), against 22 us for its kernel launch.
- * Class c holds buffers of DEV_POOL_MIN << c bytes, at most DEV_POOL_KEEP
- * of them: under 16 MiB of device memory per device in all. */
-#define DEV_POOL_MIN 4096
-#define DEV_POOL_CLASSES 9   /* 4 KiB .. 1 MiB */
-#define DEV_POOL_KEEP 8
-struct dev_pool {
-    cl_mem mem[DEV_POOL_CLASSES][DEV_POOL_KEEP];  /* owned; idle, every command on them done */
-    size_t n[DEV_POOL_CLASSES];
-};
-
 /* The GPU kernel each family runs where it has more than one (op_*.c say
  * what each does; bench/RESULTS.md "Kernel variants" how they measured).
  * The daemon runs DEV_VARIANTS_SERVING's and builds only those: each
@@ -90,7 +75,6 @@ struct dev {
     /* Device bytes jobs may hold reserved at once (runner.c admits jobs
      * against it): most of global memory, or --max-device-memory. */
     uint64_t mem_capacity;
-    struct dev_pool pool;             /* the thread that runs the device's jobs only */
     struct dev_stream *streams;       /* streams open on it (dev_stream.c), that thread only */
     cl_int launch_fault;              /* test-only: nonzero makes every kernel launch fail
                                        * with it, as a broken device would */
@@ -137,8 +121,6 @@ struct dev_buf {
     cl_mem mem;             /* owned; NULL for a zero-length buffer */
     size_t size;
     struct hazard_buf hz;
-    struct dev_exec *pool_exec; /* from the device's pool: released back through this run */
-    int pool_class;
 };
 
 /* One job's run on a device: every command enqueued for it and whether it
@@ -149,12 +131,6 @@ struct dev_exec {
     cl_event *events;       /* one reference each, released by dev_exec_finish */
     size_t nevents, cap;
     bool failed;            /* job->status/msg say why */
-    /* A unary job (dev_run): small buffers come from the device's pool, and
-     * those it releases wait in pooled until dev_exec_finish has seen every
-     * command done, then go back. */
-    bool pooling;           /* cleared by dev_exec_finish: later releases are plain */
-    struct dev_pooled { cl_mem mem; int pool_class; } *pooled;
-    size_t npooled, pooled_cap;
     /* Set by dev_exec_finish on profiling devices: nanoseconds the device
      * spent in kernels and fills (not copies to or from the host). */
     uint64_t device_ns;
@@ -169,12 +145,8 @@ struct dev_access {
 void dev_exec_init(struct dev_exec *x, struct dev *d, struct job *job);
 
 /* Waits for every command of x, turns the first failed command into the
- * job's status, releases the events, and returns the pooled buffers x
- * released to the pool. Returns the job's status. */
+ * job's status and releases the events. Returns the job's status. */
 enum status_code dev_exec_finish(struct dev_exec *x);
-
-/* Frees the device's idle pooled buffers (closing it). */
-void dev_pool_free(struct dev *d);
 
 /* Waits for x's own commands only (commands of other jobs on the same
  * queues may still run), then does what dev_exec_finish does. */
