@@ -221,10 +221,7 @@ END_TEST
 int main(void)
 {
     setenv("POCL_DEVICES", "pthread pthread", 0);
-    if (!fixture_twins()) {
-        printf("SKIP: fewer than two devices of the default device's type\n");
-        return FIXTURE_SKIPPED;
-    }
+    fixture_need_twins();
     Suite *s = suite_create("multi_device");
     const TTest *const tests[] = {
         two_streams_run_on_both_devices,

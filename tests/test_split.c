@@ -7,7 +7,6 @@
  * device, one no larger than a chunk, and a reverse run whole on one. */
 #include <check.h>
 #include <math.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -160,10 +159,7 @@ END_TEST
 int main(void)
 {
     setenv("POCL_DEVICES", "pthread pthread", 1);
-    if (!fixture_twins()) {   /* one GPU: nothing to split over */
-        printf("SKIP: fewer than two devices of the default device's type\n");
-        return FIXTURE_SKIPPED;
-    }
+    fixture_need_twins();   /* one GPU: nothing to split over */
     Suite *s = suite_create("split");
     const TTest *const tests[] = {
         histogram_of_bytes,

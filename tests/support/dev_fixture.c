@@ -36,7 +36,7 @@ struct dev_variants fixture_variants(struct dev_variants v)
 /* In a child process: OpenCL set up in a process that later forks (check's
  * CK_FORK) leaves the children with a runtime whose threads stayed behind
  * (PoCL's hang), so the test's own process never opens a device here. */
-bool fixture_twins(void)
+static bool fixture_twins(void)
 {
     pid_t pid = fork();
     if (pid == 0) {
@@ -53,6 +53,14 @@ bool fixture_twins(void)
     }
     int st = 0;
     return pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0;
+}
+
+void fixture_need_twins(void)
+{
+    if (fixture_twins())
+        return;
+    printf("SKIP: fewer than two devices of the default device's type\n");
+    exit(FIXTURE_SKIPPED);
 }
 
 void fixture_close(void)

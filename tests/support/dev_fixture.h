@@ -22,10 +22,11 @@ struct dev_variants fixture_variants(struct dev_variants v);
  * ctest reports it as skipped (SKIP_RETURN_CODE). */
 #define FIXTURE_SKIPPED 77
 
-/* Whether the default device (the first listed) has a twin of its type, so
- * that jobs can be placed on or split over two devices; asks a child
- * process, which prints why when no device opens. */
-bool fixture_twins(void);
+/* Ends the test program as skipped (FIXTURE_SKIPPED, with a line saying
+ * why) unless the default device (the first listed) has a twin of its type,
+ * so that jobs can be placed on or split over two devices. A child process
+ * looks, and prints why when no device opens. */
+void fixture_need_twins(void);
 
 /* Closes what fixture_dev() opened (call from an unchecked teardown). */
 void fixture_close(void);
