@@ -14,7 +14,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "support"))
-from cases import module_cases, run_cases  # noqa: E402
+from cases import expect, module_cases, run_cases  # noqa: E402
 from daemon_proc import Daemon  # noqa: E402
 
 AMPCTL = os.environ.get("AMPCTL_BIN", "ampctl")
@@ -36,11 +36,6 @@ def run(args, stdin=b"", env_extra=None, address=True):
     argv = [AMPCTL] + (["--address", Ctx.daemon.address] if address else []) + args
     p = subprocess.run(argv, input=stdin, capture_output=True, env=env, timeout=CALL_TIMEOUT_S)
     return p.returncode, p.stdout, p.stderr.decode(errors="replace")
-
-
-def expect(cond, what):
-    if not cond:
-        raise AssertionError(what)
 
 
 def expect_rc(got, want, err=""):

@@ -21,7 +21,7 @@ import time
 import grpc
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "support"))
-from cases import run_cases  # noqa: E402
+from cases import expect, run_cases  # noqa: E402
 from tls_daemon import TlsDaemon  # noqa: E402
 
 CALL_TIMEOUT_S = 60
@@ -32,11 +32,6 @@ NEW = "fresh-token-after-sighup-42"
 FLOOD_CALLS = 200
 GOOD_CALLS = 20
 SERVING = 1
-
-
-def expect(cond, what):
-    if not cond:
-        raise AssertionError(what)
 
 
 def write_tokens(path, lines):

@@ -22,9 +22,8 @@ import tempfile
 import grpc
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "support"))
-from cases import run_cases  # noqa: E402
-from daemon_proc import Daemon  # noqa: E402
-from tls_daemon import free_port  # noqa: E402
+from cases import expect, run_cases  # noqa: E402
+from daemon_proc import Daemon, free_port  # noqa: E402
 
 AMPD = os.environ.get("AMPD_BIN", "ampd")
 AMPCTL = os.environ.get("AMPCTL_BIN", "ampctl")
@@ -37,11 +36,6 @@ NOBODY_UID = 54321   # no test runs as this uid
 
 class Ctx:
     tmp = None
-
-
-def expect(cond, what):
-    if not cond:
-        raise AssertionError(what)
 
 
 def path(name):

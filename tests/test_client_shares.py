@@ -22,9 +22,8 @@ import time
 import grpc
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "support"))
-from cases import run_cases  # noqa: E402
-from daemon_proc import Daemon  # noqa: E402
-from tls_daemon import free_port  # noqa: E402
+from cases import expect, run_cases  # noqa: E402
+from daemon_proc import Daemon, free_port  # noqa: E402
 
 AMPCTL = os.environ.get("AMPCTL_BIN", "ampctl")
 CALL_TIMEOUT_S = 60
@@ -34,11 +33,6 @@ MAX_JOBS = 2
 ALICE = "alice-token-0123456789"
 BOB = "bob-token-9876543210"
 HIST_STEP = b"\x1a\x00"   # Step{histogram: {}}: 256 bins over bytes
-
-
-def expect(cond, what):
-    if not cond:
-        raise AssertionError(what)
 
 
 def md(token):

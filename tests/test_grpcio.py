@@ -16,7 +16,7 @@ import sys
 import grpc
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "support"))
-from cases import module_cases, run_cases  # noqa: E402
+from cases import expect, module_cases, run_cases  # noqa: E402
 from daemon_proc import Daemon  # noqa: E402
 
 CALL_TIMEOUT_S = 120
@@ -104,11 +104,6 @@ def call(method, request):
     """Unary call with raw bytes in and out (no serializers)."""
     fn = Ctx.channel.unary_unary(method)
     return fn(request, timeout=CALL_TIMEOUT_S)
-
-
-def expect(cond, what):
-    if not cond:
-        raise AssertionError(what)
 
 
 def expect_status(method, request, code, field=None):

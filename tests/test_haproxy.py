@@ -25,8 +25,8 @@ import grpc
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "support"))
 sys.path.insert(0, HERE)
-from cases import run_cases  # noqa: E402
-from daemon_proc import Daemon  # noqa: E402
+from cases import expect, run_cases  # noqa: E402
+from daemon_proc import Daemon, free_port  # noqa: E402
 from test_grpcio import pb_bytes, pb_decode, pb_uint, stream_add  # noqa: E402
 
 HAPROXY = "/usr/sbin/haproxy"
@@ -39,19 +39,6 @@ EXIT_REFUSED = 1          # ampctl: the daemon (or the balancer) answered with a
 # What ampctl prints for a refusal UNAVAILABLE: a drain's GOAWAY or answer, a
 # balancer's 502/503 page.
 REFUSED_WORDS = ("shutting down", "UNAVAILABLE", "refused the call")
-
-
-def expect(cond, what):
-    if not cond:
-        raise AssertionError(what)
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 class Farm:

@@ -15,17 +15,12 @@ import sys
 import yaml
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "support"))
-from cases import module_cases, run_cases  # noqa: E402
+from cases import expect, module_cases, run_cases  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE = os.environ.get("AMP_SOURCE_DIR", os.path.join(HERE, ".."))
 MANIFEST = os.path.join(SOURCE, "deploy", "k8s", "ampd.yaml")
 GRACE_MARGIN_S = 5    # time to start draining and to exit after it
-
-
-def expect(cond, what):
-    if not cond:
-        raise AssertionError(what)
 
 
 def load():

@@ -22,7 +22,7 @@ import time
 import grpc
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "support"))
-from cases import module_cases, run_cases  # noqa: E402
+from cases import expect, module_cases, run_cases  # noqa: E402
 from daemon_proc import Daemon  # noqa: E402
 
 CALL_TIMEOUT_S = 120
@@ -33,11 +33,6 @@ FLOOD = 400                # refused calls, well past the burst of 200 lines
 REFILL_S = 0.2             # at 50 lines a second: room for the next line
 # The request field 2 of Reverse is the device: one that does not exist.
 BAD_DEVICE = b"\x0a\x03abc\x12\x0eno-such-device"
-
-
-def expect(cond, what):
-    if not cond:
-        raise AssertionError(what)
 
 
 class Logged:

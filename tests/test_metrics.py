@@ -28,6 +28,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "support"))
 from daemon_proc import Daemon  # noqa: E402
+from cases import expect  # noqa: E402
 
 CALL_TIMEOUT_S = 120
 HTTP_TIMEOUT_S = 30
@@ -46,11 +47,6 @@ def pb_bytes(field, data):
         if not n:
             break
     return bytes([field << 3 | 2]) + bytes(out) + data
-
-
-def expect(cond, what):
-    if not cond:
-        raise AssertionError(what)
 
 
 class Metrics:

@@ -27,7 +27,7 @@ import grpc
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "support"))
-from cases import module_cases, run_cases  # noqa: E402
+from cases import expect, module_cases, run_cases  # noqa: E402
 from daemon_proc import Daemon  # noqa: E402
 
 CALL_TIMEOUT_S = 120
@@ -85,11 +85,6 @@ def reflect(requests, package="v1"):
         request_serializer=req_cls.SerializeToString,
         response_deserializer=res_cls.FromString)
     return list(call(iter([req_cls(**r) for r in requests]), timeout=CALL_TIMEOUT_S))
-
-
-def expect(cond, what):
-    if not cond:
-        raise AssertionError(what)
 
 
 def files_of(res):

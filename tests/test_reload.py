@@ -23,16 +23,12 @@ import grpc
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "support"))
 from daemon_proc import Daemon  # noqa: E402
+from cases import expect  # noqa: E402
 
 CALL_TIMEOUT_S = 10
 LOG_WAIT_S = 60
 POLL_S = 0.05
 STATUS = "/amp.v1.Amp/Status"
-
-
-def expect(cond, what):
-    if not cond:
-        raise AssertionError(what)
 
 
 class Reloading:

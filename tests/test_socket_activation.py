@@ -15,22 +15,18 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "support"))
+from daemon_proc import free_port  # noqa: E402
 
 AMPD = os.environ["AMPD_BIN"]
 AMPCTL = os.environ["AMPCTL_BIN"]
 START_TIMEOUT_S = 120
 STOP_TIMEOUT_S = 60
 POLL_S = 0.05
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 class Activated:

@@ -19,7 +19,7 @@ import time
 import grpc
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "support"))
-from cases import run_cases  # noqa: E402
+from cases import expect, run_cases  # noqa: E402
 from daemon_proc import Daemon  # noqa: E402
 
 MIB = 1 << 20
@@ -106,11 +106,6 @@ def rss(pid):
             if line.startswith("VmRSS:"):
                 return int(line.split()[1]) * 1024
     raise RuntimeError("no VmRSS")
-
-
-def expect(cond, what):
-    if not cond:
-        raise AssertionError(what)
 
 
 def wait_stalled(feeder):

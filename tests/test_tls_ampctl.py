@@ -13,7 +13,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "support"))
-from cases import run_cases  # noqa: E402
+from cases import expect, run_cases  # noqa: E402
 from tls_daemon import TlsDaemon  # noqa: E402
 
 AMPCTL = os.environ.get("AMPCTL_BIN", "ampctl")
@@ -31,11 +31,6 @@ def ampctl(args, stdin=b""):
     p = subprocess.run([AMPCTL] + args, input=stdin, capture_output=True, env=env,
                        timeout=CALL_TIMEOUT_S)
     return p.returncode, p.stdout, p.stderr.decode(errors="replace")
-
-
-def expect(cond, what):
-    if not cond:
-        raise AssertionError(what)
 
 
 def tls_args(*extra):

@@ -12,7 +12,7 @@ import sys
 import grpc
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "support"))
-from cases import run_cases  # noqa: E402
+from cases import expect, run_cases  # noqa: E402
 from tls_daemon import TlsDaemon  # noqa: E402
 
 CALL_TIMEOUT_S = 60
@@ -31,11 +31,6 @@ def channel(d, ca="ca.pem", client=None):
         private_key=read(d.file(client + ".key")) if client else None,
         certificate_chain=read(d.file(client + ".pem")) if client else None)
     return grpc.secure_channel("localhost:%d" % d.port, creds)
-
-
-def expect(cond, what):
-    if not cond:
-        raise AssertionError(what)
 
 
 def reverse(ch, data, timeout=CALL_TIMEOUT_S):

@@ -12,6 +12,12 @@ import traceback
 CASE_ENV = "AMP_TEST_CASE"
 
 
+def expect(cond, what):
+    """A case's check: fails it with what when cond is false."""
+    if not cond:
+        raise AssertionError(what)
+
+
 def module_cases(namespace):
     """The functions in namespace (a module's globals()) named test_*, in
     the order the module defines them."""

@@ -21,6 +21,15 @@ POLL_S = 0.05
 PR_SET_PDEATHSIG = 1
 
 
+def free_port():
+    """A 127.0.0.1 port that was free a moment ago, for a listener of a test's own."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
 def _die_with_parent():
     """In the child: a test that crashes must not leave its daemon behind."""
     ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)

@@ -8,18 +8,10 @@ import ssl
 import subprocess
 import tempfile
 
-from daemon_proc import Daemon
+from daemon_proc import Daemon, free_port
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PORT_TRIES = 5
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def serves_cert(port, cert_path):
