@@ -485,6 +485,16 @@ static pid_t soak_fork_child(struct soak_client *cl, uint64_t generation)
     _exit(0);
 }
 
+/* waitpid(pid) until it returns or the monotonic second end passes: pid
+ * (st set), -1 (not waitable), or 0 (still running at the end). */
+static pid_t soak_wait_until(pid_t pid, double end, int *st)
+{
+    pid_t got;
+    while ((got = waitpid(pid, st, WNOHANG)) == 0 && soak_now() < end)
+        soak_sleep_ms(SOAK_POLL_MS);
+    return got;
+}
+
 /* The kernel's word for where a process or thread sleeps ("futex_wait_queue":
  * a lock; "do_sys_poll": a socket), for a client that did not leave. */
 static void soak_wchan(const char *path, char *out, size_t cap)
@@ -526,9 +536,7 @@ static bool soak_spawner_reap(const pid_t *pids, int n, char *what, size_t cap)
     bool ok = true;
     for (int i = 0; i < n; i++) {
         int st = 0;
-        pid_t got;
-        while ((got = waitpid(pids[i], &st, WNOHANG)) == 0 && soak_now() < end)
-            soak_sleep_ms(SOAK_POLL_MS);
+        pid_t got = soak_wait_until(pids[i], end, &st);
         if (got == 0) {
             char path[64], wchan[64];
             snprintf(path, sizeof path, "/proc/%d/wchan", (int)pids[i]);
@@ -693,17 +701,11 @@ static bool soak_daemon_stop(struct soak_daemon *dm)
 {
     int st = 0;
     kill(dm->pid, SIGTERM);
-    int waited = 0;
-    while (waitpid(dm->pid, &st, WNOHANG) != dm->pid) {
-        if (waited >= SOAK_STOP_TIMEOUT_MS) {
-            kill(dm->pid, SIGKILL);
-            waitpid(dm->pid, &st, 0);
-            fprintf(stderr, "soak: ampd had not exited %d s after SIGTERM\n",
-                    SOAK_STOP_TIMEOUT_MS / 1000);
-            break;
-        }
-        soak_sleep_ms(SOAK_POLL_MS);
-        waited += SOAK_POLL_MS;
+    if (soak_wait_until(dm->pid, soak_now() + SOAK_STOP_TIMEOUT_MS / 1000.0, &st) == 0) {
+        kill(dm->pid, SIGKILL);
+        waitpid(dm->pid, &st, 0);
+        fprintf(stderr, "soak: ampd had not exited %d s after SIGTERM\n",
+                SOAK_STOP_TIMEOUT_MS / 1000);
     }
     bool clean = WIFEXITED(st) && WEXITSTATUS(st) == 0;
     if (!clean) {
