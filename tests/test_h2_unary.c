@@ -34,19 +34,6 @@ static const struct h2c_result *health(struct h2_pair *p, const char *service)
     return r;
 }
 
-static int health_status(const struct h2c_result *r)
-{
-    const uint8_t *msg;
-    size_t len;
-    ck_assert_int_eq(h2c_message(r, &msg, &len), 0);
-    Grpc__Health__V1__HealthCheckResponse *resp =
-        grpc__health__v1__health_check_response__unpack(NULL, len, msg);
-    ck_assert_ptr_nonnull(resp);
-    int st = resp->status;
-    grpc__health__v1__health_check_response__free_unpacked(resp, NULL);
-    return st;
-}
-
 START_TEST(health_serving)
 {
     struct h2_pair p;
@@ -57,12 +44,12 @@ START_TEST(health_serving)
     ck_assert_str_eq(r->content_type, "application/grpc");
     ck_assert(!r->trailers_only);
     ck_assert_int_eq(r->grpc_status, 0);
-    ck_assert_int_eq(health_status(r), GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVING);
+    ck_assert_int_eq(h2c_health_status(r), GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVING);
     r = health(&p, "amp.v1.Amp");
-    ck_assert_int_eq(health_status(r), GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVING);
+    ck_assert_int_eq(h2c_health_status(r), GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVING);
     p.env.draining = true;
     r = health(&p, "");
-    ck_assert_int_eq(health_status(r),
+    ck_assert_int_eq(h2c_health_status(r),
                      GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__NOT_SERVING);
     ck_assert_uint_eq(h2_session_calls(p.server), 0);
     h2_pair_free(&p);

@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "grpc/health/v1/health.pb-c.h"
 #include "grpc_frame.h"
 
 #define H2C_READ_BUF 65536
@@ -386,6 +387,21 @@ int h2c_message(const struct h2c_result *r, const uint8_t **msg, size_t *len)
     *msg = b + GRPC_FRAME_HEADER;
     *len = n;
     return 0;
+}
+
+int h2c_health_status(const struct h2c_result *r)
+{
+    const uint8_t *m;
+    size_t len;
+    if (h2c_message(r, &m, &len) != 0)
+        return -1;
+    Grpc__Health__V1__HealthCheckResponse *resp =
+        grpc__health__v1__health_check_response__unpack(NULL, len, m);
+    if (!resp)
+        return -1;
+    int status = resp->status;
+    grpc__health__v1__health_check_response__free_unpacked(resp, NULL);
+    return status;
 }
 
 void h2c_percent_decode(const char *in, char *out, size_t outlen)

@@ -100,6 +100,11 @@ uint32_t h2c_remote_setting(const struct h2c *c, int id);
 /* The first gRPC message of a result's body, or -1. */
 int h2c_message(const struct h2c_result *r, const uint8_t **msg, size_t *len);
 
+/* The serving status (GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__*)
+ * of the grpc.health.v1 HealthCheckResponse a result carries, or -1 when it
+ * carries none that parses. */
+int h2c_health_status(const struct h2c_result *r);
+
 /* Decodes a percent-encoded grpc-message into out. */
 void h2c_percent_decode(const char *in, char *out, size_t outlen);
 
