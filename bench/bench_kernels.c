@@ -146,12 +146,12 @@ static void bench_setup(struct bench *b, struct dev *d, size_t size)
         b->host[i] = bench_malloc(size);
         bench_random(b->host[i], size, 1000 + (uint64_t)i);
         dev_buf_create(&x, &b->in[i], size, "a benchmark input");
-        dev_exec_write(&x, &b->in[i], b->host[i], size);
+        dev_exec_write(&x, &b->in[i], b->host[i], size, DEV_HOST_PAGEABLE);
     }
     b->host_equal = bench_malloc(size);
     memset(b->host_equal, BENCH_EQUAL_BYTE, size);
     dev_buf_create(&x, &b->equal, size, "the all-equal input");
-    dev_exec_write(&x, &b->equal, b->host_equal, size);
+    dev_exec_write(&x, &b->equal, b->host_equal, size, DEV_HOST_PAGEABLE);
     for (int i = 0; i < BENCH_NOUT; i++)
         dev_buf_create(&x, &b->out[i], size, "a benchmark output");
     if (dev_exec_finish(&x) != STATUS_OK)
@@ -379,7 +379,7 @@ static bool bench_check(struct bench *b, const struct bench_case *c, int rep,
         host_step_fill(&p, b->want);
     }
     struct dev_exec x = bench_exec_begin(b);
-    dev_exec_read(&x, &b->out[rep % BENCH_NOUT], b->got, 0, len);
+    dev_exec_read(&x, &b->out[rep % BENCH_NOUT], b->got, 0, len, DEV_HOST_PAGEABLE);
     if (dev_exec_finish(&x) != STATUS_OK)
         bench_job_die("reading a result back", &b->job);
     return memcmp(b->got, b->want, len) == 0;

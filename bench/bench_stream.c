@@ -167,7 +167,7 @@ static double bench_copy_in(struct bench_dev *b)
     double t0 = bench_now();
     for (size_t i = 0; i < b->nchunks; i++)
         dev_exec_write(&x, &b->ring[i % BENCH_RING], b->pin_in + i * b->chunk,
-                       bench_chunk_len(b, i));
+                       bench_chunk_len(b, i), DEV_HOST_PINNED);
     bench_exec_end(b, &x, "copy in");
     return bench_now() - t0;
 }
@@ -181,7 +181,7 @@ static double bench_copy_out(struct bench_dev *b, enum bench_job job)
     } else {
         for (size_t i = 0; i < b->nchunks; i++)
             dev_exec_read(&x, &b->ring[i % BENCH_RING], b->pin_out + i * b->chunk, 0,
-                          bench_chunk_len(b, i));
+                          bench_chunk_len(b, i), DEV_HOST_PINNED);
     }
     bench_exec_end(b, &x, "copy out");
     double t = bench_now() - t0;
@@ -225,10 +225,10 @@ static void bench_dev_check(struct bench_dev *b, const uint8_t *want,
     for (size_t i = 0; i < b->nchunks; i++) {
         struct dev_buf *slot = &b->ring[i % BENCH_RING];
         size_t off = i * b->chunk, len = bench_chunk_len(b, i);
-        dev_exec_write(&x, slot, b->pin_in + off, len);
+        dev_exec_write(&x, slot, b->pin_in + off, len, DEV_HOST_PINNED);
         op_hist_add(&x, &b->hist, slot, len, &acc);
         bench_transform_chunk(b, &x, i);
-        dev_exec_read(&x, slot, b->pin_out + off, 0, len);
+        dev_exec_read(&x, slot, b->pin_out + off, 0, len, DEV_HOST_PINNED);
     }
     op_hist_end(&x, &acc, b->slots);
     bench_exec_end(b, &x, "the checking pass");

@@ -47,6 +47,26 @@ enum status_code dev_check_steps(struct dev *d, struct job *job, uint64_t in_len
 
 /* Host memory for a data result (job_result_alloc); a failure fails the
  * whole execution. */
+/* Where job's input lies for d: a region d has pinned, or d's staging (a
+ * pinned request), else pageable memory. */
+static enum dev_host dev_job_in_host(const struct dev *d, const struct job *job)
+{
+    if (job->in_region)
+        return region_is_pinned(job->in_region, d->info.index) ? DEV_HOST_PINNED
+                                                               : DEV_HOST_PAGEABLE;
+    return job->in_pinned_dev == (int)d->info.index ? DEV_HOST_PINNED : DEV_HOST_PAGEABLE;
+}
+
+/* Where job's results lie for d: its output region, its input's memory
+ * (job_output_in_place), or malloc'd. */
+static enum dev_host dev_job_out_host(const struct dev *d, const struct job *job)
+{
+    if (job->out_region)
+        return region_is_pinned(job->out_region, d->info.index) ? DEV_HOST_PINNED
+                                                                : DEV_HOST_PAGEABLE;
+    return job->out ? dev_job_in_host(d, job) : DEV_HOST_PAGEABLE;
+}
+
 static enum status_code dev_result_alloc(struct dev_exec *x, struct step_result *r, size_t len)
 {
     enum status_code st = job_result_alloc(x->job, r, len);
@@ -86,7 +106,7 @@ static enum status_code dev_data_step(struct dev_exec *x, const struct step *s,
     if (st == STATUS_OK)
         st = dev_result_alloc(x, r, out_len);
     if (st == STATUS_OK)
-        st = dev_exec_read(x, cur, r->data, 0, out_len);
+        st = dev_exec_read(x, cur, r->data, 0, out_len, dev_job_out_host(x->d, x->job));
     return st;
 }
 
@@ -145,7 +165,7 @@ static enum status_code dev_enqueue_steps(struct dev_exec *x, const size_t *out_
     } else {
         st = dev_buf_create(x, &cur, job->in_len, "the job's input");
         if (st == STATUS_OK && job->steps[0].kind != STEP_FILL)
-            st = dev_exec_write(x, &cur, job->in, job->in_len);
+            st = dev_exec_write(x, &cur, job->in, job->in_len, dev_job_in_host(x->d, job));
     }
     for (size_t i = 0; i < job->nsteps && st == STATUS_OK; i++) {
         const struct step *s = &job->steps[i];
@@ -232,11 +252,12 @@ static enum status_code dev_enqueue_chunked(struct dev_exec *x, const size_t *ou
     for (size_t i = 0; i < DEV_CHUNK_RING; i++)
         dev_buf_create(x, &ring[i], chunk, "a chunk buffer");
     struct step_result *data = NULL;
+    enum dev_host in_host = dev_job_in_host(x->d, job), out_host = dev_job_out_host(x->d, job);
     enum status_code st = dev_chunked_begin(x, out_len, slots, accs, &data);
     for (size_t off = 0, k = 0; off < job->in_len && st == STATUS_OK; off += chunk, k++) {
         size_t len = job->in_len - off < chunk ? job->in_len - off : chunk;
         struct dev_buf *b = &ring[k % DEV_CHUNK_RING];
-        st = dev_exec_write_at(x, b, 0, job->in + off, len);
+        st = dev_exec_write_at(x, b, 0, job->in + off, len, in_host);
         for (size_t i = 0; i < job->nsteps && st == STATUS_OK; i++) {
             const struct step *s = &job->steps[i];
             struct transform_params clip;
@@ -246,7 +267,7 @@ static enum status_code dev_enqueue_chunked(struct dev_exec *x, const size_t *ou
                 st = op_transform(x, &clip, b, b);
         }
         if (data && st == STATUS_OK)
-            st = dev_exec_read(x, b, data->data + off, 0, len);
+            st = dev_exec_read(x, b, data->data + off, 0, len, out_host);
     }
     for (size_t i = 0; i < job->nsteps; i++) {
         if (job->steps[i].kind == STEP_HISTOGRAM && st == STATUS_OK)

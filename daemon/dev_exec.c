@@ -333,7 +333,8 @@ static enum status_code dev_cmd_done(struct dev_exec *x, struct dev_cmd *c, cl_i
 /* A copy between host memory and b: in (DEV_Q_IN) writes b, out
  * (DEV_Q_OUT) reads it. */
 static enum status_code dev_exec_copy(struct dev_exec *x, struct dev_buf *b, size_t off,
-                                      void *host, size_t len, enum dev_queue q)
+                                      void *host, size_t len, enum dev_queue q,
+                                      enum dev_host where)
 {
     bool in = q == DEV_Q_IN;
     struct dev_cmd c;
@@ -341,32 +342,34 @@ static enum status_code dev_exec_copy(struct dev_exec *x, struct dev_buf *b, siz
     if (!dev_cmd_begin(x, &c, q, &(struct dev_access){b, in ? HAZARD_WRITE : HAZARD_READ}, 1,
                        len, &st))
         return st;
+    /* A CPU device's copies are memcpys: nothing is staged. */
+    cl_bool wait = where == DEV_HOST_PAGEABLE && x->d->info.type != DEV_CPU;
     cl_event ev = NULL;
-    cl_int rc = in ? clEnqueueWriteBuffer(x->d->q[q], b->mem, CL_FALSE, off, len, host,
+    cl_int rc = in ? clEnqueueWriteBuffer(x->d->q[q], b->mem, wait, off, len, host,
                                           DEV_WAITS(c), &ev)
-                   : clEnqueueReadBuffer(x->d->q[q], b->mem, CL_FALSE, off, len, host,
+                   : clEnqueueReadBuffer(x->d->q[q], b->mem, wait, off, len, host,
                                          DEV_WAITS(c), &ev);
     return dev_cmd_done(x, &c, rc, ev,
                         in ? "copying input to the device" : "copying a result from the device");
 }
 
 enum status_code dev_exec_write(struct dev_exec *x, struct dev_buf *b, const void *host,
-                                size_t len)
+                                size_t len, enum dev_host where)
 {
-    return dev_exec_write_at(x, b, 0, host, len);
+    return dev_exec_write_at(x, b, 0, host, len, where);
 }
 
 /* clEnqueueWriteBuffer only reads host: the cast drops a const it keeps. */
 enum status_code dev_exec_write_at(struct dev_exec *x, struct dev_buf *b, size_t off,
-                                   const void *host, size_t len)
+                                   const void *host, size_t len, enum dev_host where)
 {
-    return dev_exec_copy(x, b, off, (void *)(uintptr_t)host, len, DEV_Q_IN);
+    return dev_exec_copy(x, b, off, (void *)(uintptr_t)host, len, DEV_Q_IN, where);
 }
 
 enum status_code dev_exec_read(struct dev_exec *x, struct dev_buf *b, void *host, size_t off,
-                               size_t len)
+                               size_t len, enum dev_host where)
 {
-    return dev_exec_copy(x, b, off, host, len, DEV_Q_OUT);
+    return dev_exec_copy(x, b, off, host, len, DEV_Q_OUT, where);
 }
 
 enum status_code dev_exec_fill(struct dev_exec *x, struct dev_buf *b, const void *pattern,

@@ -188,14 +188,26 @@ enum status_code dev_buf_wrap(struct dev_exec *x, struct dev_buf *b, void *host,
  * commands already enqueued on it have run. */
 void dev_buf_release(struct dev_buf *b);
 
-/* Non-blocking copies; host memory must stay valid until dev_exec_finish. */
+/* Where a copy's host bytes lie, for a GPU. A copy of pageable memory
+ * returns only once it is done: NVIDIA's driver stages such a copy on a
+ * thread of its own, and a command on another queue enqueued while it is
+ * pending can deadlock the driver (the runner spinning inside the enqueue,
+ * the driver's threads waiting on its lock: bench/RESULTS.md, "Soak").
+ * Pinned memory (staging, a region pinned on the device, a pinned request)
+ * is copied without waiting. */
+enum dev_host {
+    DEV_HOST_PAGEABLE,
+    DEV_HOST_PINNED,
+};
+
+/* Copies; host memory must stay valid until dev_exec_finish. */
 enum status_code dev_exec_write(struct dev_exec *x, struct dev_buf *b, const void *host,
-                                size_t len);
+                                size_t len, enum dev_host where);
 /* The same into b at byte offset off. */
 enum status_code dev_exec_write_at(struct dev_exec *x, struct dev_buf *b, size_t off,
-                                   const void *host, size_t len);
+                                   const void *host, size_t len, enum dev_host where);
 enum status_code dev_exec_read(struct dev_exec *x, struct dev_buf *b, void *host, size_t off,
-                               size_t len);
+                               size_t len, enum dev_host where);
 /* Fills len bytes at off with a repeated pattern (kernel queue). */
 enum status_code dev_exec_fill(struct dev_exec *x, struct dev_buf *b, const void *pattern,
                                size_t pattern_size, size_t off, size_t len);

@@ -143,7 +143,7 @@ static void dev_stream_chunk(struct dev_exec *x, struct task *t)
     struct job *job = t->job;
     struct dev_stream *ds = job->stream;
     struct dev_buf *b = &ds->ring[ds->chunks++ % DEV_STREAM_RING];
-    dev_exec_write_at(x, b, 0, t->buf, t->len);
+    dev_exec_write_at(x, b, 0, t->buf, t->len, DEV_HOST_PINNED);
     for (size_t i = 0; i < job->nsteps; i++) {
         const struct step *st = &job->steps[i];
         struct transform_params clip;
@@ -153,7 +153,7 @@ static void dev_stream_chunk(struct dev_exec *x, struct task *t)
             op_transform(x, &clip, b, b);
     }
     if (ds->has_data) {
-        dev_exec_read(x, b, t->buf, 0, t->len);
+        dev_exec_read(x, b, t->buf, 0, t->len, DEV_HOST_PINNED);
         t->out_len = t->len;
     }
 }
@@ -178,7 +178,7 @@ static void dev_stream_in(struct dev_exec *x, struct task *t)
                  "header.total_length (%zu) is shorter than the input sent", ds->data.size);
         return;
     }
-    dev_exec_write_at(x, &ds->data, (size_t)t->offset, t->buf, t->len);
+    dev_exec_write_at(x, &ds->data, (size_t)t->offset, t->buf, t->len, DEV_HOST_PINNED);
 }
 
 /* --- RUN, OUT, END -------------------------------------------------------- */
@@ -220,7 +220,7 @@ static void dev_stream_out(struct dev_exec *x, struct task *t)
         job_fail(t->job, STATUS_INTERNAL, "copy out past the end of a stream's result");
         return;
     }
-    dev_exec_read(x, &ds->data, t->buf, (size_t)t->offset, t->len);
+    dev_exec_read(x, &ds->data, t->buf, (size_t)t->offset, t->len, DEV_HOST_PINNED);
     t->out_len = t->len;
 }
 

@@ -33,6 +33,7 @@ struct job *job_new(size_t nsteps)
     }
     job->nsteps = nsteps;
     job->device_index = -1;
+    job->in_pinned_dev = -1;
     return job;
 }
 

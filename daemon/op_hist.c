@@ -327,7 +327,7 @@ enum status_code op_hist_end(struct dev_exec *x, struct op_hist_acc *acc, uint64
     if (!acc->counted)   /* nothing was counted: all zeros */
         st = dev_exec_fill(x, &acc->out, &zero, sizeof zero, 0, acc->out.size);
     if (st == STATUS_OK)
-        st = dev_exec_read(x, &acc->out, slots, 0, acc->out.size);
+        st = dev_exec_read(x, &acc->out, slots, 0, acc->out.size, DEV_HOST_PAGEABLE);
     return st;
 }
 

@@ -361,6 +361,11 @@ void region_pin_set(struct region *r, size_t dev_index, struct dev_pinned *p)
     atomic_store(&r->pins[dev_index], p);   /* NULL after a failure: anyone may try again */
 }
 
+bool region_is_pinned(struct region *r, size_t dev_index)
+{
+    return region_pinned(r, dev_index) != NULL;
+}
+
 void region_set_on_register(struct region_set *s, void (*fn)(void *ctx, struct region *r),
                             void *ctx)
 {

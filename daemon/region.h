@@ -99,6 +99,8 @@ void region_span(const struct region *r, uint8_t **base, size_t *size);
  * meanwhile. */
 bool region_pin_claim(struct region *r, size_t dev_index);
 void region_pin_set(struct region *r, size_t dev_index, struct dev_pinned *p);
+/* Whether device dev_index has pinned r's mapping. Any thread. */
+bool region_is_pinned(struct region *r, size_t dev_index);
 
 /* Called on the loop with each region just registered (NULL: nothing). */
 void region_set_on_register(struct region_set *s, void (*fn)(void *ctx, struct region *r),

@@ -19,6 +19,7 @@
 
 struct rpc_pin {
     struct staging_port *port;  /* whose run */
+    size_t dev_index;           /* the device whose staging that is */
     size_t nbufs;
     struct field_rx rx;         /* field: the run, nbufs staging buffers in one piece (NULL
                                  * once given back); rest: malloc'd */
@@ -60,7 +61,8 @@ size_t rpc_bulk_pin_start(struct rpc_call *rc, const ProtobufCFieldDescriptor *b
     size_t off = rpc_bulk_pin_head(bulk, head, msg_len, &len);
     if (!off || !rc->env->sched || rc->pin)
         return 0;
-    struct staging_port *port = sched_staging(rc->env->sched, sched_default(rc->env->sched));
+    size_t dev_index = sched_default(rc->env->sched);
+    struct staging_port *port = sched_staging(rc->env->sched, dev_index);
     size_t size = staging_buf_size(port), count = staging_count(port);
     size_t nbufs = (size_t)((len + size - 1) / size);
     if (len < size / RPC_PIN_MIN_SHARE || nbufs > count - count / 4)
@@ -73,6 +75,8 @@ size_t rpc_bulk_pin_start(struct rpc_call *rc, const ProtobufCFieldDescriptor *b
         pin->rx.rest = malloc(rest_len ? rest_len : 1);
     if (pin && pin->rx.rest)
         pin->rx.field = staging_get_run(port, nbufs);
+    if (pin)
+        pin->dev_index = dev_index;
     if (!pin || !pin->rx.field) {
         rpc_bulk_pin_free(pin);
         h2_call_hold(rc->h2, 0, NULL, 0);
@@ -127,6 +131,7 @@ bool rpc_bulk_pin_give(struct rpc_call *rc, struct job *job)
     job->in_mem = pin;
     job->in_mem_len = 0;   /* the staging pool's, not the client's budget */
     job->in_mem_free = rpc_bulk_pin_free;
+    job->in_pinned_dev = (int)pin->dev_index;
     rc->pin = NULL;
     return true;
 }

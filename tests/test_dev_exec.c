@@ -2,9 +2,11 @@
  * device: the serving build leaves the GPU kernel variants out until a
  * test or bench asks for them; a command touching more buffers than its
  * hazards can track fails the job INTERNAL with the count, before anything
- * is enqueued. */
+ * is enqueued; on a GPU a copy of pageable memory is done when it returns
+ * (dev_internal.h, enum dev_host). */
 #include <check.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "check_run.h"
@@ -64,12 +66,44 @@ START_TEST(too_many_buffers_refused)
 }
 END_TEST
 
+START_TEST(pageable_copies_done_on_return)
+{
+    struct dev *d = fixture_dev();
+    struct job *job = fixture_job(1, NULL, 0);
+    struct dev_exec x;
+    dev_exec_init(&x, d, job);
+    const size_t n = (size_t)1 << 20;
+    uint8_t *in = malloc(n), *out = calloc(1, n);
+    ck_assert_ptr_nonnull(in);
+    ck_assert_ptr_nonnull(out);
+    for (size_t i = 0; i < n; i++)
+        in[i] = (uint8_t)(i * 7 + 3);
+    struct dev_buf b;
+    ck_assert_int_eq(dev_buf_create(&x, &b, n, "a test buffer"), STATUS_OK);
+    ck_assert_int_eq(dev_exec_write(&x, &b, in, n, DEV_HOST_PAGEABLE), STATUS_OK);
+    ck_assert_int_eq(dev_exec_read(&x, &b, out, 0, n, DEV_HOST_PAGEABLE), STATUS_OK);
+    ck_assert_uint_eq(x.nevents, 2);
+    if (d->info.type != DEV_CPU) {
+        ck_assert_int_eq(dev_event_status(x.events[0]), CL_COMPLETE);
+        ck_assert_int_eq(dev_event_status(x.events[1]), CL_COMPLETE);
+        ck_assert_mem_eq(out, in, n);
+    }
+    dev_buf_release(&b);
+    ck_assert_int_eq(dev_exec_finish(&x), STATUS_OK);
+    ck_assert_mem_eq(out, in, n);
+    free(in);
+    free(out);
+    job_free(job);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("dev_exec");
     const TTest *const tests[] = {
         variants_built_only_when_asked,
         too_many_buffers_refused,
+        pageable_copies_done_on_return,
         NULL,
     };
     TCase *tc = check_run_case(s, "exec", tests);
