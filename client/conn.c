@@ -1,10 +1,17 @@
 /* conn.c: a libampclient connection: one socket and one nghttp2 client
- * session. This is the only file of the library that touches the socket.
+ * session. This is the only file of the library that touches the socket,
+ * but for the writer thread it hands large batches to (conn_writer.c).
  *
  * The socket is non-blocking and driven by poll(): conn_pump() writes what
  * the session queued and feeds what arrives back into it, in both
  * directions at once, so a large request never deadlocks against a daemon
- * that is sending window updates or an early error. Calls (call.c) are
+ * that is sending window updates or an early error. On a plain socket,
+ * output of CONN_WRITER_MIN bytes or more (a 1 MiB DATA frame) is written
+ * by the writer thread while this thread reads: the two kernel copies of
+ * a stream's both directions then run at once. The session stays on this
+ * thread; while the writer holds a batch nothing more is taken from
+ * nghttp2 or written here, and its end (an eventfd in the poll set) is
+ * taken here as an inline write's is (conn_batch_take). Calls (call.c) are
  * sequential; each opens a new stream on the same session. Over TLS
  * (tls.c sets it up) the same loop moves ciphertext: what nghttp2 makes
  * is sealed into the connection's tls_pipe while nothing sealed waits,
@@ -161,6 +168,7 @@ static int conn_open_session(amp_conn *c)
 
 static int conn_tls_handshake(amp_conn *c, const struct address *a);
 static void conn_shut(amp_conn *c);
+static void conn_batch_stop(amp_conn *c);
 
 /* Opens c's socket, its TLS if asked for, and its HTTP/2 session to a. */
 static int conn_open_one(amp_conn *c, const struct address *a)
@@ -220,10 +228,12 @@ int conn_move_on(amp_conn *c)
 /* Ends c's session, TLS and socket, keeping the connection's settings. */
 static void conn_shut(amp_conn *c)
 {
+    conn_batch_stop(c);   /* the GOAWAY goes after what the writer took, if the socket takes it */
     if (c->h2 && !c->broken) {
         nghttp2_session_terminate_session(c->h2, NGHTTP2_NO_ERROR);
         conn_flush_nowait(c);
     }
+    conn_writer_end(&c->writer);   /* before the socket it writes to closes */
     nghttp2_session_del(c->h2);
     c->h2 = NULL;
     region_link_put(c->regions);   /* regions still held keep their registrations */
@@ -366,9 +376,12 @@ static int conn_frame_pending(const amp_conn *c)
 }
 
 /* Appends the session's pending frames to c->out (up to a batch), and
- * stops at a borrowed DATA frame (conn_send_data). */
+ * stops at a borrowed DATA frame (conn_send_data). Takes nothing while the
+ * writer holds a batch: c->out may not move under it. */
 static int conn_fill_out(amp_conn *c)
 {
+    if (conn_writer_busy(&c->writer))
+        return 0;
     if (c->out_pos == c->out_len)
         c->out_pos = c->out_len = 0;
     while (!conn_frame_pending(c) && c->out_len < CONN_OUT_BATCH) {
@@ -441,7 +454,7 @@ static int conn_tls_send(amp_conn *c)
 
 /* What is waiting to be written, in order: the rest of c->out, then the
  * unwritten part of the borrowed frame. Returns the iovecs used. */
-static int conn_pending_iov(const amp_conn *c, struct iovec iov[CONN_FRAME_IOV + 1])
+static int conn_pending_iov(const amp_conn *c, struct iovec iov[CONN_OUT_IOV])
 {
     int n = 0;
     if (c->out_pos < c->out_len)
@@ -449,6 +462,43 @@ static int conn_pending_iov(const amp_conn *c, struct iovec iov[CONN_FRAME_IOV +
     for (int i = c->frame_i; i < c->frame_n; i++)
         iov[n++] = c->frame[i];
     return n;
+}
+
+/* When the writer's batch ended, does what an inline write does after
+ * writing: counts the bytes and moves the cursors past them; a socket
+ * failure breaks the connection as it would inline (unless it broke
+ * already, whose reason stays). */
+static int conn_batch_take(amp_conn *c)
+{
+    size_t w;
+    int err;
+    if (!conn_writer_take(&c->writer, &w, &err))
+        return 0;
+    c->sent += (uint64_t)w;
+    conn_advance(c, w);
+    if (err && !c->broken)
+        return conn_broke(c, AMP_EIO, "write to daemon", err);
+    return 0;
+}
+
+/* Ends the writer's batch now, wherever it got to, and takes its result. */
+static void conn_batch_stop(amp_conn *c)
+{
+    conn_writer_stop(&c->writer);
+    conn_batch_take(c);
+}
+
+/* Hands what is waiting to the writer thread when it is a large batch on
+ * a plain socket and the writer is idle. Returns whether it did. */
+static int conn_batch_hand(amp_conn *c)
+{
+    if (c->tls || conn_writer_busy(&c->writer))
+        return 0;
+    int n = conn_pending_iov(c, c->batch);
+    size_t len = 0;
+    for (int i = 0; i < n; i++)
+        len += c->batch[i].iov_len;
+    return len >= CONN_WRITER_MIN && conn_writer_hand(&c->writer, c->fd, c->batch, n) == 0;
 }
 
 /* conn_write_some over TLS: c->out and the borrowed frame are sealed
@@ -460,7 +510,7 @@ static int conn_tls_write_some(amp_conn *c)
         int rc = conn_tls_send(c);
         if (rc != 0 || tls_pipe_pending(c->tls) > 0)
             return rc;
-        struct iovec iov[CONN_FRAME_IOV + 1];
+        struct iovec iov[CONN_OUT_IOV];
         int n = conn_pending_iov(c, iov);
         size_t len = 0;
         if (n == 0)
@@ -474,13 +524,17 @@ static int conn_tls_write_some(amp_conn *c)
     }
 }
 
-/* Writes as much of c->out and the borrowed frame as the socket takes now. */
+/* Writes as much of c->out and the borrowed frame as the socket takes
+ * now, or hands a large batch of it to the writer; nothing while the
+ * writer holds one. */
 static int conn_write_some(amp_conn *c)
 {
     if (c->tls)
         return conn_tls_write_some(c);
+    if (conn_writer_busy(&c->writer) || conn_batch_hand(c))
+        return 0;
     for (;;) {
-        struct iovec iov[CONN_FRAME_IOV + 1];
+        struct iovec iov[CONN_OUT_IOV];
         int n = conn_pending_iov(c, iov);
         if (n == 0)
             return 0;
@@ -494,6 +548,9 @@ static int conn_write_some(amp_conn *c)
 
 void conn_own_output(amp_conn *c)
 {
+    if (!conn_frame_pending(c))
+        return;
+    conn_batch_stop(c);   /* the writer lets go of the frame; what it wrote is written */
     if (!conn_frame_pending(c))
         return;
     size_t need = 0;
@@ -584,32 +641,42 @@ int conn_pump_once(amp_conn *c, long long deadline_ms, const int *done)
 {
     if (c->broken)
         return conn_fail(c, AMP_EIO, "the connection to the daemon broke earlier; reconnect");
-    int rc = conn_fill_out(c);
+    int rc = conn_batch_take(c);
+    if (rc == 0)
+        rc = conn_fill_out(c);
     if (rc != 0)
         return rc;
     if (*done) {
         conn_write_some(c); /* window updates etc.; the rest goes with the next call */
         return 0;
     }
-    int pending = c->out_pos < c->out_len || conn_frame_pending(c) ||
-                  (c->tls && tls_pipe_pending(c->tls) > 0);
-    if (!pending && !nghttp2_session_want_read(c->h2)) {
+    /* A large batch goes to the writer at once; the socket is then polled
+     * for reading only, and the writer's end wakes the poll. */
+    int writing = conn_writer_busy(&c->writer) || conn_batch_hand(c);
+    int pending = !writing && (c->out_pos < c->out_len || conn_frame_pending(c) ||
+                               (c->tls && tls_pipe_pending(c->tls) > 0));
+    if (!writing && !pending && !nghttp2_session_want_read(c->h2)) {
         if (c->proto_error)
             return conn_broke(c, AMP_EPROTO, c->proto_message, 0);
         return conn_broke(c, AMP_EIO, "the daemon ended the HTTP/2 session", 0);
     }
-    struct pollfd pfd = { c->fd, (short)(POLLIN | (pending ? POLLOUT : 0)), 0 };
+    struct pollfd pfd[2] = {
+        { c->fd, (short)(POLLIN | (pending ? POLLOUT : 0)), 0 },
+        { writing ? conn_writer_fd(&c->writer) : -1, POLLIN, 0 },
+    };
     int timeout = conn_poll_timeout(deadline_ms);
-    int n = poll(&pfd, 1, timeout);
+    int n = poll(pfd, writing ? 2 : 1, timeout);
     if (n < 0 && errno == EINTR)
         return 0;
     if (n < 0)
         return conn_broke(c, AMP_EIO, "poll", errno);
     if (n == 0 && timeout >= 0)
         return conn_fail(c, AMP_EDEADLINE, "deadline exceeded waiting for the daemon");
-    if (pfd.revents & POLLOUT)
+    if (pfd[1].revents & POLLIN)
+        rc = conn_batch_take(c);
+    if (rc == 0 && (pfd[0].revents & POLLOUT))
         rc = conn_write_some(c);
-    if (rc == 0 && (pfd.revents & (POLLIN | POLLHUP | POLLERR)))
+    if (rc == 0 && (pfd[0].revents & (POLLIN | POLLHUP | POLLERR)))
         rc = conn_read_some(c);
     return rc;
 }

@@ -1,7 +1,8 @@
 /* conn.h: libampclient's connection, internal to the library.
  *
  * conn.c owns the socket and the nghttp2 client session and is the only
- * file that does I/O; call.c runs one gRPC call over it; jobs.c and
+ * file that does I/O, but for the large batches it hands to its writer
+ * thread (conn_writer.c); call.c runs one gRPC call over it; jobs.c and
  * devices.c encode requests and decode replies.
  */
 #ifndef AMP_CLIENT_CONN_H
@@ -14,12 +15,14 @@
 
 #include "address.h"
 #include "amp.h"
+#include "conn_writer.h"
 #include "tls.h"
 
 #define CONN_MESSAGE_MAX 512 /* longest kept detail message, NUL included */
 #define CONN_DEVICE_MAX 128  /* longest kept device name, NUL included */
 #define CONN_READ_CHUNK (256 * 1024) /* bytes read from the socket at once */
 #define CONN_FRAME_IOV 16            /* iovecs of one borrowed DATA frame, header included */
+#define CONN_OUT_IOV (CONN_FRAME_IOV + 1) /* all unwritten output: c->out, then the frame */
 #define CONN_FRAME_HD 9              /* an HTTP/2 frame header */
 #define CONN_BEARER "Bearer "        /* amp_connect_opts.token's scheme (RFC 6750) */
 
@@ -62,6 +65,12 @@ struct amp_conn {
     uint8_t frame_hd[CONN_FRAME_HD];
     struct iovec frame[CONN_FRAME_IOV];
     int frame_i, frame_n;
+    /* Plain connections: a large batch of that output goes out on the
+     * writer thread (conn_writer.h), its iovecs in batch. While it is
+     * busy, out and frame stay as they are (nothing is taken from
+     * nghttp2, nothing else written) until conn.c takes its result. */
+    struct conn_writer writer;
+    struct iovec batch[CONN_OUT_IOV];
     uint8_t *in;           /* read buffer of CONN_READ_CHUNK bytes, owned */
     /* The unpadded DATA frame whose payload is being read: its stream and
      * the payload bytes not yet seen (call.c sets them; call_read_dest). */

@@ -1,0 +1,73 @@
+/* conn_writer.h: a connection's writer thread (conn_writer.c), which
+ * writes large batches of output to a plain socket while the caller's
+ * thread goes on reading replies and feeding the session.
+ *
+ * The thread rule: the writer only writes the bytes it was handed and
+ * never touches the nghttp2 session or any other part of the connection;
+ * everything else (the session, the output cursors, c->sent) stays on the
+ * caller's thread. While a batch is handed (conn_writer_busy()), the
+ * caller writes nothing else to the socket and leaves the batch's memory
+ * alone: bytes leave in the order nghttp2 made them, and borrowed memory
+ * stays valid until the writer says it is written.
+ */
+#ifndef AMP_CLIENT_CONN_WRITER_H
+#define AMP_CLIENT_CONN_WRITER_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+/* Pending output of at least this many bytes goes to the writer; less is
+ * written inline, so small calls pay no thread hop. */
+#define CONN_WRITER_MIN (256 * 1024)
+
+struct conn_writer {
+    int started;          /* the thread runs, fds and lock are set up: conn_writer_end() joins */
+    pthread_t thread;
+    int done_fd;          /* eventfd, readable once a batch ended: the caller polls it */
+    int stop_fd;          /* eventfd the caller raises to end a batch early (drained by it) */
+    int busy;             /* the caller's: a batch is handed and its result not yet taken */
+    pthread_mutex_t lock; /* guards what follows, shared with the thread */
+    pthread_cond_t cond;
+    int job;              /* a batch waits or is being written; the thread clears it when done */
+    int quit;             /* the thread is to return */
+    int fd;               /* the socket of the batch */
+    struct iovec *iov;    /* the batch: the caller's array, which the thread works
+                           * through in place (it changes the entries) */
+    int niov;
+    size_t written;       /* of the batch: bytes written */
+    int err;              /* of the batch: the errno that ended it, or 0 */
+    uint64_t batches;     /* batches ended, ever (tests see the path ran) */
+};
+
+/* Hands n iovecs (n > 0) to write to fd, starting the thread on first use.
+ * iov[] and the memory they point at stay untouched by the caller until
+ * conn_writer_take() says the batch ended. Returns 0, or -1 when the
+ * thread cannot be started (write inline then). */
+int conn_writer_hand(struct conn_writer *w, int fd, struct iovec *iov, int n);
+
+/* True while a batch is handed and not yet taken. */
+int conn_writer_busy(const struct conn_writer *w);
+
+/* What to poll (POLLIN) for the end of the busy batch. */
+int conn_writer_fd(const struct conn_writer *w);
+
+/* When the busy batch ended: sets *written and *err (errno or 0), makes
+ * the writer idle and returns 1. Otherwise (still writing, or none
+ * handed) returns 0 without waiting. */
+int conn_writer_take(struct conn_writer *w, size_t *written, int *err);
+
+/* Ends the busy batch now (the socket may never take it) and waits until
+ * the thread has let go of it; conn_writer_take() then has its result.
+ * No-op when none is busy. */
+void conn_writer_stop(struct conn_writer *w);
+
+/* Batches the writer has ended so far. */
+uint64_t conn_writer_batches(struct conn_writer *w);
+
+/* Stops any batch (its result is dropped), joins the thread and closes
+ * its fds; the next conn_writer_hand() starts a new one. */
+void conn_writer_end(struct conn_writer *w);
+
+#endif
