@@ -361,6 +361,9 @@ void amp_free(void *p)
 static int conn_broke(amp_conn *c, int code, const char *what, int err)
 {
     c->broken = 1;
+    /* Nothing more goes out on a broken connection; what the writer did
+     * write counts in c->sent now, for the retry rule (call.c). */
+    conn_batch_stop(c);
     if (err)
         return conn_fail(c, code, "%s: %s", what, strerror(err));
     if (code == AMP_EPROTO && what != c->proto_message) {

@@ -50,12 +50,12 @@ static void conn_writer_write(struct conn_writer *w)
             }
             continue;
         }
-        if (k < 0 && errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK) {
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
             err = errno;
             break;
         }
-        if (k < 0 && errno == EINTR)
-            continue;
         if (poll(pfd, 2, -1) < 0 && errno != EINTR) {
             err = errno;
             break;

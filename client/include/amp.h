@@ -8,7 +8,10 @@
  * - Buffers returned through `void **out` are malloc'd by the library and
  *   owned by the caller, who releases them with amp_free().
  * - An amp_conn is not thread-safe: use one per thread, or serialise calls.
- *   Different connections are independent.
+ *   Different connections are independent. A connection that is not TLS
+ *   writes the bulk of large requests on a thread of its own, started
+ *   on the first and joined by amp_close(); it blocks every signal and
+ *   does nothing but write to the connection's socket.
  * - Structs can grow before 1.0 without breaking programs built against an
  *   older amp.h, in one of two ways:
  *   . a struct you fill and pass in on its own (amp_opts, amp_connect_opts,
