@@ -37,16 +37,18 @@ static void conn_writer_write(struct conn_writer *w)
         struct msghdr mh = { .msg_iov = iov, .msg_iovlen = (size_t)n };
         ssize_t k = sendmsg(w->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
         if (k > 0) {
+            /* Past the k bytes; entries left empty go too, so the next
+             * sendmsg always has a byte to send. */
             written += (size_t)k;
-            for (size_t left = (size_t)k; left > 0;) {
-                size_t m = iov->iov_len < left ? iov->iov_len : left;
-                iov->iov_base = (uint8_t *)iov->iov_base + m;
-                iov->iov_len -= m;
-                left -= m;
-                if (iov->iov_len == 0) {
-                    iov++;
-                    n--;
-                }
+            size_t left = (size_t)k;
+            while (n > 0 && left >= iov->iov_len) {
+                left -= iov->iov_len;
+                iov++;
+                n--;
+            }
+            if (n > 0) {
+                iov->iov_base = (uint8_t *)iov->iov_base + left;
+                iov->iov_len -= left;
             }
             continue;
         }
