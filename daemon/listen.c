@@ -12,6 +12,8 @@
 #define _GNU_SOURCE  /* struct ucred, SO_PEERCRED */
 #include "listen.h"
 
+#include "listen_writer.h"
+
 #include <errno.h>
 #include <grp.h>
 #include <limits.h>
@@ -34,6 +36,10 @@
  * (its ~208 KiB send buffer), so a 32 MiB request is ~150 reads, not 512.
  * Pages are touched only as far as reads fill them. */
 #define LISTEN_READ_BUF (256 * 1024)
+/* A write the socket did not take at once goes to the socket's writer
+ * thread (listen_writer.h) from this size: a stream's replies, not the
+ * small frames of tiny calls, which would only pay a thread hop. */
+#define LISTEN_WRITER_MIN (256 * 1024)
 
 union listen_handle {
     uv_handle_t handle;
@@ -60,6 +66,9 @@ struct listen_sock {
     uv_shutdown_t shutdown;
     uv_write_t write;
     bool writing;              /* a write is in flight */
+    struct listen_writer *writer; /* made for the first large write; NULL before */
+    bool writer_failed;        /* it could not be made: the loop writes everything */
+    uv_async_t writer_done;    /* the writer's write finished (initialised with writer) */
     uint8_t *wbuf;             /* its buffer when owned (listen_sock_write), else NULL */
     bool closing;              /* listen_sock_close() was called: no read()/eof() */
     bool shutdown_pending;     /* shut down the write side once the write completes */
@@ -84,6 +93,11 @@ static void listen_sock_handle_closed(uv_handle_t *h)
 
 static void listen_sock_close_now(struct listen_sock *s)
 {
+    if (s->writer) {
+        listen_writer_free(s->writer);   /* joined: no write touches the bytes after this */
+        s->writer = NULL;
+        uv_close((uv_handle_t *)&s->writer_done, listen_sock_handle_closed);
+    }
     if (!uv_is_closing(&s->h.handle))
         uv_close(&s->h.handle, listen_sock_handle_closed);
     if (!uv_is_closing((uv_handle_t *)&s->linger))
@@ -143,9 +157,8 @@ static void listen_sock_start_shutdown(struct listen_sock *s)
         listen_sock_close_now(s);
 }
 
-static void listen_sock_on_write(uv_write_t *req, int status)
+static void listen_sock_write_done(struct listen_sock *s, int status)
 {
-    struct listen_sock *s = req->data;
     free(s->wbuf);
     s->wbuf = NULL;
     s->writing = false;
@@ -160,6 +173,44 @@ static void listen_sock_on_write(uv_write_t *req, int status)
         return;
     }
     s->cbs->written(s->ctx, status);
+}
+
+static void listen_sock_on_write(uv_write_t *req, int status)
+{
+    listen_sock_write_done(req->data, status);
+}
+
+static void listen_sock_on_writer_done(uv_async_t *h)
+{
+    struct listen_sock *s = h->data;
+    if (s->writing && s->writer)
+        listen_sock_write_done(s, listen_writer_status(s->writer));
+}
+
+/* Writer thread: its write is done. */
+static void listen_sock_writer_signal(void *ctx)
+{
+    struct listen_sock *s = ctx;
+    uv_async_send(&s->writer_done);
+}
+
+/* s's writer, made on first use; NULL if it cannot be (the loop writes). */
+static struct listen_writer *listen_sock_writer(struct listen_sock *s)
+{
+    if (s->writer || s->writer_failed)
+        return s->writer;
+    s->writer_failed = true;   /* until it is made */
+    uv_os_fd_t fd;
+    if (uv_fileno(&s->h.handle, &fd) != 0 ||
+        uv_async_init(s->h.handle.loop, &s->writer_done, listen_sock_on_writer_done) != 0)
+        return NULL;
+    s->writer_done.data = s;
+    s->handles_open++;
+    s->writer = listen_writer_new(fd, listen_sock_writer_signal, s);
+    if (!s->writer)
+        uv_close((uv_handle_t *)&s->writer_done, listen_sock_handle_closed);
+    s->writer_failed = !s->writer;
+    return s->writer;
 }
 
 /* uv_buf_t for each iovec (the same two fields, but not promised to be the
@@ -179,6 +230,15 @@ int listen_sock_writev(struct listen_sock *s, const struct iovec *iov, int n)
     int rv = listen_sock_bufs(iov, n, b);
     if (rv != 0)
         return rv;
+    size_t len = 0;
+    for (int i = 0; i < n; i++)
+        len += iov[i].iov_len;
+    struct listen_writer *w = len >= LISTEN_WRITER_MIN ? listen_sock_writer(s) : NULL;
+    if (w) {
+        listen_writer_start(w, iov, n);
+        s->writing = true;
+        return 0;
+    }
     s->write.data = s;
     rv = uv_write(&s->write, &s->h.stream, b, (unsigned)n, listen_sock_on_write);
     s->writing = rv == 0;

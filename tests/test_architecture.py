@@ -6,8 +6,8 @@ reader to notice.
 - Socket I/O (send, recv, accept, connect, socket, libuv stream reads and
   writes; in daemon/ and common/ also read and write, since every
   descriptor there is a socket) only in the files that own sockets:
-  daemon/ listen.c and region_sock.c, client/ conn.c, conn_writer.c,
-  connect.c and region.c.
+  daemon/ listen.c, its writer thread listen_writer.c and region_sock.c,
+  client/ conn.c, its writer thread conn_writer.c, connect.c and region.c.
 - OpenCL (any cl* call, <CL/...>) only in the device layer: daemon/dev*.c
   and op*.c and their private headers.
 - Includes follow the layers: common/ includes nothing of daemon/ or
@@ -29,7 +29,7 @@ SOCKET_CALL = re.compile(
 # Plain descriptor I/O: the client library and ampctl read and write the
 # user's files with it; in the daemon and common/ only sockets are fds.
 FD_CALL = re.compile(r"\b(read|readv|write|writev)\s*\(")
-SOCKET_OWNERS = {"daemon/listen.c", "daemon/region_sock.c",
+SOCKET_OWNERS = {"daemon/listen.c", "daemon/listen_writer.c", "daemon/region_sock.c",
                  "client/conn.c", "client/conn_writer.c", "client/connect.c",
                  "client/region.c"}
 
