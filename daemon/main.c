@@ -50,6 +50,7 @@ int main(int argc, char **argv)
      * server's loop handles it (server.c reloads then). */
     signal(SIGPIPE, SIG_IGN);
     signal(SIGHUP, SIG_IGN);
+    server_signals_hold();
     /* Buffers of MiBs come and go with every call: request messages, a
      * unary job's results, stream write buffers, and on CPU devices PoCL's
      * device buffers. Keep them in one heap for reuse instead of fresh

@@ -426,6 +426,22 @@ static void server_on_changed(const char *name, const char *was, const char *is,
  * the token file. A
  * file that does not load keeps every setting as it was; a failed TLS
  * reload keeps the files loaded before. */
+/* SIGTERM and SIGINT, which stop the daemon (server_on_signal), blocked
+ * (how) or let through. */
+static void server_signals_mask(int how)
+{
+    sigset_t stop;
+    sigemptyset(&stop);
+    sigaddset(&stop, SIGTERM);
+    sigaddset(&stop, SIGINT);
+    pthread_sigmask(how, &stop, NULL);
+}
+
+void server_signals_hold(void)
+{
+    server_signals_mask(SIG_BLOCK);
+}
+
 static void server_on_sighup(uv_signal_t *h, int signum)
 {
     (void)signum;
@@ -641,6 +657,7 @@ int server_run(const struct config *cfg, struct dev **devs, size_t ndevs, size_t
         uv_signal_start(&srv->sigterm, server_on_signal, SIGTERM);
         uv_signal_start(&srv->sigint, server_on_signal, SIGINT);
         uv_signal_start(&srv->sighup, server_on_sighup, SIGHUP);
+        server_signals_mask(SIG_UNBLOCK);   /* held since main(): one sent already comes now */
         /* Devices found, kernels built, sockets listening. */
         char state[128];
         snprintf(state, sizeof state, "READY=1\nSTATUS=serving %zu sockets on %zu I/O loops",

@@ -14,6 +14,13 @@
 #include "config.h"
 #include "dev.h"
 
+/* Blocks SIGTERM and SIGINT in the calling thread (main, first thing) and
+ * so in every thread made after it: one that comes while devices open or
+ * sockets begin to listen waits, and server_run lets it through on its
+ * loop's thread once the loop handles it, which drains instead of killing
+ * a half-started daemon. */
+void server_signals_hold(void);
+
 /* Runs the daemon; returns the process exit status (0 after a clean drain,
  * 1 when startup failed, with the reason on stderr). devs stay the
  * caller's. */
