@@ -4,8 +4,8 @@
  * copies in turn, the write of the request and the read of the reply; with
  * the write on a thread of its own the two copies run at once. conn.c
  * hands a batch (the unwritten output, typically a 1 MiB DATA frame still
- * in the caller's memory) and keeps reading; the thread polls the socket
- * for POLLOUT and sends until the batch is written, the socket fails, or
+ * in the caller's memory) and keeps reading; the thread sends it
+ * (iov_send_all: POLLOUT as needed) until it is written, the socket fails, or
  * the caller raises stop_fd (a deadline, a call ending, the connection
  * closing), then says so on done_fd, which the caller's poll watches.
  *
@@ -17,54 +17,20 @@
 #include "conn_writer.h"
 
 #include <errno.h>
-#include <poll.h>
 #include <signal.h>
 #include <sys/eventfd.h>
-#include <sys/socket.h>
 #include <unistd.h>
+
+#include "iov_send.h"
 
 /* Sends the batch, in place, until it is written, the socket fails or
  * stop_fd is raised. Runs on the writer thread, without the lock: while
  * job is set the caller leaves the batch alone. */
 static void conn_writer_write(struct conn_writer *w)
 {
-    struct iovec *iov = w->iov;
-    int n = w->niov;
-    size_t written = 0;
-    int err = 0;
-    struct pollfd pfd[2] = { { w->fd, POLLOUT, 0 }, { w->stop_fd, POLLIN, 0 } };
-    while (n > 0) {
-        struct msghdr mh = { .msg_iov = iov, .msg_iovlen = (size_t)n };
-        ssize_t k = sendmsg(w->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
-        if (k > 0) {
-            /* Past the k bytes; entries left empty go too, so the next
-             * sendmsg always has a byte to send. */
-            written += (size_t)k;
-            size_t left = (size_t)k;
-            while (n > 0 && left >= iov->iov_len) {
-                left -= iov->iov_len;
-                iov++;
-                n--;
-            }
-            if (n > 0) {
-                iov->iov_base = (uint8_t *)iov->iov_base + left;
-                iov->iov_len -= left;
-            }
-            continue;
-        }
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
-            err = errno;
-            break;
-        }
-        if (poll(pfd, 2, -1) < 0 && errno != EINTR) {
-            err = errno;
-            break;
-        }
-        if (pfd[1].revents & POLLIN)
-            break;   /* stopped: the caller takes what was written */
-    }
+    size_t written;
+    int rc = iov_send_all(w->fd, w->iov, w->niov, w->stop_fd, &written);
+    int err = rc == -ECANCELED ? 0 : -rc;   /* stopped: the caller takes what was written */
     pthread_mutex_lock(&w->lock);
     w->written = written;
     w->err = err;

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "conn_tls.h"
+#include "iov_send.h"
 #include "traffic.h"
 
 /* A borrowed frame goes to the socket in one write. */
@@ -180,20 +181,6 @@ static void conn_count_out(struct conn *c, size_t len)
         traffic_wrote(c->set->traffic, len);
 }
 
-/* Skips the w bytes of iov[0..n) written; returns the index of the first
- * piece left (shortened in place). */
-static int conn_iov_skip(struct iovec *iov, int n, size_t w)
-{
-    int i = 0;
-    while (i < n && w >= iov[i].iov_len)
-        w -= iov[i++].iov_len;
-    if (i < n) {
-        iov[i].iov_base = (uint8_t *)iov[i].iov_base + w;
-        iov[i].iov_len -= w;
-    }
-    return i;
-}
-
 /* Moves queued output to the socket while it takes it, with no copy: the
  * session's frames as they are, and DATA frames straight from the replies
  * (staging buffers, reply messages: h2_session_sendv borrows them). What
@@ -224,7 +211,7 @@ static int conn_gather(struct conn *c)
                 h2_session_written(c->h2);
             continue;
         }
-        int i = conn_iov_skip(iov, n, (size_t)w);
+        int i = iov_skip(iov, n, (size_t)w);
         if (borrowed) {
             if (listen_sock_writev(c->sock, iov + i, n - i) != 0)
                 return -1;

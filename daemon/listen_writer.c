@@ -1,19 +1,18 @@
 /* listen_writer.c: one accepted socket's large writes on a thread of its
  * own (listen_writer.h). The thread sleeps on a condition variable until a
- * write comes, then polls the socket (and an eventfd that asks it to stop)
- * and writes until the write is done or fails. */
+ * write comes, then sends it (iov_send_all), polling the socket and an
+ * eventfd that asks it to stop, until it is done or fails. */
 #include "listen_writer.h"
 
-#include <errno.h>
-#include <poll.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
-#include <sys/socket.h>
 #include <unistd.h>
+
+#include "iov_send.h"
 
 struct listen_writer {
     int fd;                             /* the socket, not owned */
@@ -30,39 +29,6 @@ struct listen_writer {
     int n;
 };
 
-/* Writes all of iov[0..n) (shortened in place as it goes): 0, or a
- * negative errno; -ECANCELED when asked to stop. */
-static int listen_writer_all(struct listen_writer *w, struct iovec *iov, int n)
-{
-    while (n > 0) {
-        /* sendmsg for MSG_NOSIGNAL: a vanished peer is an error, not SIGPIPE. */
-        struct msghdr m = { .msg_iov = iov, .msg_iovlen = (size_t)n };
-        ssize_t k = sendmsg(w->fd, &m, MSG_NOSIGNAL);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k < 0 && errno != EAGAIN)
-            return -errno;
-        if (k < 0) {
-            struct pollfd p[2] = { { w->fd, POLLOUT, 0 }, { w->stop_fd, POLLIN, 0 } };
-            if (poll(p, 2, -1) < 0 && errno != EINTR)
-                return -errno;
-            if (p[1].revents)
-                return -ECANCELED;
-            continue;
-        }
-        while (n > 0 && (size_t)k >= iov[0].iov_len) {
-            k -= (ssize_t)iov[0].iov_len;
-            iov++;
-            n--;
-        }
-        if (n > 0) {
-            iov[0].iov_base = (uint8_t *)iov[0].iov_base + k;
-            iov[0].iov_len -= (size_t)k;
-        }
-    }
-    return 0;
-}
-
 static void *listen_writer_main(void *arg)
 {
     struct listen_writer *w = arg;
@@ -74,7 +40,8 @@ static void *listen_writer_main(void *arg)
             break;
         w->pending = false;
         pthread_mutex_unlock(&w->lock);
-        int status = listen_writer_all(w, w->iov, w->n);
+        size_t sent;
+        int status = iov_send_all(w->fd, w->iov, w->n, w->stop_fd, &sent);
         pthread_mutex_lock(&w->lock);
         w->status = status;
         if (w->stopping)

@@ -7,7 +7,8 @@ reader to notice.
   writes; in daemon/ and common/ also read and write, since every
   descriptor there is a socket) only in the files that own sockets:
   daemon/ listen.c, its writer thread listen_writer.c and region_sock.c,
-  client/ conn.c, its writer thread conn_writer.c, connect.c and region.c.
+  client/ conn.c, connect.c and region.c, and common/iov_send.c, which both
+  ends' writer threads send with.
 - OpenCL (any cl* call, <CL/...>) only in the device layer: daemon/dev*.c
   and op*.c and their private headers.
 - Includes follow the layers: common/ includes nothing of daemon/ or
@@ -30,8 +31,8 @@ SOCKET_CALL = re.compile(
 # user's files with it; in the daemon and common/ only sockets are fds.
 FD_CALL = re.compile(r"\b(read|readv|write|writev)\s*\(")
 SOCKET_OWNERS = {"daemon/listen.c", "daemon/listen_writer.c", "daemon/region_sock.c",
-                 "client/conn.c", "client/conn_writer.c", "client/connect.c",
-                 "client/region.c"}
+                 "client/conn.c", "client/connect.c", "client/region.c",
+                 "common/iov_send.c"}
 
 OPENCL = re.compile(r"\bcl[A-Z][A-Za-z0-9]*\s*\(|#\s*include\s*<CL/")
 DEVICE_PRIVATE = {"dev_internal.h", "op.h"}
