@@ -202,6 +202,32 @@ END_TEST
 
 /* --- bad paths ------------------------------------------------------------------- */
 
+/* Stops d, starts a transform of in (WRITER_UNARY_LEN bytes) on c and
+ * lets the writer fill the socket; *busy: the request went to the writer.
+ * Returns amp_start_transform's code. */
+static int start_on_stopped(amp_conn *c, struct daemon_proc *d, const uint8_t *in,
+                            amp_call **call, int *busy)
+{
+    ck_assert_int_eq(kill(d->pid, SIGSTOP), 0);
+    int rc = amp_start_transform(c, NULL, &xor_params, in, WRITER_UNARY_LEN, call);
+    *busy = conn_writer_busy(&c->writer);
+    usleep(WRITER_STOPPED_US);
+    return rc;
+}
+
+/* After a call ended mid-write (d running again): c still answers a
+ * call, then closes, and d stops cleanly. */
+static void serves_on_then_close(amp_conn *c, struct daemon_proc *d)
+{
+    void *out = NULL;
+    size_t n = 0;
+    ck_assert_int_eq(amp_reverse(c, NULL, "ab", 2, &out, &n), 0);
+    ck_assert_int_eq(memcmp(out, "ba", 2), 0);
+    amp_free(out);
+    amp_close(c);
+    ck_assert_int_eq(daemon_stop(d), 0);
+}
+
 /* The daemon reads nothing (stopped): the writer fills the socket and
  * waits; the call's deadline ends it, and the connection closes. */
 START_TEST(deadline_while_the_writer_waits)
@@ -226,11 +252,7 @@ START_TEST(deadline_while_the_writer_waits)
     ck_assert_ptr_null(out);
     ck_assert_int_lt(took, WRITER_DEADLINE_MS + WRITER_PROMPT_MS);
     ck_assert_uint_gt(ran, 0);   /* the writer had the frame the daemon never read */
-    ck_assert_int_eq(amp_reverse(c, NULL, "ab", 2, &out, &n), 0);
-    ck_assert_int_eq(memcmp(out, "ba", 2), 0);
-    amp_free(out);
-    amp_close(c);
-    ck_assert_int_eq(daemon_stop(&d), 0);
+    serves_on_then_close(c, &d);
 }
 END_TEST
 
@@ -241,11 +263,9 @@ START_TEST(cancel_while_the_writer_waits)
     struct daemon_proc d;
     amp_conn *c = own_daemon(&d);
     uint8_t *in = client_fixture_random(WRITER_UNARY_LEN, 46);
-    ck_assert_int_eq(kill(d.pid, SIGSTOP), 0);
     amp_call *call = NULL;
-    int rc = amp_start_transform(c, NULL, &xor_params, in, WRITER_UNARY_LEN, &call);
-    int busy = conn_writer_busy(&c->writer);
-    usleep(WRITER_STOPPED_US);
+    int busy = 0;
+    int rc = start_on_stopped(c, &d, in, &call, &busy);
     long long t0 = now_ms();
     int cancelled = amp_cancel(call);
     long long took = now_ms() - t0;
@@ -258,13 +278,7 @@ START_TEST(cancel_while_the_writer_waits)
     ck_assert_int_eq(cancelled, 0);
     ck_assert_int_eq(status, AMP_ECANCELLED);
     ck_assert_int_lt(took, WRITER_PROMPT_MS);
-    void *out;
-    size_t n;
-    ck_assert_int_eq(amp_reverse(c, NULL, "ab", 2, &out, &n), 0);
-    ck_assert_int_eq(memcmp(out, "ba", 2), 0);
-    amp_free(out);
-    amp_close(c);
-    ck_assert_int_eq(daemon_stop(&d), 0);
+    serves_on_then_close(c, &d);
 }
 END_TEST
 
@@ -275,11 +289,9 @@ START_TEST(close_while_the_writer_waits)
     struct daemon_proc d;
     amp_conn *c = own_daemon(&d);
     uint8_t *in = client_fixture_random(WRITER_UNARY_LEN, 47);
-    ck_assert_int_eq(kill(d.pid, SIGSTOP), 0);
     amp_call *call = NULL;
-    int rc = amp_start_transform(c, NULL, &xor_params, in, WRITER_UNARY_LEN, &call);
-    int busy = conn_writer_busy(&c->writer);
-    usleep(WRITER_STOPPED_US);
+    int busy = 0;
+    int rc = start_on_stopped(c, &d, in, &call, &busy);
     long long t0 = now_ms();
     amp_close(c);
     long long took = now_ms() - t0;
