@@ -12,8 +12,6 @@
 #define _GNU_SOURCE  /* struct ucred, SO_PEERCRED */
 #include "listen.h"
 
-#include "listen_writer.h"
-
 #include <errno.h>
 #include <grp.h>
 #include <limits.h>
@@ -27,6 +25,8 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
+
+#include "listen_writer.h"
 
 #define LISTEN_BACKLOG 511
 /* Out of descriptors (or memory) while accepting: stop polling the
@@ -199,17 +199,19 @@ static struct listen_writer *listen_sock_writer(struct listen_sock *s)
 {
     if (s->writer || s->writer_failed)
         return s->writer;
-    s->writer_failed = true;   /* until it is made */
     uv_os_fd_t fd;
     if (uv_fileno(&s->h.handle, &fd) != 0 ||
-        uv_async_init(s->h.handle.loop, &s->writer_done, listen_sock_on_writer_done) != 0)
+        uv_async_init(s->h.handle.loop, &s->writer_done, listen_sock_on_writer_done) != 0) {
+        s->writer_failed = true;
         return NULL;
+    }
     s->writer_done.data = s;
     s->handles_open++;
     s->writer = listen_writer_new(fd, listen_sock_writer_signal, s);
-    if (!s->writer)
+    if (!s->writer) {
+        s->writer_failed = true;
         uv_close((uv_handle_t *)&s->writer_done, listen_sock_handle_closed);
-    s->writer_failed = !s->writer;
+    }
     return s->writer;
 }
 
