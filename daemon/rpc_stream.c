@@ -285,9 +285,12 @@ static void rpc_stream_send_data(struct rpc_stream *st, struct rpc_stream_task *
     }
 }
 
-/* Every data reply over rt's buffer is done: back to the pool. Only
- * returns the buffer (it may run inside h2: the sent() handler resumes
- * the stream), and may free a stream whose CLOSE already finished. */
+/* Every data reply over rt's buffer is done: back to the pool. It may run
+ * inside h2, after the sent() that took the last of its bytes, so it does
+ * not pump the stream here: a stream held back by its buffers (paused, or
+ * copying a resident result out) waits on the pool instead, whose wake-up
+ * the buffer just returned fires on this loop at once. May free a stream
+ * whose CLOSE already finished. */
 static void rpc_stream_release(struct rpc_stream_task *rt)
 {
     struct rpc_stream *st = rt->st;
@@ -296,6 +299,8 @@ static void rpc_stream_release(struct rpc_stream_task *rt)
     free(rt);
     if (st->close_done && st->lent == 0)
         rpc_stream_free(st);
+    else if (!st->failed && (st->paused || st->phase == RS_OUTPUT))
+        staging_wait(st->pool, &st->waiter);
 }
 
 static void rpc_stream_send_results(struct rpc_stream *st)

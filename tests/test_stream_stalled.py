@@ -1,14 +1,21 @@
 """test_stream_stalled.py: a Stream client that keeps sending but stops
-reading its results must not make ampd grow.
+reading its results must not make ampd grow, and must get every reply once
+it reads again.
 
 grpcio's request iterator runs on its own thread, so this client can push
 input while it never asks for a reply: exactly the client the daemon's
-backpressure is for. ampd runs with a small staging pool
-(--staging-bytes 4M --chunk-bytes 1M). While the client is stalled, the
-daemon must stop taking its input (the request iterator stops being
-pulled, far short of the input's size) and its resident memory must stay
-put; another client's unary call must still be answered. Once the client
-reads again, every reply byte arrives and is right.
+backpressure is for. ampd runs with a small staging pool. While the client
+is stalled, the daemon must stop taking its input (the request iterator
+stops being pulled, far short of the input's size) and its resident
+memory must stay put; another client's unary call must still be answered.
+Once the client reads again, every reply byte arrives and is right.
+
+Each case runs against two daemons: --chunk-bytes 1M, one reply message
+per DATA frame, and --chunk-bytes 256K, where one DATA frame carries
+several reply messages, so the staging buffers come back only when a
+frame is written, after the bytes were counted as sent (a stream that
+waited for those buffers once hung there). A reverse stream, whose result
+leaves the device chunk by chunk after all its input, is stalled too.
 Prints one line per check and a closing "N passed, M failed".
 """
 import os
@@ -29,8 +36,11 @@ STALL_BOUND = 64 * MIB       # input a stalled stream may pull in at most
 RSS_BOUND = 64 * MIB         # daemon growth allowed while it is stalled
 SETTLE_S = 1.0               # input unchanged this long: the stream is stalled
 WAIT_S = 60
+RESIDENT_TOTAL = 24 * MIB    # a reverse stream's input, all on the device at once
 TRANSFORM_OP_XOR = 2
 KEY = 0x5A
+DAEMONS = (["--staging-bytes", "4M", "--chunk-bytes", "1M"],
+           ["--staging-bytes", "1M", "--chunk-bytes", "256K"])
 
 
 def pb_varint(n):
@@ -71,10 +81,12 @@ def pb_data_field(msg):
     return None
 
 
-def header():
-    transform = pb_uint(1, TRANSFORM_OP_XOR) + pb_uint(2, KEY)
-    step = pb_len(2, transform)
-    return pb_len(1, pb_len(1, step) + pb_uint(3, TOTAL))
+def header(step, total):
+    return pb_len(1, pb_len(1, step) + pb_uint(3, total))
+
+
+XOR_STEP = pb_len(2, pb_uint(1, TRANSFORM_OP_XOR) + pb_uint(2, KEY))
+REVERSE_STEP = pb_len(1, b"")
 
 
 PATTERN = bytes(range(256)) * (CHUNK // 256)
@@ -82,15 +94,17 @@ WANT = bytes(b ^ KEY for b in PATTERN)
 
 
 class Feeder:
-    """The request iterator: the header, then TOTAL bytes, counting."""
+    """The request iterator: the header, then total bytes, counting."""
 
-    def __init__(self):
+    def __init__(self, step, total):
         self.sent = 0
+        self.step = step
+        self.total = total
         self.lock = threading.Lock()
 
     def __iter__(self):
-        yield header()
-        while self.sent < TOTAL:
+        yield header(self.step, self.total)
+        while self.sent < self.total:
             with self.lock:
                 self.sent += CHUNK
             yield pb_len(2, PATTERN)
@@ -124,7 +138,7 @@ def test_stalled_reader(daemon):
     other = grpc.insecure_channel(daemon.address)
     try:
         rss0 = rss(daemon.proc.pid)
-        feeder = Feeder()
+        feeder = Feeder(XOR_STEP, TOTAL)
         replies = channel.stream_stream("/amp.v1.Amp/Stream")(iter(feeder), timeout=600)
         pulled = wait_stalled(feeder)
         grown = rss(daemon.proc.pid) - rss0
@@ -153,15 +167,50 @@ def test_stalled_reader(daemon):
         other.close()
 
 
-def main():
-    daemon = Daemon(["--staging-bytes", "4M", "--chunk-bytes", "1M"])
+def test_stalled_reverse(daemon):
+    """A reverse stream's client reads nothing until all of its result
+    waits to leave: the daemon holds back the copies out, then sends every
+    byte, reversed, once the client reads."""
+    channel = grpc.insecure_channel(daemon.address)
     try:
-        failed = run_cases([test_stalled_reader], daemon)
+        rss0 = rss(daemon.proc.pid)
+        feeder = Feeder(REVERSE_STEP, RESIDENT_TOTAL)
+        replies = channel.stream_stream("/amp.v1.Amp/Stream")(iter(feeder), timeout=600)
+        pulled = wait_stalled(feeder)
+        expect(pulled == RESIDENT_TOTAL, "the reverse stream took %d bytes of %d" %
+               (pulled, RESIDENT_TOTAL))
+        time.sleep(SETTLE_S)   # the result waits on the stalled client
+        grown = rss(daemon.proc.pid) - rss0
+        print("reverse stalled with its result out; daemon RSS +%d MiB" % (grown // MIB))
+        expect(grown < RSS_BOUND + RESIDENT_TOTAL, "daemon RSS grew by %d bytes" % grown)
+
+        want = PATTERN[::-1]   # the input is PATTERN repeated, so its reverse is too
+        total = 0
+        for msg in replies:
+            data = pb_data_field(msg)
+            if data is None:
+                continue
+            off = total % CHUNK
+            expect(data == (want * 2)[off:off + len(data)], "wrong bytes at %d" % total)
+            total += len(data)
+        expect(total == RESIDENT_TOTAL, "got %d reply bytes, want %d" % (total, RESIDENT_TOTAL))
+        expect(replies.code() == grpc.StatusCode.OK, "status %s" % replies.code())
     finally:
-        status = daemon.stop()
-    if status != 0:
-        print("FAIL ampd exit status %d" % status)
-        failed += 1
+        channel.close()
+
+
+def main():
+    failed = 0
+    for args in DAEMONS:
+        print("ampd %s" % " ".join(args), flush=True)
+        daemon = Daemon(args)
+        try:
+            failed += run_cases([test_stalled_reader, test_stalled_reverse], daemon)
+        finally:
+            status = daemon.stop()
+        if status != 0:
+            print("FAIL ampd exit status %d" % status)
+            failed += 1
     return 1 if failed else 0
 
 
