@@ -14,6 +14,7 @@
  * condition variable. It blocks every signal: a library's thread must not
  * take the application's.
  */
+#define _GNU_SOURCE   /* pthread_setname_np */
 #include "conn_writer.h"
 
 #include <errno.h>
@@ -47,6 +48,7 @@ static void conn_writer_write(struct conn_writer *w)
 static void *conn_writer_main(void *arg)
 {
     struct conn_writer *w = arg;
+    pthread_setname_np(pthread_self(), "amp-writer");   /* as top -H shows it */
     pthread_mutex_lock(&w->lock);
     for (;;) {
         while (!w->job && !w->quit)

@@ -2,6 +2,7 @@
  * own (listen_writer.h). The thread sleeps on a condition variable until a
  * write comes, then sends it (iov_send_all), polling the socket and an
  * eventfd that asks it to stop, until it is done or fails. */
+#define _GNU_SOURCE   /* pthread_setname_np */
 #include "listen_writer.h"
 
 #include <pthread.h>
@@ -32,6 +33,7 @@ struct listen_writer {
 static void *listen_writer_main(void *arg)
 {
     struct listen_writer *w = arg;
+    pthread_setname_np(pthread_self(), "ampd-writer");   /* as top -H shows it */
     pthread_mutex_lock(&w->lock);
     for (;;) {
         while (!w->pending && !w->stopping)

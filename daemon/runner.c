@@ -17,6 +17,7 @@
  * that need no new memory (a stream's chunks) keep flowing meanwhile, so
  * streams already admitted interleave with the queue.
  */
+#define _GNU_SOURCE   /* pthread_setname_np */
 #include "runner.h"
 
 #include <inttypes.h>
@@ -297,6 +298,7 @@ static bool runner_has_work(const struct runner *r)
 static void *runner_main(void *arg)
 {
     struct runner *r = arg;
+    pthread_setname_np(pthread_self(), "ampd-runner");   /* as top -H shows it */
     pthread_mutex_lock(&r->lock);
     for (;;) {
         while (!runner_has_work(r))
