@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "listen_writer.h"
+#include "loop_wake.h"
 
 #define LISTEN_BACKLOG 511
 /* Out of descriptors (or memory) while accepting: stop polling the
@@ -36,9 +37,9 @@
  * (its ~208 KiB send buffer), so a 32 MiB request is ~150 reads, not 512.
  * Pages are touched only as far as reads fill them. */
 #define LISTEN_READ_BUF (256 * 1024)
-/* A write the socket did not take at once goes to the socket's writer
- * thread (listen_writer.h) from this size: a stream's replies, not the
- * small frames of tiny calls, which would only pay a thread hop. */
+/* A write of this size or more goes to the socket's writer thread
+ * (listen_writer.h), whole: a stream's replies, not the small frames of
+ * tiny calls, which would only pay a thread hop. */
 #define LISTEN_WRITER_MIN (256 * 1024)
 
 union listen_handle {
@@ -68,7 +69,7 @@ struct listen_sock {
     bool writing;              /* a write is in flight */
     struct listen_writer *writer; /* made for the first large write; NULL before */
     bool writer_failed;        /* it could not be made: the loop writes everything */
-    uv_async_t writer_done;    /* the writer's write finished (initialised with writer) */
+    struct loop_wake writer_done; /* the writer's write finished (initialised with writer) */
     uint8_t *wbuf;             /* its buffer when owned (listen_sock_write), else NULL */
     bool closing;              /* listen_sock_close() was called: no read()/eof() */
     bool shutdown_pending;     /* shut down the write side once the write completes */
@@ -96,7 +97,7 @@ static void listen_sock_close_now(struct listen_sock *s)
     if (s->writer) {
         listen_writer_free(s->writer);   /* joined: no write touches the bytes after this */
         s->writer = NULL;
-        uv_close((uv_handle_t *)&s->writer_done, listen_sock_handle_closed);
+        loop_wake_close(&s->writer_done, listen_sock_handle_closed);
     }
     if (!uv_is_closing(&s->h.handle))
         uv_close(&s->h.handle, listen_sock_handle_closed);
@@ -180,9 +181,9 @@ static void listen_sock_on_write(uv_write_t *req, int status)
     listen_sock_write_done(req->data, status);
 }
 
-static void listen_sock_on_writer_done(uv_async_t *h)
+static void listen_sock_on_writer_done(struct loop_wake *w)
 {
-    struct listen_sock *s = h->data;
+    struct listen_sock *s = w->poll.data;
     if (s->writing && s->writer)
         listen_sock_write_done(s, listen_writer_status(s->writer));
 }
@@ -191,7 +192,7 @@ static void listen_sock_on_writer_done(uv_async_t *h)
 static void listen_sock_writer_signal(void *ctx)
 {
     struct listen_sock *s = ctx;
-    uv_async_send(&s->writer_done);
+    loop_wake_send(&s->writer_done);
 }
 
 /* s's writer, made on first use; NULL if it cannot be (the loop writes). */
@@ -201,16 +202,15 @@ static struct listen_writer *listen_sock_writer(struct listen_sock *s)
         return s->writer;
     uv_os_fd_t fd;
     if (uv_fileno(&s->h.handle, &fd) != 0 ||
-        uv_async_init(s->h.handle.loop, &s->writer_done, listen_sock_on_writer_done) != 0) {
+        loop_wake_init(s->h.handle.loop, &s->writer_done, listen_sock_on_writer_done, s) != 0) {
         s->writer_failed = true;
         return NULL;
     }
-    s->writer_done.data = s;
     s->handles_open++;
     s->writer = listen_writer_new(fd, listen_sock_writer_signal, s);
     if (!s->writer) {
         s->writer_failed = true;
-        uv_close((uv_handle_t *)&s->writer_done, listen_sock_handle_closed);
+        loop_wake_close(&s->writer_done, listen_sock_handle_closed);
     }
     return s->writer;
 }
@@ -262,6 +262,14 @@ ssize_t listen_sock_try_writev(struct listen_sock *s, const struct iovec *iov, i
 {
     uv_buf_t b[LISTEN_WRITE_IOV];
     int rv = listen_sock_bufs(iov, n, b);
+    size_t len = 0;
+    for (int i = 0; rv == 0 && i < n; i++)
+        len += iov[i].iov_len;
+    /* A large write is the writer thread's whole: copying part of it into
+     * the socket here would spend the loop's time, which reading the
+     * other direction needs (a stream's input and its replies at once). */
+    if (rv == 0 && len >= LISTEN_WRITER_MIN && listen_sock_writer(s))
+        return 0;
     if (rv == 0)
         rv = uv_try_write(&s->h.stream, b, (unsigned)n);
     if (rv == UV_EAGAIN)

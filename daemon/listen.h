@@ -117,8 +117,9 @@ int listen_sock_writev(struct listen_sock *s, const struct iovec *iov, int n);
 
 /* Writes what the socket takes at once of the n (<= LISTEN_WRITE_IOV)
  * pieces of iov (not owned), without waiting: returns the bytes written (0
- * when it would block), or a negative uv error. Only while no write is in
- * flight. */
+ * when it would block, and for a write large enough for the writer thread,
+ * which listen_sock_writev() then hands it whole), or a negative uv error.
+ * Only while no write is in flight. */
 ssize_t listen_sock_try_writev(struct listen_sock *s, const struct iovec *iov, int n);
 
 /* Closes the socket. linger_ms > 0: shut down the write side (after the

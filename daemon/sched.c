@@ -2,8 +2,8 @@
  *
  * Runner threads finish tasks and call sched_on_complete() on their own
  * thread; it appends the task to its home port's `done` list under that
- * port's mutex and wakes the port's loop with uv_async_send() (which
- * coalesces: one wake-up may carry many). The loop's async callback takes
+ * port's mutex and wakes the port's loop (loop_wake.h, which coalesces:
+ * one wake-up may carry many). The loop's wake-up callback takes
  * the whole list and calls each task's done(), which for a unary job is
  * job->done(). So a completion always runs on the loop that submitted
  * it, and ports never touch each other's lists.
@@ -25,6 +25,7 @@
 
 #include "dev_task.h"
 #include "host.h"
+#include "loop_wake.h"
 #include "runner.h"
 #include "sat.h"
 #include "split.h"
@@ -50,7 +51,7 @@ struct sched {
 
 struct sched_port {
     struct sched *s;
-    uv_async_t wake;           /* runner threads (and this loop) -> this loop */
+    struct loop_wake wake;     /* runner threads (and this loop) -> this loop */
     uv_mutex_t lock;           /* guards done_head/done_tail only */
     struct task *done_head, *done_tail; /* completed tasks not yet delivered */
     struct staging_port **staging; /* staging[i]: devs[i]'s pool as this loop sees it */
@@ -336,7 +337,7 @@ static void sched_push_done(struct sched_port *p, struct task *t)
     uv_mutex_lock(&p->lock);
     task_append(&p->done_head, &p->done_tail, t);
     uv_mutex_unlock(&p->lock);
-    uv_async_send(&p->wake);
+    loop_wake_send(&p->wake);
 }
 
 /* Runner thread: back to the loop that submitted it. */
@@ -391,9 +392,9 @@ static void sched_deliver(struct sched_port *p)
     }
 }
 
-static void sched_on_wake(uv_async_t *h)
+static void sched_on_wake(struct loop_wake *w)
 {
-    sched_deliver(h->data);
+    sched_deliver(w->poll.data);
 }
 
 /* --- life ----------------------------------------------------------------- */
@@ -447,6 +448,15 @@ int sched_new(struct dev **devs, size_t ndevs, size_t default_index,
     return 0;
 }
 
+/* Frees a port that did not start: its first n staging ports, and it. */
+static void sched_port_unmake(struct sched_port *p, size_t n)
+{
+    while (n--)
+        staging_port_free(p->staging[n]);
+    free(p->staging);
+    free(p);
+}
+
 struct sched_port *sched_port_new(struct sched *s, uv_loop_t *loop)
 {
     struct sched_port *p = calloc(1, sizeof(*p));
@@ -458,16 +468,15 @@ struct sched_port *sched_port_new(struct sched *s, uv_loop_t *loop)
     for (size_t i = 0; i < s->ndevs; i++) {
         p->staging[i] = staging_port_new(s->staging[i], loop);
         if (!p->staging[i]) {
-            while (i--)
-                staging_port_free(p->staging[i]);
-            free(p->staging);
-            free(p);
+            sched_port_unmake(p, i);
             return NULL;
         }
     }
+    if (loop_wake_init(loop, &p->wake, sched_on_wake, p) != 0) {
+        sched_port_unmake(p, s->ndevs);
+        return NULL;
+    }
     uv_mutex_init(&p->lock);
-    uv_async_init(loop, &p->wake, sched_on_wake);
-    p->wake.data = p;
     return p;
 }
 
@@ -575,7 +584,7 @@ void sched_port_close(struct sched_port *p)
     sched_deliver(p);
     for (size_t i = 0; i < p->s->ndevs; i++)
         staging_port_free(p->staging[i]);
-    uv_close((uv_handle_t *)&p->wake, sched_port_on_closed);
+    loop_wake_close(&p->wake, sched_port_on_closed);
 }
 
 void sched_free(struct sched *s)

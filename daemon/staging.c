@@ -1,6 +1,6 @@
 /* staging.c: the pinned staging pool of one device (staging.h).
  *
- * Waiters are woken from the port's uv_async callback rather than from
+ * Waiters are woken from the port's wake-up callback (loop_wake.h) rather than from
  * staging_put(): a buffer is often returned deep inside another stream's
  * completion or close, where re-entering a third stream's handlers would
  * be hard to reason about, and a buffer returned on one loop must wake a
@@ -10,6 +10,8 @@
  * wakes it once more and no wake-up is lost.
  */
 #include "staging.h"
+
+#include "loop_wake.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -28,7 +30,7 @@ struct staging_pool {
 
 struct staging_port {
     struct staging_pool *pool;
-    uv_async_t wake;                /* any thread -> this loop: buffers for the waiters */
+    struct loop_wake wake;          /* any thread -> this loop: buffers for the waiters */
     struct staging_port *next;      /* pool->ports */
     bool has_waiters;               /* under pool->lock: waiters is not empty */
     struct staging_waiter *waiters, *waiters_tail; /* the loop's thread only */
@@ -42,9 +44,9 @@ static size_t staging_nfree(struct staging_pool *p)
     return n;
 }
 
-static void staging_on_wake(uv_async_t *h)
+static void staging_on_wake(struct loop_wake *wake)
 {
-    struct staging_port *port = h->data;
+    struct staging_port *port = wake->poll.data;
     struct staging_pool *p = port->pool;
     while (port->waiters && staging_nfree(p)) {
         struct staging_waiter *w = port->waiters;
@@ -123,8 +125,10 @@ struct staging_port *staging_port_new(struct staging_pool *p, uv_loop_t *loop)
     if (!port)
         return NULL;
     port->pool = p;
-    uv_async_init(loop, &port->wake, staging_on_wake);
-    port->wake.data = port;
+    if (loop_wake_init(loop, &port->wake, staging_on_wake, port) != 0) {
+        free(port);
+        return NULL;
+    }
     uv_mutex_lock(&p->lock);
     port->next = p->ports;
     p->ports = port;
@@ -150,7 +154,7 @@ void staging_port_free(struct staging_port *port)
     if (*pp)
         *pp = port->next;
     uv_mutex_unlock(&p->lock);
-    uv_close((uv_handle_t *)&port->wake, staging_port_on_closed);
+    loop_wake_close(&port->wake, staging_port_on_closed);
 }
 
 size_t staging_buf_size(const struct staging_port *port)
@@ -207,7 +211,7 @@ static void staging_wake_all(struct staging_pool *p)
 {
     for (struct staging_port *q = p->ports; q; q = q->next)
         if (q->has_waiters)
-            uv_async_send(&q->wake);
+            loop_wake_send(&q->wake);
 }
 
 void staging_put(struct staging_port *port, struct staging_buf *b)
@@ -279,7 +283,7 @@ void staging_wait(struct staging_port *port, struct staging_waiter *w)
     bool now = p->nfree > 0;
     uv_mutex_unlock(&p->lock);
     if (now)
-        uv_async_send(&port->wake);
+        loop_wake_send(&port->wake);
 }
 
 void staging_cancel(struct staging_port *port, struct staging_waiter *w)
