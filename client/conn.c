@@ -658,6 +658,15 @@ int conn_pump_once(amp_conn *c, long long deadline_ms, const int *done)
     int writing = conn_writer_busy(&c->writer) || conn_batch_hand(c);
     int pending = !writing && (c->out_pos < c->out_len || conn_frame_pending(c) ||
                                (c->tls && tls_pipe_pending(c->tls) > 0));
+    if (pending) {
+        /* The socket mostly takes output at once: write it before polling
+         * (a poll for POLLOUT first costs a wake-up for nothing), and once
+         * some went, let the caller queue more before anything waits. */
+        uint64_t before = c->sent;
+        rc = conn_write_some(c);
+        if (rc != 0 || c->sent != before)
+            return rc;
+    }
     if (!writing && !pending && !nghttp2_session_want_read(c->h2)) {
         if (c->proto_error)
             return conn_broke(c, AMP_EPROTO, c->proto_message, 0);

@@ -366,34 +366,33 @@ void conn_unadmit(struct conn_limit *limit, const struct conn_admission *a)
     conn_limit_leave(limit);
 }
 
-/* Serves c as admitted, or refuses it with a GOAWAY naming the limit. */
-static void conn_refuse_or_serve(struct conn_set *set, struct conn *c,
-                                 const struct conn_admission *a)
+/* Whether c is refused: admitted (counted toward the limits) or not, with
+ * the reason for its GOAWAY in reason. */
+static bool conn_refused(struct conn_set *set, struct conn *c, const struct conn_admission *a,
+                         char *reason, size_t len)
 {
-    char reason[CONN_REASON_MAX];
     if (set->draining) {
         conn_unadmit(set->limit, a);
-        h2_session_refuse(c->h2, "server is shutting down");
-        return;
+        snprintf(reason, len, "server is shutting down");
+        return true;
     }
     switch (a->verdict) {
     case CONN_LIMIT_OK:
         c->counted = c->peer_counted = true;
-        return;
+        return false;
     case CONN_LIMIT_FULL:
-        snprintf(reason, sizeof(reason), "RESOURCE_EXHAUSTED: --max-connections (%u) reached",
+        snprintf(reason, len, "RESOURCE_EXHAUSTED: --max-connections (%u) reached",
                  set->limit->max);
         break;
     case CONN_LIMIT_PEER_FULL:
-        snprintf(reason, sizeof(reason),
-                 "RESOURCE_EXHAUSTED: --max-peer-connections (%u) reached for %s",
+        snprintf(reason, len, "RESOURCE_EXHAUSTED: --max-peer-connections (%u) reached for %s",
                  set->limit->max_per_peer, c->peer);
         break;
     case CONN_LIMIT_NO_MEMORY:
-        snprintf(reason, sizeof(reason), "RESOURCE_EXHAUSTED: out of memory");
+        snprintf(reason, len, "RESOURCE_EXHAUSTED: out of memory");
         break;
     }
-    h2_session_refuse(c->h2, reason);
+    return true;
 }
 
 void conn_accept(struct conn_set *set, struct listen_sock *sock, const struct conn_admission *a,
@@ -427,10 +426,19 @@ void conn_accept(struct conn_set *set, struct listen_sock *sock, const struct co
         set->head->prev = c;
     set->head = c;
     atomic_fetch_add(&set->live, 1);
-    conn_refuse_or_serve(set, c, a);
+    char reason[CONN_REASON_MAX];
+    bool refused = conn_refused(set, c, a, reason, sizeof(reason));
     if (listen_sock_start(sock, &conn_sock_cbs, c) != 0) {
         conn_close(c, 0);
         return;
+    }
+    if (refused) {
+        /* The session's SETTINGS in a write of their own, the GOAWAY in
+         * the next: grpcio takes a GOAWAY read together with the server's
+         * SETTINGS for a failed connection attempt, and retries until its
+         * deadline instead of failing the call with UNAVAILABLE. */
+        conn_flush(c);
+        h2_session_refuse(c->h2, reason);
     }
     conn_flush(c);
 }

@@ -36,6 +36,11 @@
  * enough that a 64 MiB request is not throttled by round trips. */
 #define H2_STREAM_WINDOW (4 * 1024 * 1024)
 #define H2_CONN_WINDOW (16 * 1024 * 1024)
+/* One write gathers frames up to about this many bytes, and copies a
+ * borrowed DATA frame of up to H2_GATHER_COPY_MAX bytes into it (a tiny
+ * reply's message) rather than end the write there. */
+#define H2_GATHER_MAX (64 * 1024)
+#define H2_GATHER_COPY_MAX (16 * 1024)
 /* Request header block limit: gRPC metadata is small. */
 #define H2_MAX_HEADER_LIST (64 * 1024)
 
@@ -770,6 +775,7 @@ void h2_session_free(struct h2_session *s)
         h2_call_release(s->calls);
     h2_session_written(s);   /* the socket is gone: what a frame borrowed goes too */
     nghttp2_session_del(s->ng);
+    free(s->gather);
     free(s->flat);
     free(s);
 }
@@ -809,33 +815,77 @@ int h2_session_recv(struct h2_session *s, const uint8_t *data, size_t len)
     return 0;
 }
 
+/* Appends n bytes to the gather buffer. Returns 0, or -1 out of memory. */
+static int h2_gather_add(struct h2_session *s, const void *p, size_t n)
+{
+    if (s->gather_len + n > s->gather_cap) {
+        size_t cap = s->gather_cap ? s->gather_cap : 4096;
+        while (cap < s->gather_len + n)
+            cap *= 2;
+        uint8_t *nb = realloc(s->gather, cap);
+        if (!nb)
+            return -1;
+        s->gather = nb;
+        s->gather_cap = cap;
+    }
+    memcpy(s->gather + s->gather_len, p, n);
+    s->gather_len += n;
+    return 0;
+}
+
+/* The borrowed frame nghttp2 just made: a small one is copied into the
+ * gather buffer and let go of at once (returns 0: go on gathering); a
+ * large one keeps its bytes where they lie and ends the gathering, its
+ * header joining the buffer (returns 1). -1: out of memory. */
+static int h2_gather_frame(struct h2_session *s)
+{
+    if (s->frame_len > H2_GATHER_COPY_MAX) {
+        if (h2_gather_add(s, s->frame_hd, sizeof(s->frame_hd)) != 0)
+            return -1;
+        return 1;
+    }
+    for (int i = 0; i < s->frame_n; i++)
+        if (h2_gather_add(s, s->frame[i].iov_base, s->frame[i].iov_len) != 0)
+            return -1;
+    h2_reply_frame_written(s);
+    return 0;
+}
+
 int h2_session_sendv(struct h2_session *s, struct iovec *iov, bool *borrowed)
 {
     *borrowed = false;
     if (s->frame_ready)
         return 0;   /* the borrowed frame is not written yet */
-    const uint8_t *out;
+    s->gather_len = 0;   /* what it held was written (or copied) by the owner */
+    int big = 0;
     s->busy++;
-    ssize_t n = nghttp2_session_mem_send(s->ng, &out);
-    /* Handlers told here may queue more: with bytes in hand the owner calls
-     * again anyway; with none, look once more before saying "nothing". */
-    while (n >= 0 && (s->sent_pending || s->resume_pending)) {
-        h2_reply_notify_sent(s);
-        h2_stream_run_resumes(s);
-        if (n > 0 || s->frame_ready)
+    while (s->gather_len < H2_GATHER_MAX) {
+        const uint8_t *out;
+        ssize_t n = nghttp2_session_mem_send(s->ng, &out);
+        if (n < 0 || (n > 0 && h2_gather_add(s, out, (size_t)n) != 0)) {
+            big = -1;
             break;
-        n = nghttp2_session_mem_send(s->ng, &out);
+        }
+        bool copied = s->frame_ready;   /* a small frame, unless it ends the write */
+        if (copied && (big = h2_gather_frame(s)) != 0)
+            break;
+        /* Handlers told here may queue more, which the next round takes. */
+        if (s->sent_pending || s->resume_pending) {
+            h2_reply_notify_sent(s);
+            h2_stream_run_resumes(s);
+        } else if (n == 0 && !copied) {
+            break;
+        }
     }
     s->busy--;
-    if (n < 0)
+    if (big < 0)
         return -1;
-    if (n > 0) {
-        iov[0] = (struct iovec){ (void *)(uintptr_t)out, (size_t)n };
-        return 1;
-    }
-    if (!s->frame_ready)
+    if (s->gather_len == 0)
         return 0;
-    memcpy(iov, s->frame, (size_t)s->frame_n * sizeof(*iov));
+    iov[0] = (struct iovec){ s->gather, s->gather_len };
+    if (!big)
+        return 1;
+    memcpy(iov + 1, s->frame + 1, (size_t)(s->frame_n - 1) * sizeof(*iov));
     *borrowed = true;
     return s->frame_n;
 }

@@ -165,14 +165,16 @@ int h2_session_recv(struct h2_session *s, const uint8_t *data, size_t len);
 /* Most iovecs h2_session_sendv() returns at once. */
 #define H2_SEND_IOV 16
 
-/* Points iov (H2_SEND_IOV entries) at the next bytes to write and returns
- * how many entries it used; 0 when there is nothing to write now; -1 on a
- * fatal error. With *borrowed false it is one piece valid until the next
- * call into the session. With *borrowed true it is a DATA frame whose
- * bytes are the calls' replies where they lie (a header, then the messages
- * and staging buffers: never copied into nghttp2's frames); they stay
- * valid until the owner calls h2_session_written(), which it must do once
- * they are all written, and until then this returns 0. */
+/* Points iov (H2_SEND_IOV entries) at the next bytes to write, gathered
+ * for one write (every frame ready, up to a bound), and returns how many
+ * entries it used; 0 when there is nothing to write now; -1 on a fatal
+ * error. With *borrowed false it is one piece valid until the next call
+ * into the session. With *borrowed true the piece ends with the header of
+ * a large DATA frame whose bytes follow in the other entries: the calls'
+ * replies where they lie (messages and staging buffers, never copied into
+ * nghttp2's frames); all of them stay valid until the owner calls
+ * h2_session_written(), which it must do once they are all written, and
+ * until then this returns 0. */
 int h2_session_sendv(struct h2_session *s, struct iovec *iov, bool *borrowed);
 
 /* The borrowed frame from h2_session_sendv() is written: the messages it

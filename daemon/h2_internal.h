@@ -123,6 +123,11 @@ struct h2_session {
     size_t frame_len;
     bool frame_ready;
     struct h2_out *frame_done;
+    /* What h2_session_sendv() gathers for one write: nghttp2's frames
+     * copied, and small borrowed frames with them, so that a tiny call's
+     * reply (HEADERS, DATA, trailers) leaves in one write. Owned. */
+    uint8_t *gather;
+    size_t gather_len, gather_cap;
     uint8_t *flat;           /* h2_session_send()'s one-buffer copy of a frame, owned */
     size_t flat_cap;
 };

@@ -56,6 +56,38 @@ START_TEST(health_serving)
 }
 END_TEST
 
+/* A tiny call's whole reply (HEADERS, the message, the trailers) comes out
+ * of one h2_session_sendv(): one write, one wake-up of the client. */
+START_TEST(tiny_reply_in_one_write)
+{
+    struct h2_pair p;
+    h2_pair_init(&p, MAX_MSG, 32);
+    health(&p, "");   /* prefaces and SETTINGS both ways, out of the way */
+    Grpc__Health__V1__HealthCheckRequest req = GRPC__HEALTH__V1__HEALTH_CHECK_REQUEST__INIT;
+    req.service = "";
+    size_t len;
+    uint8_t *buf = pack(&req.base, &len);
+    int32_t id = h2c_call(p.client, "/grpc.health.v1.Health/Check", buf, len);
+    free(buf);
+    const uint8_t *b;
+    ssize_t n;
+    while ((n = h2c_send(p.client, &b)) > 0)
+        h2_pair_inject(&p, b, (size_t)n);
+    struct iovec iov[H2_SEND_IOV];
+    bool borrowed;
+    ck_assert_int_eq(h2_session_sendv(p.server, iov, &borrowed), 1);
+    ck_assert(!borrowed);
+    h2c_recv(p.client, iov[0].iov_base, iov[0].iov_len);
+    const struct h2c_result *r = h2c_result(p.client, id);
+    ck_assert(r->closed);
+    ck_assert_int_eq(r->grpc_status, 0);
+    ck_assert_int_eq(h2c_health_status(r),
+                     GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVING);
+    ck_assert_int_eq(h2_session_sendv(p.server, iov, &borrowed), 0);
+    h2_pair_free(&p);
+}
+END_TEST
+
 START_TEST(health_unknown_service)
 {
     struct h2_pair p;
@@ -219,6 +251,7 @@ int main(void)
     Suite *s = suite_create("h2_unary");
     const TTest *const tests[] = {
         health_serving,
+        tiny_reply_in_one_write,
         health_unknown_service,
         status_reply,
         list_devices_empty,
