@@ -166,8 +166,10 @@ void host_pool_submit(struct host_pool *h, struct task *t)
 {
     pthread_mutex_lock(&h->lock);
     task_append(&h->head, &h->tail, t);
-    pthread_cond_signal(&h->wake);
     pthread_mutex_unlock(&h->lock);
+    /* After the unlock: a worker woken under the lock would only wait for
+     * it. The pool outlives this call (sched.c's `life` lock). */
+    pthread_cond_signal(&h->wake);
 }
 
 void host_pool_stop(struct host_pool *h)

@@ -347,8 +347,10 @@ void runner_submit(struct runner *r, struct task *t)
     task_append(&r->head, &r->tail, t);
     if (runner_begins_job(t))
         r->jobs_queued++;
-    pthread_cond_signal(&r->wake);
     pthread_mutex_unlock(&r->lock);
+    /* After the unlock: a runner woken under the lock would only wait for
+     * it. The runner outlives this call (sched.c's `life` lock). */
+    pthread_cond_signal(&r->wake);
 }
 
 size_t runner_load(struct runner *r)
