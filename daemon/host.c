@@ -2,7 +2,12 @@
  *
  * One queue under one mutex, and a condition variable the workers sleep
  * on: the jobs are tiny, so a worker takes one, runs it to the end and
- * takes the next; nothing here waits on a device.
+ * takes the next; nothing here waits on a device. A submit wakes a
+ * sleeping worker only when no worker is awake or the queue is long for
+ * those that are (HOST_QUEUE_PER_WORKER): a job takes a microsecond or
+ * two, waking a thread several, so under load a few awake workers drain
+ * the queue without a futex call per job on either side, and a lone call
+ * still wakes one at once.
  */
 #define _GNU_SOURCE   /* pthread_setname_np */
 #include "host.h"
@@ -19,10 +24,16 @@
 #include "stage.h"
 #include "task.h"
 
+/* Queued jobs per awake worker before a submit wakes another. */
+#define HOST_QUEUE_PER_WORKER 4
+
 struct host_pool {
-    pthread_mutex_t lock;       /* guards head, tail and stopping */
+    pthread_mutex_t lock;       /* guards what follows, to stopping */
     pthread_cond_t wake;
     struct task *head, *tail;   /* queued TASK_JOBs, linked through next */
+    size_t queued;              /* tasks in that queue */
+    size_t sleeping;            /* workers waiting on wake and not yet woken */
+    size_t wakes;               /* woken by a submit and not yet up: each takes one */
     bool stopping;
     struct dev *check;          /* whose rules jobs are checked by */
     void (*complete)(struct task *t, void *ctx);
@@ -107,13 +118,24 @@ static void host_run(struct dev *check, struct job *job)
     free(out_len);
 }
 
-/* A queued task, or NULL once stopping with none left. */
+/* A queued task, or NULL once stopping with none left. A worker that
+ * finds none sleeps until a submit wakes it (it takes one of `wakes`) or
+ * the pool stops; a spurious wake-up sleeps on, still counted asleep. */
 static struct task *host_pool_next(struct host_pool *h)
 {
     pthread_mutex_lock(&h->lock);
-    while (!h->head && !h->stopping)
-        pthread_cond_wait(&h->wake, &h->lock);
+    while (!h->head && !h->stopping) {
+        h->sleeping++;
+        while (!h->wakes && !h->stopping)
+            pthread_cond_wait(&h->wake, &h->lock);
+        if (h->wakes)
+            h->wakes--;      /* another worker may have taken its job: look again */
+        else
+            h->sleeping--;   /* stopping, not woken by a submit */
+    }
     struct task *t = task_pop(&h->head, &h->tail);
+    if (t)
+        h->queued--;
     pthread_mutex_unlock(&h->lock);
     return t;
 }
@@ -166,7 +188,16 @@ void host_pool_submit(struct host_pool *h, struct task *t)
 {
     pthread_mutex_lock(&h->lock);
     task_append(&h->head, &h->tail, t);
+    h->queued++;
+    size_t awake = h->nthreads - h->sleeping;
+    bool wake = h->sleeping > 0 && (awake == 0 || h->queued > HOST_QUEUE_PER_WORKER * awake);
+    if (wake) {
+        h->sleeping--;
+        h->wakes++;
+    }
     pthread_mutex_unlock(&h->lock);
+    if (!wake)
+        return;
     /* After the unlock: a worker woken under the lock would only wait for
      * it. The pool outlives this call (sched.c's `life` lock). */
     pthread_cond_signal(&h->wake);
