@@ -94,39 +94,57 @@ static void *submit_all(void *arg)
     return NULL;
 }
 
-START_TEST(many_submitters_each_job_once)
+/* A fresh pool of WORKERS, with the completion counts reset. */
+static struct host_pool *pool_start(void)
 {
     done_reset();
     struct host_pool *pool = host_pool_start(WORKERS, fixture_dev(), on_complete, NULL);
     ck_assert_ptr_nonnull(pool);
-    struct job **jobs = malloc(NJOBS * sizeof(*jobs));
-    for (size_t i = 0; i < NJOBS; i++)
-        jobs[i] = numbered_job(i);
-    pthread_t threads[SUBMITTERS];
-    struct submitter subs[SUBMITTERS];
-    for (size_t k = 0; k < SUBMITTERS; k++) {
-        subs[k] = (struct submitter){pool, jobs + k * PER_SUBMITTER, PER_SUBMITTER};
-        ck_assert_int_eq(pthread_create(&threads[k], NULL, submit_all, &subs[k]), 0);
-    }
-    for (size_t k = 0; k < SUBMITTERS; k++)
-        pthread_join(threads[k], NULL);
-    done_wait(NJOBS);
-    host_pool_stop(pool);
-    ck_assert_uint_eq(done.n, NJOBS);
-    for (size_t i = 0; i < NJOBS; i++) {
+    return pool;
+}
+
+/* Each of jobs[0, n) completed exactly once; frees them. */
+static void expect_each_once(struct job **jobs, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
         ck_assert_msg(atomic_load(&done.times[i]) == 1, "job %zu completed %u times", i,
                       atomic_load(&done.times[i]));
         job_free(jobs[i]);
     }
+}
+
+/* Submits jobs[0, SUBMITTERS * per) from SUBMITTERS threads at once, per
+ * each, and returns once all are submitted. */
+static void submit_from_threads(struct host_pool *pool, struct job **jobs, size_t per)
+{
+    pthread_t threads[SUBMITTERS];
+    struct submitter subs[SUBMITTERS];
+    for (size_t k = 0; k < SUBMITTERS; k++) {
+        subs[k] = (struct submitter){pool, jobs + k * per, per};
+        ck_assert_int_eq(pthread_create(&threads[k], NULL, submit_all, &subs[k]), 0);
+    }
+    for (size_t k = 0; k < SUBMITTERS; k++)
+        pthread_join(threads[k], NULL);
+}
+
+START_TEST(many_submitters_each_job_once)
+{
+    struct host_pool *pool = pool_start();
+    struct job **jobs = malloc(NJOBS * sizeof(*jobs));
+    for (size_t i = 0; i < NJOBS; i++)
+        jobs[i] = numbered_job(i);
+    submit_from_threads(pool, jobs, PER_SUBMITTER);
+    done_wait(NJOBS);
+    host_pool_stop(pool);
+    ck_assert_uint_eq(done.n, NJOBS);
+    expect_each_once(jobs, NJOBS);
     free(jobs);
 }
 END_TEST
 
 START_TEST(lone_job_wakes_a_sleeping_worker)
 {
-    done_reset();
-    struct host_pool *pool = host_pool_start(WORKERS, fixture_dev(), on_complete, NULL);
-    ck_assert_ptr_nonnull(pool);
+    struct host_pool *pool = pool_start();
     for (size_t i = 0; i < LONE_ROUNDS; i++) {
         struct job *job = numbered_job(i);
         host_pool_submit(pool, &job->task);
@@ -144,22 +162,13 @@ END_TEST
 START_TEST(bursts_then_lone_jobs)
 {
     enum { ROUNDS = 100, BURST = 50, LONE = 5, PER_ROUND = SUBMITTERS * BURST + LONE };
-    done_reset();
-    struct host_pool *pool = host_pool_start(WORKERS, fixture_dev(), on_complete, NULL);
-    ck_assert_ptr_nonnull(pool);
+    struct host_pool *pool = pool_start();
     struct job **jobs = malloc(ROUNDS * PER_ROUND * sizeof(*jobs));
     for (size_t r = 0; r < ROUNDS; r++) {
         struct job **round = jobs + r * PER_ROUND;
         for (size_t i = 0; i < PER_ROUND; i++)
             round[i] = numbered_job(r * PER_ROUND + i);
-        pthread_t threads[SUBMITTERS];
-        struct submitter subs[SUBMITTERS];
-        for (size_t k = 0; k < SUBMITTERS; k++) {
-            subs[k] = (struct submitter){pool, round + k * BURST, BURST};
-            ck_assert_int_eq(pthread_create(&threads[k], NULL, submit_all, &subs[k]), 0);
-        }
-        for (size_t k = 0; k < SUBMITTERS; k++)
-            pthread_join(threads[k], NULL);
+        submit_from_threads(pool, round, BURST);
         done_wait(r * PER_ROUND + SUBMITTERS * BURST);
         for (size_t i = SUBMITTERS * BURST; i < PER_ROUND; i++) {
             host_pool_submit(pool, &round[i]->task);
@@ -167,19 +176,14 @@ START_TEST(bursts_then_lone_jobs)
         }
     }
     host_pool_stop(pool);
-    for (size_t i = 0; i < ROUNDS * PER_ROUND; i++) {
-        ck_assert_uint_eq(atomic_load(&done.times[i]), 1);
-        job_free(jobs[i]);
-    }
+    expect_each_once(jobs, ROUNDS * PER_ROUND);
     free(jobs);
 }
 END_TEST
 
 START_TEST(stop_runs_what_is_queued)
 {
-    done_reset();
-    struct host_pool *pool = host_pool_start(WORKERS, fixture_dev(), on_complete, NULL);
-    ck_assert_ptr_nonnull(pool);
+    struct host_pool *pool = pool_start();
     enum { N = 1000 };
     struct job *jobs[N];
     for (size_t i = 0; i < N; i++) {
@@ -188,10 +192,7 @@ START_TEST(stop_runs_what_is_queued)
     }
     host_pool_stop(pool);   /* returns once the workers ran the queue and left */
     ck_assert_uint_eq(done.n, N);
-    for (size_t i = 0; i < N; i++) {
-        ck_assert_uint_eq(atomic_load(&done.times[i]), 1);
-        job_free(jobs[i]);
-    }
+    expect_each_once(jobs, N);
 }
 END_TEST
 

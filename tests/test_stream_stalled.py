@@ -133,6 +133,20 @@ def wait_stalled(feeder):
     return last
 
 
+def read_replies(replies, period, total):
+    """Reads every reply: their data must be period (CHUNK bytes) repeated,
+    total bytes of it."""
+    got = 0
+    for msg in replies:
+        data = pb_data_field(msg)
+        if data is None:
+            continue
+        off = got % CHUNK
+        expect(data == (period * 2)[off:off + len(data)], "wrong bytes at %d" % got)
+        got += len(data)
+    expect(got == total, "got %d reply bytes, want %d" % (got, total))
+
+
 def test_stalled_reader(daemon):
     channel = grpc.insecure_channel(daemon.address)
     other = grpc.insecure_channel(daemon.address)
@@ -151,16 +165,7 @@ def test_stalled_reader(daemon):
         got = reverse(pb_len(1, b"still serving"), timeout=60)
         expect(b"gnivres llits" in got, "other client's reverse: %r" % got)
 
-        total = 0
-        for msg in replies:
-            data = pb_data_field(msg)
-            if data is None:
-                continue
-            off = total % CHUNK
-            expect(data == WANT[off:off + len(data)] if off + len(data) <= CHUNK
-                   else data == (WANT * 2)[off:off + len(data)], "wrong bytes at %d" % total)
-            total += len(data)
-        expect(total == TOTAL, "got %d reply bytes, want %d" % (total, TOTAL))
+        read_replies(replies, WANT, TOTAL)
         expect(replies.code() == grpc.StatusCode.OK, "status %s" % replies.code())
     finally:
         channel.close()
@@ -184,16 +189,8 @@ def test_stalled_reverse(daemon):
         print("reverse stalled with its result out; daemon RSS +%d MiB" % (grown // MIB))
         expect(grown < RSS_BOUND + RESIDENT_TOTAL, "daemon RSS grew by %d bytes" % grown)
 
-        want = PATTERN[::-1]   # the input is PATTERN repeated, so its reverse is too
-        total = 0
-        for msg in replies:
-            data = pb_data_field(msg)
-            if data is None:
-                continue
-            off = total % CHUNK
-            expect(data == (want * 2)[off:off + len(data)], "wrong bytes at %d" % total)
-            total += len(data)
-        expect(total == RESIDENT_TOTAL, "got %d reply bytes, want %d" % (total, RESIDENT_TOTAL))
+        # The input is PATTERN repeated, so its reverse is PATTERN reversed, repeated.
+        read_replies(replies, PATTERN[::-1], RESIDENT_TOTAL)
         expect(replies.code() == grpc.StatusCode.OK, "status %s" % replies.code())
     finally:
         channel.close()
