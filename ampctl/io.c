@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "ampctl.h"
+#include "grow.h"
 
 #define IO_CHUNK (1024 * 1024)
 #define IO_STDIO "-"
@@ -32,7 +33,7 @@ static int io_read_fd(int fd, const char *name, uint8_t **buf, size_t *len)
     uint8_t *p = NULL;
     for (;;) {
         if (cap - n < IO_CHUNK) {
-            size_t ncap = cap ? cap * 2 : IO_CHUNK;
+            size_t ncap = grow_cap(cap, IO_CHUNK, n + IO_CHUNK);
             uint8_t *q = realloc(p, ncap);
             if (!q) {
                 free(p);
@@ -157,7 +158,7 @@ static int io_input_fill(struct io_input *in, uint64_t limit)
         if (in->head_len >= limit)
             return AMPCTL_OK;
         if (in->head_cap - in->head_len < IO_CHUNK) {
-            size_t cap = in->head_cap ? in->head_cap * 2 : IO_CHUNK;
+            size_t cap = grow_cap(in->head_cap, IO_CHUNK, in->head_len + IO_CHUNK);
             uint8_t *p = realloc(in->head, cap);
             if (!p) {
                 ampctl_error("%s: out of memory after %zu bytes", in->name, in->head_len);

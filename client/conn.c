@@ -36,6 +36,7 @@
 #include "call.h"
 #include "connect.h"
 #include "data_frame.h"
+#include "grow.h"
 #include "heap.h"
 #include "monotonic.h"
 #include "tls.h"
@@ -95,9 +96,7 @@ static int conn_out_reserve(amp_conn *c, size_t more)
 {
     if (c->out_len + more <= c->out_cap)
         return 0;
-    size_t cap = c->out_cap ? c->out_cap : CONN_OUT_INITIAL;
-    while (cap < c->out_len + more)
-        cap *= 2;
+    size_t cap = grow_cap(c->out_cap, CONN_OUT_INITIAL, c->out_len + more);
     uint8_t *p = realloc(c->out, cap);
     if (!p)
         return -1;

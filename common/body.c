@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow.h"
 #include "grpc_frame.h"
 
 /* Appends at least this long are borrowed, shorter ones copied: a piece
@@ -116,9 +117,7 @@ static int body_add_own(struct body_builder *bb, const uint8_t *data, size_t len
 {
     struct body *b = bb->b;
     if (b->own_len + len > b->own_cap) {
-        size_t cap = b->own_cap ? b->own_cap : BODY_OWN_FIRST;
-        while (cap < b->own_len + len)
-            cap *= 2;
+        size_t cap = grow_cap(b->own_cap, BODY_OWN_FIRST, b->own_len + len);
         uint8_t *p = realloc(b->own, cap);
         if (!p)
             return -1;

@@ -23,6 +23,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow.h"
+
 /* Plaintext handed to SSL_write at once: a few records. */
 #define TLS_PIPE_SLICE (4 * TLS_PIPE_RECORD)
 /* out keeps at most this much memory between frames. */
@@ -55,9 +57,7 @@ static int tls_pipe_reserve(uint8_t **buf, size_t *pos, size_t *len, size_t *cap
     }
     if (*len + more <= *cap)
         return 0;
-    size_t c = *cap ? *cap : TLS_PIPE_SLICE;
-    while (c < *len + more)
-        c *= 2;
+    size_t c = grow_cap(*cap, TLS_PIPE_SLICE, *len + more);
     uint8_t *b = realloc(*buf, c);
     if (!b)
         return -1;

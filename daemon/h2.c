@@ -27,6 +27,7 @@
 
 #include "budget.h"
 #include "data_frame.h"
+#include "grow.h"
 #include "grpc_frame.h"
 #include "h2_internal.h"
 #include "h2_request.h"
@@ -819,9 +820,7 @@ int h2_session_recv(struct h2_session *s, const uint8_t *data, size_t len)
 static int h2_gather_add(struct h2_session *s, const void *p, size_t n)
 {
     if (s->gather_len + n > s->gather_cap) {
-        size_t cap = s->gather_cap ? s->gather_cap : 4096;
-        while (cap < s->gather_len + n)
-            cap *= 2;
+        size_t cap = grow_cap(s->gather_cap, 4096, s->gather_len + n);
         uint8_t *nb = realloc(s->gather, cap);
         if (!nb)
             return -1;

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow.h"
 #include "grpc_frame.h"
 #include "h2.h"
 #include "h2_internal.h"
@@ -82,9 +83,7 @@ static int h2_stream_pend(struct h2_call *c, const uint8_t *data, size_t len)
         c->pend_off = 0;
     }
     if (c->pend_len + len > c->pend_cap) {
-        size_t cap = c->pend_cap ? c->pend_cap : 4096;
-        while (cap < c->pend_len + len)
-            cap *= 2;
+        size_t cap = grow_cap(c->pend_cap, 4096, c->pend_len + len);
         if (!h2_take(c, cap - c->pend_cap, c->feed_msg, sizeof(c->feed_msg)))
             return -1;
         uint8_t *nb = realloc(c->pend, cap);

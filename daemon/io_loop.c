@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "conn.h"
+#include "grow.h"
 #include "listen.h"
 #include "log.h"
 #include "rpc.h"
@@ -222,7 +223,7 @@ void io_loop_accept(struct io_loop *l, int fd, bool is_unix, bool tls)
     }
     uv_mutex_lock(&l->lock);
     if (l->nfds == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 16;
+        size_t cap = grow_cap(l->cap, 16, l->nfds + 1);
         struct io_loop_fd *fds = realloc(l->fds, cap * sizeof(*fds));
         if (!fds) {
             uv_mutex_unlock(&l->lock);

@@ -18,6 +18,7 @@
 #include "auth.h"
 #include "budget.h"
 #include "conn_limit.h"
+#include "grow.h"
 #include "region.h"
 #include "rpc.h"
 #include "sched.h"
@@ -55,13 +56,14 @@ static void metrics_printf(struct metrics_buf *b, const char *fmt, ...)
             b->len += (size_t)n;
             return;
         }
-        char *p = realloc(b->p, b->cap * 2);
+        size_t cap = grow_cap(b->cap, METRICS_RENDER_START, b->len + (size_t)n + 1);
+        char *p = realloc(b->p, cap);
         if (!p) {
             b->failed = true;
             return;
         }
         b->p = p;
-        b->cap *= 2;
+        b->cap = cap;
     }
 }
 
