@@ -4,8 +4,8 @@ sources, so that breaking one fails the suite instead of waiting for a
 reader to notice.
 
 - Socket I/O (send, recv, accept, connect, socket, libuv stream reads and
-  writes; in daemon/ and common/ also read and write, since every
-  descriptor there is a socket) only in the files that own sockets:
+  writes; in daemon/ and common/ also read and write, kept for sockets:
+  eventfds use eventfd_read/eventfd_write) only in the files that own sockets:
   daemon/ listen.c, its writer thread listen_writer.c and region_sock.c,
   client/ conn.c, connect.c and region.c, and common/iov_send.c, which both
   ends' writer threads send with.
@@ -28,7 +28,8 @@ SOCKET_CALL = re.compile(
     r"\b(recv|recvfrom|recvmsg|send|sendto|sendmsg|accept|accept4|connect|socket|socketpair|"
     r"uv_read_start|uv_write|uv_try_write|uv_try_writev)\s*\(")
 # Plain descriptor I/O: the client library and ampctl read and write the
-# user's files with it; in the daemon and common/ only sockets are fds.
+# user's files with it; in the daemon and common/ it is only for sockets
+# (eventfds go through eventfd_read/eventfd_write, as in loop_wake.c).
 FD_CALL = re.compile(r"\b(read|readv|write|writev)\s*\(")
 SOCKET_OWNERS = {"daemon/listen.c", "daemon/listen_writer.c", "daemon/region_sock.c",
                  "client/conn.c", "client/connect.c", "client/region.c",
