@@ -10,6 +10,7 @@
  * (one connection may carry calls of two tokens), else its address
  * (127.0.0.2 beside 127.0.0.1). */
 #include <check.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,7 +102,8 @@ struct client_conn {
 static void conn_open(struct client_conn *k, const char *src, const char *auth)
 {
     k->fd = hostile_connect_tcp(src, port);
-    ck_assert_int_ge(k->fd, 0);
+    ck_assert_msg(k->fd >= 0, "connecting from %s to port %d: %s", src ? src : "any", port,
+                  strerror(errno));
     k->c = h2c_new();
     h2c_set_authorization(k->c, auth);
 }

@@ -232,14 +232,18 @@ int hostile_connect_tcp(const char *src, int port)
         struct sockaddr_in from = { .sin_family = AF_INET };
         if (inet_pton(AF_INET, src, &from.sin_addr) != 1
             || bind(fd, (struct sockaddr *)&from, sizeof from) != 0) {
+            int e = errno;
             close(fd);
+            errno = e;   /* the caller may say why */
             return -1;
         }
     }
     struct sockaddr_in to = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
                               .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
     if (connect(fd, (struct sockaddr *)&to, sizeof to) != 0) {
+        int e = errno;
         close(fd);
+        errno = e;
         return -1;
     }
     return fd;

@@ -96,7 +96,7 @@ int hostile_connect_unix(const char *path);
 
 /* A blocking TCP connection to 127.0.0.1:port from source address src
  * ("127.0.0.2" makes the daemon see another peer; NULL: the kernel's
- * choice), or -1. */
+ * choice), or -1 with errno saying why. */
 int hostile_connect_tcp(const char *src, int port);
 
 /* A free loopback TCP port (bound and released: a small race accepted). */
