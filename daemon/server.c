@@ -421,11 +421,6 @@ static void server_on_changed(const char *name, const char *was, const char *is,
     log_msg(LOG_WARN, "SIGHUP: --%s %s (was %s) takes effect only at restart", name, is, was);
 }
 
-/* SIGHUP reloads the settings (the config file and the same command
- * line) and puts the live ones in force, then re-reads the TLS files and
- * the token file. A
- * file that does not load keeps every setting as it was; a failed TLS
- * reload keeps the files loaded before. */
 /* SIGTERM and SIGINT, which stop the daemon (server_on_signal), blocked
  * (how) or let through. */
 static void server_signals_mask(int how)
@@ -442,6 +437,11 @@ void server_signals_hold(void)
     server_signals_mask(SIG_BLOCK);
 }
 
+/* SIGHUP reloads the settings (the config file and the same command
+ * line) and puts the live ones in force, then re-reads the TLS files and
+ * the token file. A
+ * file that does not load keeps every setting as it was; a failed TLS
+ * reload keeps the files loaded before. */
 static void server_on_sighup(uv_signal_t *h, int signum)
 {
     (void)signum;
