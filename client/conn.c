@@ -38,6 +38,7 @@
 #include "data_frame.h"
 #include "grow.h"
 #include "heap.h"
+#include "iov_send.h"
 #include "monotonic.h"
 #include "tls.h"
 
@@ -497,10 +498,8 @@ static int conn_batch_hand(amp_conn *c)
     if (c->tls || conn_writer_busy(&c->writer))
         return 0;
     int n = conn_pending_iov(c, c->batch);
-    size_t len = 0;
-    for (int i = 0; i < n; i++)
-        len += c->batch[i].iov_len;
-    return len >= CONN_WRITER_MIN && conn_writer_hand(&c->writer, c->fd, c->batch, n) == 0;
+    return iov_total(c->batch, n) >= CONN_WRITER_MIN &&
+           conn_writer_hand(&c->writer, c->fd, c->batch, n) == 0;
 }
 
 /* conn_write_some over TLS: c->out and the borrowed frame are sealed
@@ -514,11 +513,9 @@ static int conn_tls_write_some(amp_conn *c)
             return rc;
         struct iovec iov[CONN_OUT_IOV];
         int n = conn_pending_iov(c, iov);
-        size_t len = 0;
         if (n == 0)
             return 0;
-        for (int i = 0; i < n; i++)
-            len += iov[i].iov_len;
+        size_t len = iov_total(iov, n);
         if (tls_pipe_write(c->tls, iov, n) != 0)
             return conn_broke(c, AMP_EIO, tls_pipe_why(c->tls), 0);
         c->tls_unsent += len;

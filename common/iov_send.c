@@ -7,6 +7,14 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+size_t iov_total(const struct iovec *iov, int n)
+{
+    size_t len = 0;
+    for (int i = 0; i < n; i++)
+        len += iov[i].iov_len;
+    return len;
+}
+
 int iov_skip(struct iovec *iov, int n, size_t k)
 {
     int i = 0;

@@ -1,12 +1,15 @@
 /* iov_send.h: an iovec array's bytes to a non-blocking socket, for the
  * writer threads of both ends (daemon/listen_writer.c,
- * client/conn_writer.c), and the one way to step an iovec array past the
- * bytes a write took (daemon/conn.c too). */
+ * client/conn_writer.c), and the one way to count an iovec array's bytes
+ * and to step it past the bytes a write took (both ends' connections too). */
 #ifndef AMP_IOV_SEND_H
 #define AMP_IOV_SEND_H
 
 #include <stddef.h>
 #include <sys/uio.h>
+
+/* The bytes of iov[0..n). */
+size_t iov_total(const struct iovec *iov, int n);
 
 /* Steps iov[0..n) past its first k bytes: returns the index of the first
  * piece with bytes left (n: none), that piece shortened in place. Pieces

@@ -199,9 +199,7 @@ static int conn_gather(struct conn *c)
         int n = h2_session_sendv(c->h2, iov, &borrowed);
         if (n <= 0)
             return n;   /* 0: all written; -1: fatal */
-        size_t len = 0;
-        for (int i = 0; i < n; i++)
-            len += iov[i].iov_len;
+        size_t len = iov_total(iov, n);
         ssize_t w = listen_sock_try_writev(c->sock, iov, n);
         if (w < 0)
             return -1;

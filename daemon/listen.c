@@ -26,6 +26,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "iov_send.h"
 #include "listen_writer.h"
 #include "loop_wake.h"
 
@@ -232,10 +233,8 @@ int listen_sock_writev(struct listen_sock *s, const struct iovec *iov, int n)
     int rv = listen_sock_bufs(iov, n, b);
     if (rv != 0)
         return rv;
-    size_t len = 0;
-    for (int i = 0; i < n; i++)
-        len += iov[i].iov_len;
-    struct listen_writer *w = len >= LISTEN_WRITER_MIN ? listen_sock_writer(s) : NULL;
+    struct listen_writer *w =
+        iov_total(iov, n) >= LISTEN_WRITER_MIN ? listen_sock_writer(s) : NULL;
     if (w) {
         listen_writer_start(w, iov, n);
         s->writing = true;
@@ -262,13 +261,10 @@ ssize_t listen_sock_try_writev(struct listen_sock *s, const struct iovec *iov, i
 {
     uv_buf_t b[LISTEN_WRITE_IOV];
     int rv = listen_sock_bufs(iov, n, b);
-    size_t len = 0;
-    for (int i = 0; rv == 0 && i < n; i++)
-        len += iov[i].iov_len;
     /* A large write is the writer thread's whole: copying part of it into
      * the socket here would spend the loop's time, which reading the
      * other direction needs (a stream's input and its replies at once). */
-    if (rv == 0 && len >= LISTEN_WRITER_MIN && listen_sock_writer(s))
+    if (rv == 0 && iov_total(iov, n) >= LISTEN_WRITER_MIN && listen_sock_writer(s))
         return 0;
     if (rv == 0)
         rv = uv_try_write(&s->h.stream, b, (unsigned)n);

@@ -105,10 +105,7 @@ void listen_writer_free(struct listen_writer *w)
     w->stopping = true;
     pthread_cond_signal(&w->wake);
     pthread_mutex_unlock(&w->lock);
-    uint64_t one = 1;
-    if (write(w->stop_fd, &one, sizeof one) < 0) {
-        /* An eventfd's counter does not fill with one write. */
-    }
+    eventfd_write(w->stop_fd, 1);
     pthread_join(w->thread, NULL);
     close(w->stop_fd);
     pthread_cond_destroy(&w->wake);
