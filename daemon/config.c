@@ -129,6 +129,11 @@ static const struct config_opt config_opts[] = {
     { "host-threads", "N", CFG_U32, CFG_OFF(host_threads), 0, AMPD_MAX_HOST_THREADS,
       "worker threads of that host path; 0: one per CPU, at most "
       CONFIG_STR(AMPD_DEFAULT_HOST_THREADS_MAX) },
+    { "busy-poll", "US", CFG_U32, CFG_OFF(busy_poll_us), 0, AMPD_MAX_BUSY_POLL_US,
+      "an I/O loop polls while its jobs are out and US microseconds\n"
+      "                            after, a host worker US after its last job,\n"
+      "                            instead of sleeping: fewer wake-ups, more CPU;\n"
+      "                            0: off" },
     { "drain-timeout", "S", CFG_SECONDS, CFG_OFF(drain_timeout_ms), 0,
       UINT32_MAX / CONFIG_MS_PER_S, "on SIGTERM, wait at most S seconds for calls" },
     { "log-level", "LEVEL", CFG_LOG_LEVEL, CFG_OFF(log_level), 0, 0,
@@ -353,6 +358,7 @@ static void config_defaults(struct config *cfg)
     cfg->max_regions = AMPD_DEFAULT_MAX_REGIONS;
     cfg->max_region_bytes = AMPD_DEFAULT_MAX_REGION_BYTES;
     cfg->host_max_bytes = AMPD_DEFAULT_HOST_MAX_BYTES;
+    cfg->busy_poll_us = AMPD_DEFAULT_BUSY_POLL_US;
     cfg->log_level = LOG_INFO;
 }
 

@@ -13,11 +13,13 @@
 #include "host.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "dev.h"
+#include "monotonic.h"
 #include "host_step.h"
 #include "job.h"
 #include "sat.h"
@@ -31,10 +33,12 @@ struct host_pool {
     pthread_mutex_t lock;       /* guards what follows, to stopping */
     pthread_cond_t wake;
     struct task *head, *tail;   /* queued TASK_JOBs, linked through next */
-    size_t queued;              /* tasks in that queue */
+    atomic_size_t queued;       /* tasks in that queue; read unlocked by a polling worker */
     size_t sleeping;            /* workers waiting on wake and not yet woken */
     size_t wakes;               /* woken by a submit and not yet up: each takes one */
-    bool stopping;
+    atomic_bool stopping;
+    uint64_t spin_ns;           /* --busy-poll */
+    atomic_bool polling;        /* a worker polls: the others sleep */
     struct dev *check;          /* whose rules jobs are checked by */
     void (*complete)(struct task *t, void *ctx);
     void *ctx;
@@ -118,11 +122,29 @@ static void host_run(struct dev *check, struct job *job)
     free(out_len);
 }
 
+/* Waits up to spin_ns for a queued job without sleeping: an awake worker
+ * is not signalled, so the submit that queues it costs no wake-up. One
+ * worker at a time, so that polling never takes more than a CPU from the
+ * I/O loops. */
+static void host_pool_poll(struct host_pool *h)
+{
+    if (atomic_exchange(&h->polling, true))
+        return;
+    uint64_t end = monotonic_ns() + h->spin_ns;
+    while (!atomic_load_explicit(&h->queued, memory_order_relaxed) &&
+           !atomic_load_explicit(&h->stopping, memory_order_relaxed) && monotonic_ns() < end)
+        ;
+    atomic_store(&h->polling, false);
+}
+
 /* A queued task, or NULL once stopping with none left. A worker that
  * finds none sleeps until a submit wakes it (it takes one of `wakes`) or
- * the pool stops; a spurious wake-up sleeps on, still counted asleep. */
-static struct task *host_pool_next(struct host_pool *h)
+ * the pool stops; a spurious wake-up sleeps on, still counted asleep.
+ * After a job (polled), it first polls the queue (host_pool_poll). */
+static struct task *host_pool_next(struct host_pool *h, bool polled)
 {
+    if (polled && h->spin_ns)
+        host_pool_poll(h);
     pthread_mutex_lock(&h->lock);
     while (!h->head && !h->stopping) {
         h->sleeping++;
@@ -144,7 +166,9 @@ static void *host_pool_main(void *arg)
 {
     struct host_pool *h = arg;
     struct task *t;
-    while ((t = host_pool_next(h))) {
+    bool polled = false;
+    while ((t = host_pool_next(h, polled))) {
+        polled = true;
         struct job *job = t->job;
         t->out_len = 0;
         if (atomic_load(&job->cancelled)) {
@@ -161,12 +185,13 @@ static void *host_pool_main(void *arg)
     return NULL;
 }
 
-struct host_pool *host_pool_start(size_t threads, struct dev *check,
+struct host_pool *host_pool_start(size_t threads, uint64_t spin_ns, struct dev *check,
                                   void (*complete)(struct task *t, void *ctx), void *ctx)
 {
     struct host_pool *h = calloc(1, sizeof(*h) + threads * sizeof(pthread_t));
     if (!h)
         return NULL;
+    h->spin_ns = spin_ns;
     h->check = check;
     h->complete = complete;
     h->ctx = ctx;

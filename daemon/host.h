@@ -34,8 +34,10 @@ bool host_job_fits(const struct job *job, uint64_t max_bytes);
 /* Starts threads workers that run TASK_JOB tasks (job's steps on the
  * worker's thread, after check's validation; results, status and device
  * filled as dev_run does) against
- * check and hand each to complete(t, ctx). NULL on failure. */
-struct host_pool *host_pool_start(size_t threads, struct dev *check,
+ * check and hand each to complete(t, ctx). A worker that finished a job
+ * polls the queue for spin_ns before it sleeps (0: never). NULL on
+ * failure. */
+struct host_pool *host_pool_start(size_t threads, uint64_t spin_ns, struct dev *check,
                                   void (*complete)(struct task *t, void *ctx), void *ctx);
 
 /* Queues t (a TASK_JOB); any thread. */

@@ -25,6 +25,7 @@
 #include "grow.h"
 #include "listen.h"
 #include "log.h"
+#include "monotonic.h"
 #include "rpc.h"
 #include "sched.h"
 
@@ -318,13 +319,30 @@ int io_loop_new(const struct io_loop_shared *sh, unsigned index, uv_loop_t *main
     return 0;
 }
 
+void io_loop_run(struct io_loop *l)
+{
+    uint64_t window_ns = (uint64_t)l->cfg->busy_poll_us * 1000;
+    if (!window_ns || !l->port) {
+        uv_run(l->loop, UV_RUN_DEFAULT);
+        return;
+    }
+    /* Polling without sleeping while a job is out saves the wake-up its
+     * completion would cost, and for a while after one is back the wake-up
+     * of the client's next call. */
+    uv_run_mode mode = UV_RUN_ONCE;
+    while (uv_run(l->loop, mode)) {
+        bool busy = l->port && sched_port_busy(l->port, monotonic_ns(), window_ns);
+        mode = busy ? UV_RUN_NOWAIT : UV_RUN_ONCE;   /* no port once finishing */
+    }
+}
+
 static void io_loop_main(void *arg)
 {
     struct io_loop *l = arg;
     char name[IO_LOOP_NAME_MAX];
     snprintf(name, sizeof name, "ampd-io%u", l->index);
     pthread_setname_np(pthread_self(), name);
-    uv_run(l->loop, UV_RUN_DEFAULT);
+    io_loop_run(l);
 }
 
 int io_loop_start(struct io_loop *l, char *err, size_t errlen)

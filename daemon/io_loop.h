@@ -66,6 +66,12 @@ int io_loop_new(const struct io_loop_shared *sh, unsigned index, uv_loop_t *main
  * reason in err; the loop is then still only io_loop_free()'s. */
 int io_loop_start(struct io_loop *l, char *err, size_t errlen);
 
+/* Runs the loop on the calling thread until its handles close: loop 0's
+ * on the main thread (server.c), the others' on their own. With
+ * --busy-poll it polls instead of sleeping while the loop's jobs are out
+ * and that long after the last came back. */
+void io_loop_run(struct io_loop *l);
+
 /* Hands the loop an accepted connection fd (listen.h), which it serves or
  * refuses. The acceptor's thread: the fd is admitted against the
  * connection limits here, in accept order (conn_admit); on loop 0 it is

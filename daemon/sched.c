@@ -26,6 +26,7 @@
 #include "dev_task.h"
 #include "host.h"
 #include "loop_wake.h"
+#include "monotonic.h"
 #include "runner.h"
 #include "sat.h"
 #include "split.h"
@@ -55,6 +56,9 @@ struct sched_port {
     uv_mutex_t lock;           /* guards done_head/done_tail only */
     struct task *done_head, *done_tail; /* completed tasks not yet delivered */
     struct staging_port **staging; /* staging[i]: devs[i]'s pool as this loop sees it */
+    /* The loop's thread only (sched_port_busy). */
+    size_t out;                /* tasks submitted and not yet delivered */
+    uint64_t back_ns;          /* when the last one was delivered */
 };
 
 /* --- placement ------------------------------------------------------------ */
@@ -251,6 +255,7 @@ static bool sched_split(struct sched_port *p, struct job *job)
             continue;
         struct job *part = split_part(sp, k++);
         part->task = (struct task){ .kind = TASK_JOB, .job = part, .home = p };
+        p->out++;
         runner_submit(s->runners[i], &part->task);
     }
     return true;
@@ -266,10 +271,13 @@ enum status_code sched_submit(struct sched_port *p, struct job *job, char *msg, 
                                  : sched_take(s, job->device_req, &index, msg, msglen);
     if (code == STATUS_OK) {
         job->task = (struct task){ .kind = TASK_JOB, .job = job, .home = p };
-        if (host)
+        if (host) {
+            p->out++;
             host_pool_submit(s->host, &job->task);
-        else if (!sched_split(p, job))
+        } else if (!sched_split(p, job)) {
+            p->out++;
             runner_submit(s->runners[index], &job->task);
+        }
     }
     uv_rwlock_rdunlock(&s->life);
     return code;
@@ -316,6 +324,7 @@ void sched_stream_task(struct sched_port *p, size_t index, struct task *t)
 {
     struct sched *s = p->s;
     t->home = p;
+    p->out++;
     uv_rwlock_rdlock(&s->life);
     bool stopped = s->stopped;
     if (!stopped)
@@ -380,9 +389,11 @@ static void sched_deliver(struct sched_port *p)
         uv_mutex_unlock(&p->lock);
         if (!t)
             return;
+        p->back_ns = monotonic_ns();
         while (t) {
             struct task *next = t->next;
             t->next = NULL;
+            p->out--;
             if (t->kind == TASK_JOB)
                 sched_job_done(p->s, t->job);
             else
@@ -395,6 +406,11 @@ static void sched_deliver(struct sched_port *p)
 static void sched_on_wake(struct loop_wake *w)
 {
     sched_deliver(w->poll.data);
+}
+
+bool sched_port_busy(const struct sched_port *p, uint64_t now_ns, uint64_t window_ns)
+{
+    return p->out || now_ns - p->back_ns < window_ns;
 }
 
 /* --- life ----------------------------------------------------------------- */
@@ -436,6 +452,7 @@ int sched_new(struct dev **devs, size_t ndevs, size_t default_index,
     }
     if (ndevs && limits->host_max_bytes) {
         s->host = host_pool_start(limits->host_threads ? limits->host_threads : 1,
+                                  limits->busy_poll_ns,
                                   devs[default_index], sched_on_complete, s);
         if (!s->host) {
             snprintf(err, errlen, "cannot start the host path's worker threads");

@@ -36,6 +36,7 @@ struct sched_limits {
     uint64_t host_max_bytes;  /* jobs this small, device left to the daemon, run on the host
                                * path (host.h); 0: never */
     uint32_t host_threads;    /* its worker threads (>= 1 when host_max_bytes is set) */
+    uint64_t busy_poll_ns;    /* how long they poll for a job before sleeping (host.h) */
 };
 
 struct sched_stats {
@@ -58,6 +59,10 @@ int sched_new(struct dev **devs, size_t ndevs, size_t default_index,
 /* A port for loop: call it on loop's thread, or before that loop runs.
  * NULL when out of memory. */
 struct sched_port *sched_port_new(struct sched *s, uv_loop_t *loop);
+
+/* On p's loop: a task it submitted is not back yet, or the last came
+ * back less than window_ns before now_ns (io_loop.c's --busy-poll). */
+bool sched_port_busy(const struct sched_port *p, uint64_t now_ns, uint64_t window_ns);
 
 /* Stops every runner (the tasks in flight finish, queued ones complete
  * with CANCELLED, a CLOSE still frees its stream); later stream tasks are

@@ -644,6 +644,7 @@ int server_run(const struct config *cfg, struct dev **devs, size_t ndevs, size_t
         .max_device_memory = cfg->max_device_memory,
         .host_max_bytes = cfg->host_max_bytes,
         .host_threads = cfg->host_threads,
+        .busy_poll_ns = (uint64_t)cfg->busy_poll_us * 1000,
     };
     if (sched_new(devs, ndevs, default_index, &limits, &srv->sched, err, sizeof(err)) != 0) {
         log_msg(LOG_ERROR, "%s", err);
@@ -669,7 +670,10 @@ int server_run(const struct config *cfg, struct dev **devs, size_t ndevs, size_t
         server_stop(srv);
     }
     /* Until every loop has finished; then the close callbacks still pending. */
-    uv_run(&srv->loop, UV_RUN_DEFAULT);
+    if (srv->nloops)
+        io_loop_run(srv->loops[0]);
+    else
+        uv_run(&srv->loop, UV_RUN_DEFAULT);
     uv_run(&srv->loop, UV_RUN_DEFAULT);
     if (uv_loop_close(&srv->loop) != 0)
         log_msg(LOG_WARN, "handles left open at exit");

@@ -4,7 +4,9 @@
  * lost are the cases here: jobs submitted from several threads at once
  * each complete exactly once with the right result; a lone job submitted
  * while every worker sleeps completes, thousands of times in a row (a lost
- * wake-up hangs the test); stopping runs what is queued. */
+ * wake-up hangs the test); stopping runs what is queued. Each case runs
+ * twice: workers that sleep as soon as the queue is empty, and workers
+ * that first poll it (--busy-poll), which a submit does not wake. */
 #include <check.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -22,6 +24,10 @@
 #define NJOBS (SUBMITTERS * PER_SUBMITTER)
 #define LONE_ROUNDS 2000
 #define NUMBERS (1 << 16)   /* a job's number fits two bytes */
+
+/* A worker's poll after a job, by the loop test's _i. */
+static const uint64_t spins_ns[] = {0, 50 * 1000};
+#define NSPINS (int)(sizeof(spins_ns) / sizeof(spins_ns[0]))
 
 struct done {
     pthread_mutex_t lock;
@@ -94,11 +100,13 @@ static void *submit_all(void *arg)
     return NULL;
 }
 
-/* A fresh pool of WORKERS, with the completion counts reset. */
-static struct host_pool *pool_start(void)
+/* A fresh pool of WORKERS polling spins_ns[spin], with the completion
+ * counts reset. */
+static struct host_pool *pool_start(int spin)
 {
     done_reset();
-    struct host_pool *pool = host_pool_start(WORKERS, fixture_dev(), on_complete, NULL);
+    struct host_pool *pool =
+        host_pool_start(WORKERS, spins_ns[spin], fixture_dev(), on_complete, NULL);
     ck_assert_ptr_nonnull(pool);
     return pool;
 }
@@ -129,7 +137,7 @@ static void submit_from_threads(struct host_pool *pool, struct job **jobs, size_
 
 START_TEST(many_submitters_each_job_once)
 {
-    struct host_pool *pool = pool_start();
+    struct host_pool *pool = pool_start(_i);
     struct job **jobs = malloc(NJOBS * sizeof(*jobs));
     for (size_t i = 0; i < NJOBS; i++)
         jobs[i] = numbered_job(i);
@@ -144,7 +152,7 @@ END_TEST
 
 START_TEST(lone_job_wakes_a_sleeping_worker)
 {
-    struct host_pool *pool = pool_start();
+    struct host_pool *pool = pool_start(_i);
     for (size_t i = 0; i < LONE_ROUNDS; i++) {
         struct job *job = numbered_job(i);
         host_pool_submit(pool, &job->task);
@@ -162,7 +170,7 @@ END_TEST
 START_TEST(bursts_then_lone_jobs)
 {
     enum { ROUNDS = 100, BURST = 50, LONE = 5, PER_ROUND = SUBMITTERS * BURST + LONE };
-    struct host_pool *pool = pool_start();
+    struct host_pool *pool = pool_start(_i);
     struct job **jobs = malloc(ROUNDS * PER_ROUND * sizeof(*jobs));
     for (size_t r = 0; r < ROUNDS; r++) {
         struct job **round = jobs + r * PER_ROUND;
@@ -183,7 +191,7 @@ END_TEST
 
 START_TEST(stop_runs_what_is_queued)
 {
-    struct host_pool *pool = pool_start();
+    struct host_pool *pool = pool_start(_i);
     enum { N = 1000 };
     struct job *jobs[N];
     for (size_t i = 0; i < N; i++) {
@@ -208,7 +216,10 @@ int main(void)
         stop_runs_what_is_queued,
         NULL,
     };
-    TCase *tc = check_run_case(s, "host_pool", tests);
+    const TTest *const none[] = {NULL};
+    TCase *tc = check_run_case(s, "host_pool", none);
+    for (size_t i = 0; tests[i]; i++)
+        check_run_loop(tc, tests[i], 0, NSPINS);
     tcase_add_unchecked_fixture(tc, NULL, fixture_close);
     return check_run(s, CK_NOFORK);
 }
