@@ -13,6 +13,7 @@
 #include "host.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,6 +39,7 @@ struct host_pool {
     size_t wakes;               /* woken by a submit and not yet up: each takes one */
     atomic_bool stopping;
     uint64_t spin_ns;           /* --busy-poll */
+    bool spin_yield;            /* each round of it gives the CPU up first */
     atomic_bool polling;        /* a worker polls: the others sleep */
     struct dev *check;          /* whose rules jobs are checked by */
     void (*complete)(struct task *t, void *ctx);
@@ -133,7 +135,8 @@ static void host_pool_poll(struct host_pool *h)
     uint64_t end = monotonic_ns() + h->spin_ns;
     while (!atomic_load_explicit(&h->queued, memory_order_relaxed) &&
            !atomic_load_explicit(&h->stopping, memory_order_relaxed) && monotonic_ns() < end)
-        ;
+        if (h->spin_yield)
+            sched_yield();
     atomic_store(&h->polling, false);
 }
 
@@ -185,13 +188,15 @@ static void *host_pool_main(void *arg)
     return NULL;
 }
 
-struct host_pool *host_pool_start(size_t threads, uint64_t spin_ns, struct dev *check,
+struct host_pool *host_pool_start(size_t threads, uint64_t spin_ns, bool spin_yield,
+                                  struct dev *check,
                                   void (*complete)(struct task *t, void *ctx), void *ctx)
 {
     struct host_pool *h = calloc(1, sizeof(*h) + threads * sizeof(pthread_t));
     if (!h)
         return NULL;
     h->spin_ns = spin_ns;
+    h->spin_yield = spin_yield;
     h->check = check;
     h->complete = complete;
     h->ctx = ctx;

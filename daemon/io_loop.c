@@ -15,6 +15,7 @@
 #include "io_loop.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -329,10 +330,13 @@ void io_loop_run(struct io_loop *l)
     /* Polling without sleeping while a job is out saves the wake-up its
      * completion would cost, and for a while after one is back the wake-up
      * of the client's next call. */
+    bool yield = config_busy_poll_yields(l->cfg);
     uv_run_mode mode = UV_RUN_ONCE;
     while (uv_run(l->loop, mode)) {
         bool busy = l->port && sched_port_busy(l->port, monotonic_ns(), window_ns);
         mode = busy ? UV_RUN_NOWAIT : UV_RUN_ONCE;   /* no port once finishing */
+        if (busy && yield)
+            sched_yield();
     }
 }
 
