@@ -371,12 +371,6 @@ static uint32_t config_threads_auto(uint32_t max)
     return cpus < max ? (uint32_t)cpus : max;
 }
 
-bool config_busy_poll_yields(const struct config *cfg)
-{
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    return cpus < 1 || (long)cfg->io_threads + 1 >= cpus;
-}
-
 /* TLS files go with tls: listeners, and the key with the certificate. */
 static int config_check_tls(const struct config *cfg, char *err, size_t errlen)
 {

@@ -7,7 +7,6 @@
 #ifndef AMPD_CONFIG_H
 #define AMPD_CONFIG_H
 
-#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -126,13 +125,6 @@ enum config_result {
 /* Fills cfg from defaults, then --config FILE if given, then argv. SIGHUP
  * runs it again with the same argv (server.c): the file may have changed. */
 enum config_result config_load(struct config *cfg, int argc, char **argv, char *err, size_t errlen);
-
-/* Whether --busy-poll's polling threads (every I/O loop, one host worker)
- * give their CPU up each round (sched_yield): only where they could fill
- * every CPU, so that a thread with work, the client's among them, gets
- * one at once (2 CPUs: 4 x 64 calls/s 80k -> 145k). With CPUs to spare
- * the yield only costs (the H100 host: p50 23 -> 42 us; bench/RESULTS.md). */
-bool config_busy_poll_yields(const struct config *cfg);
 
 /* Calls changed() for each setting whose value differs between old and
  * now (SIGHUP's report), with its option name ("max-jobs") and both

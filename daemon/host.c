@@ -39,7 +39,6 @@ struct host_pool {
     size_t wakes;               /* woken by a submit and not yet up: each takes one */
     atomic_bool stopping;
     uint64_t spin_ns;           /* --busy-poll */
-    bool spin_yield;            /* each round of it gives the CPU up first */
     atomic_bool polling;        /* a worker polls: the others sleep */
     struct dev *check;          /* whose rules jobs are checked by */
     void (*complete)(struct task *t, void *ctx);
@@ -127,7 +126,7 @@ static void host_run(struct dev *check, struct job *job)
 /* Waits up to spin_ns for a queued job without sleeping: an awake worker
  * is not signalled, so the submit that queues it costs no wake-up. One
  * worker at a time, so that polling never takes more than a CPU from the
- * I/O loops. */
+ * I/O loops, and it yields the CPU each round (io_loop_run says why). */
 static void host_pool_poll(struct host_pool *h)
 {
     if (atomic_exchange(&h->polling, true))
@@ -135,8 +134,7 @@ static void host_pool_poll(struct host_pool *h)
     uint64_t end = monotonic_ns() + h->spin_ns;
     while (!atomic_load_explicit(&h->queued, memory_order_relaxed) &&
            !atomic_load_explicit(&h->stopping, memory_order_relaxed) && monotonic_ns() < end)
-        if (h->spin_yield)
-            sched_yield();
+        sched_yield();
     atomic_store(&h->polling, false);
 }
 
@@ -188,15 +186,13 @@ static void *host_pool_main(void *arg)
     return NULL;
 }
 
-struct host_pool *host_pool_start(size_t threads, uint64_t spin_ns, bool spin_yield,
-                                  struct dev *check,
+struct host_pool *host_pool_start(size_t threads, uint64_t spin_ns, struct dev *check,
                                   void (*complete)(struct task *t, void *ctx), void *ctx)
 {
     struct host_pool *h = calloc(1, sizeof(*h) + threads * sizeof(pthread_t));
     if (!h)
         return NULL;
     h->spin_ns = spin_ns;
-    h->spin_yield = spin_yield;
     h->check = check;
     h->complete = complete;
     h->ctx = ctx;

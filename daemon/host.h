@@ -35,10 +35,9 @@ bool host_job_fits(const struct job *job, uint64_t max_bytes);
  * worker's thread, after check's validation; results, status and device
  * filled as dev_run does) against
  * check and hand each to complete(t, ctx). A worker that finished a job
- * polls the queue for spin_ns before it sleeps (0: never), yielding its
- * CPU each round when spin_yield. NULL on failure. */
-struct host_pool *host_pool_start(size_t threads, uint64_t spin_ns, bool spin_yield,
-                                  struct dev *check,
+ * polls the queue for spin_ns before it sleeps (0: never). NULL on
+ * failure. */
+struct host_pool *host_pool_start(size_t threads, uint64_t spin_ns, struct dev *check,
                                   void (*complete)(struct task *t, void *ctx), void *ctx);
 
 /* Queues t (a TASK_JOB); any thread. */

@@ -329,13 +329,15 @@ void io_loop_run(struct io_loop *l)
     }
     /* Polling without sleeping while a job is out saves the wake-up its
      * completion would cost, and for a while after one is back the wake-up
-     * of the client's next call. */
-    bool yield = config_busy_poll_yields(l->cfg);
+     * of the client's next call. Each round yields the CPU: where polling
+     * threads fill every CPU (2 here), a spinning loop otherwise held back
+     * the client it waited for (4 x 64 calls/s 80k -> 150k); with CPUs to
+     * spare the yield costs nothing measurable (bench/RESULTS.md). */
     uv_run_mode mode = UV_RUN_ONCE;
     while (uv_run(l->loop, mode)) {
         bool busy = l->port && sched_port_busy(l->port, monotonic_ns(), window_ns);
         mode = busy ? UV_RUN_NOWAIT : UV_RUN_ONCE;   /* no port once finishing */
-        if (busy && yield)
+        if (busy)
             sched_yield();
     }
 }

@@ -452,7 +452,7 @@ int sched_new(struct dev **devs, size_t ndevs, size_t default_index,
     }
     if (ndevs && limits->host_max_bytes) {
         s->host = host_pool_start(limits->host_threads ? limits->host_threads : 1,
-                                  limits->busy_poll_ns, limits->busy_poll_yield,
+                                  limits->busy_poll_ns,
                                   devs[default_index], sched_on_complete, s);
         if (!s->host) {
             snprintf(err, errlen, "cannot start the host path's worker threads");

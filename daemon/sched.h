@@ -37,7 +37,6 @@ struct sched_limits {
                                * path (host.h); 0: never */
     uint32_t host_threads;    /* its worker threads (>= 1 when host_max_bytes is set) */
     uint64_t busy_poll_ns;    /* how long they poll for a job before sleeping (host.h) */
-    bool busy_poll_yield;     /* and whether each round yields the CPU */
 };
 
 struct sched_stats {

@@ -645,7 +645,6 @@ int server_run(const struct config *cfg, struct dev **devs, size_t ndevs, size_t
         .host_max_bytes = cfg->host_max_bytes,
         .host_threads = cfg->host_threads,
         .busy_poll_ns = (uint64_t)cfg->busy_poll_us * 1000,
-        .busy_poll_yield = config_busy_poll_yields(cfg),
     };
     if (sched_new(devs, ndevs, default_index, &limits, &srv->sched, err, sizeof(err)) != 0) {
         log_msg(LOG_ERROR, "%s", err);

@@ -5,9 +5,8 @@
  * each complete exactly once with the right result; a lone job submitted
  * while every worker sleeps completes, thousands of times in a row (a lost
  * wake-up hangs the test); stopping runs what is queued. Each case runs
- * three times: workers that sleep as soon as the queue is empty, and
- * workers that first poll it (--busy-poll), which a submit does not wake,
- * without and with a yield each round. */
+ * twice: workers that sleep as soon as the queue is empty, and workers
+ * that first poll it (--busy-poll), which a submit does not wake. */
 #include <check.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -26,13 +25,9 @@
 #define LONE_ROUNDS 2000
 #define NUMBERS (1 << 16)   /* a job's number fits two bytes */
 
-/* A worker's poll after a job, by the loop test's _i: none, polling, and
- * polling that yields the CPU each round. */
-static const struct {
-    uint64_t ns;
-    bool yield;
-} spins[] = {{0, false}, {50 * 1000, false}, {50 * 1000, true}};
-#define NSPINS (int)(sizeof(spins) / sizeof(spins[0]))
+/* A worker's poll after a job, by the loop test's _i. */
+static const uint64_t spins_ns[] = {0, 50 * 1000};
+#define NSPINS (int)(sizeof(spins_ns) / sizeof(spins_ns[0]))
 
 struct done {
     pthread_mutex_t lock;
@@ -105,13 +100,13 @@ static void *submit_all(void *arg)
     return NULL;
 }
 
-/* A fresh pool of WORKERS polling as spins[spin] says, with the
- * completion counts reset. */
+/* A fresh pool of WORKERS polling spins_ns[spin], with the completion
+ * counts reset. */
 static struct host_pool *pool_start(int spin)
 {
     done_reset();
     struct host_pool *pool =
-        host_pool_start(WORKERS, spins[spin].ns, spins[spin].yield, fixture_dev(), on_complete, NULL);
+        host_pool_start(WORKERS, spins_ns[spin], fixture_dev(), on_complete, NULL);
     ck_assert_ptr_nonnull(pool);
     return pool;
 }
