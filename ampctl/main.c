@@ -19,7 +19,7 @@
 /* getopt values of the options that have no short form */
 enum { AMPCTL_OPT_THRESHOLD = 256, AMPCTL_OPT_NO_PROGRESS, AMPCTL_OPT_TRANSPORT, AMPCTL_OPT_TLS,
        AMPCTL_OPT_TLS_CA, AMPCTL_OPT_TLS_CERT, AMPCTL_OPT_TLS_KEY, AMPCTL_OPT_TLS_NAME,
-       AMPCTL_OPT_TOKEN_FILE };
+       AMPCTL_OPT_TOKEN_FILE, AMPCTL_OPT_BUSY_POLL };
 
 const struct ampctl_cmd *const ampctl_cmds[] = {
     &cmd_reverse, &cmd_transform, &cmd_hist,   &cmd_fill,       &cmd_pipeline,
@@ -43,6 +43,7 @@ const struct option ampctl_options[] = {
     { "tls-key", required_argument, NULL, AMPCTL_OPT_TLS_KEY },
     { "tls-server-name", required_argument, NULL, AMPCTL_OPT_TLS_NAME },
     { "token-file", required_argument, NULL, AMPCTL_OPT_TOKEN_FILE },
+    { "busy-poll", required_argument, NULL, AMPCTL_OPT_BUSY_POLL },
     { NULL, 0, NULL, 0 },
 };
 
@@ -98,6 +99,9 @@ static void ampctl_usage(FILE *f)
             "                      memory regions (a local Unix socket only), socket in\n"
             "                      messages; auto (default): the faster for one job, which\n"
             "                      is the socket (a region's setup costs more)\n"
+            "      --busy-poll US  microseconds a call polls for the daemon's answer\n"
+            "                      before it sleeps: fewer wake-ups for tiny calls, for\n"
+            "                      CPU (default %d, at most %d; 0: never)\n"
             "  -h, --help          this help; `ampctl COMMAND --help` for a command's\n"
             "  -V, --version       print the version\n"
             "\n"
@@ -107,7 +111,7 @@ static void ampctl_usage(FILE *f)
             "\n"
             "Commands:\n",
             AMPCTL_ENV_ADDRESS, AMP_DEFAULT_ADDRESS, AMPCTL_ENV_TOKEN_FILE, AMP_CONNECT_TIMEOUT_MS,
-            threshold);
+            threshold, AMP_BUSY_POLL_US, AMP_BUSY_POLL_MAX_US);
     for (size_t i = 0; i < AMPCTL_NCMDS; i++)
         fprintf(f, "  %-10s %s\n", ampctl_cmds[i]->name, ampctl_cmds[i]->summary);
     fprintf(f,
@@ -268,7 +272,7 @@ static int ampctl_parse_common(struct ampctl *ctx, int argc, char **argv)
 {
     char shorts[sizeof ampctl_short_options + 1] = "+";
     strcat(shorts, ampctl_short_options);
-    uint32_t ms;
+    uint32_t ms, us;
     int ch;
     /* '+': stop at the command name; options after it are lifted (lift.c). */
     while ((ch = getopt_long(argc, argv, shorts, ampctl_options, NULL)) != -1) {
@@ -305,6 +309,13 @@ static int ampctl_parse_common(struct ampctl *ctx, int argc, char **argv)
         case AMPCTL_OPT_TLS_KEY: ctx->connect.tls_key = optarg; break;
         case AMPCTL_OPT_TLS_NAME: ctx->connect.tls_server_name = optarg; break;
         case AMPCTL_OPT_TOKEN_FILE: ctx->token_file = optarg; break;
+        case AMPCTL_OPT_BUSY_POLL:
+            if (parse_u32(optarg, AMP_BUSY_POLL_MAX_US, &us) != 0)
+                return ampctl_usage_error(NULL, "--busy-poll: '%s' is not a number of "
+                                          "microseconds from 0 to %d", optarg,
+                                          AMP_BUSY_POLL_MAX_US);
+            ctx->connect.busy_poll_us = us ? (int)us : -1;   /* the library's 0 is its default */
+            break;
         case 'h': ampctl_usage(stdout); return AMPCTL_OK;
         case 'V': printf(AMPCTL_PROG " %s\n", AMP_VERSION); return AMPCTL_OK;
         default: return ampctl_bad_option(NULL);

@@ -23,6 +23,7 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -297,9 +298,14 @@ int amp_connect_with(const char *address, const amp_connect_opts *o, amp_conn **
         rc = AMP_EINVAL;
     else if (rc == 0 && o && o->timeout_ms < 0)
         rc = conn_fail(c, AMP_EINVAL, "opts.timeout_ms must be >= 0, got %d", o->timeout_ms);
+    int poll_us = o && ABI_HAS(o, amp_connect_opts, busy_poll_us) ? o->busy_poll_us : 0;
+    if (rc == 0 && poll_us > AMP_BUSY_POLL_MAX_US)
+        rc = conn_fail(c, AMP_EINVAL, "opts.busy_poll_us must be at most %d, got %d",
+                       AMP_BUSY_POLL_MAX_US, poll_us);
     if (rc == 0) {
         c->connect_timeout_ms = o && o->timeout_ms ? o->timeout_ms : AMP_CONNECT_TIMEOUT_MS;
         c->no_reconnect = o ? o->no_reconnect : 0;
+        c->busy_poll_ns = poll_us < 0 ? 0 : (uint64_t)(poll_us ? poll_us : AMP_BUSY_POLL_US) * 1000;
         rc = tls_client_opts_set(&c->tls_opts, o);
     }
     if (rc == 0)
@@ -636,6 +642,19 @@ static int conn_poll_timeout(long long deadline_ms)
     return left <= 0 ? 0 : left > INT32_MAX ? INT32_MAX : (int)left;
 }
 
+/* poll() without sleeping for up to busy_poll_ns, yielding the CPU each
+ * round: what poll() returned, 0 when nothing came in that time. */
+static int conn_busy_poll(amp_conn *c, struct pollfd *pfd, nfds_t n)
+{
+    if (!c->busy_poll_ns)
+        return 0;
+    uint64_t end = monotonic_ns() + c->busy_poll_ns;
+    int got;
+    while ((got = poll(pfd, n, 0)) == 0 && monotonic_ns() < end)
+        sched_yield();
+    return got;
+}
+
 int conn_pump_once(amp_conn *c, long long deadline_ms, const int *done)
 {
     if (c->broken)
@@ -672,8 +691,10 @@ int conn_pump_once(amp_conn *c, long long deadline_ms, const int *done)
         { c->fd, (short)(POLLIN | (pending ? POLLOUT : 0)), 0 },
         { writing ? conn_writer_fd(&c->writer) : -1, POLLIN, 0 },
     };
-    int timeout = conn_poll_timeout(deadline_ms);
-    int n = poll(pfd, writing ? 2 : 1, timeout);
+    int n = conn_busy_poll(c, pfd, writing ? 2 : 1);
+    int timeout = conn_poll_timeout(deadline_ms);   /* after the polling: it took time */
+    if (n == 0)
+        n = poll(pfd, writing ? 2 : 1, timeout);
     if (n < 0 && errno == EINTR)
         return 0;
     if (n < 0)

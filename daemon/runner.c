@@ -22,12 +22,15 @@
 
 #include <inttypes.h>
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "dev_task.h"
+#include "monotonic.h"
 
 /* Tasks started and not yet finished: enough for the copy in, kernels and
  * copy out of a couple of streams to overlap. */
@@ -51,6 +54,8 @@ struct runner {
     uint32_t jobs_running;          /* jobs with job->dev_running set */
     bool stopping;
     bool kicked;                    /* a device command finished since the last look */
+    atomic_uint news;               /* submits and kicks: what a polling runner watches */
+    uint64_t spin_ns;               /* --busy-poll */
     size_t callbacks;               /* event callbacks owed: r lives until they are 0 */
     struct dev_notify notify;       /* what the event callbacks call: runner_kick(r) */
 
@@ -121,6 +126,7 @@ static void runner_kick(void *arg)
     pthread_mutex_lock(&r->lock);
     r->kicked = true;
     r->callbacks--;
+    atomic_fetch_add(&r->news, 1);
     pthread_cond_broadcast(&r->wake);
     pthread_mutex_unlock(&r->lock);
 }
@@ -295,12 +301,28 @@ static bool runner_has_work(const struct runner *r)
            (r->kicked && r->nflight);
 }
 
+/* Waits up to spin_ns for a submit or a kick without sleeping, so that
+ * the next tiny job costs no wake-up (--busy-poll; io_loop_run says why
+ * each round yields). Called without the lock. */
+static void runner_poll(struct runner *r)
+{
+    unsigned seen = atomic_load(&r->news);
+    uint64_t end = monotonic_ns() + r->spin_ns;
+    while (atomic_load_explicit(&r->news, memory_order_relaxed) == seen && monotonic_ns() < end)
+        sched_yield();
+}
+
 static void *runner_main(void *arg)
 {
     struct runner *r = arg;
     pthread_setname_np(pthread_self(), "ampd-runner");   /* as top -H shows it */
     pthread_mutex_lock(&r->lock);
-    for (;;) {
+    for (bool worked = false;; worked = true) {
+        if (worked && r->spin_ns && !runner_has_work(r)) {
+            pthread_mutex_unlock(&r->lock);
+            runner_poll(r);
+            pthread_mutex_lock(&r->lock);
+        }
         while (!runner_has_work(r))
             pthread_cond_wait(&r->wake, &r->lock);
         if (r->stopping)
@@ -321,12 +343,14 @@ static void *runner_main(void *arg)
     return NULL;
 }
 
-struct runner *runner_start(struct dev *d, runner_complete_cb complete, void *ctx)
+struct runner *runner_start(struct dev *d, uint64_t spin_ns, runner_complete_cb complete,
+                            void *ctx)
 {
     struct runner *r = calloc(1, sizeof(*r));
     if (!r)
         return NULL;
     r->dev = d;
+    r->spin_ns = spin_ns;
     r->complete = complete;
     r->ctx = ctx;
     r->notify = (struct dev_notify){runner_kick, r};
@@ -347,6 +371,7 @@ void runner_submit(struct runner *r, struct task *t)
     task_append(&r->head, &r->tail, t);
     if (runner_begins_job(t))
         r->jobs_queued++;
+    atomic_fetch_add(&r->news, 1);
     pthread_mutex_unlock(&r->lock);
     /* After the unlock: a runner woken under the lock would only wait for
      * it. The runner outlives this call (sched.c's `life` lock). */

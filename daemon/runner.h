@@ -20,8 +20,11 @@ struct runner;
 typedef void (*runner_complete_cb)(struct task *t, void *ctx);
 
 /* Starts a thread for d. complete(t, ctx) runs on that thread after each
- * task, in submission order for the tasks of one job. Returns NULL on failure. The runner does not own d. */
-struct runner *runner_start(struct dev *d, runner_complete_cb complete, void *ctx);
+ * task, in submission order for the tasks of one job. Once it has nothing
+ * to do, the thread polls for spin_ns before it sleeps (0: never). Returns
+ * NULL on failure. The runner does not own d. */
+struct runner *runner_start(struct dev *d, uint64_t spin_ns, runner_complete_cb complete,
+                            void *ctx);
 
 /* Queues t; never blocks on the device. Thread-safe. */
 void runner_submit(struct runner *r, struct task *t);

@@ -442,7 +442,7 @@ int sched_new(struct dev **devs, size_t ndevs, size_t default_index,
             sched_free(s);
             return -1;
         }
-        s->runners[i] = runner_start(devs[i], sched_on_complete, s);
+        s->runners[i] = runner_start(devs[i], limits->busy_poll_ns, sched_on_complete, s);
         if (!s->runners[i]) {
             snprintf(err, errlen, "cannot start the runner thread of device %zu", i);
             sched_stop(s);

@@ -36,7 +36,7 @@ struct sched_limits {
     uint64_t host_max_bytes;  /* jobs this small, device left to the daemon, run on the host
                                * path (host.h); 0: never */
     uint32_t host_threads;    /* its worker threads (>= 1 when host_max_bytes is set) */
-    uint64_t busy_poll_ns;    /* how long they poll for a job before sleeping (host.h) */
+    uint64_t busy_poll_ns;    /* how long they and the runners poll before sleeping */
 };
 
 struct sched_stats {

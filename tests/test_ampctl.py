@@ -62,6 +62,17 @@ def test_reverse_argument():
     expect(out == b"desserts", "stdout %r" % out)  # exact bytes, no newline added
 
 
+def test_busy_poll_option():
+    for us in ("0", "10000"):   # off, and the longest: the same answers
+        rc, out, err = run(["--busy-poll", us, "reverse", "stressed"])
+        expect_rc(rc, EXIT_OK, err)
+        expect(out == b"desserts", "--busy-poll %s: stdout %r" % (us, out))
+    for bad in ("10001", "-1", "x"):
+        rc, out, err = run(["--busy-poll", bad, "reverse", "stressed"])
+        expect_rc(rc, EXIT_USAGE, err)
+        expect("--busy-poll" in err, "the usage error names the option: " + err)
+
+
 def test_reverse_file_to_file():
     data = pattern(100003) + b"\0tail"
     src, dst = tmpfile("in.bin", data), tmpfile("out.bin")

@@ -138,6 +138,9 @@ START_TEST(struct_layout_args)
     ck_assert_int_eq(amp_connect_with(NULL, &co, &c), AMP_EINVAL);
     ck_assert_ptr_null(c);
     ck_assert_ptr_nonnull(strstr(amp_last_message(NULL), "opts.size"));
+    co = (amp_connect_opts){ .size = sizeof co, .busy_poll_us = AMP_BUSY_POLL_MAX_US + 1 };
+    ck_assert_int_eq(amp_connect_with(NULL, &co, &c), AMP_EINVAL);
+    ck_assert_ptr_nonnull(strstr(amp_last_message(NULL), "opts.busy_poll_us"));
 }
 END_TEST
 

@@ -8,6 +8,7 @@
  */
 #include <check.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -259,6 +260,53 @@ START_TEST(fill_empty)
 }
 END_TEST
 
+/* Calls answer the same whether the connection polls for replies or
+ * sleeps on them (amp_connect_opts.busy_poll_us): never, the default, the
+ * longest, and a layout from before the field (the default). */
+START_TEST(busy_poll_settings_same_results)
+{
+    static const struct {
+        int us;
+        size_t size;
+    } cases[] = {
+        {-1, sizeof(amp_connect_opts)},
+        {0, sizeof(amp_connect_opts)},
+        {AMP_BUSY_POLL_MAX_US, sizeof(amp_connect_opts)},
+        {AMP_BUSY_POLL_MAX_US, offsetof(amp_connect_opts, busy_poll_us)},
+    };
+    size_t big = 1 << 20;
+    uint8_t *in = malloc(big);
+    for (size_t i = 0; i < big; i++)
+        in[i] = (uint8_t)(i * 7 + 3);
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        amp_connect_opts co = { .size = cases[k].size, .busy_poll_us = cases[k].us };
+        amp_conn *c;
+        ck_assert_int_eq(amp_connect_with(client_fixture_address(), &co, &c), 0);
+        for (int i = 0; i < 200; i++) {
+            uint8_t tiny[3] = {(uint8_t)i, 1, 2};
+            void *out;
+            size_t n;
+            ck_assert_int_eq(amp_reverse(c, NULL, tiny, sizeof tiny, &out, &n), 0);
+            ck_assert_uint_eq(n, 3);
+            ck_assert_uint_eq(((uint8_t *)out)[2], (uint8_t)i);
+            amp_free(out);
+        }
+        amp_transform_params p = { .op = AMP_OP_XOR, .value = 0x5a };
+        void *out;
+        size_t n;
+        ck_assert_int_eq(amp_transform(c, NULL, &p, in, big, &out, &n), 0);
+        ck_assert_uint_eq(n, big);
+        size_t bad = 0;
+        while (bad < big && ((uint8_t *)out)[bad] == (in[bad] ^ 0x5a))
+            bad++;
+        ck_assert_msg(bad == big, "busy_poll_us %d: byte %zu wrong", cases[k].us, bad);
+        amp_free(out);
+        amp_close(c);
+    }
+    free(in);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("client_jobs");
@@ -274,6 +322,7 @@ int main(void)
         fill_uint32_wraps,
         fill_int64_and_float32,
         fill_empty,
+        busy_poll_settings_same_results,
         NULL,
     };
     TCase *tc = check_run_case(s, "jobs", tests);

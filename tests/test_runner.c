@@ -67,11 +67,16 @@ static struct job *reverse_job(uint8_t tag)
     return job;
 }
 
+/* A runner's poll once idle, by the loop test's _i: none, and
+ * --busy-poll's default. */
+static const uint64_t spins_ns[] = {0, 50 * 1000};
+#define NSPINS (int)(sizeof(spins_ns) / sizeof(spins_ns[0]))
+
 START_TEST(runs_in_order_on_its_thread)
 {
     struct completions c;
     completions_init(&c);
-    struct runner *r = runner_start(fixture_dev(), on_complete, &c);
+    struct runner *r = runner_start(fixture_dev(), spins_ns[_i], on_complete, &c);
     ck_assert_ptr_nonnull(r);
     ck_assert_ptr_eq(runner_dev(r), fixture_dev());
     struct job *jobs[NJOBS];
@@ -100,7 +105,7 @@ START_TEST(cancelled_job_is_not_run)
 {
     struct completions c;
     completions_init(&c);
-    struct runner *r = runner_start(fixture_dev(), on_complete, &c);
+    struct runner *r = runner_start(fixture_dev(), spins_ns[_i], on_complete, &c);
     ck_assert_ptr_nonnull(r);
     struct job *jobs[3];
     for (int i = 0; i < 3; i++)
@@ -125,7 +130,7 @@ START_TEST(stop_cancels_queued_jobs)
     struct completions c;
     completions_init(&c);
     c.block_first = true;
-    struct runner *r = runner_start(fixture_dev(), on_complete, &c);
+    struct runner *r = runner_start(fixture_dev(), spins_ns[_i], on_complete, &c);
     ck_assert_ptr_nonnull(r);
     struct job *jobs[NJOBS];
     jobs[0] = reverse_job(0);
@@ -158,11 +163,35 @@ START_TEST(stop_cancels_queued_jobs)
 }
 END_TEST
 
+/* One job at a time, each submitted once the last completed: the runner
+ * has gone idle (polling or asleep) before every submit, and a submit it
+ * missed would hang here. */
+START_TEST(lone_jobs_one_after_another)
+{
+    enum { ROUNDS = 500 };
+    struct completions c;
+    completions_init(&c);
+    struct runner *r = runner_start(fixture_dev(), spins_ns[_i], on_complete, &c);
+    ck_assert_ptr_nonnull(r);
+    struct job *jobs[ROUNDS];
+    for (int i = 0; i < ROUNDS; i++) {
+        jobs[i] = reverse_job((uint8_t)i);
+        runner_submit(r, &jobs[i]->task);
+        completions_wait(&c, (size_t)i + 1);
+        ck_assert_int_eq(jobs[i]->status, STATUS_OK);
+        ck_assert_uint_eq(jobs[i]->results[0].data[2], (uint8_t)i);
+    }
+    runner_stop(r);   /* the runner may still hold a task its completion returned */
+    for (int i = 0; i < ROUNDS; i++)
+        job_free(jobs[i]);
+}
+END_TEST
+
 START_TEST(stop_idle_runner)
 {
     struct completions c;
     completions_init(&c);
-    struct runner *r = runner_start(fixture_dev(), on_complete, &c);
+    struct runner *r = runner_start(fixture_dev(), spins_ns[_i], on_complete, &c);
     ck_assert_ptr_nonnull(r);
     ck_assert_uint_eq(runner_load(r), 0);
     runner_stop(r);
@@ -178,10 +207,14 @@ int main(void)
         runs_in_order_on_its_thread,
         stop_cancels_queued_jobs,
         cancelled_job_is_not_run,
+        lone_jobs_one_after_another,
         stop_idle_runner,
         NULL,
     };
-    TCase *tc = check_run_case(s, "runner", tests);
+    const TTest *const none[] = {NULL};
+    TCase *tc = check_run_case(s, "runner", none);
+    for (size_t i = 0; tests[i]; i++)
+        check_run_loop(tc, tests[i], 0, NSPINS);
     tcase_add_unchecked_fixture(tc, NULL, fixture_close);
     return check_run(s, CK_NOFORK);
 }

@@ -62,7 +62,7 @@ static void setup(void)
         staging[i] = dev_pinned_alloc(fixture_dev(), CHUNK, &pinned[i]);
         ck_assert_ptr_nonnull(staging[i]);
     }
-    run = runner_start(fixture_dev(), on_complete, &col);
+    run = runner_start(fixture_dev(), 0, on_complete, &col);
     ck_assert_ptr_nonnull(run);
     ntasks = 0;
 }

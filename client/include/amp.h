@@ -133,7 +133,17 @@ typedef struct amp_connect_opts {
      * TLS or loopback: plaintext shows it to the network. A wrong or
      * missing one makes calls fail with AMP_EUNAUTH. */
     const char *token;
+    /* Microseconds a call waiting for the daemon polls the socket before
+     * it sleeps: a tiny call's reply comes back in tens of microseconds,
+     * and waking a sleeping thread costs several. The calling thread's CPU
+     * is spent meanwhile, yielded to any other thread that wants it.
+     * 0: AMP_BUSY_POLL_US; < 0: never poll; at most AMP_BUSY_POLL_MAX_US. */
+    int busy_poll_us;
 } amp_connect_opts;
+
+/* amp_connect_opts.busy_poll_us's default and limit. */
+#define AMP_BUSY_POLL_US 50
+#define AMP_BUSY_POLL_MAX_US 10000
 
 /* The version of the library the program runs with, as AMP_VERSION_HEX
  * (0xMMmmpp) and as a static string "MAJOR.MINOR.PATCH". */
