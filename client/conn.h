@@ -25,6 +25,7 @@
 #define CONN_OUT_IOV (CONN_FRAME_IOV + 1) /* all unwritten output: c->out, then the frame */
 #define CONN_FRAME_HD 9              /* an HTTP/2 frame header */
 #define CONN_BEARER "Bearer "        /* amp_connect_opts.token's scheme (RFC 6750) */
+#define CONN_CPUS_PER_POLLER 4       /* busy polling: one polling thread per this many CPUs */
 
 struct call;
 struct region_link;
