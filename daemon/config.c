@@ -130,10 +130,9 @@ static const struct config_opt config_opts[] = {
       "worker threads of that host path; 0: one per CPU, at most "
       CONFIG_STR(AMPD_DEFAULT_HOST_THREADS_MAX) },
     { "busy-poll", "US", CFG_U32, CFG_OFF(busy_poll_us), 0, AMPD_MAX_BUSY_POLL_US,
-      "an I/O loop polls while its jobs are out and US microseconds\n"
-      "                            after, a host worker US after its last job,\n"
-      "                            instead of sleeping: fewer wake-ups, more CPU;\n"
-      "                            0: off" },
+      "I/O loops, host workers and runners poll for work for US\n"
+      "                            microseconds after their last, instead of\n"
+      "                            sleeping: fewer wake-ups, more CPU; 0: off" },
     { "drain-timeout", "S", CFG_SECONDS, CFG_OFF(drain_timeout_ms), 0,
       UINT32_MAX / CONFIG_MS_PER_S, "on SIGTERM, wait at most S seconds for calls" },
     { "log-level", "LEVEL", CFG_LOG_LEVEL, CFG_OFF(log_level), 0, 0,

@@ -327,8 +327,9 @@ void io_loop_run(struct io_loop *l)
         uv_run(l->loop, UV_RUN_DEFAULT);
         return;
     }
-    /* Polling without sleeping while a job is out saves the wake-up its
-     * completion would cost, and for a while after one is back the wake-up
+    /* Polling without sleeping for a while after a job went out saves the
+     * wake-up its completion would cost (a tiny job is back within it; a
+     * long one is waited for asleep), and after one came back the wake-up
      * of the client's next call. Each round yields the CPU: where polling
      * threads fill every CPU (2 here), a spinning loop otherwise held back
      * the client it waited for (4 x 64 calls/s 80k -> 150k); with CPUs to

@@ -68,8 +68,8 @@ int io_loop_start(struct io_loop *l, char *err, size_t errlen);
 
 /* Runs the loop on the calling thread until its handles close: loop 0's
  * on the main thread (server.c), the others' on their own. With
- * --busy-poll it polls instead of sleeping while the loop's jobs are out
- * and that long after the last came back. */
+ * --busy-poll it polls instead of sleeping for that long after one of the
+ * loop's jobs went out or came back. */
 void io_loop_run(struct io_loop *l);
 
 /* Hands the loop an accepted connection fd (listen.h), which it serves or

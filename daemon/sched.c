@@ -56,9 +56,7 @@ struct sched_port {
     uv_mutex_t lock;           /* guards done_head/done_tail only */
     struct task *done_head, *done_tail; /* completed tasks not yet delivered */
     struct staging_port **staging; /* staging[i]: devs[i]'s pool as this loop sees it */
-    /* The loop's thread only (sched_port_busy). */
-    size_t out;                /* tasks submitted and not yet delivered */
-    uint64_t back_ns;          /* when the last one was delivered */
+    uint64_t stirred_ns;       /* the loop's thread: a task last went out or came back */
 };
 
 /* --- placement ------------------------------------------------------------ */
@@ -255,7 +253,6 @@ static bool sched_split(struct sched_port *p, struct job *job)
             continue;
         struct job *part = split_part(sp, k++);
         part->task = (struct task){ .kind = TASK_JOB, .job = part, .home = p };
-        p->out++;
         runner_submit(s->runners[i], &part->task);
     }
     return true;
@@ -271,13 +268,11 @@ enum status_code sched_submit(struct sched_port *p, struct job *job, char *msg, 
                                  : sched_take(s, job->device_req, &index, msg, msglen);
     if (code == STATUS_OK) {
         job->task = (struct task){ .kind = TASK_JOB, .job = job, .home = p };
-        if (host) {
-            p->out++;
+        p->stirred_ns = monotonic_ns();
+        if (host)
             host_pool_submit(s->host, &job->task);
-        } else if (!sched_split(p, job)) {
-            p->out++;
+        else if (!sched_split(p, job))
             runner_submit(s->runners[index], &job->task);
-        }
     }
     uv_rwlock_rdunlock(&s->life);
     return code;
@@ -324,7 +319,7 @@ void sched_stream_task(struct sched_port *p, size_t index, struct task *t)
 {
     struct sched *s = p->s;
     t->home = p;
-    p->out++;
+    p->stirred_ns = monotonic_ns();
     uv_rwlock_rdlock(&s->life);
     bool stopped = s->stopped;
     if (!stopped)
@@ -389,11 +384,10 @@ static void sched_deliver(struct sched_port *p)
         uv_mutex_unlock(&p->lock);
         if (!t)
             return;
-        p->back_ns = monotonic_ns();
+        p->stirred_ns = monotonic_ns();
         while (t) {
             struct task *next = t->next;
             t->next = NULL;
-            p->out--;
             if (t->kind == TASK_JOB)
                 sched_job_done(p->s, t->job);
             else
@@ -410,7 +404,7 @@ static void sched_on_wake(struct loop_wake *w)
 
 bool sched_port_busy(const struct sched_port *p, uint64_t now_ns, uint64_t window_ns)
 {
-    return p->out || now_ns - p->back_ns < window_ns;
+    return now_ns - p->stirred_ns < window_ns;
 }
 
 /* --- life ----------------------------------------------------------------- */

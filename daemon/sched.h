@@ -60,8 +60,8 @@ int sched_new(struct dev **devs, size_t ndevs, size_t default_index,
  * NULL when out of memory. */
 struct sched_port *sched_port_new(struct sched *s, uv_loop_t *loop);
 
-/* On p's loop: a task it submitted is not back yet, or the last came
- * back less than window_ns before now_ns (io_loop.c's --busy-poll). */
+/* On p's loop: a task went out through p, or came back, less than
+ * window_ns before now_ns (io_loop.c's --busy-poll). */
 bool sched_port_busy(const struct sched_port *p, uint64_t now_ns, uint64_t window_ns);
 
 /* Stops every runner (the tasks in flight finish, queued ones complete

@@ -1,12 +1,12 @@
 """test_busy_poll.py: --busy-poll against a real ampd.
 
-With it (the default), an I/O loop polls instead of sleeping while its jobs
-are out and for a while after, and a host worker for a while after its last
-job. The polling must end: once the calls stop, the daemon sleeps. So each
-case loads the daemon with the calls that poll (tiny jobs on the host path
-and on the device, many at once, a stream), then measures the CPU time it
-takes while nothing calls: a loop or worker left polling takes a whole CPU
-second per second, an idle daemon almost none. Results are checked the same
+With it (the default), an I/O loop, a host worker and a device's runner poll
+instead of sleeping for a while after their last job. The polling must end:
+once the calls stop, the daemon sleeps. So each case loads the daemon with
+the calls that poll (tiny jobs on the host path and on the device, many at
+once, a stream), then measures the CPU time it takes while nothing calls: a
+thread left polling takes up to a whole CPU second per second, an idle
+daemon almost none. Results are checked the same
 with the option on and off, and its limit is enforced.
 """
 import os
