@@ -52,11 +52,11 @@
 /* --host-threads 0 (the default): one worker per online CPU, at most this many. */
 #define AMPD_DEFAULT_HOST_THREADS_MAX 4
 #define AMPD_MAX_HOST_THREADS 64
-/* --busy-poll: a loop with a job out, or one back this recently, and a
- * host worker this soon after its last job, poll instead of sleeping. A
- * sleeping thread takes about 9 us to wake on the H100 host, and a tiny
- * call crosses four threads; 50 us covers a closed-loop client's next
- * call (bench/RESULTS.md: p50 47 -> 26 us). */
+/* --busy-poll: I/O loops, host workers and runners poll this long after
+ * their last job instead of sleeping. A sleeping thread takes about 9 us
+ * to wake on the H100 host, and a tiny call crosses four threads; 50 us
+ * covers a tiny job's round trip and a closed-loop client's next call
+ * (bench/RESULTS.md: p50 47 -> 26 us; 20 us gave 36). */
 #define AMPD_DEFAULT_BUSY_POLL_US 50
 #define AMPD_MAX_BUSY_POLL_US 10000
 
@@ -97,7 +97,7 @@ struct config {
     uint32_t io_threads;               /* I/O loops serving connections: >= 1 after config_load */
     uint64_t host_max_bytes;           /* the host path's job size limit (host.h); 0: off */
     uint32_t host_threads;             /* its workers: >= 1 after config_load */
-    uint32_t busy_poll_us;             /* loops and host workers poll this long before sleeping */
+    uint32_t busy_poll_us;             /* loops, host workers, runners poll this long, then sleep */
     char tls_cert[AMPD_PATH_MAX];      /* PEM certificate chain for tls: listeners; "": none */
     char tls_key[AMPD_PATH_MAX];       /* its PEM private key; set exactly when tls_cert is */
     char tls_client_ca[AMPD_PATH_MAX]; /* PEM CAs for client certificates; "": none asked */

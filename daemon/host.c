@@ -20,9 +20,9 @@
 #include <string.h>
 
 #include "dev.h"
-#include "monotonic.h"
 #include "host_step.h"
 #include "job.h"
+#include "monotonic.h"
 #include "sat.h"
 #include "stage.h"
 #include "task.h"

@@ -301,12 +301,12 @@ static bool runner_has_work(const struct runner *r)
            (r->kicked && r->nflight);
 }
 
-/* Waits up to spin_ns for a submit or a kick without sleeping, so that
- * the next tiny job costs no wake-up (--busy-poll; io_loop_run says why
- * each round yields). Called without the lock. */
-static void runner_poll(struct runner *r)
+/* Waits up to spin_ns for a submit or a kick after `seen` (news read
+ * under the lock, when there was no work) without sleeping, so that the
+ * next tiny job costs no wake-up (--busy-poll; io_loop_run says why each
+ * round yields). Called without the lock. */
+static void runner_poll(struct runner *r, unsigned seen)
 {
-    unsigned seen = atomic_load(&r->news);
     uint64_t end = monotonic_ns() + r->spin_ns;
     while (atomic_load_explicit(&r->news, memory_order_relaxed) == seen && monotonic_ns() < end)
         sched_yield();
@@ -319,8 +319,9 @@ static void *runner_main(void *arg)
     pthread_mutex_lock(&r->lock);
     for (bool worked = false;; worked = true) {
         if (worked && r->spin_ns && !runner_has_work(r)) {
+            unsigned seen = atomic_load(&r->news);
             pthread_mutex_unlock(&r->lock);
-            runner_poll(r);
+            runner_poll(r, seen);
             pthread_mutex_lock(&r->lock);
         }
         while (!runner_has_work(r))
