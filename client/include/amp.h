@@ -133,12 +133,13 @@ typedef struct amp_connect_opts {
      * TLS or loopback: plaintext shows it to the network. A wrong or
      * missing one makes calls fail with AMP_EUNAUTH. */
     const char *token;
-    /* Microseconds a blocking call waiting for the daemon polls the
-     * socket before it sleeps: a tiny call's reply comes back in tens of
-     * microseconds, and waking a sleeping thread costs several. The
-     * calling thread's CPU is spent meanwhile, yielded to any other thread
-     * that wants it. A connection with calls started without waiting in
-     * flight does not poll, and at most one thread per four CPUs of the
+    /* Microseconds a small blocking call (a unary request of at most
+     * 64 KiB) waiting for the daemon polls the socket before it sleeps: a
+     * tiny call's reply comes back in tens of microseconds, and waking a
+     * sleeping thread costs several. The calling thread's CPU is spent
+     * meanwhile, yielded to any other thread that wants it. Streams,
+     * larger calls and a connection with calls started without waiting in
+     * flight do not poll, and at most one thread per four CPUs of the
      * process polls at once (the others sleep at once).
      * 0: AMP_BUSY_POLL_US; < 0: never poll; at most AMP_BUSY_POLL_MAX_US. */
     int busy_poll_us;
