@@ -670,7 +670,7 @@ static int conn_pollers_limit(void)
 static int conn_call_polls(const amp_conn *c)
 {
     return c->call && !c->call->on_message && !c->calls &&
-           c->call->body.len <= CONN_POLL_MAX_REQUEST;
+           c->call->body.len <= AMP_BUSY_POLL_MAX_REQUEST;
 }
 
 /* poll() without sleeping for up to busy_poll_ns, yielding the CPU each

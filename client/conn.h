@@ -26,7 +26,6 @@
 #define CONN_FRAME_HD 9              /* an HTTP/2 frame header */
 #define CONN_BEARER "Bearer "        /* amp_connect_opts.token's scheme (RFC 6750) */
 #define CONN_CPUS_PER_POLLER 4       /* busy polling: one polling thread per this many CPUs */
-#define CONN_POLL_MAX_REQUEST (64 * 1024) /* and only for unary requests this small */
 
 struct call;
 struct region_link;

@@ -134,20 +134,23 @@ typedef struct amp_connect_opts {
      * missing one makes calls fail with AMP_EUNAUTH. */
     const char *token;
     /* Microseconds a small blocking call (a unary request of at most
-     * 64 KiB) waiting for the daemon polls the socket before it sleeps: a
-     * tiny call's reply comes back in tens of microseconds, and waking a
-     * sleeping thread costs several. The calling thread's CPU is spent
-     * meanwhile, yielded to any other thread that wants it. Streams,
-     * larger calls and a connection with calls started without waiting in
-     * flight do not poll, and at most one thread per four CPUs of the
-     * process polls at once (the others sleep at once).
+     * AMP_BUSY_POLL_MAX_REQUEST bytes) waiting for the daemon polls the
+     * socket before it sleeps: a tiny call's reply comes back in tens of
+     * microseconds, and waking a sleeping thread costs several. The
+     * calling thread's CPU is spent meanwhile, yielded to any other thread
+     * that wants it. Streams, larger calls and a connection with calls
+     * started without waiting in flight do not poll, and at most one
+     * thread per four CPUs of the process polls at once (the others sleep
+     * at once).
      * 0: AMP_BUSY_POLL_US; < 0: never poll; at most AMP_BUSY_POLL_MAX_US. */
     int busy_poll_us;
 } amp_connect_opts;
 
-/* amp_connect_opts.busy_poll_us's default and limit. */
+/* amp_connect_opts.busy_poll_us's default and limit, and the largest
+ * request that polls. */
 #define AMP_BUSY_POLL_US 50
 #define AMP_BUSY_POLL_MAX_US 10000
+#define AMP_BUSY_POLL_MAX_REQUEST (64 * 1024)
 
 /* The version of the library the program runs with, as AMP_VERSION_HEX
  * (0xMMmmpp) and as a static string "MAJOR.MINOR.PATCH". */
