@@ -32,16 +32,10 @@ static int io_read_fd(int fd, const char *name, uint8_t **buf, size_t *len)
     size_t cap = 0, n = 0;
     uint8_t *p = NULL;
     for (;;) {
-        if (cap - n < IO_CHUNK) {
-            size_t ncap = grow_cap(cap, IO_CHUNK, n + IO_CHUNK);
-            uint8_t *q = realloc(p, ncap);
-            if (!q) {
-                free(p);
-                ampctl_error("%s: out of memory after %zu bytes", name, n);
-                return AMPCTL_EIO;
-            }
-            p = q;
-            cap = ncap;
+        if (grow_bytes(&p, &cap, IO_CHUNK, n + IO_CHUNK) != 0) {
+            free(p);
+            ampctl_error("%s: out of memory after %zu bytes", name, n);
+            return AMPCTL_EIO;
         }
         ssize_t r = read(fd, p + n, cap - n);
         if (r < 0 && errno == EINTR)
@@ -157,15 +151,9 @@ static int io_input_fill(struct io_input *in, uint64_t limit)
     for (;;) {
         if (in->head_len >= limit)
             return AMPCTL_OK;
-        if (in->head_cap - in->head_len < IO_CHUNK) {
-            size_t cap = grow_cap(in->head_cap, IO_CHUNK, in->head_len + IO_CHUNK);
-            uint8_t *p = realloc(in->head, cap);
-            if (!p) {
-                ampctl_error("%s: out of memory after %zu bytes", in->name, in->head_len);
-                return AMPCTL_EIO;
-            }
-            in->head = p;
-            in->head_cap = cap;
+        if (grow_bytes(&in->head, &in->head_cap, IO_CHUNK, in->head_len + IO_CHUNK) != 0) {
+            ampctl_error("%s: out of memory after %zu bytes", in->name, in->head_len);
+            return AMPCTL_EIO;
         }
         uint8_t *p = in->head;
         size_t want = IO_CHUNK;

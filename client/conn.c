@@ -97,15 +97,7 @@ static int conn_on_error(nghttp2_session *s, int lib_error_code, const char *msg
 /* Makes room in c->out for more bytes past out_len. */
 static int conn_out_reserve(amp_conn *c, size_t more)
 {
-    if (c->out_len + more <= c->out_cap)
-        return 0;
-    size_t cap = grow_cap(c->out_cap, CONN_OUT_INITIAL, c->out_len + more);
-    uint8_t *p = realloc(c->out, cap);
-    if (!p)
-        return -1;
-    c->out = p;
-    c->out_cap = cap;
-    return 0;
+    return grow_bytes(&c->out, &c->out_cap, CONN_OUT_INITIAL, c->out_len + more);
 }
 
 /* nghttp2's send_data callback, for the DATA of no_copy calls: the frame

@@ -116,14 +116,8 @@ int body_lend(struct body *b, const uint8_t *p, size_t len)
 static int body_add_own(struct body_builder *bb, const uint8_t *data, size_t len)
 {
     struct body *b = bb->b;
-    if (b->own_len + len > b->own_cap) {
-        size_t cap = grow_cap(b->own_cap, BODY_OWN_FIRST, b->own_len + len);
-        uint8_t *p = realloc(b->own, cap);
-        if (!p)
-            return -1;
-        b->own = p;
-        b->own_cap = cap;
-    }
+    if (grow_bytes(&b->own, &b->own_cap, BODY_OWN_FIRST, b->own_len + len) != 0)
+        return -1;
     memcpy(b->own + b->own_len, data, len);
     struct body_piece *last = b->npieces ? &b->pieces[b->npieces - 1] : NULL;
     if (last && !last->ptr) {

@@ -55,15 +55,7 @@ static int tls_pipe_reserve(uint8_t **buf, size_t *pos, size_t *len, size_t *cap
         *len -= *pos;
         *pos = 0;
     }
-    if (*len + more <= *cap)
-        return 0;
-    size_t c = grow_cap(*cap, TLS_PIPE_SLICE, *len + more);
-    uint8_t *b = realloc(*buf, c);
-    if (!b)
-        return -1;
-    *buf = b;
-    *cap = c;
-    return 0;
+    return grow_bytes(buf, cap, TLS_PIPE_SLICE, *len + more);
 }
 
 static int tls_pipe_fail(struct tls_pipe *p, const char *what);

@@ -819,14 +819,8 @@ int h2_session_recv(struct h2_session *s, const uint8_t *data, size_t len)
 /* Appends n bytes to the gather buffer. Returns 0, or -1 out of memory. */
 static int h2_gather_add(struct h2_session *s, const void *p, size_t n)
 {
-    if (s->gather_len + n > s->gather_cap) {
-        size_t cap = grow_cap(s->gather_cap, 4096, s->gather_len + n);
-        uint8_t *nb = realloc(s->gather, cap);
-        if (!nb)
-            return -1;
-        s->gather = nb;
-        s->gather_cap = cap;
-    }
+    if (grow_bytes(&s->gather, &s->gather_cap, 4096, s->gather_len + n) != 0)
+        return -1;
     memcpy(s->gather + s->gather_len, p, n);
     s->gather_len += n;
     return 0;
