@@ -216,10 +216,7 @@ int main(void)
         stop_runs_what_is_queued,
         NULL,
     };
-    const TTest *const none[] = {NULL};
-    TCase *tc = check_run_case(s, "host_pool", none);
-    for (size_t i = 0; tests[i]; i++)
-        check_run_loop(tc, tests[i], 0, NSPINS);
+    TCase *tc = check_run_loop_case(s, "host_pool", tests, 0, NSPINS);
     tcase_add_unchecked_fixture(tc, NULL, fixture_close);
     return check_run(s, CK_NOFORK);
 }

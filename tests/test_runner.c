@@ -211,10 +211,7 @@ int main(void)
         stop_idle_runner,
         NULL,
     };
-    const TTest *const none[] = {NULL};
-    TCase *tc = check_run_case(s, "runner", none);
-    for (size_t i = 0; tests[i]; i++)
-        check_run_loop(tc, tests[i], 0, NSPINS);
+    TCase *tc = check_run_loop_case(s, "runner", tests, 0, NSPINS);
     tcase_add_unchecked_fixture(tc, NULL, fixture_close);
     return check_run(s, CK_NOFORK);
 }

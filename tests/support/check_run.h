@@ -45,6 +45,18 @@ static inline void check_run_loop(TCase *tc, const TTest *t, int start, int end)
         tcase_add_loop_test(tc, t, start, end);
 }
 
+/* check_run_case() with every test a loop test over _i in [start, end):
+ * each case of tests runs once per variant the test indexes by _i. */
+static inline TCase *check_run_loop_case(Suite *s, const char *name, const TTest *const *tests,
+                                         int start, int end)
+{
+    TCase *tc = tcase_create(name);
+    for (; *tests; tests++)
+        check_run_loop(tc, *tests, start, end);
+    suite_add_tcase(s, tc);
+    return tc;
+}
+
 /* Runs every test of s with the given fork mode (CK_FORK_GETENV is
  * libcheck's default: each test in its own process unless CK_FORK=no;
  * CK_NOFORK keeps state such as an opened device across tests). Takes
