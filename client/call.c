@@ -155,16 +155,21 @@ static const char *call_frame_error(int rc)
 }
 
 /* Bytes the reader should get next: the rest of its prefix, the head of a
- * reply message that may go in pieces, or the rest of the message. */
+ * reply message that may go in pieces, or the rest of the message, never
+ * more: past its end the reader would take the next message whole, though
+ * that one may be long enough to go in pieces (a stream's replies: a short
+ * message, then a chunk's, in one DATA frame). */
 static size_t call_feed_need(const struct call *call, size_t len)
 {
     const struct grpc_frame_reader *r = &call->reader;
-    size_t n = len;
+    size_t n;
     if (r->hdr_have < GRPC_FRAME_HEADER)
         n = GRPC_FRAME_HEADER - r->hdr_have;
     else if (call->on_piece_start && r->msg_len > CALL_PIECE_HEAD && r->msg_have < CALL_PIECE_HEAD)
         n = CALL_PIECE_HEAD - r->msg_have;
-    return n < len ? n : len;
+    else
+        n = r->msg_len - r->msg_have;
+    return n > 0 && n < len ? n : len;
 }
 
 /* The reader holds a long reply message's head: pieces from here on, if
@@ -189,8 +194,7 @@ static int call_piece_begin(struct call *call)
     return 0;
 }
 
-/* Feeds a reply's DATA to the reader, or in pieces to the handler. */
-static int call_feed(struct call *call, const uint8_t *data, size_t len)
+int call_feed(struct call *call, const uint8_t *data, size_t len)
 {
     while (len > 0) {
         size_t n;

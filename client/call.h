@@ -103,6 +103,13 @@ int call_unary_raw(amp_conn *c, const char *path, const ProtobufCMessage *req, i
 int call_unary_pieces(amp_conn *c, const char *path, const ProtobufCMessage *req, int timeout_ms,
                       const struct call_pieces *pieces, uint8_t **reply, size_t *reply_len);
 
+/* Feeds len bytes of a reply's DATA to the call: to its reader, which
+ * hands each whole message to on_message (or keeps a unary reply), or,
+ * from a long message's head on, to on_piece when on_piece_start takes
+ * it. Returns 0, a grpc_frame error, or a positive value when a handler
+ * failed (its code in call->err). Called by the session's data callback. */
+int call_feed(struct call *call, const uint8_t *data, size_t len);
+
 /* For conn.c's next read: where the bytes should go when they are the
  * payload of a DATA frame of the call in progress that is taking a reply
  * message in pieces and offers a place (on_piece_dest), and in *len how
