@@ -464,22 +464,6 @@ static amp_step dp_step(enum dp_job job)
     return st;
 }
 
-/* The client's output: a buffer of the input's size; more is an error. */
-struct dp_sink {
-    uint8_t *p;
-    size_t cap, pos;
-};
-
-static int dp_sink_write(void *ctx, const void *buf, size_t len)
-{
-    struct dp_sink *s = ctx;
-    if (len > s->cap - s->pos)
-        return AMP_EPROTO;
-    memcpy(s->p + s->pos, buf, len);
-    s->pos += len;
-    return 0;
-}
-
 /* One streamed job of size bytes on c, its output into got; the result is
  * checked apart (dp_stream_check), so that threads only run calls. */
 struct dp_stream_run {
@@ -489,23 +473,21 @@ struct dp_stream_run {
     const uint8_t *input;
     uint8_t *got;
     size_t size;
-    size_t got_len;          /* output bytes the sink took */
+    size_t got_len;          /* output bytes that came back */
     amp_hist hist;           /* a histogram's result */
     double t0, t1;           /* the call's start and end */
-    int rc;                  /* amp_stream_mem's */
+    int rc;                  /* amp_stream_mem_into's */
 };
 
 static void dp_stream_run(struct dp_stream_run *s)
 {
     amp_step st = dp_step(s->job);
-    struct dp_sink sink = {s->got, s->size, 0};
     size_t nhists = s->job == JOB_HIST ? 1 : 0;
     memset(&s->hist, 0, sizeof s->hist);
     s->t0 = bench_now();
-    s->rc = amp_stream_mem(s->c, s->ao, &st, 1, s->input, s->size, dp_sink_write, &sink,
-                           nhists ? &s->hist : NULL, nhists);
+    s->rc = amp_stream_mem_into(s->c, s->ao, &st, 1, s->input, s->size, s->got, s->size,
+                                &s->got_len, nhists ? &s->hist : NULL, nhists);
     s->t1 = bench_now();
-    s->got_len = sink.pos;
 }
 
 static void dp_stream_check(struct dp_stream_run *s, const struct dp_data *data, int k,

@@ -41,6 +41,8 @@ struct stream {
     void *in_ctx;
     amp_write_cb out;        /* NULL: output discarded */
     void *out_ctx;
+    uint8_t *dest;           /* amp_stream_mem_into: the output goes here (then out is NULL) */
+    size_t dest_cap, dest_len;
     amp_hist *hists;         /* nhists caller-owned entries; nresults <= nhists filled */
     size_t nhists, nresults;
     int in_done;             /* the input ended (or there is none): the body is closed */
@@ -75,6 +77,15 @@ static int stream_on_data(struct stream *st, const ProtobufCBinaryData *data)
 {
     if (st->nresults > 0)
         return conn_fail(st->c, AMP_EPROTO, "stream reply: data after a histogram result");
+    if (st->dest) {
+        if (data->len > st->dest_cap - st->dest_len)
+            return conn_fail(st->c, AMP_EINVAL, "the output is longer than out_cap (%zu "
+                             "bytes)", st->dest_cap);
+        if (data->data != st->dest + st->dest_len)   /* else the socket read it there */
+            memcpy(st->dest + st->dest_len, data->data, data->len);
+        st->dest_len += data->len;
+        return 0;
+    }
     if (!st->out || data->len == 0)
         return 0;
     int rc = st->out(st->out_ctx, data->data, data->len);
@@ -135,6 +146,16 @@ static size_t stream_piece_start(const uint8_t *head, size_t msg_len, void *ctx)
         !f.has_data || stream_set_device(st, &f) != 0)
         return 0;
     return f.data_off;
+}
+
+/* call_piece_dest_cb: amp_stream_mem_into's output goes where it belongs. */
+static uint8_t *stream_piece_dest(size_t *room, void *ctx)
+{
+    struct stream *st = ctx;
+    if (!st->dest)
+        return NULL;
+    *room = st->dest_cap - st->dest_len;
+    return st->dest + st->dest_len;
 }
 
 static int stream_piece(const uint8_t *data, size_t len, void *ctx)
@@ -315,6 +336,7 @@ static int stream_run(struct stream *st, const amp_opts *o, const struct steps_p
     st->call.on_message = stream_on_message;
     st->call.on_piece_start = stream_piece_start;
     st->call.on_piece = stream_piece;
+    st->call.on_piece_dest = stream_piece_dest;
     st->call.on_message_ctx = st;
     body_borrow(&st->call.body, st->header, st->header_len);
     st->call.body_open = !st->in_done;
@@ -376,6 +398,30 @@ int amp_stream_mem(amp_conn *c, const amp_opts *o, const amp_step *steps, size_t
         .hists = hists, .nhists = nhists, .in_done = len == 0,
     };
     return stream_job(&st, o, steps, nsteps, len);
+}
+
+int amp_stream_mem_into(amp_conn *c, const amp_opts *o, const amp_step *steps, size_t nsteps,
+                        const void *in, size_t len, void *out, size_t out_cap, size_t *out_len,
+                        amp_hist *hists, size_t nhists)
+{
+    static uint8_t no_room[1];   /* out NULL: room for nothing, yet a place to point at */
+    if (!c)
+        return AMP_EINVAL;
+    if (out_len)
+        *out_len = 0;
+    if (!in && len)
+        return conn_fail(c, AMP_EINVAL, "in is NULL but len is %zu", len);
+    if (!out_len)
+        return conn_fail(c, AMP_EINVAL, "out_len is NULL");
+    if (!out && out_cap)
+        return conn_fail(c, AMP_EINVAL, "out is NULL but out_cap is %zu", out_cap);
+    struct stream st = {
+        .c = c, .mem = in, .mem_len = len, .dest = out ? out : no_room, .dest_cap = out_cap,
+        .hists = hists, .nhists = nhists, .in_done = len == 0,
+    };
+    int rc = stream_job(&st, o, steps, nsteps, len);
+    *out_len = st.dest_len;
+    return rc;
 }
 
 int amp_stream(amp_conn *c, const amp_opts *o, const amp_step *steps, size_t nsteps,

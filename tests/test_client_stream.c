@@ -12,7 +12,8 @@
  * usable), a reverse without total_length, a total_length that
  * does not match, nhists that does not match the steps. amp_stream_mem
  * (input sent from the caller's memory): the same jobs, an empty input,
- * and a NULL input with a length.
+ * and a NULL input with a length; amp_stream_mem_into (output into the
+ * caller's buffer): the same, a buffer too small, and its arguments.
  */
 #include <check.h>
 #include <fcntl.h>
@@ -512,6 +513,73 @@ START_TEST(from_memory)
 }
 END_TEST
 
+/* amp_stream_mem_into: the output lands in the caller's buffer (most of it
+ * read from the socket straight there), for a transform with a histogram,
+ * a resident reverse, a histogram alone with no buffer; a buffer one byte
+ * short resets the stream and names out_cap; arguments refused locally. */
+START_TEST(into_memory)
+{
+    size_t n = WORDS_LEN, got = 1;
+    uint8_t *in = client_fixture_random(n, 37), *want = malloc(n), *rev = malloc(n);
+    uint8_t *out = malloc(n + 1);
+    memcpy(want, in, n);
+    struct transform_params tp = { .op = XFORM_XOR, .value = 0x5a, .length = n };
+    host_step_transform(&tp, want, n);
+    host_step_reverse(want, rev, n);
+    amp_step steps[3];
+    memset(steps, 0, sizeof steps);
+    steps[0].size = sizeof steps[0];
+    steps[0].kind = AMP_STEP_HISTOGRAM;
+    steps[0].hist = (amp_hist_params){ .type = AMP_TYPE_UINT8 };
+    steps[1].size = sizeof steps[1];
+    steps[1].kind = AMP_STEP_TRANSFORM;
+    steps[1].transform = (amp_transform_params){ .op = AMP_OP_XOR, .value = 0x5a };
+    steps[2].size = sizeof steps[2];
+    steps[2].kind = AMP_STEP_REVERSE;
+    amp_hist h;
+    memset(out, 0xee, n + 1);
+    CLIENT_CHECK_OK(amp_stream_mem_into(client_conn, NULL, steps, 2, in, n, out, n + 1, &got, &h, 1));
+    ck_assert_uint_eq(got, n);
+    ck_assert_msg(memcmp(out, want, n) == 0, "transformed output differs");
+    ck_assert_uint_eq(out[n], 0xee);   /* nothing past the output */
+    struct hist_params bytes = { .type = ELEM_U8, .bins = 256 };
+    client_fixture_expect_hist(&h, &bytes, in, n);
+    amp_hist_free(&h);
+    CLIENT_CHECK_OK(amp_stream_mem_into(client_conn, NULL, steps + 1, 2, in, n, out, n, &got,
+                                        NULL, 0));
+    ck_assert_uint_eq(got, n);
+    ck_assert_msg(memcmp(out, rev, n) == 0, "reversed output differs");
+    CLIENT_CHECK_OK(amp_stream_mem_into(client_conn, NULL, steps, 1, in, n, NULL, 0, &got, &h, 1));
+    ck_assert_uint_eq(got, 0);
+    client_fixture_expect_hist(&h, &bytes, in, n);
+    amp_hist_free(&h);
+    /* One byte short: refused once the output passes it, the stream reset. */
+    int rc = amp_stream_mem_into(client_conn, NULL, steps + 1, 1, in, n, out, n - 1, &got, NULL, 0);
+    ck_assert_msg(rc == AMP_EINVAL, "got %s: %s", amp_strerror(rc), amp_last_message(client_conn));
+    ck_assert_msg(strstr(amp_last_message(client_conn), "out_cap"), "message '%s'",
+                  amp_last_message(client_conn));
+    ck_assert_uint_le(got, n - 1);
+    expect_conn_usable();
+    ck_assert_int_eq(amp_stream_mem_into(client_conn, NULL, steps + 1, 1, in, n, NULL, 5, &got,
+                                         NULL, 0), AMP_EINVAL);
+    ck_assert_msg(strstr(amp_last_message(client_conn), "out_cap"), "message '%s'",
+                  amp_last_message(client_conn));
+    ck_assert_int_eq(amp_stream_mem_into(client_conn, NULL, steps + 1, 1, in, n, out, n, NULL,
+                                         NULL, 0), AMP_EINVAL);
+    ck_assert_msg(strstr(amp_last_message(client_conn), "out_len"), "message '%s'",
+                  amp_last_message(client_conn));
+    ck_assert_int_eq(amp_stream_mem_into(client_conn, NULL, steps + 1, 1, NULL, 5, out, n, &got,
+                                         NULL, 0), AMP_EINVAL);
+    ck_assert_int_eq(amp_stream_mem_into(NULL, NULL, steps + 1, 1, in, n, out, n, &got, NULL, 0),
+                     AMP_EINVAL);
+    expect_conn_usable();
+    free(out);
+    free(rev);
+    free(want);
+    free(in);
+}
+END_TEST
+
 START_TEST(bad_arguments_refused_locally)
 {
     amp_step st[2] = { { .size = sizeof(amp_step), .kind = AMP_STEP_HISTOGRAM,
@@ -560,6 +628,7 @@ int main(void)
         total_length_mismatch,
         bad_arguments_refused_locally,
         from_memory,
+        into_memory,
         NULL,
     };
     TCase *tc = check_run_case(s, "stream", tests);

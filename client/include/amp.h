@@ -402,6 +402,19 @@ AMP_EXTERN int amp_stream_mem(amp_conn *c, const amp_opts *o, const amp_step *st
                               size_t nsteps, const void *in, size_t len, amp_write_cb out,
                               void *out_ctx, amp_hist *hists, size_t nhists);
 
+/* amp_stream_mem with the output written into out (out_cap bytes) as it
+ * arrives, most of it read from the socket straight there: no callback and
+ * no copy in between, for moving memory to memory at the socket's speed.
+ * *out_len gets the output's length, on failure what of it arrived. Output
+ * longer than out_cap resets the stream (AMP_EINVAL, naming out_cap); out
+ * may be NULL with out_cap 0 for jobs without data output (histograms).
+ * Otherwise codes and hists as for amp_stream_mem (AMP_EINVAL also for
+ * out_len NULL). */
+AMP_EXTERN int amp_stream_mem_into(amp_conn *c, const amp_opts *o, const amp_step *steps,
+                                   size_t nsteps, const void *in, size_t len, void *out,
+                                   size_t out_cap, size_t *out_len, amp_hist *hists,
+                                   size_t nhists);
+
 /* amp_stream over file descriptors: in_fd is read to EOF, out_fd gets the
  * output; -1 for no input / no data output. Neither is closed. A read or
  * write failure returns AMP_EIO with the reason in amp_last_message();
