@@ -468,26 +468,50 @@ START_TEST(total_length_mismatch)
 }
 END_TEST
 
+/* The memory forms' jobs over n bytes of in: steps 0..2 are a byte
+ * histogram, xor value and a reverse (resident: it needs the length, which
+ * is len); want is what the xor gives, rev that reversed (both owned). */
+struct mem_jobs {
+    amp_step steps[3];
+    uint8_t *want, *rev;
+};
+
+static void mem_jobs_init(struct mem_jobs *m, const uint8_t *in, size_t n, uint8_t value)
+{
+    m->want = malloc(n);
+    m->rev = malloc(n);
+    ck_assert_ptr_nonnull(m->want);
+    ck_assert_ptr_nonnull(m->rev);
+    memcpy(m->want, in, n);
+    struct transform_params tp = { .op = XFORM_XOR, .value = value, .length = n };
+    host_step_transform(&tp, m->want, n);
+    host_step_reverse(m->want, m->rev, n);
+    memset(m->steps, 0, sizeof m->steps);
+    for (int i = 0; i < 3; i++)
+        m->steps[i].size = sizeof m->steps[i];
+    m->steps[0].kind = AMP_STEP_HISTOGRAM;
+    m->steps[0].hist = (amp_hist_params){ .type = AMP_TYPE_UINT8 };
+    m->steps[1].kind = AMP_STEP_TRANSFORM;
+    m->steps[1].transform = (amp_transform_params){ .op = AMP_OP_XOR, .value = value };
+    m->steps[2].kind = AMP_STEP_REVERSE;
+}
+
+static void mem_jobs_free(struct mem_jobs *m)
+{
+    free(m->want);
+    free(m->rev);
+}
+
 /* amp_stream_mem: input sent from the caller's memory, many chunks of the
  * library's (AMP_STREAM_CHUNK) and of the daemon's (1 MiB). */
 START_TEST(from_memory)
 {
     size_t n = WORDS_LEN;
-    uint8_t *in = client_fixture_random(n, 31), *want = malloc(n), *rev = malloc(n);
-    memcpy(want, in, n);
-    struct transform_params tp = { .op = XFORM_XOR, .value = 0x3c, .length = n };
-    host_step_transform(&tp, want, n);
-    host_step_reverse(want, rev, n);
-    amp_step steps[3];
-    memset(steps, 0, sizeof steps);
-    steps[0].size = sizeof steps[0];
-    steps[0].kind = AMP_STEP_HISTOGRAM;
-    steps[0].hist = (amp_hist_params){ .type = AMP_TYPE_UINT8 };
-    steps[1].size = sizeof steps[1];
-    steps[1].kind = AMP_STEP_TRANSFORM;
-    steps[1].transform = (amp_transform_params){ .op = AMP_OP_XOR, .value = 0x3c };
-    steps[2].size = sizeof steps[2];
-    steps[2].kind = AMP_STEP_REVERSE;   /* resident: needs the length, which is len */
+    uint8_t *in = client_fixture_random(n, 31);
+    struct mem_jobs m;
+    mem_jobs_init(&m, in, n, 0x3c);
+    amp_step *steps = m.steps;
+    uint8_t *want = m.want, *rev = m.rev;
     struct sink k = { .want = want, .want_len = n };
     amp_hist h;
     CLIENT_CHECK_OK(amp_stream_mem(client_conn, NULL, steps, 2, in, n, sink_write, &k, &h, 1));
@@ -507,8 +531,7 @@ START_TEST(from_memory)
     ck_assert_int_eq(amp_stream_mem(client_conn, NULL, steps + 1, 1, NULL, 5, NULL, NULL, NULL, 0),
                      AMP_EINVAL);
     expect_conn_usable();
-    free(rev);
-    free(want);
+    mem_jobs_free(&m);
     free(in);
 }
 END_TEST
@@ -520,22 +543,11 @@ END_TEST
 START_TEST(into_memory)
 {
     size_t n = WORDS_LEN, got = 1;
-    uint8_t *in = client_fixture_random(n, 37), *want = malloc(n), *rev = malloc(n);
-    uint8_t *out = malloc(n + 1);
-    memcpy(want, in, n);
-    struct transform_params tp = { .op = XFORM_XOR, .value = 0x5a, .length = n };
-    host_step_transform(&tp, want, n);
-    host_step_reverse(want, rev, n);
-    amp_step steps[3];
-    memset(steps, 0, sizeof steps);
-    steps[0].size = sizeof steps[0];
-    steps[0].kind = AMP_STEP_HISTOGRAM;
-    steps[0].hist = (amp_hist_params){ .type = AMP_TYPE_UINT8 };
-    steps[1].size = sizeof steps[1];
-    steps[1].kind = AMP_STEP_TRANSFORM;
-    steps[1].transform = (amp_transform_params){ .op = AMP_OP_XOR, .value = 0x5a };
-    steps[2].size = sizeof steps[2];
-    steps[2].kind = AMP_STEP_REVERSE;
+    uint8_t *in = client_fixture_random(n, 37), *out = malloc(n + 1);
+    struct mem_jobs m;
+    mem_jobs_init(&m, in, n, 0x5a);
+    amp_step *steps = m.steps;
+    const uint8_t *want = m.want, *rev = m.rev;
     amp_hist h;
     memset(out, 0xee, n + 1);
     CLIENT_CHECK_OK(amp_stream_mem_into(client_conn, NULL, steps, 2, in, n, out, n + 1, &got, &h, 1));
@@ -574,8 +586,7 @@ START_TEST(into_memory)
                      AMP_EINVAL);
     expect_conn_usable();
     free(out);
-    free(rev);
-    free(want);
+    mem_jobs_free(&m);
     free(in);
 }
 END_TEST
