@@ -232,18 +232,35 @@ static int call_on_begin_frame(nghttp2_session *s, const nghttp2_frame_hd *hd, v
     return 0;
 }
 
+/* The blocking call in progress takes reply data in place: the bytes that
+ * lead to its next piece (a frame header, the rest of a short message, a
+ * message head) are then read alone, so that the piece's own are read
+ * straight where they go, not into the connection's buffer and copied. */
+static void call_read_head(amp_conn *c, size_t *len)
+{
+    struct call *call = c->call;
+    size_t room = 0;
+    if (call && !call->err && call->on_piece_dest &&
+        call->on_piece_dest(&room, call->on_message_ctx) && room > 0 && *len > CALL_HEAD_READ)
+        *len = CALL_HEAD_READ;
+}
+
 uint8_t *call_read_dest(amp_conn *c, size_t *len)
 {
     struct call *call = c->data_left ? call_of(c, c->data_stream) : NULL;
-    if (!call || call->err || !call->piece_left || !call->on_piece_dest)
+    if (!call || call->err || !call->piece_left || !call->on_piece_dest) {
+        call_read_head(c, len);
         return NULL;
+    }
     size_t room = 0;
     uint8_t *p = call->on_piece_dest(&room, call->on_message_ctx);
     size_t n = c->data_left < room ? c->data_left : room;
     if (n > call->piece_left)
         n = (size_t)call->piece_left;
-    if (!p || n == 0)
+    if (!p || n == 0) {
+        call_read_head(c, len);
         return NULL;
+    }
     *len = n;
     return p;
 }

@@ -114,7 +114,10 @@ int call_feed(struct call *call, const uint8_t *data, size_t len);
  * payload of a DATA frame of the call in progress that is taking a reply
  * message in pieces and offers a place (on_piece_dest), and in *len how
  * many at most (never past the frame or the message); NULL: read into the
- * connection's buffer. */
+ * connection's buffer, at most *len bytes, which it lowers to
+ * CALL_HEAD_READ while the call takes data in place (only what leads to
+ * the next piece goes through the buffer). */
+#define CALL_HEAD_READ 512   /* a frame header, a short message, a long one's head */
 uint8_t *call_read_dest(amp_conn *c, size_t *len);
 
 /* --- the pieces of a call, for streaming calls (stream.c) --------------- */

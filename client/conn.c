@@ -601,7 +601,8 @@ static int conn_read_some(amp_conn *c)
     uint8_t *buf = c->tls ? tls_pipe_recv_dest(c->tls, &want) : call_read_dest(c, &want);
     if (!buf) {
         buf = c->in;
-        want = CONN_READ_CHUNK;
+        if (c->tls)
+            want = CONN_READ_CHUNK;
     }
     ssize_t n = recv(c->fd, buf, want, MSG_DONTWAIT);
     if (n < 0) {
