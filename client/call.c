@@ -248,15 +248,15 @@ static void call_read_head(amp_conn *c, size_t *len)
 uint8_t *call_read_dest(amp_conn *c, size_t *len)
 {
     struct call *call = c->data_left ? call_of(c, c->data_stream) : NULL;
-    if (!call || call->err || !call->piece_left || !call->on_piece_dest) {
-        call_read_head(c, len);
-        return NULL;
+    uint8_t *p = NULL;
+    size_t n = 0;
+    if (call && !call->err && call->piece_left && call->on_piece_dest) {
+        size_t room = 0;
+        p = call->on_piece_dest(&room, call->on_message_ctx);
+        n = c->data_left < room ? c->data_left : room;
+        if (n > call->piece_left)
+            n = (size_t)call->piece_left;
     }
-    size_t room = 0;
-    uint8_t *p = call->on_piece_dest(&room, call->on_message_ctx);
-    size_t n = c->data_left < room ? c->data_left : room;
-    if (n > call->piece_left)
-        n = (size_t)call->piece_left;
     if (!p || n == 0) {
         call_read_head(c, len);
         return NULL;

@@ -597,13 +597,10 @@ static int conn_read_some(amp_conn *c)
 {
     /* A reply's bulk bytes may go straight where the call wants them;
      * over TLS, the ciphertext straight into the pipe's input buffer. */
-    size_t want = CONN_READ_CHUNK;
+    size_t want = CONN_READ_CHUNK;   /* either may lower it, call_read_dest also for c->in */
     uint8_t *buf = c->tls ? tls_pipe_recv_dest(c->tls, &want) : call_read_dest(c, &want);
-    if (!buf) {
+    if (!buf)
         buf = c->in;
-        if (c->tls)
-            want = CONN_READ_CHUNK;
-    }
     ssize_t n = recv(c->fd, buf, want, MSG_DONTWAIT);
     if (n < 0) {
         if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)
