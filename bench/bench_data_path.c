@@ -11,7 +11,9 @@
  *               the bytes through a bare Unix socket pair and a bare TCP
  *               loopback connection, one way and both ways at once (a
  *               writer and a reader thread per direction, memory to
- *               memory): best of --reps, after one warm-up;
+ *               memory), and DP_STREAMS Unix copies at once on their own
+ *               pairs (what the host gives DP_STREAMS streams' bytes):
+ *               best of --reps, after one warm-up;
  *   ampd        a transform (xor, bytes in and out) and a 256-bin uint8
  *               histogram (bytes in only) from client memory to client
  *               memory through libampclient: the Stream call over a Unix
@@ -32,7 +34,7 @@
  * transform (the device copies straight from and to the region's
  * mapping, pageable memory, where the pinned copy is the best case).
  * The four-stream rows compare with one stream (the issue's target is
- * 2.5x); the TLS rows with the same stream over plain TCP in the same run
+ * 2.5x), and their note with the four raw copies at once; the TLS rows with the same stream over plain TCP in the same run
  * (issue 13's target is 0.7). GB/s is input bytes over seconds everywhere, bytes per direction
  * for the raw copies.
  *
@@ -90,7 +92,7 @@
 
 enum dp_row {
     R_PIN_IN, R_PIN_OUT,
-    R_UNIX_1, R_UNIX_2, R_UNIX_2_LOOP, R_TCP_1, R_TCP_2,
+    R_UNIX_1, R_UNIX_2, R_UNIX_2_LOOP, R_TCP_1, R_TCP_2, R_UNIX_1_MULTI, R_UNIX_2_MULTI,
     R_STREAM_UNIX_X, R_STREAM_UNIX_H, R_STREAM_TCP_X, R_STREAM_TCP_H,
     R_STREAM_TLS_X, R_STREAM_TLS_H,
     R_UNARY_X, R_UNARY_H,
@@ -107,6 +109,7 @@ struct dp_row_def {
     int lim_a, lim_b;   /* limit rows: none (-1), a alone, or a then b in series */
     const char *limit;  /* the limit's name in the table */
     const char *note;
+    int also;           /* a row the note also compares with; 0 (R_PIN_IN, never one): none */
 };
 
 static const struct dp_row_def dp_rows[DP_NROWS] = {
@@ -118,6 +121,10 @@ static const struct dp_row_def dp_rows[DP_NROWS] = {
                        "the same, one thread a side polling (as an event loop)"},
     [R_TCP_1] = {"raw tcp", "copy 1-way", -1, -1, "-", ""},
     [R_TCP_2] = {"raw tcp", "copy 2-way", -1, -1, "-", "each way, both at once"},
+    [R_UNIX_1_MULTI] = {DP_STR(DP_STREAMS) " raw unix", "copy 1-way", -1, -1, "-",
+                        DP_STR(DP_STREAMS) " socket pairs at once, in all", R_UNIX_1},
+    [R_UNIX_2_MULTI] = {DP_STR(DP_STREAMS) " raw unix", "copy 2-way", -1, -1, "-",
+                        DP_STR(DP_STREAMS) " socket pairs at once, in all", R_UNIX_2},
     [R_STREAM_UNIX_X] = {"stream unix", "transform", R_UNIX_2, -1, "raw unix 2-way", ""},
     [R_STREAM_UNIX_H] = {"stream unix", "histogram", R_UNIX_1, -1, "raw unix 1-way", ""},
     [R_STREAM_TCP_X] = {"stream tcp", "transform", R_TCP_2, -1, "raw tcp 2-way", ""},
@@ -131,9 +138,9 @@ static const struct dp_row_def dp_rows[DP_NROWS] = {
     [R_REGION_X] = {"region unix", "transform", R_PIN_IN, R_PIN_OUT, "pinned h->d, d->h", ""},
     [R_REGION_H] = {"region unix", "histogram", R_PIN_IN, -1, "pinned h->d", ""},
     [R_MULTI_X] = {DP_STR(DP_STREAMS) " streams unix", "transform", R_STREAM_UNIX_X, -1,
-                   "1 stream unix", "target >= " DP_STREAMS_TARGET},
+                   "1 stream unix", "target >= " DP_STREAMS_TARGET, R_UNIX_2_MULTI},
     [R_MULTI_H] = {DP_STR(DP_STREAMS) " streams unix", "histogram", R_STREAM_UNIX_H, -1,
-                   "1 stream unix", "target >= " DP_STREAMS_TARGET},
+                   "1 stream unix", "target >= " DP_STREAMS_TARGET, R_UNIX_1_MULTI},
 };
 
 struct dp_opts {
@@ -314,6 +321,88 @@ static void dp_raw_row(enum bench_sock_kind kind, bool two_way, bool loop, const
     dp_record(res, k, row, dp_best(t, o->reps), (double)size);
 }
 
+/* DP_STREAMS raw Unix copies at once, each on its own socket pair with
+ * its own threads (what DP_STREAMS streams can at best move together):
+ * one thread per pair, started at a barrier, runs bench_sock_copy. */
+struct dp_raw_pair {
+    int fd[2];
+    const uint8_t *in, *out;
+    uint8_t *in_dst, *out_dst;   /* out_dst: NULL one way */
+    size_t size;
+    pthread_barrier_t *start;
+    double t0, t1;
+    pthread_t th;
+};
+
+static void *dp_raw_pair_main(void *arg)
+{
+    struct dp_raw_pair *p = arg;
+    pthread_barrier_wait(p->start);
+    p->t0 = bench_now();
+    if (bench_sock_copy(p->fd, p->in, p->in_dst, p->out_dst ? p->out : NULL, p->out_dst,
+                        p->size, DP_WRITE_SIZE) < 0)
+        bench_die("raw socket copy: %s", strerror(errno));
+    p->t1 = bench_now();
+    return NULL;
+}
+
+/* Seconds from the first pair's start to the last one's end, checked. */
+static double dp_raw_multi_once(const struct dp_data *data, uint8_t *const back[DP_STREAMS],
+                                size_t size)
+{
+    struct dp_raw_pair p[DP_STREAMS];
+    pthread_barrier_t start;
+    pthread_barrier_init(&start, NULL, DP_STREAMS);
+    for (int i = 0; i < DP_STREAMS; i++) {
+        p[i] = (struct dp_raw_pair){.in = data->input, .out = data->want, .in_dst = data->got[i],
+                                    .out_dst = back ? back[i] : NULL, .size = size,
+                                    .start = &start};
+        if (bench_sock_pair(BENCH_SOCK_UNIX, p[i].fd) < 0)
+            bench_die("a Unix socket pair: %s", strerror(errno));
+        memset(p[i].in_dst, 0, size);
+        if (back)
+            memset(back[i], 0, size);
+    }
+    for (int i = 0; i < DP_STREAMS; i++) {
+        int e = pthread_create(&p[i].th, NULL, dp_raw_pair_main, &p[i]);
+        if (e != 0)
+            bench_die("cannot start a copy thread (%s)", strerror(e));
+    }
+    double t0 = 0, t1 = 0;
+    for (int i = 0; i < DP_STREAMS; i++) {
+        pthread_join(p[i].th, NULL);
+        t0 = i == 0 || p[i].t0 < t0 ? p[i].t0 : t0;
+        t1 = p[i].t1 > t1 ? p[i].t1 : t1;
+    }
+    pthread_barrier_destroy(&start);
+    for (int i = 0; i < DP_STREAMS; i++) {
+        close(p[i].fd[0]);
+        close(p[i].fd[1]);
+        if (memcmp(p[i].in_dst, data->input, size) != 0 ||
+            (back && memcmp(back[i], data->want, size) != 0))
+            dp_fail("a raw socket copy of several at once", size);
+    }
+    return t1 - t0;
+}
+
+/* The row of DP_STREAMS copies at once; both ways takes DP_STREAMS more
+ * buffers of size bytes for the row. GB/s counts every pair's bytes. */
+static void dp_raw_multi_row(bool two_way, const struct dp_opts *o, const struct dp_data *data,
+                             int k, enum dp_row row, struct dp_results *res)
+{
+    size_t size = (size_t)o->sizes[k];
+    uint8_t *back[DP_STREAMS];
+    for (int i = 0; i < DP_STREAMS; i++)
+        back[i] = two_way ? bench_alloc_touched(size) : NULL;
+    double t[DP_REPS_MAX] = { 0 };
+    dp_raw_multi_once(data, two_way ? back : NULL, size);   /* warm-up */
+    for (int r = 0; r < o->reps; r++)
+        t[r] = dp_raw_multi_once(data, two_way ? back : NULL, size);
+    dp_record(res, k, row, dp_best(t, o->reps), (double)size * DP_STREAMS);
+    for (int i = 0; i < DP_STREAMS; i++)
+        free(back[i]);
+}
+
 static void dp_raw_all(const struct dp_opts *o, const struct dp_data *data,
                        struct dp_results *res)
 {
@@ -323,6 +412,8 @@ static void dp_raw_all(const struct dp_opts *o, const struct dp_data *data,
         dp_raw_row(BENCH_SOCK_UNIX, true, true, o, data, k, R_UNIX_2_LOOP, res);
         dp_raw_row(BENCH_SOCK_TCP, false, false, o, data, k, R_TCP_1, res);
         dp_raw_row(BENCH_SOCK_TCP, true, false, o, data, k, R_TCP_2, res);
+        dp_raw_multi_row(false, o, data, k, R_UNIX_1_MULTI, res);
+        dp_raw_multi_row(true, o, data, k, R_UNIX_2_MULTI, res);
     }
 }
 
@@ -719,8 +810,15 @@ static void dp_report(const struct dp_opts *o, const struct dp_results *res)
                 snprintf(lim_s, sizeof lim_s, "%.2f", lim);
                 snprintf(ratio_s, sizeof ratio_s, "%.2f", res->gbps[k][r] / lim);
             }
+            char note[128];
+            double also = d->also ? res->gbps[k][d->also] : 0;
+            if (also > 0)
+                snprintf(note, sizeof note, "%s; %.2fx %s %s", d->note, res->gbps[k][r] / also,
+                         dp_rows[d->also].path, dp_rows[d->also].job);
+            else
+                snprintf(note, sizeof note, "%s", d->note);
             printf("%-15s %-10s %5s %9.4f %8.2f  %-22s %8s %6s  %s\n", d->path, d->job, size,
-                   res->secs[k][r], res->gbps[k][r], d->limit, lim_s, ratio_s, d->note);
+                   res->secs[k][r], res->gbps[k][r], d->limit, lim_s, ratio_s, note);
         }
     }
 }
