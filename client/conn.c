@@ -42,7 +42,10 @@
 #include "heap.h"
 #include "iov_send.h"
 #include "monotonic.h"
+#include "sock_writer.h"
 #include "tls.h"
+
+_Static_assert(CONN_OUT_IOV <= SOCK_WRITER_IOV, "all unwritten output fits one writer batch");
 
 #define CONN_OUT_BATCH (1024 * 1024)     /* stop pulling frames from nghttp2 past this */
 #define CONN_OUT_INITIAL (64 * 1024)
@@ -496,9 +499,10 @@ static int conn_batch_hand(amp_conn *c)
 {
     if (c->tls || conn_writer_busy(&c->writer))
         return 0;
-    int n = conn_pending_iov(c, c->batch);
-    return iov_total(c->batch, n) >= CONN_WRITER_MIN &&
-           conn_writer_hand(&c->writer, c->fd, c->batch, n) == 0;
+    struct iovec batch[CONN_OUT_IOV];   /* the writer keeps its own copy */
+    int n = conn_pending_iov(c, batch);
+    return iov_total(batch, n) >= CONN_WRITER_MIN &&
+           conn_writer_hand(&c->writer, c->fd, batch, n) == 0;
 }
 
 /* conn_write_some over TLS: c->out and the borrowed frame are sealed

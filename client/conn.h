@@ -68,11 +68,10 @@ struct amp_conn {
     struct iovec frame[CONN_FRAME_IOV];
     int frame_i, frame_n;
     /* Plain connections: a large batch of that output goes out on the
-     * writer thread (conn_writer.h), its iovecs in batch. While it is
-     * busy, out and frame stay as they are (nothing is taken from
-     * nghttp2, nothing else written) until conn.c takes its result. */
+     * writer thread (conn_writer.h). While it is busy, out and frame stay
+     * as they are (nothing is taken from nghttp2, nothing else written)
+     * until conn.c takes its result. */
     struct conn_writer writer;
-    struct iovec batch[CONN_OUT_IOV];
     uint8_t *in;           /* read buffer of CONN_READ_CHUNK bytes, owned */
     /* The unpadded DATA frame whose payload is being read: its stream and
      * the payload bytes not yet seen (call.c sets them; call_read_dest). */

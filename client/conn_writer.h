@@ -1,6 +1,8 @@
 /* conn_writer.h: a connection's writer thread (conn_writer.c), which
  * writes large batches of output to a plain socket while the caller's
- * thread goes on reading replies and feeding the session.
+ * thread goes on reading replies and feeding the session: common/
+ * sock_writer.h's thread, made on the first batch, and the eventfd the
+ * caller polls for each batch's end.
  *
  * The thread rule: the writer only writes the bytes it was handed and
  * never touches the nghttp2 session or any other part of the connection;
@@ -13,7 +15,6 @@
 #ifndef AMP_CLIENT_CONN_WRITER_H
 #define AMP_CLIENT_CONN_WRITER_H
 
-#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/uio.h>
@@ -23,29 +24,17 @@
 #define CONN_WRITER_MIN (256 * 1024)
 
 struct conn_writer {
-    int started;          /* the thread runs, fds and lock are set up: conn_writer_end() joins */
-    pthread_t thread;
+    struct sock_writer *thread; /* NULL until the first batch, and after conn_writer_end() */
     int done_fd;          /* eventfd, readable once a batch ended: the caller polls it */
-    int stop_fd;          /* eventfd the caller raises to end a batch early (drained by it) */
-    int busy;             /* the caller's: a batch is handed and its result not yet taken */
-    pthread_mutex_t lock; /* guards what follows, shared with the thread */
-    pthread_cond_t cond;
-    int job;              /* a batch waits or is being written; the thread clears it when done */
-    int quit;             /* the thread is to return */
-    int fd;               /* the socket of the batch */
-    struct iovec *iov;    /* the batch: the caller's array, which the thread works
-                           * through in place (it changes the entries) */
-    int niov;
-    size_t written;       /* of the batch: bytes written */
-    int err;              /* of the batch: the errno that ended it, or 0 */
-    uint64_t batches;     /* batches ended, ever (tests see the path ran) */
+    int busy;             /* a batch is handed and its result not yet taken */
+    uint64_t batches;     /* batches ended by threads already ended */
 };
 
-/* Hands n iovecs (n > 0) to write to fd, starting the thread on first use.
- * iov[] and the memory they point at stay untouched by the caller until
- * conn_writer_take() says the batch ended. Returns 0, or -1 when the
- * thread cannot be started (write inline then). */
-int conn_writer_hand(struct conn_writer *w, int fd, struct iovec *iov, int n);
+/* Hands n iovecs (0 < n <= SOCK_WRITER_IOV) to write to fd, starting the
+ * thread on first use. The memory they point at stays untouched by the
+ * caller until conn_writer_take() says the batch ended. Returns 0, or -1
+ * when the thread cannot be started (write inline then). */
+int conn_writer_hand(struct conn_writer *w, int fd, const struct iovec *iov, int n);
 
 /* True while a batch is handed and not yet taken. */
 int conn_writer_busy(const struct conn_writer *w);
@@ -67,7 +56,7 @@ void conn_writer_stop(struct conn_writer *w);
 uint64_t conn_writer_batches(struct conn_writer *w);
 
 /* Stops any batch (its result is dropped), joins the thread and closes
- * its fds; the next conn_writer_hand() starts a new one. */
+ * its fd; the next conn_writer_hand() starts a new one. */
 void conn_writer_end(struct conn_writer *w);
 
 #endif

@@ -1,6 +1,5 @@
 /* iov_send.h: an iovec array's bytes to a non-blocking socket, for the
- * writer threads of both ends (daemon/listen_writer.c,
- * client/conn_writer.c), and the one way to count an iovec array's bytes
+ * writer thread of both ends (sock_writer.c), and the one way to count an iovec array's bytes
  * and to step it past the bytes a write took (both ends' connections too). */
 #ifndef AMP_IOV_SEND_H
 #define AMP_IOV_SEND_H

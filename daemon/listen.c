@@ -27,8 +27,8 @@
 #include <unistd.h>
 
 #include "iov_send.h"
-#include "listen_writer.h"
 #include "loop_wake.h"
+#include "sock_writer.h"
 
 #define LISTEN_BACKLOG 511
 /* Out of descriptors (or memory) while accepting: stop polling the
@@ -39,9 +39,10 @@
  * Pages are touched only as far as reads fill them. */
 #define LISTEN_READ_BUF (256 * 1024)
 /* A write of this size or more goes to the socket's writer thread
- * (listen_writer.h), whole: a stream's replies, not the small frames of
- * tiny calls, which would only pay a thread hop. */
+ * (common/sock_writer.h), whole: a stream's replies, not the small frames
+ * of tiny calls, which would only pay a thread hop. */
 #define LISTEN_WRITER_MIN (256 * 1024)
+_Static_assert(LISTEN_WRITE_IOV <= SOCK_WRITER_IOV, "a write's iovecs fit the writer's");
 
 union listen_handle {
     uv_handle_t handle;
@@ -68,7 +69,7 @@ struct listen_sock {
     uv_shutdown_t shutdown;
     uv_write_t write;
     bool writing;              /* a write is in flight */
-    struct listen_writer *writer; /* made for the first large write; NULL before */
+    struct sock_writer *writer; /* made for the first large write; NULL before */
     bool writer_failed;        /* it could not be made: the loop writes everything */
     struct loop_wake writer_done; /* the writer's write finished (initialised with writer) */
     uint8_t *wbuf;             /* its buffer when owned (listen_sock_write), else NULL */
@@ -96,7 +97,7 @@ static void listen_sock_handle_closed(uv_handle_t *h)
 static void listen_sock_close_now(struct listen_sock *s)
 {
     if (s->writer) {
-        listen_writer_free(s->writer);   /* joined: no write touches the bytes after this */
+        sock_writer_free(s->writer);   /* joined: no write touches the bytes after this */
         s->writer = NULL;
         loop_wake_close(&s->writer_done, listen_sock_handle_closed);
     }
@@ -185,11 +186,15 @@ static void listen_sock_on_write(uv_write_t *req, int status)
 static void listen_sock_on_writer_done(struct loop_wake *w)
 {
     struct listen_sock *s = w->poll.data;
-    if (s->writing && s->writer)
-        listen_sock_write_done(s, listen_writer_status(s->writer));
+    if (!s->writing || !s->writer)
+        return;
+    size_t written;
+    int status;
+    sock_writer_result(s->writer, &written, &status);
+    listen_sock_write_done(s, status);
 }
 
-/* Writer thread: its write is done. */
+/* Writer thread, under its lock: its write is done. */
 static void listen_sock_writer_signal(void *ctx)
 {
     struct listen_sock *s = ctx;
@@ -197,18 +202,16 @@ static void listen_sock_writer_signal(void *ctx)
 }
 
 /* s's writer, made on first use; NULL if it cannot be (the loop writes). */
-static struct listen_writer *listen_sock_writer(struct listen_sock *s)
+static struct sock_writer *listen_sock_writer(struct listen_sock *s)
 {
     if (s->writer || s->writer_failed)
         return s->writer;
-    uv_os_fd_t fd;
-    if (uv_fileno(&s->h.handle, &fd) != 0 ||
-        loop_wake_init(s->h.handle.loop, &s->writer_done, listen_sock_on_writer_done, s) != 0) {
+    if (loop_wake_init(s->h.handle.loop, &s->writer_done, listen_sock_on_writer_done, s) != 0) {
         s->writer_failed = true;
         return NULL;
     }
     s->handles_open++;
-    s->writer = listen_writer_new(fd, listen_sock_writer_signal, s);
+    s->writer = sock_writer_new("ampd-writer", listen_sock_writer_signal, s);
     if (!s->writer) {
         s->writer_failed = true;
         loop_wake_close(&s->writer_done, listen_sock_handle_closed);
@@ -233,10 +236,11 @@ int listen_sock_writev(struct listen_sock *s, const struct iovec *iov, int n)
     int rv = listen_sock_bufs(iov, n, b);
     if (rv != 0)
         return rv;
-    struct listen_writer *w =
+    struct sock_writer *w =
         iov_total(iov, n) >= LISTEN_WRITER_MIN ? listen_sock_writer(s) : NULL;
-    if (w) {
-        listen_writer_start(w, iov, n);
+    uv_os_fd_t fd;
+    if (w && uv_fileno(&s->h.handle, &fd) == 0) {
+        sock_writer_start(w, fd, iov, n);
         s->writing = true;
         return 0;
     }

@@ -6,9 +6,9 @@ reader to notice.
 - Socket I/O (send, recv, accept, connect, socket, libuv stream reads and
   writes; in daemon/ and common/ also read and write, kept for sockets:
   eventfds use eventfd_read/eventfd_write) only in the files that own sockets:
-  daemon/ listen.c, its writer thread listen_writer.c and region_sock.c,
-  client/ conn.c, connect.c and region.c, and common/iov_send.c, which both
-  ends' writer threads send with.
+  daemon/ listen.c and region_sock.c, client/ conn.c, connect.c and
+  region.c, and common/iov_send.c, which the writer thread of both ends
+  (common/sock_writer.c) sends with.
 - OpenCL (any cl* call, <CL/...>) only in the device layer: daemon/dev*.c
   and op*.c and their private headers.
 - Includes follow the layers: common/ includes nothing of daemon/ or
@@ -31,7 +31,7 @@ SOCKET_CALL = re.compile(
 # user's files with it; in the daemon and common/ it is only for sockets
 # (eventfds go through eventfd_read/eventfd_write, as in loop_wake.c).
 FD_CALL = re.compile(r"\b(read|readv|write|writev)\s*\(")
-SOCKET_OWNERS = {"daemon/listen.c", "daemon/listen_writer.c", "daemon/region_sock.c",
+SOCKET_OWNERS = {"daemon/listen.c", "daemon/region_sock.c",
                  "client/conn.c", "client/connect.c", "client/region.c",
                  "common/iov_send.c"}
 

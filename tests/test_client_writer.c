@@ -196,7 +196,7 @@ START_TEST(tiny_calls_start_no_thread)
         amp_free(out);
     }
     ck_assert_uint_eq(batches(client_conn), 0);
-    ck_assert_int_eq(client_conn->writer.started, 0);
+    ck_assert_ptr_null(client_conn->writer.thread);
 }
 END_TEST
 

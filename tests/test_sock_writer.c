@@ -1,0 +1,193 @@
+/* test_sock_writer.c: a socket's writer thread (common/sock_writer.c),
+ * which both ends use, over a real socket pair: a large write arrives
+ * whole and in order while the peer reads slowly, a vanished peer is an
+ * error (not SIGPIPE), stopping a write the peer never reads returns what
+ * went out and leaves the writer ready for the next, and freeing the
+ * writer in the middle of such a write returns. */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "check_run.h"
+#include "sock_writer.h"
+
+#define WRITER_BYTES ((size_t)8 << 20)
+
+/* done(): counts into an eventfd the test thread can wait on. */
+static void writer_done(void *ctx)
+{
+    uint64_t one = 1;
+    ck_assert_int_eq(write(*(int *)ctx, &one, sizeof one), sizeof one);
+}
+
+static int writer_wait_done(int efd, int timeout_ms)
+{
+    struct pollfd p = { efd, POLLIN, 0 };
+    if (poll(&p, 1, timeout_ms) != 1)
+        return 0;
+    uint64_t n = 0;
+    ck_assert_int_eq(read(efd, &n, sizeof n), sizeof n);
+    return (int)n;
+}
+
+static int writer_status(struct sock_writer *w)
+{
+    size_t written;
+    int status;
+    sock_writer_result(w, &written, &status);
+    return status;
+}
+
+static void writer_pair(int sv[2])
+{
+    ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+    ck_assert_int_eq(fcntl(sv[0], F_SETFL, O_NONBLOCK), 0);   /* as the loop's sockets are */
+}
+
+START_TEST(large_write_arrives_whole_and_in_order)
+{
+    int sv[2], efd = eventfd(0, EFD_CLOEXEC);
+    writer_pair(sv);
+    uint8_t *src = malloc(WRITER_BYTES), *got = malloc(WRITER_BYTES);
+    ck_assert_ptr_nonnull(src);
+    ck_assert_ptr_nonnull(got);
+    for (size_t i = 0; i < WRITER_BYTES; i++)
+        src[i] = (uint8_t)(i * 131 + (i >> 12));
+    struct sock_writer *w = sock_writer_new("test-writer", writer_done, &efd);
+    ck_assert_ptr_nonnull(w);
+    /* Three uneven pieces, as a frame header and borrowed payloads come. */
+    struct iovec iov[3] = { { src, 9 }, { src + 9, 3 << 20 }, { src + 9 + (3 << 20), 0 } };
+    iov[2].iov_len = WRITER_BYTES - iov[0].iov_len - iov[1].iov_len;
+    sock_writer_start(w, sv[0], iov, 3);
+    memset(iov, 0, sizeof iov);   /* the writer keeps its own copy of the array */
+    size_t have = 0;
+    while (have < WRITER_BYTES) {
+        ssize_t k = read(sv[1], got + have, 64 * 1024);   /* a slow reader: small reads */
+        ck_assert_int_gt(k, 0);
+        have += (size_t)k;
+    }
+    ck_assert_int_eq(writer_wait_done(efd, 10000), 1);
+    ck_assert_int_eq(writer_status(w), 0);
+    ck_assert(!sock_writer_busy(w));
+    ck_assert_uint_eq(sock_writer_writes(w), 1);
+    ck_assert_mem_eq(got, src, WRITER_BYTES);
+    sock_writer_free(w);
+    close(sv[0]);
+    close(sv[1]);
+    close(efd);
+    free(src);
+    free(got);
+}
+END_TEST
+
+START_TEST(vanished_peer_is_an_error)
+{
+    int sv[2], efd = eventfd(0, EFD_CLOEXEC);
+    writer_pair(sv);
+    close(sv[1]);
+    uint8_t *src = calloc(1, WRITER_BYTES);
+    ck_assert_ptr_nonnull(src);
+    struct sock_writer *w = sock_writer_new("test-writer", writer_done, &efd);
+    ck_assert_ptr_nonnull(w);
+    sock_writer_start(w, sv[0], &(struct iovec){ src, WRITER_BYTES }, 1);
+    ck_assert_int_eq(writer_wait_done(efd, 10000), 1);
+    ck_assert_int_eq(writer_status(w), -EPIPE);
+    sock_writer_free(w);
+    close(sv[0]);
+    close(efd);
+    free(src);
+}
+END_TEST
+
+/* A writer in the middle of a write of WRITER_BYTES that the peer
+ * (sv[1]) never reads, so it cannot finish. */
+struct stalled {
+    int sv[2], efd;
+    uint8_t *src;
+    struct sock_writer *w;
+};
+
+static void stalled_start(struct stalled *t)
+{
+    t->efd = eventfd(0, EFD_CLOEXEC);
+    writer_pair(t->sv);
+    t->src = calloc(1, WRITER_BYTES);
+    ck_assert_ptr_nonnull(t->src);
+    t->w = sock_writer_new("test-writer", writer_done, &t->efd);
+    ck_assert_ptr_nonnull(t->w);
+    sock_writer_start(t->w, t->sv[0], &(struct iovec){ t->src, WRITER_BYTES }, 1);
+    ck_assert_int_eq(writer_wait_done(t->efd, 200), 0);
+    ck_assert(sock_writer_busy(t->w));
+}
+
+/* After the writer was freed. */
+static void stalled_end(struct stalled *t)
+{
+    close(t->sv[0]);
+    close(t->sv[1]);
+    close(t->efd);
+    free(t->src);
+}
+
+START_TEST(stop_mid_write_returns_what_went)
+{
+    struct stalled t;
+    stalled_start(&t);
+    sock_writer_stop(t.w);
+    ck_assert(!sock_writer_busy(t.w));
+    ck_assert_int_eq(writer_wait_done(t.efd, 0), 0);   /* done() is not called for it */
+    size_t written;
+    int status;
+    sock_writer_result(t.w, &written, &status);
+    ck_assert_int_eq(status, -ECANCELED);
+    ck_assert_uint_gt(written, 0);                     /* the socket's buffer took some */
+    ck_assert_uint_lt(written, WRITER_BYTES);
+    /* The next write goes through: the peer drains the first's bytes. */
+    sock_writer_start(t.w, t.sv[0], &(struct iovec){ t.src, 4096 }, 1);
+    uint8_t *got = malloc(written + 4096);
+    ck_assert_ptr_nonnull(got);
+    size_t have = 0;
+    while (have < written + 4096) {
+        ssize_t k = read(t.sv[1], got + have, written + 4096 - have);
+        ck_assert_int_gt(k, 0);
+        have += (size_t)k;
+    }
+    ck_assert_int_eq(writer_wait_done(t.efd, 10000), 1);
+    ck_assert_int_eq(writer_status(t.w), 0);
+    ck_assert_uint_eq(sock_writer_writes(t.w), 2);
+    sock_writer_free(t.w);
+    stalled_end(&t);
+    free(got);
+}
+END_TEST
+
+START_TEST(free_mid_write_returns)
+{
+    struct stalled t;
+    stalled_start(&t);
+    sock_writer_free(t.w);
+    ck_assert_int_eq(writer_wait_done(t.efd, 0), 0);   /* done() is not called for it */
+    stalled_end(&t);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("sock_writer");
+    const TTest *const tests[] = {
+        large_write_arrives_whole_and_in_order,
+        vanished_peer_is_an_error,
+        stop_mid_write_returns_what_went,
+        free_mid_write_returns,
+        NULL,
+    };
+    check_run_case(s, "writer", tests);
+    return check_run(s, CK_FORK_GETENV);
+}
