@@ -38,6 +38,12 @@
  * (its ~208 KiB send buffer), so a 32 MiB request is ~150 reads, not 512.
  * Pages are touched only as far as reads fill them. */
 #define LISTEN_READ_BUF (256 * 1024)
+/* A read straight into a call's memory (read_dest: a stream's staging
+ * buffer) takes at most this much at once, though the DATA frame would
+ * allow up to 1 MiB: on the H100 host 1 GiB transform streams ran 5-11%
+ * faster with 128 KiB reads than with reads as large as the frame and the
+ * socket's buffer allowed (bench/RESULTS.md, session 11). */
+#define LISTEN_READ_DEST_MAX (128 * 1024)
 /* A write of this size or more goes to the socket's writer thread
  * (common/sock_writer.h), whole: a stream's replies, not the small frames
  * of tiny calls, which would only pay a thread hop. */
@@ -113,7 +119,9 @@ static void listen_sock_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
     struct listen_sock *s = h->data;
     size_t len = 0;
     uint8_t *dest = !s->closing && s->cbs->read_dest ? s->cbs->read_dest(s->ctx, &len) : NULL;
-    if (dest && len <= UINT_MAX)
+    if (dest && len > LISTEN_READ_DEST_MAX)
+        len = LISTEN_READ_DEST_MAX;
+    if (dest)
         *buf = uv_buf_init((char *)dest, (unsigned)len);
     else
         *buf = uv_buf_init((char *)s->rbuf, sizeof(s->rbuf));
