@@ -143,7 +143,12 @@ static const struct dp_row_def dp_rows[DP_NROWS] = {
                    "1 stream unix", "target >= " DP_STREAMS_TARGET, R_UNIX_1_MULTI},
 };
 
+/* Row groups --only picks from. */
+enum dp_group { G_PINNED = 1, G_RAW = 2, G_STREAM = 4, G_UNARY = 8, G_REGION = 16, G_MULTI = 32 };
+#define DP_GROUPS_ALL 63u
+
 struct dp_opts {
+    unsigned groups;                 /* enum dp_group bits: the rows to run */
     uint64_t sizes[DP_MAX_SIZES];
     int nsizes;
     uint64_t largest;
@@ -406,7 +411,7 @@ static void dp_raw_multi_row(bool two_way, const struct dp_opts *o, const struct
 static void dp_raw_all(const struct dp_opts *o, const struct dp_data *data,
                        struct dp_results *res)
 {
-    for (int k = 0; k < o->nsizes; k++) {
+    for (int k = 0; k < o->nsizes && (o->groups & G_RAW); k++) {
         dp_raw_row(BENCH_SOCK_UNIX, false, false, o, data, k, R_UNIX_1, res);
         dp_raw_row(BENCH_SOCK_UNIX, true, false, o, data, k, R_UNIX_2, res);
         dp_raw_row(BENCH_SOCK_UNIX, true, true, o, data, k, R_UNIX_2_LOOP, res);
@@ -752,25 +757,36 @@ static int dp_ampd_all(const struct dp_opts *o, const struct dp_data *data,
     for (int i = 0; i < DP_STREAMS; i++)
         multi[i] = dp_connect(am.dm.address);
     for (int k = 0; k < o->nsizes; k++) {
-        dp_ampd_row(&am, multi, CALL_STREAM, am.unix_c, JOB_TRANSFORM, o, data, k,
-                    R_STREAM_UNIX_X, res);
-        dp_ampd_row(&am, multi, CALL_STREAM, am.unix_c, JOB_HIST, o, data, k,
-                    R_STREAM_UNIX_H, res);
-        dp_ampd_row(&am, multi, CALL_STREAM, am.tcp_c, JOB_TRANSFORM, o, data, k,
-                    R_STREAM_TCP_X, res);
-        dp_ampd_row(&am, multi, CALL_STREAM, am.tcp_c, JOB_HIST, o, data, k,
-                    R_STREAM_TCP_H, res);
-        dp_ampd_row(&am, multi, CALL_STREAM, am.tls_c, JOB_TRANSFORM, o, data, k,
-                    R_STREAM_TLS_X, res);
-        dp_ampd_row(&am, multi, CALL_STREAM, am.tls_c, JOB_HIST, o, data, k,
-                    R_STREAM_TLS_H, res);
-        dp_ampd_row(&am, multi, CALL_UNARY, am.unix_c, JOB_TRANSFORM, o, data, k, R_UNARY_X,
-                    res);
-        dp_ampd_row(&am, multi, CALL_UNARY, am.unix_c, JOB_HIST, o, data, k, R_UNARY_H, res);
-        dp_ampd_row(&am, multi, CALL_REGION, NULL, JOB_TRANSFORM, o, data, k, R_REGION_X, res);
-        dp_ampd_row(&am, multi, CALL_REGION, NULL, JOB_HIST, o, data, k, R_REGION_H, res);
-        dp_ampd_row(&am, multi, CALL_MULTI, NULL, JOB_TRANSFORM, o, data, k, R_MULTI_X, res);
-        dp_ampd_row(&am, multi, CALL_MULTI, NULL, JOB_HIST, o, data, k, R_MULTI_H, res);
+        if (o->groups & G_STREAM) {
+            dp_ampd_row(&am, multi, CALL_STREAM, am.unix_c, JOB_TRANSFORM, o, data, k,
+                        R_STREAM_UNIX_X, res);
+            dp_ampd_row(&am, multi, CALL_STREAM, am.unix_c, JOB_HIST, o, data, k,
+                        R_STREAM_UNIX_H, res);
+            dp_ampd_row(&am, multi, CALL_STREAM, am.tcp_c, JOB_TRANSFORM, o, data, k,
+                        R_STREAM_TCP_X, res);
+            dp_ampd_row(&am, multi, CALL_STREAM, am.tcp_c, JOB_HIST, o, data, k,
+                        R_STREAM_TCP_H, res);
+            dp_ampd_row(&am, multi, CALL_STREAM, am.tls_c, JOB_TRANSFORM, o, data, k,
+                        R_STREAM_TLS_X, res);
+            dp_ampd_row(&am, multi, CALL_STREAM, am.tls_c, JOB_HIST, o, data, k,
+                        R_STREAM_TLS_H, res);
+        }
+        if (o->groups & G_UNARY) {
+            dp_ampd_row(&am, multi, CALL_UNARY, am.unix_c, JOB_TRANSFORM, o, data, k,
+                        R_UNARY_X, res);
+            dp_ampd_row(&am, multi, CALL_UNARY, am.unix_c, JOB_HIST, o, data, k, R_UNARY_H,
+                        res);
+        }
+        if (o->groups & G_REGION) {
+            dp_ampd_row(&am, multi, CALL_REGION, NULL, JOB_TRANSFORM, o, data, k, R_REGION_X,
+                        res);
+            dp_ampd_row(&am, multi, CALL_REGION, NULL, JOB_HIST, o, data, k, R_REGION_H, res);
+        }
+        if (o->groups & G_MULTI) {
+            dp_ampd_row(&am, multi, CALL_MULTI, NULL, JOB_TRANSFORM, o, data, k, R_MULTI_X,
+                        res);
+            dp_ampd_row(&am, multi, CALL_MULTI, NULL, JOB_HIST, o, data, k, R_MULTI_H, res);
+        }
     }
     printf("# ampd ran on %s\n", amp_last_device(am.unix_c));
     for (int i = 0; i < DP_STREAMS; i++)
@@ -828,11 +844,14 @@ static void dp_report(const struct dp_opts *o, const struct dp_results *res)
 static void dp_usage(void)
 {
     fprintf(stderr,
-            "usage: bench_data_path [--sizes LIST] [--reps N] [--device I] [--ampd PATH]\n"
+            "usage: bench_data_path [--sizes LIST] [--reps N] [--only GROUPS] [--device I]\n"
+            "                       [--ampd PATH]\n"
             "  --sizes   comma-separated input sizes (default " DP_SIZES_DEFAULT
             "; K, M, G suffixes)\n"
             "  --reps    limits: best of N; ampd: median of N; each after one warm-up\n"
             "            (default 3, at most 64)\n"
+            "  --only    comma-separated row groups to run: pinned, raw, stream, unary,\n"
+            "            region, multi (default all; a row whose limit was not run has no ratio)\n"
             "  --device  device index, for the pinned copies and ampd's jobs (default 0)\n"
             "  --ampd    the ampd binary to start (default $AMPD_BIN, else the build's)\n");
     exit(2);
@@ -856,10 +875,29 @@ static void dp_parse_sizes(const char *list, struct dp_opts *o)
         dp_usage();
 }
 
+static void dp_parse_groups(const char *list, struct dp_opts *o)
+{
+    static const char *const names[] = {"pinned", "raw", "stream", "unary", "region",
+                                        "multi"};   /* enum dp_group's bits, in order */
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", list);
+    o->groups = 0;
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
+         tok = strtok_r(NULL, ",", &save)) {
+        unsigned g = 0;
+        for (unsigned i = 0; i < sizeof names / sizeof names[0]; i++)
+            g = strcmp(tok, names[i]) == 0 ? 1u << i : g;
+        if (!g)
+            dp_usage();
+        o->groups |= g;
+    }
+}
+
 static void dp_parse(int argc, char **argv, struct dp_opts *o)
 {
     dp_parse_sizes(DP_SIZES_DEFAULT, o);
     o->reps = DP_REPS_DEFAULT;
+    o->groups = DP_GROUPS_ALL;
     o->ampd = getenv("AMPD_BIN") ? getenv("AMPD_BIN") : BENCH_AMPD_DEFAULT;
     for (int i = 1; i < argc; i++) {
         if (i + 1 >= argc)
@@ -869,6 +907,8 @@ static void dp_parse(int argc, char **argv, struct dp_opts *o)
             dp_parse_sizes(v, o);
         else if (strcmp(argv[i - 1], "--reps") == 0)
             o->reps = atoi(v);
+        else if (strcmp(argv[i - 1], "--only") == 0)
+            dp_parse_groups(v, o);
         else if (strcmp(argv[i - 1], "--device") == 0)
             o->device = (unsigned)atoi(v);
         else if (strcmp(argv[i - 1], "--ampd") == 0)
@@ -916,7 +956,8 @@ int main(int argc, char **argv)
     memset(&data, 0, sizeof data);
     dp_data_init(&data, &o);
     struct dp_results *res = bench_alloc_touched(sizeof *res);
-    dp_pinned_all(&o, &data, res);
+    if (o.groups & G_PINNED)
+        dp_pinned_all(&o, &data, res);
     printf("# limits: best of %d; ampd: median of %d; each after 1 warm-up; "
            "GB/s = input bytes / s (raw: each way)\n", o.reps, o.reps);
     fflush(stdout);
