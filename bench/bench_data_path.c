@@ -288,6 +288,50 @@ static void dp_pinned_all(const struct dp_opts *o, const struct dp_data *data,
     dev_close_all(devs, ndevs);
 }
 
+/* --- several at once ------------------------------------------------------------------- */
+
+/* One of DP_STREAMS jobs run together (dp_at_once). */
+struct dp_at_once_thread {
+    void (*run)(void *job);
+    void *job;
+    pthread_barrier_t *start;
+    double t0, t1;
+    pthread_t th;
+};
+
+static void *dp_at_once_main(void *arg)
+{
+    struct dp_at_once_thread *t = arg;
+    pthread_barrier_wait(t->start);
+    t->t0 = bench_now();
+    t->run(t->job);
+    t->t1 = bench_now();
+    return NULL;
+}
+
+/* Runs run(jobs[i]) on DP_STREAMS threads started at a barrier: seconds
+ * from the first start to the last end. */
+static double dp_at_once(void (*run)(void *job), void *const jobs[DP_STREAMS])
+{
+    struct dp_at_once_thread t[DP_STREAMS];
+    pthread_barrier_t start;
+    pthread_barrier_init(&start, NULL, DP_STREAMS);
+    for (int i = 0; i < DP_STREAMS; i++) {
+        t[i] = (struct dp_at_once_thread){.run = run, .job = jobs[i], .start = &start};
+        int e = pthread_create(&t[i].th, NULL, dp_at_once_main, &t[i]);
+        if (e != 0)
+            bench_die("cannot start a thread (%s)", strerror(e));
+    }
+    double t0 = 0, t1 = 0;
+    for (int i = 0; i < DP_STREAMS; i++) {
+        pthread_join(t[i].th, NULL);
+        t0 = i == 0 || t[i].t0 < t0 ? t[i].t0 : t0;
+        t1 = t[i].t1 > t1 ? t[i].t1 : t1;
+    }
+    pthread_barrier_destroy(&start);
+    return t1 - t0;
+}
+
 /* --- the raw socket copies ---------------------------------------------------------- */
 
 /* One copy of size bytes (both ways when two_way): seconds, checked. */
@@ -328,27 +372,20 @@ static void dp_raw_row(enum bench_sock_kind kind, bool two_way, bool loop, const
 
 /* DP_STREAMS raw Unix copies at once, each on its own socket pair with
  * its own threads (what DP_STREAMS streams can at best move together):
- * one thread per pair, started at a barrier, runs bench_sock_copy. */
+ * one thread per pair (dp_at_once) runs bench_sock_copy. */
 struct dp_raw_pair {
     int fd[2];
     const uint8_t *in, *out;
     uint8_t *in_dst, *out_dst;   /* out_dst: NULL one way */
     size_t size;
-    pthread_barrier_t *start;
-    double t0, t1;
-    pthread_t th;
 };
 
-static void *dp_raw_pair_main(void *arg)
+static void dp_raw_pair_run(void *job)
 {
-    struct dp_raw_pair *p = arg;
-    pthread_barrier_wait(p->start);
-    p->t0 = bench_now();
+    struct dp_raw_pair *p = job;
     if (bench_sock_copy(p->fd, p->in, p->in_dst, p->out_dst ? p->out : NULL, p->out_dst,
                         p->size, DP_WRITE_SIZE) < 0)
         bench_die("raw socket copy: %s", strerror(errno));
-    p->t1 = bench_now();
-    return NULL;
 }
 
 /* Seconds from the first pair's start to the last one's end, checked. */
@@ -356,30 +393,18 @@ static double dp_raw_multi_once(const struct dp_data *data, uint8_t *const back[
                                 size_t size)
 {
     struct dp_raw_pair p[DP_STREAMS];
-    pthread_barrier_t start;
-    pthread_barrier_init(&start, NULL, DP_STREAMS);
+    void *jobs[DP_STREAMS];
     for (int i = 0; i < DP_STREAMS; i++) {
         p[i] = (struct dp_raw_pair){.in = data->input, .out = data->want, .in_dst = data->got[i],
-                                    .out_dst = back ? back[i] : NULL, .size = size,
-                                    .start = &start};
+                                    .out_dst = back ? back[i] : NULL, .size = size};
         if (bench_sock_pair(BENCH_SOCK_UNIX, p[i].fd) < 0)
             bench_die("a Unix socket pair: %s", strerror(errno));
         memset(p[i].in_dst, 0, size);
         if (back)
             memset(back[i], 0, size);
+        jobs[i] = &p[i];
     }
-    for (int i = 0; i < DP_STREAMS; i++) {
-        int e = pthread_create(&p[i].th, NULL, dp_raw_pair_main, &p[i]);
-        if (e != 0)
-            bench_die("cannot start a copy thread (%s)", strerror(e));
-    }
-    double t0 = 0, t1 = 0;
-    for (int i = 0; i < DP_STREAMS; i++) {
-        pthread_join(p[i].th, NULL);
-        t0 = i == 0 || p[i].t0 < t0 ? p[i].t0 : t0;
-        t1 = p[i].t1 > t1 ? p[i].t1 : t1;
-    }
-    pthread_barrier_destroy(&start);
+    double t = dp_at_once(dp_raw_pair_run, jobs);
     for (int i = 0; i < DP_STREAMS; i++) {
         close(p[i].fd[0]);
         close(p[i].fd[1]);
@@ -387,7 +412,7 @@ static double dp_raw_multi_once(const struct dp_data *data, uint8_t *const back[
             (back && memcmp(back[i], data->want, size) != 0))
             dp_fail("a raw socket copy of several at once", size);
     }
-    return t1 - t0;
+    return t;
 }
 
 /* The row of DP_STREAMS copies at once; both ways takes DP_STREAMS more
@@ -614,49 +639,29 @@ static double dp_stream_once(amp_conn *c, const amp_opts *ao, enum dp_job job,
 
 /* --- several streams at once ------------------------------------------------------------ */
 
-struct dp_multi_thread {
-    struct dp_stream_run run;
-    pthread_barrier_t *start;
-    pthread_t th;
-};
-
-static void *dp_multi_main(void *arg)
+static void dp_multi_run(void *job)
 {
-    struct dp_multi_thread *m = arg;
-    pthread_barrier_wait(m->start);
-    dp_stream_run(&m->run);
-    return NULL;
+    dp_stream_run(job);
 }
 
 /* DP_STREAMS streams of size bytes on their own connections, started at
- * once: seconds from the first start to the last end. */
+ * once (dp_at_once): seconds from the first start to the last end. */
 static double dp_multi_once(amp_conn *const conns[DP_STREAMS], const amp_opts *ao,
                             enum dp_job job, const struct dp_data *data, int k, size_t size)
 {
-    struct dp_multi_thread m[DP_STREAMS];
-    pthread_barrier_t start;
-    pthread_barrier_init(&start, NULL, DP_STREAMS);
+    struct dp_stream_run m[DP_STREAMS];
+    void *jobs[DP_STREAMS];
     for (int i = 0; i < DP_STREAMS; i++) {
         memset(data->got[i], 0, size);
-        m[i] = (struct dp_multi_thread){
-            .run = {.c = conns[i], .ao = ao, .job = job, .input = data->input,
-                    .got = data->got[i], .size = size},
-            .start = &start};
-        int e = pthread_create(&m[i].th, NULL, dp_multi_main, &m[i]);
-        if (e != 0)
-            bench_die("cannot start a stream thread (%s)", strerror(e));
+        m[i] = (struct dp_stream_run){.c = conns[i], .ao = ao, .job = job,
+                                      .input = data->input, .got = data->got[i], .size = size};
+        jobs[i] = &m[i];
     }
-    double t0 = 0, t1 = 0;
-    for (int i = 0; i < DP_STREAMS; i++) {
-        pthread_join(m[i].th, NULL);
-        t0 = i == 0 || m[i].run.t0 < t0 ? m[i].run.t0 : t0;
-        t1 = m[i].run.t1 > t1 ? m[i].run.t1 : t1;
-    }
-    pthread_barrier_destroy(&start);
+    double t = dp_at_once(dp_multi_run, jobs);
     for (int i = 0; i < DP_STREAMS; i++)
-        dp_stream_check(&m[i].run, data, k, job == JOB_TRANSFORM ? "a concurrent transform"
-                                                                 : "a concurrent histogram");
-    return t1 - t0;
+        dp_stream_check(&m[i], data, k, job == JOB_TRANSFORM ? "a concurrent transform"
+                                                             : "a concurrent histogram");
+    return t;
 }
 
 /* --- the unary calls ------------------------------------------------------------------- */
