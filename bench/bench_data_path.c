@@ -644,6 +644,23 @@ static void dp_multi_run(void *job)
     dp_stream_run(job);
 }
 
+/* Whether the streams shared the host fairly: the slowest and fastest
+ * stream, and how far apart their ends were, beside the whole span. */
+static void dp_multi_spread(const struct dp_stream_run m[DP_STREAMS], size_t size, double whole)
+{
+    double lo = 0, hi = 0, first = 0, last = 0;
+    for (int i = 0; i < DP_STREAMS; i++) {
+        double gbs = (double)size / (m[i].t1 - m[i].t0) / 1e9;
+        lo = i == 0 || gbs < lo ? gbs : lo;
+        hi = gbs > hi ? gbs : hi;
+        first = i == 0 || m[i].t1 < first ? m[i].t1 : first;
+        last = m[i].t1 > last ? m[i].t1 : last;
+    }
+    printf("# %d streams of %zu MiB (%s): each %.2f-%.2f GB/s, ends %.1f ms apart in %.1f ms\n",
+           DP_STREAMS, size >> 20, m[0].job == JOB_TRANSFORM ? "transform" : "histogram", lo, hi,
+           (last - first) * 1e3, whole * 1e3);
+}
+
 /* DP_STREAMS streams of size bytes on their own connections, started at
  * once (dp_at_once): seconds from the first start to the last end. */
 static double dp_multi_once(amp_conn *const conns[DP_STREAMS], const amp_opts *ao,
@@ -661,6 +678,7 @@ static double dp_multi_once(amp_conn *const conns[DP_STREAMS], const amp_opts *a
     for (int i = 0; i < DP_STREAMS; i++)
         dp_stream_check(&m[i], data, k, job == JOB_TRANSFORM ? "a concurrent transform"
                                                              : "a concurrent histogram");
+    dp_multi_spread(m, size, t);
     return t;
 }
 
