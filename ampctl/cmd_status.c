@@ -9,9 +9,10 @@
 static void status_usage(FILE *f)
 {
     fprintf(f, "Usage: ampctl [--json] status\n"
-               "Prints the daemon's version, uptime, connections, job counters, staging\n"
-               "memory in use, each device's load (jobs running and queued, device memory\n"
-               "in use) and where unary job calls' time went, stage by stage.\n"
+               "Prints the daemon's version, uptime, connections (and how many each I/O\n"
+               "loop serves), job counters, staging memory in use, each device's load\n"
+               "(jobs running and queued, device memory in use) and where unary job\n"
+               "calls' time went, stage by stage.\n"
                "\n"
                "  -h, --help  this help\n");
 }
@@ -21,11 +22,15 @@ static void status_print(const amp_daemon_status *st, int json)
     if (json) {
         fputs("{\"version\":", stdout);
         json_string(stdout, st->version);
-        printf(",\"uptime_ms\":%" PRIu64 ",\"connections\":%" PRIu32
-               ",\"jobs_in_flight\":%" PRIu32 ",\"jobs_completed\":%" PRIu64
+        printf(",\"uptime_ms\":%" PRIu64 ",\"connections\":%" PRIu32, st->uptime_ms,
+               st->connections);
+        fputs(",\"loop_connections\":[", stdout);
+        for (size_t i = 0; i < st->nloops; i++)
+            printf("%s%" PRIu32, i ? "," : "", st->loop_connections[i]);
+        printf("],\"jobs_in_flight\":%" PRIu32 ",\"jobs_completed\":%" PRIu64
                ",\"jobs_failed\":%" PRIu64 ",\"peak_rss_bytes\":%" PRIu64
                ",\"held_bytes\":%" PRIu64 ",\"calls\":{",
-               st->uptime_ms, st->connections, st->jobs_in_flight, st->jobs_completed,
+               st->jobs_in_flight, st->jobs_completed,
                st->jobs_failed, st->peak_rss_bytes, st->held_bytes);
         const char *sep = "";
         for (int code = 0; code < AMP_STATUS_CODES; code++) {
@@ -53,12 +58,16 @@ static void status_print(const amp_daemon_status *st, int json)
     }
     printf("version         %s\n"
            "uptime          %" PRIu64 ".%03" PRIu64 " s\n"
-           "connections     %" PRIu32 "\n"
+           "connections     %" PRIu32,
+           st->version, st->uptime_ms / STATUS_MS_PER_S, st->uptime_ms % STATUS_MS_PER_S,
+           st->connections);
+    for (size_t i = 0; i < st->nloops; i++)
+        printf("%s%" PRIu32, i ? " " : " (by I/O loop: ", st->loop_connections[i]);
+    printf("%s\n"
            "jobs in flight  %" PRIu32 "\n"
            "jobs completed  %" PRIu64 "\n"
            "jobs failed     %" PRIu64 "\n",
-           st->version, st->uptime_ms / STATUS_MS_PER_S, st->uptime_ms % STATUS_MS_PER_S,
-           st->connections, st->jobs_in_flight, st->jobs_completed, st->jobs_failed);
+           st->nloops ? ")" : "", st->jobs_in_flight, st->jobs_completed, st->jobs_failed);
     printf("peak memory     %" PRIu64 " bytes\n"
            "held for calls  %" PRIu64 " bytes\n",
            st->peak_rss_bytes, st->held_bytes);

@@ -140,6 +140,8 @@ int amp_status(amp_conn *c, const amp_opts *o, amp_daemon_status *st)
         devices_stage(&full.stages[full.nstages++], r->stages[i]);
     for (size_t i = 0; i < r->n_device_loads && full.ndevices < AMP_STATUS_DEVICES; i++)
         devices_copy_load(&full.devices[full.ndevices++], r->device_loads[i]);
+    for (size_t i = 0; i < r->n_loop_connections && full.nloops < AMP_STATUS_LOOPS; i++)
+        full.loop_connections[full.nloops++] = r->loop_connections[i];
     protobuf_c_message_free_unpacked(msg, NULL);
     abi_write(st, &full, sizeof full);
     return 0;

@@ -41,8 +41,11 @@
 #define AMPD_REPLY_OVERHEAD 256
 
 /* --io-threads 0 (the default): one I/O loop per online CPU, at most this
- * many; more loops than cores only add wake-ups. */
-#define AMPD_DEFAULT_IO_THREADS_MAX 4
+ * many; more loops than cores only add wake-ups. A loop moves one busy
+ * stream at about the socket's speed, and a connection is placed when it is
+ * accepted, before anyone knows whether it will be busy: loops are many so
+ * that busy connections seldom share one. */
+#define AMPD_DEFAULT_IO_THREADS_MAX 16
 #define AMPD_MAX_IO_THREADS 64
 
 /* The host path (host.h): jobs of at most this many bytes, when the daemon

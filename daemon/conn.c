@@ -411,6 +411,7 @@ void conn_accept(struct conn_set *set, struct listen_sock *sock, const struct co
             h2_session_free(c->h2);
         free(c);
         conn_unadmit(set->limit, a);
+        atomic_fetch_sub(&set->live, 1);
         listen_sock_close(sock, 0);
         return;
     }
@@ -423,7 +424,6 @@ void conn_accept(struct conn_set *set, struct listen_sock *sock, const struct co
     if (set->head)
         set->head->prev = c;
     set->head = c;
-    atomic_fetch_add(&set->live, 1);
     char reason[CONN_REASON_MAX];
     bool refused = conn_refused(set, c, a, reason, sizeof(reason));
     if (listen_sock_start(sock, &conn_sock_cbs, c) != 0) {

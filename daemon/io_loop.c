@@ -66,7 +66,6 @@ struct io_loop {
     size_t nfds, cap;
     unsigned cmds;                /* io_loop_cmd bits pending */
     char fail_msg[STATUS_MSG_MAX];
-    atomic_uint queued;           /* nfds, readable without the lock (io_loop_load) */
 
     /* The loop's thread only. */
     struct conn_set conns;
@@ -84,10 +83,12 @@ struct io_loop {
 static void io_loop_take(struct io_loop *l, const struct io_loop_fd *f)
 {
     struct listen_sock *sock;
-    if (listen_sock_open(l->loop, f->fd, f->is_unix, &sock) == 0)
+    if (listen_sock_open(l->loop, f->fd, f->is_unix, &sock) == 0) {
         conn_accept(&l->conns, sock, &f->admission, f->tls);
-    else
+    } else {
         conn_unadmit(l->conns.limit, &f->admission);
+        atomic_fetch_sub(&l->conns.live, 1);
+    }
 }
 
 static void io_loop_on_empty(void *ctx)
@@ -168,10 +169,8 @@ static void io_loop_on_ctl(uv_async_t *h)
     memcpy(msg, l->fail_msg, sizeof msg);
     uv_mutex_unlock(&l->lock);
 
-    for (size_t i = 0; i < nfds; i++) {
-        atomic_fetch_sub(&l->queued, 1);
+    for (size_t i = 0; i < nfds; i++)
         io_loop_take(l, &fds[i]);
-    }
     free(fds);
     if (cmds & IO_LOOP_DRAIN)
         io_loop_do_drain(l);
@@ -217,6 +216,9 @@ void io_loop_finish(struct io_loop *l)
 
 void io_loop_accept(struct io_loop *l, int fd, bool is_unix, bool tls)
 {
+    /* Counted from here to its close, in one count: the acceptor's next
+     * pick sees it whether or not the loop has taken it yet. */
+    atomic_fetch_add(&l->conns.live, 1);
     struct io_loop_fd f = { .fd = fd, .is_unix = is_unix, .tls = tls };
     conn_admit(l->conns.limit, l->conns.auth, fd, is_unix, &f.admission);
     if (!l->threaded) {
@@ -230,6 +232,7 @@ void io_loop_accept(struct io_loop *l, int fd, bool is_unix, bool tls)
         if (!fds) {
             uv_mutex_unlock(&l->lock);
             conn_unadmit(l->conns.limit, &f.admission);
+            atomic_fetch_sub(&l->conns.live, 1);
             close(fd);   /* out of memory: the client sees its connection close */
             return;
         }
@@ -237,14 +240,13 @@ void io_loop_accept(struct io_loop *l, int fd, bool is_unix, bool tls)
         l->cap = cap;
     }
     l->fds[l->nfds++] = f;
-    atomic_fetch_add(&l->queued, 1);
     uv_mutex_unlock(&l->lock);
     uv_async_send(&l->ctl);
 }
 
 unsigned io_loop_load(struct io_loop *l)
 {
-    return atomic_load(&l->conns.live) + atomic_load(&l->queued);
+    return atomic_load(&l->conns.live);
 }
 
 /* --- life ------------------------------------------------------------------- */
@@ -256,6 +258,8 @@ static void io_loop_init_conns(struct io_loop *l, const struct io_loop_shared *s
         .max_message_bytes = (size_t)cfg->max_message_bytes,
         .start_ms = sh->start_ms,
         .conn_limit = sh->conn_limit,
+        .loops = sh->loops,
+        .nloops = sh->nloops,
         .loop = l->loop,
         .budget = sh->budget,
         .status_counts = sh->status_counts,

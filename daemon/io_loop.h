@@ -49,6 +49,8 @@ struct io_loop_shared {
     struct auth *auth;                   /* who may call (auth.h); NULL: anyone */
     struct client_share *shares;         /* per-client calls and jobs; NULL: not counted */
     uint64_t start_ms;                   /* for Status.uptime_ms */
+    struct io_loop *const *loops;        /* every loop, for Status.loop_connections: filled */
+    size_t nloops;                       /* before any connection is accepted */
     /* On the loop's thread, once per loop: it was told to drain or stop
      * and its last connection is gone. */
     void (*empty)(void *ctx);
@@ -80,7 +82,7 @@ void io_loop_run(struct io_loop *l);
 void io_loop_accept(struct io_loop *l, int fd, bool is_unix, bool tls);
 
 /* Connections the loop holds or has been handed: the acceptor gives the
- * next one to the loop with the fewest. Any thread. */
+ * next one to the loop with the fewest, and Status reports it. Any thread. */
 unsigned io_loop_load(struct io_loop *l);
 
 /* Commands, from any thread, carried out on the loop in this order when

@@ -13,6 +13,7 @@
 #include "amp.pb-c.h"
 #include "budget.h"
 #include "conn_limit.h"
+#include "io_loop.h"
 #include "sched.h"
 #include "stage.h"
 #include "staging.h"
@@ -128,12 +129,18 @@ void rpc_status(struct rpc_call *rc, ProtobufCMessage *req)
     size_t ndevs = rc->env->sched ? sched_ndevs(rc->env->sched) : 0;
     Amp__V1__DeviceLoad *loads = calloc(ndevs ? ndevs : 1, sizeof(*loads));
     Amp__V1__DeviceLoad **load_ptrs = calloc(ndevs ? ndevs : 1, sizeof(*load_ptrs));
-    if (!loads || !load_ptrs) {
+    uint32_t *per_loop = calloc(rc->env->nloops ? rc->env->nloops : 1, sizeof(*per_loop));
+    if (!loads || !load_ptrs || !per_loop) {
         free(loads);
         free(load_ptrs);
-        rpc_fail(rc, STATUS_RESOURCE_EXHAUSTED, "out of memory reporting device loads");
+        free(per_loop);
+        rpc_fail(rc, STATUS_RESOURCE_EXHAUSTED, "out of memory reporting loads");
         return;
     }
+    for (size_t i = 0; i < rc->env->nloops; i++)
+        per_loop[i] = io_loop_load(rc->env->loops[i]);
+    reply.n_loop_connections = rc->env->nloops;
+    reply.loop_connections = per_loop;
     for (size_t i = 0; i < ndevs; i++) {
         rpc_info_device_load(rc->env->sched, i, &loads[i]);
         load_ptrs[i] = &loads[i];
@@ -141,6 +148,7 @@ void rpc_status(struct rpc_call *rc, ProtobufCMessage *req)
     reply.n_device_loads = ndevs;
     reply.device_loads = load_ptrs;
     rpc_reply(rc, &reply.base);
+    free(per_loop);
     free(load_ptrs);
     free(loads);
 }

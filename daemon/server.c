@@ -585,6 +585,8 @@ static int server_start_loops(struct server *srv)
         .ctx = srv,
     };
     srv->loops = calloc(srv->cfg->io_threads, sizeof(*srv->loops));
+    sh.loops = srv->loops;
+    sh.nloops = srv->cfg->io_threads;
     if (!srv->loops || traffic_init(&srv->traffic) != 0) {
         log_msg(LOG_ERROR, "out of memory");
         return -1;

@@ -240,6 +240,44 @@ START_TEST(many_connections_across_loops)
 }
 END_TEST
 
+/* Connections opened at once, none of them busy yet, end up two on each
+ * loop: the acceptor counts one handed to a loop until that loop holds
+ * it, so a burst of accepts does not pile onto a loop that looks empty
+ * (two busy streams on one loop share its thread and run at half speed).
+ * Status reports each loop's count. */
+START_TEST(a_burst_spreads_over_loops)
+{
+    struct daemon_proc d;
+    ck_assert_int_eq(daemon_start(&d, loop_args), 0);
+    enum { LOOPS = 4, PER_LOOP = 2, CONNS = LOOPS * PER_LOOP };
+    amp_conn *c[CONNS];   /* c[0] stays; each round opens the others at once */
+    ck_assert_int_eq(amp_connect(d.address, &c[0]), 0);
+    amp_daemon_status st = { .size = sizeof st };
+    for (int round = 0; round < 3; round++) {
+        for (int i = 1; i < CONNS; i++)
+            ck_assert_int_eq(amp_connect(d.address, &c[i]), 0);
+        int serving;
+        for (int i = 1; i < CONNS; i++)   /* after the burst: each was accepted */
+            ck_assert_int_eq(amp_health(c[i], NULL, NULL, &serving), 0);
+        ck_assert_int_eq(amp_status(c[0], NULL, &st), 0);
+        ck_assert_uint_eq(st.connections, CONNS);
+        ck_assert_uint_eq(st.nloops, LOOPS);
+        for (int l = 0; l < LOOPS; l++)
+            ck_assert_msg(st.loop_connections[l] == PER_LOOP,
+                          "round %d: loop %d serves %u of %d connections, not %d", round, l,
+                          st.loop_connections[l], CONNS, PER_LOOP);
+        for (int i = 1; i < CONNS; i++)
+            amp_close(c[i]);
+        long long deadline = now_ms() + SETTLE_MS;
+        while (amp_status(c[0], NULL, &st) == 0 && st.connections > 1 && now_ms() < deadline)
+            sleep_ms(POLL_MS);
+        ck_assert_uint_eq(st.connections, 1);
+    }
+    amp_close(c[0]);
+    ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
 static void *stream_worker(void *arg)
 {
     struct worker *w = arg;
@@ -294,6 +332,7 @@ int main(void)
     Suite *s = suite_create("io_loops");
     const TTest *const tests[] = {
         many_connections_across_loops,
+        a_burst_spreads_over_loops,
         drain_under_load,
         NULL,
     };

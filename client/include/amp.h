@@ -576,6 +576,10 @@ AMP_EXTERN int amp_devices(amp_conn *c, const amp_opts *o, amp_device **list, si
 /* Devices whose load amp_status() reports; amp_devices() lists them all. */
 #define AMP_STATUS_DEVICES 16
 
+/* I/O loops whose connections amp_status() reports (ampd's --io-threads
+ * allows as many). */
+#define AMP_STATUS_LOOPS 64
+
 /* gRPC's status codes run 0 (OK) to 16 (UNAUTHENTICATED). */
 #define AMP_STATUS_CODES 17
 
@@ -612,6 +616,8 @@ typedef struct amp_daemon_status {
     amp_stage_latency stages[AMP_STAGES];
     size_t ndevices;                   /* entries of devices the daemon reported */
     amp_device_load devices[AMP_STATUS_DEVICES]; /* devices[i]: device i's load */
+    size_t nloops;                     /* entries of loop_connections the daemon reported */
+    uint32_t loop_connections[AMP_STATUS_LOOPS]; /* connections I/O loop i serves now */
 } amp_daemon_status;
 
 /* The name of gRPC status code ("RESOURCE_EXHAUSTED" for 8); "UNKNOWN"
