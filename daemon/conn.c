@@ -167,7 +167,7 @@ static void conn_sock_closed(void *ctx)
     conn_leaving(c);
     if (c->counted)
         conn_limit_leave(set->limit);
-    atomic_fetch_sub(&set->live, 1);
+    atomic_fetch_sub(set->live, 1);
     free(c);
     if (set->draining && !set->head && set->empty)
         set->empty(set->ctx);
@@ -411,7 +411,7 @@ void conn_accept(struct conn_set *set, struct listen_sock *sock, const struct co
             h2_session_free(c->h2);
         free(c);
         conn_unadmit(set->limit, a);
-        atomic_fetch_sub(&set->live, 1);
+        atomic_fetch_sub(set->live, 1);
         listen_sock_close(sock, 0);
         return;
     }

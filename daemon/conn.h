@@ -26,10 +26,10 @@ struct conn;
 /* The connections of one I/O loop (io_loop.c), on its thread. */
 struct conn_set {
     struct conn *head;          /* all live connections, refused ones too */
-    atomic_uint live;           /* connections handed to this set and not closed: counted in
-                                 * by the acceptor (io_loop_accept) before the loop takes
-                                 * one, out by conn.c; read there, on another thread, to
-                                 * pick the least-loaded loop */
+    atomic_uint *live;          /* connections handed to this set and not closed, this
+                                 * loop's entry of io_loop_shared.loop_conns: counted in by
+                                 * the acceptor (io_loop_accept) before the loop takes one,
+                                 * out by conn.c */
     struct conn_limit *limit;   /* --max-connections and --max-peer-connections, daemon-wide */
     struct budget *budget;      /* the daemon's; each connection's own budget is its child */
     uint64_t conn_memory;       /* --max-connection-memory: the max of each connection's budget */

@@ -87,7 +87,7 @@ static void io_loop_take(struct io_loop *l, const struct io_loop_fd *f)
         conn_accept(&l->conns, sock, &f->admission, f->tls);
     } else {
         conn_unadmit(l->conns.limit, &f->admission);
-        atomic_fetch_sub(&l->conns.live, 1);
+        atomic_fetch_sub(l->conns.live, 1);
     }
 }
 
@@ -218,7 +218,7 @@ void io_loop_accept(struct io_loop *l, int fd, bool is_unix, bool tls)
 {
     /* Counted from here to its close, in one count: the acceptor's next
      * pick sees it whether or not the loop has taken it yet. */
-    atomic_fetch_add(&l->conns.live, 1);
+    atomic_fetch_add(l->conns.live, 1);
     struct io_loop_fd f = { .fd = fd, .is_unix = is_unix, .tls = tls };
     conn_admit(l->conns.limit, l->conns.auth, fd, is_unix, &f.admission);
     if (!l->threaded) {
@@ -232,7 +232,7 @@ void io_loop_accept(struct io_loop *l, int fd, bool is_unix, bool tls)
         if (!fds) {
             uv_mutex_unlock(&l->lock);
             conn_unadmit(l->conns.limit, &f.admission);
-            atomic_fetch_sub(&l->conns.live, 1);
+            atomic_fetch_sub(l->conns.live, 1);
             close(fd);   /* out of memory: the client sees its connection close */
             return;
         }
@@ -246,19 +246,20 @@ void io_loop_accept(struct io_loop *l, int fd, bool is_unix, bool tls)
 
 unsigned io_loop_load(struct io_loop *l)
 {
-    return atomic_load(&l->conns.live);
+    return atomic_load(l->conns.live);
 }
 
 /* --- life ------------------------------------------------------------------- */
 
-static void io_loop_init_conns(struct io_loop *l, const struct io_loop_shared *sh)
+static void io_loop_init_conns(struct io_loop *l, const struct io_loop_shared *sh,
+                               unsigned index)
 {
     const struct config *cfg = sh->cfg;
     l->env = (struct rpc_env){
         .max_message_bytes = (size_t)cfg->max_message_bytes,
         .start_ms = sh->start_ms,
         .conn_limit = sh->conn_limit,
-        .loops = sh->loops,
+        .loop_conns = sh->loop_conns,
         .nloops = sh->nloops,
         .loop = l->loop,
         .budget = sh->budget,
@@ -269,6 +270,7 @@ static void io_loop_init_conns(struct io_loop *l, const struct io_loop_shared *s
         .shares = sh->shares,
         .sched = l->port,
     };
+    l->conns.live = &sh->loop_conns[index];
     l->conns.limit = sh->conn_limit;
     l->conns.budget = sh->budget;
     l->conns.tls = sh->tls;
@@ -318,7 +320,7 @@ int io_loop_new(const struct io_loop_shared *sh, unsigned index, uv_loop_t *main
     uv_async_init(l->loop, &l->ctl, io_loop_on_ctl);
     uv_timer_init(l->loop, &l->sweep);
     l->ctl.data = l->sweep.data = l;
-    io_loop_init_conns(l, sh);
+    io_loop_init_conns(l, sh, index);
     io_loop_start_sweep(l);
     *out = l;
     return 0;

@@ -17,6 +17,7 @@
 #ifndef AMPD_IO_LOOP_H
 #define AMPD_IO_LOOP_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -49,8 +50,8 @@ struct io_loop_shared {
     struct auth *auth;                   /* who may call (auth.h); NULL: anyone */
     struct client_share *shares;         /* per-client calls and jobs; NULL: not counted */
     uint64_t start_ms;                   /* for Status.uptime_ms */
-    struct io_loop *const *loops;        /* every loop, for Status.loop_connections: filled */
-    size_t nloops;                       /* before any connection is accepted */
+    atomic_uint *loop_conns;             /* connections on each loop, by index (io_loop_load, */
+    size_t nloops;                       /* Status.loop_connections) */
     /* On the loop's thread, once per loop: it was told to drain or stop
      * and its last connection is gone. */
     void (*empty)(void *ctx);

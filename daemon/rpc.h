@@ -11,6 +11,7 @@
 #define AMPD_RPC_H
 
 #include <protobuf-c/protobuf-c.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -26,7 +27,6 @@ struct auth_conn;
 struct client_share;
 struct client_share_entry;
 struct conn_limit;
-struct io_loop;
 struct region_set;
 struct Amp__V1__RegionSlice;
 
@@ -40,8 +40,8 @@ struct rpc_env {
                                 * loop itself when told to drain) */
     uint64_t start_ms;         /* rpc_now_ms() at startup, for Status.uptime_ms */
     struct conn_limit *conn_limit; /* connections open now (Status); NULL: 0 */
-    struct io_loop *const *loops; /* every I/O loop (Status.loop_connections), daemon-wide */
-    size_t nloops;             /* 0 (h2 tests): none reported */
+    const atomic_uint *loop_conns; /* connections on each I/O loop (Status), daemon-wide */
+    size_t nloops;             /* entries of loop_conns; 0 (h2 tests): none reported */
     struct uv_loop_s *loop;    /* this loop: runs calls' deadline timers; NULL (h2 tests): not
                                 * enforced */
     struct budget *budget;     /* the daemon's (--max-job-memory): jobs of closed calls; NULL: none */

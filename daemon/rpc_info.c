@@ -13,7 +13,6 @@
 #include "amp.pb-c.h"
 #include "budget.h"
 #include "conn_limit.h"
-#include "io_loop.h"
 #include "sched.h"
 #include "stage.h"
 #include "staging.h"
@@ -138,7 +137,7 @@ void rpc_status(struct rpc_call *rc, ProtobufCMessage *req)
         return;
     }
     for (size_t i = 0; i < rc->env->nloops; i++)
-        per_loop[i] = io_loop_load(rc->env->loops[i]);
+        per_loop[i] = atomic_load(&rc->env->loop_conns[i]);
     reply.n_loop_connections = rc->env->nloops;
     reply.loop_connections = per_loop;
     for (size_t i = 0; i < ndevs; i++) {

@@ -61,6 +61,7 @@ struct server {
     struct sched *sched;
     struct io_loop **loops;    /* nloops, loops[0] on this loop */
     size_t nloops;
+    atomic_uint *loop_conns;   /* connections on each loop (--io-threads of them) */
     atomic_size_t loops_empty; /* loops that reported empty() */
     uv_async_t wake;           /* an I/O loop -> here: one reported empty */
     struct listener *listeners[AMPD_MAX_LISTEN];
@@ -585,9 +586,10 @@ static int server_start_loops(struct server *srv)
         .ctx = srv,
     };
     srv->loops = calloc(srv->cfg->io_threads, sizeof(*srv->loops));
-    sh.loops = srv->loops;
+    srv->loop_conns = calloc(srv->cfg->io_threads, sizeof(*srv->loop_conns));
+    sh.loop_conns = srv->loop_conns;
     sh.nloops = srv->cfg->io_threads;
-    if (!srv->loops || traffic_init(&srv->traffic) != 0) {
+    if (!srv->loops || !srv->loop_conns || traffic_init(&srv->traffic) != 0) {
         log_msg(LOG_ERROR, "out of memory");
         return -1;
     }
@@ -612,6 +614,7 @@ static void server_free(struct server *srv)
     for (size_t i = 0; i < srv->nloops; i++)
         io_loop_free(srv->loops[i]);   /* joins the threads */
     free(srv->loops);
+    free(srv->loop_conns);
     if (srv->sched)
         sched_free(srv->sched);
     region_set_free(srv->regions);   /* every job that used one is done */
