@@ -253,6 +253,9 @@ START_TEST(a_burst_spreads_over_loops)
     amp_conn *c[CONNS];   /* c[0] stays; each round opens the others at once */
     ck_assert_int_eq(amp_connect(d.address, &c[0]), 0);
     amp_daemon_status st = { .size = sizeof st };
+    long long deadline = now_ms() + SETTLE_MS;   /* daemon_start's probe closes first */
+    while (amp_status(c[0], NULL, &st) == 0 && st.connections > 1 && now_ms() < deadline)
+        sleep_ms(POLL_MS);
     for (int round = 0; round < 3; round++) {
         for (int i = 1; i < CONNS; i++)
             ck_assert_int_eq(amp_connect(d.address, &c[i]), 0);
@@ -268,7 +271,7 @@ START_TEST(a_burst_spreads_over_loops)
                           st.loop_connections[l], CONNS, PER_LOOP);
         for (int i = 1; i < CONNS; i++)
             amp_close(c[i]);
-        long long deadline = now_ms() + SETTLE_MS;
+        deadline = now_ms() + SETTLE_MS;
         while (amp_status(c[0], NULL, &st) == 0 && st.connections > 1 && now_ms() < deadline)
             sleep_ms(POLL_MS);
         ck_assert_uint_eq(st.connections, 1);

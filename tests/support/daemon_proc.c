@@ -10,6 +10,7 @@
 #include "daemon_proc.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <stdbool.h>
 #include <signal.h>
 #include <stdio.h>
@@ -41,9 +42,14 @@ static void daemon_sleep_ms(int ms)
     }
 }
 
-/* 1 if something accepts connections on path, else 0. */
-static int daemon_can_connect(const char *path)
+/* 1 if the daemon answers on path, else 0. A connect alone is not
+ * enough: the kernel takes it once the socket listens, before ampd has
+ * bound its other --listen addresses; an answer to a client preface comes
+ * from its running loop, which starts after all of them. */
+static int daemon_answers(const char *path)
 {
+    static const char preface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+                                  "\0\0\0\4\0\0\0\0\0";   /* and an empty SETTINGS */
     struct sockaddr_un sa;
     memset(&sa, 0, sizeof sa);
     sa.sun_family = AF_UNIX;
@@ -54,7 +60,10 @@ static int daemon_can_connect(const char *path)
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0)
         return 0;
-    int ok = connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0;
+    struct pollfd p = { .fd = fd, .events = POLLIN };
+    int ok = connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0 &&
+             send(fd, preface, sizeof preface - 1, MSG_NOSIGNAL) == (ssize_t)(sizeof preface - 1) &&
+             poll(&p, 1, DAEMON_POLL_MS) == 1;   /* its SETTINGS, a GOAWAY or a close */
     close(fd);
     return ok;
 }
@@ -127,7 +136,7 @@ static int daemon_wait_ready(struct daemon_proc *d)
             fprintf(stderr, "daemon_proc: ampd exited during startup\n");
             return -1;
         }
-        if (daemon_can_connect(d->sock_path))
+        if (daemon_answers(d->sock_path))
             return 0;
         daemon_sleep_ms(DAEMON_POLL_MS);
     }
