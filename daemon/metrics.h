@@ -12,6 +12,7 @@
 #ifndef AMPD_METRICS_H
 #define AMPD_METRICS_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -30,6 +31,8 @@ struct metrics_sources {
     const struct stage_stats *stages;
     struct sched *sched;            /* NULL: no job or device metrics */
     struct conn_limit *conn_limit;
+    const atomic_uint *loop_conns;  /* connections on each I/O loop, nloops of them */
+    size_t nloops;
     struct budget *budget;
     struct region_set *regions;     /* NULL: --regions off */
     struct auth *auth;              /* NULL: no --token-file */

@@ -223,6 +223,11 @@ char *metrics_render(const struct metrics_sources *src, size_t *len)
     }
     metrics_gauge(&b, "ampd_connections", "client connections open now",
                   conn_limit_count(src->conn_limit));
+    metrics_family(&b, "ampd_loop_connections", "gauge",
+                   "connections each I/O loop serves now, by loop (--io-threads)");
+    for (size_t i = 0; i < src->nloops; i++)
+        metrics_printf(&b, "ampd_loop_connections{loop=\"%zu\"} %u\n", i,
+                       atomic_load(&src->loop_conns[i]));
     metrics_gauge(&b, "ampd_held_bytes",
                   "bytes held for clients now: requests, jobs' data, replies (--max-job-memory)",
                   (double)budget_used(src->budget));

@@ -483,6 +483,8 @@ static int server_metrics(struct server *srv)
         .stages = &srv->stages,
         .sched = srv->sched,
         .conn_limit = &srv->conn_limit,
+        .loop_conns = srv->loop_conns,
+        .nloops = srv->cfg->io_threads,
         .budget = &srv->budget,
         .regions = srv->regions,
         .auth = srv->cfg->token_file[0] ? srv->auth : NULL,

@@ -139,6 +139,10 @@ def check_counters_move(m):
     expect(moved("ampd_received_bytes_total") >= 5 * len(data), "bytes received")
     expect(moved("ampd_sent_bytes_total") >= 5 * len(data), "bytes sent")
     expect(value(after, "ampd_connections") >= 1, "the channel's connection is not counted")
+    loops = {dict(k[1])["loop"]: v for k, v in after.items() if k[0] == "ampd_loop_connections"}
+    expect(len(loops) >= 1 and sum(loops.values()) == value(after, "ampd_connections"),
+           "connections by I/O loop %r against ampd_connections %s" %
+           (loops, value(after, "ampd_connections")))
     expect(value(after, "ampd_jobs_in_flight") == 0, "jobs in flight after the calls")
 
     hist = "ampd_call_stage_duration_seconds"
