@@ -779,38 +779,30 @@ static int dp_ampd_all(const struct dp_opts *o, const struct dp_data *data,
     amp_conn *multi[DP_STREAMS];
     for (int i = 0; i < DP_STREAMS; i++)
         multi[i] = dp_connect(am.dm.address);
-    for (int k = 0; k < o->nsizes; k++) {
-        if (o->groups & G_STREAM) {
-            dp_ampd_row(&am, multi, CALL_STREAM, am.unix_c, JOB_TRANSFORM, o, data, k,
-                        R_STREAM_UNIX_X, res);
-            dp_ampd_row(&am, multi, CALL_STREAM, am.unix_c, JOB_HIST, o, data, k,
-                        R_STREAM_UNIX_H, res);
-            dp_ampd_row(&am, multi, CALL_STREAM, am.tcp_c, JOB_TRANSFORM, o, data, k,
-                        R_STREAM_TCP_X, res);
-            dp_ampd_row(&am, multi, CALL_STREAM, am.tcp_c, JOB_HIST, o, data, k,
-                        R_STREAM_TCP_H, res);
-            dp_ampd_row(&am, multi, CALL_STREAM, am.tls_c, JOB_TRANSFORM, o, data, k,
-                        R_STREAM_TLS_X, res);
-            dp_ampd_row(&am, multi, CALL_STREAM, am.tls_c, JOB_HIST, o, data, k,
-                        R_STREAM_TLS_H, res);
+    /* Each group's rows, in the order they run: a transform row, then its
+     * histogram row. */
+    const struct {
+        enum dp_group group;
+        enum dp_call call;
+        amp_conn *c;
+        enum dp_row transform, hist;
+    } pairs[] = {
+        {G_STREAM, CALL_STREAM, am.unix_c, R_STREAM_UNIX_X, R_STREAM_UNIX_H},
+        {G_STREAM, CALL_STREAM, am.tcp_c, R_STREAM_TCP_X, R_STREAM_TCP_H},
+        {G_STREAM, CALL_STREAM, am.tls_c, R_STREAM_TLS_X, R_STREAM_TLS_H},
+        {G_UNARY, CALL_UNARY, am.unix_c, R_UNARY_X, R_UNARY_H},
+        {G_REGION, CALL_REGION, NULL, R_REGION_X, R_REGION_H},
+        {G_MULTI, CALL_MULTI, NULL, R_MULTI_X, R_MULTI_H},
+    };
+    for (int k = 0; k < o->nsizes; k++)
+        for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
+            if (!(o->groups & pairs[i].group))
+                continue;
+            dp_ampd_row(&am, multi, pairs[i].call, pairs[i].c, JOB_TRANSFORM, o, data, k,
+                        pairs[i].transform, res);
+            dp_ampd_row(&am, multi, pairs[i].call, pairs[i].c, JOB_HIST, o, data, k,
+                        pairs[i].hist, res);
         }
-        if (o->groups & G_UNARY) {
-            dp_ampd_row(&am, multi, CALL_UNARY, am.unix_c, JOB_TRANSFORM, o, data, k,
-                        R_UNARY_X, res);
-            dp_ampd_row(&am, multi, CALL_UNARY, am.unix_c, JOB_HIST, o, data, k, R_UNARY_H,
-                        res);
-        }
-        if (o->groups & G_REGION) {
-            dp_ampd_row(&am, multi, CALL_REGION, NULL, JOB_TRANSFORM, o, data, k, R_REGION_X,
-                        res);
-            dp_ampd_row(&am, multi, CALL_REGION, NULL, JOB_HIST, o, data, k, R_REGION_H, res);
-        }
-        if (o->groups & G_MULTI) {
-            dp_ampd_row(&am, multi, CALL_MULTI, NULL, JOB_TRANSFORM, o, data, k, R_MULTI_X,
-                        res);
-            dp_ampd_row(&am, multi, CALL_MULTI, NULL, JOB_HIST, o, data, k, R_MULTI_H, res);
-        }
-    }
     printf("# ampd ran on %s\n", amp_last_device(am.unix_c));
     for (int i = 0; i < DP_STREAMS; i++)
         amp_close(multi[i]);
