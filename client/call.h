@@ -138,9 +138,10 @@ int call_submit(amp_conn *c, struct call *call, const char *path, int timeout_ms
 /* Replaces the drained body with len bytes at req; more: further bytes
  * will follow, else the body ends (half-close) after these. The caller
  * keeps req until call_body_drained(), and for a no_copy call (whose DATA
- * frames point into the body until written) also until the body after
- * this one is drained: at most one frame is ever on its way, and it is of
- * the current body once that is drained. */
+ * frames point into the body until written) also until the CONN_OUTS-th
+ * body after this one is drained: at most CONN_OUTS frames are ever on
+ * their way (conn.h), and once a body is drained they are of it and the
+ * CONN_OUTS - 1 bodies before it. */
 void call_set_body(amp_conn *c, struct call *call, const uint8_t *req, size_t len, int more);
 
 /* call_set_body() for a body of two pieces: head_len bytes at head, then

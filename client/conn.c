@@ -9,9 +9,10 @@
  * output of CONN_WRITER_MIN bytes or more (a 1 MiB DATA frame) is written
  * by the writer thread while this thread reads: the two kernel copies of
  * a stream's both directions then run at once. The session stays on this
- * thread; while the writer holds a batch nothing more is taken from
- * nghttp2 or written here, and its end (an eventfd in the poll set) is
- * taken here as an inline write's is (conn_batch_take). Calls (call.c) are
+ * thread; while the writer holds a batch the next is taken from nghttp2
+ * into a second set of output and handed behind it (conn.h, outs), nothing
+ * is written here, and a batch's end (an eventfd in the poll set) is taken
+ * here as an inline write's is (conn_batch_take). Calls (call.c) are
  * sequential; each opens a new stream on the same session. Over TLS
  * (tls.c sets it up) the same loop moves ciphertext: what nghttp2 makes
  * is sealed into the connection's tls_pipe while nothing sealed waits,
@@ -45,7 +46,8 @@
 #include "sock_writer.h"
 #include "tls.h"
 
-_Static_assert(CONN_OUT_IOV <= SOCK_WRITER_IOV, "all unwritten output fits one writer batch");
+_Static_assert(CONN_OUT_IOV <= SOCK_WRITER_IOV, "a set of output fits one writer batch");
+_Static_assert(CONN_OUTS == SOCK_WRITER_QUEUE, "a set for each batch the writer takes");
 
 #define CONN_OUT_BATCH (1024 * 1024)     /* stop pulling frames from nghttp2 past this */
 #define CONN_OUT_INITIAL (64 * 1024)
@@ -97,42 +99,61 @@ static int conn_on_error(nghttp2_session *s, int lib_error_code, const char *msg
     return 0;
 }
 
-/* Makes room in c->out for more bytes past out_len. */
-static int conn_out_reserve(amp_conn *c, size_t more)
+/* Makes room in o for more bytes past len. */
+static int conn_out_reserve(struct conn_out *o, size_t more)
 {
-    return grow_bytes(&c->out, &c->out_cap, CONN_OUT_INITIAL, c->out_len + more);
+    return grow_bytes(&o->buf, &o->cap, CONN_OUT_INITIAL, o->len + more);
+}
+
+/* The set nghttp2's frames go into next: the one after those handed to
+ * the writer; NULL while it holds as many as it takes. */
+static struct conn_out *conn_out_filling(amp_conn *c)
+{
+    int handed = conn_writer_busy(&c->writer);
+    return handed < CONN_OUTS ? &c->outs[(c->out_first + handed) % CONN_OUTS] : NULL;
+}
+
+static int conn_frame_pending(const struct conn_out *o)
+{
+    return o->frame_i < o->frame_n;
+}
+
+static int conn_out_pending(const struct conn_out *o)
+{
+    return o->pos < o->len || conn_frame_pending(o);
 }
 
 /* nghttp2's send_data callback, for the DATA of no_copy calls: the frame
  * is queued as its header and iovecs over the call's body, to go out with
  * one writev and no copy, and nghttp2 pauses so that nothing queues
- * behind it until it is written. A frame over too many pieces (small
- * fields between large ones) is copied into c->out instead. */
+ * behind it in this set. A frame over too many pieces (small fields
+ * between large ones) is copied into the set's bytes instead. */
 static int conn_send_data(nghttp2_session *s, nghttp2_frame *frame, const uint8_t *framehd,
                           size_t length, nghttp2_data_source *source, void *user_data)
 {
     (void)s;
     (void)source;
     amp_conn *c = user_data;
-    if (frame->data.padlen > 0)
+    struct conn_out *o = conn_out_filling(c);   /* never NULL: only conn_fill_out sends */
+    if (frame->data.padlen > 0 || !o)
         return NGHTTP2_ERR_CALLBACK_FAILURE;   /* never asked for: no padding callback */
     int32_t id = frame->hd.stream_id;
-    int n = call_body_iov(c, id, length, c->frame + 1, CONN_FRAME_IOV - 1);
+    int n = call_body_iov(c, id, length, o->frame + 1, CONN_FRAME_IOV - 1);
     if (n == -1) {
-        if (conn_out_reserve(c, CONN_FRAME_HD + length) != 0)
+        if (conn_out_reserve(o, CONN_FRAME_HD + length) != 0)
             return NGHTTP2_ERR_CALLBACK_FAILURE;
-        if (call_body_copy(c, id, length, c->out + c->out_len + CONN_FRAME_HD) != 0)
+        if (call_body_copy(c, id, length, o->buf + o->len + CONN_FRAME_HD) != 0)
             return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
-        memcpy(c->out + c->out_len, framehd, CONN_FRAME_HD);
-        c->out_len += CONN_FRAME_HD + length;
+        memcpy(o->buf + o->len, framehd, CONN_FRAME_HD);
+        o->len += CONN_FRAME_HD + length;
         return 0;
     }
     if (n < 0)
         return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;   /* the call is gone: reset */
-    memcpy(c->frame_hd, framehd, CONN_FRAME_HD);
-    c->frame[0] = (struct iovec){ c->frame_hd, CONN_FRAME_HD };
-    c->frame_i = 0;
-    c->frame_n = n + 1;
+    memcpy(o->frame_hd, framehd, CONN_FRAME_HD);
+    o->frame[0] = (struct iovec){ o->frame_hd, CONN_FRAME_HD };
+    o->frame_i = 0;
+    o->frame_n = n + 1;
     return NGHTTP2_ERR_PAUSE;
 }
 
@@ -241,8 +262,11 @@ static void conn_shut(amp_conn *c)
     if (c->fd >= 0)
         close(c->fd);
     c->fd = -1;
-    c->out_pos = c->out_len = 0;
-    c->frame_i = c->frame_n = 0;
+    for (int i = 0; i < CONN_OUTS; i++) {
+        c->outs[i].pos = c->outs[i].len = 0;
+        c->outs[i].frame_i = c->outs[i].frame_n = 0;
+    }
+    c->out_first = 0;
     c->broken = c->proto_error = 0;
     c->goaway[0] = '\0';
     c->goaway_error = NGHTTP2_NO_ERROR;
@@ -332,7 +356,8 @@ void amp_close(amp_conn *c)
     conn_shut(c);
     tls_client_opts_free(&c->tls_opts);
     free(c->authorization);
-    free(c->out);
+    for (int i = 0; i < CONN_OUTS; i++)
+        free(c->outs[i].buf);
     free(c->in);
     free(c->address);
     free(c);
@@ -375,53 +400,49 @@ static int conn_broke(amp_conn *c, int code, const char *what, int err)
     return conn_fail(c, code, "%s", what);
 }
 
-static int conn_frame_pending(const amp_conn *c)
-{
-    return c->frame_i < c->frame_n;
-}
-
-/* Appends the session's pending frames to c->out (up to a batch), and
- * stops at a borrowed DATA frame (conn_send_data). Takes nothing while the
- * writer holds a batch: c->out may not move under it. */
+/* Appends the session's pending frames to the set being filled (up to a
+ * batch), and stops at a borrowed DATA frame (conn_send_data). Takes
+ * nothing while the writer holds every set. */
 static int conn_fill_out(amp_conn *c)
 {
-    if (conn_writer_busy(&c->writer))
+    struct conn_out *o = conn_out_filling(c);
+    if (!o)
         return 0;
-    if (c->out_pos == c->out_len)
-        c->out_pos = c->out_len = 0;
-    while (!conn_frame_pending(c) && c->out_len < CONN_OUT_BATCH) {
+    if (o->pos == o->len)
+        o->pos = o->len = 0;
+    while (!conn_frame_pending(o) && o->len < CONN_OUT_BATCH) {
         const uint8_t *data;
         ssize_t n = nghttp2_session_mem_send(c->h2, &data);
         if (n < 0)
             return conn_broke(c, AMP_EPROTO, nghttp2_strerror((int)n), 0);
         if (n == 0)
             break;   /* nothing left, or paused at a borrowed frame */
-        if (conn_out_reserve(c, (size_t)n) != 0)
+        if (conn_out_reserve(o, (size_t)n) != 0)
             return conn_broke(c, AMP_ENOMEM, "out of memory", 0);
-        memcpy(c->out + c->out_len, data, (size_t)n);
-        c->out_len += (size_t)n;
+        memcpy(o->buf + o->len, data, (size_t)n);
+        o->len += (size_t)n;
     }
     return 0;
 }
 
-/* Moves the output cursors past w written bytes: c->out first, then the
+/* Moves o's cursors past w written bytes: its bytes first, then the
  * borrowed frame. */
-static void conn_advance(amp_conn *c, size_t w)
+static void conn_advance(struct conn_out *o, size_t w)
 {
-    size_t k = c->out_len - c->out_pos < w ? c->out_len - c->out_pos : w;
-    c->out_pos += k;
+    size_t k = o->len - o->pos < w ? o->len - o->pos : w;
+    o->pos += k;
     w -= k;
-    while (w > 0 && conn_frame_pending(c)) {
-        struct iovec *v = &c->frame[c->frame_i];
+    while (w > 0 && conn_frame_pending(o)) {
+        struct iovec *v = &o->frame[o->frame_i];
         size_t m = v->iov_len < w ? v->iov_len : w;
         v->iov_base = (uint8_t *)v->iov_base + m;
         v->iov_len -= m;
         w -= m;
         if (v->iov_len == 0)
-            c->frame_i++;
+            o->frame_i++;
     }
-    if (!conn_frame_pending(c))
-        c->frame_i = c->frame_n = 0;
+    if (!conn_frame_pending(o))
+        o->frame_i = o->frame_n = 0;
 }
 
 /* One non-blocking sendmsg of n iovecs (n > 0) on c's socket: the bytes
@@ -457,117 +478,157 @@ static int conn_tls_send(amp_conn *c)
     }
 }
 
-/* What is waiting to be written, in order: the rest of c->out, then the
- * unwritten part of the borrowed frame. Returns the iovecs used. */
-static int conn_pending_iov(const amp_conn *c, struct iovec iov[CONN_OUT_IOV])
+/* What o has waiting to be written, in order: the rest of its bytes,
+ * then the unwritten part of the borrowed frame. Returns the iovecs used. */
+static int conn_pending_iov(const struct conn_out *o, struct iovec iov[CONN_OUT_IOV])
 {
     int n = 0;
-    if (c->out_pos < c->out_len)
-        iov[n++] = (struct iovec){ c->out + c->out_pos, c->out_len - c->out_pos };
-    for (int i = c->frame_i; i < c->frame_n; i++)
-        iov[n++] = c->frame[i];
+    if (o->pos < o->len)
+        iov[n++] = (struct iovec){ o->buf + o->pos, o->len - o->pos };
+    for (int i = o->frame_i; i < o->frame_n; i++)
+        iov[n++] = o->frame[i];
     return n;
 }
 
-/* When the writer's batch ended, does what an inline write does after
- * writing: counts the bytes and moves the cursors past them; a socket
- * failure breaks the connection as it would inline (unless it broke
- * already, whose reason stays). */
+/* For each of the writer's batches that ended, oldest first, does what an
+ * inline write does after writing: counts the bytes and moves the oldest
+ * set's cursors past them (a set written whole gives way to the next); a
+ * socket failure breaks the connection as it would inline (unless it
+ * broke already, whose reason stays). A batch stopped behind one that did
+ * not finish wrote nothing: its set stays as it is, behind the first. */
 static int conn_batch_take(amp_conn *c)
 {
     size_t w;
-    int err;
-    if (!conn_writer_take(&c->writer, &w, &err))
-        return 0;
-    c->sent += (uint64_t)w;
-    conn_advance(c, w);
-    if (err && !c->broken)
-        return conn_broke(c, AMP_EIO, "write to daemon", err);
-    return 0;
+    int err, rc = 0;
+    while (conn_writer_take(&c->writer, &w, &err)) {
+        struct conn_out *o = &c->outs[c->out_first];
+        c->sent += (uint64_t)w;
+        conn_advance(o, w);
+        if (!conn_out_pending(o))
+            c->out_first = (c->out_first + 1) % CONN_OUTS;
+        if (err && !c->broken)
+            rc = conn_broke(c, AMP_EIO, "write to daemon", err);
+    }
+    return rc;
 }
 
-/* Ends the writer's batch now, wherever it got to, and takes its result. */
+/* Ends the writer's batches now, wherever they got to, and takes their
+ * results. */
 static void conn_batch_stop(amp_conn *c)
 {
     conn_writer_stop(&c->writer);
     conn_batch_take(c);
 }
 
-/* Hands what is waiting to the writer thread when it is a large batch on
- * a plain socket and the writer is idle. Returns whether it did. */
+/* Hands the set being filled to the writer thread on a plain socket: a
+ * large batch, or, behind a batch the writer has, one that can take no
+ * more (it ends at a borrowed frame), so that the next frame can be made
+ * while the writer is busy. Returns whether the writer holds a batch. */
 static int conn_batch_hand(amp_conn *c)
 {
-    if (c->tls || conn_writer_busy(&c->writer))
+    if (c->tls)
         return 0;
+    int handed = conn_writer_busy(&c->writer);
+    struct conn_out *o = conn_out_filling(c);
+    if (!o)
+        return handed;
     struct iovec batch[CONN_OUT_IOV];   /* the writer keeps its own copy */
-    int n = conn_pending_iov(c, batch);
-    return iov_total(batch, n) >= CONN_WRITER_MIN &&
-           conn_writer_hand(&c->writer, c->fd, batch, n) == 0;
+    int n = conn_pending_iov(o, batch);
+    int hand = n > 0 && (iov_total(batch, n) >= CONN_WRITER_MIN ||
+                         (handed > 0 && conn_frame_pending(o)));
+    if (hand && conn_writer_hand(&c->writer, c->fd, batch, n) == 0)
+        handed++;
+    return handed;
 }
 
-/* conn_write_some over TLS: c->out and the borrowed frame are sealed
+/* conn_write_some over TLS: the set's bytes and borrowed frame are sealed
  * whole once what was sealed before has gone, so at most one batch of
- * ciphertext waits, and the frame's memory is free as soon as it is. */
+ * ciphertext waits, and the frame's memory is free as soon as it is. (A
+ * TLS connection has no writer: its one set is outs[out_first].) */
 static int conn_tls_write_some(amp_conn *c)
 {
+    struct conn_out *o = &c->outs[c->out_first];
     for (;;) {
         int rc = conn_tls_send(c);
         if (rc != 0 || tls_pipe_pending(c->tls) > 0)
             return rc;
         struct iovec iov[CONN_OUT_IOV];
-        int n = conn_pending_iov(c, iov);
+        int n = conn_pending_iov(o, iov);
         if (n == 0)
             return 0;
         size_t len = iov_total(iov, n);
         if (tls_pipe_write(c->tls, iov, n) != 0)
             return conn_broke(c, AMP_EIO, tls_pipe_why(c->tls), 0);
         c->tls_unsent += len;
-        conn_advance(c, len);
+        conn_advance(o, len);
     }
 }
 
-/* Writes as much of c->out and the borrowed frame as the socket takes
- * now, or hands a large batch of it to the writer; nothing while the
- * writer holds one. */
+/* Writes as much of the output as the socket takes now, or hands a large
+ * batch of it to the writer; nothing here while the writer holds one. */
 static int conn_write_some(amp_conn *c)
 {
     if (c->tls)
         return conn_tls_write_some(c);
-    if (conn_writer_busy(&c->writer) || conn_batch_hand(c))
+    if (conn_batch_hand(c))
         return 0;
+    struct conn_out *o = &c->outs[c->out_first];   /* with the writer idle, the only set */
     for (;;) {
         struct iovec iov[CONN_OUT_IOV];
-        int n = conn_pending_iov(c, iov);
+        int n = conn_pending_iov(o, iov);
         if (n == 0)
             return 0;
         ssize_t w = conn_send_iov(c, iov, n);
         if (w <= 0)
             return (int)w;
         c->sent += (uint64_t)w;
-        conn_advance(c, (size_t)w);
+        conn_advance(o, (size_t)w);
     }
+}
+
+/* Appends what from has unwritten, its bytes (unless from is o) and its
+ * borrowed frame, to o's bytes, and empties from. Returns 0, or -1 out of
+ * memory. */
+static int conn_out_own(struct conn_out *o, struct conn_out *from)
+{
+    size_t need = from == o ? 0 : from->len - from->pos;
+    for (int i = from->frame_i; i < from->frame_n; i++)
+        need += from->frame[i].iov_len;
+    if (conn_out_reserve(o, need) != 0)
+        return -1;
+    if (from != o) {
+        memcpy(o->buf + o->len, from->buf + from->pos, from->len - from->pos);
+        o->len += from->len - from->pos;
+        from->pos = from->len = 0;
+    }
+    for (int i = from->frame_i; i < from->frame_n; i++) {
+        memcpy(o->buf + o->len, from->frame[i].iov_base, from->frame[i].iov_len);
+        o->len += from->frame[i].iov_len;
+    }
+    from->frame_i = from->frame_n = 0;
+    return 0;
 }
 
 void conn_own_output(amp_conn *c)
 {
-    if (!conn_frame_pending(c))
+    int framed = 0;
+    for (int i = 0; i < CONN_OUTS; i++)
+        framed |= conn_frame_pending(&c->outs[i]);
+    if (!framed)
         return;
-    conn_batch_stop(c);   /* the writer lets go of the frame; what it wrote is written */
-    if (!conn_frame_pending(c))
-        return;
-    size_t need = 0;
-    for (int i = c->frame_i; i < c->frame_n; i++)
-        need += c->frame[i].iov_len;
-    if (conn_out_reserve(c, need) != 0) {
-        c->frame_i = c->frame_n = 0;
-        conn_broke(c, AMP_ENOMEM, "out of memory", 0);   /* half a frame cannot be taken back */
-        return;
+    /* The writer lets go of the frames; what it wrote is written. What is
+     * left, in order, becomes the oldest set's own bytes. */
+    conn_batch_stop(c);
+    struct conn_out *o = &c->outs[c->out_first];
+    for (int i = 0; i < CONN_OUTS; i++) {
+        struct conn_out *from = &c->outs[(c->out_first + i) % CONN_OUTS];
+        if (conn_out_own(o, from) != 0) {
+            for (int k = 0; k < CONN_OUTS; k++)
+                c->outs[k].frame_i = c->outs[k].frame_n = 0;
+            conn_broke(c, AMP_ENOMEM, "out of memory", 0);   /* half a frame cannot be taken back */
+            return;
+        }
     }
-    for (int i = c->frame_i; i < c->frame_n; i++) {
-        memcpy(c->out + c->out_len, c->frame[i].iov_base, c->frame[i].iov_len);
-        c->out_len += c->frame[i].iov_len;
-    }
-    c->frame_i = c->frame_n = 0;
 }
 
 /* Opens the records that arrived and feeds their plaintext to the session. */
@@ -701,9 +762,14 @@ int conn_pump_once(amp_conn *c, long long deadline_ms, const int *done)
         return 0;
     }
     /* A large batch goes to the writer at once; the socket is then polled
-     * for reading only, and the writer's end wakes the poll. */
-    int writing = conn_writer_busy(&c->writer) || conn_batch_hand(c);
-    int pending = !writing && (c->out_pos < c->out_len || conn_frame_pending(c) ||
+     * for reading only, and a batch's end wakes the poll. One just handed
+     * with room for another behind it: the caller queues the next (a
+     * stream's next message) before anything waits. */
+    int handed = conn_writer_busy(&c->writer);
+    int writing = conn_batch_hand(c);
+    if (writing > handed && writing < CONN_OUTS)
+        return 0;
+    int pending = !writing && (conn_out_pending(&c->outs[c->out_first]) ||
                                (c->tls && tls_pipe_pending(c->tls) > 0));
     if (pending) {
         /* The socket mostly takes output at once: write it before polling
@@ -744,9 +810,13 @@ int conn_pump_once(amp_conn *c, long long deadline_ms, const int *done)
 
 uint64_t conn_sent_mark(const amp_conn *c)
 {
-    uint64_t mark = c->sent + c->tls_unsent + (c->out_len - c->out_pos);
-    for (int i = c->frame_i; i < c->frame_n; i++)
-        mark += c->frame[i].iov_len;
+    uint64_t mark = c->sent + c->tls_unsent;
+    for (int k = 0; k < CONN_OUTS; k++) {
+        const struct conn_out *o = &c->outs[k];
+        mark += o->len - o->pos;
+        for (int i = o->frame_i; i < o->frame_n; i++)
+            mark += o->frame[i].iov_len;
+    }
     return mark;
 }
 

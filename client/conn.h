@@ -22,13 +22,28 @@
 #define CONN_DEVICE_MAX 128  /* longest kept device name, NUL included */
 #define CONN_READ_CHUNK (256 * 1024) /* bytes read from the socket at once */
 #define CONN_FRAME_IOV 16            /* iovecs of one borrowed DATA frame, header included */
-#define CONN_OUT_IOV (CONN_FRAME_IOV + 1) /* all unwritten output: c->out, then the frame */
+#define CONN_OUT_IOV (CONN_FRAME_IOV + 1) /* one set's output: its bytes, then the frame */
+#define CONN_OUTS 2                  /* output sets: as many as the writer takes at once */
 #define CONN_FRAME_HD 9              /* an HTTP/2 frame header */
 #define CONN_BEARER "Bearer "        /* amp_connect_opts.token's scheme (RFC 6750) */
 #define CONN_CPUS_PER_POLLER 4       /* busy polling: one polling thread per this many CPUs */
 
 struct call;
 struct region_link;
+
+/* One set of output (amp_conn.outs): bytes copied from nghttp2
+ * (buf[pos..len)), then perhaps a DATA frame of a no_copy call (call.h):
+ * its header (copied to frame_hd) and body bytes still in the call's
+ * memory. frame[frame_i..frame_n) is unwritten (frame[frame_i] maybe in
+ * part); while frame_n > frame_i nothing more goes into the set, and the
+ * call may not end before conn_own_output(). */
+struct conn_out {
+    uint8_t *buf;
+    size_t pos, len, cap;
+    uint8_t frame_hd[CONN_FRAME_HD];
+    struct iovec frame[CONN_FRAME_IOV];
+    int frame_i, frame_n;
+};
 
 struct amp_conn {
     char *address;         /* what amp_connect was given (or the default), owned */
@@ -57,20 +72,15 @@ struct amp_conn {
     struct call *calls;    /* calls started without waiting and not yet done (async.c),
                             * linked through call->next; owned by their amp_call */
     struct amp_call *done; /* of those, done and not yet handed out by amp_wait, oldest first */
-    uint8_t *out;          /* bytes nghttp2 produced, not yet written: out_pos <= out_len <= out_cap */
-    size_t out_pos, out_len, out_cap;
-    /* A DATA frame of a no_copy call (call.h), written after out: its
-     * header (copied to frame_hd) and body bytes still in the call's
-     * memory. frame[frame_i..frame_n) is unwritten (frame[frame_i] maybe
-     * in part); while frame_n > frame_i nothing more is taken from nghttp2,
-     * and the call may not end before conn_own_output(). */
-    uint8_t frame_hd[CONN_FRAME_HD];
-    struct iovec frame[CONN_FRAME_IOV];
-    int frame_i, frame_n;
-    /* Plain connections: a large batch of that output goes out on the
-     * writer thread (conn_writer.h). While it is busy, out and frame stay
-     * as they are (nothing is taken from nghttp2, nothing else written)
-     * until conn.c takes its result. */
+    /* What nghttp2 produced and is not yet written, in sets, oldest at
+     * outs[out_first]: those handed to the writer thread (plain
+     * connections, conn_writer.h), then the one being filled. A set the
+     * writer holds stays as it is until conn.c takes its result; with one
+     * handed, the next is filled and handed behind it, so the writer finds
+     * the next DATA frame waiting when it finishes. Nothing is written
+     * here while the writer holds a set. */
+    struct conn_out outs[CONN_OUTS];
+    int out_first;
     struct conn_writer writer;
     uint8_t *in;           /* read buffer of CONN_READ_CHUNK bytes, owned */
     /* The unpadded DATA frame whose payload is being read: its stream and

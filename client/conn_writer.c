@@ -3,11 +3,12 @@
  * A single thread that moves a GiB both ways spends its time in two kernel
  * copies in turn, the write of the request and the read of the reply; with
  * the write on a thread of its own the two copies run at once. conn.c
- * hands a batch (the unwritten output, typically a 1 MiB DATA frame still
- * in the caller's memory) and keeps reading; the thread (common/
- * sock_writer.c) sends it until it is written or the socket fails, then
- * raises done_fd, which the caller's poll watches; a deadline, a call
- * ending or the connection closing stops it early (conn_writer_stop).
+ * hands a batch (a set of unwritten output, typically a 1 MiB DATA frame
+ * still in the caller's memory), and the next behind it, and keeps
+ * reading; the thread (common/sock_writer.c) sends each until it is
+ * written or the socket fails, then raises done_fd, which the caller's
+ * poll watches; a deadline, a call ending or the connection closing stops
+ * them early (conn_writer_stop).
  */
 #include "conn_writer.h"
 
@@ -18,8 +19,8 @@
 #include "sock_writer.h"
 
 /* sock_writer's done(), on the writer thread under its lock: a caller
- * that sees the batch ended also finds done_fd raised, and drains it
- * (conn_writer_take), never leaving it up for the next batch's poll. */
+ * that sees a batch ended by itself also finds its count in done_fd, and
+ * takes exactly that one (conn_writer_take), leaving the next batch's. */
 static void conn_writer_done(void *ctx)
 {
     struct conn_writer *w = ctx;
@@ -29,7 +30,7 @@ static void conn_writer_done(void *ctx)
 int conn_writer_hand(struct conn_writer *w, int fd, const struct iovec *iov, int n)
 {
     if (!w->thread) {
-        w->done_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        w->done_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK | EFD_SEMAPHORE);
         if (w->done_fd < 0)
             return -1;
         w->thread = sock_writer_new("amp-writer", conn_writer_done, w);
@@ -40,13 +41,13 @@ int conn_writer_hand(struct conn_writer *w, int fd, const struct iovec *iov, int
         }
     }
     sock_writer_start(w->thread, fd, iov, n);
-    w->busy = 1;
+    w->handed++;
     return 0;
 }
 
 int conn_writer_busy(const struct conn_writer *w)
 {
-    return w->busy;
+    return w->handed;
 }
 
 int conn_writer_fd(const struct conn_writer *w)
@@ -56,20 +57,21 @@ int conn_writer_fd(const struct conn_writer *w)
 
 int conn_writer_take(struct conn_writer *w, size_t *written, int *err)
 {
-    if (!w->busy || sock_writer_busy(w->thread))
-        return 0;
     int status;
-    sock_writer_result(w->thread, written, &status);
+    if (!w->handed || !sock_writer_take(w->thread, written, &status))
+        return 0;
     *err = status == -ECANCELED ? 0 : -status;   /* stopped: the caller takes what was written */
-    eventfd_t v;
-    eventfd_read(w->done_fd, &v);   /* one batch, one wake: drained for the next */
-    w->busy = 0;
+    if (status != -ECANCELED) {
+        eventfd_t v;
+        eventfd_read(w->done_fd, &v);   /* this batch's count: the next's stays */
+    }
+    w->handed--;
     return 1;
 }
 
 void conn_writer_stop(struct conn_writer *w)
 {
-    if (w->busy)
+    if (w->handed)
         sock_writer_stop(w->thread);
 }
 
@@ -87,5 +89,5 @@ void conn_writer_end(struct conn_writer *w)
     w->thread = NULL;
     close(w->done_fd);
     w->done_fd = -1;
-    w->busy = 0;
+    w->handed = 0;
 }

@@ -30,6 +30,9 @@
 /* Longest prefix of a data message: gRPC's, the field tag, the length varint. */
 #define STREAM_PREFIX_MAX (GRPC_FRAME_HEADER + 1 + PB_VARINT_MAX)
 #define STREAM_FRAME_MAX (STREAM_PREFIX_MAX + AMP_STREAM_CHUNK)
+/* Input messages in turn: one being sent, and those whose DATA frames may
+ * still be on their way to the socket (call_set_body in call.h). */
+#define STREAM_BODIES (CONN_OUTS + 1)
 #define STREAM_PB_REQ_DATA_TAG 0x12 /* StreamRequest field 2 (data), length-delimited */
 #define STREAM_PB_DEVICE_TAG 0x1a /* StreamReply field 3 (device), length-delimited */
 #define STREAM_DEVICE_MAX 160
@@ -51,10 +54,11 @@ struct stream {
     size_t header_len;
     const uint8_t *mem;      /* amp_stream_mem: the input, sent from where it lies */
     size_t mem_len, mem_pos;
-    uint8_t heads[2][STREAM_PREFIX_MAX]; /* amp_stream_mem: each chunk's prefix, alternating */
-    uint8_t *frames[2];      /* STREAM_FRAME_MAX bytes each, owned: input is read in at
+    uint8_t heads[STREAM_BODIES][STREAM_PREFIX_MAX]; /* amp_stream_mem: each chunk's prefix,
+                                                      * in turn */
+    uint8_t *frames[STREAM_BODIES]; /* STREAM_FRAME_MAX bytes each, owned: input is read in at
                               * STREAM_PREFIX_MAX and sent from there with its prefix
-                              * (no copy: DATA frames point into it); they alternate */
+                              * (no copy: DATA frames point into it); used in turn */
     int next;                /* the frame the next chunk is read into */
     char device[STREAM_DEVICE_MAX]; /* the replies' device, last passed to jobs_set_device */
 };
@@ -206,8 +210,8 @@ static int stream_encode_header(struct stream *st, const struct steps_pb *pb, co
  * input is read straight into a frame, after room for the longest prefix
  * (gRPC prefix, field tag, length); the prefix is then written just before
  * it, so the chunk is not copied again to be encoded, nor to be sent (the
- * call is no_copy). Frames alternate: the previous one may still be on its
- * way to the socket (call_set_body in call.h). */
+ * call is no_copy). Frames are used in turn: the previous ones may still be
+ * on their way to the socket (call_set_body in call.h). */
 /* The prefix of a data message of n bytes into head; returns its length. */
 static size_t stream_prefix(uint8_t *head, size_t n)
 {
@@ -234,7 +238,7 @@ static int stream_next_mem(struct stream *st)
     int rc = call_set_body2(st->c, &st->call, head, head_len, st->mem + st->mem_pos, n,
                             !st->in_done);
     st->mem_pos += n;
-    st->next ^= 1;
+    st->next = (st->next + 1) % STREAM_BODIES;
     return rc;
 }
 
@@ -269,7 +273,7 @@ static int stream_next_chunk(struct stream *st)
     uint8_t *p = chunk - (GRPC_FRAME_HEADER + 1 + pb_varint_len(have));
     stream_prefix(p, have);
     call_set_body(st->c, &st->call, p, (size_t)(chunk + have - p), !st->in_done);
-    st->next ^= 1;
+    st->next = (st->next + 1) % STREAM_BODIES;
     return 0;
 }
 
@@ -324,15 +328,14 @@ static int stream_run(struct stream *st, const amp_opts *o, const struct steps_p
     if (rc == 0)
         rc = stream_encode_header(st, pb, o, total_length);
     if (rc == 0 && st->in) {
-        st->frames[0] = malloc(STREAM_FRAME_MAX);
-        st->frames[1] = malloc(STREAM_FRAME_MAX);
-        if (!st->frames[0] || !st->frames[1])
-            rc = conn_fail(c, AMP_ENOMEM, "out of memory for stream buffers");
+        for (int i = 0; i < STREAM_BODIES && rc == 0; i++)
+            if (!(st->frames[i] = malloc(STREAM_FRAME_MAX)))
+                rc = conn_fail(c, AMP_ENOMEM, "out of memory for stream buffers");
     }
     if (rc != 0)
         return rc;
     call_init(&st->call);
-    st->call.no_copy = 1;   /* bodies: the header and the two frames, kept as call.h asks */
+    st->call.no_copy = 1;   /* bodies: the header and the frames, kept as call.h asks */
     st->call.on_message = stream_on_message;
     st->call.on_piece_start = stream_piece_start;
     st->call.on_piece = stream_piece;
@@ -374,8 +377,8 @@ static int stream_job(struct stream *st, const amp_opts *o, const amp_step *step
     if (rc == 0)
         rc = stream_run(st, o, &pb, total_length);
     free(st->header);
-    free(st->frames[0]);
-    free(st->frames[1]);
+    for (int i = 0; i < STREAM_BODIES; i++)
+        free(st->frames[i]);
     steps_free(&pb);
     if (rc != 0) {
         for (size_t i = 0; hists && i < nhists; i++)

@@ -5,7 +5,9 @@
  * DATA_FRAME_MAX (SETTINGS_MAX_FRAME_SIZE) and ask for frames that large
  * through nghttp2's data_source_read_length callback, so a streamed GiB is
  * about a thousand frames (each a callback, a copy and a write), not sixty
- * thousand.
+ * thousand. 1 KiB over 1 MiB: a stream's data message (AMP_STREAM_CHUNK
+ * bytes and a prefix of at most 16) fits one frame, instead of a 1 MiB
+ * frame and a tiny one that the client's writer would carry alone.
  */
 #ifndef AMP_DATA_FRAME_H
 #define AMP_DATA_FRAME_H
@@ -14,7 +16,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define DATA_FRAME_MAX (1024 * 1024)   /* HTTP/2 allows up to 16 MiB - 1 */
+#define DATA_FRAME_MAX (1024 * 1024 + 1024)   /* HTTP/2 allows up to 16 MiB - 1 */
 
 /* nghttp2's data_source_read_length callback, which both sessions set: the
  * payload length for the next DATA frame, DATA_FRAME_MAX lowered to the

@@ -1,6 +1,9 @@
 /* sock_writer.c: a socket's large writes on a thread of their own
  * (sock_writer.h). The thread sleeps on a condition variable until a
- * write comes, sends it, says so, and sleeps again. */
+ * write is handed, sends the oldest it has not ended, says so, and goes
+ * on with the next or sleeps again. Handed writes are a ring of
+ * SOCK_WRITER_QUEUE: [first, first + queued) in order, of which the first
+ * `ended` have ended and wait for the owner to take their results. */
 #define _GNU_SOURCE   /* pthread_setname_np */
 #include "sock_writer.h"
 
@@ -15,6 +18,14 @@
 
 #include "iov_send.h"
 
+struct sock_writer_job {
+    int fd;
+    struct iovec iov[SOCK_WRITER_IOV];
+    int n;
+    size_t written;            /* once ended */
+    int status;
+};
+
 struct sock_writer {
     char name[16];
     sock_writer_done_cb done;
@@ -23,13 +34,10 @@ struct sock_writer {
     pthread_t thread;
     pthread_mutex_t lock;      /* guards what follows */
     pthread_cond_t cond;       /* a write came or ended, or quit */
-    bool job;                  /* a write was started and has not ended */
+    struct sock_writer_job job[SOCK_WRITER_QUEUE];
+    int first, queued, ended;
+    bool cancel;               /* sock_writer_stop(): end the rest unwritten */
     bool quit;
-    int fd;
-    struct iovec iov[SOCK_WRITER_IOV];
-    int n;
-    size_t written;            /* of the last ended write */
-    int status;
     uint64_t writes;
 };
 
@@ -39,17 +47,21 @@ static void *sock_writer_main(void *arg)
     pthread_setname_np(pthread_self(), w->name);
     pthread_mutex_lock(&w->lock);
     for (;;) {
-        while (!w->job && !w->quit)
+        while (w->ended == w->queued && !w->quit)
             pthread_cond_wait(&w->cond, &w->lock);
         if (w->quit)
             break;
-        pthread_mutex_unlock(&w->lock);
-        size_t written;
-        int status = iov_send_all(w->fd, w->iov, w->n, w->stop_fd, &written);
-        pthread_mutex_lock(&w->lock);
-        w->written = written;
-        w->status = status;
-        w->job = false;
+        struct sock_writer_job *j = &w->job[(w->first + w->ended) % SOCK_WRITER_QUEUE];
+        size_t written = 0;
+        int status = -ECANCELED;
+        if (!w->cancel) {
+            pthread_mutex_unlock(&w->lock);
+            status = iov_send_all(j->fd, j->iov, j->n, w->stop_fd, &written);
+            pthread_mutex_lock(&w->lock);
+        }
+        j->written = written;
+        j->status = status;
+        w->ended++;
         w->writes++;
         if (status != -ECANCELED)
             w->done(w->ctx);
@@ -92,41 +104,58 @@ struct sock_writer *sock_writer_new(const char *name, sock_writer_done_cb done, 
 void sock_writer_start(struct sock_writer *w, int fd, const struct iovec *iov, int n)
 {
     pthread_mutex_lock(&w->lock);
-    memcpy(w->iov, iov, (size_t)n * sizeof(*iov));
-    w->n = n;
-    w->fd = fd;
-    w->written = 0;
-    w->status = 0;
-    w->job = true;
+    struct sock_writer_job *j = &w->job[(w->first + w->queued) % SOCK_WRITER_QUEUE];
+    memcpy(j->iov, iov, (size_t)n * sizeof(*iov));
+    j->n = n;
+    j->fd = fd;
+    w->queued++;
     pthread_cond_broadcast(&w->cond);
     pthread_mutex_unlock(&w->lock);
+}
+
+int sock_writer_queued(struct sock_writer *w)
+{
+    pthread_mutex_lock(&w->lock);
+    int n = w->queued;
+    pthread_mutex_unlock(&w->lock);
+    return n;
 }
 
 bool sock_writer_busy(struct sock_writer *w)
 {
     pthread_mutex_lock(&w->lock);
-    bool busy = w->job;
+    bool busy = w->ended < w->queued;
     pthread_mutex_unlock(&w->lock);
     return busy;
 }
 
-void sock_writer_result(struct sock_writer *w, size_t *written, int *status)
+bool sock_writer_take(struct sock_writer *w, size_t *written, int *status)
 {
     pthread_mutex_lock(&w->lock);
-    *written = w->written;
-    *status = w->status;
+    bool ended = w->ended > 0;
+    if (ended) {
+        struct sock_writer_job *j = &w->job[w->first];
+        *written = j->written;
+        *status = j->status;
+        w->first = (w->first + 1) % SOCK_WRITER_QUEUE;
+        w->queued--;
+        w->ended--;
+    }
     pthread_mutex_unlock(&w->lock);
+    return ended;
 }
 
 void sock_writer_stop(struct sock_writer *w)
 {
     pthread_mutex_lock(&w->lock);
-    if (w->job) {
+    if (w->ended < w->queued) {
+        w->cancel = true;
         eventfd_write(w->stop_fd, 1);
-        while (w->job)
+        while (w->ended < w->queued)
             pthread_cond_wait(&w->cond, &w->lock);
         eventfd_t v;
         eventfd_read(w->stop_fd, &v);   /* the thread no longer looks: nothing left raised */
+        w->cancel = false;
     }
     pthread_mutex_unlock(&w->lock);
 }

@@ -10,13 +10,20 @@
  * "copy 2-way", H100 host). So a large write goes to this thread, which
  * sends it (iov_send_all: POLLOUT as needed) while its owner reads.
  *
- * Thread rules: the owner hands one write at a time and writes nothing
- * else to the socket until it ended; the thread touches nothing but the
- * descriptor and the bytes the iovecs point at, which stay valid until
- * then. done() runs on the writer thread, under its lock, when a write
+ * The owner may hand a second write while the first is still going
+ * (SOCK_WRITER_QUEUE), so the thread finds the next one waiting when it
+ * finishes instead of idling until its owner comes round: on the H100
+ * host each writer of a 1 GiB stream waited 13-18% of its time for the
+ * next 1 MiB frame with one write at a time (bench/RESULTS.md).
+ *
+ * Thread rules: writes go out whole and in the order handed; while any is
+ * handed and its result not taken, the owner writes nothing else to the
+ * socket; the thread touches nothing but the descriptor and the bytes the
+ * iovecs point at, which stay valid until the write's result is taken.
+ * done() runs on the writer thread, under its lock, each time a write
  * ended by itself (written, or the socket failed), not when
  * sock_writer_stop() ended it: it may only signal the owner (an eventfd).
- * Under the lock, an owner that sees the write ended finds it signalled.
+ * Under the lock, an owner that sees a write ended finds it signalled.
  */
 #ifndef AMP_SOCK_WRITER_H
 #define AMP_SOCK_WRITER_H
@@ -27,6 +34,7 @@
 #include <sys/uio.h>
 
 #define SOCK_WRITER_IOV 32   /* most iovecs of one write */
+#define SOCK_WRITER_QUEUE 2  /* most writes handed and not yet taken */
 
 struct sock_writer;
 
@@ -37,19 +45,26 @@ typedef void (*sock_writer_done_cb)(void *ctx);
  * thread must not take the application's. */
 struct sock_writer *sock_writer_new(const char *name, sock_writer_done_cb done, void *ctx);
 
-/* Starts writing the n (1..SOCK_WRITER_IOV) pieces of iov to fd (the
- * array is copied; the bytes are not). Only while no write is busy. */
+/* Hands a write of the n (1..SOCK_WRITER_IOV) pieces of iov to fd (the
+ * array is copied; the bytes are not), after those handed before it.
+ * Only while sock_writer_queued() < SOCK_WRITER_QUEUE. */
 void sock_writer_start(struct sock_writer *w, int fd, const struct iovec *iov, int n);
 
-/* True while a started write has not ended. */
+/* Writes handed whose result has not been taken. */
+int sock_writer_queued(struct sock_writer *w);
+
+/* True while a handed write has not ended. */
 bool sock_writer_busy(struct sock_writer *w);
 
-/* The last ended write: the bytes that went out, and 0, -ECANCELED (ended
- * by sock_writer_stop()) or the negative errno that ended it. */
-void sock_writer_result(struct sock_writer *w, size_t *written, int *status);
+/* The oldest handed write's result, once it ended: the bytes that went
+ * out, and 0, -ECANCELED (ended by sock_writer_stop()) or the negative
+ * errno that ended it; the write is then no longer queued. Returns false,
+ * taking nothing, while it has not ended or none is handed. */
+bool sock_writer_take(struct sock_writer *w, size_t *written, int *status);
 
-/* Ends the busy write now, wherever it got to (the socket may never take
- * it), and waits until the thread has let go of it. No-op when none is. */
+/* Ends every handed write now: the one going wherever it got to (the
+ * socket may never take it), those behind it unwritten; waits until the
+ * thread has let go of them. Their results are still to be taken. */
 void sock_writer_stop(struct sock_writer *w);
 
 /* Writes ended so far, either way. */

@@ -3,10 +3,12 @@
  * Reads go straight into h2_session_recv(). Writes go straight from the
  * session's buffers, and reply data straight from the replies themselves,
  * to the socket while it takes them (uv_try_write of iovecs, no copy); the
- * rest of a frame it refuses is written asynchronously (reply data still
- * uncopied, see conn_gather), and the session is asked for more only when
- * that write finishes, so a slow reader holds at most one HTTP/2 frame here
- * and nghttp2 keeps the rest as unsent frames. A connection
+ * rest of a write it refuses, and a large one whole, is written
+ * asynchronously (reply data still uncopied, see conn_gather). The session
+ * is asked for more while the socket has room for another write in flight
+ * (listen_sock_can_write: two on the writer thread, so a stream's next
+ * reply frame waits behind the one going out), so a slow reader holds at
+ * most two writes here and nghttp2 keeps the rest as unsent frames. A connection
  * ends when the session wants neither to read nor to write, when the peer
  * goes away, or on a fatal protocol error (after the GOAWAY is flushed).
  * The h2 session, and with it every call, is freed only in the socket's
@@ -43,8 +45,8 @@ struct conn {
                                  * whether calls need a token; who.peer is peer */
     bool counted;               /* admitted: counts toward --max-connections until closed() */
     bool peer_counted;          /* and toward --max-peer-connections until it is leaving */
-    bool writing;               /* a listen_sock_write() or _writev() is in flight */
-    bool borrowed;              /* it is the session's borrowed frame: h2_session_written() owed */
+    int writing;                /* listen_sock_writev()s in flight: h2_session_written() owed
+                                 * for each (a TLS connection: tls_writing's, one at most) */
     bool closing;               /* listen_sock_close() called: no more I/O */
     bool fatal;                 /* protocol error: close once the GOAWAY is out */
     bool idle_closed;           /* got its GOAWAY for --idle-timeout */
@@ -183,56 +185,43 @@ static void conn_count_out(struct conn *c, size_t len)
 
 /* Moves queued output to the socket while it takes it, with no copy: the
  * session's frames as they are, and DATA frames straight from the replies
- * (staging buffers, reply messages: h2_session_sendv borrows them). What
- * the socket refuses goes in one async write: a borrowed frame's pieces as
- * they are (the session keeps them until h2_session_written), a small
- * frame of nghttp2's copied (its buffer is reused), and the session is
- * asked for more only when that write finishes, so a slow reader holds at
- * most one frame here and nghttp2 keeps the rest as unsent frames.
- * Returns 1 when a write is now in flight, 0 when everything queued is
- * written, or -1 on a fatal session or socket error. */
+ * (staging buffers, reply messages: h2_session_sendv borrows them, and
+ * keeps each write until h2_session_written). What the socket refuses,
+ * and a large write whole, goes as an async write, and the session is
+ * asked for more while the socket can take another in flight. Returns 0,
+ * or -1 on a fatal session or socket error. */
 static int conn_gather(struct conn *c)
 {
-    for (;;) {
+    while (listen_sock_can_write(c->sock)) {
         struct iovec iov[H2_SEND_IOV];
-        bool borrowed;
-        int n = h2_session_sendv(c->h2, iov, &borrowed);
+        int n = h2_session_sendv(c->h2, iov);
         if (n <= 0)
-            return n;   /* 0: all written; -1: fatal */
+            return n;   /* 0: all written or in flight; -1: fatal */
         size_t len = iov_total(iov, n);
         ssize_t w = listen_sock_try_writev(c->sock, iov, n);
         if (w < 0)
             return -1;
         conn_count_out(c, len);   /* written, or the rest queued below */
         if ((size_t)w == len) {
-            if (borrowed)
-                h2_session_written(c->h2);
+            h2_session_written(c->h2);
             continue;
         }
         int i = iov_skip(iov, n, (size_t)w);
-        if (borrowed) {
-            if (listen_sock_writev(c->sock, iov + i, n - i) != 0)
-                return -1;
-            c->borrowed = true;
-            return 1;
-        }
-        uint8_t *rest = malloc(iov[i].iov_len);
-        if (!rest)
+        if (listen_sock_writev(c->sock, iov + i, n - i) != 0)
             return -1;
-        memcpy(rest, iov[i].iov_base, iov[i].iov_len);
-        if (listen_sock_write(c->sock, rest, iov[i].iov_len) != 0)
-            return -1;
-        return 1;
+        c->writing++;
     }
+    return 0;
 }
 
 /* conn_gather for a TLS connection: the pipe's ciphertext to the socket
  * while it takes it, sealing the session's frames (conn_tls_seal) each
  * time it is all gone; what the socket refuses is written from the pipe's
- * buffer, which stays put until then. Returns as conn_gather. */
+ * buffer, which stays put until then: one write in flight at most.
+ * Returns as conn_gather. */
 static int conn_gather_tls(struct conn *c)
 {
-    for (;;) {
+    while (!c->writing) {
         const uint8_t *out;
         size_t len = tls_pipe_out(c->tls, &out);
         if (len == 0) {
@@ -255,23 +244,22 @@ static int conn_gather_tls(struct conn *c)
             return -1;
         tls_pipe_out_done(c->tls, (size_t)w);
         c->tls_writing = len - (size_t)w;
-        return 1;
+        c->writing++;
     }
+    return 0;
 }
 
 static void conn_flush(struct conn *c)
 {
-    if (c->writing || c->closing)
+    if (c->closing)
         return;
     int rv = c->tls ? conn_gather_tls(c) : conn_gather(c);
     if (rv < 0) {
         conn_close(c, 0);
         return;
     }
-    if (rv > 0) {
-        c->writing = true;
-        return;
-    }
+    if (c->writing)
+        return;   /* the end waits until what is in flight is out */
     if (c->fatal || (!h2_session_want_read(c->h2) && !h2_session_want_write(c->h2))) {
         /* TLS ends with a close_notify, so the peer can tell the end from
          * a cut connection; it leaves before the socket closes. */
@@ -322,13 +310,11 @@ static void conn_sock_eof(void *ctx)
 static void conn_sock_written(void *ctx, int status)
 {
     struct conn *c = ctx;
-    c->writing = false;
-    if (c->tls_writing) {
+    c->writing--;
+    if (c->tls) {
         tls_pipe_out_done(c->tls, c->tls_writing);
         c->tls_writing = 0;
-    }
-    if (c->borrowed) {
-        c->borrowed = false;
+    } else {
         h2_session_written(c->h2);
     }
     if (status != 0) {

@@ -38,15 +38,13 @@ int conn_tls_seal(struct tls_pipe *t, struct h2_session *h2)
         return tls_pipe_pending(t) > 0;   /* the session speaks once the handshake is done */
     while (tls_pipe_pending(t) < CONN_TLS_BATCH) {
         struct iovec iov[H2_SEND_IOV];
-        bool borrowed;
-        int n = h2_session_sendv(h2, iov, &borrowed);
+        int n = h2_session_sendv(h2, iov);
         if (n < 0)
             return -1;
         if (n == 0)
             break;
         int rv = tls_pipe_write(t, iov, n);
-        if (borrowed)
-            h2_session_written(h2);
+        h2_session_written(h2);   /* sealed: the pipe has its own copy */
         if (rv != 0)
             return -1;
     }

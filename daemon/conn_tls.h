@@ -33,8 +33,9 @@ enum conn_tls_result conn_tls_recv(struct tls_pipe *t, struct h2_session *h2, co
 
 /* Encrypts what the session has to send, once the handshake is done,
  * until CONN_TLS_BATCH bytes of ciphertext wait or the session has
- * nothing more; a borrowed frame is written (h2_session_written) as soon
- * as it is sealed, since the records hold copies. Returns 1 when
+ * nothing more; each write of the session's is written
+ * (h2_session_written) as soon as it is sealed, since the records hold
+ * copies. Returns 1 when
  * ciphertext waits in the pipe, 0 when there is none, -1 on a fatal
  * session or TLS error. */
 int conn_tls_seal(struct tls_pipe *t, struct h2_session *h2);

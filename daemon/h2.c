@@ -31,6 +31,7 @@
 #include "grpc_frame.h"
 #include "h2_internal.h"
 #include "h2_request.h"
+#include "iov_send.h"
 #include "sat.h"
 
 /* Per-stream receive window we advertise, and the connection's: large
@@ -774,9 +775,11 @@ void h2_session_free(struct h2_session *s)
     s->busy++;
     while (s->calls)
         h2_call_release(s->calls);
-    h2_session_written(s);   /* the socket is gone: what a frame borrowed goes too */
+    for (int i = 0; i < H2_WRITES; i++) {   /* the socket is gone: what writes held goes too */
+        h2_reply_write_done(s, &s->writes[i], false);
+        free(s->writes[i].gather);
+    }
     nghttp2_session_del(s->ng);
-    free(s->gather);
     free(s->flat);
     free(s);
 }
@@ -816,51 +819,55 @@ int h2_session_recv(struct h2_session *s, const uint8_t *data, size_t len)
     return 0;
 }
 
-/* Appends n bytes to the gather buffer. Returns 0, or -1 out of memory. */
-static int h2_gather_add(struct h2_session *s, const void *p, size_t n)
+struct h2_write *h2_write_next(struct h2_session *s)
 {
-    if (grow_bytes(&s->gather, &s->gather_cap, 4096, s->gather_len + n) != 0)
+    return &s->writes[(s->write_first + s->write_n) % H2_WRITES];
+}
+
+/* Appends n bytes to w's gather buffer. Returns 0, or -1 out of memory. */
+static int h2_gather_add(struct h2_write *w, const void *p, size_t n)
+{
+    if (grow_bytes(&w->gather, &w->gather_cap, 4096, w->gather_len + n) != 0)
         return -1;
-    memcpy(s->gather + s->gather_len, p, n);
-    s->gather_len += n;
+    memcpy(w->gather + w->gather_len, p, n);
+    w->gather_len += n;
     return 0;
 }
 
 /* The borrowed frame nghttp2 just made: a small one is copied into the
- * gather buffer and let go of at once (returns 0: go on gathering); a
- * large one keeps its bytes where they lie and ends the gathering, its
- * header joining the buffer (returns 1). -1: out of memory. */
-static int h2_gather_frame(struct h2_session *s)
+ * gather buffer and its frame forgotten (returns 0: go on gathering; the
+ * messages it took stay held by the write); a large one keeps its bytes
+ * where they lie and ends the gathering, its header joining the buffer
+ * (returns 1). -1: out of memory. */
+static int h2_gather_frame(struct h2_session *s, struct h2_write *w)
 {
-    if (s->frame_len > H2_GATHER_COPY_MAX) {
-        if (h2_gather_add(s, s->frame_hd, sizeof(s->frame_hd)) != 0)
+    if (w->frame_len > H2_GATHER_COPY_MAX)
+        return h2_gather_add(w, w->frame_hd, sizeof(w->frame_hd)) != 0 ? -1 : 1;
+    for (int i = 0; i < w->frame_n; i++)
+        if (h2_gather_add(w, w->frame[i].iov_base, w->frame[i].iov_len) != 0)
             return -1;
-        return 1;
-    }
-    for (int i = 0; i < s->frame_n; i++)
-        if (h2_gather_add(s, s->frame[i].iov_base, s->frame[i].iov_len) != 0)
-            return -1;
-    h2_reply_frame_written(s);
+    h2_reply_write_done(s, w, true);
     return 0;
 }
 
-int h2_session_sendv(struct h2_session *s, struct iovec *iov, bool *borrowed)
+int h2_session_sendv(struct h2_session *s, struct iovec *iov)
 {
-    *borrowed = false;
-    if (s->frame_ready)
-        return 0;   /* the borrowed frame is not written yet */
-    s->gather_len = 0;   /* what it held was written (or copied) by the owner */
+    if (s->write_n == H2_WRITES)
+        return 0;   /* the owner holds as many as it may */
+    struct h2_write *w = h2_write_next(s);
+    w->gather_len = 0;
     int big = 0;
     s->busy++;
-    while (s->gather_len < H2_GATHER_MAX) {
+    s->building = true;
+    while (w->gather_len < H2_GATHER_MAX) {
         const uint8_t *out;
         ssize_t n = nghttp2_session_mem_send(s->ng, &out);
-        if (n < 0 || (n > 0 && h2_gather_add(s, out, (size_t)n) != 0)) {
+        if (n < 0 || (n > 0 && h2_gather_add(w, out, (size_t)n) != 0)) {
             big = -1;
             break;
         }
-        bool copied = s->frame_ready;   /* a small frame, unless it ends the write */
-        if (copied && (big = h2_gather_frame(s)) != 0)
+        bool copied = w->frame_ready;   /* a small frame, unless it ends the write */
+        if (copied && (big = h2_gather_frame(s, w)) != 0)
             break;
         /* Handlers told here may queue more, which the next round takes. */
         if (s->sent_pending || s->resume_pending) {
@@ -870,40 +877,42 @@ int h2_session_sendv(struct h2_session *s, struct iovec *iov, bool *borrowed)
             break;
         }
     }
+    s->building = false;
     s->busy--;
     if (big < 0)
-        return -1;
-    if (s->gather_len == 0)
+        return -1;   /* what w holds is freed with the session */
+    if (w->gather_len == 0) {
+        struct h2_out *held = w->done;
+        w->done = NULL;
+        h2_reply_defer_all(s, held);
         return 0;
-    iov[0] = (struct iovec){ s->gather, s->gather_len };
+    }
+    s->write_n++;
+    iov[0] = (struct iovec){ w->gather, w->gather_len };
     if (!big)
         return 1;
-    memcpy(iov + 1, s->frame + 1, (size_t)(s->frame_n - 1) * sizeof(*iov));
-    *borrowed = true;
-    return s->frame_n;
+    memcpy(iov + 1, w->frame + 1, (size_t)(w->frame_n - 1) * sizeof(*iov));
+    return w->frame_n;
 }
 
 void h2_session_written(struct h2_session *s)
 {
+    if (s->write_n == 0)
+        return;
     s->busy++;   /* a release that queues more output must not flush from in here */
-    h2_reply_frame_written(s);
+    h2_reply_write_done(s, &s->writes[s->write_first], false);
+    s->write_first = (s->write_first + 1) % H2_WRITES;
+    s->write_n--;
     s->busy--;
 }
 
 ssize_t h2_session_send(struct h2_session *s, const uint8_t **out)
 {
     struct iovec iov[H2_SEND_IOV];
-    bool borrowed;
-    int n = h2_session_sendv(s, iov, &borrowed);
+    int n = h2_session_sendv(s, iov);
     if (n <= 0)
         return n;
-    if (!borrowed) {
-        *out = iov[0].iov_base;
-        return (ssize_t)iov[0].iov_len;
-    }
-    size_t len = 0;
-    for (int i = 0; i < n; i++)
-        len += iov[i].iov_len;
+    size_t len = iov_total(iov, n);
     if (len > s->flat_cap) {
         uint8_t *p = realloc(s->flat, len);
         if (!p)

@@ -167,26 +167,26 @@ int h2_session_recv(struct h2_session *s, const uint8_t *data, size_t len);
 
 /* Points iov (H2_SEND_IOV entries) at the next bytes to write, gathered
  * for one write (every frame ready, up to a bound), and returns how many
- * entries it used; 0 when there is nothing to write now; -1 on a fatal
- * error. With *borrowed false it is one piece valid until the next call
- * into the session. With *borrowed true the piece ends with the header of
- * a large DATA frame whose bytes follow in the other entries: the calls'
- * replies where they lie (messages and staging buffers, never copied into
- * nghttp2's frames); all of them stay valid until the owner calls
- * h2_session_written(), which it must do once they are all written, and
- * until then this returns 0. */
-int h2_session_sendv(struct h2_session *s, struct iovec *iov, bool *borrowed);
+ * entries it used; 0 when there is nothing to write now, or while the
+ * owner holds two writes not yet written; -1 on a fatal error. The first
+ * piece is the session's copy of nghttp2's frames; it may end with the
+ * header of a large DATA frame whose bytes follow in the other entries:
+ * the calls' replies where they lie (messages and staging buffers, never
+ * copied into nghttp2's frames). All of it stays valid until the owner
+ * calls h2_session_written() for it, which it must do once it is all
+ * written; writes are written, and said to be, in the order handed. */
+int h2_session_sendv(struct h2_session *s, struct iovec *iov);
 
-/* The borrowed frame from h2_session_sendv() is written: the messages it
+/* The oldest write from h2_session_sendv() is written: the messages it
  * took are freed (and staging buffers given back). No handler runs and
  * want_write is not called from inside; the owner sends next. */
 void h2_session_written(struct h2_session *s);
 
 /* h2_session_sendv() as one buffer: points *out at the next bytes to write
  * (valid until the next call into the session) and returns their count; 0
- * when there is nothing to write now; -1 on a fatal error. A borrowed
- * frame is copied and counted as written (for tests and harnesses that
- * want plain bytes). */
+ * when there is nothing to write now; -1 on a fatal error. The write is
+ * copied and counted as written (for tests and harnesses that want plain
+ * bytes). */
 ssize_t h2_session_send(struct h2_session *s, const uint8_t **out);
 
 /* True while the session wants to read, or has something to write. When

@@ -93,6 +93,30 @@ struct h2_call {
     char *trailer_msg;       /* malloc'd, percent-encoded grpc-message, or NULL */
 };
 
+/* Writes the owner may hold at once: a stream's next reply frame is
+ * made while the one before is still going out (common/sock_writer.h). */
+#define H2_WRITES 2
+
+/* One write h2_session_sendv() hands the owner: nghttp2's frames copied
+ * into gather, and small borrowed DATA frames with them, so that a tiny
+ * call's reply (HEADERS, DATA, trailers) leaves in one write; it may end
+ * with a large DATA frame sent from reply memory (NO_COPY, h2_reply.c):
+ * frame[0] is its header, copied to frame_hd; frame[1..frame_n) point at
+ * frame_len bytes of queued messages. h2_reply_read builds the frame,
+ * h2_reply_send_data completes it (frame_ready). Messages the write's
+ * frames point into that left their call's queue meanwhile (taken whole,
+ * or dropped with their call) wait in done until it is written. */
+struct h2_write {
+    uint8_t *gather;         /* owned */
+    size_t gather_len, gather_cap;
+    uint8_t frame_hd[9];
+    struct iovec frame[H2_SEND_IOV];
+    int frame_n;             /* 0: no borrowed frame */
+    size_t frame_len;
+    bool frame_ready;
+    struct h2_out *done;
+};
+
 struct h2_session {
     nghttp2_session *ng;
     const struct h2_handlers *h;
@@ -110,24 +134,12 @@ struct h2_session {
      * the payload bytes not yet seen (h2_session_read_dest). */
     int32_t data_stream;
     size_t data_left;
-    /* The DATA frame being sent from reply memory (NO_COPY, h2_reply.c):
-     * frame[0] is its header, copied to frame_hd; frame[1..frame_n) point
-     * at frame_len bytes of queued messages. h2_reply_read builds it,
-     * h2_reply_send_data completes it (frame_ready), and nothing more is
-     * taken from nghttp2 until h2_session_written(). frame_n == 0: none.
-     * Messages it points into that left their call's queue meanwhile
-     * (taken whole, or dropped with their call) wait in frame_done. */
-    uint8_t frame_hd[9];
-    struct iovec frame[H2_SEND_IOV];
-    int frame_n;
-    size_t frame_len;
-    bool frame_ready;
-    struct h2_out *frame_done;
-    /* What h2_session_sendv() gathers for one write: nghttp2's frames
-     * copied, and small borrowed frames with them, so that a tiny call's
-     * reply (HEADERS, DATA, trailers) leaves in one write. Owned. */
-    uint8_t *gather;
-    size_t gather_len, gather_cap;
+    /* Writes handed to the owner and not yet written (h2_session_sendv,
+     * h2_session_written): writes[write_first .. + write_n), a ring; the
+     * next is built in the slot after them, h2_write_next(). */
+    struct h2_write writes[H2_WRITES];
+    int write_first, write_n;
+    bool building;           /* inside h2_session_sendv: h2_write_next() is being filled */
     uint8_t *flat;           /* h2_session_send()'s one-buffer copy of a frame, owned */
     size_t flat_cap;
 };
@@ -198,9 +210,16 @@ bool h2_call_fail_truncated(struct h2_call *c);
 
 /* Frees a call's reply queue and gives back what it held. */
 void h2_reply_free_all(struct h2_call *c);
-/* The session's borrowed DATA frame is written (h2_session_written): frees
- * the messages that left their queues while it pointed into them. */
-void h2_reply_frame_written(struct h2_session *s);
+/* The slot the next write is built in (inside h2_session_sendv). */
+struct h2_write *h2_write_next(struct h2_session *s);
+/* The write w is written (or its frame was copied into the gather buffer,
+ * frame_only): frees the messages that left their queues while it pointed
+ * into them, unless frame_only, and forgets its frame. */
+void h2_reply_write_done(struct h2_session *s, struct h2_write *w, bool frame_only);
+/* Messages that left their queues while frames may still point into them,
+ * from a write that hands none after all: held by the newest write in
+ * flight, or freed when none is. */
+void h2_reply_defer_all(struct h2_session *s, struct h2_out *list);
 /* h2_call_fail() once a call's response headers are out. */
 int h2_reply_fail(struct h2_call *c, enum status_code code, const char *msg);
 /* Tells handlers whose reply bytes nghttp2 took. */

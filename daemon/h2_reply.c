@@ -10,8 +10,8 @@
  * and submits the trailers once it is. Reply bytes are never copied into
  * nghttp2's frames: a DATA frame is the session's header and iovecs over
  * the queued messages' pieces (common/body.h; NO_COPY), and messages it
- * took wait in the session until the owner has written it
- * (h2_session_written, h2_reply_frame_written). Neighbours: h2.c owns the session,
+ * took wait in the session's write until the owner has written it
+ * (h2_session_written, h2_reply_write_done). Neighbours: h2.c owns the session,
  * the nghttp2 callbacks and the calls' life; h2_stream.c the request side
  * of stream calls; h2_internal.h holds what they share.
  */
@@ -49,17 +49,43 @@ static void h2_out_release(struct h2_session *s, struct h2_out *o)
     free(o);
 }
 
-/* Drops o, a message of c that left c's queue. One that a DATA frame still
- * on its way to the socket points into (begun, while a frame is out) waits
- * for h2_reply_frame_written() instead, whatever happens to c meanwhile. */
+/* o, a message that left its call's queue after a DATA frame took some
+ * of it: held until the writes that may point into it are written, by the
+ * write being built (which is written after every write before it), or by
+ * the newest in flight; freed now when there is neither. */
+static void h2_out_defer(struct h2_session *s, struct h2_out *o)
+{
+    struct h2_write *w = s->building ? h2_write_next(s)
+                         : s->write_n > 0
+                             ? &s->writes[(s->write_first + s->write_n - 1) % H2_WRITES]
+                             : NULL;
+    if (!w) {
+        h2_out_release(s, o);
+        return;
+    }
+    o->next = w->done;
+    w->done = o;
+}
+
+void h2_reply_defer_all(struct h2_session *s, struct h2_out *list)
+{
+    while (list) {
+        struct h2_out *o = list;
+        list = o->next;
+        h2_out_defer(s, o);
+    }
+}
+
+/* Drops o, a message of c that left c's queue. One that a DATA frame
+ * still on its way to the socket may point into (begun) waits for its
+ * write instead, whatever happens to c meanwhile. */
 static void h2_out_free(struct h2_call *c, struct h2_out *o)
 {
     struct h2_session *s = c->s;
     c->out_held -= o->held;
     h2_give_share(c, o->held);
-    if (o->pos > 0 && s->frame_n > 0) {
-        o->next = s->frame_done;
-        s->frame_done = o;
+    if (o->pos > 0) {
+        h2_out_defer(s, o);
         return;
     }
     h2_out_release(s, o);
@@ -81,23 +107,23 @@ int h2_reply_send_data(nghttp2_session *ng, nghttp2_frame *frame, const uint8_t 
 {
     (void)ng;
     (void)source;
-    struct h2_session *s = user_data;
-    if (frame->data.padlen > 0 || s->frame_n == 0 || length != s->frame_len)
+    struct h2_write *w = h2_write_next(user_data);
+    if (frame->data.padlen > 0 || w->frame_n == 0 || length != w->frame_len)
         return NGHTTP2_ERR_CALLBACK_FAILURE;   /* no padding is ever asked for */
-    memcpy(s->frame_hd, framehd, sizeof(s->frame_hd));
-    s->frame[0] = (struct iovec){ s->frame_hd, sizeof(s->frame_hd) };
-    s->frame_ready = true;
+    memcpy(w->frame_hd, framehd, sizeof(w->frame_hd));
+    w->frame[0] = (struct iovec){ w->frame_hd, sizeof(w->frame_hd) };
+    w->frame_ready = true;
     return NGHTTP2_ERR_PAUSE;
 }
 
-void h2_reply_frame_written(struct h2_session *s)
+void h2_reply_write_done(struct h2_session *s, struct h2_write *w, bool frame_only)
 {
-    s->frame_ready = false;
-    s->frame_n = 0;
-    s->frame_len = 0;
-    while (s->frame_done) {
-        struct h2_out *o = s->frame_done;
-        s->frame_done = o->next;
+    w->frame_ready = false;
+    w->frame_n = 0;
+    w->frame_len = 0;
+    while (!frame_only && w->done) {
+        struct h2_out *o = w->done;
+        w->done = o->next;
         h2_out_release(s, o);
     }
 }
@@ -122,30 +148,30 @@ static ssize_t h2_reply_read(nghttp2_session *ng, int32_t stream_id, uint8_t *bu
     (void)buf;
     (void)user_data;
     struct h2_call *c = source->ptr;
-    struct h2_session *s = c->s;
+    struct h2_write *w = h2_write_next(c->s);
     size_t n = 0;
-    s->frame_n = 1;   /* frame[0]: the header, from h2_reply_send_data */
-    while (n < length && c->out_head && s->frame_n < H2_SEND_IOV) {
+    w->frame_n = 1;   /* frame[0]: the header, from h2_reply_send_data */
+    while (n < length && c->out_head && w->frame_n < H2_SEND_IOV) {
         struct h2_out *o = c->out_head;
         size_t k = o->body.len - o->pos;
         if (k > length - n)
             k = length - n;
-        s->frame_n += body_iov_some(&o->body, o->pos, k, s->frame + s->frame_n,
-                                    H2_SEND_IOV - s->frame_n, &k);
+        w->frame_n += body_iov_some(&o->body, o->pos, k, w->frame + w->frame_n,
+                                    H2_SEND_IOV - w->frame_n, &k);
         o->pos += k;
         n += k;
         if (o->pos == o->body.len) {
             c->out_head = o->next;
             if (!c->out_head)
                 c->out_tail = NULL;
-            h2_out_free(c, o);   /* waits in frame_done until written */
+            h2_out_free(c, o);   /* waits in w->done until written */
         }
     }
-    s->frame_len = n;
+    w->frame_len = n;
     if (n)
         *flags |= NGHTTP2_DATA_FLAG_NO_COPY;
     else
-        s->frame_n = 0;   /* an empty frame (the end) goes the usual way */
+        w->frame_n = 0;   /* an empty frame (the end) goes the usual way */
     if (n) {
         c->unsent -= n;
         c->sent_owed = c->kind == H2_STREAM;   /* sent() is for stream calls only */

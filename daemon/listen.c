@@ -74,11 +74,10 @@ struct listen_sock {
     uv_timer_t linger;         /* bounds a graceful close */
     uv_shutdown_t shutdown;
     uv_write_t write;
-    bool writing;              /* a write is in flight */
+    bool writing;              /* a uv_write of the loop's own is in flight */
     struct sock_writer *writer; /* made for the first large write; NULL before */
     bool writer_failed;        /* it could not be made: the loop writes everything */
-    struct loop_wake writer_done; /* the writer's write finished (initialised with writer) */
-    uint8_t *wbuf;             /* its buffer when owned (listen_sock_write), else NULL */
+    struct loop_wake writer_done; /* a writer's write finished (initialised with writer) */
     bool closing;              /* listen_sock_close() was called: no read()/eof() */
     bool shutdown_pending;     /* shut down the write side once the write completes */
     int handles_open;          /* h and linger: freed when both are closed */
@@ -94,7 +93,6 @@ static void listen_sock_handle_closed(uv_handle_t *h)
     struct listen_sock *s = h->data;
     if (--s->handles_open > 0)
         return;
-    free(s->wbuf);
     if (s->cbs && s->cbs->closed)
         s->cbs->closed(s->ctx);
     free(s);
@@ -168,13 +166,18 @@ static void listen_sock_start_shutdown(struct listen_sock *s)
         listen_sock_close_now(s);
 }
 
+/* Whether any write is in flight: the loop's own, or the writer's. */
+static bool listen_sock_in_flight(struct listen_sock *s)
+{
+    return s->writing || (s->writer && sock_writer_queued(s->writer) > 0);
+}
+
+/* A write ended: tells the owner, or, closing, shuts down the write side
+ * once the last is out. */
 static void listen_sock_write_done(struct listen_sock *s, int status)
 {
-    free(s->wbuf);
-    s->wbuf = NULL;
-    s->writing = false;
     if (s->closing) {
-        if (!s->shutdown_pending)
+        if (!s->shutdown_pending || (status == 0 && listen_sock_in_flight(s)))
             return;
         s->shutdown_pending = false;
         if (status == 0 && !uv_is_closing(&s->h.handle))
@@ -188,18 +191,20 @@ static void listen_sock_write_done(struct listen_sock *s, int status)
 
 static void listen_sock_on_write(uv_write_t *req, int status)
 {
-    listen_sock_write_done(req->data, status);
+    struct listen_sock *s = req->data;
+    s->writing = false;
+    listen_sock_write_done(s, status);
 }
 
+/* The writer's writes that ended, oldest first; a written() that closes
+ * the socket ends the round (the writer is gone then). */
 static void listen_sock_on_writer_done(struct loop_wake *w)
 {
     struct listen_sock *s = w->poll.data;
-    if (!s->writing || !s->writer)
-        return;
     size_t written;
     int status;
-    sock_writer_result(s->writer, &written, &status);
-    listen_sock_write_done(s, status);
+    while (s->writer && sock_writer_take(s->writer, &written, &status))
+        listen_sock_write_done(s, status);
 }
 
 /* Writer thread, under its lock: its write is done. */
@@ -238,34 +243,29 @@ static int listen_sock_bufs(const struct iovec *iov, int n, uv_buf_t *b)
     return 0;
 }
 
+bool listen_sock_can_write(struct listen_sock *s)
+{
+    return !s->writing && (!s->writer || sock_writer_queued(s->writer) < SOCK_WRITER_QUEUE);
+}
+
 int listen_sock_writev(struct listen_sock *s, const struct iovec *iov, int n)
 {
     uv_buf_t b[LISTEN_WRITE_IOV];
     int rv = listen_sock_bufs(iov, n, b);
     if (rv != 0)
         return rv;
+    /* Behind a write the writer still has, everything goes to it: in order. */
+    bool behind = s->writer && sock_writer_queued(s->writer) > 0;
     struct sock_writer *w =
-        iov_total(iov, n) >= LISTEN_WRITER_MIN ? listen_sock_writer(s) : NULL;
+        behind || iov_total(iov, n) >= LISTEN_WRITER_MIN ? listen_sock_writer(s) : NULL;
     uv_os_fd_t fd;
     if (w && uv_fileno(&s->h.handle, &fd) == 0) {
         sock_writer_start(w, fd, iov, n);
-        s->writing = true;
         return 0;
     }
     s->write.data = s;
     rv = uv_write(&s->write, &s->h.stream, b, (unsigned)n, listen_sock_on_write);
     s->writing = rv == 0;
-    return rv;
-}
-
-int listen_sock_write(struct listen_sock *s, uint8_t *buf, size_t len)
-{
-    struct iovec iov = { buf, len };
-    int rv = listen_sock_writev(s, &iov, 1);
-    if (rv == 0)
-        s->wbuf = buf;
-    else
-        free(buf);
     return rv;
 }
 
@@ -275,7 +275,10 @@ ssize_t listen_sock_try_writev(struct listen_sock *s, const struct iovec *iov, i
     int rv = listen_sock_bufs(iov, n, b);
     /* A large write is the writer thread's whole: copying part of it into
      * the socket here would spend the loop's time, which reading the
-     * other direction needs (a stream's input and its replies at once). */
+     * other direction needs (a stream's input and its replies at once).
+     * Nothing may pass a write the writer still has. */
+    if (rv == 0 && s->writer && sock_writer_queued(s->writer) > 0)
+        return 0;
     if (rv == 0 && iov_total(iov, n) >= LISTEN_WRITER_MIN && listen_sock_writer(s))
         return 0;
     if (rv == 0)
@@ -302,7 +305,7 @@ void listen_sock_close(struct listen_sock *s, unsigned linger_ms)
     /* Keep reading (and discarding) so the peer's close is seen. */
     uv_read_start(&s->h.stream, listen_sock_alloc, listen_sock_on_read);
     uv_timer_start(&s->linger, listen_sock_on_linger, linger_ms, 0);
-    if (s->writing)
+    if (listen_sock_in_flight(s))
         s->shutdown_pending = true;
     else
         listen_sock_start_shutdown(s);

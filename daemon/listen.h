@@ -34,7 +34,7 @@ struct listen_sock_cbs {
      * buffer, and at most how many bytes (*len); NULL for the buffer. */
     uint8_t *(*read_dest)(void *ctx, size_t *len);
     void (*eof)(void *ctx);          /* peer closed or the socket failed */
-    void (*written)(void *ctx, int status); /* the write in flight finished (0 or uv error) */
+    void (*written)(void *ctx, int status); /* the oldest write in flight finished (0 or error) */
     void (*closed)(void *ctx);       /* the socket is gone; last callback */
 };
 
@@ -105,25 +105,28 @@ int listen_sock_start(struct listen_sock *s, const struct listen_sock_cbs *cbs, 
 /* Most iovecs a write takes at once. */
 #define LISTEN_WRITE_IOV 16
 
-/* Writes len bytes of buf, taking ownership of it. One write at a time:
- * wait for written() before the next. Returns 0 or a uv error. */
-int listen_sock_write(struct listen_sock *s, uint8_t *buf, size_t len);
+/* Whether a write may be handed now: none of the loop's own is in flight
+ * and the writer thread (if any) has room for another (SOCK_WRITER_QUEUE:
+ * a stream's next frame waits behind the one going out). */
+bool listen_sock_can_write(struct listen_sock *s);
 
 /* Writes the n (<= LISTEN_WRITE_IOV) pieces of iov, whose bytes the caller
- * keeps valid until written() (or closed()); the iovec array itself may go
- * at once. One write at a time, as listen_sock_write(). Returns 0 or a uv
- * error. */
+ * keeps valid until its written() (or closed()); the iovec array itself
+ * may go at once. Only while listen_sock_can_write(); writes go out in the
+ * order handed, and written() comes once for each, in that order. Returns
+ * 0 or a uv error. */
 int listen_sock_writev(struct listen_sock *s, const struct iovec *iov, int n);
 
 /* Writes what the socket takes at once of the n (<= LISTEN_WRITE_IOV)
  * pieces of iov (not owned), without waiting: returns the bytes written (0
- * when it would block, and for a write large enough for the writer thread,
+ * when it would block, when the writer thread still has writes, which
+ * must go first, and for a write large enough for the writer thread,
  * which listen_sock_writev() then hands it whole), or a negative uv error.
- * Only while no write is in flight. */
+ * Only while listen_sock_can_write(). */
 ssize_t listen_sock_try_writev(struct listen_sock *s, const struct iovec *iov, int n);
 
 /* Closes the socket. linger_ms > 0: shut down the write side (after the
- * write in flight), discard what the peer still sends until it closes or
+ * writes in flight), discard what the peer still sends until it closes or
  * linger_ms pass, then close. closed() follows either way; read() and eof()
  * are not called after this. */
 void listen_sock_close(struct listen_sock *s, unsigned linger_ms);

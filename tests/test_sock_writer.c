@@ -1,9 +1,11 @@
 /* test_sock_writer.c: a socket's writer thread (common/sock_writer.c),
  * which both ends use, over a real socket pair: a large write arrives
- * whole and in order while the peer reads slowly, a vanished peer is an
+ * whole and in order while the peer reads slowly, a second write handed
+ * behind it follows it and each has its own result, a vanished peer is an
  * error (not SIGPIPE), stopping a write the peer never reads returns what
- * went out and leaves the writer ready for the next, and freeing the
- * writer in the middle of such a write returns. */
+ * went out (and ends the one behind it unwritten) and leaves the writer
+ * ready for the next, and freeing the writer in the middle of such a
+ * write returns. */
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -41,7 +43,7 @@ static int writer_status(struct sock_writer *w)
 {
     size_t written;
     int status;
-    sock_writer_result(w, &written, &status);
+    ck_assert(sock_writer_take(w, &written, &status));
     return status;
 }
 
@@ -78,6 +80,55 @@ START_TEST(large_write_arrives_whole_and_in_order)
     ck_assert(!sock_writer_busy(w));
     ck_assert_uint_eq(sock_writer_writes(w), 1);
     ck_assert_mem_eq(got, src, WRITER_BYTES);
+    sock_writer_free(w);
+    close(sv[0]);
+    close(sv[1]);
+    close(efd);
+    free(src);
+    free(got);
+}
+END_TEST
+
+/* Two writes handed at once go out one after the other, whole, and their
+ * results come back in order, each once. */
+START_TEST(second_write_follows_the_first)
+{
+    int sv[2], efd = eventfd(0, EFD_CLOEXEC);
+    writer_pair(sv);
+    uint8_t *src = malloc(WRITER_BYTES), *got = malloc(WRITER_BYTES);
+    ck_assert_ptr_nonnull(src);
+    ck_assert_ptr_nonnull(got);
+    for (size_t i = 0; i < WRITER_BYTES; i++)
+        src[i] = (uint8_t)(i * 7 + (i >> 16));
+    struct sock_writer *w = sock_writer_new("test-writer", writer_done, &efd);
+    ck_assert_ptr_nonnull(w);
+    size_t half = WRITER_BYTES / 2 + 5;   /* uneven: a boundary inside a read */
+    sock_writer_start(w, sv[0], &(struct iovec){ src, half }, 1);
+    sock_writer_start(w, sv[0], &(struct iovec){ src + half, WRITER_BYTES - half }, 1);
+    ck_assert_int_eq(sock_writer_queued(w), 2);
+    size_t have = 0;
+    while (have < WRITER_BYTES) {
+        ssize_t k = read(sv[1], got + have, 64 * 1024);
+        ck_assert_int_gt(k, 0);
+        have += (size_t)k;
+    }
+    ck_assert_mem_eq(got, src, WRITER_BYTES);
+    int done = 0;
+    while (done < 2) {
+        int k = writer_wait_done(efd, 10000);
+        ck_assert_int_gt(k, 0);
+        done += k;
+    }
+    size_t written;
+    int status;
+    ck_assert(sock_writer_take(w, &written, &status));
+    ck_assert_int_eq(status, 0);
+    ck_assert_uint_eq(written, half);
+    ck_assert(sock_writer_take(w, &written, &status));
+    ck_assert_int_eq(status, 0);
+    ck_assert_uint_eq(written, WRITER_BYTES - half);
+    ck_assert(!sock_writer_take(w, &written, &status));
+    ck_assert_int_eq(sock_writer_queued(w), 0);
     sock_writer_free(w);
     close(sv[0]);
     close(sv[1]);
@@ -143,10 +194,12 @@ START_TEST(stop_mid_write_returns_what_went)
     sock_writer_stop(t.w);
     ck_assert(!sock_writer_busy(t.w));
     ck_assert_int_eq(writer_wait_done(t.efd, 0), 0);   /* done() is not called for it */
+    ck_assert_int_eq(sock_writer_queued(t.w), 1);   /* until its result is taken */
     size_t written;
     int status;
-    sock_writer_result(t.w, &written, &status);
+    ck_assert(sock_writer_take(t.w, &written, &status));
     ck_assert_int_eq(status, -ECANCELED);
+    ck_assert_int_eq(sock_writer_queued(t.w), 0);
     ck_assert_uint_gt(written, 0);                     /* the socket's buffer took some */
     ck_assert_uint_lt(written, WRITER_BYTES);
     /* The next write goes through: the peer drains the first's bytes. */
@@ -168,6 +221,31 @@ START_TEST(stop_mid_write_returns_what_went)
 }
 END_TEST
 
+/* Stopping ends the write going where it got to and the one behind it
+ * unwritten; both results are taken, the first first. */
+START_TEST(stop_ends_the_write_behind_unwritten)
+{
+    struct stalled t;
+    stalled_start(&t);
+    sock_writer_start(t.w, t.sv[0], &(struct iovec){ t.src, 4096 }, 1);
+    ck_assert_int_eq(sock_writer_queued(t.w), 2);
+    sock_writer_stop(t.w);
+    ck_assert(!sock_writer_busy(t.w));
+    ck_assert_int_eq(writer_wait_done(t.efd, 0), 0);   /* done() for neither */
+    size_t written;
+    int status;
+    ck_assert(sock_writer_take(t.w, &written, &status));
+    ck_assert_int_eq(status, -ECANCELED);
+    ck_assert_uint_gt(written, 0);
+    ck_assert(sock_writer_take(t.w, &written, &status));
+    ck_assert_int_eq(status, -ECANCELED);
+    ck_assert_uint_eq(written, 0);
+    ck_assert_int_eq(sock_writer_queued(t.w), 0);
+    sock_writer_free(t.w);
+    stalled_end(&t);
+}
+END_TEST
+
 START_TEST(free_mid_write_returns)
 {
     struct stalled t;
@@ -183,8 +261,10 @@ int main(void)
     Suite *s = suite_create("sock_writer");
     const TTest *const tests[] = {
         large_write_arrives_whole_and_in_order,
+        second_write_follows_the_first,
         vanished_peer_is_an_error,
         stop_mid_write_returns_what_went,
+        stop_ends_the_write_behind_unwritten,
         free_mid_write_returns,
         NULL,
     };
