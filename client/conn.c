@@ -596,11 +596,12 @@ static int conn_out_own(struct conn_out *o, struct conn_out *from)
         need += from->frame[i].iov_len;
     if (conn_out_reserve(o, need) != 0)
         return -1;
-    if (from != o) {
+    if (from != o && from->len > from->pos) {
         memcpy(o->buf + o->len, from->buf + from->pos, from->len - from->pos);
         o->len += from->len - from->pos;
-        from->pos = from->len = 0;
     }
+    if (from != o)
+        from->pos = from->len = 0;
     for (int i = from->frame_i; i < from->frame_n; i++) {
         memcpy(o->buf + o->len, from->frame[i].iov_base, from->frame[i].iov_len);
         o->len += from->frame[i].iov_len;
