@@ -53,39 +53,65 @@ static void writer_pair(int sv[2])
     ck_assert_int_eq(fcntl(sv[0], F_SETFL, O_NONBLOCK), 0);   /* as the loop's sockets are */
 }
 
-START_TEST(large_write_arrives_whole_and_in_order)
+/* A writer over a socket pair, WRITER_BYTES of patterned source and room
+ * to read them back. */
+struct flow {
+    int sv[2], efd;
+    uint8_t *src, *got;
+    struct sock_writer *w;
+};
+
+static void flow_start(struct flow *f, unsigned mul)
 {
-    int sv[2], efd = eventfd(0, EFD_CLOEXEC);
-    writer_pair(sv);
-    uint8_t *src = malloc(WRITER_BYTES), *got = malloc(WRITER_BYTES);
-    ck_assert_ptr_nonnull(src);
-    ck_assert_ptr_nonnull(got);
+    f->efd = eventfd(0, EFD_CLOEXEC);
+    writer_pair(f->sv);
+    f->src = malloc(WRITER_BYTES);
+    f->got = malloc(WRITER_BYTES);
+    ck_assert_ptr_nonnull(f->src);
+    ck_assert_ptr_nonnull(f->got);
     for (size_t i = 0; i < WRITER_BYTES; i++)
-        src[i] = (uint8_t)(i * 131 + (i >> 12));
-    struct sock_writer *w = sock_writer_new("test-writer", writer_done, &efd);
-    ck_assert_ptr_nonnull(w);
-    /* Three uneven pieces, as a frame header and borrowed payloads come. */
-    struct iovec iov[3] = { { src, 9 }, { src + 9, 3 << 20 }, { src + 9 + (3 << 20), 0 } };
-    iov[2].iov_len = WRITER_BYTES - iov[0].iov_len - iov[1].iov_len;
-    sock_writer_start(w, sv[0], iov, 3);
-    memset(iov, 0, sizeof iov);   /* the writer keeps its own copy of the array */
+        f->src[i] = (uint8_t)(i * mul + (i >> 12));
+    f->w = sock_writer_new("test-writer", writer_done, &f->efd);
+    ck_assert_ptr_nonnull(f->w);
+}
+
+/* Reads every byte in small reads (a slow reader) and checks them. */
+static void flow_read_all(struct flow *f)
+{
     size_t have = 0;
     while (have < WRITER_BYTES) {
-        ssize_t k = read(sv[1], got + have, 64 * 1024);   /* a slow reader: small reads */
+        ssize_t k = read(f->sv[1], f->got + have, 64 * 1024);
         ck_assert_int_gt(k, 0);
         have += (size_t)k;
     }
-    ck_assert_int_eq(writer_wait_done(efd, 10000), 1);
-    ck_assert_int_eq(writer_status(w), 0);
-    ck_assert(!sock_writer_busy(w));
-    ck_assert_uint_eq(sock_writer_writes(w), 1);
-    ck_assert_mem_eq(got, src, WRITER_BYTES);
-    sock_writer_free(w);
-    close(sv[0]);
-    close(sv[1]);
-    close(efd);
-    free(src);
-    free(got);
+    ck_assert_mem_eq(f->got, f->src, WRITER_BYTES);
+}
+
+static void flow_end(struct flow *f)
+{
+    sock_writer_free(f->w);
+    close(f->sv[0]);
+    close(f->sv[1]);
+    close(f->efd);
+    free(f->src);
+    free(f->got);
+}
+
+START_TEST(large_write_arrives_whole_and_in_order)
+{
+    struct flow f;
+    flow_start(&f, 131);
+    /* Three uneven pieces, as a frame header and borrowed payloads come. */
+    struct iovec iov[3] = { { f.src, 9 }, { f.src + 9, 3 << 20 }, { f.src + 9 + (3 << 20), 0 } };
+    iov[2].iov_len = WRITER_BYTES - iov[0].iov_len - iov[1].iov_len;
+    sock_writer_start(f.w, f.sv[0], iov, 3);
+    memset(iov, 0, sizeof iov);   /* the writer keeps its own copy of the array */
+    flow_read_all(&f);
+    ck_assert_int_eq(writer_wait_done(f.efd, 10000), 1);
+    ck_assert_int_eq(writer_status(f.w), 0);
+    ck_assert(!sock_writer_busy(f.w));
+    ck_assert_uint_eq(sock_writer_writes(f.w), 1);
+    flow_end(&f);
 }
 END_TEST
 
@@ -93,48 +119,30 @@ END_TEST
  * results come back in order, each once. */
 START_TEST(second_write_follows_the_first)
 {
-    int sv[2], efd = eventfd(0, EFD_CLOEXEC);
-    writer_pair(sv);
-    uint8_t *src = malloc(WRITER_BYTES), *got = malloc(WRITER_BYTES);
-    ck_assert_ptr_nonnull(src);
-    ck_assert_ptr_nonnull(got);
-    for (size_t i = 0; i < WRITER_BYTES; i++)
-        src[i] = (uint8_t)(i * 7 + (i >> 16));
-    struct sock_writer *w = sock_writer_new("test-writer", writer_done, &efd);
-    ck_assert_ptr_nonnull(w);
+    struct flow f;
+    flow_start(&f, 7);
     size_t half = WRITER_BYTES / 2 + 5;   /* uneven: a boundary inside a read */
-    sock_writer_start(w, sv[0], &(struct iovec){ src, half }, 1);
-    sock_writer_start(w, sv[0], &(struct iovec){ src + half, WRITER_BYTES - half }, 1);
-    ck_assert_int_eq(sock_writer_queued(w), 2);
-    size_t have = 0;
-    while (have < WRITER_BYTES) {
-        ssize_t k = read(sv[1], got + have, 64 * 1024);
-        ck_assert_int_gt(k, 0);
-        have += (size_t)k;
-    }
-    ck_assert_mem_eq(got, src, WRITER_BYTES);
+    sock_writer_start(f.w, f.sv[0], &(struct iovec){ f.src, half }, 1);
+    sock_writer_start(f.w, f.sv[0], &(struct iovec){ f.src + half, WRITER_BYTES - half }, 1);
+    ck_assert_int_eq(sock_writer_queued(f.w), 2);
+    flow_read_all(&f);
     int done = 0;
     while (done < 2) {
-        int k = writer_wait_done(efd, 10000);
+        int k = writer_wait_done(f.efd, 10000);
         ck_assert_int_gt(k, 0);
         done += k;
     }
     size_t written;
     int status;
-    ck_assert(sock_writer_take(w, &written, &status));
+    ck_assert(sock_writer_take(f.w, &written, &status));
     ck_assert_int_eq(status, 0);
     ck_assert_uint_eq(written, half);
-    ck_assert(sock_writer_take(w, &written, &status));
+    ck_assert(sock_writer_take(f.w, &written, &status));
     ck_assert_int_eq(status, 0);
     ck_assert_uint_eq(written, WRITER_BYTES - half);
-    ck_assert(!sock_writer_take(w, &written, &status));
-    ck_assert_int_eq(sock_writer_queued(w), 0);
-    sock_writer_free(w);
-    close(sv[0]);
-    close(sv[1]);
-    close(efd);
-    free(src);
-    free(got);
+    ck_assert(!sock_writer_take(f.w, &written, &status));
+    ck_assert_int_eq(sock_writer_queued(f.w), 0);
+    flow_end(&f);
 }
 END_TEST
 
