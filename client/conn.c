@@ -586,27 +586,18 @@ static int conn_write_some(amp_conn *c)
     }
 }
 
-/* Appends what from has unwritten, its bytes (unless from is o) and its
- * borrowed frame, to o's bytes, and empties from. Returns 0, or -1 out of
+/* Appends the n pieces of iov to o's bytes. Returns 0, or -1 out of
  * memory. */
-static int conn_out_own(struct conn_out *o, struct conn_out *from)
+static int conn_out_append(struct conn_out *o, const struct iovec *iov, int n)
 {
-    size_t need = from == o ? 0 : from->len - from->pos;
-    for (int i = from->frame_i; i < from->frame_n; i++)
-        need += from->frame[i].iov_len;
-    if (conn_out_reserve(o, need) != 0)
+    if (n == 0)
+        return 0;
+    if (conn_out_reserve(o, iov_total(iov, n)) != 0)
         return -1;
-    if (from != o && from->len > from->pos) {
-        memcpy(o->buf + o->len, from->buf + from->pos, from->len - from->pos);
-        o->len += from->len - from->pos;
+    for (int i = 0; i < n; i++) {
+        memcpy(o->buf + o->len, iov[i].iov_base, iov[i].iov_len);
+        o->len += iov[i].iov_len;
     }
-    if (from != o)
-        from->pos = from->len = 0;
-    for (int i = from->frame_i; i < from->frame_n; i++) {
-        memcpy(o->buf + o->len, from->frame[i].iov_base, from->frame[i].iov_len);
-        o->len += from->frame[i].iov_len;
-    }
-    from->frame_i = from->frame_n = 0;
     return 0;
 }
 
@@ -618,18 +609,22 @@ void conn_own_output(amp_conn *c)
     if (!framed)
         return;
     /* The writer lets go of the frames; what it wrote is written. What is
-     * left, in order, becomes the oldest set's own bytes. */
+     * left, in order, becomes the oldest set's own bytes: its frame, then
+     * each later set's bytes and frame. */
     conn_batch_stop(c);
     struct conn_out *o = &c->outs[c->out_first];
-    for (int i = 0; i < CONN_OUTS; i++) {
+    int rc = conn_out_append(o, o->frame + o->frame_i, o->frame_n - o->frame_i);
+    o->frame_i = o->frame_n = 0;
+    for (int i = 1; i < CONN_OUTS; i++) {
         struct conn_out *from = &c->outs[(c->out_first + i) % CONN_OUTS];
-        if (conn_out_own(o, from) != 0) {
-            for (int k = 0; k < CONN_OUTS; k++)
-                c->outs[k].frame_i = c->outs[k].frame_n = 0;
-            conn_broke(c, AMP_ENOMEM, "out of memory", 0);   /* half a frame cannot be taken back */
-            return;
-        }
+        struct iovec iov[CONN_OUT_IOV];
+        if (rc == 0)
+            rc = conn_out_append(o, iov, conn_pending_iov(from, iov));
+        from->pos = from->len = 0;
+        from->frame_i = from->frame_n = 0;
     }
+    if (rc != 0)
+        conn_broke(c, AMP_ENOMEM, "out of memory", 0);   /* half a frame cannot be taken back */
 }
 
 /* Opens the records that arrived and feeds their plaintext to the session. */
@@ -813,10 +808,8 @@ uint64_t conn_sent_mark(const amp_conn *c)
 {
     uint64_t mark = c->sent + c->tls_unsent;
     for (int k = 0; k < CONN_OUTS; k++) {
-        const struct conn_out *o = &c->outs[k];
-        mark += o->len - o->pos;
-        for (int i = o->frame_i; i < o->frame_n; i++)
-            mark += o->frame[i].iov_len;
+        struct iovec iov[CONN_OUT_IOV];
+        mark += iov_total(iov, conn_pending_iov(&c->outs[k], iov));
     }
     return mark;
 }

@@ -776,7 +776,7 @@ void h2_session_free(struct h2_session *s)
     while (s->calls)
         h2_call_release(s->calls);
     for (int i = 0; i < H2_WRITES; i++) {   /* the socket is gone: what writes held goes too */
-        h2_reply_write_done(s, &s->writes[i], false);
+        h2_reply_write_done(s, &s->writes[i]);
         free(s->writes[i].gather);
     }
     nghttp2_session_del(s->ng);
@@ -839,14 +839,14 @@ static int h2_gather_add(struct h2_write *w, const void *p, size_t n)
  * messages it took stay held by the write); a large one keeps its bytes
  * where they lie and ends the gathering, its header joining the buffer
  * (returns 1). -1: out of memory. */
-static int h2_gather_frame(struct h2_session *s, struct h2_write *w)
+static int h2_gather_frame(struct h2_write *w)
 {
     if (w->frame_len > H2_GATHER_COPY_MAX)
         return h2_gather_add(w, w->frame_hd, sizeof(w->frame_hd)) != 0 ? -1 : 1;
     for (int i = 0; i < w->frame_n; i++)
         if (h2_gather_add(w, w->frame[i].iov_base, w->frame[i].iov_len) != 0)
             return -1;
-    h2_reply_write_done(s, w, true);
+    h2_write_forget_frame(w);
     return 0;
 }
 
@@ -867,7 +867,7 @@ int h2_session_sendv(struct h2_session *s, struct iovec *iov)
             break;
         }
         bool copied = w->frame_ready;   /* a small frame, unless it ends the write */
-        if (copied && (big = h2_gather_frame(s, w)) != 0)
+        if (copied && (big = h2_gather_frame(w)) != 0)
             break;
         /* Handlers told here may queue more, which the next round takes. */
         if (s->sent_pending || s->resume_pending) {
@@ -900,7 +900,7 @@ void h2_session_written(struct h2_session *s)
     if (s->write_n == 0)
         return;
     s->busy++;   /* a release that queues more output must not flush from in here */
-    h2_reply_write_done(s, &s->writes[s->write_first], false);
+    h2_reply_write_done(s, &s->writes[s->write_first]);
     s->write_first = (s->write_first + 1) % H2_WRITES;
     s->write_n--;
     s->busy--;

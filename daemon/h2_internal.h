@@ -212,10 +212,17 @@ bool h2_call_fail_truncated(struct h2_call *c);
 void h2_reply_free_all(struct h2_call *c);
 /* The slot the next write is built in (inside h2_session_sendv). */
 struct h2_write *h2_write_next(struct h2_session *s);
-/* The write w is written (or its frame was copied into the gather buffer,
- * frame_only): frees the messages that left their queues while it pointed
- * into them, unless frame_only, and forgets its frame. */
-void h2_reply_write_done(struct h2_session *s, struct h2_write *w, bool frame_only);
+/* Forgets w's borrowed frame: written, or copied into its gather buffer
+ * (the messages it took stay in w->done either way). */
+static inline void h2_write_forget_frame(struct h2_write *w)
+{
+    w->frame_ready = false;
+    w->frame_n = 0;
+    w->frame_len = 0;
+}
+/* The write w is written: frees the messages that left their queues while
+ * it pointed into them, and forgets its frame. */
+void h2_reply_write_done(struct h2_session *s, struct h2_write *w);
 /* Messages that left their queues while frames may still point into them,
  * from a write that hands none after all: held by the newest write in
  * flight, or freed when none is. */

@@ -116,12 +116,10 @@ int h2_reply_send_data(nghttp2_session *ng, nghttp2_frame *frame, const uint8_t 
     return NGHTTP2_ERR_PAUSE;
 }
 
-void h2_reply_write_done(struct h2_session *s, struct h2_write *w, bool frame_only)
+void h2_reply_write_done(struct h2_session *s, struct h2_write *w)
 {
-    w->frame_ready = false;
-    w->frame_n = 0;
-    w->frame_len = 0;
-    while (!frame_only && w->done) {
+    h2_write_forget_frame(w);
+    while (w->done) {
         struct h2_out *o = w->done;
         w->done = o->next;
         h2_out_release(s, o);

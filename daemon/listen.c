@@ -166,10 +166,17 @@ static void listen_sock_start_shutdown(struct listen_sock *s)
         listen_sock_close_now(s);
 }
 
+/* Whether the writer thread has writes whose results are not taken yet:
+ * anything written meanwhile must go behind them, through it. */
+static bool listen_sock_writer_has(struct listen_sock *s)
+{
+    return s->writer && sock_writer_queued(s->writer) > 0;
+}
+
 /* Whether any write is in flight: the loop's own, or the writer's. */
 static bool listen_sock_in_flight(struct listen_sock *s)
 {
-    return s->writing || (s->writer && sock_writer_queued(s->writer) > 0);
+    return s->writing || listen_sock_writer_has(s);
 }
 
 /* A write ended: tells the owner, or, closing, shuts down the write side
@@ -255,9 +262,9 @@ int listen_sock_writev(struct listen_sock *s, const struct iovec *iov, int n)
     if (rv != 0)
         return rv;
     /* Behind a write the writer still has, everything goes to it: in order. */
-    bool behind = s->writer && sock_writer_queued(s->writer) > 0;
-    struct sock_writer *w =
-        behind || iov_total(iov, n) >= LISTEN_WRITER_MIN ? listen_sock_writer(s) : NULL;
+    struct sock_writer *w = listen_sock_writer_has(s) || iov_total(iov, n) >= LISTEN_WRITER_MIN
+                                ? listen_sock_writer(s)
+                                : NULL;
     uv_os_fd_t fd;
     if (w && uv_fileno(&s->h.handle, &fd) == 0) {
         sock_writer_start(w, fd, iov, n);
@@ -277,7 +284,7 @@ ssize_t listen_sock_try_writev(struct listen_sock *s, const struct iovec *iov, i
      * the socket here would spend the loop's time, which reading the
      * other direction needs (a stream's input and its replies at once).
      * Nothing may pass a write the writer still has. */
-    if (rv == 0 && s->writer && sock_writer_queued(s->writer) > 0)
+    if (rv == 0 && listen_sock_writer_has(s))
         return 0;
     if (rv == 0 && iov_total(iov, n) >= LISTEN_WRITER_MIN && listen_sock_writer(s))
         return 0;
