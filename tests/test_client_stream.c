@@ -273,7 +273,7 @@ END_TEST
 /* A long stream generated and checked on the fly: the input the client
  * has read never runs more than LEAD_BOUND ahead of the output it has
  * delivered. What may lie between: the client's gathered chunk and the
- * message nghttp2 holds (2 MiB), the daemon's stream window (4 MiB), its
+ * message nghttp2 holds (2 MiB), the daemon's stream window (8 MiB), its
  * staging pool (4 MiB), and output on its way back inside the client's
  * 16 MiB receive window; the whole stream (LONG_LEN) is far more. */
 #define LONG_LEN (96u * MIB)

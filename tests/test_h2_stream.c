@@ -447,11 +447,11 @@ END_TEST
 
 START_TEST(paused_stream_is_bounded_by_its_window)
 {
-    /* Four streams pause on their first message, each with 6 MiB behind it:
-     * each may send only its stream window, and together they would use up
-     * the 16 MiB connection window if it were not consumed at once. A fifth
+    /* Four streams pause on their first message, each with 10 MiB behind
+     * it: each may send only its stream window, and together they would use
+     * up the connection window if it were not consumed at once. A fifth
      * stream must still flow; resuming lets the rest of the four arrive. */
-    enum { PAUSED = 4, CHUNK = 64 * 1024, CHUNKS = 96 };
+    enum { PAUSED = 4, CHUNK = 64 * 1024, CHUNKS = 160 };
     struct tenv e;
     tenv_init(&e);
     e.finish_on_end = true;
