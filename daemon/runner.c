@@ -335,11 +335,8 @@ static bool runner_sleep(struct runner *r)
         pthread_cond_wait(&r->wake, &r->lock);
         return false;
     }
-    struct timespec until;
-    clock_gettime(CLOCK_MONOTONIC, &until);
-    uint64_t ns = (uint64_t)until.tv_nsec + RUNNER_LOOK_NS;
-    until.tv_sec += (time_t)(ns / 1000000000u);
-    until.tv_nsec = (long)(ns % 1000000000u);
+    uint64_t at = monotonic_ns() + RUNNER_LOOK_NS;
+    struct timespec until = { (time_t)(at / 1000000000u), (long)(at % 1000000000u) };
     if (pthread_cond_timedwait(&r->wake, &r->lock, &until) != ETIMEDOUT)
         return false;
     r->kicked = true;
@@ -398,7 +395,7 @@ struct runner *runner_start(struct dev *d, uint64_t spin_ns, runner_complete_cb 
     pthread_mutex_init(&r->lock, NULL);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);   /* runner_sleep's deadlines */
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);   /* runner_sleep: monotonic_ns() */
     pthread_cond_init(&r->wake, &ca);
     pthread_condattr_destroy(&ca);
     if (pthread_create(&r->thread, NULL, runner_main, r) != 0) {
