@@ -109,7 +109,7 @@ static int conn_out_reserve(struct conn_out *o, size_t more)
  * the writer; NULL while it holds as many as it takes. */
 static struct conn_out *conn_out_filling(amp_conn *c)
 {
-    int handed = conn_writer_busy(&c->writer);
+    int handed = conn_writer_handed(&c->writer);
     return handed < CONN_OUTS ? &c->outs[(c->out_first + handed) % CONN_OUTS] : NULL;
 }
 
@@ -121,6 +121,13 @@ static int conn_frame_pending(const struct conn_out *o)
 static int conn_out_pending(const struct conn_out *o)
 {
     return o->pos < o->len || conn_frame_pending(o);
+}
+
+/* Forgets what o had to write: its bytes (kept allocated) and frame. */
+static void conn_out_clear(struct conn_out *o)
+{
+    o->pos = o->len = 0;
+    o->frame_i = o->frame_n = 0;
 }
 
 /* nghttp2's send_data callback, for the DATA of no_copy calls: the frame
@@ -262,10 +269,8 @@ static void conn_shut(amp_conn *c)
     if (c->fd >= 0)
         close(c->fd);
     c->fd = -1;
-    for (int i = 0; i < CONN_OUTS; i++) {
-        c->outs[i].pos = c->outs[i].len = 0;
-        c->outs[i].frame_i = c->outs[i].frame_n = 0;
-    }
+    for (int i = 0; i < CONN_OUTS; i++)
+        conn_out_clear(&c->outs[i]);
     c->out_first = 0;
     c->broken = c->proto_error = 0;
     c->goaway[0] = '\0';
@@ -528,7 +533,7 @@ static int conn_batch_hand(amp_conn *c)
 {
     if (c->tls)
         return 0;
-    int handed = conn_writer_busy(&c->writer);
+    int handed = conn_writer_handed(&c->writer);
     struct conn_out *o = conn_out_filling(c);
     if (!o)
         return handed;
@@ -620,8 +625,7 @@ void conn_own_output(amp_conn *c)
         struct iovec iov[CONN_OUT_IOV];
         if (rc == 0)
             rc = conn_out_append(o, iov, conn_pending_iov(from, iov));
-        from->pos = from->len = 0;
-        from->frame_i = from->frame_n = 0;
+        conn_out_clear(from);
     }
     if (rc != 0)
         conn_broke(c, AMP_ENOMEM, "out of memory", 0);   /* half a frame cannot be taken back */
@@ -761,7 +765,7 @@ int conn_pump_once(amp_conn *c, long long deadline_ms, const int *done)
      * for reading only, and a batch's end wakes the poll. One just handed
      * with room for another behind it: the caller queues the next (a
      * stream's next message) before anything waits. */
-    int handed = conn_writer_busy(&c->writer);
+    int handed = conn_writer_handed(&c->writer);
     int writing = conn_batch_hand(c);
     if (writing > handed && writing < CONN_OUTS)
         return 0;

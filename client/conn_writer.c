@@ -45,7 +45,7 @@ int conn_writer_hand(struct conn_writer *w, int fd, const struct iovec *iov, int
     return 0;
 }
 
-int conn_writer_busy(const struct conn_writer *w)
+int conn_writer_handed(const struct conn_writer *w)
 {
     return w->handed;
 }

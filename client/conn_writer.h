@@ -8,7 +8,7 @@
  * never touches the nghttp2 session or any other part of the connection;
  * everything else (the session, the output cursors, c->sent) stays on the
  * caller's thread. Up to SOCK_WRITER_QUEUE batches may be handed at once,
- * written in that order. While any is (conn_writer_busy()), the caller
+ * written in that order. While any is (conn_writer_handed()), the caller
  * writes nothing else to the socket and leaves the batches' memory alone:
  * bytes leave in the order nghttp2 made them, and borrowed memory stays
  * valid until the writer says it is written.
@@ -40,7 +40,7 @@ struct conn_writer {
 int conn_writer_hand(struct conn_writer *w, int fd, const struct iovec *iov, int n);
 
 /* Batches handed and not yet taken (0: idle). */
-int conn_writer_busy(const struct conn_writer *w);
+int conn_writer_handed(const struct conn_writer *w);
 
 /* What to poll (POLLIN) for the end of a busy batch. */
 int conn_writer_fd(const struct conn_writer *w);

@@ -127,7 +127,7 @@ START_TEST(large_stream_comes_back_whole)
     /* Most of the 1 MiB frames went through the writer (window-limited
      * ones may be shorter and go inline). */
     ck_assert_uint_ge(batches(client_conn) - before, n / MIB / 2);
-    ck_assert(!conn_writer_busy(&client_conn->writer));
+    ck_assert(!conn_writer_handed(&client_conn->writer));
     free(want);
     free(in);
 }
@@ -204,16 +204,16 @@ END_TEST
 
 /* Stops d, starts a transform of in (WRITER_UNARY_LEN bytes) on c, has
  * the next frame handed behind the first, and lets the writer fill the
- * socket; *busy: the batches the writer holds (both sets: the call's end
+ * socket; *handed: the batches the writer holds (both sets: the call's end
  * must stop both and keep what is left of them in order). Returns
  * amp_start_transform's code. */
 static int start_on_stopped(amp_conn *c, struct daemon_proc *d, const uint8_t *in,
-                            amp_call **call, int *busy)
+                            amp_call **call, int *handed)
 {
     ck_assert_int_eq(kill(d->pid, SIGSTOP), 0);
     int rc = amp_start_transform(c, NULL, &xor_params, in, WRITER_UNARY_LEN, call);
     conn_flush_nowait(c);
-    *busy = conn_writer_busy(&c->writer);
+    *handed = conn_writer_handed(&c->writer);
     usleep(WRITER_STOPPED_US);
     return rc;
 }
@@ -267,8 +267,8 @@ START_TEST(cancel_while_the_writer_waits)
     amp_conn *c = own_daemon(&d);
     uint8_t *in = client_fixture_random(WRITER_UNARY_LEN, 46);
     amp_call *call = NULL;
-    int busy = 0;
-    int rc = start_on_stopped(c, &d, in, &call, &busy);
+    int handed = 0;
+    int rc = start_on_stopped(c, &d, in, &call, &handed);
     long long t0 = now_ms();
     int cancelled = amp_cancel(call);
     long long took = now_ms() - t0;
@@ -277,7 +277,7 @@ START_TEST(cancel_while_the_writer_waits)
     free(in);   /* as above: nothing may send from it now */
     kill(d.pid, SIGCONT);
     ck_assert_int_eq(rc, 0);
-    ck_assert_msg(busy == CONN_OUTS, "the writer holds %d batches, not %d", busy, CONN_OUTS);
+    ck_assert_msg(handed == CONN_OUTS, "the writer holds %d batches, not %d", handed, CONN_OUTS);
     ck_assert_int_eq(cancelled, 0);
     ck_assert_int_eq(status, AMP_ECANCELLED);
     ck_assert_int_lt(took, WRITER_PROMPT_MS);
@@ -293,14 +293,14 @@ START_TEST(close_while_the_writer_waits)
     amp_conn *c = own_daemon(&d);
     uint8_t *in = client_fixture_random(WRITER_UNARY_LEN, 47);
     amp_call *call = NULL;
-    int busy = 0;
-    int rc = start_on_stopped(c, &d, in, &call, &busy);
+    int handed = 0;
+    int rc = start_on_stopped(c, &d, in, &call, &handed);
     long long t0 = now_ms();
     amp_close(c);
     long long took = now_ms() - t0;
     kill(d.pid, SIGCONT);
     ck_assert_int_eq(rc, 0);
-    ck_assert_msg(busy == CONN_OUTS, "the writer holds %d batches, not %d", busy, CONN_OUTS);
+    ck_assert_msg(handed == CONN_OUTS, "the writer holds %d batches, not %d", handed, CONN_OUTS);
     ck_assert_int_lt(took, WRITER_PROMPT_MS);
     ck_assert_int_eq(amp_call_status(call), AMP_EIO);
     amp_call_free(call);
