@@ -5,11 +5,18 @@ failure does not stop the rest.
 $AMP_TEST_CASE, when set, names the one case to run (its function's name),
 as it does for the C tests; `ctest -C case` runs each case of a test that
 uses run_cases as test_x/NAME (tests/README.md). A name the test does not
-have fails, so a typo cannot pass."""
+have fails, so a typo cannot pass.
+
+$AMP_TEST_TIMEOUT_S, when set, is how long ctest lets the test run before
+it kills it (tests/CMakeLists.txt): DUMP_BEFORE_KILL_S earlier, every
+thread's stack goes to stderr, so that a hung case shows where it hangs."""
+import faulthandler
 import os
 import traceback
 
 CASE_ENV = "AMP_TEST_CASE"
+TIMEOUT_ENV = "AMP_TEST_TIMEOUT_S"
+DUMP_BEFORE_KILL_S = 30
 
 
 def expect(cond, what):
@@ -33,6 +40,9 @@ def run_cases(cases, *args):
         if not cases:
             print("FAIL no case ran: none is named %s" % only)
             return 1
+    limit = os.environ.get(TIMEOUT_ENV)
+    if limit:
+        faulthandler.dump_traceback_later(max(1, float(limit) - DUMP_BEFORE_KILL_S))
     failed = 0
     for case in cases:
         try:
@@ -42,4 +52,5 @@ def run_cases(cases, *args):
             failed += 1
             print("FAIL %s" % case.__name__, flush=True)
             traceback.print_exc()
+    faulthandler.cancel_dump_traceback_later()
     return failed
