@@ -9,7 +9,7 @@ parse with prometheus_client's own parser. Bad input: other paths are
 and a value that is not HOST:PORT is a usage error. With --token-file,
 each token's calls are counted by its name, and a name's count goes on
 across a SIGHUP reload while a dropped name leaves the page.
-Prints one line per check and a closing "N passed, M failed".
+Prints one line per check (support/cases.py).
 """
 import os
 import re
@@ -19,7 +19,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import traceback
 import urllib.error
 import urllib.request
 
@@ -27,8 +26,8 @@ import grpc
 from prometheus_client.parser import text_string_to_metric_families
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "support"))
+from cases import expect, module_cases, run_cases  # noqa: E402
 from daemon_proc import Daemon  # noqa: E402
-from cases import expect  # noqa: E402
 
 CALL_TIMEOUT_S = 120
 HTTP_TIMEOUT_S = 30
@@ -64,11 +63,16 @@ class Metrics:
         with open(self.log.name, encoding="utf-8", errors="replace") as f:
             return f.read()
 
-    def close(self):
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, *_):
+        """Stops the daemon: after a case that passed, it must exit 0
+        (under ASan, nonzero is a leak)."""
         self.channel.close()
         status = self.daemon.stop()
         self.log.close()
-        return status
+        expect(kind is not None or status == 0, "ampd exited with status %d" % status)
 
 
 def http(url, method="GET"):
@@ -114,67 +118,70 @@ def call_fails(m, method, request, code):
     raise AssertionError("%s succeeded, want %s" % (method, code))
 
 
-def check_counters_move(m):
-    before, _ = scrape(m)
-    data = bytes(range(256)) * 64
-    for _ in range(5):
-        call(m, REVERSE, pb_bytes(1, data))
-    for _ in range(3):
-        call_fails(m, "/amp.v1.Amp/NoSuchMethod", b"", grpc.StatusCode.UNIMPLEMENTED)
-    for _ in range(2):
-        call_fails(m, REVERSE, pb_bytes(1, b"abc") + pb_bytes(2, b"no-such-device"),
-                   grpc.StatusCode.INVALID_ARGUMENT)
-    after, families = scrape(m)
+def test_counters_move():
+    with Metrics() as m:
+        before, _ = scrape(m)
+        data = bytes(range(256)) * 64
+        for _ in range(5):
+            call(m, REVERSE, pb_bytes(1, data))
+        for _ in range(3):
+            call_fails(m, "/amp.v1.Amp/NoSuchMethod", b"", grpc.StatusCode.UNIMPLEMENTED)
+        for _ in range(2):
+            call_fails(m, REVERSE, pb_bytes(1, b"abc") + pb_bytes(2, b"no-such-device"),
+                       grpc.StatusCode.INVALID_ARGUMENT)
+        after, families = scrape(m)
 
-    def moved(name, **labels):
-        return value(after, name, **labels) - value(before, name, **labels)
+        def moved(name, **labels):
+            return value(after, name, **labels) - value(before, name, **labels)
 
-    calls = "ampd_calls_total"
-    expect(moved(calls, method="amp.v1.Amp/Reverse", code="OK") == 5, "Reverse OK calls")
-    expect(moved(calls, method="unknown", code="UNIMPLEMENTED") == 3, "unknown method calls")
-    expect(moved(calls, method="amp.v1.Amp/Reverse", code="INVALID_ARGUMENT") == 2,
-           "Reverse INVALID_ARGUMENT calls")
-    expect(moved("ampd_jobs_total", result="ok") == 5, "jobs ok: %s" % moved("ampd_jobs_total",
-                                                                            result="ok"))
-    expect(moved("ampd_received_bytes_total") >= 5 * len(data), "bytes received")
-    expect(moved("ampd_sent_bytes_total") >= 5 * len(data), "bytes sent")
-    expect(value(after, "ampd_connections") >= 1, "the channel's connection is not counted")
-    loops = {dict(k[1])["loop"]: v for k, v in after.items() if k[0] == "ampd_loop_connections"}
-    expect(len(loops) >= 1 and sum(loops.values()) == value(after, "ampd_connections"),
-           "connections by I/O loop %r against ampd_connections %s" %
-           (loops, value(after, "ampd_connections")))
-    expect(value(after, "ampd_jobs_in_flight") == 0, "jobs in flight after the calls")
+        calls = "ampd_calls_total"
+        expect(moved(calls, method="amp.v1.Amp/Reverse", code="OK") == 5, "Reverse OK calls")
+        expect(moved(calls, method="unknown", code="UNIMPLEMENTED") == 3, "unknown method calls")
+        expect(moved(calls, method="amp.v1.Amp/Reverse", code="INVALID_ARGUMENT") == 2,
+               "Reverse INVALID_ARGUMENT calls")
+        jobs_ok = moved("ampd_jobs_total", result="ok")
+        expect(jobs_ok == 5, "jobs ok: %s" % jobs_ok)
+        expect(moved("ampd_received_bytes_total") >= 5 * len(data), "bytes received")
+        expect(moved("ampd_sent_bytes_total") >= 5 * len(data), "bytes sent")
+        expect(value(after, "ampd_connections") >= 1, "the channel's connection is not counted")
+        loops = {dict(k[1])["loop"]: v for k, v in after.items()
+                 if k[0] == "ampd_loop_connections"}
+        expect(len(loops) >= 1 and sum(loops.values()) == value(after, "ampd_connections"),
+               "connections by I/O loop %r against ampd_connections %s" %
+               (loops, value(after, "ampd_connections")))
+        expect(value(after, "ampd_jobs_in_flight") == 0, "jobs in flight after the calls")
 
-    hist = "ampd_call_stage_duration_seconds"
-    expect(families[hist].type == "histogram", "%s is a %s" % (hist, families[hist].type))
-    expect(families[calls[:-len("_total")]].type == "counter", "calls are not a counter")
-    expect(moved(hist + "_count", stage="total") == 5, "total stage count")
-    expect(moved(hist + "_sum", stage="total") > 0, "total stage sum")
-    buckets = sorted((float(dict(k[1])["le"]), v) for k, v in after.items()
-                     if k[0] == hist + "_bucket" and dict(k[1])["stage"] == "run")
-    expect(all(a[1] <= b[1] for a, b in zip(buckets, buckets[1:])), "buckets not cumulative")
-    expect(buckets[-1][0] == float("inf")
-           and buckets[-1][1] == value(after, hist + "_count", stage="run"), "+Inf != count")
-    for fam in families.values():
-        expect(fam.documentation, "%s has no HELP" % fam.name)
-    for name in ("ampd_device_memory_capacity_bytes", "ampd_staging_bytes", "ampd_held_bytes",
-                 "ampd_regions", "ampd_uptime_seconds", "ampd_device_jobs_queued",
-                 "ampd_device_jobs_running"):
-        expect(name in families, "no %s family" % name)
-    cap = [v for k, v in after.items() if k[0] == "ampd_device_memory_capacity_bytes"]
-    expect(cap and all(v > 0 for v in cap), "device memory capacity %r" % cap)
+        hist = "ampd_call_stage_duration_seconds"
+        expect(families[hist].type == "histogram", "%s is a %s" % (hist, families[hist].type))
+        expect(families[calls[:-len("_total")]].type == "counter", "calls are not a counter")
+        expect(moved(hist + "_count", stage="total") == 5, "total stage count")
+        expect(moved(hist + "_sum", stage="total") > 0, "total stage sum")
+        buckets = sorted((float(dict(k[1])["le"]), v) for k, v in after.items()
+                         if k[0] == hist + "_bucket" and dict(k[1])["stage"] == "run")
+        expect(all(a[1] <= b[1] for a, b in zip(buckets, buckets[1:])), "buckets not cumulative")
+        expect(buckets[-1][0] == float("inf")
+               and buckets[-1][1] == value(after, hist + "_count", stage="run"), "+Inf != count")
+        for fam in families.values():
+            expect(fam.documentation, "%s has no HELP" % fam.name)
+        for name in ("ampd_device_memory_capacity_bytes", "ampd_staging_bytes", "ampd_held_bytes",
+                     "ampd_regions", "ampd_uptime_seconds", "ampd_device_jobs_queued",
+                     "ampd_device_jobs_running"):
+            expect(name in families, "no %s family" % name)
+        cap = [v for k, v in after.items() if k[0] == "ampd_device_memory_capacity_bytes"]
+        expect(cap and all(v > 0 for v in cap), "device memory capacity %r" % cap)
 
 
-def check_http_refusals(m):
-    base = m.url[:-len("/metrics")]
-    for path in ("/", "/metric", "/metrics/x", "/nope"):
-        status, _, body = http(base + path)
-        expect(status == 404, "GET %s: HTTP %d, want 404" % (path, status))
-        expect("/metrics" in body, "404 body %r does not say where metrics are" % body)
-    status, _, _ = http(m.url, "POST")
-    expect(status == 405, "POST /metrics: HTTP %d, want 405" % status)
-    status, _, _ = http(m.url, "HEAD")
-    expect(status == 200, "HEAD /metrics: HTTP %d" % status)
+def test_http_refusals():
+    with Metrics() as m:
+        base = m.url[:-len("/metrics")]
+        for path in ("/", "/metric", "/metrics/x", "/nope"):
+            status, _, body = http(base + path)
+            expect(status == 404, "GET %s: HTTP %d, want 404" % (path, status))
+            expect("/metrics" in body, "404 body %r does not say where metrics are" % body)
+        status, _, _ = http(m.url, "POST")
+        expect(status == 405, "POST /metrics: HTTP %d, want 405" % status)
+        status, _, _ = http(m.url, "HEAD")
+        expect(status == 200, "HEAD /metrics: HTTP %d" % status)
 
 
 def run_ampd(args):
@@ -185,7 +192,7 @@ def run_ampd(args):
     return p.returncode, p.stderr
 
 
-def check_busy_port():
+def test_busy_port():
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
     s.listen()
@@ -199,7 +206,7 @@ def check_busy_port():
     expect("listening on" not in err, "gRPC listeners opened before metrics failed: %r" % err)
 
 
-def check_remote_refused():
+def test_remote_refused():
     rc, err = run_ampd(["--metrics-listen", "0.0.0.0:0"])
     expect(rc == 1, "0.0.0.0 without --metrics-allow-remote: exit %d" % rc)
     expect("not a loopback address" in err and "--metrics-allow-remote" in err, repr(err))
@@ -231,12 +238,11 @@ def call_with(m, token):
                                           metadata=md)
 
 
-def check_token_calls():
+def test_token_calls():
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "tokens")
         write_tokens(path, ("alice", "bob"))
-        m = Metrics(("--token-file", path))
-        try:
+        with Metrics(("--token-file", path)) as m:
             got = token_counts(m)
             expect(got == {"alice": 0, "bob": 0}, "before any call: %r" % got)
             for _ in range(3):
@@ -260,51 +266,19 @@ def check_token_calls():
             call_with(m, TOKENS["alice"] + "-new")
             got = token_counts(m)
             expect(got == {"alice": 4, "carol": 0}, "after the reload and one alice: %r" % got)
-        finally:
-            expect(m.close() == 0, "ampd with tokens did not exit cleanly")
 
 
-def check_remote_allowed():
-    m = Metrics(("--metrics-listen", "0.0.0.0:0", "--metrics-allow-remote", "on"))
-    try:
+def test_remote_allowed():
+    with Metrics(("--metrics-listen", "0.0.0.0:0", "--metrics-allow-remote", "on")) as m:
         port = m.url.rsplit(":", 1)[1].split("/")[0]
         m.url = "http://127.0.0.1:%s/metrics" % port
         samples, _ = scrape(m)
         info = [v for k, v in samples.items() if k[0] == "ampd_build_info"]
         expect(info == [1], "ampd_build_info %r" % info)
-    finally:
-        expect(m.close() == 0, "ampd with remote metrics did not exit cleanly")
 
 
 def main():
-    passed = failed = 0
-
-    def run(name, fn, *args):
-        nonlocal passed, failed
-        try:
-            fn(*args)
-            passed += 1
-            print("PASS", name, flush=True)
-        except Exception:
-            failed += 1
-            print("FAIL", name, flush=True)
-            traceback.print_exc()
-
-    m = Metrics()
-    try:
-        run("counters_move", check_counters_move, m)
-        run("http_refusals", check_http_refusals, m)
-    finally:
-        status = m.close()
-    if status != 0:
-        failed += 1
-        print("FAIL ampd exited with status %d" % status)
-    run("busy_port", check_busy_port)
-    run("remote_refused", check_remote_refused)
-    run("remote_allowed", check_remote_allowed)
-    run("token_calls", check_token_calls)
-    print("%d passed, %d failed" % (passed, failed))
-    return 0 if failed == 0 else 1
+    return 0 if run_cases(module_cases(globals())) == 0 else 1
 
 
 if __name__ == "__main__":

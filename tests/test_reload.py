@@ -9,7 +9,7 @@ refused. A good file again (--max-connections 2, and --max-streams, which
 cannot change while running) is logged, the call now succeeds, and the
 debug level is in force (the OK call is logged). The daemon then drains
 and exits 0.
-Prints one line per check and a closing "N passed, M failed".
+Prints one line per check (support/cases.py).
 """
 import os
 import signal
@@ -17,13 +17,12 @@ import socket
 import sys
 import tempfile
 import time
-import traceback
 
 import grpc
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "support"))
+from cases import expect, module_cases, run_cases  # noqa: E402
 from daemon_proc import Daemon  # noqa: E402
-from cases import expect  # noqa: E402
 
 CALL_TIMEOUT_S = 10
 LOG_WAIT_S = 60
@@ -79,49 +78,38 @@ class Reloading:
         return status
 
 
-def check_reload(r):
-    expect(r.status_call() == grpc.StatusCode.OK, "a call under --max-connections 8 failed")
-    r.reload("max-connections = 1\nlog-level = debug\n",
-             "SIGHUP: --max-connections 1 (was 8)", "SIGHUP: --log-level debug (was info)",
-             "SIGHUP: settings reloaded, 2 changed")
-    code = r.status_call()
-    expect(code == grpc.StatusCode.UNAVAILABLE, "a second connection under --max-connections 1: %s"
-           % code)
+def test_reload():
+    r = Reloading()
+    try:
+        expect(r.status_call() == grpc.StatusCode.OK, "a call under --max-connections 8 failed")
+        r.reload("max-connections = 1\nlog-level = debug\n",
+                 "SIGHUP: --max-connections 1 (was 8)", "SIGHUP: --log-level debug (was info)",
+                 "SIGHUP: settings reloaded, 2 changed")
+        code = r.status_call()
+        expect(code == grpc.StatusCode.UNAVAILABLE,
+               "a second connection under --max-connections 1: %s" % code)
 
-    new = r.reload("max-connections = one\n", "error: SIGHUP: keeping the settings in force: ")
-    expect("--max-connections" in new and "one" in new, "the error does not say what: " + new)
-    code = r.status_call()
-    expect(code == grpc.StatusCode.UNAVAILABLE, "after a bad file: %s" % code)
+        new = r.reload("max-connections = one\n", "error: SIGHUP: keeping the settings in force: ")
+        expect("--max-connections" in new and "one" in new, "the error does not say what: " + new)
+        code = r.status_call()
+        expect(code == grpc.StatusCode.UNAVAILABLE, "after a bad file: %s" % code)
 
-    new = r.reload("max-connections = 2\nlog-level = debug\nmax-streams = 3\n",
-                   "SIGHUP: --max-connections 2 (was 1)",
-                   "warn: SIGHUP: --max-streams 3 (was 32) takes effect only at restart")
-    expect("--log-level" not in new and "settings reloaded, 2 changed" in new,
-           "unchanged settings reported, or a wrong count: " + new)
-    before = len(r.text())
-    expect(r.status_call() == grpc.StatusCode.OK, "a call under --max-connections 2 failed")
-    expect('debug: call "%s" from uid %d: OK' % (STATUS, os.getuid()) in r.text()[before:],
-           "--log-level debug is not in force:\n" + r.text()[before:])
+        new = r.reload("max-connections = 2\nlog-level = debug\nmax-streams = 3\n",
+                       "SIGHUP: --max-connections 2 (was 1)",
+                       "warn: SIGHUP: --max-streams 3 (was 32) takes effect only at restart")
+        expect("--log-level" not in new and "settings reloaded, 2 changed" in new,
+               "unchanged settings reported, or a wrong count: " + new)
+        before = len(r.text())
+        expect(r.status_call() == grpc.StatusCode.OK, "a call under --max-connections 2 failed")
+        expect('debug: call "%s" from uid %d: OK' % (STATUS, os.getuid()) in r.text()[before:],
+               "--log-level debug is not in force:\n" + r.text()[before:])
+    finally:
+        status = r.close()
+    expect(status == 0, "ampd exited with status %d" % status)
 
 
 def main():
-    passed = failed = 0
-    r = Reloading()
-    try:
-        check_reload(r)
-        passed += 1
-        print("PASS reload", flush=True)
-    except Exception:
-        failed += 1
-        print("FAIL reload", flush=True)
-        traceback.print_exc()
-    finally:
-        status = r.close()
-    if status != 0:
-        failed += 1
-        print("FAIL ampd exited with status %d" % status)
-    print("%d passed, %d failed" % (passed, failed))
-    return 0 if failed == 0 else 1
+    return 0 if run_cases(module_cases(globals())) == 0 else 1
 
 
 if __name__ == "__main__":
