@@ -20,12 +20,12 @@ import socket
 import subprocess
 import sys
 import tempfile
-import traceback
 
 import grpc
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "support"))
-from daemon_proc import Daemon  # noqa: E402
+from cases import module_cases, run_cases  # noqa: E402
+from daemon_proc import Daemon, free_port  # noqa: E402
 
 SOURCE = os.environ.get("AMP_SOURCE_DIR",
                         os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -111,7 +111,8 @@ def ref_hist(data):
 
 # --- checks ----------------------------------------------------------------------
 
-def check_every_kind(d, channel, rsock):
+def test_every_kind(c):
+    channel, rsock = c.channel, c.rsock
     n = 1 << 20
     rng = random.Random(11)
     data = bytes(rng.getrandbits(8) for _ in range(n))
@@ -152,7 +153,8 @@ def check_every_kind(d, channel, rsock):
         assert ask(rsock, f"RELEASE {reg.id}\n".encode()) == f"OK {reg.id}"
 
 
-def check_socket_refusals(d, channel, rsock):
+def test_socket_refusals(c):
+    d, rsock = c.d, c.rsock
     with tempfile.TemporaryFile() as f:
         assert ask(rsock, b"REGISTER\n", [f.fileno()]).startswith(
             "ERROR INVALID_ARGUMENT the descriptor is not a memfd")
@@ -179,7 +181,8 @@ def check_socket_refusals(d, channel, rsock):
         assert ask(rsock, f"RELEASE {r.id}\n".encode()) == f"OK {r.id}"
 
 
-def check_job_refusals(d, channel, rsock, tcp_channel):
+def test_job_refusals(c):
+    d, channel, rsock, tcp_channel = c.d, c.channel, c.rsock, c.tcp_channel
     reg = Region(rsock, 4096)
     nf = grpc.StatusCode.NOT_FOUND
     expect_error(channel, "Reverse", pb.ReverseRequest(
@@ -218,42 +221,41 @@ def check_job_refusals(d, channel, rsock, tcp_channel):
     gone.close()
 
 
-def check_quiet(d, channel):
-    st = call(channel, "Status", pb.StatusRequest(), pb.StatusReply)
+def test_nothing_held(c):
+    """Last: the other cases' regions and jobs left nothing held."""
+    st = call(c.channel, "Status", pb.StatusRequest(), pb.StatusReply)
     assert st.held_bytes == 0, f"held_bytes {st.held_bytes}"
 
 
+class Conns:
+    """What the cases share: the daemon (TCP too), a channel to each
+    listener and a region socket."""
+
+    def __init__(self, d, tcp_address):
+        self.d = d
+        self.channel = grpc.insecure_channel(d.address)
+        self.tcp_channel = grpc.insecure_channel(tcp_address)
+        self.rsock = region_socket(d)
+
+    def close(self):
+        self.rsock.close()
+        self.channel.close()
+        self.tcp_channel.close()
+
+
 def main():
-    port = 20000 + os.getpid() % 20000
-    d = Daemon(["--max-regions", str(MAX_REGIONS), "--listen", f"127.0.0.1:{port}",
+    tcp_address = "127.0.0.1:%d" % free_port()
+    d = Daemon(["--max-regions", str(MAX_REGIONS), "--listen", tcp_address,
                 "--tcp-require-token", "off"])
-    passed = failed = 0
     try:
-        channel = grpc.insecure_channel(d.address)
-        tcp_channel = grpc.insecure_channel(f"127.0.0.1:{port}")
-        rsock = region_socket(d)
-        checks = [("every kind through regions", lambda: check_every_kind(d, channel, rsock)),
-                  ("region socket refusals", lambda: check_socket_refusals(d, channel, rsock)),
-                  ("job refusals", lambda: check_job_refusals(d, channel, rsock, tcp_channel)),
-                  ("nothing held", lambda: check_quiet(d, channel))]
-        for name, fn in checks:
-            try:
-                fn()
-                passed += 1
-                print(f"ok   {name}")
-            except Exception:
-                failed += 1
-                print(f"FAIL {name}")
-                traceback.print_exc()
-        rsock.close()
-        channel.close()
-        tcp_channel.close()
+        c = Conns(d, tcp_address)
+        failed = run_cases(module_cases(globals()), c)
+        c.close()
     finally:
         status = d.stop()
     if status != 0:
-        print(f"FAIL ampd exited {status}")
+        print("FAIL ampd exited %d" % status)
         failed += 1
-    print(f"{passed} passed, {failed} failed")
     return 1 if failed else 0
 
 
