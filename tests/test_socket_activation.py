@@ -9,9 +9,9 @@ ampd.socket unit would and execs ampd with them in $LISTEN_FDS. Checks:
   service manager's);
 - a Unix listener passed alone: ampd makes its region socket beside it;
 - a datagram socket passed: ampd refuses to start, naming the descriptor.
+Prints one line per check (support/cases.py).
 """
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -20,6 +20,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "support"))
+from cases import module_cases, run_cases  # noqa: E402
 from daemon_proc import free_port  # noqa: E402
 
 AMPD = os.environ["AMPD_BIN"]
@@ -101,75 +102,71 @@ def register_region(path):
     return reply
 
 
-def unix_tcp_and_regions(work):
-    sock = os.path.join(work, "ampd.sock")
-    regions = sock + ".regions"
-    port = free_port()
-    unused = os.path.join(work, "unused.sock")
-    d = Activated(work, [sock, regions, "127.0.0.1:%d" % port],
-                  ["--listen", "unix:" + unused, "--tcp-require-token", "off"])
-    try:
-        d.poke()
-        d.wait_serving()
-        assert ampctl("-a", "unix:" + sock, "reverse", "-o", "-", "activated") == "detavitca"
-        assert ampctl("-a", "127.0.0.1:%d" % port, "reverse", "-o", "-", "tcp") == "pct"
-        reply = register_region(regions)
-        assert reply.startswith("OK ") and reply.endswith(" 4096\n"), reply
-        assert not os.path.exists(unused), "--listen was opened although sockets were passed"
+def test_unix_tcp_and_regions():
+    with tempfile.TemporaryDirectory(prefix="ampd-act-") as work:
+        sock = os.path.join(work, "ampd.sock")
+        regions = sock + ".regions"
+        port = free_port()
+        unused = os.path.join(work, "unused.sock")
+        d = Activated(work, [sock, regions, "127.0.0.1:%d" % port],
+                      ["--listen", "unix:" + unused, "--tcp-require-token", "off"])
+        try:
+            d.poke()
+            d.wait_serving()
+            assert ampctl("-a", "unix:" + sock, "reverse", "-o", "-", "activated") == "detavitca"
+            assert ampctl("-a", "127.0.0.1:%d" % port, "reverse", "-o", "-", "tcp") == "pct"
+            reply = register_region(regions)
+            assert reply.startswith("OK ") and reply.endswith(" 4096\n"), reply
+            assert not os.path.exists(unused), "--listen was opened although sockets were passed"
+            out = d.output()
+            assert "listening on unix:%s (passed)" % sock in out, out
+            assert "regions on unix:%s (passed)" % regions in out, out
+            assert "listening on 127.0.0.1:%d (passed)" % port in out, out
+        finally:
+            status = d.stop()
+        assert status == 0, "ampd exited %d:\n%s" % (status, d.output())
+        for path in (sock, regions):
+            assert os.path.exists(path), "%s was removed: it is the service manager's" % path
+
+
+def test_unix_alone_gets_regions():
+    with tempfile.TemporaryDirectory(prefix="ampd-act-") as work:
+        sock = os.path.join(work, "alone.sock")
+        d = Activated(work, [sock])
+        try:
+            d.poke()
+            d.wait_serving()
+            reply = register_region(sock + ".regions")
+            assert reply.startswith("OK "), reply
+            assert ampctl("-a", "unix:" + sock, "reverse", "-o", "-", "alone") == "enola"
+        finally:
+            status = d.stop()
+        assert status == 0, "ampd exited %d:\n%s" % (status, d.output())
+        assert not os.path.exists(sock + ".regions"), "ampd left its own region socket behind"
+
+
+def test_datagram_refused():
+    with tempfile.TemporaryDirectory(prefix="ampd-act-") as work:
+        port = free_port()
+        d = Activated(work, ["127.0.0.1:%d" % port], datagram=True)
+        u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        deadline = time.monotonic() + START_TIMEOUT_S
+        try:
+            # The activator starts ampd on traffic, once it has bound the port.
+            while d.proc.poll() is None and time.monotonic() < deadline:
+                u.sendto(b"wake", ("127.0.0.1", port))
+                time.sleep(POLL_S)
+        finally:
+            u.close()
+            status = d.stop()
         out = d.output()
-        assert "listening on unix:%s (passed)" % sock in out, out
-        assert "regions on unix:%s (passed)" % regions in out, out
-        assert "listening on 127.0.0.1:%d (passed)" % port in out, out
-    finally:
-        status = d.stop()
-    assert status == 0, "ampd exited %d:\n%s" % (status, d.output())
-    for path in (sock, regions):
-        assert os.path.exists(path), "%s was removed: it is the service manager's" % path
-
-
-def unix_alone_gets_regions(work):
-    sock = os.path.join(work, "alone.sock")
-    d = Activated(work, [sock])
-    try:
-        d.poke()
-        d.wait_serving()
-        reply = register_region(sock + ".regions")
-        assert reply.startswith("OK "), reply
-        assert ampctl("-a", "unix:" + sock, "reverse", "-o", "-", "alone") == "enola"
-    finally:
-        status = d.stop()
-    assert status == 0, "ampd exited %d:\n%s" % (status, d.output())
-    assert not os.path.exists(sock + ".regions"), "ampd left its own region socket behind"
-
-
-def datagram_refused(work):
-    port = free_port()
-    d = Activated(work, ["127.0.0.1:%d" % port], datagram=True)
-    u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-    deadline = time.monotonic() + START_TIMEOUT_S
-    try:
-        # The activator starts ampd on traffic, once it has bound the port.
-        while d.proc.poll() is None and time.monotonic() < deadline:
-            u.sendto(b"wake", ("127.0.0.1", port))
-            time.sleep(POLL_S)
-    finally:
-        u.close()
-        status = d.stop()
-    out = d.output()
-    assert status == 1, "ampd exited %d with a datagram socket:\n%s" % (status, out)
-    assert "passed descriptor 3 is not a listening Unix or TCP stream socket" in out, out
+        assert status == 1, "ampd exited %d with a datagram socket:\n%s" % (status, out)
+        assert "passed descriptor 3 is not a listening Unix or TCP stream socket" in out, out
 
 
 def main():
-    for case in (unix_tcp_and_regions, unix_alone_gets_regions, datagram_refused):
-        work = tempfile.mkdtemp(prefix="ampd-act-")
-        try:
-            case(work)
-            print("%s: ok" % case.__name__)
-        finally:
-            shutil.rmtree(work, ignore_errors=True)
-    print("test_socket_activation: ok")
+    return 0 if run_cases(module_cases(globals())) == 0 else 1
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
