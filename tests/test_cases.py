@@ -1,8 +1,9 @@
 """test_cases.py: support/cases.py's run_cases, the loop the Python tests
 run their cases in, run in child programs: every case runs and one failure
 does not stop the rest; $AMP_TEST_CASE runs the one case it names and a
-name no case has fails; a case that hangs past $AMP_TEST_TIMEOUT_S less
-DUMP_BEFORE_KILL_S gets every thread's stack printed, its own frame named.
+name no case has fails; a test still running $AMP_TEST_TIMEOUT_S less
+DUMP_BEFORE_KILL_S after it started gets every thread's stack printed, the
+hung case's frame named.
 Prints one line per check (support/cases.py).
 """
 import os
@@ -12,7 +13,8 @@ import textwrap
 
 SUPPORT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "support")
 sys.path.insert(0, SUPPORT)
-from cases import CASE_ENV, DUMP_BEFORE_KILL_S, TIMEOUT_ENV, expect, module_cases, run_cases  # noqa: E402,E501
+from cases import (CASE_ENV, DUMP_BEFORE_KILL_S, TIMEOUT_ENV, expect,  # noqa: E402
+                   module_cases, run_cases)
 
 CHILD_TIMEOUT_S = 60
 # The child's cases: one passes, one fails, one sleeps past its dump.

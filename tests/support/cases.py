@@ -8,8 +8,9 @@ uses run_cases as test_x/NAME (tests/README.md). A name the test does not
 have fails, so a typo cannot pass.
 
 $AMP_TEST_TIMEOUT_S, when set, is how long ctest lets the test run before
-it kills it (tests/CMakeLists.txt): DUMP_BEFORE_KILL_S earlier, every
-thread's stack goes to stderr, so that a hung case shows where it hangs."""
+it kills it (tests/CMakeLists.txt): DUMP_BEFORE_KILL_S earlier, counted
+from this module's import (the test's start), every thread's stack goes to
+stderr, so that a hung test shows where it hangs, in a case or between."""
 import faulthandler
 import os
 import traceback
@@ -17,6 +18,9 @@ import traceback
 CASE_ENV = "AMP_TEST_CASE"
 TIMEOUT_ENV = "AMP_TEST_TIMEOUT_S"
 DUMP_BEFORE_KILL_S = 30
+
+if os.environ.get(TIMEOUT_ENV):
+    faulthandler.dump_traceback_later(max(1, float(os.environ[TIMEOUT_ENV]) - DUMP_BEFORE_KILL_S))
 
 
 def expect(cond, what):
@@ -40,9 +44,6 @@ def run_cases(cases, *args):
         if not cases:
             print("FAIL no case ran: none is named %s" % only)
             return 1
-    limit = os.environ.get(TIMEOUT_ENV)
-    if limit:
-        faulthandler.dump_traceback_later(max(1, float(limit) - DUMP_BEFORE_KILL_S))
     failed = 0
     for case in cases:
         try:
@@ -52,5 +53,4 @@ def run_cases(cases, *args):
             failed += 1
             print("FAIL %s" % case.__name__, flush=True)
             traceback.print_exc()
-    faulthandler.cancel_dump_traceback_later()
     return failed
