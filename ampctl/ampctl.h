@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* ampctl.h: what the ampctl files share.
  *
  * main.c parses the common options and dispatches to one cmd_*.c per

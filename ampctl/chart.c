@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* chart.c: a histogram as a horizontal bar chart for a terminal.
  *
  * One line per bin; past CHART_MAX_ROWS bins, neighbouring bins are summed

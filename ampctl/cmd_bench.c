@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cmd_bench.c: `ampctl bench`: a load generator, as redis-benchmark or
  * h2load are for their servers.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cmd_completion.c: `ampctl completion bash`: prints a bash completion
  * script made from ampctl's own tables (main.c's commands and options,
  * each command's options), so it cannot fall behind them. The build runs

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cmd_devices.c: `ampctl devices`: the daemon's OpenCL devices, as a table
  * or (--json) an array of objects. */
 #include <inttypes.h>

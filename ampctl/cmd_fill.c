@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cmd_fill.c: `ampctl fill`: A[k] = start + k*step computed on the daemon,
  * written as little-endian binary or as text, one value per line.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cmd_health.c: `ampctl health`: the standard gRPC health check
  * (grpc.health.v1.Health/Check), for scripts and probes: exit 0 only when
  * the daemon answers SERVING. */

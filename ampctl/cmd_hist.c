@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cmd_hist.c: `ampctl hist`: histogram of little-endian values.
  *
  * Three outputs: --json for scripts; on a terminal a bar chart (chart.c);

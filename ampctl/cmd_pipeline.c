@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cmd_pipeline.c: `ampctl pipeline STEP...`: several steps over one input
  * as one job, e.g. `transform:add:3 hist`.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cmd_reverse.c: `ampctl reverse`: reverse bytes on the daemon.
  *
  * Output is the exact reversed bytes: a script that pipes or redirects

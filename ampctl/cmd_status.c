@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cmd_status.c: `ampctl status`: the daemon's version and counters. */
 #include <inttypes.h>
 

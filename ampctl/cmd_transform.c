@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* cmd_transform.c: `ampctl transform`: per-byte add/xor/and/or/set, or a
  * map through a 256-byte lookup table, over all bytes or a sub-range.
  * The table file is checked here, before anything is sent.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* io.c: ampctl's local input and output: whole files or stdin in, exact
  * bytes out to a file or stdout, and inputs read only as far as needed to
  * choose between one message and a stream (struct io_input). Failures

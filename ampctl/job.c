@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* job.c: the way a data command's job reaches the daemon. Over
  * shared-memory regions when --transport shm asks (region.c); otherwise
  * over the socket: a Stream call when the input is large or of unknown

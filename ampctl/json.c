@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* json.c: the little JSON ampctl writes (--json): string literals escaped
  * per RFC 8259, and histograms (hist, pipeline); other structure is
  * printed by the commands. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* lift.c: ampctl's own options written after the command
  * (`ampctl hist --json`, as kubectl and docker users type them). Before
  * the command runs its getopt, main.c moves them out of its arguments

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* main.c: ampctl's entry point: common options, the command table, and the
  * mapping from library errors to exit codes. Each command lives in its own
  * cmd_*.c and parses its own options.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* parse.c: option values from text. Whole-string parses only: "12x",
  * "", " 5" and out-of-range values are refused, so a typo is a usage
  * error instead of a silently different job. Integers take C prefixes

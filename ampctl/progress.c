@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* progress.c: the progress bar of streamed jobs, on stderr.
  *
  * Drawn only when stderr is a terminal (a script that captures stderr

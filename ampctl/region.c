@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* region.c: the shared-memory path of ampctl's data commands
  * (--transport shm).
  *

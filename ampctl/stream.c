@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* stream.c: the streamed path of ampctl's data commands (transform,
  * reverse, hist, pipeline): input from an io_input, output to a file
  * descriptor, a progress bar on a terminal, over amp_stream().

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* suggest.c: "did you mean" for a mistyped command name. The distance is
  * the optimal string alignment distance (edits, plus a swap of two
  * neighbours as one: "revrese" is one from "reverse"), so the usual slips

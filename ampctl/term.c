@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* term.c: a job's data bytes on a terminal. Written to a file or a pipe
  * they are exact; on a terminal that no `-o -` asked for, bytes that are
  * not text are refused before any reaches the screen (control bytes can

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* token.c: the bearer token ampctl sends, read from --token-file or
  * $AMP_TOKEN_FILE.
  *

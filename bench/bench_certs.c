@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench_certs.c: certificates for a benchmark's run (see bench_certs.h). */
 #include "bench_certs.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench_certs.h: TLS certificates a benchmark makes for its own run, with
  * the tests' script (tests/support/tls_certs.sh, the openssl command), in
  * a temporary directory it removes at the end (bench_certs.c). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench_daemon.c: start and stop an ampd for a benchmark (bench_daemon.h).
  * The child's stdout and stderr go to a log file, shown only when it fails:
  * a benchmark's own output stays a table. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench_daemon.h: an ampd that a benchmark starts for itself, on a Unix
  * socket in a temporary directory, and stops with SIGTERM at the end, so
  * that a run measures a daemon with known options and a leak or a crash in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench_data_path.c: how close ampd's data paths come to the limits under
  * them, measured in one run on the same bytes.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench_host_dma: how fast bytes move between a client's shared memory (a
  * memfd mapped MAP_SHARED, as a region is) and a device buffer, by each way
  * OpenCL offers, beside the pinned-memory copy that is the PCIe limit.

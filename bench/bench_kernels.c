@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench_kernels.c: every kernel against the device's own copy bandwidth.
  *
  * For sizes from --min-size up to --max-size (default 1 KiB .. 1 GiB, capped

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench_sock.c: raw socket copies (bench_sock.h). Every thread waits at
  * one gate until all are ready and reads the clock after it, so that a
  * 1 MiB copy is not measured as mostly pthread_create. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench_sock.h: bytes through a bare socket, memory to memory, with
  * nothing on top: what a socket path costs before any protocol does
  * (bench_sock.c). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench_split.c: one large job on one device against the same job left to
  * the daemon, which splits it over every device of the default type
  * (daemon/split.c), in one run on the same bytes.

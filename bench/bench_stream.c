@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench_stream.c: a streamed job, each stage alone and the whole pipeline.
  *
  * The scheduler issue asks that a stream through ampd keep its stages busy

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench_tls_pipe.c: what TLS costs the one thread that runs a connection,
  * beside what the cipher alone costs.
  *

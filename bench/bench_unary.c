@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench_unary.c: one large unary call against the socket it travels on.
  *
  * A unary Transform or Reverse sends its whole input in one request

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench_util.c: helpers the benchmark programs share (bench_util.h). */
 #define _GNU_SOURCE
 #define _GNU_SOURCE  /* program_invocation_short_name */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench_util.h: what the benchmark programs share: reproducible random
  * input, the K/M/G sizes of their options and tables, sorting for
  * medians, and the clock. */

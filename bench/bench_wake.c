@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* bench_wake.c: the floor under a tiny call's latency, with no ampd at all.
  *
  * A 16-byte call through ampd crosses threads four times: the client's

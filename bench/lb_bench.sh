@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # bench/lb_bench.sh: calls/s through HAProxy with the repository's recipe
 # (deploy/haproxy/haproxy.cfg), three ampd instances against one, and one
 # without the balancer, each measured with `ampctl bench`:

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Times ampd's operations in peer libraries (CuPy, PyTorch) on the same GPU.
 
 Each operation runs on device-resident data, timed with CUDA events (warm-up,

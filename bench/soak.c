@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* soak.c: many clients, a mix of jobs, some of them killed, for a while.
  *
  * Issue 10 asks that no client can break ampd for the others. The unit

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* abi.c: checks and copies that let amp.h's structs grow before 1.0: a
  * program built against an older header passes smaller sized structs and
  * zeroed reserved tails, and the library reads or writes only what that

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* abi.h: the public structs as a program built against any amp.h lays
  * them out (abi.c). amp.h's top comment states the rules: a struct passed
  * in on its own starts with its size; a nested or returned one grows into

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* async.c: many calls in flight on one connection (amp.h: amp_start_*,
  * amp_wait, amp_cancel, amp_call_*).
  *

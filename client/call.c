@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* call.c: one unary gRPC call on a new HTTP/2 stream of an amp_conn.
  *
  * Request: HEADERS (:method POST, :scheme http, :path, content-type

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* call.h: one unary gRPC call over an amp_conn (call.c).
  *
  * The call opens a new HTTP/2 stream, sends the protobuf request as one

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* conn.c: a libampclient connection: one socket and one nghttp2 client
  * session. This is the only file of the library that touches the socket,
  * but for the writer thread it hands large batches to (conn_writer.c).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* conn.h: libampclient's connection, internal to the library.
  *
  * conn.c owns the socket and the nghttp2 client session and is the only

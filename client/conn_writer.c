@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* conn_writer.c: the writer thread of a plain connection (conn_writer.h).
  *
  * A single thread that moves a GiB both ways spends its time in two kernel

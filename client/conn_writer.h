@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* conn_writer.h: a connection's writer thread (conn_writer.c), which
  * writes large batches of output to a plain socket while the caller's
  * thread goes on reading replies and feeding the session: common/

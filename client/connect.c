@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* connect.c: opening a connection's socket, Unix or TCP, within a time
  * limit. conn.c then runs HTTP/2 over it; this file only connects.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* connect.h: a connection's socket, opened within a time limit (connect.c). */
 #ifndef AMP_CLIENT_CONNECT_H
 #define AMP_CLIENT_CONNECT_H

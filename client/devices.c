@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* devices.c: the daemon's introspection calls: ListDevices and Status of
  * amp.v1.Amp, and the standard grpc.health.v1.Health/Check. */
 #include <stdio.h>

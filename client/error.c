@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* error.c: the library's error vocabulary: amp_strerror(), amp_error_name()
  * and the mapping from gRPC and HTTP statuses to AMP_E* codes, all read
  * from amp.h's AMP_ERROR_MAP. */

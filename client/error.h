@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* error.h: status mapping between gRPC, HTTP and AMP_E* codes (error.c). */
 #ifndef AMP_CLIENT_ERROR_H
 #define AMP_CLIENT_ERROR_H

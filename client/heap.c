@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* heap.c: large reply buffers, kept after amp_free() for the next reply.
  *
  * A reply's bytes reach the caller in the buffer they arrived in, which

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* heap.h: large reply buffers, kept after amp_free() for the next reply. */
 #ifndef AMP_CLIENT_HEAP_H
 #define AMP_CLIENT_HEAP_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* jobs.c: the job calls of libampclient (reverse, transform, histogram,
  * fill): check the caller's arguments, encode the amp.v1 request, run it
  * through call.c, and hand the reply back in caller-owned memory.

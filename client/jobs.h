@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* jobs.h: helpers jobs.c shares with the other call files (devices.c). */
 #ifndef AMP_CLIENT_JOBS_H
 #define AMP_CLIENT_JOBS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* pipeline.c: amp_pipeline, the unary Pipeline call: several steps over
  * one input as one job, every step's result in one reply.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* region.c: shared-memory regions (amp_region_*, amp_run_region).
  *
  * A region is a memfd sealed against shrinking and growing, mapped here

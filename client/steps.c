@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* steps.c: turns the caller's amp_step array into amp.v1 Step messages.
  *
  * Each step's parameters go through the same encoders as the one-step

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* steps.h: amp_step arrays to amp.v1 Step messages (steps.c), shared by
  * the unary Pipeline call (pipeline.c) and the Stream call (stream.c). */
 #ifndef AMP_CLIENT_STEPS_H

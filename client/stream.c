@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* stream.c: amp_stream, the Stream call: a job over an input of any size,
  * sent and received in chunks with bounded memory on both sides.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tls.c: the client side of TLS (see tls.h).
  *
  * Each connection gets a context of its own, made here and released as

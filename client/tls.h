@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tls.h: libampclient's TLS set-up, internal to the library.
  *
  * tls.c keeps a connection's TLS settings (the caller's amp_connect_opts

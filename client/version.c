@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* version.c: the library's version at run time (amp_version.h has it at
  * compile time), so a program can tell which libampclient it loaded. */
 #include "amp.h"

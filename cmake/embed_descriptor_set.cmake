@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Writes OUT, a C file holding the FileDescriptorSet protoc wrote to IN as
 # bytes (descriptor_set.h), so reflection needs no file at run time.
 # Run with cmake -P.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Writes OUT, a C file holding every kernel source in FILES as a string:
 #   const struct kernel_source kernel_sources[] = {{"reverse", "..."}, ...};
 # so the daemon needs no kernel files at run time. Run with cmake -P.

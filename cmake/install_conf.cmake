@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # install_conf.cmake: `cmake --install` step that installs ampd.conf only
 # where there is none yet, so an operator's edits survive a reinstall.
 # AMP_CONF_SRC: the shipped file; AMP_CONF_DIR: its directory, relative to

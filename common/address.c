@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* address.c: parse gRPC target syntax (see address.h) for ampd --listen and
  * the client's amp_connect. Only parsing: no name resolution, no sockets.
  *

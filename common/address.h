@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* address.h: gRPC target syntax shared by ampd --listen and ampctl --address.
  *
  *   unix:/abs/path  unix:///abs/path  unix:rel/path   a Unix socket

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* body.c: a gRPC message of owned and borrowed pieces (body.h).
  *
  * protobuf-c packs into a ProtobufCBuffer by appending pieces in wire

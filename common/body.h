@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* body.h: a gRPC message as a list of pieces, owned and borrowed.
  *
  * A message on the wire is the 5-byte prefix, then the protobuf encoding.

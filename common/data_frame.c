@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* data_frame.c: the DATA frame size both ends ask nghttp2 for (data_frame.h). */
 #include "data_frame.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* data_frame.h: how much of a stream's data to put in one HTTP/2 DATA
  * frame, for the daemon's and the client's nghttp2 sessions alike.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* field_rx.c: a long bytes field taken in pieces (field_rx.h). */
 #include "field_rx.h"
 

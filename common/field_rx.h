@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* field_rx.h: one long bytes field of a message taken in pieces as they
  * arrive, for both ends: its bytes go into a buffer of the taker's (the
  * socket writes them there directly where it can: field_rx_dest), and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* grow.h: the one rule by which a growing buffer or array picks its new
  * capacity: double from the current one (from first when it has none)
  * until need fits. Doubling keeps a buffer that grows byte by byte at a

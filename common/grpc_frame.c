@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* grpc_frame.c: gRPC length-prefixed message reader (see grpc_frame.h).
  *
  * A small state machine: collect the 5-byte prefix, check it, then collect

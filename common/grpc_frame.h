@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* grpc_frame.h: gRPC's length-prefixed message framing, with no I/O.
  *
  * A gRPC message on the wire is 1 byte compressed-flag, 4 bytes big-endian

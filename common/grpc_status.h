@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* grpc_status.h: gRPC's status codes (grpc/doc/statuscodes.md), one list
  * for both sides of the wire: the daemon's enum status_code (status.h)
  * and the client library's mapping to AMP_E* codes (client/error.c)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* iov_send.c: an iovec array's bytes to a non-blocking socket
  * (iov_send.h). */
 #include "iov_send.h"

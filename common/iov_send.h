@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* iov_send.h: an iovec array's bytes to a non-blocking socket, for the
  * writer thread of both ends (sock_writer.c), and the one way to count an iovec array's bytes
  * and to step it past the bytes a write took (both ends' connections too). */

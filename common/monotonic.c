@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* monotonic.c: see monotonic.h. */
 #include "monotonic.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* monotonic.h: the one clock that times things (CLOCK_MONOTONIC: never
  * steps with the wall clock), for the daemon, the library and ampctl. */
 #ifndef AMP_MONOTONIC_H

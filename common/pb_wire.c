@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* pb_wire.c: protobuf varints (pb_wire.h). */
 #include "pb_wire.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* pb_wire.h: the few protobuf wire pieces the hot paths write and read
  * by hand (a data chunk's tag and length; the fields of a unary request,
  * to find its bulk bytes), where going through protobuf-c would copy the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* sat.h: size arithmetic that cannot wrap.
  *
  * Every byte count the daemon adds or multiplies from client-given numbers

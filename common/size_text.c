@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* size_text.c: byte counts with binary suffixes (size_text.h). */
 #include "size_text.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* size_text.h: byte counts as people write them, with binary suffixes
  * ("64K", "4M", "1G"), read from the daemon's options and ampctl's and
  * written in their help texts. */

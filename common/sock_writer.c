@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* sock_writer.c: a socket's large writes on a thread of their own
  * (sock_writer.h). The thread sleeps on a condition variable until a
  * write is handed, sends the oldest it has not ended, says so, and goes

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* sock_writer.h: a socket's large writes on a thread of their own, for
  * both ends (daemon/listen.c, client/conn_writer.c).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tls_pipe.c: a TLS connection over a BIO of its own (see tls_pipe.h).
  *
  * OpenSSL reads ciphertext from the pipe's input buffer, which the owner

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tls_pipe.h: one TLS connection over the pipe's own buffers, without I/O.
  *
  * The daemon (daemon/conn_tls.c) and the client (client/conn.c) both put

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* activate.c: sockets passed by the service manager (see activate.h).
  *
  * libsystemd reads $LISTEN_PID/$LISTEN_FDS and tells what a descriptor

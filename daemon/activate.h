@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* activate.h: listening sockets handed over by systemd (socket activation).
  *
  * Started by a socket unit (systemd/ampd.socket) or by

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* auth.c: who may call the daemon (see auth.h).
  *
  * Tokens are compared as SHA-256 digests with CRYPTO_memcmp against every

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* auth.h: who may call the daemon (issue 13).
  *
  * Three rules, fixed at start-up from the options, and one secret that can

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* auth_file.c: reads a --token-file (see auth_file.h).
  *
  * Parsing is strict and names the line that is wrong: a token file is a

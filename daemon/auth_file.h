@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* auth_file.h: a --token-file, read into token names and digests.
  *
  * The file holds one token a line, "NAME TOKEN": NAME says whose it is in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* budget.c: chained byte budgets (see budget.h). */
 #include "budget.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* budget.h: bytes the daemon holds for its clients, counted against limits.
  *
  * A budget is a byte count with a maximum, chained to a parent: each

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* client_share.c: per-client counts of calls and jobs (see client_share.h).
  *
  * Clients are a short list walked under the lock, as conn_limit.c keeps

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* client_share.h: each client's share of the daemon (issue 13 item 4).
  *
  * A client is who made a call, as auth.c knows it: the name of the token

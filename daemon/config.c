@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* config.c: parse ampd's options and config file (see config.h).
  *
  * One table describes every setting: its name (the long option and the

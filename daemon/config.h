@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* config.h: ampd's settings, from the command line and a config file.
  *
  * Every setting is a long option; a config file (--config FILE) holds lines

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* conn.c: a connection's life: accept, bytes in, bytes out, close.
  *
  * Reads go straight into h2_session_recv(). Writes go straight from the

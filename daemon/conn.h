@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* conn.h: one client connection: a socket (listen.c) joined to an HTTP/2
  * session (h2.c) whose calls go to the rpc layer (rpc.c).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* conn_limit.c: daemon-wide connection counts (see conn_limit.h).
  *
  * Peers are a short list: there are at most --max-connections of them,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* conn_limit.h: --max-connections and --max-peer-connections, daemon-wide.
  *
  * Connections live on several I/O loops (io_loop.h), but the limits are

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* conn_tls.c: the TLS leg of a connection (see conn_tls.h).
  *
  * The session's frames are sealed only while no ciphertext waits, a

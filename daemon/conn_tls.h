@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* conn_tls.h: a connection's bytes through TLS (tls: listeners).
  *
  * Between the socket's ciphertext and the HTTP/2 session's plaintext:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* descriptor_set.c: finding files and symbols in a FileDescriptorSet.
  *
  * Reflection asks rarely and the set is a few tens of KiB, so every lookup

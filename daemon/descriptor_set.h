@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* descriptor_set.h: the protobuf descriptors of what ampd serves, and
  * lookups in them for server reflection (rpc_reflection.c).
  *

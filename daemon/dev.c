@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* dev.c: running a job's steps on one device (dev_run, see dev.h).
  *
  * The input is copied in once; each data step writes a new device buffer

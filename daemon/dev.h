@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* dev.h: one OpenCL device: discovery, its context, queues and programs,
  * and running a job's steps on it.
  *

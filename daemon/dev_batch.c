@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* dev_batch.c: many small unary jobs in one copy in, one launch and one
  * copy out (dev_task.h, kernels/batch.cl).
  *

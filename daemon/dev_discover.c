@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* dev_discover.c: finding and opening OpenCL devices (dev.h).
  *
  * Every device of every platform is opened: a context, three in-order

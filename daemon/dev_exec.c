@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* dev_exec.c: one job's commands on a device's queues.
  *
  * Every command (copy in, fill, kernel, copy out) goes through here with

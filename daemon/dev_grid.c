@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* dev_grid.c: the geometry of a launch (dev_internal.h): how many
  * work-items, in groups of how many, each covering how much. */
 #include "dev_internal.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* dev_internal.h: what the device files share (dev_discover.c, dev_exec.c,
  * dev.c, op_*.c) and nobody else needs: struct dev itself, one job's run
  * on a device (struct dev_exec), device buffers with their hazard state,

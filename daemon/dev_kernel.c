@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* dev_kernel.c: a device's kernels by name, and the work-group sizes
  * each allows (dev_internal.h). */
 #include "dev_internal.h"

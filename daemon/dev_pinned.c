@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* dev_pinned.c: pinned host memory: a device's staging buffers, and
  * regions' mappings.
  *

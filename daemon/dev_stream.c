@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* dev_stream.c: the device side of a streamed job, between its OPEN and
  * CLOSE tasks (task.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* dev_task.c: one task on a device (dev_task.h): a unary job runs to the
  * end through dev_run(), streamed tasks go to dev_stream.c. */
 #include "dev_task.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* dev_task.h: running tasks (task.h) on a device, for its runner thread.
  *
  * A runner starts a task with dev_task_start(), which enqueues the task's

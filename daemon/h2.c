@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* h2.c: HTTP/2 + gRPC server session over nghttp2, with no I/O (see h2.h).
  *
  * nghttp2 parses frames and enforces HTTP/2; this file adds gRPC on top:

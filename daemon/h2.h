@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* h2.h: the daemon's HTTP/2 + gRPC server layer, with no I/O.
  *
  * An h2_session wraps one nghttp2 server session for one connection. Bytes

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* h2_internal.h: what h2.c, h2_stream.c and h2_reply.c share, and nothing else includes.
  *
  * The call and session structs, the few constants the files build replies

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* h2_reply.c: every call's replies (see h2.h): a queue of messages per
  * call, handed to nghttp2 by one data provider, then the trailers.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* h2_request.c: RFC 9113's request rules, less the :authority requirement
  * (see h2_request.h). nghttp2's own checkers judge names, values, paths and
  * authorities, so the character rules are the library's, not ours. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* h2_request.h: the HTTP/2 request rules ampd keeps (RFC 9113 section 8),
  * checked field by field as a request's HEADERS block arrives.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* h2_stream.c: what only H2_STREAM calls do on the request side (see h2.h's
  * stream calls).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* hazard.c: wait lists from declared buffer accesses (see hazard.h).
  *
  * A read waits for the last write (RAW). A write waits for the last write

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* hazard.h: the scheduler core inside a device. Every command put on a
  * device declares read or write access to each buffer it touches; this
  * module derives the command's wait list from read-after-write,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* hist_bin.c: the host side of the bin definition in hist_bin.h. */
 #include "hist_bin.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* hist_bin.h: which bin a value falls in, defined once for the host, the
  * CPU reference of the tests and (mirrored line by line) kernels/hist.cl.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* host.c: the host path (host.h).
  *
  * One queue under one mutex, and a condition variable the workers sleep

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* host.h: the host path: jobs smaller than a device launch costs run on
  * the daemon's own CPU worker threads.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* host_step.c: the steps of host_step.h. */
 #include "host_step.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* host_step.h: every job step in plain C, on the host's CPU: what the host
  * path (host.c) runs small jobs with, and the oracle the kernel tests
  * compare the devices against. Written for clarity, one element at a time

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* io_loop.c: one I/O loop and its connections (see io_loop.h).
  *
  * Accepted connections reach a loop as bare fds from the one acceptor on

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* io_loop.h: one I/O loop: a libuv loop and the connections it owns.
  *
  * ampd serves connections on --io-threads loops. Loop 0 runs on the main

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* job.c: life of a struct job (see job.h). */
 #include "job.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* job.h: a job as the device runner sees it, independent of gRPC.
  *
  * rpc_*.c decode and validate requests into a struct job; the scheduler

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* kernels.h: the OpenCL C sources of kernels/NAME.cl, embedded at build time
  * by cmake/embed_kernels.cmake (one entry per file, named after it). */
 #ifndef AMPD_KERNELS_H

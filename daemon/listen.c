@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* listen.c: listeners and accepted sockets on libuv (see listen.h).
  *
  * A listener is a plain listening socket under a uv_poll handle that

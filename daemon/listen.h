@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* listen.h: every socket of the daemon, on the libuv loops.
  *
  * A listener is one bound Unix or TCP socket on the main loop; it accepts

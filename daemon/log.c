@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* log.c: leveled lines on stderr, journal priorities, a per-call rate
  * limit (see log.h). */
 #include "log.h"

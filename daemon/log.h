@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* log.h: ampd's one way to say something on stderr.
  *
  * Every line the daemon prints goes through log_msg(): one fwrite() to

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* loop_wake.c: a cross-thread wake-up of a libuv loop (loop_wake.h). */
 #include "loop_wake.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* loop_wake.h: wakes a libuv loop from any thread, as uv_async_t does,
  * without libuv's spin.
  *

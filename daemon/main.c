@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* main.c: ampd's entry point: settings, devices, then the server loop.
  *
  * Opening the devices (dev_open_all) builds every kernel, which can take a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* metrics.c: the metrics listener, libmicrohttpd on its own thread (see
  * metrics.h); metrics_render.c writes the page. */
 #include "metrics.h"

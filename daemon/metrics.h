@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* metrics.h: Prometheus metrics over HTTP (--metrics-listen), off by default.
  *
  * libmicrohttpd serves GET /metrics on its own thread, in the text

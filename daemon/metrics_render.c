@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* metrics_render.c: the daemon's counters as Prometheus text, exposition
  * format 0.0.4 (see metrics.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* op.c: what the kernel families share (op.h): their work-group sizes and
  * the tile grid of the GPU kernels that take a tile per group. */
 #include "op.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* op.h: the kernel families as dev.c uses them, one file each
  * (op_reverse.c, op_transform.c, op_hist.c, op_fill.c).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* op_fill.c: the fill step (kernels/fill.cl).
  *
  * The caller's tile is the work-group size, checked against the device's

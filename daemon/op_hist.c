@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* op_hist.c: the histogram step (kernels/hist.cl).
  *
  * Kernels count into 32-bit per-row partials, hist_reduce adds the rows

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* op_reverse.c: the reverse step (kernels/reverse.cl), out of place so
  * that a copy out of the input can run beside it. */
 #include "op.h"

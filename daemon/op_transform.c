@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* op_transform.c: the byte transform step (kernels/transform.cl).
  *
  * The operand and the map table travel in a small read-only parameter

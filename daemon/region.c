@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* region.c: the registry of clients' shared-memory regions (region.h). */
 #define _GNU_SOURCE
 #include "region.h"

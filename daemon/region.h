@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* region.h: clients' shared-memory regions, the registry.
  *
  * A region is a memfd a local client handed over on the region socket

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* region_sock.c: the region socket's listener and connections (region_sock.h).
  *
  * Plain non-blocking sockets under uv_poll, since libuv's streams read with

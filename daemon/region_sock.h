@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* region_sock.h: the region socket, where local clients hand memfds over.
  *
  * gRPC cannot carry file descriptors, so each Unix listener at PATH has a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* rpc.c: method table, request decoding, and answering calls.
  *
  * The layer between h2.c (which hands over whole request messages) and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* rpc.h: the gRPC method table and what handlers share.
  *
  * rpc.c maps a request's :path to a method, decodes its one request message

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* rpc_bulk.c: a unary request's bulk bytes as a view (rpc_bulk.h).
  *
  * One pass over the message's top-level fields finds the bulk field's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* rpc_bulk.h: a unary request's bulk bytes as a view into its message.
  *
  * protobuf-c's unpack copies every bytes field into fresh memory: for a

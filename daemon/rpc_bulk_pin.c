@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* rpc_bulk_pin.c: a unary request's bulk bytes in pinned memory
  * (rpc_bulk_pin.h). */
 #include "rpc_bulk_pin.h"

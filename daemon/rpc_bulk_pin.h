@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* rpc_bulk_pin.h: a unary request's bulk bytes received straight into
  * pinned memory.
  *

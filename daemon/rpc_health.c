@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* rpc_health.c: grpc.health.v1.Health, the standard health probe.
  *
  * The daemon serves two names: "" (the whole server) and "amp.v1.Amp".

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* rpc_info.c: ListDevices and Status, the daemon describing itself.
  *
  * Both answer at once from the call's loop thread: device facts were

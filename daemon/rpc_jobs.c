@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* rpc_jobs.c: Reverse, Transform, Histogram, Fill and Pipeline.
  *
  * Each handler turns its request into a struct job (rpc_params.c validates

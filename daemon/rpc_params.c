@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* rpc_params.c: static validation of job parameters, proto -> struct step.
  *
  * Every check a request can fail without knowing the device happens here,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* rpc_params.h: job parameters from protobuf to struct step, validated.
  *
  * f is the field path the client knows the params by ("params",

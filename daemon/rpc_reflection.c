@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* rpc_reflection.c: gRPC server reflection, so that grpcurl, grpcui or
  * Postman can call ampd with no .proto files at hand.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* rpc_stream.c: amp.v1.Amp/Stream, one job over input of any size.
  *
  * The life of a stream, on the loop thread:

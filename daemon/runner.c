@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* runner.c: one thread per device running its tasks (runner.h).
  *
  * The loop thread submits tasks under a mutex; the runner thread takes

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* runner.h: one thread per device that owns it and runs its tasks
  * (task.h: unary jobs and the pieces of streamed ones) in order.
  *

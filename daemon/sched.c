@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* sched.c: placement, daemon-wide limits and completions (see sched.h).
  *
  * Runner threads finish tasks and call sched_on_complete() on their own

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* sched.h: the loop side of running jobs: placement, limits, completions.
  * Implemented by sched.c. daemon/ is a quote-only include directory
  * (-iquote), so this file does not shadow the system <sched.h> that <uv.h>

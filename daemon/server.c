@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* server.c: wiring and the daemon's life on the main loop (see server.h).
  *
  * The main loop owns the listeners, the region sockets, the signals and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* server.h: the daemon's loop: listeners, connections, scheduler, signals.
  *
  * server_run() owns the libuv loop from the first bind to the last close:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* split.c: one large job over several devices (split.h). */
 #include "split.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* split.h: one large job over several devices at once.
  *
  * A unary job of histograms and at most one transform, left to the

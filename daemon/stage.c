@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* stage.c: stage latency histograms (stage.h). */
 #include "stage.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* stage.h: where a unary job call's time goes, as latency histograms.
  *
  * A call is stamped as it passes each stage (rpc.c, sched.c, the runner's

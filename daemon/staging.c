@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* staging.c: the pinned staging pool of one device (staging.h).
  *
  * Waiters are woken from the port's wake-up callback (loop_wake.h) rather than from

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* staging.h: a device's fixed pool of pinned host buffers for streamed
  * job data (--staging-bytes in buffers of --chunk-bytes).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* status.c: the names of gRPC status codes (see status.h). */
 #include "status.h"
 

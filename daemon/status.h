@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* status.h: gRPC status codes, the one error vocabulary of the daemon.
  *
  * Every layer that can refuse a request (decoding, validation, the device

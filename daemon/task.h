@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* task.h: one unit of work for a device runner.
  *
  * A unary job is one TASK_JOB. A streamed job (rpc_stream.c) is a series of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tls.c: the OpenSSL context behind tls: listeners (see tls.h).
  *
  * The context is swapped whole on reload, under a mutex that also covers

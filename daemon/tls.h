@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tls.h: the daemon's TLS settings for tls: listeners (OpenSSL).
  *
  * A tls_server is the certificate, key and optional client CA that

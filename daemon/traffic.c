@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* traffic.c: calls and bytes counted, refusals logged (see traffic.h). */
 #include "traffic.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* traffic.h: what clients sent and got, daemon-wide: calls answered by
  * method and status, and bytes read from and written to their sockets.
  *

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """capture.py: records what real clients send to ampd, as fuzz_conn seeds.
 
 A Unix-socket proxy between a client (ampctl, libampclient) and a running

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Records fuzz_conn's seed corpus from real traffic: starts build/ampd (any
 # OpenCL device; PoCL will do), puts fuzz/capture.py in front of it, and runs
 # one ampctl command per seed through the proxy. Each connection becomes

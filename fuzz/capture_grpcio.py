@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """capture_grpcio.py: calls ampctl does not make, for capture_corpus.sh:
 python3-grpcio through tests/test_reflection.py's helpers, on one channel.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """corpus_requests.py: fuzz_requests seeds from fuzz_conn's captured traffic.
 
 Each fuzz_conn seed recorded by capture_corpus.sh holds one ampctl command's

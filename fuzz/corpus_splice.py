@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """corpus_splice.py: one fuzz_conn seed with the calls of several captures.
 
 ampctl makes one call per connection, so captured seeds never have calls

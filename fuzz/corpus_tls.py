@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """corpus_tls.py: seeds for fuzz_tls (fuzz/README.md), rewritten in place.
 
 Mode 0 seeds are real ClientHellos (Python's ssl over memory BIOs: ALPN

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fuzz_backend.h: the in-memory backend fuzz_conn puts under the rpc layer.
  *
  * In the daemon, rpc_*.c hand jobs and stream tasks to the scheduler

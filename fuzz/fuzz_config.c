@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fuzz_config.c: ampd's config file parser and command line (config.c).
  *
  * config_load() reads the file itself (config.c exposes no parser of a

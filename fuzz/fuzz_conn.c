@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fuzz_conn.c: one client connection's bytes through the daemon's real
  * HTTP/2 + gRPC + rpc layers, over the in-memory backend (fuzz_backend.h).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fuzz_device.c: a fake device that runs tasks on the CPU, for fuzz_conn.
  *
  * It plays the part of runner.c + dev_task.c + dev_stream.c: a unary job

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fuzz_requests.c: protobuf decoding and parameter validation of every
  * request type, without the HTTP/2 around them (fuzz_conn has that).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fuzz_sched.c: sched.h without threads or devices, for fuzz_conn.
  *
  * Placement and admission follow the daemon's rules closely enough that

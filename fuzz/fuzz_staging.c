@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fuzz_staging.c: staging.h over malloc'd buffers, for fuzz_conn.
  *
  * The daemon's pool (daemon/staging.c) holds pinned device memory, shared

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fuzz_tls.c: libFuzzer harness for a tls: connection's TLS leg.
  *
  * The bytes a client sends reach the daemon's TLS path exactly as

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* batch.cl: many small jobs in one launch (daemon/dev_batch.c).
  *
  * Work-group g runs item g of the batch: one reverse, transform or byte

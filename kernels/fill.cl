@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* fill.cl: A[k] = start + k*step for k in [first, n); on GPUs FILL_STORES
  * 16-byte stores per work-item, on CPU devices one element (*_scalar).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* hist.cl: histograms. 256 bins over bytes; N uniform bins over
  * uint32/int32/float32 in [lo, hi), plus below/above/nan counters.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* reverse.cl: dst[i] = src[n-1-i] for any n, out of place.
  *
  * Both kernels write 16-byte output words at aligned addresses. Output word

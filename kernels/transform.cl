@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* transform.cl: per-byte add/xor/and/or/set/map over [lo, hi) of a buffer.
  *
  * Access pattern: aligned 16-byte words w0 <= w < w1, one 16-byte load and

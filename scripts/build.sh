@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Configures and builds one build tree: scripts/build.sh [DIR] [cmake args...]
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Builds the Debian packages (scripts/deb.sh), installs them on this
 # machine, runs jobs through the installed ampctl and a program built on the
 # installed libampclient-dev against the installed ampd (started by hand:

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Builds the Debian packages of debian/ (ampd, ampctl, libampclient0,
 # libampclient-dev) into OUTDIR (default build-deb/): scripts/deb.sh [OUTDIR]
 # The build runs in a scratch copy of the tree, since dpkg-buildpackage

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Quick start: installs dependencies, builds, starts ampd on a private socket
 # and reverses a string through ampctl on the best OpenCL device (PoCL's CPU
 # device where there is no GPU).

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Installs the Debian packages ampd builds and tests with. Idempotent: only
 # packages that are missing are installed, so a second run does nothing.
 set -euo pipefail

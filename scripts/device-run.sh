@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # Runs the GPU checks on the device machine (the device tool), from the repo root
 # there. Prepare here first, and carry .dev:
 #   mkdir -p .dev/debs .dev/bin && (cd .dev/debs && apt-get download libuv1 libnghttp2-14 libssl3 \

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: MIT
 # Runs the streaming checks and benchmark on the device machine (the device
 # tool), from the repo root there. Prepare here first, and carry DIR
 # (default build-dev, git-ignored):

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Builds the libFuzzer harnesses (fuzz/, clang, in build-fuzz) and runs each
 # for SECONDS (default 60) over a scratch copy of its committed corpus, so
 # that what a run adds never lands in the repository:

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Installs dependencies, builds, and runs the whole suite twice: a plain
 # build and one under AddressSanitizer + UndefinedBehaviorSanitizer.
 # Set AMP_TEST_SANITIZE=0 to skip the sanitizer pass. Between the two, the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_address.c: gRPC target syntax parsing (common/address.c), good and
  * bad forms. No sockets involved. */
 #include <check.h>

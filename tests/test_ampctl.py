@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """test_ampctl.py: ampctl end to end against a real ampd.
 
 Runs $AMPCTL_BIN as a script would: arguments, files, stdin and pipes;

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """test_architecture.py: docs/architecture.md's boundaries, checked on the
 sources, so that breaking one fails the suite instead of waiting for a
 reader to notice.

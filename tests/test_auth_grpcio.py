@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """test_auth_grpcio.py: bearer tokens on a TLS listener, from grpcio.
 
 Debian's python3-grpcio with ssl_channel_credentials calls an ampd that

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """test_auth_rules.py: ampd's start-up rules and Unix-socket peers (issue 13).
 
 Start-up: a plaintext TCP listener beyond loopback is refused with a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_bad_input.c: a real ampd over a real Unix socket, fed what a broken
  * or hostile client sends: not HTTP/2 at all, broken frames, lying gRPC
  * length prefixes, undecodable protobuf, unknown methods, oversize

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_body.c: message bodies (common/body.c: libampclient's requests, the
  * daemon's replies): the pieces of an encoded message are exactly
  * protobuf-c's packed bytes behind the gRPC prefix, whatever window of

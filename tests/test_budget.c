@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_budget.c: budget.c's chains: a take from a connection's chain and
  * a client's budget beside it fits all of them or changes none, a refusal
  * names the widest limit short (the daemon's, the client's, then the

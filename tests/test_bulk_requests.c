@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_bulk_requests.c: a real ampd over a real Unix socket, fed unary
  * requests whose `data` field is encoded by hand, since the daemon reads
  * that field itself (daemon/rpc_bulk.c) instead of through protobuf-c:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """test_busy_poll.py: --busy-poll against a real ampd.
 
 With it (the default), an I/O loop, a host worker and a device's runner poll

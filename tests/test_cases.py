@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """test_cases.py: support/cases.py's run_cases, the loop the Python tests
 run their cases in, run in child programs: every case runs and one failure
 does not stop the rest; $AMP_TEST_CASE runs the one case it names and a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_client_args.c: libampclient refuses bad arguments locally with
  * AMP_EINVAL and a message naming the argument, before sending anything.
  *

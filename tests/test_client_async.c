@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_client_async.c: many calls in flight on one connection (amp.h:
  * amp_start_*, amp_wait, amp_cancel, amp_call_*), against a real ampd.
  * 64 reverses of distinct inputs, mixed with transforms and histograms,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_client_connect.c: amp_connect's failures: a missing socket, a TCP
  * port nobody listens on, malformed and unresolvable addresses. Each
  * returns its code at once, leaves *out NULL, and explains itself through

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_client_conns.c: connection behaviour against a real ampd: many
  * sequential calls on one connection (a new HTTP/2 stream each), two
  * connections at once (interleaved, and from two threads), the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_client_errors.c: libampclient's error vocabulary (client/error.c):
  * every gRPC status from CANCELLED to UNAUTHENTICATED maps to a code of its
  * own, statuses gRPC does not define to AMP_EUNKNOWN, and every code has

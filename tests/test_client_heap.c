@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_client_heap.c: libampclient's kept reply buffers (client/heap.c):
  * amp_free keeps large buffers and a reply that fits takes one back (not
  * one over twice its size, nothing under a MiB); at most four are kept;

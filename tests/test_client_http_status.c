@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_client_http_status.c: a reply that is not gRPC at all (a proxy's
  * HTML error page: an HTTP status, content-type text/html, no grpc-status)
  * from a small real HTTP/2 server (support/http_status_server.c). Unary,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_client_invalid.c: every bad parameter the C API can carry to a real
  * ampd comes back as AMP_EINVAL (INVALID_ARGUMENT) with the daemon's
  * message naming the field, and the connection stays usable afterwards.

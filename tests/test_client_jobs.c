@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_client_jobs.c: amp_transform, amp_histogram and amp_fill through a
  * real ampd, against small CPU references. This tests the path (encoding,
  * parameters, decoding) for a few cases each; the kernels themselves are

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_client_memory.c: each client's share of the memory held for calls
  * (--max-client-memory, issue 13 item 4), over real TCP sockets.
  *

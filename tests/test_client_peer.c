@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_client_peer.c: libampclient against peers that misbehave, over
  * real Unix sockets: one that hangs up mid-call, one that never answers,
  * one that does not speak HTTP/2. Every case must end in an error code,

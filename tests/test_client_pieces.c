@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_client_pieces.c: how a call's reply DATA reaches its handlers
  * (client/call.c, call_feed). A stream takes each long reply message in
  * pieces, as it arrives, and a short one whole, whatever shares a DATA

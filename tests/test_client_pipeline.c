@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_client_pipeline.c: amp_pipeline through a real ampd. Every step's
  * result is checked against the CPU reference (tests/support/host_step.h):
  * the intermediate bytes of data steps and the histograms, a histogram in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_client_reconnect.c: a connection outlives its daemon and bounds
  * its connect. After the daemon restarts (drained with SIGTERM, or
  * killed) or closes an idle connection with GOAWAY, the next call reopens

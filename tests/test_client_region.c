@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_client_region.c: jobs over shared-memory regions (amp_region_*,
  * amp_run_region) through a real ampd, against the CPU reference: every
  * step kind, a pipeline whose outputs land one after another, a transform

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_client_reverse.c: amp_reverse through a real ampd, against a CPU
  * reverse: lengths around the kernel's word sizes (4 and 16 bytes), an
  * empty input, and a few MiB with an odd tail. */

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """test_client_shares.py: each client's share (--max-client-streams,
 --max-client-jobs), from grpcio over a loopback TCP listener with tokens.
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_client_stream.c: amp_stream and amp_stream_fd through a real ampd
  * whose staging pool is much smaller than the inputs (--staging-bytes 4M
  * --chunk-bytes 1M, 24 MiB streams), so every stream goes through many

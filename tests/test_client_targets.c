@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_client_targets.c: libampclient over several daemons, as
  * amp_connect("ADDR1,ADDR2") asks: connections spread over the addresses
  * in turn, a stopped daemon is passed over (at connect and when a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_client_token.c: libampclient's bearer token (amp_connect_opts.token)
  * against an ampd that requires tokens on its tls: listener: unary and
  * stream calls with the token are served; no token, a wrong one, and an

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_client_writer.c: a plain connection's writer thread
  * (client/conn_writer.c), which writes large batches of a request while
  * the caller's thread reads the replies, through a real ampd.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_config.c: ampd's settings: defaults, options, the config file and
  * the command line overriding it, size suffixes, and errors that name the
  * option (and the file line). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_daemon_jobs.c: the daemon's side of jobs, over a real socket with
  * raw gRPC: pipelines (one StepResult per step; a histogram step passes its
  * input on; a fill ignores its input), placement by device string, errors

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_data_frame.c: the DATA frame length both HTTP/2 sessions ask
  * nghttp2 for (common/data_frame.c, their data_source_read_length
  * callback): DATA_FRAME_MAX unless a window or the peer's frame limit is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_deadline.c: a real ampd honours the client's grpc-timeout. A unary
  * job still running when its deadline passes, and a stream call whose
  * client goes quiet, are answered DEADLINE_EXCEEDED (their device work is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_descriptor_set.c: the lookups server reflection answers from
  * (daemon/descriptor_set.c). Every method of the daemon's table is found,
  * as a service and as a method, in the descriptor set embedded at build

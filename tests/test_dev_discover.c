@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_dev_discover.c: device discovery (daemon/dev_discover.c): the list
  * is ordered GPUs, accelerators, CPUs with indexes 0..n-1 and filled-in
  * limits (also with two devices, as ctest's test_dev_discover_two runs

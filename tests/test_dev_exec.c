@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_dev_exec.c: the device layer's own rules on the default OpenCL
  * device: the serving build leaves the GPU kernel variants out until a
  * test or bench asks for them; a command touching more buffers than its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_drain.c: graceful shutdown. Calls the daemon has started when
  * SIGTERM arrives are finished and answered (a job among them), the health
  * check says NOT_SERVING meanwhile, new connections are not accepted, and

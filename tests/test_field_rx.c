@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_field_rx.c: a long bytes field taken in pieces (common/field_rx.c),
  * as the daemon takes bulk request bytes and the client long reply data:
  * every split of a message gives the field and what follows it exactly,

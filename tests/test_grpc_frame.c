@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_grpc_frame.c: the gRPC length-prefix reader, fed in every way a
  * socket might slice a stream: whole, byte by byte, and in random splits;
  * plus the refusals (oversize before buffering, compressed flag, bad flag),

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """test_grpcio.py: ampd from an independent gRPC implementation.
 
 Debian's python3-grpcio talks to a real ampd with no generated stubs:

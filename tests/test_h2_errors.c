@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_h2_errors.c: every way a request can be wrong at the HTTP/2 + gRPC
  * layer, and the status the daemon answers with (gRPC's status code table:
  * unknown method and request cardinality UNIMPLEMENTED, undecodable request

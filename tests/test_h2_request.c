@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_h2_request.c: a real ampd over a real Unix socket, sent raw HTTP/2
  * requests that test the request rules of daemon/h2_request.c: a request
  * with no :authority (gRPC makes it optional; HAProxy's gRPC health checks

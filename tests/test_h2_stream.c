@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_h2_stream.c: stream calls (H2_STREAM) through the h2 layer, driven by
  * an in-memory nghttp2 client and a small handler set defined here (not
  * rpc.c): many messages each way in order, pause and resume (held message,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_h2_unary.c: well-formed gRPC calls through the h2 layer and the rpc
  * layer, driven by an in-memory nghttp2 client (no sockets, no devices):
  * response shape (headers, one message, grpc-status 0 trailers), health

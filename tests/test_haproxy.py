@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """test_haproxy.py: several ampd behind HAProxy, with the repository's own
 recipe (deploy/haproxy/haproxy.cfg, Debian's haproxy 2.6).
 

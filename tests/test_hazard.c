@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_hazard.c: wait lists derived from declared buffer accesses
  * (daemon/hazard.c), on hand-built command sequences with fake events; no
  * OpenCL. Also checks that every reference taken is given back. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_host_path.c: the host path (daemon/host.c) against the device path,
  * through a real ampd and libampclient. Every job kind and its edge cases
  * (sizes 0, 1, 15, 16, 17 and odd tails; every transform op and sub-ranges;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_host_pool.c: the host path's worker pool (daemon/host.c) driven
  * directly. A submit wakes a sleeping worker only when none is awake or
  * the queue is long for those that are, so the ways a wake-up could be

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_hostile_bad_frames.c: after a good preface and SETTINGS, frames
  * HTTP/2 forbids (RFC 9113): DATA, HEADERS and RST_STREAM on stream 0,
  * a zero WINDOW_UPDATE, SETTINGS of a bad length, SETTINGS values out of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_hostile_bad_preface.c: connections that do not open with the
  * HTTP/2 client preface and a SETTINGS frame: an HTTP/1.1 request, random
  * bytes, a preface with one byte wrong, a preface cut short by a close,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_hostile_drain_timeout.c: issue 10, reproducer 5. When
  * --drain-timeout passes, a call still open is not cut off by a bare
  * connection close: one whose request never finished gets trailers with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_hostile_floods.c: one connection sends control frames as fast as
  * it can: a HEADERS block that never ends (CONTINUATION after
  * CONTINUATION), SETTINGS or PINGs whose acks it never reads, or streams

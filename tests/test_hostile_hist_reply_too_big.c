@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_hostile_hist_reply_too_big.c: issue 10, reproducer 1. A Stream
  * histogram whose result message is larger than --max-message-bytes (the
  * stock repro: `ampctl --stream-threshold 0 hist --type float32 --bins

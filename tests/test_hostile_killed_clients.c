@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_hostile_killed_clients.c: clients that vanish mid-call: a process
  * streaming through libampclient killed with SIGKILL, raw connections
  * closed in the middle of a request message, and connections closed with

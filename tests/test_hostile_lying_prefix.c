@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_hostile_lying_prefix.c: gRPC length prefixes that do not match
  * what is sent on a unary call. Declared longer than sent, then the
  * request ends: INTERNAL, naming both counts. Declared shorter, so the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_hostile_lying_stream_header.c: a Stream call whose header's
  * total_length does not match the bytes that follow: fewer (the client
  * half-closes early) or more (for a reverse step, which holds the whole

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_hostile_silent_clients.c: connections that stop short: connect and
  * send nothing, send the preface without SETTINGS, leave a HEADERS block
  * unfinished; each gets a GOAWAY and is closed once --request-timeout has

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_hostile_size_overflow.c: issue 10, reproducer 6. Sizes a client
  * chooses (a Stream header's total_length of 2^63, a fill step of 2^60
  * int32 elements) used to wrap the device-memory estimate; every size

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_hostile_slow_peers.c: issue 10, reproducer 4. Many connections
  * from one peer (TCP from 127.0.0.2, or one uid on the Unix socket) that
  * send a byte a second: of the preface, of a HEADERS block, or of a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_hostile_socket_mode.c: issue 10, reproducer 7. The Unix socket's
  * permissions do not follow the daemon's umask: with umask 000 the file is
  * 0660 by default (owner and group may connect, others may not), and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_hostile_stalled_messages.c: issue 10, reproducer 3. Sixteen calls
  * each send only a gRPC prefix declaring a 64 MiB message, then nothing.
  * Request bytes are charged as they arrive, not by the declared length, so

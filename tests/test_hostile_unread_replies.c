@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_hostile_unread_replies.c: issue 10, reproducer 2. Clients that send
  * Fill requests (4 MiB replies each) and never read the replies. Every
  * byte held for a connection counts against --max-connection-memory and

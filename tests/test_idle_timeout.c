@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_idle_timeout.c: --idle-timeout against a real ampd. A connection
  * with no call open for that long gets GOAWAY(NO_ERROR) and is closed; a
  * connection holding an open call is not, however quiet the call; without

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """test_install.py: libampclient as an installed package.
 
 Installs the build tree into a temporary prefix (`cmake --install

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_io_loops.c: one daemon with --io-threads 4 serving many clients at
  * once. Connections land on different I/O loops and run unary jobs and
  * streams concurrently, with a staging pool small enough that streams on

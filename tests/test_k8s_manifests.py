@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """test_k8s_manifests.py: deploy/k8s/ampd.yaml checked without a cluster.
 
 kubeconform and kubectl are not in Debian 12, so the manifests are parsed

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_kernel_batch.c: small jobs run as one batch (dev_batch.c) on the
  * default OpenCL device, against host_step.c: every kind the batch takes,
  * lengths around every word boundary and random ones, map tables and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_kernel_fill.c: fill on the default device against host_step_fill for
  * every element type, tiles 1, 7, 64, 256 and the device maximum (with a
  * prime count, so the last work-group is partly padding), the tile limit

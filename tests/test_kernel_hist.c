@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_kernel_hist.c: histograms on the default device against
  * host_step_hist, with every kernel shape (the device's own and, through
  * dev_set_shape_for_test, the other one, so a CPU-only host runs the GPU

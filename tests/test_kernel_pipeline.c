@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_kernel_pipeline.c: multi-step jobs on device-resident data against
  * the CPU reference of each step: transform then histogram (both results
  * checked), a histogram between two data steps (it leaves the data

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_kernel_reverse.c: the reverse step on the default OpenCL device
  * against host_step_reverse, for lengths around every word boundary, a few
  * MiB with an odd tail, and random lengths; plus job bookkeeping (device

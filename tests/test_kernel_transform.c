@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_kernel_transform.c: add/xor/and/or/set/map on the default device
  * against host_step_transform: sizes around the 16-byte word and the work-
  * group, a prime, a few MiB with an odd tail, sub-ranges at every

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_limits.c: every daemon limit, hit on purpose against a real ampd:
  * --max-message-bytes (request and reply), --max-connections,
  * --max-streams, --max-jobs, --max-job-memory and --max-connection-memory. Each refusal is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_listen.c: where the daemon listens. A stale Unix socket file left
  * by a crash is replaced; a live one (another daemon) is not touched and
  * startup fails; TCP and Unix listeners serve side by side; the socket file

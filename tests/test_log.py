@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """test_log.py: ampd's log lines, levels and journal priorities.
 
 A real ampd, its stderr in a file, gets real gRPC calls (Debian's

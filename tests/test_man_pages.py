@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """test_man_pages.py: the man pages name what the programs offer, and the
 defaults they state are the ones `ampd --help` prints from config.h.
 

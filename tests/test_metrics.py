@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """test_metrics.py: ampd --metrics-listen, scraped like Prometheus would.
 
 A real ampd serves metrics on 127.0.0.1 (port 0: the daemon logs the one

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_multi_device.c: one daemon with two devices of one type (PoCL's
  * POCL_DEVICES="pthread pthread" where there is no GPU, as in CI): two
  * streams at once are placed one on each device (sched.c's least-loaded

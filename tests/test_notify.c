@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_notify.c: ampd tells systemd how it is doing (sd_notify). With
  * $NOTIFY_SOCKET naming a datagram socket (a path, or '@' and an abstract
  * name) it sends READY=1 once it serves and STOPPING=1 when SIGTERM starts

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_pb_wire.c: the hand-written protobuf varints (common/pb_wire.c) that
  * the streaming paths use: lengths, round trips at every size boundary, the
  * bytes protobuf defines for known values, and truncated or overlong input

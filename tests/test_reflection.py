@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """test_reflection.py: gRPC server reflection and Health/Watch, from a client
 that has none of ampd's .proto files.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """test_regions.py: shared-memory regions from another language, by
 docs/regions.md alone.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """test_reload.py: SIGHUP reloads ampd's settings from its config file.
 
 A real ampd starts with --config FILE (--max-connections 8) while this

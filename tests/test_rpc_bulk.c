@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_rpc_bulk.c: a request's bulk bytes read by hand (daemon/rpc_bulk.c)
  * against protobuf-c's unpack of the same message: for hand-made and
  * thousands of generated messages, good and malformed, both must agree

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_rpc_validation.c: static validation of every job kind, as a client
  * sees it: INVALID_ARGUMENT with a message naming the field. In memory
  * through the h2 + rpc layers with no devices, so a request that passes

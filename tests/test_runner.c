@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_runner.c: a device's runner thread (daemon/runner.c): jobs run in
  * submission order on one thread that is not the submitter's, every job
  * completes exactly once, the load counts queued and running jobs,

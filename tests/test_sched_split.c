@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_sched_split.c: the scheduler with two PoCL devices
  * (POCL_DEVICES="pthread pthread"), in one process: a large job left to
  * the daemon is split over both and gives the CPU reference's histogram;

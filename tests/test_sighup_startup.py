@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """test_sighup_startup.py: SIGHUP never kills ampd.
 
 systemctl reload (ExecReload=/bin/kill -HUP $MAINPID) may come while ampd

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_size_text.c: byte counts with binary suffixes (common/size_text.c),
  * the one reader of ampd's numeric options and ampctl's sizes: what it
  * takes, what it refuses, and that it reads back what size_text_format

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_sock_writer.c: a socket's writer thread (common/sock_writer.c),
  * which both ends use, over a real socket pair: a large write arrives
  * whole and in order while the peer reads slowly, a second write handed

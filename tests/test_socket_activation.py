@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """test_socket_activation.py: ampd serves the sockets systemd passes.
 
 systemd-socket-activate (no systemd as PID 1 needed) binds the sockets an

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_split.c: one large job over every device of the default type
  * (daemon/split.c), through a real ampd with two PoCL devices
  * (POCL_DEVICES="pthread pthread") and 64 KiB chunks: histograms of bytes

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_stream_flow.c: backpressure and clean-up of streams in a real ampd
  * with a small staging pool (--staging-bytes 4M --chunk-bytes 1M: four
  * buffers, at most two per stream).

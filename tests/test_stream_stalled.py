@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """test_stream_stalled.py: a Stream client that keeps sending but stops
 reading its results must not make ampd grow, and must get every reply once
 it reads again.

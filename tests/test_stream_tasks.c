@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_stream_tasks.c: streamed jobs on the device side (daemon/dev_stream.c
  * through a runner, daemon/runner.c): chunk by chunk transforms and
  * histograms, a reverse that keeps its whole input resident, device memory

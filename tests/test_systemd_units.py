@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """test_systemd_units.py: the systemd units as installed.
 
 Configures the source tree for another prefix (configure only: the units

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """test_tls_ampctl.py: ampctl over TLS against a real ampd.
 
 A unary reverse and a streamed histogram (above --stream-threshold) over

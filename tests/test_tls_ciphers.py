@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """test_tls_ciphers.py: the cipher a tls: listener chooses.
 
 ampd prefers AES-128-GCM, which seals bulk data faster than AES-256-GCM

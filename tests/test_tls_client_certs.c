@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_tls_client_certs.c: ampd --tls-client-ca: a client certificate the
  * CA signed is served; no certificate, or one from another CA, is refused
  * in the handshake (TLS 1.3 finishes the client's side first, so the

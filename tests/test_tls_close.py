@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """test_tls_close.py: ampd ends a TLS connection with a close_notify.
 
 A client does the TLS handshake (ALPN h2) through Python's ssl module over

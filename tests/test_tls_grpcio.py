@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """test_tls_grpcio.py: grpcio over TLS (ssl_channel_credentials) to ampd.
 
 Debian's python3-grpcio, an independent HTTP/2 + TLS stack, calls Reverse

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_tls_jobs.c: jobs over TLS through libampclient: unary calls of each
  * kind, a streamed transform with a histogram whose output is checked
  * byte for byte, and SIGHUP re-reading the certificate (new connections

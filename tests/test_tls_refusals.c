@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* test_tls_refusals.c: what a tls: listener refuses, and that it goes on
  * serving afterwards: a certificate from a CA the client does not trust,
  * for another name, or expired; plain HTTP/2 to the TLS port and TLS to a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* amp.h: libampclient, the C client of the ampd GPU job service.
  *
  * Conventions (the whole contract is this header):

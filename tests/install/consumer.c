@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* consumer.c: a program built against an installed libampclient, as an
  * application would build it (tests/test_install.py builds it twice: with
  * pkg-config, and with CMake's find_package). It checks the header and the

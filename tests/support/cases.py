@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """cases.py: the loop a Python test's main() runs over its cases: each
 case called in turn, "ok NAME" or "FAIL NAME" with its traceback, and one
 failure does not stop the rest.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* check_run.h: what every test program's main() does with libcheck: one
  * TCase built from a list of test functions (check_run_case), and the run
  * that turns failures into an exit status for ctest (check_run). Header

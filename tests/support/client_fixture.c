@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* client_fixture.c: one ampd per libampclient test program and a fresh
  * connection per test; see client_fixture.h. */
 #include "client_fixture.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* client_fixture.h: what the libampclient integration tests share: one
  * real ampd per test program (daemon_proc.h), a connection to it opened
  * and closed around each test (a libcheck checked fixture), reproducible

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* daemon_proc.c: start and stop a real ampd for integration tests.
  *
  * The daemon runs as a child process listening on a Unix socket in a fresh

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* daemon_proc.h: run a real ampd for integration tests.
  *
  * Starts $AMPD_BIN listening on a Unix socket in a fresh temporary

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """daemon_proc.py: run a real ampd for the Python tests (the C tests use
 daemon_proc.c; same contract).
 

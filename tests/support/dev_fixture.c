@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* dev_fixture.c: see dev_fixture.h. */
 #include "dev_fixture.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* dev_fixture.h: what the kernel tests share: the default OpenCL device,
  * opened once per test program through dev_open_all(), jobs built and run
  * on it with dev_run(), and reproducible random data. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* h2_client.c: a bare nghttp2 client that records what the server does
  * (see h2_client.h). Streams are kept in a small list; tests start few. */
 #define _GNU_SOURCE

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* h2_client.h: a bare gRPC-over-HTTP/2 client for protocol tests.
  *
  * Unlike libampclient, it sends whatever bytes a test asks for (wrong

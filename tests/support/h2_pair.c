@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* h2_pair.c: in-memory server + client for h2 layer tests (see h2_pair.h). */
 #include "h2_pair.h"
 

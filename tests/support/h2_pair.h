@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* h2_pair.h: the daemon's h2 layer and a test client, joined in memory.
  *
  * The server side is a real h2_session whose calls go to the real rpc layer

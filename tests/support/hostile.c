@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* hostile.c: sockets, frames, memory and probes for the hostile-client
  * tests (see hostile.h). */
 #define _GNU_SOURCE

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* hostile.h: what the hostile-client tests (tests/test_hostile_*.c) share.
  *
  * Those tests attack a real ampd (daemon_proc.h) over real sockets and then

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* http_status_server.c: see http_status_server.h. nghttp2 does the HTTP/2;
  * this file moves its bytes over blocking sockets with poll(), and a pipe
  * tells the thread to stop. */

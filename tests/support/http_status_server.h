@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* http_status_server.h: a small real HTTP/2 server that is not gRPC.
  *
  * It answers every request with one HTTP status, content-type text/html

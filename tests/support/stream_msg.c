@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* stream_msg.c: Stream call messages for raw HTTP/2 tests (stream_msg.h). */
 #include "stream_msg.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* stream_msg.h: Stream call messages for tests that speak raw HTTP/2
  * (h2_client.h), which sends gRPC bodies byte for byte. */
 #ifndef AMP_TEST_STREAM_MSG_H

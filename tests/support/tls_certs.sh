@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # tls_certs.sh DIR: the certificates the TLS tests use, made fresh with the
 # openssl command (nothing secret is committed). EC P-256 keys, all in DIR:
 #   ca.pem             the test CA (ca.key)

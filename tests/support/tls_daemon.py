@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """tls_daemon.py: an ampd with a tls: listener for the Python TLS tests,
 with certificates made fresh by tls_certs.sh (the C tests' tls_fixture.c
 does the same)."""

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tls_fixture.c: certificates and a TLS daemon for the TLS tests (see
  * tls_fixture.h). */
 #include "tls_fixture.h"

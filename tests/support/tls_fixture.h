@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* tls_fixture.h: what the TLS tests (tests/test_tls_*.c) share: test
  * certificates made with the openssl command (tests/support/tls_certs.sh,
  * once per test program), a real ampd with a tls: listener on a free
