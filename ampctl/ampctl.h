@@ -82,6 +82,9 @@ extern const char ampctl_help_short_options[];
 /* Connects ctx->conn if not yet connected. Returns AMPCTL_OK or an exit code. */
 int ampctl_connect(struct ampctl *ctx);
 
+/* Reports a failed amp_connect_with() rc and returns its exit code. */
+int ampctl_connect_failed(int rc);
+
 /* Completes ctx->connect for connections a command opens itself (bench):
  * the address checked and the token file read, once. Returns AMPCTL_OK or
  * an exit code. */

@@ -240,11 +240,13 @@ int ampctl_connect(struct ampctl *ctx)
     if (rc != AMPCTL_OK)
         return rc;
     rc = amp_connect_with(ctx->address, &ctx->connect, &ctx->conn);
-    if (rc != 0) {
-        ampctl_error("%s (%s)", amp_last_message(NULL), amp_strerror(rc));
-        return ampctl_exit_code(rc);
-    }
-    return AMPCTL_OK;
+    return rc != 0 ? ampctl_connect_failed(rc) : AMPCTL_OK;
+}
+
+int ampctl_connect_failed(int rc)
+{
+    ampctl_error("%s (%s)", amp_last_message(NULL), amp_strerror(rc));
+    return ampctl_exit_code(rc);
 }
 
 static const struct ampctl_cmd *ampctl_find(const char *name)

@@ -13,6 +13,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "support"))
 from cases import expect, module_cases, run_cases  # noqa: E402
@@ -296,6 +297,39 @@ def test_no_daemon_exits_3():
     expect("nobody.sock" in err, "stderr: %s" % err)
     rc, out, err = run(["--address", missing, "health"], address=False)
     expect_rc(rc, EXIT_CONNECT, err)
+
+
+def test_health_wait_outlasts_the_start():
+    late = os.path.join(Ctx.tmp, "late.sock")
+    argv = [AMPCTL, "--address", "unix:" + late, "health", "--wait", "%ds" % CALL_TIMEOUT_S]
+    waiter = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        time.sleep(0.3)
+        expect(waiter.poll() is None, "health --wait gave up before ampd started")
+        d = Daemon(extra_args=("--listen", "unix:" + late))
+        try:
+            out, err = waiter.communicate(timeout=CALL_TIMEOUT_S)
+        finally:
+            d.stop()
+    finally:
+        if waiter.poll() is None:
+            waiter.kill()
+            waiter.wait()
+    expect_rc(waiter.returncode, EXIT_OK, err.decode(errors="replace"))
+    expect(out == b"SERVING\n", "stdout %r" % out)
+
+
+def test_health_wait_ends_at_its_deadline():
+    missing = "unix:" + os.path.join(Ctx.tmp, "nobody.sock")
+    start = time.monotonic()
+    rc, out, err = run(["--address", missing, "health", "--wait", "300ms"], address=False)
+    took = time.monotonic() - start
+    expect_rc(rc, EXIT_CONNECT, err)
+    expect("nobody.sock" in err, "stderr names the address: %s" % err)
+    expect(took >= 0.3, "gave up after %.3f s, before its 300 ms" % took)
+    rc, out, err = run(["health", "--wait", "2x"])
+    expect_rc(rc, EXIT_USAGE, err)
+    expect("--wait" in err, "the usage error names the option: " + err)
 
 
 def test_local_io_errors_exit_4():
