@@ -69,6 +69,10 @@ struct step {
     } u;
 };
 
+/* Bytes of struct job's device, its NUL included: the name a reply
+ * carries is at most one less (rpc_reply_bound.h counts on it). */
+#define JOB_DEVICE_MAX 128
+
 struct hist_result {
     uint64_t *counts;     /* bins entries, malloc'd; owned by the step_result */
     uint32_t bins;
@@ -111,7 +115,7 @@ struct job {
     struct step_result *results;
     enum status_code status;
     char msg[STATUS_MSG_MAX];
-    char device[128];     /* "index: name" of the device that ran the job */
+    char device[JOB_DEVICE_MAX]; /* "index: name" of the device that ran the job */
     int device_index;     /* that index (dev_name_job); -1: none, or the host */
 
     /* Scheduler bookkeeping: the loop side's completion hook. */

@@ -11,12 +11,14 @@
 #include "rpc.h"
 
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "amp.pb-c.h"
 #include "region.h"
 #include "rpc_params.h"
+#include "rpc_reply_bound.h"
 #include "sat.h"
 
 /* Longest pipeline accepted: each step holds a result until the reply. */
@@ -76,13 +78,35 @@ static uint64_t rpc_job_output_bytes(const struct job *job)
     return total;
 }
 
+/* A reply the job could make that --max-message-bytes would not let out
+ * is refused now, before the device works for nothing (rpc_reply_bound.h):
+ * RESOURCE_EXHAUSTED, saying where such output can go instead. */
+static enum status_code rpc_job_reply_fits(struct rpc_call *rc, const struct job *job,
+                                           enum rpc_reply_kind kind, char *err)
+{
+    uint64_t bound = rpc_reply_bound(job, kind);
+    size_t max = rc->env->max_message_bytes;
+    if (bound <= max)
+        return STATUS_OK;
+    bool data = false;
+    for (size_t i = 0; i < job->nsteps; i++)
+        data |= job->steps[i].kind != STEP_HISTOGRAM;
+    snprintf(err, STATUS_MSG_MAX,
+             "the reply could take %" PRIu64 " bytes, over --max-message-bytes (%zu): %s", bound,
+             max,
+             data ? "send the job as a Stream call, or name an output_region for its data"
+                  : "ask for fewer histogram bins");
+    return STATUS_RESOURCE_EXHAUSTED;
+}
+
 /* Ends every job method the same way: code is the parameters' verdict (err
- * its message, STATUS_MSG_MAX bytes); if they passed, the output region and
- * the device selection are checked too. A job that passed all is
- * submitted with done as its completion; otherwise the call fails and the
- * job is freed. */
+ * its message, STATUS_MSG_MAX bytes); if they passed, the output region,
+ * the reply's size and the device selection are checked too. A job that
+ * passed all is submitted with done as its completion; otherwise the call
+ * fails and the job is freed. */
 static void rpc_job_start(struct rpc_call *rc, struct job *job, enum status_code code,
-                          const char *device, char *err, void (*done)(struct job *job))
+                          const char *device, char *err, enum rpc_reply_kind reply,
+                          void (*done)(struct job *job))
 {
     uint64_t writes = code == STATUS_OK && job->out_region ? rpc_job_output_bytes(job) : 0;
     if (writes > job->out_cap) {
@@ -91,6 +115,8 @@ static void rpc_job_start(struct rpc_call *rc, struct job *job, enum status_code
                  job->out_cap);
         code = STATUS_OUT_OF_RANGE;
     }
+    if (code == STATUS_OK)
+        code = rpc_job_reply_fits(rc, job, reply, err);
     if (code == STATUS_OK)
         code = rpc_params_device(device, job, err, STATUS_MSG_MAX);
     if (code != STATUS_OK) {
@@ -211,13 +237,20 @@ static void rpc_pipeline_done(struct job *job)
 typedef enum status_code (*rpc_job_params_fn)(struct rpc_call *rc, const ProtobufCMessage *req,
                                               struct job *job, char *err, size_t errlen);
 
+/* What tells the job methods apart: their parameters, the message that
+ * answers them, and the done hook that writes it. */
+struct rpc_job_method {
+    rpc_job_params_fn params;
+    enum rpc_reply_kind reply;
+    void (*done)(struct job *job);
+};
+
 /* Every job method's path: a job of nsteps with the request's data or its
  * regions (in, out; NULL where the method has none) as its input and
- * output, its steps checked by params, then started (rpc_job_start). */
+ * output, its steps checked by m's params, then started (rpc_job_start). */
 static void rpc_job_run(struct rpc_call *rc, const ProtobufCMessage *req, size_t nsteps,
                         const Amp__V1__RegionSlice *in, const Amp__V1__RegionSlice *out,
-                        const char *device, rpc_job_params_fn params,
-                        void (*done)(struct job *job))
+                        const char *device, const struct rpc_job_method *m)
 {
     struct job *job = rpc_job_new(rc, nsteps);
     if (!job)
@@ -225,8 +258,8 @@ static void rpc_job_run(struct rpc_call *rc, const ProtobufCMessage *req, size_t
     char err[STATUS_MSG_MAX];
     enum status_code code = rpc_job_regions(rc, job, in, out, err, sizeof(err));
     if (code == STATUS_OK)
-        code = params(rc, req, job, err, sizeof(err));
-    rpc_job_start(rc, job, code, device, err, done);
+        code = m->params(rc, req, job, err, sizeof(err));
+    rpc_job_start(rc, job, code, device, err, m->reply, m->done);
 }
 
 static enum status_code rpc_reverse_params(struct rpc_call *rc, const ProtobufCMessage *req,
@@ -239,9 +272,9 @@ static enum status_code rpc_reverse_params(struct rpc_call *rc, const ProtobufCM
 
 void rpc_reverse(struct rpc_call *rc, ProtobufCMessage *req)
 {
+    static const struct rpc_job_method m = { rpc_reverse_params, RPC_REPLY_DATA, rpc_data_done };
     Amp__V1__ReverseRequest *r = (Amp__V1__ReverseRequest *)req;
-    rpc_job_run(rc, req, 1, r->input_region, r->output_region, r->device, rpc_reverse_params,
-                rpc_data_done);
+    rpc_job_run(rc, req, 1, r->input_region, r->output_region, r->device, &m);
 }
 
 static enum status_code rpc_transform_params(struct rpc_call *rc, const ProtobufCMessage *req,
@@ -254,9 +287,10 @@ static enum status_code rpc_transform_params(struct rpc_call *rc, const Protobuf
 
 void rpc_transform(struct rpc_call *rc, ProtobufCMessage *req)
 {
+    static const struct rpc_job_method m = { rpc_transform_params, RPC_REPLY_DATA,
+                                             rpc_data_done };
     Amp__V1__TransformRequest *r = (Amp__V1__TransformRequest *)req;
-    rpc_job_run(rc, req, 1, r->input_region, r->output_region, r->device, rpc_transform_params,
-                rpc_data_done);
+    rpc_job_run(rc, req, 1, r->input_region, r->output_region, r->device, &m);
 }
 
 static enum status_code rpc_histogram_params(struct rpc_call *rc, const ProtobufCMessage *req,
@@ -269,9 +303,10 @@ static enum status_code rpc_histogram_params(struct rpc_call *rc, const Protobuf
 
 void rpc_histogram(struct rpc_call *rc, ProtobufCMessage *req)
 {
+    static const struct rpc_job_method m = { rpc_histogram_params, RPC_REPLY_HISTOGRAM,
+                                             rpc_hist_done };
     Amp__V1__HistogramRequest *r = (Amp__V1__HistogramRequest *)req;
-    rpc_job_run(rc, req, 1, r->input_region, NULL, r->device, rpc_histogram_params,
-                rpc_hist_done);
+    rpc_job_run(rc, req, 1, r->input_region, NULL, r->device, &m);
 }
 
 /* Into a region, the output is bounded by the slice (rpc_job_start), not by
@@ -287,20 +322,22 @@ static enum status_code rpc_fill_params(struct rpc_call *rc, const ProtobufCMess
 
 void rpc_fill(struct rpc_call *rc, ProtobufCMessage *req)
 {
+    static const struct rpc_job_method m = { rpc_fill_params, RPC_REPLY_DATA, rpc_data_done };
     Amp__V1__FillRequest *r = (Amp__V1__FillRequest *)req;
-    rpc_job_run(rc, req, 1, NULL, r->output_region, r->device, rpc_fill_params, rpc_data_done);
+    rpc_job_run(rc, req, 1, NULL, r->output_region, r->device, &m);
 }
 
 /* --- pipelines ------------------------------------------------------------ */
 
 /* Validates every step; data into an output region counts against the
- * slice (rpc_job_start), not against the reply message. */
+ * slice (rpc_job_start), not against a reply message, and the reply's
+ * size is checked as every method's is. */
 static enum status_code rpc_pipeline_params(struct rpc_call *rc, const ProtobufCMessage *req,
                                             struct job *job, char *err, size_t errlen)
 {
     const Amp__V1__PipelineRequest *r = (const Amp__V1__PipelineRequest *)req;
     size_t max_message = rc->env->max_message_bytes;
-    uint64_t len = job->in_len, reply = 0;
+    uint64_t len = job->in_len;
     size_t max_data = job->out_region ? SIZE_MAX : max_message;
     for (size_t i = 0; i < r->n_steps; i++) {
         enum status_code code =
@@ -308,17 +345,6 @@ static enum status_code rpc_pipeline_params(struct rpc_call *rc, const ProtobufC
                             errlen);
         if (code != STATUS_OK)
             return code;
-        const struct step *st = &job->steps[i];
-        if (st->kind == STEP_HISTOGRAM)
-            reply = sat_add_u64(reply, (uint64_t)st->u.hist.bins * sizeof(uint64_t));
-        else if (!job->out_region)
-            reply = sat_add_u64(reply, len);
-    }
-    if (reply > max_message) {
-        snprintf(err, errlen,
-                 "steps: the results (%" PRIu64 " bytes) would exceed --max-message-bytes (%zu)",
-                 reply, max_message);
-        return STATUS_INVALID_ARGUMENT;
     }
     return STATUS_OK;
 }
@@ -335,6 +361,7 @@ void rpc_pipeline(struct rpc_call *rc, ProtobufCMessage *req)
                  RPC_PIPELINE_MAX_STEPS, r->n_steps);
         return;
     }
-    rpc_job_run(rc, req, r->n_steps, r->input_region, r->output_region, r->device,
-                rpc_pipeline_params, rpc_pipeline_done);
+    static const struct rpc_job_method m = { rpc_pipeline_params, RPC_REPLY_PIPELINE,
+                                             rpc_pipeline_done };
+    rpc_job_run(rc, req, r->n_steps, r->input_region, r->output_region, r->device, &m);
 }

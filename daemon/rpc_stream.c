@@ -36,6 +36,7 @@
 #include "grpc_frame.h"
 #include "pb_wire.h"
 #include "rpc_params.h"
+#include "rpc_reply_bound.h"
 #include "sched.h"
 #include "staging.h"
 
@@ -531,6 +532,23 @@ static size_t rpc_stream_data_offset(const uint8_t *msg, size_t avail, size_t ms
 
 /* --- header ---------------------------------------------------------------------- */
 
+/* A histogram step's result is one reply message: one that could pass
+ * --max-message-bytes is refused with the header, before any input. */
+static enum status_code rpc_stream_result_fits(const struct rpc_stream *st, size_t i,
+                                               uint64_t len, char *err, size_t errlen)
+{
+    if (st->job->steps[i].kind != STEP_HISTOGRAM)
+        return STATUS_OK;
+    uint64_t bound = rpc_reply_bound_stream_result(st->job, i, len);
+    if (bound <= st->max_result)
+        return STATUS_OK;
+    snprintf(err, errlen,
+             "header.steps[%zu].histogram: its result could take %" PRIu64
+             " bytes, over --max-message-bytes (%zu): ask for fewer bins", i, bound,
+             st->max_result);
+    return STATUS_RESOURCE_EXHAUSTED;
+}
+
 static enum status_code rpc_stream_steps(struct rpc_stream *st, const Amp__V1__JobHeader *h,
                                          char *err, size_t errlen)
 {
@@ -560,8 +578,11 @@ static enum status_code rpc_stream_steps(struct rpc_stream *st, const Amp__V1__J
     for (size_t i = 0; i < h->n_steps; i++) {
         /* Streamed data is not bound by the message size (SIZE_MAX); a
          * histogram's result is one message all the same. */
+        uint64_t seen = len;
         enum status_code code = rpc_params_step(h->steps[i], i, SIZE_MAX, st->max_result,
                                                 &st->job->steps[i], &len, err, errlen);
+        if (code == STATUS_OK)
+            code = rpc_stream_result_fits(st, i, seen, err, errlen);
         if (code != STATUS_OK)
             return code;
         st->has_data |= st->job->steps[i].kind != STEP_HISTOGRAM;

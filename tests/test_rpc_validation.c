@@ -74,6 +74,15 @@ static int fill(Amp__V1__FillParams *p)
         ck_assert_str_eq(message, (text));                       \
     } while (0)
 
+/* A reply that could not be sent, refused before the job runs. */
+#define REPLY_TOO_BIG(n) "the reply could take " #n " bytes, over --max-message-bytes (65536): " \
+                         "send the job as a Stream call, or name an output_region for its data"
+#define ck_exhausted(expr, text)                                 \
+    do {                                                         \
+        ck_assert_int_eq((expr), STATUS_RESOURCE_EXHAUSTED);     \
+        ck_assert_str_eq(message, (text));                       \
+    } while (0)
+
 START_TEST(transform_params)
 {
     Amp__V1__TransformParams p = AMP__V1__TRANSFORM_PARAMS__INIT;
@@ -160,7 +169,11 @@ START_TEST(fill_params)
     ck_invalid(fill(&p), "params.count * element size exceeds --max-message-bytes (65536)");
     p.count = UINT64_MAX; /* no overflow */
     ck_invalid(fill(&p), "params.count * element size exceeds --max-message-bytes (65536)");
+    /* Data that fits the limit, but not with the reply's fields and a
+     * device name of up to 127 bytes: 1 + 3 + 65408 + 1 + 1 + 127. */
     p.count = MAX_MSG / 8 - 16;
+    ck_exhausted(fill(&p), REPLY_TOO_BIG(65541));
+    p.count = MAX_MSG / 8 - 17;
     p.tile = 7;
     ck_assert_int_eq(fill(&p), PASSED);
 }
@@ -228,7 +241,8 @@ START_TEST(pipeline_limits)
         steps[i] = &st;
     ck_invalid(pipeline(steps, 65, 8), "steps: at most 64 steps, got 65");
     ck_assert_int_eq(pipeline(steps, 64, 8), PASSED);
-    /* Two fills of 40000 bytes each: 80000 bytes of results. */
+    /* Two fills of 40000 bytes each: 80000 bytes of data, each in a
+     * StepResult (4 + 4 bytes around it), and the device's name. */
     Amp__V1__FillParams fp = AMP__V1__FILL_PARAMS__INIT;
     fp.type = AMP__V1__ELEMENT_TYPE__ELEMENT_TYPE_INT32;
     fp.count = 10000;
@@ -236,7 +250,7 @@ START_TEST(pipeline_limits)
     fs.kind_case = AMP__V1__STEP__KIND_FILL;
     fs.fill = &fp;
     Amp__V1__Step *fills[] = { &fs, &fs };
-    ck_invalid(pipeline(fills, 2, 0), "steps: the results (80000 bytes) would exceed --max-message-bytes (65536)");
+    ck_exhausted(pipeline(fills, 2, 0), REPLY_TOO_BIG(80145));
 }
 END_TEST
 

@@ -1,0 +1,143 @@
+/* SPDX-License-Identifier: MIT */
+/* test_hostile_unary_reply_too_big.c: issue 33, the smaller item "the
+ * largest request a unary call accepts gets a reply it cannot send". A
+ * Reverse or Transform of --max-message-bytes - 5 bytes (the largest
+ * request message), a Fill of --max-message-bytes / 4 int32 and a
+ * Pipeline of a reverse over as much data all passed validation, ran on
+ * the device, and only then were refused, since their reply carries the
+ * device's name besides the data. Each must now be refused
+ * RESOURCE_EXHAUSTED naming the limit before any device work (the
+ * daemon's job counters do not move), while a client of another uid is
+ * served; the largest reply that does fit still comes back whole, and
+ * memory returns. */
+#include <check.h>
+#include <grp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "check_run.h"
+#include "hostile.h"
+
+#define LIMIT 1048576
+#define LIMIT_TEXT "1048576"
+/* The request prefix of a bytes field of about LIMIT bytes: a tag and a
+ * 3-byte varint; the largest Reverse request's data is LIMIT minus that. */
+#define REQUEST_PREFIX 4
+/* Room a reply needs besides its data: tags, lengths and a device name of
+ * up to 127 bytes. */
+#define REPLY_ROOM 256
+#define NOBODY 65534
+#define NOBODY_PROBES 20
+
+static struct daemon_proc ampd;
+static const char *const args[] = { "--max-message-bytes", LIMIT_TEXT, "--socket-mode", "0666",
+                                    NULL };
+
+static uint64_t jobs_run(void)
+{
+    amp_daemon_status st = { .size = sizeof st };
+    ck_assert_int_eq(hostile_status(ampd.address, &st), 0);
+    return st.jobs_completed + st.jobs_failed;
+}
+
+static void expect_refused(amp_conn *c, int rc, const char *what)
+{
+    ck_assert_msg(rc == AMP_EEXHAUSTED, "%s: %s: %s", what, amp_strerror(rc), amp_last_message(c));
+    ck_assert_msg(strstr(amp_last_message(c), "--max-message-bytes (" LIMIT_TEXT ")"), "%s: %s",
+                  what, amp_last_message(c));
+}
+
+/* A client of another uid (nobody) makes probe calls in a child while the
+ * parent attacks; returns its pid, or 0 where the test cannot change uid
+ * (not root): that part is skipped. */
+static pid_t nobody_start(void)
+{
+    if (geteuid() != 0)
+        return 0;
+    ck_assert_int_eq(chmod(ampd.dir, 0711), 0);   /* the socket is 0666 inside */
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        if (setgroups(0, NULL) != 0 || setgid(NOBODY) != 0 || setuid(NOBODY) != 0)
+            _exit(2);
+        char why[256];
+        for (int i = 0; i < NOBODY_PROBES; i++)
+            if (hostile_probe(ampd.address, why, sizeof why) != 0) {
+                fprintf(stderr, "uid %d: %s\n", NOBODY, why);
+                _exit(1);
+            }
+        _exit(0);
+    }
+    return pid;
+}
+
+static void nobody_finish(pid_t pid)
+{
+    if (pid == 0)
+        return;
+    int status;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+                  "the client of uid %d was not served (status %#x)", NOBODY, status);
+}
+
+START_TEST(replies_over_the_limit_refused_before_device_work)
+{
+    long base = hostile_start(&ampd, args);
+    size_t n = LIMIT - REQUEST_PREFIX - 1;
+    uint8_t *in = malloc(n);
+    ck_assert_ptr_nonnull(in);
+    memset(in, 0x5a, n);
+    amp_conn *c;
+    ck_assert_int_eq(amp_connect(ampd.address, &c), 0);
+    amp_opts o = { .size = sizeof(amp_opts), .timeout_ms = HOSTILE_IO_MS };
+    pid_t nobody = nobody_start();
+    uint64_t before = jobs_run();
+    void *out = NULL;
+    size_t out_len = 0;
+    expect_refused(c, amp_reverse(c, &o, in, n, &out, &out_len), "reverse");
+    amp_transform_params tp = { .op = AMP_OP_XOR, .value = 1 };
+    expect_refused(c, amp_transform(c, &o, &tp, in, n - 8, &out, &out_len), "transform");
+    amp_fill_params fp = { .type = AMP_TYPE_INT32, .count = LIMIT / 4, .step = 1 };
+    expect_refused(c, amp_fill(c, &o, &fp, &out, &out_len), "fill");
+    amp_step rev = { .size = sizeof(amp_step), .kind = AMP_STEP_REVERSE };
+    amp_step_result *res = NULL;
+    expect_refused(c, amp_pipeline(c, &o, &rev, 1, in, n - 8, &res), "pipeline");
+    nobody_finish(nobody);
+    /* None of them reached a device: the counters count every job run,
+     * and only the other client's probes ran. */
+    uint64_t ran = jobs_run() - before - (nobody ? NOBODY_PROBES : 0);
+    ck_assert_msg(ran == 0, "%llu jobs ran for refused calls", (unsigned long long)ran);
+    /* The largest replies that fit are still sent, whole. */
+    size_t fits = LIMIT - REPLY_ROOM;
+    ck_assert_int_eq(amp_reverse(c, &o, in, fits, &out, &out_len), 0);
+    ck_assert_uint_eq(out_len, fits);
+    amp_free(out);
+    fp.count = fits / 4;
+    ck_assert_int_eq(amp_fill(c, &o, &fp, &out, &out_len), 0);
+    ck_assert_uint_eq(out_len, fits / 4 * 4);
+    ck_assert_int_eq(((int32_t *)out)[fits / 4 - 1], (int32_t)(fits / 4 - 1));
+    amp_free(out);
+    amp_close(c);
+    free(in);
+    hostile_assert_served(ampd.address);
+    ck_assert(hostile_wait_quiet(ampd.address, 1, HOSTILE_SETTLE_MS));
+    hostile_assert_rss_back(&ampd, base);
+    ck_assert_int_eq(daemon_stop(&ampd), 0);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("hostile_unary_reply_too_big");
+    const TTest *const tests[] = {
+        replies_over_the_limit_refused_before_device_work,
+        NULL,
+    };
+    TCase *tc = check_run_case(s, "daemon", tests);
+    tcase_set_timeout(tc, 90);
+    return check_run(s, CK_FORK_GETENV);
+}
