@@ -31,6 +31,9 @@ enum {
 #define AMPCTL_STREAM_THRESHOLD (16u * 1024 * 1024)
 /* The longest bearer token ampctl reads, with its NUL. */
 #define AMPCTL_TOKEN_MAX 1024
+/* Longest error line ampctl prints (its text, before term_escape): the
+ * daemon's messages are shorter (libampclient keeps 511 bytes). */
+#define AMPCTL_ERROR_MAX 2048
 
 /* --transport: how data reaches the daemon. */
 enum ampctl_transport {
@@ -216,6 +219,21 @@ void term_out_init(struct term_out *t, const char *path);
 int term_out_check(struct term_out *t, const void *buf, size_t len);
 /* After the last write: ends an open line of text on a guarded terminal. */
 int term_out_end(struct term_out *t);
+
+/* Bytes of the UTF-8 character at s (not at its NUL), its code point in
+ * *code: -1 for a byte that starts no valid sequence (one byte long). */
+size_t term_char(const char *s, long *code);
+/* Whether term_char's code is one a terminal may act on rather than show:
+ * C0, DEL, C1, or an invalid byte. */
+int term_is_control(long code);
+/* Text from the daemon made safe to print: s with every control character
+ * (term_is_control) written as \xNN per byte, into out (cap bytes, always
+ * terminated, cut at a whole character). Returns out. */
+const char *term_escape(char *out, size_t cap, const char *s);
+/* Bytes term_escape writes for one byte of a control character ("\xNN"),
+ * and the room it needs for text of up to n bytes, whatever it holds. */
+#define TERM_ESCAPED_LEN 4
+#define TERM_ESCAPED_MAX(n) (TERM_ESCAPED_LEN * (n) + 1)
 
 /* --- job.c ---------------------------------------------------------------- */
 

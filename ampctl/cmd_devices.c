@@ -48,10 +48,12 @@ static void devices_table(const amp_device *d, size_t n)
            "DEFAULT", "LOAD");
     for (size_t i = 0; i < n; i++) {
         char mem[DEVICES_MEM_TEXT], load[DEVICES_LOAD_TEXT];
+        char type[TERM_ESCAPED_MAX(sizeof d[i].type)], name[TERM_ESCAPED_MAX(sizeof d[i].name)];
         devices_mem(mem, sizeof mem, d[i].global_mem_size);
         devices_load_text(load, sizeof load, &d[i].load);
-        printf("%-5" PRIu32 " %-11s %-40s %10s %4" PRIu32 " %-7s %s\n", d[i].index, d[i].type,
-               d[i].name, mem, d[i].compute_units, d[i].is_default ? "*" : "", load);
+        printf("%-5" PRIu32 " %-11s %-40s %10s %4" PRIu32 " %-7s %s\n", d[i].index,
+               term_escape(type, sizeof type, d[i].type), term_escape(name, sizeof name, d[i].name),
+               mem, d[i].compute_units, d[i].is_default ? "*" : "", load);
     }
 }
 

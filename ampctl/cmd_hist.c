@@ -14,6 +14,9 @@
 
 #define HIST_DEFAULT_BINS 16
 #define HIST_BYTE_BINS 256
+/* Bytes of the device's name shown under the chart; a longer name is cut
+ * at a whole character (term_escape). */
+#define HIST_DEVICE_MAX 128
 
 static void hist_usage(FILE *f)
 {
@@ -115,9 +118,10 @@ static void hist_print(struct ampctl *ctx, const amp_hist *h, const amp_hist_par
     if (ctx->json) {
         json_hist(stdout, h, -1, amp_last_device(ctx->conn));
     } else if (io_is_terminal(NULL)) {
+        char device[TERM_ESCAPED_MAX(HIST_DEVICE_MAX)];
         chart_draw(stdout, h, p->type == AMP_TYPE_UINT8, p->lo, p->hi);
         printf("below %" PRIu64 ", above %" PRIu64 ", nan %" PRIu64 "; device %s\n", h->below,
-               h->above, h->nan, amp_last_device(ctx->conn));
+               h->above, h->nan, term_escape(device, sizeof device, amp_last_device(ctx->conn)));
     } else {
         hist_print_table(stdout, h, p);
     }

@@ -57,10 +57,12 @@ static void status_print(const amp_daemon_status *st, int json)
         puts("]}");
         return;
     }
+    char version[TERM_ESCAPED_MAX(sizeof st->version)];
     printf("version         %s\n"
            "uptime          %" PRIu64 ".%03" PRIu64 " s\n"
            "connections     %" PRIu32,
-           st->version, st->uptime_ms / STATUS_MS_PER_S, st->uptime_ms % STATUS_MS_PER_S,
+           term_escape(version, sizeof version, st->version), st->uptime_ms / STATUS_MS_PER_S,
+           st->uptime_ms % STATUS_MS_PER_S,
            st->connections);
     for (size_t i = 0; i < st->nloops; i++)
         printf("%s%" PRIu32, i ? " " : " (by I/O loop: ", st->loop_connections[i]);
@@ -87,7 +89,9 @@ static void status_print(const amp_daemon_status *st, int json)
            "p90 <us", "p99 <us");
     for (size_t i = 0; i < st->nstages; i++) {
         const amp_stage_latency *l = &st->stages[i];
-        printf("%-10s %10" PRIu64 " %10.1f %10" PRIu64 " %10" PRIu64 " %10" PRIu64 "\n", l->stage,
+        char stage[TERM_ESCAPED_MAX(sizeof l->stage)];
+        printf("%-10s %10" PRIu64 " %10.1f %10" PRIu64 " %10" PRIu64 " %10" PRIu64 "\n",
+               term_escape(stage, sizeof stage, l->stage),
                l->calls, l->calls ? (double)l->sum_us / (double)l->calls : 0.0, l->p50_us,
                l->p90_us, l->p99_us);
     }

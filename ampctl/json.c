@@ -6,22 +6,30 @@
 
 #include "ampctl.h"
 
+/* Control characters (term_is_control: C0, DEL, C1) as \u00XX, and a
+ * byte that is not UTF-8 as \u00XX of its value, so that the daemon's
+ * text these strings carry never drives a terminal the JSON is shown on
+ * and the JSON stays UTF-8. */
 void json_string(FILE *f, const char *s)
 {
     fputc('"', f);
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        switch (*p) {
+    while (*s) {
+        long code;
+        size_t n = term_char(s, &code);
+        switch (code) {
         case '"': fputs("\\\"", f); break;
         case '\\': fputs("\\\\", f); break;
         case '\n': fputs("\\n", f); break;
         case '\r': fputs("\\r", f); break;
         case '\t': fputs("\\t", f); break;
         default:
-            if (*p < 0x20)
-                fprintf(f, "\\u%04x", *p);
+            if (term_is_control(code))
+                fprintf(f, "\\u%04lx", code < 0 ? (unsigned long)(unsigned char)*s
+                                                  : (unsigned long)code);
             else
-                fputc(*p, f);
+                fwrite(s, 1, n, f);
         }
+        s += n;
     }
     fputc('"', f);
 }

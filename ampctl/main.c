@@ -125,12 +125,14 @@ static void ampctl_usage(FILE *f)
             "  4  local I/O error (reading or writing a file) or out of memory\n");
 }
 
-/* "ampctl: MESSAGE" on stderr, the line of both kinds of error. */
+/* "ampctl: MESSAGE" on stderr, the line of both kinds of error. Most
+ * carry the daemon's words (its message, a device name): control
+ * characters in them are escaped (term_escape), whoever wrote them. */
 __attribute__((format(printf, 1, 0))) static void ampctl_verror(const char *fmt, va_list ap)
 {
-    fputs(AMPCTL_PROG ": ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    char msg[AMPCTL_ERROR_MAX], safe[TERM_ESCAPED_MAX(AMPCTL_ERROR_MAX)];
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    fprintf(stderr, AMPCTL_PROG ": %s\n", term_escape(safe, sizeof safe, msg));
 }
 
 void ampctl_error(const char *fmt, ...)

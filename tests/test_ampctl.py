@@ -217,6 +217,88 @@ def test_status_and_health():
     expect(out == b"SERVING\n", "health printed %r" % out)
 
 
+# --- text from a hostile daemon ----------------------------------------------------
+
+def pb_varint(n):
+    out = bytearray()
+    while True:
+        b, n = n & 0x7F, n >> 7
+        out.append(b | (0x80 if n else 0))
+        if not n:
+            return bytes(out)
+
+
+def pb_bytes(field, data):
+    return pb_varint(field << 3 | 2) + pb_varint(len(data)) + data
+
+
+def pb_uint(field, n):
+    return pb_varint(field << 3) + pb_varint(n)
+
+
+# A title change, a screen clear, a bell and a CSI both as C0 ESC and as C1
+# (U+009B, which UTF-8 terminals may act on): nothing of it may reach a
+# terminal raw.
+EVIL = "\x1b]0;pwned\x07\x1b[2J\u009b31m\x7f"
+EVIL_RAW = ("\x1b", "\x07", "\u009b", "\x7f")
+
+
+def fake_daemon(path):
+    """A gRPC server on unix:path that answers amp.v1 as a hostile daemon
+    would: control characters in every string it can send."""
+    import grpc
+    from concurrent import futures
+    evil = EVIL.encode()
+    device = pb_uint(1, 0) + pb_bytes(2, b"gpu" + evil) + pb_bytes(5, b"cpu" + evil) \
+        + pb_uint(6, 1 << 30) + pb_uint(10, 1)
+    replies = {
+        "/amp.v1.Amp/ListDevices": pb_bytes(1, device),
+        "/amp.v1.Amp/Status": pb_bytes(1, b"9.9" + evil[:20])
+                              + pb_bytes(11, pb_bytes(1, b"q" + evil[:8]) + pb_uint(2, 1)),
+    }
+
+    def handler(method):
+        def answer(request, context):
+            if method in replies:
+                return replies[method]
+            context.abort(grpc.StatusCode.FAILED_PRECONDITION, "refused" + EVIL)
+        return grpc.unary_unary_rpc_method_handler(answer)
+
+    class Generic(grpc.GenericRpcHandler):
+        def service(self, details):
+            return handler(details.method)
+
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2), handlers=[Generic()])
+    server.add_insecure_port("unix:" + path)
+    server.start()
+    return server
+
+
+def test_daemon_text_is_escaped():
+    path = os.path.join(Ctx.tmp, "evil.sock")
+    server = fake_daemon(path)
+    try:
+        checks = [(["devices"], EXIT_OK, "gpu\\x1b]0;pwned\\x07"),
+                  (["--json", "devices"], EXIT_OK, "\\u001b]0;pwned\\u0007"),
+                  (["status"], EXIT_OK, "9.9\\x1b]0;pwned\\x07\\x1b[2J\\xc2\\x9b"),
+                  (["reverse", "abc"], EXIT_REFUSED, "refused\\x1b]0;pwned\\x07\\x1b[2J"
+                                                    "\\xc2\\x9b31m\\x7f")]
+        for args, want_rc, shown in checks:
+            p = subprocess.run([AMPCTL, "--address", "unix:" + path] + args, capture_output=True,
+                               timeout=CALL_TIMEOUT_S)
+            text = (p.stdout + p.stderr).decode("utf-8", errors="strict")
+            expect_rc(p.returncode, want_rc, text)
+            expect(shown in text, "%s: %r lacks %r" % (args, text, shown))
+            for c in EVIL_RAW:
+                expect(c not in text, "%s printed %r raw: %r" % (args, c, text))
+    finally:
+        server.stop(None)
+    # The real daemon's text is untouched.
+    rc, out, err = run(["devices"])
+    expect_rc(rc, EXIT_OK, err)
+    expect("\\x" not in out.decode(), "devices escaped plain text: %r" % out)
+
+
 def stage_calls():
     rc, out, err = run(["--json", "status"])
     expect_rc(rc, EXIT_OK, err)
