@@ -56,7 +56,8 @@ static int stream_open_output(const struct io_input *in, const char *output, int
 }
 
 /* A reverse or fill step holds the whole input on the device: the daemon
- * needs its length up front, so an input of unknown size is read whole. */
+ * takes one of unknown length only up to its --max-unknown-length, so an
+ * input of unknown size is read whole and sent with its length. */
 static int stream_needs_length(const amp_step *steps, size_t nsteps)
 {
     for (size_t i = 0; i < nsteps; i++)

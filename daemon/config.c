@@ -120,6 +120,10 @@ static const struct config_opt config_opts[] = {
       AMPD_MAX_CHUNK_BYTES, "one staging buffer: a stream's unit of work" },
     { "max-device-memory", "N", CFG_U64, CFG_OFF(max_device_memory), 0, UINT64_MAX,
       "device bytes jobs may reserve at once, per device; 0: 90%" },
+    { "max-unknown-length", "N", CFG_U64, CFG_OFF(max_unknown_length), 0, UINT64_MAX,
+      "input a Stream may send with no header.total_length when its\n"
+      "                            job needs all of it at once (a reverse step); its\n"
+      "                            device reserves that much; 0: such streams are refused" },
     { "io-threads", "N", CFG_U32, CFG_OFF(io_threads), 0, AMPD_MAX_IO_THREADS,
       "I/O loops (threads) that serve connections, each owning its\n"
       "                            share end to end; 0: one per CPU, at most "
@@ -352,6 +356,7 @@ static void config_defaults(struct config *cfg)
     cfg->socket_mode = AMPD_DEFAULT_SOCKET_MODE;
     cfg->drain_timeout_ms = AMPD_DEFAULT_DRAIN_TIMEOUT_MS;
     cfg->staging_bytes = AMPD_DEFAULT_STAGING_BYTES;
+    cfg->max_unknown_length = AMPD_DEFAULT_MAX_UNKNOWN_LENGTH;
     cfg->chunk_bytes = AMPD_DEFAULT_CHUNK_BYTES;
     cfg->regions = 1;
     cfg->tcp_require_token = 1;

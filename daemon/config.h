@@ -38,6 +38,10 @@
 /* Chunks hold whole 16-byte words (kernels' vector width) and so whole
  * elements of every type. */
 #define AMPD_CHUNK_ALIGN 16
+/* A Stream whose job needs all of its input at once (a reverse step) and
+ * whose header gives no total_length may send this much; its device
+ * reserves it (rpc_stream.c). */
+#define AMPD_DEFAULT_MAX_UNKNOWN_LENGTH (256ull * 1024 * 1024)
 /* Room in a reply message besides a chunk's bytes (protobuf framing). */
 #define AMPD_REPLY_OVERHEAD 256
 
@@ -98,6 +102,8 @@ struct config {
     uint64_t staging_bytes;            /* per device; >= chunk_bytes */
     uint64_t chunk_bytes;              /* multiple of AMPD_CHUNK_ALIGN */
     uint64_t max_device_memory;        /* 0: 90% of each device's memory */
+    uint64_t max_unknown_length;       /* a whole-input stream's input without total_length;
+                                        * 0: such streams are refused */
     uint32_t io_threads;               /* I/O loops serving connections: >= 1 after config_load */
     uint64_t host_max_bytes;           /* the host path's job size limit (host.h); 0: off */
     uint32_t host_threads;             /* its workers: >= 1 after config_load */

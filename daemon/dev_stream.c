@@ -53,6 +53,13 @@ static bool dev_stream_is_resident(const struct job *job)
     return false;
 }
 
+/* Bytes of a resident stream's input buffer: its announced length, or
+ * the most an input of unknown length may bring (job->in_cap). */
+static uint64_t dev_stream_input_bytes(const struct job *job)
+{
+    return job->total_len ? job->total_len : job->in_cap;
+}
+
 uint64_t dev_stream_memory(struct dev *d, struct job *job)
 {
     (void)d;
@@ -60,7 +67,7 @@ uint64_t dev_stream_memory(struct dev *d, struct job *job)
         return sat_add_u64(DEV_STREAM_RING * (uint64_t)job->chunk_bytes, dev_hist_bytes(job));
     /* The input and every reverse/fill output alive at once, counted
      * generously (transforms run in place). */
-    uint64_t total = job->total_len, len = job->total_len;
+    uint64_t total = dev_stream_input_bytes(job), len = total;
     for (size_t i = 0; i < job->nsteps; i++) {
         const struct step *st = &job->steps[i];
         len = job_step_output_len(st, len);
@@ -118,7 +125,11 @@ static void dev_stream_open(struct dev *d, struct job *job, struct dev_exec *x)
         d->streams->prev = ds;
     d->streams = ds;
     ds->resident = dev_stream_is_resident(job);
-    uint64_t check_len = ds->resident || job->total_len ? job->total_len : DEV_STREAM_UNKNOWN_LEN;
+    /* Steps are checked against the input's length where it is known (a
+     * resident job's without total_length and without input reads none);
+     * an unsized one's are checked again at RUN. */
+    uint64_t check_len = job->total_len || (ds->resident && !job->in_cap)
+                             ? job->total_len : DEV_STREAM_UNKNOWN_LEN;
     enum status_code st = dev_check_steps(d, job, check_len, NULL);
     if (st == STATUS_OK)
         st = dev_stream_alloc(job, ds);
@@ -127,7 +138,7 @@ static void dev_stream_open(struct dev *d, struct job *job, struct dev_exec *x)
         return;
     }
     if (ds->resident) {
-        dev_buf_create(x, &ds->data, (size_t)job->total_len, "the stream's input");
+        dev_buf_create(x, &ds->data, (size_t)dev_stream_input_bytes(job), "the stream's input");
         return;
     }
     for (size_t i = 0; i < DEV_STREAM_RING; i++)
@@ -175,8 +186,12 @@ static void dev_stream_in(struct dev_exec *x, struct task *t)
     }
     if (t->offset > ds->data.size || t->len > ds->data.size - t->offset) {
         x->failed = true;
-        job_fail(job, STATUS_INVALID_ARGUMENT,
-                 "header.total_length (%zu) is shorter than the input sent", ds->data.size);
+        if (job->in_cap)   /* the loop refuses such input first (rpc_stream.c) */
+            job_fail(job, STATUS_RESOURCE_EXHAUSTED,
+                     "the input passed --max-unknown-length (%zu bytes)", ds->data.size);
+        else
+            job_fail(job, STATUS_INVALID_ARGUMENT,
+                     "header.total_length (%zu) is shorter than the input sent", ds->data.size);
         return;
     }
     dev_exec_write_at(x, &ds->data, (size_t)t->offset, t->buf, t->len, DEV_HOST_PINNED);
@@ -184,11 +199,23 @@ static void dev_stream_in(struct dev_exec *x, struct task *t)
 
 /* --- RUN, OUT, END -------------------------------------------------------- */
 
-/* Resident: every step over the whole data; ds->data ends as the result. */
+/* Resident: every step over the whole data (t->len bytes of ds->data: an
+ * unsized input's buffer is larger); ds->data ends as the result. */
 static void dev_stream_run(struct dev_exec *x, struct task *t)
 {
     struct job *job = t->job;
     struct dev_stream *ds = job->stream;
+    if (t->len > ds->data.size) {
+        x->failed = true;
+        job_fail(job, STATUS_INTERNAL, "a stream's input of %zu bytes past its %zu-byte buffer",
+                 t->len, ds->data.size);
+        return;
+    }
+    ds->data.size = t->len;   /* the buffer's bytes past it hold nothing */
+    if (job->in_cap && dev_check_steps(x->d, job, t->len, NULL) != STATUS_OK) {
+        x->failed = true;
+        return;
+    }
     for (size_t i = 0; i < job->nsteps && !x->failed; i++) {
         const struct step *st = &job->steps[i];
         if (st->kind == STEP_HISTOGRAM) {

@@ -258,6 +258,7 @@ static void io_loop_init_conns(struct io_loop *l, const struct io_loop_shared *s
     const struct config *cfg = sh->cfg;
     l->env = (struct rpc_env){
         .max_message_bytes = (size_t)cfg->max_message_bytes,
+        .max_unknown_length = cfg->max_unknown_length,
         .start_ms = sh->start_ms,
         .conn_limit = sh->conn_limit,
         .loop_conns = sh->loop_conns,

@@ -126,6 +126,9 @@ struct job {
 
     /* Streamed jobs (task.h). */
     uint64_t total_len;   /* input bytes announced by the client; 0: unknown */
+    uint64_t in_cap;      /* a stream that needs its whole input at once (dev_stream.c's
+                           * resident) with total_len 0: the most input its device buffer
+                           * takes (--max-unknown-length); 0: none, total_len is the size */
     size_t chunk_bytes;   /* staging buffer size: the most one IN carries */
     atomic_bool cancelled;/* set by the loop when the job's call ended (client
                            * gone, deadline passed): the runner drops the

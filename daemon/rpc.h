@@ -37,6 +37,8 @@ struct rpc_env {
     struct sched_port *sched;  /* this loop's port into the scheduler; NULL when there are no
                                 * devices (h2 tests): jobs get UNAVAILABLE */
     size_t max_message_bytes;  /* --max-message-bytes: request and reply messages */
+    uint64_t max_unknown_length; /* --max-unknown-length: a whole-input stream's input when its
+                                  * header has no total_length; 0: refused (rpc_stream.c) */
     bool draining;             /* shutting down: health checks say NOT_SERVING (set by the
                                 * loop itself when told to drain) */
     uint64_t start_ms;         /* rpc_now_ms() at startup, for Status.uptime_ms */

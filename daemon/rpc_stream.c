@@ -12,6 +12,10 @@
  *              for a job that needs all of its data at once (reverse,
  *              fill); then END for the histogram counts, one `result`
  *              reply per histogram step, grpc-status 0, and CLOSE.
+ * A job that needs all of its data at once holds it in one device buffer
+ * of the header's total_length, or of --max-unknown-length when the header
+ * says 0 ("unknown", amp.proto): input past that is refused as it comes,
+ * and the steps are checked against the real length once the input ends.
  * Backpressure: a stream holds at most `cap` staging buffers and lets at
  * most RPC_STREAM_UNSENT_CHUNKS reply chunks wait on its connection. Past
  * either, or when its device's pool is empty, it pauses its call
@@ -86,6 +90,8 @@ struct rpc_stream {
     bool begun;                   /* counted by sched_stream_begin */
     bool opened;                  /* OPEN submitted: CLOSE is owed */
     bool resident;                /* a reverse or fill step: whole data on the device */
+    bool unsized;                 /* resident, reads its input, and no total_length: takes
+                                   * up to job->in_cap bytes, steps re-checked at the end */
     bool has_data;                /* some step outputs bytes */
     bool paused;                  /* the call's input is paused */
     bool input_ended;             /* the client half-closed */
@@ -369,11 +375,14 @@ static void rpc_stream_input_done(struct rpc_stream *st)
                         job->total_len, st->received);
         return;
     }
+    /* A resident job's steps run over the whole input at once: with its
+     * length known only now (unsized), they take their ranges from it. */
     uint64_t len = st->received;
     for (size_t i = 0; i < st->header->n_steps; i++) {
         struct step check;
+        struct step *to = st->unsized ? &job->steps[i] : &check;
         char err[STATUS_MSG_MAX];
-        if (rpc_params_step(st->header->steps[i], i, SIZE_MAX, st->max_result, &check, &len, err,
+        if (rpc_params_step(st->header->steps[i], i, SIZE_MAX, st->max_result, to, &len, err,
                             sizeof err) != STATUS_OK) {
             rpc_stream_fail(st, STATUS_INVALID_ARGUMENT, "%s", err);
             return;
@@ -381,7 +390,7 @@ static void rpc_stream_input_done(struct rpc_stream *st)
     }
     if (st->resident) {
         st->phase = RS_RUNNING;
-        rpc_stream_submit(st, TASK_RUN, NULL, 0, 0);
+        rpc_stream_submit(st, TASK_RUN, NULL, 0, (size_t)st->received);
     } else {
         st->phase = RS_ENDING;
         rpc_stream_submit(st, TASK_END, NULL, 0, 0);
@@ -490,6 +499,14 @@ static size_t rpc_stream_fill(struct rpc_stream *st, const uint8_t *data, size_t
             st->fill_offset = st->received;
         }
         size_t take = n - pos < chunk - st->fill_len ? n - pos : chunk - st->fill_len;
+        if (st->unsized && take > st->job->in_cap - st->received) {
+            rpc_stream_fail(st, STATUS_RESOURCE_EXHAUSTED,
+                            "header.total_length is 0 (unknown) and the input passed "
+                            "--max-unknown-length (%" PRIu64 " bytes), the most held for a job "
+                            "that needs all of it at once (a reverse step): send total_length",
+                            st->job->in_cap);
+            return n;   /* dropped, as a failed stream's messages are */
+        }
         uint8_t *to = (uint8_t *)st->fill->host + st->fill_len;
         if (to != data + pos)   /* else the socket read it here (rpc_stream_in_dest) */
             memmove(to, data + pos, take);
@@ -549,6 +566,27 @@ static enum status_code rpc_stream_result_fits(const struct rpc_stream *st, size
     return STATUS_RESOURCE_EXHAUSTED;
 }
 
+/* A resident job that reads its input (its first step is no fill) but
+ * whose header gives no total_length (amp.proto: 0 is "unknown") takes up
+ * to --max-unknown-length bytes, which its device reserves at OPEN; with
+ * that at 0, the header is refused. */
+static enum status_code rpc_stream_unsized(struct rpc_stream *st, const Amp__V1__JobHeader *h,
+                                           char *err, size_t errlen)
+{
+    if (!st->resident || h->total_length || h->steps[0]->kind_case == AMP__V1__STEP__KIND_FILL)
+        return STATUS_OK;
+    uint64_t cap = st->rc->env->max_unknown_length;
+    if (cap == 0) {
+        snprintf(err, errlen, "header.total_length is required: the job needs all of its input "
+                              "at once (a reverse step), and this daemon holds none of unknown "
+                              "length (--max-unknown-length 0)");
+        return STATUS_INVALID_ARGUMENT;
+    }
+    st->unsized = true;
+    st->job->in_cap = cap;
+    return STATUS_OK;
+}
+
 static enum status_code rpc_stream_steps(struct rpc_stream *st, const Amp__V1__JobHeader *h,
                                          char *err, size_t errlen)
 {
@@ -571,16 +609,22 @@ static enum status_code rpc_stream_steps(struct rpc_stream *st, const Amp__V1__J
         st->resident |= s && (s->kind_case == AMP__V1__STEP__KIND_REVERSE ||
                               s->kind_case == AMP__V1__STEP__KIND_FILL);
     }
+    enum status_code code = rpc_stream_unsized(st, h, err, errlen);
+    if (code != STATUS_OK)
+        return code;
     /* A resident job holds its whole input: its length is what the header
-     * says (0 when it says nothing), so a step's default range is checked
-     * against that, not against a length yet to be learnt. */
-    uint64_t len = h->total_length || st->resident ? h->total_length : RPC_STREAM_UNKNOWN_LEN;
+     * says (0 when it says nothing and a fill comes first, so there is
+     * none), so a step's default range is checked against that, not
+     * against a length yet to be learnt; an unsized one's steps are
+     * checked again when the input has ended. */
+    uint64_t len = (h->total_length || st->resident) && !st->unsized ? h->total_length
+                                                                     : RPC_STREAM_UNKNOWN_LEN;
     for (size_t i = 0; i < h->n_steps; i++) {
         /* Streamed data is not bound by the message size (SIZE_MAX); a
          * histogram's result is one message all the same. */
         uint64_t seen = len;
-        enum status_code code = rpc_params_step(h->steps[i], i, SIZE_MAX, st->max_result,
-                                                &st->job->steps[i], &len, err, errlen);
+        code = rpc_params_step(h->steps[i], i, SIZE_MAX, st->max_result, &st->job->steps[i],
+                               &len, err, errlen);
         if (code == STATUS_OK)
             code = rpc_stream_result_fits(st, i, seen, err, errlen);
         if (code != STATUS_OK)

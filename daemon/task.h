@@ -31,7 +31,8 @@ struct task {
     struct job *job;              /* not owned; a stream's tasks share its job */
     void *buf;                    /* IN/OUT: pinned staging memory, valid until done() */
     uint64_t offset;              /* IN/OUT: stream position of buf[0] */
-    size_t len;                   /* IN: input bytes in buf; OUT: bytes wanted */
+    size_t len;                   /* IN: input bytes in buf; OUT: bytes wanted; RUN: the
+                                   * whole input's length */
 
     /* Set by the runner before done(). */
     size_t out_len;               /* IN/OUT: output bytes now in buf; RUN: result size */

@@ -65,6 +65,8 @@
  * and chunks of a few KiB, a budget a handful of messages fill, four
  * staging buffers per device (a stream may hold two). */
 #define FUZZ_CONN_MAX_MESSAGE (64 * 1024)
+/* --max-unknown-length: a reverse stream of unknown length may bring this much. */
+#define FUZZ_CONN_MAX_UNKNOWN_LENGTH (256 * 1024)
 #define FUZZ_CONN_MAX_STREAMS 8
 #define FUZZ_CONN_DAEMON_MEMORY (512 * 1024)   /* --max-job-memory */
 #define FUZZ_CONN_MEMORY (256 * 1024)          /* --max-connection-memory */
@@ -405,6 +407,7 @@ static int fuzz_conn_open(struct fuzz_conn *fc)
     fc->sched = fuzz_sched_new(&fuzz_conn_limits);
     fc->env.sched = fc->sched;
     fc->env.max_message_bytes = FUZZ_CONN_MAX_MESSAGE;
+    fc->env.max_unknown_length = FUZZ_CONN_MAX_UNKNOWN_LENGTH;
     fc->env.start_ms = rpc_now_ms();
     fc->env.loop = fuzz_conn_loop();
     fc->env.budget = &fc->daemon;

@@ -62,8 +62,15 @@ static bool fuzz_device_is_resident(const struct job *job)
     return false;
 }
 
-/* Bytes a unary job (from in_len) or a resident stream (from total_len)
- * holds at its peak: the input and every step's output at once. */
+/* A resident stream's input buffer, as dev_stream.c sizes it: its
+ * total_len, or in_cap when the header gave none. */
+static uint64_t fuzz_device_stream_input(const struct job *job)
+{
+    return job->total_len ? job->total_len : job->in_cap;
+}
+
+/* Bytes a unary job (from in_len) or a resident stream (from its input
+ * buffer) holds at its peak: the input and every step's output at once. */
 static uint64_t fuzz_device_job_memory(const struct job *job, uint64_t in_len)
 {
     uint64_t total = in_len, len = in_len;
@@ -79,7 +86,7 @@ static uint64_t fuzz_device_job_memory(const struct job *job, uint64_t in_len)
 static uint64_t fuzz_device_stream_memory(const struct job *job)
 {
     if (fuzz_device_is_resident(job))
-        return fuzz_device_job_memory(job, job->total_len);
+        return fuzz_device_job_memory(job, fuzz_device_stream_input(job));
     uint64_t total = FUZZ_DEVICE_RING * (uint64_t)job->chunk_bytes;
     for (size_t i = 0; i < job->nsteps; i++)
         total = sat_add_u64(total, fuzz_device_hist_bytes(&job->steps[i]));
@@ -197,7 +204,7 @@ static void fuzz_device_open(struct task *t, uint64_t device_memory)
     if (!job->results)
         job->results = calloc(job->nsteps, sizeof(*job->results));
     ds->acc = calloc(job->nsteps, sizeof(*ds->acc));
-    ds->size = ds->resident ? (size_t)job->total_len : 0;
+    ds->size = ds->resident ? (size_t)fuzz_device_stream_input(job) : 0;
     ds->data = calloc(ds->size ? ds->size : 1, 1);
     if (!job->results || !ds->acc || !ds->data) {
         fuzz_device_fail(t, STATUS_RESOURCE_EXHAUSTED, "fuzz: out of memory");
@@ -270,6 +277,11 @@ static void fuzz_device_run_resident(struct task *t)
 {
     struct job *job = t->job;
     struct dev_stream *ds = job->stream;
+    if (t->len > ds->size) {
+        fuzz_device_fail(t, STATUS_INTERNAL, "fuzz: RUN past the stream's input buffer");
+        return;
+    }
+    ds->size = t->len;   /* RUN says how much input came (task.h) */
     for (size_t i = 0; ds->resident && i < job->nsteps; i++) {
         uint8_t *in = ds->data;
         if (fuzz_device_step(&job->steps[i], &ds->data, &ds->size, &job->results[i].hist) != 0) {

@@ -429,18 +429,50 @@ START_TEST(write_callback_aborts)
 }
 END_TEST
 
-START_TEST(reverse_needs_total_length)
+/* total_length 0 is "unknown" (amp.proto), also for a job that needs its
+ * whole input at once: the daemon holds up to --max-unknown-length of it,
+ * and the steps' ranges are taken from the length that came. */
+START_TEST(reverse_unknown_length)
 {
-    uint8_t *in = client_fixture_random(3 * MIB, 71);
-    amp_step st = { .size = sizeof(amp_step), .kind = AMP_STEP_REVERSE };
-    struct src s = { .data = in, .len = 3 * MIB };
-    struct sink k = { .want_len = 3 * MIB };
-    int rc = amp_stream(client_conn, NULL, &st, 1, 0, src_read, &s, sink_write, &k, NULL, 0);
+    size_t n = 3 * MIB + 5;
+    uint8_t *in = client_fixture_random(n, 71), *x = malloc(n), *want = malloc(n);
+    amp_step steps[3];
+    memset(steps, 0, sizeof steps);
+    steps[0].size = sizeof steps[0];
+    steps[0].kind = AMP_STEP_TRANSFORM;
+    steps[0].transform = (amp_transform_params){ .op = AMP_OP_ADD, .value = 3, .offset = 1000,
+                                                 .length = n - 2000, .has_length = 1 };
+    steps[1].size = sizeof steps[1];
+    steps[1].kind = AMP_STEP_REVERSE;
+    steps[2].size = sizeof steps[2];
+    steps[2].kind = AMP_STEP_HISTOGRAM;
+    steps[2].hist = (amp_hist_params){ .type = AMP_TYPE_UINT8 };
+    struct transform_params tp = { .op = XFORM_ADD, .value = 3, .offset = 1000,
+                                   .length = n - 2000 };
+    memcpy(x, in, n);
+    host_step_transform(&tp, x, n);
+    host_step_reverse(x, want, n);
+    struct src s = { .data = in, .len = n };
+    struct sink k = { .want = want, .want_len = n };
+    amp_hist h;
+    CLIENT_CHECK_OK(
+        amp_stream(client_conn, NULL, steps, 3, 0, src_read, &s, sink_write, &k, &h, 1));
+    expect_sink(&k);
+    struct hist_params bytes = { .type = ELEM_U8, .bins = 256 };
+    client_fixture_expect_hist(&h, &bytes, want, n);
+    amp_hist_free(&h);
+    /* A range the input turned out too short for is refused at its end. */
+    steps[0].transform.offset = n;
+    s = (struct src){ .data = in, .len = n };
+    k = (struct sink){ .want_len = n };
+    int rc = amp_stream(client_conn, NULL, steps, 2, 0, src_read, &s, sink_write, &k, NULL, 0);
     ck_assert_msg(rc == AMP_EINVAL, "got %s: %s", amp_strerror(rc), amp_last_message(client_conn));
-    ck_assert_msg(strstr(amp_last_message(client_conn), "total_length"), "message '%s'",
-                  amp_last_message(client_conn));
+    ck_assert_msg(strstr(amp_last_message(client_conn), "steps[0].transform.offset"),
+                  "message '%s'", amp_last_message(client_conn));
     ck_assert_uint_eq(k.got, 0);
     expect_conn_usable();
+    free(want);
+    free(x);
     free(in);
 }
 END_TEST
@@ -636,7 +668,7 @@ int main(void)
         read_callback_aborts_at_once,
         deadline_while_input_stalls,
         write_callback_aborts,
-        reverse_needs_total_length,
+        reverse_unknown_length,
         total_length_mismatch,
         bad_arguments_refused_locally,
         from_memory,

@@ -11,12 +11,8 @@
  * served; the largest reply that does fit still comes back whole, and
  * memory returns. */
 #include <check.h>
-#include <grp.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include "check_run.h"
 #include "hostile.h"
@@ -29,8 +25,7 @@
 /* Room a reply needs besides its data: tags, lengths and a device name of
  * up to 127 bytes. */
 #define REPLY_ROOM 256
-#define NOBODY 65534
-#define NOBODY_PROBES 20
+#define OTHER_PROBES 20
 
 static struct daemon_proc ampd;
 static const char *const args[] = { "--max-message-bytes", LIMIT_TEXT, "--socket-mode", "0666",
@@ -50,40 +45,6 @@ static void expect_refused(amp_conn *c, int rc, const char *what)
                   what, amp_last_message(c));
 }
 
-/* A client of another uid (nobody) makes probe calls in a child while the
- * parent attacks; returns its pid, or 0 where the test cannot change uid
- * (not root): that part is skipped. */
-static pid_t nobody_start(void)
-{
-    if (geteuid() != 0)
-        return 0;
-    ck_assert_int_eq(chmod(ampd.dir, 0711), 0);   /* the socket is 0666 inside */
-    pid_t pid = fork();
-    ck_assert_int_ge(pid, 0);
-    if (pid == 0) {
-        if (setgroups(0, NULL) != 0 || setgid(NOBODY) != 0 || setuid(NOBODY) != 0)
-            _exit(2);
-        char why[256];
-        for (int i = 0; i < NOBODY_PROBES; i++)
-            if (hostile_probe(ampd.address, why, sizeof why) != 0) {
-                fprintf(stderr, "uid %d: %s\n", NOBODY, why);
-                _exit(1);
-            }
-        _exit(0);
-    }
-    return pid;
-}
-
-static void nobody_finish(pid_t pid)
-{
-    if (pid == 0)
-        return;
-    int status;
-    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
-                  "the client of uid %d was not served (status %#x)", NOBODY, status);
-}
-
 START_TEST(replies_over_the_limit_refused_before_device_work)
 {
     long base = hostile_start(&ampd, args);
@@ -94,8 +55,8 @@ START_TEST(replies_over_the_limit_refused_before_device_work)
     amp_conn *c;
     ck_assert_int_eq(amp_connect(ampd.address, &c), 0);
     amp_opts o = { .size = sizeof(amp_opts), .timeout_ms = HOSTILE_IO_MS };
-    pid_t nobody = nobody_start();
     uint64_t before = jobs_run();
+    pid_t other = hostile_other_start(&ampd, OTHER_PROBES);
     void *out = NULL;
     size_t out_len = 0;
     expect_refused(c, amp_reverse(c, &o, in, n, &out, &out_len), "reverse");
@@ -106,10 +67,12 @@ START_TEST(replies_over_the_limit_refused_before_device_work)
     amp_step rev = { .size = sizeof(amp_step), .kind = AMP_STEP_REVERSE };
     amp_step_result *res = NULL;
     expect_refused(c, amp_pipeline(c, &o, &rev, 1, in, n - 8, &res), "pipeline");
-    nobody_finish(nobody);
-    /* None of them reached a device: the counters count every job run,
-     * and only the other client's probes ran. */
-    uint64_t ran = jobs_run() - before - (nobody ? NOBODY_PROBES : 0);
+    hostile_other_assert_served(other);
+    /* None of them reached a device: the counters count every job run
+     * (once it has left the daemon's jobs in flight), and only the other
+     * client's probes ran. */
+    ck_assert(hostile_wait_quiet(ampd.address, 2, HOSTILE_SETTLE_MS));
+    uint64_t ran = jobs_run() - before - (other ? OTHER_PROBES : 0);
     ck_assert_msg(ran == 0, "%llu jobs ran for refused calls", (unsigned long long)ran);
     /* The largest replies that fit are still sent, whole. */
     size_t fits = LIMIT - REPLY_ROOM;

@@ -7,6 +7,7 @@
  * checked against tests/support/host_step.c. */
 #include <check.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -155,7 +156,9 @@ START_TEST(chunked_transform_then_histogram)
 }
 END_TEST
 
-START_TEST(resident_reverse_then_histogram)
+/* unsized: the header gave no length, the buffer is in_cap bytes (larger)
+ * and RUN says how much came. */
+static void resident_reverse_then_histogram(bool unsized)
 {
     uint8_t *in = malloc(TOTAL), *want = malloc(TOTAL);
     fixture_random(in, TOTAL, 8);
@@ -166,7 +169,8 @@ START_TEST(resident_reverse_then_histogram)
     job->steps[1].u.hist = (struct hist_params){.type = ELEM_U32, .bins = 10, .lo = 0,
                                                 .hi = 4e9};
     size_t even = TOTAL / 4 * 4;
-    job->total_len = even;   /* whole uint32 elements */
+    job->total_len = unsized ? 0 : even;   /* whole uint32 elements */
+    job->in_cap = unsized ? TOTAL + CHUNK : 0;
 
     submit(job, TASK_OPEN, NULL, 0, 0);
     for (int i = 0; i < NCHUNKS; i++) {
@@ -174,7 +178,7 @@ START_TEST(resident_reverse_then_histogram)
         memcpy(staging[i], in + off, len);
         submit(job, TASK_IN, staging[i], off, len);
     }
-    struct task *runt = submit(job, TASK_RUN, NULL, 0, 0);
+    struct task *runt = submit(job, TASK_RUN, NULL, 0, even);
     collector_wait(&col, ntasks);
     ck_assert_msg(runt->status == STATUS_OK, "%s", runt->msg);
     ck_assert_uint_eq(runt->out_len, even);
@@ -196,6 +200,17 @@ START_TEST(resident_reverse_then_histogram)
     free(in);
     free(want);
 }
+
+START_TEST(resident_reverse_then_histogram_known_length)
+{
+    resident_reverse_then_histogram(false);
+}
+END_TEST
+
+START_TEST(resident_reverse_then_histogram_unknown_length)
+{
+    resident_reverse_then_histogram(true);
+}
 END_TEST
 
 START_TEST(input_past_total_length_is_refused)
@@ -206,7 +221,7 @@ START_TEST(input_past_total_length_is_refused)
     submit(job, TASK_OPEN, NULL, 0, 0);
     memcpy(staging[0], in, sizeof in);
     struct task *t = submit(job, TASK_IN, staging[0], 0, sizeof in);
-    struct task *later = submit(job, TASK_RUN, NULL, 0, 0);
+    struct task *later = submit(job, TASK_RUN, NULL, 0, sizeof in);
     submit(job, TASK_CLOSE, NULL, 0, 0);
     collector_wait(&col, ntasks);
     ck_assert_int_eq(t->status, STATUS_INVALID_ARGUMENT);
@@ -293,7 +308,8 @@ int main(void)
     Suite *s = suite_create("stream_tasks");
     const TTest *const tests[] = {
         chunked_transform_then_histogram,
-        resident_reverse_then_histogram,
+        resident_reverse_then_histogram_known_length,
+        resident_reverse_then_histogram_unknown_length,
         input_past_total_length_is_refused,
         job_waits_for_memory_a_stream_holds,
         job_that_could_never_fit_is_refused,

@@ -375,8 +375,9 @@ typedef int (*amp_write_cb)(void *ctx, const void *buf, size_t len);
 
 /* Runs steps over an input of any size in chunks (the Stream call), with
  * bounded memory on both sides.
- * total_length: input bytes that will follow (0: unknown; a reverse step
- * needs it, and the daemon refuses a different count).
+ * total_length: input bytes that will follow (0: unknown: with a reverse
+ * step, the daemon then takes at most its --max-unknown-length, 256 MiB by
+ * default; it refuses a count different from one given).
  * in: called for input until it returns 0; NULL means no input (e.g. a
  * lone fill step). out: receives the output of the last data-producing
  * step; NULL discards it.

@@ -13,8 +13,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <grp.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -180,6 +183,38 @@ void hostile_assert_served(const char *address)
     char why[512] = "";
     int rc = hostile_probe(address, why, sizeof why);
     ck_assert_msg(rc == 0, "well-behaved call on %s: %s: %s", address, amp_strerror(rc), why);
+}
+
+pid_t hostile_other_start(const struct daemon_proc *d, int probes)
+{
+    if (geteuid() != 0)
+        return 0;
+    ck_assert_int_eq(chmod(d->dir, 0711), 0);   /* the socket in it is 0666 */
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        if (setgroups(0, NULL) != 0 || setgid(HOSTILE_OTHER_UID) != 0 ||
+            setuid(HOSTILE_OTHER_UID) != 0)
+            _exit(2);
+        char why[512];
+        for (int i = 0; i < probes; i++)
+            if (hostile_probe(d->address, why, sizeof why) != 0) {
+                fprintf(stderr, "uid %d, call %d: %s\n", HOSTILE_OTHER_UID, i, why);
+                _exit(1);
+            }
+        _exit(0);
+    }
+    return pid;
+}
+
+void hostile_other_assert_served(pid_t pid)
+{
+    if (pid == 0)
+        return;
+    int status;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+                  "the client of uid %d was not served (status %#x)", HOSTILE_OTHER_UID, status);
 }
 
 int hostile_status(const char *address, amp_daemon_status *st)

@@ -79,6 +79,20 @@ int hostile_probe(const char *address, char *why, size_t whylen);
 /* Fails the test unless hostile_probe(address) succeeds. */
 void hostile_assert_served(const char *address);
 
+/* The uid hostile_other_start() runs as: nobody. */
+#define HOSTILE_OTHER_UID 65534
+
+/* A client of another uid, served while a test attacks: a child that
+ * drops to HOSTILE_OTHER_UID and makes `probes` hostile_probe() calls to
+ * d, one after another. d's directory is opened to it, so d must run with
+ * --socket-mode 0666. Returns the child's pid, or 0 where the test cannot
+ * change uid (not root): that part is then skipped. */
+pid_t hostile_other_start(const struct daemon_proc *d, int probes);
+
+/* Waits for hostile_other_start's child (0: none); fails the test unless
+ * every one of its calls was served. */
+void hostile_other_assert_served(pid_t pid);
+
 /* Fails the test unless VmRSS of d comes back to baseline_kb +
  * HOSTILE_RSS_SLACK_KB within HOSTILE_SETTLE_MS. */
 void hostile_assert_rss_back(const struct daemon_proc *d, long baseline_kb);
