@@ -87,8 +87,10 @@ START_TEST(unknown_length_up_to_the_limit)
     int rc = amp_stream(c, &o, &reverse, 1, 0, src_read, &s, sink_write, &k, NULL, 0);
     ck_assert_msg(rc == 0, "%s: %s", amp_strerror(rc), amp_last_message(c));
     ck_assert_uint_eq(k.len, n);
-    for (size_t i = 0; i < n; i++)
-        ck_assert_msg(out[i] == in[n - 1 - i], "byte %zu", i);
+    size_t bad = 0;   /* one check, not one per byte: each costs libcheck a write */
+    while (bad < n && out[bad] == in[n - 1 - bad])
+        bad++;
+    ck_assert_msg(bad == n, "reversed output differs at byte %zu", bad);
     /* Past it: refused as the input passes the limit, while another uid
      * is served. */
     pid_t other = hostile_other_start(&ampd, OTHER_PROBES);
