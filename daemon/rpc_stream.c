@@ -561,8 +561,9 @@ static enum status_code rpc_stream_result_fits(const struct rpc_stream *st, size
         return STATUS_OK;
     snprintf(err, errlen,
              "header.steps[%zu].histogram: its result could take %" PRIu64
-             " bytes, over --max-message-bytes (%zu): ask for fewer bins", i, bound,
-             st->max_result);
+             " bytes, over --max-message-bytes (%zu): ask for fewer bins%s", i, bound,
+             st->max_result,
+             st->header->total_length ? "" : ", or send total_length (which bounds the counts)");
     return STATUS_RESOURCE_EXHAUSTED;
 }
 

@@ -93,11 +93,47 @@ START_TEST(replies_over_the_limit_refused_before_device_work)
 }
 END_TEST
 
+static long src_zeros(void *ctx, void *buf, size_t cap)
+{
+    size_t *left = ctx, n = *left < cap ? *left : cap;
+    memset(buf, 0, n);
+    *left -= n;
+    return (long)n;
+}
+
+/* A Stream's histogram result is one message too: checked with its header
+ * by the same bound, where an input of unknown length bounds no count. */
+START_TEST(stream_hist_result_checked_at_the_header)
+{
+    hostile_start(&ampd, args);
+    amp_conn *c;
+    ck_assert_int_eq(amp_connect(ampd.address, &c), 0);
+    amp_opts o = { .size = sizeof(amp_opts), .timeout_ms = HOSTILE_IO_MS };
+    amp_step step = { .size = sizeof(amp_step), .kind = AMP_STEP_HISTOGRAM,
+                      .hist = { .type = AMP_TYPE_FLOAT32, .bins = LIMIT / 8 - 64, .lo = 0,
+                                .hi = 1 } };
+    amp_hist h;
+    size_t left = 16;
+    expect_refused(c, amp_stream(c, &o, &step, 1, 0, src_zeros, &left, NULL, NULL, &h, 1),
+                   "stream histogram of unknown length");
+    ck_assert_msg(strstr(amp_last_message(c), "send total_length"), "%s", amp_last_message(c));
+    left = 16;
+    int rc = amp_stream(c, &o, &step, 1, 16, src_zeros, &left, NULL, NULL, &h, 1);
+    ck_assert_msg(rc == 0, "%s: %s", amp_strerror(rc), amp_last_message(c));
+    ck_assert_uint_eq(h.counts[0], 4);
+    amp_hist_free(&h);
+    amp_close(c);
+    hostile_assert_served(ampd.address);
+    ck_assert_int_eq(daemon_stop(&ampd), 0);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("hostile_unary_reply_too_big");
     const TTest *const tests[] = {
         replies_over_the_limit_refused_before_device_work,
+        stream_hist_result_checked_at_the_header,
         NULL,
     };
     TCase *tc = check_run_case(s, "daemon", tests);
