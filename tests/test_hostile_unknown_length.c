@@ -92,7 +92,9 @@ START_TEST(unknown_length_up_to_the_limit)
         bad++;
     ck_assert_msg(bad == n, "reversed output differs at byte %zu", bad);
     /* Past it: refused as the input passes the limit, while another uid
-     * is served. */
+     * is served (what the first stream left PoCL holding for reuse is
+     * there before this baseline). */
+    long fds = hostile_fd_count(ampd.pid);
     pid_t other = hostile_other_start(&ampd, OTHER_PROBES);
     s = (struct src){ .len = FLOOD };
     k = (struct sink){ .buf = out, .cap = n };
@@ -110,6 +112,7 @@ START_TEST(unknown_length_up_to_the_limit)
     ck_assert(hostile_wait_quiet(ampd.address, 1, HOSTILE_SETTLE_MS));
     expect_device_memory_free();
     hostile_assert_rss_back(&ampd, base);
+    hostile_assert_fds_back(&ampd, fds);
     ck_assert_int_eq(daemon_stop(&ampd), 0);
 }
 END_TEST

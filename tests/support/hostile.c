@@ -6,6 +6,8 @@
 
 #include <arpa/inet.h>
 #include <check.h>
+#include <dirent.h>
+#include <limits.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <nghttp2/nghttp2.h>
@@ -205,6 +207,50 @@ pid_t hostile_other_start(const struct daemon_proc *d, int probes)
         _exit(0);
     }
     return pid;
+}
+
+/* Counts pid's descriptors; with show, prints what each one is. */
+static long hostile_fds(pid_t pid, bool show)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/fd", (int)pid);
+    DIR *dir = opendir(path);
+    if (!dir)
+        return -1;
+    long n = 0;
+    for (struct dirent *e; (e = readdir(dir)) != NULL;) {
+        if (e->d_name[0] == '.')
+            continue;
+        n++;
+        char link[PATH_MAX + 64], to[PATH_MAX] = "?";
+        snprintf(link, sizeof link, "%s/%s", path, e->d_name);
+        ssize_t len = show ? readlink(link, to, sizeof to - 1) : -1;
+        if (len >= 0) {
+            to[len] = '\0';
+            fprintf(stderr, "ampd fd %s: %s\n", e->d_name, to);
+        }
+    }
+    closedir(dir);
+    return n;
+}
+
+long hostile_fd_count(pid_t pid)
+{
+    return hostile_fds(pid, false);
+}
+
+void hostile_assert_fds_back(const struct daemon_proc *d, long baseline)
+{
+    long long deadline = hostile_now_ms() + HOSTILE_SETTLE_MS;
+    long n = hostile_fd_count(d->pid);
+    while (n > baseline && hostile_now_ms() < deadline) {
+        hostile_sleep_ms(HOSTILE_POLL_MS);
+        n = hostile_fd_count(d->pid);
+    }
+    if (n > baseline)
+        hostile_fds(d->pid, true);
+    ck_assert_msg(n >= 0 && n <= baseline, "ampd has %ld descriptors open, %ld before", n,
+                  baseline);
 }
 
 void hostile_other_assert_served(pid_t pid)

@@ -93,6 +93,13 @@ pid_t hostile_other_start(const struct daemon_proc *d, int probes);
  * every one of its calls was served. */
 void hostile_other_assert_served(pid_t pid);
 
+/* Descriptors pid has open (entries of /proc/PID/fd), or -1. */
+long hostile_fd_count(pid_t pid);
+
+/* Fails the test unless d's open descriptors come back to at most
+ * baseline within HOSTILE_SETTLE_MS (connections close asynchronously). */
+void hostile_assert_fds_back(const struct daemon_proc *d, long baseline);
+
 /* Fails the test unless VmRSS of d comes back to baseline_kb +
  * HOSTILE_RSS_SLACK_KB within HOSTILE_SETTLE_MS. */
 void hostile_assert_rss_back(const struct daemon_proc *d, long baseline_kb);
