@@ -1,0 +1,754 @@
+/* SPDX-License-Identifier: MIT */
+/* bench_tenants.c: one client's small jobs beside another client's bulk
+ * work (issue 34, its benchmark).
+ *
+ * ampd is shared, and judged by its worst tenant. Client A runs tiny jobs,
+ * client B bulk work, as two clients the way ampd counts them (two tokens
+ * on a TCP listener: a client is its token's name). In one run:
+ *
+ *   - A's three measures, each from a paced schedule (a call due every
+ *     --period-us; latency counted from when it was due, as HdrHistogram
+ *     corrects for coordinated omission: a client that simply waits for
+ *     each reply hides its stalls): a 16-byte Reverse and a 64 KiB
+ *     Transform on the named device (--device; not the host path), and a
+ *     16-byte Reverse on the host path (no device named);
+ *   - B's shapes: --streams Stream transforms of --bulk-bytes each, and
+ *     --unary-calls concurrent unary transforms of --unary-bytes, each
+ *     call on its own connection, started again as soon as it ends;
+ *   - each A measure alone, beside each B shape on the same ampd, and
+ *     beside the same B load sent to a second ampd that shares only the
+ *     host (CPU, and on one device the device) with A's: the floor, what
+ *     sharing the machine costs before any scheduling in ampd does;
+ *   - B's throughput alone, beside A, and on the second ampd beside A.
+ *
+ * Every A result is checked (reverse against a CPU reversal, transform
+ * against the CPU's add, the host path's reply naming "host" and the
+ * device's not), and B's output bytes at a stride. Exit status: 0; 1 when
+ * a result differs; 2 when something failed to run, or an ampd it started
+ * did not exit 0 after SIGTERM.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include "amp.h"
+#include "bench_daemon.h"
+#include "bench_util.h"
+
+#define BT_BULK_BYTES_DEFAULT (1ull << 30)
+#define BT_STREAMS_DEFAULT 4
+#define BT_UNARY_BYTES_DEFAULT (32ull << 20)
+#define BT_UNARY_CALLS_DEFAULT 16
+#define BT_SECONDS_DEFAULT 3.0
+#define BT_WARMUP_DEFAULT 1.0
+#define BT_PERIOD_US_DEFAULT 1000
+#define BT_MAX_WORKERS 64           /* B's streams or concurrent unary calls */
+#define BT_REVERSE_BYTES 16         /* A's tiny jobs: the issue's ampctl bench default */
+#define BT_TRANSFORM_BYTES (64u << 10)
+#define BT_ADD_VALUE 0x5a
+#define BT_SEED_A 3401
+#define BT_SEED_B 3402
+#define BT_CHECK_STRIDE 4093        /* B's output byte checked every this many (a prime) */
+#define BT_MESSAGE_MIN (64ull << 20) /* room for the stream replies of any --chunk-bytes */
+#define BT_MESSAGE_SLACK (1ull << 20)
+#define BT_STREAM_HOLD (64ull << 20)   /* what one stream may hold in the daemon, at most */
+#define BT_MEMORY_SLACK (256ull << 20) /* A's calls and the daemon's own */
+#define BT_TOKEN_BYTES 16           /* random bytes of each token, in hex */
+#define BT_IDLE_POLL_MS 10
+#define BT_IDLE_WAIT_S 120          /* for a daemon to finish a phase's jobs */
+
+/* BENCH_AMPD_DEFAULT, the ampd binary when neither --ampd nor $AMPD_BIN
+ * names one, comes from CMake: the build's own ampd. */
+
+struct bt_opts {
+    uint64_t bulk_bytes;
+    int streams;
+    uint64_t unary_bytes;
+    int unary_calls;
+    double seconds;              /* each A measure */
+    double warmup;               /* B's load before anything is timed */
+    int period_us;               /* A's schedule */
+    const char *device;          /* A's and B's device jobs */
+    const char *ampd;
+    const char *address;         /* a running ampd instead of starting one */
+    const char *floor_address;   /* with --address: the second ampd, or none */
+    const char *token[2];        /* with --address: A's and B's tokens */
+    bool no_floor;
+    const char *const *ampd_args; /* after "--": to every ampd it starts */
+};
+
+/* Where a client's calls go, and as whom. */
+struct bt_target {
+    const char *address;
+    const char *token;   /* NULL: none (a Unix socket: the uid is the client) */
+};
+
+static atomic_int bt_failures;   /* wrong results, from any thread */
+
+static void bt_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void bt_fail(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "bench_tenants: wrong result: ");
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    atomic_fetch_add(&bt_failures, 1);
+}
+
+static amp_conn *bt_connect(const struct bt_target *t)
+{
+    amp_connect_opts co = {.size = sizeof co, .token = t->token};
+    amp_conn *c;
+    if (amp_connect_with(t->address, &co, &c) != 0)
+        bench_die("connect to %s: %s", t->address, amp_last_message(NULL));
+    return c;
+}
+
+/* --- A: tiny calls on a paced schedule ------------------------------------------------ */
+
+enum bt_measure { M_DEV_REVERSE, M_DEV_TRANSFORM, M_HOST_REVERSE, M_COUNT };
+
+static const struct {
+    const char *name;
+    size_t size;
+    bool transform;
+    bool host;   /* no device named: the host path */
+} bt_measures[M_COUNT] = {
+    [M_DEV_REVERSE] = {"16 B reverse, device", BT_REVERSE_BYTES, false, false},
+    [M_DEV_TRANSFORM] = {"64 KiB transform, device", BT_TRANSFORM_BYTES, true, false},
+    [M_HOST_REVERSE] = {"16 B reverse, host path", BT_REVERSE_BYTES, false, true},
+};
+
+struct bt_lat {
+    bool done;
+    uint64_t calls;
+    double rate;             /* calls/s over the schedule's span */
+    double p50, p99, p999;   /* microseconds from when each call was due */
+};
+
+/* A's input and the results it must get back. */
+struct bt_a_data {
+    uint8_t in[BT_TRANSFORM_BYTES];
+    uint8_t reversed[BT_REVERSE_BYTES];
+    uint8_t added[BT_TRANSFORM_BYTES];
+};
+
+static void bt_a_data_make(struct bt_a_data *d)
+{
+    bench_random(d->in, sizeof d->in, BT_SEED_A);
+    for (size_t i = 0; i < BT_REVERSE_BYTES; i++)
+        d->reversed[i] = d->in[BT_REVERSE_BYTES - 1 - i];
+    for (size_t i = 0; i < BT_TRANSFORM_BYTES; i++)
+        d->added[i] = (uint8_t)(d->in[i] + BT_ADD_VALUE);
+}
+
+static void bt_sleep_until(double t)
+{
+    struct timespec ts = {.tv_sec = (time_t)t, .tv_nsec = (long)((t - floor(t)) * 1e9)};
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {
+    }
+}
+
+/* One of A's calls, its result checked. Returns 0, or the call's code. */
+static int bt_a_call(amp_conn *c, const amp_opts *ao, enum bt_measure m, const struct bt_a_data *d)
+{
+    void *out = NULL;
+    size_t len = 0;
+    const uint8_t *want = bt_measures[m].transform ? d->added : d->reversed;
+    int rc;
+    if (bt_measures[m].transform) {
+        amp_transform_params p = {.op = AMP_OP_ADD, .value = BT_ADD_VALUE};
+        rc = amp_transform(c, ao, &p, d->in, bt_measures[m].size, &out, &len);
+    } else {
+        rc = amp_reverse(c, ao, d->in, bt_measures[m].size, &out, &len);
+    }
+    if (rc != 0)
+        return rc;
+    if (len != bt_measures[m].size || memcmp(out, want, len) != 0)
+        bt_fail("A's %s", bt_measures[m].name);
+    bool on_host = strcmp(amp_last_device(c), "host") == 0;
+    if (on_host != bt_measures[m].host)
+        bt_fail("A's %s ran on \"%s\"", bt_measures[m].name, amp_last_device(c));
+    amp_free(out);
+    return 0;
+}
+
+static double bt_percentile(const double *sorted, size_t n, double q)
+{
+    size_t i = (size_t)ceil(q * (double)n);
+    return sorted[i ? i - 1 : 0];
+}
+
+/* A's measure m for --seconds: a call due every --period-us from the
+ * first; one that is late starts at once, and its latency still counts
+ * from when it was due. Calls due after --seconds are not made: when A
+ * falls behind, calls/s shows it, and its latencies grow with --seconds
+ * (the backlog), as an open-loop load generator's do. */
+static struct bt_lat bt_a_measure(const struct bt_target *t, const struct bt_opts *o,
+                                  enum bt_measure m, const struct bt_a_data *d)
+{
+    amp_conn *c = bt_connect(t);
+    amp_opts ao = {.size = sizeof ao, .device = bt_measures[m].host ? NULL : o->device};
+    int rc = bt_a_call(c, &ao, m, d);   /* warm-up, not counted */
+    double period = o->period_us / 1e6;
+    size_t cap = (size_t)(o->seconds / period) + 1, n = 0;
+    double *lat = bench_alloc_touched(cap * sizeof *lat);
+    double start = bench_now(), stop = start + o->seconds, end = start;
+    for (; n < cap && rc == 0; n++) {
+        double due = start + (double)n * period;
+        if (due >= stop)
+            break;
+        if (end < due)
+            bt_sleep_until(due);
+        rc = bt_a_call(c, &ao, m, d);
+        end = bench_now();
+        lat[n] = (end - due) * 1e6;
+    }
+    if (rc != 0)
+        bench_die("A's %s: %s (%s)", bt_measures[m].name, amp_strerror(rc), amp_last_message(c));
+    amp_close(c);
+    /* Calls over the schedule's span, or longer when the last call ended
+     * late: at most one call per period. */
+    double span = end > stop ? end - start : o->seconds;
+    qsort(lat, n, sizeof *lat, bench_cmp_double);
+    struct bt_lat r = {.done = true, .calls = n, .rate = (double)n / span,
+                       .p50 = bt_percentile(lat, n, 0.5), .p99 = bt_percentile(lat, n, 0.99),
+                       .p999 = bt_percentile(lat, n, 0.999)};
+    free(lat);
+    return r;
+}
+
+/* --- B: bulk work on its own threads ---------------------------------------------------- */
+
+enum bt_shape { S_STREAMS, S_UNARY, S_COUNT };
+
+struct bt_load;
+
+struct bt_worker {
+    struct bt_load *l;
+    pthread_t thread;
+    amp_conn *c;
+    uint64_t offset;   /* output bytes of the current stream seen so far */
+};
+
+/* B's load: workers that each run its calls again and again until told to stop. */
+struct bt_load {
+    enum bt_shape shape;
+    const struct bt_opts *o;
+    const struct bt_target *t;
+    const uint8_t *in;               /* B's input: the largest of its sizes */
+    int nworkers;
+    struct bt_worker w[BT_MAX_WORKERS];
+    atomic_bool stop;
+    atomic_uint_fast64_t bytes;      /* output bytes delivered and checked */
+    atomic_int wrong;                /* output bytes that differed */
+    pthread_mutex_t lock;
+    char error[256];                 /* the first call that failed; "" when none */
+};
+
+static void bt_load_error(struct bt_load *l, const char *what, int rc, amp_conn *c)
+{
+    pthread_mutex_lock(&l->lock);
+    if (!l->error[0])
+        snprintf(l->error, sizeof l->error, "%s: %s (%s)", what, amp_strerror(rc),
+                 amp_last_message(c));
+    pthread_mutex_unlock(&l->lock);
+    atomic_store(&l->stop, true);
+}
+
+/* Every BT_CHECK_STRIDE-th byte of out (at offset off of the output)
+ * against the CPU's add. */
+static void bt_load_check(struct bt_load *l, const uint8_t *out, uint64_t off, size_t len)
+{
+    uint64_t first = (off + BT_CHECK_STRIDE - 1) / BT_CHECK_STRIDE * BT_CHECK_STRIDE;
+    for (uint64_t i = first; i < off + len; i += BT_CHECK_STRIDE)
+        if (out[i - off] != (uint8_t)(l->in[i] + BT_ADD_VALUE)) {
+            atomic_fetch_add(&l->wrong, 1);
+            return;
+        }
+}
+
+static int bt_stream_out(void *ctx, const void *buf, size_t len)
+{
+    struct bt_worker *w = ctx;
+    if (atomic_load(&w->l->stop))
+        return AMP_ECANCELLED;   /* ends this stream early: the phase is over */
+    bt_load_check(w->l, buf, w->offset, len);
+    w->offset += len;
+    atomic_fetch_add(&w->l->bytes, len);
+    return 0;
+}
+
+static void bt_worker_stream(struct bt_worker *w, const amp_opts *ao, const amp_step *st)
+{
+    struct bt_load *l = w->l;
+    w->offset = 0;
+    int rc = amp_stream_mem(w->c, ao, st, 1, l->in, l->o->bulk_bytes, bt_stream_out, w, NULL, 0);
+    if (rc == AMP_ECANCELLED && atomic_load(&l->stop))
+        return;
+    if (rc != 0)
+        bt_load_error(l, "B's stream", rc, w->c);
+    else if (w->offset != l->o->bulk_bytes)
+        bt_fail("B's stream gave %" PRIu64 " bytes of %" PRIu64, w->offset, l->o->bulk_bytes);
+}
+
+static void bt_worker_unary(struct bt_worker *w, const amp_opts *ao, const amp_step *st)
+{
+    struct bt_load *l = w->l;
+    void *out = NULL;
+    size_t len = 0;
+    int rc = amp_transform(w->c, ao, &st->transform, l->in, l->o->unary_bytes, &out, &len);
+    if (rc != 0) {
+        bt_load_error(l, "B's unary transform", rc, w->c);
+        return;
+    }
+    if (len != l->o->unary_bytes)
+        bt_fail("B's unary transform gave %zu bytes of %" PRIu64, len, l->o->unary_bytes);
+    else
+        bt_load_check(l, out, 0, len);
+    atomic_fetch_add(&l->bytes, len);
+    amp_free(out);
+}
+
+static void *bt_worker_main(void *arg)
+{
+    struct bt_worker *w = arg;
+    struct bt_load *l = w->l;
+    amp_opts ao = {.size = sizeof ao, .device = l->o->device};
+    amp_step st = {.size = sizeof st, .kind = AMP_STEP_TRANSFORM,
+                   .transform = {.op = AMP_OP_ADD, .value = BT_ADD_VALUE}};
+    while (!atomic_load(&l->stop)) {
+        if (l->shape == S_STREAMS)
+            bt_worker_stream(w, &ao, &st);
+        else
+            bt_worker_unary(w, &ao, &st);
+    }
+    return NULL;
+}
+
+static void bt_load_start(struct bt_load *l, enum bt_shape shape, const struct bt_opts *o,
+                          const struct bt_target *t, const uint8_t *in)
+{
+    memset(l, 0, sizeof *l);
+    l->shape = shape;
+    l->o = o;
+    l->t = t;
+    l->in = in;
+    l->nworkers = shape == S_STREAMS ? o->streams : o->unary_calls;
+    pthread_mutex_init(&l->lock, NULL);
+    for (int i = 0; i < l->nworkers; i++) {
+        l->w[i].l = l;
+        l->w[i].c = bt_connect(t);
+        int e = pthread_create(&l->w[i].thread, NULL, bt_worker_main, &l->w[i]);
+        if (e != 0)
+            bench_die("pthread_create: %s", strerror(e));
+    }
+}
+
+static uint64_t bt_load_bytes(struct bt_load *l)
+{
+    return atomic_load(&l->bytes);
+}
+
+/* Stops B's workers (a stream ends at its next output, a unary call when
+ * it is answered) and closes their connections; dies when a call failed. */
+static void bt_load_stop(struct bt_load *l)
+{
+    atomic_store(&l->stop, true);
+    for (int i = 0; i < l->nworkers; i++) {
+        pthread_join(l->w[i].thread, NULL);
+        amp_close(l->w[i].c);
+    }
+    pthread_mutex_destroy(&l->lock);
+    if (atomic_load(&l->wrong))
+        bt_fail("%d of B's outputs differ from the CPU's add", atomic_load(&l->wrong));
+    if (l->error[0])
+        bench_die("%s", l->error);
+}
+
+/* Waits until the ampd at t has no job in flight (an aborted stream's
+ * chunks may still be on its device), so that one phase's leftovers do not
+ * load the next; at most BT_IDLE_WAIT_S, then says so and goes on. */
+static void bt_wait_idle(const struct bt_target *t)
+{
+    amp_conn *c = bt_connect(t);
+    amp_daemon_status st = {.size = sizeof st};
+    double give_up = bench_now() + BT_IDLE_WAIT_S;
+    int rc;
+    while ((rc = amp_status(c, NULL, &st)) == 0 && st.jobs_in_flight > 0 &&
+           bench_now() < give_up)
+        bench_sleep_ms(BT_IDLE_POLL_MS);
+    if (rc != 0)
+        bench_die("status of %s: %s (%s)", t->address, amp_strerror(rc), amp_last_message(c));
+    if (st.jobs_in_flight > 0)
+        fprintf(stderr, "bench_tenants: %s still has %u jobs in flight after %d s\n", t->address,
+                st.jobs_in_flight, BT_IDLE_WAIT_S);
+    amp_close(c);
+}
+
+static const char *const bt_shape_names[S_COUNT] = {"streams", "unary"};
+
+/* --- the phases ---------------------------------------------------------------------------- */
+
+/* Where B's load runs beside A (or alone). */
+enum bt_place { P_ALONE, P_SAME, P_FLOOR, P_COUNT };
+
+struct bt_results {
+    struct bt_lat a_alone[M_COUNT];
+    struct bt_lat a[S_COUNT][P_COUNT][M_COUNT];   /* [shape][P_SAME or P_FLOOR][measure] */
+    double b[S_COUNT][P_COUNT];                   /* B's GB/s; 0: not measured */
+};
+
+/* A's three measures, one after another, on target a. */
+static void bt_a_all(const struct bt_target *a, const struct bt_opts *o,
+                     const struct bt_a_data *d, struct bt_lat *out)
+{
+    for (int m = 0; m < M_COUNT; m++)
+        out[m] = bt_a_measure(a, o, (enum bt_measure)m, d);
+}
+
+/* B's shape on target b, after its warm-up: alone for as long as A's
+ * three measures take, or beside them on a (NULL: alone). */
+static void bt_phase(enum bt_shape shape, const struct bt_target *b, const struct bt_target *a,
+                     const struct bt_opts *o, const uint8_t *in, const struct bt_a_data *d,
+                     struct bt_lat *a_out, double *b_out)
+{
+    static struct bt_load l;
+    bt_load_start(&l, shape, o, b, in);
+    bench_sleep_ms((int)(o->warmup * 1000));
+    uint64_t b0 = bt_load_bytes(&l);
+    double t0 = bench_now();
+    if (a)
+        bt_a_all(a, o, d, a_out);
+    else
+        bench_sleep_ms((int)(o->seconds * M_COUNT * 1000));
+    double t1 = bench_now();
+    *b_out = (double)(bt_load_bytes(&l) - b0) / (t1 - t0) / 1e9;
+    bt_load_stop(&l);
+    bt_wait_idle(b);
+}
+
+/* --- the daemons ----------------------------------------------------------------------------- */
+
+/* The ampds it starts: A's (and B's) and the floor's second one, each
+ * with a TCP listener whose tokens name the two clients. */
+struct bt_daemons {
+    struct bench_daemon dm[2];
+    char tcp[2][64];
+    char token_file[64];
+    char token[2][2 * BT_TOKEN_BYTES + 16];
+    int n;
+};
+
+/* A loopback port free a moment ago: ampd takes it next. */
+static int bt_free_port(void)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t alen = sizeof a;
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) < 0 ||
+        getsockname(fd, (struct sockaddr *)&a, &alen) < 0)
+        bench_die("a free loopback port: %s", strerror(errno));
+    close(fd);
+    return ntohs(a.sin_port);
+}
+
+static const char *const bt_client_names[2] = {"tenant-a", "tenant-b"};
+
+/* Two random tokens in a 0600 file ampd reads (--token-file). */
+static void bt_tokens_make(struct bt_daemons *ds)
+{
+    snprintf(ds->token_file, sizeof ds->token_file, "/tmp/bench_tenants.tokens.XXXXXX");
+    int fd = mkstemp(ds->token_file);
+    if (fd < 0)
+        bench_die("mkstemp: %s", strerror(errno));
+    FILE *f = fdopen(fd, "w");
+    for (int i = 0; i < 2; i++) {
+        uint8_t r[BT_TOKEN_BYTES];
+        if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r)
+            bench_die("getrandom: %s", strerror(errno));
+        char *p = ds->token[i];
+        p += sprintf(p, "bench-");
+        for (size_t k = 0; k < sizeof r; k++)
+            p += sprintf(p, "%02x", r[k]);
+        fprintf(f, "%s %s\n", bt_client_names[i], ds->token[i]);
+    }
+    if (fclose(f) != 0)
+        bench_die("writing %s: %s", ds->token_file, strerror(errno));
+}
+
+static void bt_daemon_start(struct bt_daemons *ds, int i, const struct bt_opts *o)
+{
+    uint64_t msg = (o->unary_bytes > BT_MESSAGE_MIN ? o->unary_bytes : BT_MESSAGE_MIN) +
+                   BT_MESSAGE_SLACK;
+    uint64_t mem = 2 * o->unary_bytes * (uint64_t)o->unary_calls +
+                   BT_STREAM_HOLD * (uint64_t)o->streams + BT_MEMORY_SLACK;
+    char msg_s[32], mem_s[32];
+    snprintf(msg_s, sizeof msg_s, "%" PRIu64, msg);
+    snprintf(mem_s, sizeof mem_s, "%" PRIu64, mem);
+    snprintf(ds->tcp[i], sizeof ds->tcp[i], "127.0.0.1:%d", bt_free_port());
+    /* B's load must be admitted whole, whatever the defaults: memory for
+     * all its calls at once, from one client and one connection. */
+    const char *base[] = {"--listen", ds->tcp[i], "--token-file", ds->token_file,
+                          "--max-message-bytes", msg_s, "--max-job-memory", mem_s,
+                          "--max-connection-memory", mem_s, "--max-client-memory", mem_s};
+    const char *args[64];
+    size_t n = 0;
+    for (size_t k = 0; k < sizeof base / sizeof base[0]; k++)
+        args[n++] = base[k];
+    for (size_t k = 0; o->ampd_args[k] && n < 63; k++)
+        args[n++] = o->ampd_args[k];
+    args[n] = NULL;
+    char err[256];
+    if (bench_daemon_start(&ds->dm[i], o->ampd, "bench_tenants", args, err, sizeof err) != 0)
+        bench_die("starting ampd: %s", err);
+    printf("# ampd %d: %s --listen %s", i + 1, o->ampd, ds->dm[i].address);
+    for (size_t k = 0; k < n; k++)
+        printf(" %s", args[k]);
+    printf("\n");
+    ds->n = i + 1;
+}
+
+/* Stops every ampd it started; -1 when one did not exit 0. */
+static int bt_daemons_stop(struct bt_daemons *ds)
+{
+    int rc = 0;
+    for (int i = 0; i < ds->n; i++) {
+        printf("# ampd %d peak resident memory (VmHWM): %.1f MiB\n", i + 1,
+               (double)bench_vm_hwm(ds->dm[i].pid) / (1 << 20));
+        if (bench_daemon_stop(&ds->dm[i]) != 0)
+            rc = -1;
+    }
+    ds->n = 0;
+    if (ds->token_file[0])
+        unlink(ds->token_file);
+    ds->token_file[0] = '\0';
+    return rc;
+}
+
+static struct bt_daemons bt_daemons;
+
+/* A run that dies (bench_die) still stops the ampds it started. */
+static void bt_daemons_atexit(void)
+{
+    bt_daemons_stop(&bt_daemons);
+}
+
+/* --- the table --------------------------------------------------------------------------- */
+
+static void bt_ratio(double x, double base)
+{
+    if (x > 0 && base > 0)
+        printf(" %.2f |", x / base);
+    else
+        printf(" - |");
+}
+
+static void bt_a_row(const char *beside, const struct bt_lat *r, const struct bt_lat *alone,
+                     const struct bt_lat *floor_)
+{
+    if (!r->done)
+        return;
+    printf("| | %s | %.0f | %.1f | %.1f | %.1f |", beside, r->rate, r->p50, r->p99, r->p999);
+    bt_ratio(r->p50, alone->p50);
+    bt_ratio(r->p99, alone->p99);
+    bt_ratio(r->p50, floor_ && floor_->done ? floor_->p50 : 0);
+    bt_ratio(r->p99, floor_ && floor_->done ? floor_->p99 : 0);
+    printf("\n");
+}
+
+static void bt_print(const struct bt_results *r, const struct bt_opts *o)
+{
+    char bulk[32], unary[32];
+    bench_size_label(o->bulk_bytes, bulk, sizeof bulk, false);
+    bench_size_label(o->unary_bytes, unary, sizeof unary, false);
+    const char *beside[S_COUNT][P_COUNT] = {
+        [S_STREAMS] = {"", "B streams, same ampd", "B streams, 2nd ampd (floor)"},
+        [S_UNARY] = {"", "B unary, same ampd", "B unary, 2nd ampd (floor)"},
+    };
+    printf("\n# A: a call due every %d us for %g s per measure, latency from when it was due; "
+           "device %s\n", o->period_us, o->seconds, o->device);
+    printf("# B streams: %d x %s Stream transforms; B unary: %d x %s unary transforms at once\n",
+           o->streams, bulk, o->unary_calls, unary);
+    printf("| A's call | beside | calls/s | p50 us | p99 us | p99.9 us | p50 x alone | "
+           "p99 x alone | p50 x floor | p99 x floor |\n");
+    printf("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    for (int m = 0; m < M_COUNT; m++) {
+        printf("| %s | | | | | | | | | |\n", bt_measures[m].name);
+        bt_a_row("nothing (alone)", &r->a_alone[m], &r->a_alone[m], NULL);
+        for (int s = 0; s < S_COUNT; s++)
+            for (int p = P_SAME; p < P_COUNT; p++)
+                bt_a_row(beside[s][p], &r->a[s][p][m], &r->a_alone[m],
+                         p == P_SAME ? &r->a[s][P_FLOOR][m] : NULL);
+    }
+    printf("\n# B's throughput: output bytes delivered over A's measures (or as long, alone)\n");
+    printf("| B's load | alone GB/s | beside A, same ampd GB/s | x alone | "
+           "beside A, 2nd ampd GB/s | x alone |\n");
+    printf("|---|---:|---:|---:|---:|---:|\n");
+    for (int s = 0; s < S_COUNT; s++) {
+        printf("| %s | %.3f | %.3f |", bt_shape_names[s], r->b[s][P_ALONE], r->b[s][P_SAME]);
+        bt_ratio(r->b[s][P_SAME], r->b[s][P_ALONE]);
+        if (r->b[s][P_FLOOR] > 0)
+            printf(" %.3f |", r->b[s][P_FLOOR]);
+        else
+            printf(" - |");
+        bt_ratio(r->b[s][P_FLOOR], r->b[s][P_ALONE]);
+        printf("\n");
+    }
+}
+
+/* --- options ------------------------------------------------------------------------------ */
+
+static void bt_usage(void)
+{
+    fprintf(stderr,
+            "usage: bench_tenants [--bulk-bytes 1G] [--streams 4] [--unary-bytes 32M]\n"
+            "                     [--unary-calls 16] [--seconds 3] [--warmup 1]\n"
+            "                     [--period-us 1000] [--device 0] [--no-floor]\n"
+            "                     [--ampd PATH | --address ADDR [--floor-address ADDR]\n"
+            "                      [--token-a T] [--token-b T]] [-- AMPD-OPTIONS]\n");
+    exit(2);
+}
+
+static uint64_t bt_size_arg(const char *s)
+{
+    uint64_t v = s ? bench_parse_size(s) : 0;
+    if (!v)
+        bt_usage();
+    return v;
+}
+
+static double bt_seconds_arg(const char *s, double min)
+{
+    char *end;
+    double v = s ? strtod(s, &end) : -1;
+    if (!s || *end || !(v >= min))
+        bt_usage();
+    return v;
+}
+
+static int bt_count_arg(const char *s, int max)
+{
+    char *end;
+    long v = s ? strtol(s, &end, 10) : 0;
+    if (!s || *end || v < 1 || v > max)
+        bt_usage();
+    return (int)v;
+}
+
+static void bt_parse(int argc, char **argv, struct bt_opts *o)
+{
+    static const char *const none[] = {NULL};
+    *o = (struct bt_opts){.bulk_bytes = BT_BULK_BYTES_DEFAULT, .streams = BT_STREAMS_DEFAULT,
+                          .unary_bytes = BT_UNARY_BYTES_DEFAULT,
+                          .unary_calls = BT_UNARY_CALLS_DEFAULT, .seconds = BT_SECONDS_DEFAULT,
+                          .warmup = BT_WARMUP_DEFAULT, .period_us = BT_PERIOD_US_DEFAULT,
+                          .device = "0", .ampd_args = none};
+    o->ampd = getenv("AMPD_BIN") ? getenv("AMPD_BIN") : BENCH_AMPD_DEFAULT;
+    int i = 1;
+    for (; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (strcmp(a, "--") == 0) {
+            o->ampd_args = (const char *const *)&argv[i + 1];
+            break;
+        }
+        if (strcmp(a, "--no-floor") == 0) {
+            o->no_floor = true;
+            continue;
+        }
+        i++;
+        if (strcmp(a, "--bulk-bytes") == 0)
+            o->bulk_bytes = bt_size_arg(v);
+        else if (strcmp(a, "--streams") == 0)
+            o->streams = bt_count_arg(v, BT_MAX_WORKERS);
+        else if (strcmp(a, "--unary-bytes") == 0)
+            o->unary_bytes = bt_size_arg(v);
+        else if (strcmp(a, "--unary-calls") == 0)
+            o->unary_calls = bt_count_arg(v, BT_MAX_WORKERS);
+        else if (strcmp(a, "--seconds") == 0)
+            o->seconds = bt_seconds_arg(v, 0.001);
+        else if (strcmp(a, "--warmup") == 0)
+            o->warmup = bt_seconds_arg(v, 0);
+        else if (strcmp(a, "--period-us") == 0)
+            o->period_us = bt_count_arg(v, 1000000);
+        else if (strcmp(a, "--device") == 0 && v)
+            o->device = v;
+        else if (strcmp(a, "--ampd") == 0 && v)
+            o->ampd = v;
+        else if (strcmp(a, "--address") == 0 && v)
+            o->address = v;
+        else if (strcmp(a, "--floor-address") == 0 && v)
+            o->floor_address = v;
+        else if (strcmp(a, "--token-a") == 0 && v)
+            o->token[0] = v;
+        else if (strcmp(a, "--token-b") == 0 && v)
+            o->token[1] = v;
+        else
+            bt_usage();
+    }
+}
+
+int main(int argc, char **argv)
+{
+    struct bt_opts o;
+    bt_parse(argc, argv, &o);
+    struct bt_daemons *ds = &bt_daemons;
+    atexit(bt_daemons_atexit);
+    struct bt_target a, b, fb;   /* A, B on A's ampd, B on the floor's */
+    bool has_floor = !o.no_floor;
+    if (o.address) {
+        a = (struct bt_target){o.address, o.token[0]};
+        b = (struct bt_target){o.address, o.token[1]};
+        fb = (struct bt_target){o.floor_address, o.token[1]};
+        has_floor = has_floor && o.floor_address;
+    } else {
+        bt_tokens_make(ds);
+        for (int i = 0; i < (has_floor ? 2 : 1); i++)
+            bt_daemon_start(ds, i, &o);
+        a = (struct bt_target){ds->tcp[0], ds->token[0]};
+        b = (struct bt_target){ds->tcp[0], ds->token[1]};
+        fb = (struct bt_target){ds->tcp[1], ds->token[1]};
+    }
+    printf("# clients: A and B as two tokens of %s%s\n", a.address,
+           has_floor ? "; the floor: B on a second ampd" : "; no floor");
+
+    static struct bt_a_data d;
+    bt_a_data_make(&d);
+    uint64_t in_len = o.bulk_bytes > o.unary_bytes ? o.bulk_bytes : o.unary_bytes;
+    uint8_t *in = bench_alloc_touched(in_len);
+    bench_random(in, in_len, BT_SEED_B);
+
+    static struct bt_results r;
+    bt_a_all(&a, &o, &d, r.a_alone);
+    for (int s = 0; s < S_COUNT; s++) {
+        enum bt_shape shape = (enum bt_shape)s;
+        bt_phase(shape, &b, NULL, &o, in, &d, NULL, &r.b[s][P_ALONE]);
+        bt_phase(shape, &b, &a, &o, in, &d, r.a[s][P_SAME], &r.b[s][P_SAME]);
+        if (has_floor)
+            bt_phase(shape, &fb, &a, &o, in, &d, r.a[s][P_FLOOR], &r.b[s][P_FLOOR]);
+    }
+    bt_print(&r, &o);
+    free(in);
+    int daemon_rc = bt_daemons_stop(ds);
+    int failures = atomic_load(&bt_failures);
+    if (failures)
+        fprintf(stderr, "bench_tenants: %d wrong result(s)\n", failures);
+    return failures ? 1 : daemon_rc < 0 ? 2 : 0;
+}
