@@ -246,6 +246,7 @@ struct bt_worker {
     pthread_t thread;
     amp_conn *c;
     uint64_t offset;   /* output bytes of the current stream seen so far */
+    bool warm;         /* it has delivered output once (counted in l->warm) */
 };
 
 /* B's load: workers that each run its calls again and again until told to stop. */
@@ -258,6 +259,7 @@ struct bt_load {
     struct bt_worker w[BT_MAX_WORKERS];
     atomic_bool stop;
     atomic_uint_fast64_t bytes;      /* output bytes delivered and checked */
+    atomic_int warm;                 /* workers that have delivered output */
     atomic_int wrong;                /* output bytes that differed */
     pthread_mutex_t lock;
     char error[256];                 /* the first call that failed; "" when none */
@@ -285,6 +287,16 @@ static void bt_load_check(struct bt_load *l, const uint8_t *out, uint64_t off, s
         }
 }
 
+/* Counts len bytes of w's output, and w as warm the first time. */
+static void bt_worker_count(struct bt_worker *w, size_t len)
+{
+    atomic_fetch_add(&w->l->bytes, len);
+    if (!w->warm) {
+        w->warm = true;
+        atomic_fetch_add(&w->l->warm, 1);
+    }
+}
+
 static int bt_stream_out(void *ctx, const void *buf, size_t len)
 {
     struct bt_worker *w = ctx;
@@ -292,7 +304,7 @@ static int bt_stream_out(void *ctx, const void *buf, size_t len)
         return AMP_ECANCELLED;   /* ends this stream early: the phase is over */
     bt_load_check(w->l, buf, w->offset, len);
     w->offset += len;
-    atomic_fetch_add(&w->l->bytes, len);
+    bt_worker_count(w, len);
     return 0;
 }
 
@@ -323,7 +335,7 @@ static void bt_worker_unary(struct bt_worker *w, const amp_opts *ao, const amp_s
         bt_fail("B's unary transform gave %zu bytes of %" PRIu64, len, l->o->unary_bytes);
     else
         bt_load_check(l, out, 0, len);
-    atomic_fetch_add(&l->bytes, len);
+    bt_worker_count(w, len);
     amp_free(out);
 }
 
@@ -360,6 +372,17 @@ static void bt_load_start(struct bt_load *l, enum bt_shape shape, const struct b
         if (e != 0)
             bench_die("pthread_create: %s", strerror(e));
     }
+}
+
+/* Until every worker has delivered output (a unary call ended; a stream's
+ * first piece came back: the daemon's and the client's memory for it are
+ * touched) and --warmup seconds have passed; at most BT_IDLE_WAIT_S. */
+static void bt_load_warm_up(struct bt_load *l)
+{
+    double t0 = bench_now();
+    while ((atomic_load(&l->warm) < l->nworkers || bench_now() < t0 + l->o->warmup) &&
+           bench_now() < t0 + BT_IDLE_WAIT_S && !atomic_load(&l->stop))
+        bench_sleep_ms(BT_IDLE_POLL_MS);
 }
 
 static uint64_t bt_load_bytes(struct bt_load *l)
@@ -431,8 +454,9 @@ static void bt_phase(enum bt_shape shape, const struct bt_target *b, const struc
                      struct bt_lat *a_out, double *b_out)
 {
     static struct bt_load l;
+    double start = bench_now();
     bt_load_start(&l, shape, o, b, in);
-    bench_sleep_ms((int)(o->warmup * 1000));
+    bt_load_warm_up(&l);
     uint64_t b0 = bt_load_bytes(&l);
     double t0 = bench_now();
     if (a)
@@ -443,6 +467,9 @@ static void bt_phase(enum bt_shape shape, const struct bt_target *b, const struc
     *b_out = (double)(bt_load_bytes(&l) - b0) / (t1 - t0) / 1e9;
     bt_load_stop(&l);
     bt_wait_idle(b);
+    fprintf(stderr, "bench_tenants: B %s on %s%s: %.1f s warm-up, %.1f s measured, %.1f s "
+            "to stop\n", bt_shape_names[shape], b->address, a ? " beside A" : " alone",
+            t0 - start, t1 - t0, bench_now() - t1);
 }
 
 /* --- the daemons ----------------------------------------------------------------------------- */

@@ -1,0 +1,75 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# bench_tenants on the GPU machine (the device tool) with issue 34's sizes:
+# client A's 16 B GPU Reverse, 64 KiB GPU Transform and 16 B host-path
+# Reverse on a paced schedule, beside client B's four 1 GiB Stream
+# transforms and sixteen concurrent 32 MiB unary transforms, on the same
+# ampd and on a second one (the floor); the table goes to $OUT.
+#
+# Two steps:
+#   1. here (the build machine), from the repo root:
+#        scripts/build.sh build && scripts/device-tenants.sh prepare
+#      puts ampd, ampctl, bench_tenants, libampclient.so.0 and the .debs of
+#      every library they load (found with ldd and dpkg -S, libc6 left out)
+#      under $DIR (default build-dev, git-ignored);
+#   2. on the device machine, carrying $DIR:
+#        scripts/device-tenants.sh [BENCH_TENANTS-OPTIONS]
+#      e.g. --seconds 5; the options are added after the issue's sizes, so
+#      they override them. About 3 minutes; each step has a timeout.
+# Writes $OUT/bench_tenants.txt (the table), $OUT/bench_tenants.err and
+# $OUT/env.txt (GPU, driver, devices ampd sees).
+set -u
+dir=${DIR:-build-dev}
+step() { echo "== $(date -u +%H:%M:%S) $*"; }
+
+if [ "${1:-}" = prepare ]; then
+  set -e
+  bins=(build/ampd build/ampctl build/bench/bench_tenants)
+  for b in "${bins[@]}" build/client/libampclient.so.0; do
+    [ -e "$b" ] || { echo "missing $b: run scripts/build.sh build first" >&2; exit 2; }
+  done
+  rm -rf "${dir:?}/debs" "${dir:?}/bin" && mkdir -p "$dir/debs" "$dir/bin"
+  cp "${bins[@]}" "$dir/bin/" && cp -L build/client/libampclient.so.0 "$dir/bin/"
+  mapfile -t pkgs < <(for l in $(ldd "${bins[@]}" | awk '/=> \//{print $3}' | sort -u); do
+           dpkg -S "$l" 2>/dev/null || dpkg -S "$(readlink -f "$l")" 2>/dev/null || true
+         done | cut -d: -f1 | sort -u | grep -vx libc6)
+  step "downloading: ${pkgs[*]}"
+  (cd "$dir/debs" && timeout 300 apt-get download "${pkgs[@]}")
+  du -sh "$dir"
+  step "prepared $dir: carry it to the device machine"
+  exit 0
+fi
+
+: "${OUT:?set OUT to the folder for the results}"
+[ -x "$dir/bin/bench_tenants" ] || { echo "no $dir/bin/bench_tenants: run '$0 prepare' first" >&2; exit 2; }
+step "unpacking the libraries"
+root=/tmp/tenants-root
+mkdir -p $root && for f in "$dir"/debs/*.deb; do dpkg -x "$f" $root || exit 2; done
+export LD_LIBRARY_PATH=$root/usr/lib/x86_64-linux-gnu:$root/lib/x86_64-linux-gnu:$PWD/$dir/bin
+
+step "registering the NVIDIA OpenCL ICD"
+mkdir -p /etc/OpenCL/vendors
+lib=$(ldconfig -p | awk '/libnvidia-opencl.so.1/{print $NF; exit}')
+[ -n "$lib" ] || { echo "no libnvidia-opencl.so.1 on this machine" >&2; exit 2; }
+echo "$lib" > /etc/OpenCL/vendors/nvidia.icd
+{ timeout 30 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
+  nproc; free -g | head -2; git log -1 --format='commit %h %s' 2>/dev/null; } | tee "$OUT/env.txt"
+
+cd "$dir/bin"
+step "ampd's devices"
+d=$(mktemp -d)
+./ampd --listen "unix:$d/s" 2>"$OUT/ampd-devices.log" & p=$!
+for _ in $(seq 240); do timeout 5 ./ampctl --address "unix:$d/s" health >/dev/null 2>&1 && break; sleep 0.5; done
+timeout 30 ./ampctl --address "unix:$d/s" devices | tee -a "$OUT/env.txt"
+kill $p; wait $p; echo "ampd exit $?"; rm -rf "$d"
+
+# The issue's shapes; the GPU is device "gpu" for A's device measures and
+# B's load; the floor's second ampd shares the host and the GPU with A's.
+step "bench_tenants (the table is printed at the end)"
+timeout 540 ./bench_tenants --ampd ./ampd --device gpu --bulk-bytes 1G --streams 4 \
+    --unary-bytes 32M --unary-calls 16 --seconds 3 --warmup 2 "$@" \
+    >"$OUT/bench_tenants.txt" 2>"$OUT/bench_tenants.err"
+rc=$?
+cat "$OUT/bench_tenants.txt"; tail -20 "$OUT/bench_tenants.err"
+step "bench_tenants exit $rc (0 ok, 1 a wrong result, 2 could not run, 124 timed out)"
+exit $rc
