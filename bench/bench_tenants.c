@@ -138,7 +138,7 @@ static const struct {
 
 struct bt_lat {
     bool done;
-    uint64_t calls;
+    uint64_t calls;          /* calls made (the schedule's, less those A fell behind on) */
     double rate;             /* calls/s over the schedule's span */
     double p50, p99, p999;   /* microseconds from when each call was due */
 };
@@ -198,9 +198,9 @@ static double bt_percentile(const double *sorted, size_t n, double q)
 
 /* A's measure m for --seconds: a call due every --period-us from the
  * first; one that is late starts at once, and its latency still counts
- * from when it was due. Calls due after --seconds are not made: when A
- * falls behind, calls/s shows it, and its latencies grow with --seconds
- * (the backlog), as an open-loop load generator's do. */
+ * from when it was due. No call starts after --seconds: a call due by
+ * then but not made (A fell behind) counts with its wait until the end,
+ * a lower bound, so that a stall neither hides nor stretches the run. */
 static struct bt_lat bt_a_measure(const struct bt_target *t, const struct bt_opts *o,
                                   enum bt_measure m, const struct bt_a_data *d)
 {
@@ -208,29 +208,30 @@ static struct bt_lat bt_a_measure(const struct bt_target *t, const struct bt_opt
     amp_opts ao = {.size = sizeof ao, .device = bt_measures[m].host ? NULL : o->device};
     int rc = bt_a_call(c, &ao, m, d);   /* warm-up, not counted */
     double period = o->period_us / 1e6;
-    size_t cap = (size_t)(o->seconds / period) + 1, n = 0;
-    double *lat = bench_alloc_touched(cap * sizeof *lat);
+    size_t due_n = (size_t)ceil(o->seconds / period), made = 0;
+    double *lat = bench_alloc_touched(due_n * sizeof *lat);
     double start = bench_now(), stop = start + o->seconds, end = start;
-    for (; n < cap && rc == 0; n++) {
-        double due = start + (double)n * period;
-        if (due >= stop)
-            break;
+    for (; made < due_n && rc == 0 && end < stop; made++) {
+        double due = start + (double)made * period;
         if (end < due)
             bt_sleep_until(due);
         rc = bt_a_call(c, &ao, m, d);
         end = bench_now();
-        lat[n] = (end - due) * 1e6;
+        lat[made] = (end - due) * 1e6;
     }
     if (rc != 0)
         bench_die("A's %s: %s (%s)", bt_measures[m].name, amp_strerror(rc), amp_last_message(c));
     amp_close(c);
-    /* Calls over the schedule's span, or longer when the last call ended
-     * late: at most one call per period. */
+    for (size_t k = made; k < due_n; k++)
+        lat[k] = (end - (start + (double)k * period)) * 1e6;
+    /* Calls made over the schedule's span, or longer when the last one
+     * ended late: at most one call per period. */
     double span = end > stop ? end - start : o->seconds;
-    qsort(lat, n, sizeof *lat, bench_cmp_double);
-    struct bt_lat r = {.done = true, .calls = n, .rate = (double)n / span,
-                       .p50 = bt_percentile(lat, n, 0.5), .p99 = bt_percentile(lat, n, 0.99),
-                       .p999 = bt_percentile(lat, n, 0.999)};
+    qsort(lat, due_n, sizeof *lat, bench_cmp_double);
+    struct bt_lat r = {.done = true, .calls = made, .rate = (double)made / span,
+                       .p50 = bt_percentile(lat, due_n, 0.5),
+                       .p99 = bt_percentile(lat, due_n, 0.99),
+                       .p999 = bt_percentile(lat, due_n, 0.999)};
     free(lat);
     return r;
 }
