@@ -87,8 +87,10 @@ static const struct config_opt config_opts[] = {
       CONFIG_STR(AMPD_DEFAULT_CONNECTION_MEMORY_SHARE) },
     { "max-client-memory", "N", CFG_U64, CFG_OFF(max_client_memory), 1, UINT64_MAX,
       "the same bytes, for one client over all its connections (as\n"
-      "                            --max-client-streams names it); 0: --max-job-memory,\n"
-      "                            which is no per-client limit" },
+      "                            --max-client-streams names it); 0: --max-job-memory / "
+      CONFIG_STR(AMPD_DEFAULT_CLIENT_MEMORY_SHARE) ",\n"
+      "                            at least --max-connection-memory; --max-job-memory:\n"
+      "                            no per-client limit" },
     { "max-client-streams", "N", CFG_U32, CFG_OFF(max_client_streams), 0, UINT32_MAX,
       "calls open at once per client: its token's name, else its\n"
       "                            uid or address, over all its connections; 0: no limit" },
@@ -103,6 +105,11 @@ static const struct config_opt config_opts[] = {
       "                            --min-request-rate; 0: never time out" },
     { "min-request-rate", "N", CFG_U64, CFG_OFF(min_request_rate), 1, UINT64_MAX,
       "bytes per second a request arrives at, at least" },
+    { "send-timeout", "S", CFG_SECONDS, CFG_OFF(send_timeout_ms), 0,
+      UINT32_MAX / CONFIG_MS_PER_S,
+      "close a connection whose replies wait and make no write\n"
+      "                            progress for S seconds (its client reads nothing),\n"
+      "                            giving their bytes back; 0: never" },
     { "socket-mode", "MODE", CFG_MODE, CFG_OFF(socket_mode), 0, 0777,
       "permissions of Unix socket files, octal" },
     { "socket-group", "GROUP", CFG_GROUP, CFG_OFF(socket_group), 0, 0,
@@ -352,6 +359,7 @@ static void config_defaults(struct config *cfg)
     cfg->max_job_memory = AMPD_DEFAULT_MAX_JOB_MEMORY;
     cfg->max_peer_connections = AMPD_DEFAULT_MAX_PEER_CONNECTIONS;
     cfg->request_timeout_ms = AMPD_DEFAULT_REQUEST_TIMEOUT_MS;
+    cfg->send_timeout_ms = AMPD_DEFAULT_SEND_TIMEOUT_MS;
     cfg->min_request_rate = AMPD_DEFAULT_MIN_REQUEST_RATE;
     cfg->socket_mode = AMPD_DEFAULT_SOCKET_MODE;
     cfg->drain_timeout_ms = AMPD_DEFAULT_DRAIN_TIMEOUT_MS;
@@ -416,10 +424,16 @@ static int config_check(struct config *cfg, char *err, size_t errlen)
     }
     if (cfg->max_connection_memory > cfg->max_job_memory)
         cfg->max_connection_memory = cfg->max_job_memory;
-    /* Off unless asked for, like the other shares: charging every byte to
-     * a client's budget takes a second daemon-wide lock per take
-     * (bench/RESULTS.md: up to a third of a busy client's calls/s). */
-    if (!cfg->max_client_memory || cfg->max_client_memory > cfg->max_job_memory)
+    /* On by default, unlike the call and job shares (issue 33): without it
+     * one client's unread replies on a few connections held every byte and
+     * locked the others out. It costs a second lock per take (bench/RESULTS.md:
+     * up to a third of a busy client's tiny calls/s); --max-job-memory turns it off. */
+    if (!cfg->max_client_memory) {
+        cfg->max_client_memory = cfg->max_job_memory / AMPD_DEFAULT_CLIENT_MEMORY_SHARE;
+        if (cfg->max_client_memory < cfg->max_connection_memory)
+            cfg->max_client_memory = cfg->max_connection_memory;
+    }
+    if (cfg->max_client_memory > cfg->max_job_memory)
         cfg->max_client_memory = cfg->max_job_memory;
     if (cfg->chunk_bytes % AMPD_CHUNK_ALIGN) {
         snprintf(err, errlen, "--chunk-bytes must be a multiple of %d", AMPD_CHUNK_ALIGN);

@@ -23,9 +23,14 @@
 /* A connection may hold this share of --max-job-memory unless told otherwise. */
 #define AMPD_DEFAULT_CONNECTION_MEMORY_SHARE 4
 /* And a client (all its connections) this share, so that no one client can
- * hold it all (issue 13), unless told otherwise; never less than a connection. */
+ * hold it all (issues 13 and 33), unless told otherwise; never less than a
+ * connection. A half: any other client finds at least the other half. */
+#define AMPD_DEFAULT_CLIENT_MEMORY_SHARE 2
 #define AMPD_DEFAULT_MAX_PEER_CONNECTIONS 64
 #define AMPD_DEFAULT_REQUEST_TIMEOUT_MS 10000
+/* A connection whose replies wait and make no write progress this long
+ * (its client reads nothing) is closed, so that its bytes come back. */
+#define AMPD_DEFAULT_SEND_TIMEOUT_MS 10000
 #define AMPD_DEFAULT_MIN_REQUEST_RATE (64ull * 1024)
 #define AMPD_DEFAULT_SOCKET_MODE 0660
 #define AMPD_GROUP_MAX 64
@@ -92,6 +97,8 @@ struct config {
     uint32_t max_peer_connections;     /* per uid (Unix sockets) or address (TCP) */
     uint32_t request_timeout_ms;       /* 0: requests may stall forever */
     uint64_t min_request_rate;         /* bytes/s a request must keep up after the timeout */
+    uint32_t send_timeout_ms;          /* replies waiting with no write progress this long
+                                        * close their connection; 0: never */
     uint32_t socket_mode;              /* Unix socket files' permission bits */
     char socket_group[AMPD_GROUP_MAX]; /* Unix socket files' group; "": the daemon's */
     uint32_t drain_timeout_ms;

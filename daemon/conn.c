@@ -19,12 +19,14 @@
  */
 #include "conn.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "conn_tls.h"
 #include "iov_send.h"
+#include "log.h"
 #include "traffic.h"
 
 /* A borrowed frame goes to the socket in one write. */
@@ -51,6 +53,12 @@ struct conn {
     bool closing;               /* listen_sock_close() called: no more I/O */
     bool fatal;                 /* protocol error: close once the GOAWAY is out */
     bool idle_closed;           /* got its GOAWAY for --idle-timeout */
+    /* --send-timeout: writes that moved bytes (counted, no clock on the
+     * write path); the sweep notes the count and when it last changed or
+     * found nothing owed, so a stall is timed from then. */
+    uint64_t progress;
+    uint64_t swept_progress;
+    uint64_t stall_ms;
 };
 
 static void conn_flush(struct conn *c);
@@ -203,6 +211,7 @@ static int conn_gather(struct conn *c)
         if (w < 0)
             return -1;
         conn_count_out(c, len);   /* written, or the rest queued below */
+        c->progress += w > 0;
         if ((size_t)w == len) {
             h2_session_written(c->h2);
             continue;
@@ -236,6 +245,7 @@ static int conn_gather_tls(struct conn *c)
         if (w < 0)
             return -1;
         conn_count_out(c, len);
+        c->progress += w > 0;
         if ((size_t)w == len) {
             tls_pipe_out_done(c->tls, len);
             continue;
@@ -322,6 +332,7 @@ static void conn_sock_written(void *ctx, int status)
         conn_close(c, 0);
         return;
     }
+    c->progress++;
     conn_flush(c);
 }
 
@@ -444,11 +455,35 @@ void conn_drain_all(struct conn_set *set)
     }
 }
 
+/* Whether c's replies have waited with no write progress for
+ * --send-timeout: its client reads nothing (a full socket) or opens no
+ * window, while what it holds counts against everyone's --max-job-memory.
+ * Closing it gives all of that back at once (its calls end with it). */
+static bool conn_send_stalled(struct conn *c, uint64_t now_ms)
+{
+    bool owed = c->writing > 0 || h2_session_reply_waiting(c->h2);
+    if (!owed || c->progress != c->swept_progress) {
+        c->swept_progress = c->progress;
+        c->stall_ms = now_ms;
+        return false;
+    }
+    return c->set->send_timeout_ms && now_ms - c->stall_ms >= c->set->send_timeout_ms;
+}
+
 void conn_sweep(struct conn_set *set, uint64_t now_ms, uint64_t idle_ms)
 {
     for (struct conn *c = set->head, *next; c; c = next) {
         next = c->next;   /* a flush may close c, but frees it only in a later callback */
-        if (c->closing || c->fatal)
+        if (c->closing)
+            continue;
+        if (conn_send_stalled(c, now_ms)) {
+            log_msg(LOG_WARN, "closing the connection of %s: its replies made no write progress "
+                    "for --send-timeout (%" PRIu64 " s), %" PRIu64 " bytes held",
+                    c->peer, set->send_timeout_ms / 1000, budget_used(&c->budget));
+            conn_close(c, 0);
+            continue;
+        }
+        if (c->fatal)
             continue;
         if (h2_session_expire(c->h2, now_ms) != 0) {
             c->fatal = true;   /* closes once its GOAWAY is out */

@@ -34,6 +34,8 @@ struct conn_set {
     struct conn_limit *limit;   /* --max-connections and --max-peer-connections, daemon-wide */
     struct budget *budget;      /* the daemon's; each connection's own budget is its child */
     uint64_t conn_memory;       /* --max-connection-memory: the max of each connection's budget */
+    uint64_t send_timeout_ms;   /* --send-timeout: replies waiting with no write progress this
+                                 * long close their connection (conn_sweep); 0: never */
     struct h2_config h2cfg;     /* every session's, but for its budget (the connection's) */
     struct rpc_env *env;
     struct tls_server *tls;     /* tls: listeners' certificates; NULL when there is none */
@@ -50,7 +52,9 @@ struct conn_set {
  * clock: requests stalled past --request-timeout are answered and
  * connections stalled before their first call are closed
  * (h2_session_expire); with idle_ms (--idle-timeout) set, connections with
- * no call open and no useful activity for that long get a GOAWAY and close. */
+ * no call open and no useful activity for that long get a GOAWAY and close;
+ * connections whose replies made no write progress for set->send_timeout_ms
+ * are closed. */
 void conn_sweep(struct conn_set *set, uint64_t now_ms, uint64_t idle_ms);
 
 /* How the acceptor admitted a connection: conn_admit() runs on the

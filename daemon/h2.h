@@ -211,6 +211,11 @@ size_t h2_session_calls(const struct h2_session *s);
  * and partial frames are not activity, so they keep no connection alive. */
 uint64_t h2_session_active_ms(const struct h2_session *s);
 
+/* Whether some call has reply bytes queued that nghttp2 has not taken yet
+ * (the client's window or the socket holds them back): the owner's
+ * --send-timeout watches such a session for write progress. */
+bool h2_session_reply_waiting(const struct h2_session *s);
+
 /* Enforces --request-timeout at now (a periodic sweep calls this): calls
  * whose request stalled below min_request_rate are answered
  * RESOURCE_EXHAUSTED. Returns -1 when the connection itself stalled (no

@@ -418,3 +418,11 @@ void h2_reply_notify_sent(struct h2_session *s)
             s->h->sent(c, s->ctx);
     }
 }
+
+bool h2_session_reply_waiting(const struct h2_session *s)
+{
+    for (const struct h2_call *c = s->calls; c; c = c->next)
+        if (c->out_head)
+            return true;
+    return false;
+}

@@ -113,6 +113,8 @@ static void io_loop_start_sweep(struct io_loop *l)
     uint64_t shortest = l->cfg->request_timeout_ms;
     if (l->cfg->idle_timeout_ms && (!shortest || l->cfg->idle_timeout_ms < shortest))
         shortest = l->cfg->idle_timeout_ms;
+    if (l->cfg->send_timeout_ms && (!shortest || l->cfg->send_timeout_ms < shortest))
+        shortest = l->cfg->send_timeout_ms;
     if (!shortest)
         return;
     uint64_t every = shortest / IO_LOOP_SWEEPS_PER_TIMEOUT;
@@ -279,6 +281,7 @@ static void io_loop_init_conns(struct io_loop *l, const struct io_loop_shared *s
     l->conns.traffic = sh->traffic;
     l->conns.auth = sh->auth;
     l->conns.conn_memory = cfg->max_connection_memory;
+    l->conns.send_timeout_ms = cfg->send_timeout_ms;
     l->conns.h2cfg = (struct h2_config){
         .max_message_bytes = (size_t)cfg->max_message_bytes,
         .max_streams = cfg->max_streams,

@@ -18,6 +18,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+/* This share of the pool's buffers (at least) is left free for streams:
+ * a run (staging_get_run) never takes it. */
+#define STAGING_STREAM_RESERVE_SHARE 4
+
 struct staging_pool {
     uv_mutex_t lock;                /* guards free_list, taken, nfree, ports and has_waiters */
     size_t size, count;
@@ -229,6 +233,13 @@ void *staging_get_run(struct staging_port *port, size_t n)
     struct staging_pool *p = port->pool;
     void *host = NULL;
     uv_mutex_lock(&p->lock);
+    /* A run is kept until its job's reply is written, which a client that
+     * never reads holds up until --send-timeout: runs never take the
+     * streams' reserve, since a run has other memory to fall back on and
+     * a stream has none (issue 33: unread unary replies stalled every
+     * client's streams). */
+    if (n > p->nfree || p->nfree - n < p->count / STAGING_STREAM_RESERVE_SHARE)
+        n = 0;
     size_t start = 0, len = 0;
     for (size_t i = 0; n && i < p->count && len < n; i++) {
         if (p->taken[i])

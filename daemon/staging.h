@@ -80,7 +80,8 @@ void staging_put(struct staging_port *port, struct staging_buf *b);
 
 /* A run of n neighbouring buffers (n * staging_buf_size() bytes in one
  * piece: a unary request's bulk bytes, rpc_bulk_pin.c), or NULL when no
- * such run is free. Runs never wait: the caller falls back to other memory. */
+ * such run is free, or taking it would leave streams less than a quarter
+ * of the pool. Runs never wait: the caller falls back to other memory. */
 void *staging_get_run(struct staging_port *port, size_t n);
 
 /* Returns a run from staging_get_run (host and n as it was taken), as
