@@ -59,9 +59,10 @@ int main(int argc, char **argv)
      * into fresh pages cost ~21 ms on the 2-core bench host, into reused
      * ones ~4.5): no mmap() at all (glibc's largest mmap threshold, 32
      * MiB, would still map a 32 MiB result). The heap keeps what it held
-     * at its peak, less a free top past MAIN_TRIM_THRESHOLD; what is live
-     * at once is bounded by the limits (--max-job-memory, --staging-bytes,
-     * --max-device-memory).
+     * at its peak, less a free top past MAIN_TRIM_THRESHOLD, until the
+     * daemon goes quiet: heap_trim.c then gives every free page back. What
+     * is live at once is bounded by the limits (--max-job-memory,
+     * --staging-bytes, --max-device-memory).
      * Arenas: one per thread that allocates (I/O loops, host workers,
      * runners and the main thread, with room to spare). One arena for all
      * made every call's small allocations queue on its lock: on the H100

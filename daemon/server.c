@@ -32,6 +32,7 @@
 #include "client_share.h"
 #include "conn_limit.h"
 #include "dev.h"
+#include "heap_trim.h"
 #include "io_loop.h"
 #include "listen.h"
 #include "log.h"
@@ -46,6 +47,10 @@
 /* After --drain-timeout, calls get their status; connections that cannot
  * take it (a client that does not read) are closed this much later. */
 #define SERVER_DRAIN_FLUSH_MS 2000
+/* The heap is trimmed after this long with nothing held and no call
+ * answered (heap_trim.h): long enough to skip the gaps of a busy client,
+ * short against the 30 s in which memory must come back. */
+#define SERVER_HEAP_TRIM_MS 2000
 
 struct server {
     uv_loop_t loop;            /* the main loop, and I/O loop 0's */
@@ -78,6 +83,7 @@ struct server {
     struct client_share *shares; /* per-client limits; NULL: none set; freed after the loops */
     uv_signal_t sigterm, sigint, sighup;
     uv_timer_t drain_timer;
+    struct heap_trim heap_trim;  /* gives freed memory back once quiet */
     bool draining;
     bool drain_expired;        /* --drain-timeout passed: calls were failed, closing soon */
     bool stopped;              /* every loop told to close its connections */
@@ -320,6 +326,7 @@ static void server_finish(struct server *srv)
     uv_close((uv_handle_t *)&srv->sigint, NULL);
     uv_close((uv_handle_t *)&srv->sighup, NULL);
     uv_close((uv_handle_t *)&srv->drain_timer, NULL);
+    heap_trim_close(&srv->heap_trim);
     uv_close((uv_handle_t *)&srv->wake, NULL);
 }
 
@@ -564,6 +571,8 @@ static void server_init(struct server *srv, const struct config *cfg, size_t nde
     uv_async_init(&srv->loop, &srv->wake, server_on_wake);
     srv->sigterm.data = srv->sigint.data = srv->sighup.data = srv;
     srv->drain_timer.data = srv->wake.data = srv;
+    heap_trim_start(&srv->heap_trim, &srv->loop, SERVER_HEAP_TRIM_MS, &srv->budget,
+                    &srv->status_counts);
 }
 
 /* --io-threads loops: loop 0 on the main loop, the others started on their

@@ -50,8 +50,8 @@ enum {
 extern const uint8_t hostile_preface[24];
 
 /* Starts ampd with args (NULL-terminated, may be NULL) in an environment
- * where freed memory goes back to the kernel (large blocks are mmap'd,
- * ASan's quarantine is small), makes one probe call so that lazily built
+ * where ASan's quarantine is small (glibc's heap is left as the daemon sets
+ * it), makes one probe call so that lazily built
  * state exists before the baseline is taken, and returns that baseline
  * VmRSS in KiB. Fails the test if ampd does not start or the probe fails. */
 long hostile_start(struct daemon_proc *d, const char *const *args);
