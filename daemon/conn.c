@@ -458,7 +458,9 @@ void conn_drain_all(struct conn_set *set)
 /* Whether c's replies have waited with no write progress for
  * --send-timeout: its client reads nothing (a full socket) or opens no
  * window, while what it holds counts against everyone's --max-job-memory.
- * Closing it gives all of that back at once (its calls end with it). */
+ * Closing it gives all of that back at once (its calls end with it).
+ * Progress is a write that moved bytes or ended; one is at most a DATA
+ * frame (~1 MiB), so only a reader slower than that per timeout is cut. */
 static bool conn_send_stalled(struct conn *c, uint64_t now_ms)
 {
     bool owed = c->writing > 0 || h2_session_reply_waiting(c->h2);
