@@ -119,8 +119,12 @@ static const struct config_opt config_opts[] = {
       "                            PATH" ADDRESS_REGION_SUFFIX " beside each unix:PATH listener" },
     { "max-regions", "N", CFG_U32, CFG_OFF(max_regions), 1, UINT32_MAX,
       "regions one client may register at once" },
-    { "max-region-bytes", "N", CFG_U64, CFG_OFF(max_region_bytes), 1, UINT64_MAX,
-      "bytes of regions mapped at once, all clients together" },
+    { "max-region-bytes", "N", CFG_U64, CFG_OFF(max_region_bytes), 0, UINT64_MAX,
+      "bytes of regions mapped at once, all clients together; 0:\n"
+      "                            physical RAM / " CONFIG_STR(AMPD_REGION_RAM_SHARE) },
+    { "max-client-region-bytes", "N", CFG_U64, CFG_OFF(max_client_region_bytes), 0, UINT64_MAX,
+      "the same, for one uid's regions; 0: --max-region-bytes / "
+      CONFIG_STR(AMPD_DEFAULT_CLIENT_REGION_SHARE) },
     { "staging-bytes", "N", CFG_U64, CFG_OFF(staging_bytes), AMPD_MIN_CHUNK_BYTES, UINT64_MAX,
       "pinned staging memory per device for streams" },
     { "chunk-bytes", "N", CFG_U64, CFG_OFF(chunk_bytes), AMPD_MIN_CHUNK_BYTES,
@@ -369,7 +373,6 @@ static void config_defaults(struct config *cfg)
     cfg->regions = 1;
     cfg->tcp_require_token = 1;
     cfg->max_regions = AMPD_DEFAULT_MAX_REGIONS;
-    cfg->max_region_bytes = AMPD_DEFAULT_MAX_REGION_BYTES;
     cfg->host_max_bytes = AMPD_DEFAULT_HOST_MAX_BYTES;
     cfg->busy_poll_us = AMPD_DEFAULT_BUSY_POLL_US;
     cfg->log_level = LOG_INFO;
@@ -382,6 +385,25 @@ static uint32_t config_threads_auto(uint32_t max)
     if (cpus < 1)
         return 1;
     return cpus < max ? (uint32_t)cpus : max;
+}
+
+/* --max-region-bytes and --max-client-region-bytes 0: shares of the host's
+ * RAM (config.h says why). */
+static void config_region_bytes(struct config *cfg)
+{
+    if (!cfg->max_region_bytes) {
+        long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+        cfg->max_region_bytes = pages > 0 && page > 0
+                                    ? (uint64_t)pages * (uint64_t)page / AMPD_REGION_RAM_SHARE
+                                    : 1;
+    }
+    if (!cfg->max_client_region_bytes) {
+        cfg->max_client_region_bytes = cfg->max_region_bytes / AMPD_DEFAULT_CLIENT_REGION_SHARE;
+        if (!cfg->max_client_region_bytes)
+            cfg->max_client_region_bytes = cfg->max_region_bytes;
+    }
+    if (cfg->max_client_region_bytes > cfg->max_region_bytes)
+        cfg->max_client_region_bytes = cfg->max_region_bytes;
 }
 
 /* TLS files go with tls: listeners, and the key with the certificate. */
@@ -435,6 +457,7 @@ static int config_check(struct config *cfg, char *err, size_t errlen)
     }
     if (cfg->max_client_memory > cfg->max_job_memory)
         cfg->max_client_memory = cfg->max_job_memory;
+    config_region_bytes(cfg);
     if (cfg->chunk_bytes % AMPD_CHUNK_ALIGN) {
         snprintf(err, errlen, "--chunk-bytes must be a multiple of %d", AMPD_CHUNK_ALIGN);
         return -1;

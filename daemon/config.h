@@ -35,7 +35,16 @@
 #define AMPD_DEFAULT_SOCKET_MODE 0660
 #define AMPD_GROUP_MAX 64
 #define AMPD_DEFAULT_MAX_REGIONS 64
-#define AMPD_DEFAULT_MAX_REGION_BYTES (64ull * 1024 * 1024 * 1024)
+/* --max-region-bytes 0 (the default): physical RAM / this. A GPU's driver
+ * pins every page of a region it copies from (page-locked: neither
+ * reclaimed nor swapped), so regions may lock at most this share of the
+ * host and leave the rest to the kernel, ampd's own staging and job memory
+ * and every other program; a fixed 64G exceeded many hosts' RAM. */
+#define AMPD_REGION_RAM_SHARE 2
+/* --max-client-region-bytes 0 (the default): --max-region-bytes / this, so
+ * that one uid cannot take all of it and at least this many can have
+ * regions at once. */
+#define AMPD_DEFAULT_CLIENT_REGION_SHARE 4
 #define AMPD_DEFAULT_STAGING_BYTES (64ull * 1024 * 1024)
 #define AMPD_DEFAULT_CHUNK_BYTES (4ull * 1024 * 1024)
 #define AMPD_MIN_CHUNK_BYTES (64ull * 1024)
@@ -106,6 +115,7 @@ struct config {
     uint32_t regions;                  /* 1: region sockets beside Unix listeners */
     uint32_t max_regions;              /* per region client */
     uint64_t max_region_bytes;         /* mapped for every client together */
+    uint64_t max_client_region_bytes;  /* the same, per uid; <= max_region_bytes */
     uint64_t staging_bytes;            /* per device; >= chunk_bytes */
     uint64_t chunk_bytes;              /* multiple of AMPD_CHUNK_ALIGN */
     uint64_t max_device_memory;        /* 0: 90% of each device's memory */

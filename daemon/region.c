@@ -21,9 +21,13 @@
 #define MADV_POPULATE_WRITE 23
 #endif
 
+/* Pages region_populate asks mincore about at once (its vector, on the stack). */
+#define REGION_POPULATE_WINDOW 4096
+
 struct region {
     struct region_set *set;
     struct region_client *client;  /* NULL once released: no job may name it */
+    struct region_owner *owner;    /* charged its size until unmapped (region_put) */
     struct region *prev, *next;    /* set->head, while registered */
     uint64_t id;
     uid_t uid;
@@ -33,13 +37,24 @@ struct region {
     _Atomic(struct dev_pinned *) *pins; /* set->ndevs slots (region_pin_claim) */
 };
 
+/* A uid's regions, the client (as client_share.h names Unix clients) that
+ * --max-client-region-bytes bounds: a job or a device's pin may commit every
+ * page of a region, so its whole size is charged, released ones included
+ * until unmapped. */
+struct region_owner {
+    struct region_owner *next;
+    uid_t uid;
+    uint64_t bytes;                /* > 0 while listed: freed when it falls to 0 */
+};
+
 struct region_set {
     struct region_limits limits;
-    /* Guards head, next_id and the list links: region_sock.c registers and
-     * releases on the main loop while calls on every I/O loop look regions
-     * up (region_use). */
+    /* Guards head, owners, next_id and the list links: region_sock.c
+     * registers and releases on the main loop while calls on every I/O loop
+     * look regions up (region_use) and jobs let them go (region_put). */
     pthread_mutex_t lock;
     struct region *head;           /* registered regions */
+    struct region_owner *owners;   /* uids with bytes charged */
     uint64_t next_id;
     size_t ndevs;
     void (*unpin)(struct dev_pinned *);
@@ -103,6 +118,55 @@ struct region_client *region_client_new(struct region_set *s, uid_t uid)
     return c;
 }
 
+/* uid's charge, made when absent (with s->lock held); NULL when out of memory. */
+static struct region_owner *region_owner_get(struct region_set *s, uid_t uid)
+{
+    for (struct region_owner *o = s->owners; o; o = o->next)
+        if (o->uid == uid)
+            return o;
+    struct region_owner *o = calloc(1, sizeof(*o));
+    if (o) {
+        o->uid = uid;
+        o->next = s->owners;
+        s->owners = o;
+    }
+    return o;
+}
+
+/* Takes bytes off o's charge (with s->lock held), freeing it at 0. */
+static void region_owner_uncharge_locked(struct region_set *s, struct region_owner *o,
+                                         uint64_t bytes)
+{
+    o->bytes -= bytes;
+    if (o->bytes)
+        return;
+    for (struct region_owner **p = &s->owners; *p; p = &(*p)->next) {
+        if (*p == o) {
+            *p = o->next;
+            break;
+        }
+    }
+    free(o);
+}
+
+static void region_owner_uncharge(struct region_set *s, struct region_owner *o, uint64_t bytes)
+{
+    pthread_mutex_lock(&s->lock);
+    region_owner_uncharge_locked(s, o, bytes);
+    pthread_mutex_unlock(&s->lock);
+}
+
+uint64_t region_set_client_bytes(struct region_set *s, uid_t uid)
+{
+    uint64_t n = 0;
+    pthread_mutex_lock(&s->lock);
+    for (struct region_owner *o = s->owners; o; o = o->next)
+        if (o->uid == uid)
+            n = o->bytes;
+    pthread_mutex_unlock(&s->lock);
+    return n;
+}
+
 void region_put(struct region *r)
 {
     if (!r || atomic_fetch_sub(&r->refs, 1) != 1)
@@ -114,6 +178,7 @@ void region_put(struct region *r)
     }
     free((void *)r->pins);
     munmap(r->map, r->size);
+    region_owner_uncharge(r->set, r->owner, r->size);
     atomic_fetch_sub(&r->set->bytes, r->size);
     free(r);
 }
@@ -193,6 +258,30 @@ static enum status_code region_check_fd(int fd, struct stat *st, char *err, size
     return STATUS_OK;
 }
 
+/* Charges r's size to its uid (with s->lock held), within
+ * --max-client-region-bytes. */
+static enum status_code region_charge(struct region_set *s, struct region *r, char *err,
+                                      size_t errlen)
+{
+    struct region_owner *o = region_owner_get(s, r->uid);
+    if (!o) {
+        snprintf(err, errlen, "out of memory");
+        return STATUS_RESOURCE_EXHAUSTED;
+    }
+    uint64_t max = s->limits.max_client_bytes;
+    if (r->size > max || o->bytes > max - r->size) {
+        snprintf(err, errlen,
+                 "--max-client-region-bytes (%" PRIu64 ") would be exceeded for uid %u: %" PRIu64
+                 " bytes registered, %zu more wanted",
+                 max, (unsigned)r->uid, o->bytes, r->size);
+        region_owner_uncharge_locked(s, o, 0);   /* a fresh one goes again */
+        return STATUS_RESOURCE_EXHAUSTED;
+    }
+    o->bytes += r->size;
+    r->owner = o;
+    return STATUS_OK;
+}
+
 enum status_code region_register(struct region_client *c, int fd, uint64_t *id, uint64_t *size,
                                  char *err, size_t errlen)
 {
@@ -239,8 +328,16 @@ enum status_code region_register(struct region_client *c, int fd, uint64_t *id, 
     r->uid = c->uid;
     r->size = (size_t)bytes;
     atomic_init(&r->refs, 1);
-    atomic_fetch_add(&s->bytes, bytes);
     pthread_mutex_lock(&s->lock);
+    code = region_charge(s, r, err, errlen);
+    if (code != STATUS_OK) {
+        pthread_mutex_unlock(&s->lock);
+        munmap(r->map, r->size);
+        free((void *)r->pins);
+        free(r);
+        return code;
+    }
+    atomic_fetch_add(&s->bytes, bytes);
     r->id = s->next_id++;
     r->next = s->head;
     if (s->head)
@@ -326,11 +423,45 @@ void region_ref(struct region *r)
     atomic_fetch_add(&r->refs, 1);
 }
 
-void region_populate(struct region *r)
+/* Maps in [start, end) of r's mapping, pages the memfd holds already. */
+static void region_populate_run(struct region *r, size_t start, size_t end)
 {
-    /* Best effort: without it (kernels before 5.14) a job's first pass
-     * faults the pages in instead. */
-    madvise(r->map, r->size, MADV_POPULATE_WRITE);
+    if (end > start)
+        madvise(r->map + start, end - start, MADV_POPULATE_WRITE);
+}
+
+bool region_populate(struct region *r)
+{
+    /* Only pages the memfd holds already, which the client wrote: mincore
+     * tells them apart (on a shared mapping it reports the file's pages,
+     * not ours). Populating the rest would allocate them, at the daemon's
+     * cost: a sparse 2 GiB memfd grew host Shmem and ampd's RSS by 2 GiB.
+     * Best effort: without MADV_POPULATE_WRITE (before Linux 5.14) a job's
+     * first pass faults the pages in instead. */
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    unsigned char vec[REGION_POPULATE_WINDOW];
+    bool all = true;
+    size_t run = 0;   /* where the current run of held pages began */
+    for (size_t at = 0; at < r->size;) {
+        size_t len = r->size - at;
+        if (len > sizeof vec * page)
+            len = sizeof vec * page;
+        size_t npages = (len + page - 1) / page;
+        if (mincore(r->map + at, len, vec) != 0) {
+            region_populate_run(r, run, at);
+            return false;
+        }
+        for (size_t i = 0; i < npages; i++, at += page) {
+            if (vec[i] & 1)
+                continue;
+            region_populate_run(r, run, at);
+            run = at + page;
+            all = false;
+        }
+    }
+    if (run < r->size)
+        region_populate_run(r, run, r->size);
+    return all;
 }
 
 void region_span(const struct region *r, uint8_t **base, size_t *size)

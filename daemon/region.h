@@ -37,6 +37,7 @@ struct region_client;
 struct region_limits {
     uint32_t max_per_client;  /* --max-regions */
     uint64_t max_bytes;       /* --max-region-bytes: mapped by every client together */
+    uint64_t max_client_bytes; /* --max-client-region-bytes: by one uid, <= max_bytes */
 };
 
 /* ndevs: the daemon's devices, each of which may pin a region (region_pin);
@@ -52,6 +53,10 @@ uint64_t region_set_bytes(const struct region_set *s);
 
 /* Regions registered now, every client's. Any thread. */
 size_t region_set_count(struct region_set *s);
+
+/* Bytes of regions charged to uid now (registered, or released and still
+ * used). Any thread. */
+uint64_t region_set_client_bytes(struct region_set *s, uid_t uid);
 
 /* One region-socket connection, for uid. NULL when out of memory. */
 struct region_client *region_client_new(struct region_set *s, uid_t uid);
@@ -84,9 +89,13 @@ void region_put(struct region *r);
 /* Another reference on r, for work that outlives the caller's (region_put). */
 void region_ref(struct region *r);
 
-/* Maps in every page of r's mapping, so that no job faults them one by
- * one; slow (~100 ms per GiB), so not on the loop. Any thread. */
-void region_populate(struct region *r);
+/* Maps in the pages of r's mapping that the memfd holds already (the
+ * client wrote them), so that no job faults them one by one; never
+ * allocates the others (a sparse memfd stays sparse). Slow (~100 ms per
+ * GiB held), so not on the loop. Any thread. Returns true when the memfd
+ * held every page: then pinning it for a device (which commits every
+ * page) costs no memory the client has not spent. */
+bool region_populate(struct region *r);
 
 /* r's whole mapping. */
 void region_span(const struct region *r, uint8_t **base, size_t *size);

@@ -117,10 +117,10 @@ static void server_on_accept(int fd, bool is_unix, bool tls, void *ctx)
 }
 
 /* The region socket beside a Unix listener (region_sock.h). */
-/* A region just registered has its pages mapped in (region_populate) and
- * is pinned for every GPU (dev_pin_region) on a worker thread, off the
- * loop, so that its first job finds it ready; the work holds a reference
- * on it until done. */
+/* A region just registered has the pages its client wrote mapped in
+ * (region_populate) and, when that is all of them, is pinned for every GPU
+ * (dev_pin_region) on a worker thread, off the loop, so that its first job
+ * finds it ready; the work holds a reference on it until done. */
 struct server_pin {
     uv_work_t work;
     struct server *srv;
@@ -130,7 +130,10 @@ struct server_pin {
 static void server_pin_work(uv_work_t *w)
 {
     struct server_pin *p = w->data;
-    region_populate(p->r);
+    /* A pin commits every page: only for a region the client filled; a
+     * sparse one is pinned by its first job, its size charged already. */
+    if (!region_populate(p->r))
+        return;
     for (size_t i = 0; i < p->srv->ndevs; i++)
         dev_pin_region(p->srv->devs[i], p->r);
 }
@@ -561,7 +564,8 @@ static void server_init(struct server *srv, const struct config *cfg, size_t nde
     conn_limit_init(&srv->conn_limit, cfg->max_connections, cfg->max_peer_connections);
     if (cfg->regions) {
         struct region_limits rl = { .max_per_client = cfg->max_regions,
-                                    .max_bytes = cfg->max_region_bytes };
+                                    .max_bytes = cfg->max_region_bytes,
+                                    .max_client_bytes = cfg->max_client_region_bytes };
         srv->regions = region_set_new(&rl, ndevs, dev_pinned_free);   /* NULL (no memory): regions off */
     }
     uv_signal_init(&srv->loop, &srv->sigterm);
