@@ -13,6 +13,7 @@
 
 #include "config.h"
 #include "dev.h"
+#include "fd_reserve.h"
 #include "log.h"
 #include "sched.h"
 #include "server.h"
@@ -72,6 +73,10 @@ int main(int argc, char **argv)
     mallopt(M_MMAP_MAX, 0);
     mallopt(M_ARENA_MAX, (int)(cfg.io_threads + cfg.host_threads + MAIN_SPARE_ARENAS));
     mallopt(M_TRIM_THRESHOLD, MAIN_TRIM_THRESHOLD);
+
+    /* Before devices open: their drivers' descriptors then sit below the
+     * clients' threshold (fd_reserve.h). */
+    log_msg(fd_reserve_init(err, sizeof err) == 0 ? LOG_INFO : LOG_WARN, "%s", err);
 
     struct dev **devs = NULL;
     size_t ndevs = 0;

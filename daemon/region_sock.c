@@ -20,9 +20,16 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "fd_reserve.h"
+
 #define REGION_SOCK_LINE_MAX 128     /* a request line, newline included */
 #define REGION_SOCK_OUT_MAX 512      /* answers waiting to be written */
 #define REGION_SOCK_FDS_MAX 4        /* descriptors held for lines not yet read */
+/* The same, over every connection of one uid: without it each of its
+ * --max-peer-connections held REGION_SOCK_FDS_MAX (issue 33 item 3). */
+#define REGION_SOCK_PEER_FDS_MAX 8
+#define REGION_SOCK_ACCEPT_BURST 64  /* accepts, then let the loop run */
+#define REGION_SOCK_RETRY_MS 100     /* out of descriptors: accept again after this */
 
 struct region_conn {
     struct region_listener *l;
@@ -42,6 +49,8 @@ struct region_conn {
 
 struct region_listener {
     uv_poll_t poll;
+    uv_timer_t retry;              /* accepting paused, out of descriptors */
+    int handles_open;              /* poll and retry, while they close */
     int fd;
     char path[ADDRESS_PATH_MAX];   /* removed on close; "": a passed socket's, not ours */
     struct region_set *set;
@@ -209,6 +218,37 @@ static void region_conn_lines(struct region_conn *c)
     }
 }
 
+/* Descriptors waiting for their lines on uid's connections. */
+static size_t region_conn_peer_fds(const struct region_listener *l, uid_t uid)
+{
+    size_t n = 0;
+    for (const struct region_conn *c = l->head; c; c = c->next)
+        n += c->uid == uid ? c->nfds : 0;
+    return n;
+}
+
+/* Keeps a descriptor that came with c's bytes, or closes it and says why
+ * not (in err; the connection ends after the answer). */
+static void region_conn_keep_fd(struct region_conn *c, int fd, char *err, size_t errlen)
+{
+    if (err[0]) {
+        close(fd);
+        return;
+    }
+    if (c->nfds >= REGION_SOCK_FDS_MAX)
+        snprintf(err, errlen, "too many descriptors at once");
+    else if (region_conn_peer_fds(c->l, c->uid) >= REGION_SOCK_PEER_FDS_MAX)
+        snprintf(err, errlen, "uid %u has %d descriptors waiting for their lines already",
+                 (unsigned)c->uid, REGION_SOCK_PEER_FDS_MAX);
+    else if (!fd_reserve_admit(fd))
+        snprintf(err, errlen, "the daemon is out of descriptors for clients (%ld of its limit "
+                              "%ld open)", fd_reserve_threshold(), fd_reserve_limit());
+    if (err[0])
+        close(fd);
+    else
+        c->fds[c->nfds++] = fd;
+}
+
 /* Reads what is there, with its descriptors; false at EOF or failure. */
 static bool region_conn_read(struct region_conn *c)
 {
@@ -222,7 +262,12 @@ static bool region_conn_read(struct region_conn *c)
     ssize_t n = recvmsg(c->fd, &m, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
     if (n < 0)
         return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR;
-    bool over = (m.msg_flags & MSG_CTRUNC) != 0;
+    char err[STATUS_MSG_MAX] = "";
+    enum status_code code = STATUS_RESOURCE_EXHAUSTED;
+    if (m.msg_flags & MSG_CTRUNC) {   /* the kernel dropped some: too many, or none left */
+        snprintf(err, sizeof err, "too many descriptors at once");
+        code = STATUS_INVALID_ARGUMENT;
+    }
     for (struct cmsghdr *h = CMSG_FIRSTHDR(&m); h; h = CMSG_NXTHDR(&m, h)) {
         if (h->cmsg_level != SOL_SOCKET || h->cmsg_type != SCM_RIGHTS)
             continue;
@@ -230,17 +275,15 @@ static bool region_conn_read(struct region_conn *c)
         for (size_t i = 0; i < k; i++) {
             int fd;
             memcpy(&fd, CMSG_DATA(h) + i * sizeof(int), sizeof fd);
-            if (c->nfds < REGION_SOCK_FDS_MAX)
-                c->fds[c->nfds++] = fd;
-            else {
-                close(fd);
-                over = true;
-            }
+            bool first_refusal = !err[0];
+            region_conn_keep_fd(c, fd, err, sizeof err);
+            if (first_refusal && err[0] && c->nfds >= REGION_SOCK_FDS_MAX)
+                code = STATUS_INVALID_ARGUMENT;   /* the protocol's limit, not the daemon's */
         }
     }
-    if (over) {
+    if (err[0]) {
         region_conn_drop_fds(c);
-        region_conn_error(c, STATUS_INVALID_ARGUMENT, "too many descriptors at once");
+        region_conn_error(c, code, err);
         c->closing = true;
         return true;
     }
@@ -304,7 +347,10 @@ static void region_listen_accept(struct region_listener *l, int fd)
     struct ucred cred;
     socklen_t len = sizeof cred;
     char err[STATUS_MSG_MAX] = "";
-    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0)
+    if (!fd_reserve_admit(fd))
+        snprintf(err, sizeof err, "the daemon is out of descriptors for clients (%ld of its "
+                                  "limit %ld open)", fd_reserve_threshold(), fd_reserve_limit());
+    else if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0)
         snprintf(err, sizeof err, "cannot tell who is calling (SO_PEERCRED)");
     else if (l->count > l->limits.max_connections)
         snprintf(err, sizeof err, "--max-connections (%" PRIu32 ") reached",
@@ -328,16 +374,34 @@ static void region_listen_accept(struct region_listener *l, int fd)
     region_conn_update(c);
 }
 
+static void region_listen_on_poll(uv_poll_t *p, int status, int events);
+
+static void region_listen_on_retry(uv_timer_t *t)
+{
+    struct region_listener *l = t->data;
+    uv_poll_start(&l->poll, UV_READABLE, region_listen_on_poll);
+}
+
 static void region_listen_on_poll(uv_poll_t *p, int status, int events)
 {
     struct region_listener *l = p->data;
     if (status != 0 || !(events & UV_READABLE))
         return;
-    for (int i = 0; i < 64; i++) {   /* a burst, then let the loop run */
+    for (int i = 0; i < REGION_SOCK_ACCEPT_BURST; i++) {
         int fd = accept4(l->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if (fd < 0)
-            return;   /* EAGAIN, or out of descriptors: the rest wait in the backlog */
-        region_listen_accept(l, fd);
+        if (fd >= 0) {
+            region_listen_accept(l, fd);
+            continue;
+        }
+        if (errno == EINTR || errno == ECONNABORTED)
+            continue;
+        if (errno != EAGAIN && errno != EWOULDBLOCK) {
+            /* EMFILE and the like: the listener stays readable, so polling
+             * on would spin; the connections wait in the backlog. */
+            uv_poll_stop(&l->poll);
+            uv_timer_start(&l->retry, region_listen_on_retry, REGION_SOCK_RETRY_MS, 0);
+        }
+        return;
     }
 }
 
@@ -355,11 +419,18 @@ int region_listen_adopt(uv_loop_t *loop, int fd, struct region_set *set,
     l->set = set;
     l->limits = *limits;
     l->poll.data = l;
-    if (uv_poll_init(loop, &l->poll, l->fd) != 0 ||
-        uv_poll_start(&l->poll, UV_READABLE, region_listen_on_poll) != 0) {
+    if (uv_poll_init(loop, &l->poll, l->fd) != 0) {
         snprintf(err, errlen, "cannot poll the region socket");
         close(l->fd);
         free(l);
+        return -1;
+    }
+    l->retry.data = l;
+    uv_timer_init(loop, &l->retry);
+    if (uv_poll_start(&l->poll, UV_READABLE, region_listen_on_poll) != 0) {
+        snprintf(err, errlen, "cannot poll the region socket");
+        l->path[0] = '\0';
+        region_listen_close(l);   /* closes l->fd once the handles are closed */
         return -1;
     }
     *out = l;
@@ -384,6 +455,8 @@ int region_listen(uv_loop_t *loop, const char *path, const struct listen_unix_ac
 static void region_listen_on_closed(uv_handle_t *h)
 {
     struct region_listener *l = h->data;
+    if (--l->handles_open)
+        return;
     close(l->fd);
     free(l);
 }
@@ -394,5 +467,7 @@ void region_listen_close(struct region_listener *l)
         region_conn_close(l->head);
     if (l->path[0])
         unlink(l->path);
+    l->handles_open = 2;
     uv_close((uv_handle_t *)&l->poll, region_listen_on_closed);
+    uv_close((uv_handle_t *)&l->retry, region_listen_on_closed);
 }

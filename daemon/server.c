@@ -32,6 +32,7 @@
 #include "client_share.h"
 #include "conn_limit.h"
 #include "dev.h"
+#include "fd_reserve.h"
 #include "heap_trim.h"
 #include "io_loop.h"
 #include "listen.h"
@@ -104,6 +105,10 @@ static void server_notify(const char *state)
 static void server_on_accept(int fd, bool is_unix, bool tls, void *ctx)
 {
     struct server *srv = ctx;
+    if (!fd_reserve_admit(fd)) {
+        close(fd);   /* the client sees its connection close; fd_reserve logs it */
+        return;
+    }
     struct io_loop *best = srv->loops[0];
     unsigned best_load = io_loop_load(best);
     for (size_t i = 1; i < srv->nloops && best_load; i++) {

@@ -8,7 +8,8 @@ prefix's ampd and ampd.conf and nothing under /usr/local; that
 ampd copied to where the unit looks); that `systemd-analyze security`
 rates the service's exposure 2.1 or better, also with a TLS listener and
 its certificate and token file as credentials (docs/security.md's
-drop-in); and that the unit reloads with SIGHUP and is Type=notify.
+drop-in); that the unit reloads with SIGHUP and is Type=notify; and that
+it raises LimitNOFILE= above systemd's default soft 1024.
 """
 import os
 import re
@@ -20,6 +21,7 @@ SRC = os.environ.get("AMP_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "
 AMPD = os.environ["AMPD_BIN"]
 TIMEOUT_S = 300
 MAX_EXPOSURE = "21"   # systemd-analyze's tenths: 2.1
+MIN_NOFILE = 4096     # LimitNOFILE=: above systemd's default soft 1024
 
 
 def run(cmd):
@@ -49,6 +51,9 @@ def main():
         assert "/usr/local" not in text, "the unit names /usr/local:\n" + text
         assert re.search(r"^ExecReload=/bin/kill -HUP \$MAINPID$", text, re.M), text
         assert re.search(r"^Type=notify$", text, re.M), text
+        # descriptors beyond systemd's default soft 1024 (issue 33 item 3)
+        nofile = re.search(r"^LimitNOFILE=(\d+)$", text, re.M)
+        assert nofile and int(nofile.group(1)) >= MIN_NOFILE, text
         os.makedirs(os.path.join(prefix, "sbin"))
         shutil.copy(AMPD, os.path.join(prefix, "sbin", "ampd"))
         run(["systemd-analyze", "verify", "--man=no", service, os.path.join(units, "ampd.socket")])
