@@ -3,7 +3,7 @@
 # Builds the libFuzzer harnesses (fuzz/, clang, in build-fuzz) and runs each
 # for SECONDS (default 60) over a scratch copy of its committed corpus, so
 # that what a run adds never lands in the repository:
-#   scripts/fuzz.sh [SECONDS] [HARNESS...]   (default: all four)
+#   scripts/fuzz.sh [SECONDS] [HARNESS...]   (default: all five)
 # Each harness's last lines (coverage, execs) are printed; its full log is
 # build-fuzz/fuzz-logs/HARNESS.log and a crashing input goes to
 # build-fuzz/crashes/HARNESS/. Exits 1 if any harness found a crash.
@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 seconds=${1:-60}
 shift || true
 harnesses=("$@")
-[ ${#harnesses[@]} -eq 0 ] && harnesses=(fuzz_conn fuzz_requests fuzz_config fuzz_tls)
+[ ${#harnesses[@]} -eq 0 ] && harnesses=(fuzz_conn fuzz_requests fuzz_config fuzz_tls fuzz_regions)
 
 scripts/build.sh build-fuzz
 
