@@ -35,8 +35,9 @@ def free_port():
 
 
 class Daemon:
-    def __init__(self, extra_args=(), stderr=None):
-        """stderr: a file for the daemon's log (None: the test's own)."""
+    def __init__(self, extra_args=(), stderr=None, preexec_fn=None):
+        """stderr: a file for the daemon's log (None: the test's own);
+        preexec_fn: run in the child before ampd starts (resource limits)."""
         self.bin = os.environ.get("AMPD_BIN")
         if not self.bin:
             raise RuntimeError("AMPD_BIN is not set")
@@ -47,7 +48,7 @@ class Daemon:
         if loops and "--io-threads" not in extra_args:
             extra_args = (*extra_args, "--io-threads", loops)
         self.proc = subprocess.Popen([*DIE_WITH_PARENT, self.bin, "--listen", self.address,
-                                      *extra_args], stderr=stderr)
+                                      *extra_args], stderr=stderr, preexec_fn=preexec_fn)
         try:
             self._wait_ready()
         except Exception:
