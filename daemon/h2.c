@@ -49,8 +49,29 @@
  * reply's message) rather than end the write there. */
 #define H2_GATHER_MAX (64 * 1024)
 #define H2_GATHER_COPY_MAX (16 * 1024)
-/* Request header block limit: gRPC metadata is small. */
+/* Request header block limit: gRPC metadata is small. Advertised as
+ * SETTINGS_MAX_HEADER_LIST_SIZE and held to on the decoded fields as they
+ * come, each counting its name, its value and H2_FIELD_OVERHEAD (RFC 9113
+ * section 6.5.2): one byte of indexed reference to a large dynamic-table
+ * entry decodes to kilobytes. Passing it ends the connection (GOAWAY
+ * ENHANCE_YOUR_CALM): HPACK keeps state across blocks, so a stream error
+ * would still decode the rest of the block. So does a block whose own
+ * bytes pass it, before they are decoded: a sane encoder's fields decode
+ * to more than they take on the wire. */
 #define H2_MAX_HEADER_LIST (64 * 1024)
+#define H2_FIELD_OVERHEAD 32
+/* CONTINUATION frames one HEADERS block may span before nghttp2 ends the
+ * connection (its default, named here: empty ones add no bytes). */
+#define H2_MAX_CONTINUATIONS 8
+/* Resets ampd sends because of the client (a malformed request, a window
+ * or state error, a refused stream) free the stream's slot while its work
+ * may go on: a client that provokes them escapes the stream limit as
+ * rapid reset did (CVE-2025-8671, "MadeYouReset"; nghttp2 1.52 does not
+ * count them). A well-behaved client provokes none; past H2_RESET_BURST
+ * at once, refilled at H2_RESET_RATE a second, the connection gets GOAWAY
+ * ENHANCE_YOUR_CALM. */
+#define H2_RESET_BURST 100
+#define H2_RESET_RATE 10
 
 #define HTTP_STATUS_BAD_METHOD "405"
 #define HTTP_STATUS_BAD_MEDIA "415"
@@ -309,6 +330,11 @@ static void h2_call_headers_done(struct h2_call *c)
                      "malformed grpc-timeout: want 1 to 8 digits and a unit (H, M, S, m, u or n)");
         return;
     }
+    if (c->timeout_expired) {
+        h2_call_fail(c, STATUS_DEADLINE_EXCEEDED,
+                     "grpc-timeout is zero: the deadline passed before the request arrived");
+        return;
+    }
     char msg[STATUS_MSG_MAX] = "";
     s->active_ms = h2_now(s);
     enum status_code code = s->h->start(c, c->path, &c->kind, msg, sizeof(msg), s->ctx);
@@ -338,10 +364,26 @@ bool h2_call_fail_truncated(struct h2_call *c)
     return true;
 }
 
+/* Ends a request found malformed after its HEADERS (RFC 9113 section
+ * 8.1.1): RST_STREAM(PROTOCOL_ERROR), which gRPC clients read as INTERNAL,
+ * counted so with why; no more of its input is looked at. */
+static void h2_call_reset(struct h2_call *c, const char *why)
+{
+    if (c->answered)
+        return;
+    c->answered = true;
+    h2_count_status(c, STATUS_INTERNAL, why);
+    if (c->started && c->kind == H2_STREAM)
+        h2_stream_drop_input(c);
+    nghttp2_submit_rst_stream(c->s->ng, NGHTTP2_FLAG_NONE, c->stream_id, NGHTTP2_PROTOCOL_ERROR);
+}
+
 /* The client half-closed: check the request's shape and let the handler answer. */
 static void h2_call_remote_end(struct h2_call *c)
 {
     c->remote_ended = true;
+    if (!c->answered && !h2_request_end(&c->request))
+        h2_call_reset(c, "content-length is more than the DATA the request carried");
     if (c->answered || !c->started)
         return;
     if (c->kind == H2_STREAM) {
@@ -492,6 +534,40 @@ size_t h2_call_input(struct h2_call *c, const uint8_t *data, size_t len)
     return taken;
 }
 
+/* --- resets and their budget -------------------------------------------- */
+
+/* Ends the connection for a client's misbehaviour: GOAWAY ENHANCE_YOUR_CALM
+ * with why (static text), no more input read, and a close once the
+ * output is out (h2_session_want_read). */
+static void h2_session_calm(struct h2_session *s, const char *why)
+{
+    if (s->calm)
+        return;
+    s->calm = why;
+    int32_t last = nghttp2_session_get_last_proc_stream_id(s->ng);
+    nghttp2_submit_goaway(s->ng, NGHTTP2_FLAG_NONE, last, NGHTTP2_ENHANCE_YOUR_CALM,
+                          (const uint8_t *)why, strlen(why));
+}
+
+/* A RST_STREAM with code went out: one the client caused (anything but
+ * NO_ERROR, sent after an early answer, and CANCEL, ours at a drain) takes
+ * a token. False when none was left. */
+static bool h2_reset_spend(struct h2_session *s, uint32_t code)
+{
+    if (code == NGHTTP2_NO_ERROR || code == NGHTTP2_CANCEL)
+        return true;
+    uint64_t now = h2_now(s);
+    uint64_t full = (uint64_t)H2_RESET_BURST * 1000;
+    s->reset_milli = sat_add_u64(s->reset_milli, sat_mul_u64(now - s->reset_ms, H2_RESET_RATE));
+    if (s->reset_milli > full)
+        s->reset_milli = full;
+    s->reset_ms = now;
+    if (s->reset_milli < 1000)
+        return false;
+    s->reset_milli -= 1000;
+    return true;
+}
+
 /* --- nghttp2 callbacks ---------------------------------------------------- */
 
 static struct h2_call *h2_stream_call(nghttp2_session *ng, int32_t stream_id)
@@ -502,8 +578,14 @@ static struct h2_call *h2_stream_call(nghttp2_session *ng, int32_t stream_id)
 static int h2_on_begin_headers(nghttp2_session *ng, const nghttp2_frame *frame, void *user_data)
 {
     struct h2_session *s = user_data;
-    if (frame->hd.type != NGHTTP2_HEADERS || frame->headers.cat != NGHTTP2_HCAT_REQUEST)
+    if (frame->hd.type != NGHTTP2_HEADERS)
         return 0;
+    if (frame->headers.cat != NGHTTP2_HCAT_REQUEST) {
+        struct h2_call *t = h2_stream_call(ng, frame->hd.stream_id);
+        if (t)
+            t->header_list_bytes = 0;   /* trailers are a header list of their own */
+        return 0;
+    }
     struct h2_call *c = h2_call_new(s, frame->hd.stream_id);
     if (!c)
         return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE; /* resets the stream */
@@ -585,20 +667,32 @@ static void h2_call_keep_authorization(struct h2_call *c, const uint8_t *value, 
     c->authorization_len = len;
 }
 
+/* Adds a field to the call's header list as it is decoded. False once the
+ * list passed H2_MAX_HEADER_LIST. */
+static bool h2_call_header_list_add(struct h2_call *c, size_t namelen, size_t valuelen)
+{
+    c->header_list_bytes += (uint64_t)namelen + valuelen + H2_FIELD_OVERHEAD;
+    return c->header_list_bytes <= H2_MAX_HEADER_LIST;
+}
+
 static int h2_on_header(nghttp2_session *ng, const nghttp2_frame *frame, const uint8_t *name,
                         size_t namelen, const uint8_t *value, size_t valuelen, uint8_t flags,
                         void *user_data)
 {
     (void)flags;
-    (void)user_data;
+    struct h2_session *s = user_data;
     if (frame->hd.type != NGHTTP2_HEADERS)
         return 0;
+    struct h2_call *c = h2_stream_call(ng, frame->hd.stream_id);
+    if (c && !h2_call_header_list_add(c, namelen, valuelen)) {
+        h2_session_calm(s, "a header list passed SETTINGS_MAX_HEADER_LIST_SIZE");
+        return NGHTTP2_ERR_CALLBACK_FAILURE;
+    }
     if (frame->headers.cat != NGHTTP2_HCAT_REQUEST) {
         if (!h2_request_trailer_field(name, namelen, value, valuelen))
             return h2_reset_malformed(ng, frame->hd.stream_id);
         return 0;
     }
-    struct h2_call *c = h2_stream_call(ng, frame->hd.stream_id);
     if (!c)
         return 0;
     if (!h2_request_field(&c->request, name, namelen, value, valuelen))
@@ -614,6 +708,8 @@ static int h2_on_header(nghttp2_session *ng, const nghttp2_frame *frame, const u
         }
     } else if (h2_name_is(name, namelen, "grpc-timeout")) {
         c->timeout_bad = !h2_parse_timeout(value, valuelen, &c->timeout_ms);
+        /* Any other value rounds up to at least 1 ms. */
+        c->timeout_expired = !c->timeout_bad && c->timeout_ms == 0;
     } else if (h2_name_is(name, namelen, "authorization")) {
         h2_call_keep_authorization(c, value, valuelen);
     } else if (h2_name_is(name, namelen, "content-type")) {
@@ -659,6 +755,15 @@ static int h2_on_begin_frame(nghttp2_session *ng, const nghttp2_frame_hd *hd, vo
     bool plain = hd->type == NGHTTP2_DATA && !(hd->flags & NGHTTP2_FLAG_PADDED);
     s->data_stream = plain ? hd->stream_id : 0;
     s->data_left = plain ? hd->length : 0;
+    if (hd->type == NGHTTP2_HEADERS)
+        s->block_wire_bytes = 0;
+    if (hd->type == NGHTTP2_HEADERS || hd->type == NGHTTP2_CONTINUATION) {
+        s->block_wire_bytes += hd->length;
+        if (s->block_wire_bytes > H2_MAX_HEADER_LIST) {
+            h2_session_calm(s, "a HEADERS block's own bytes passed SETTINGS_MAX_HEADER_LIST_SIZE");
+            return NGHTTP2_ERR_CALLBACK_FAILURE;
+        }
+    }
     return 0;
 }
 
@@ -669,6 +774,8 @@ static int h2_on_data_chunk(nghttp2_session *ng, uint8_t flags, int32_t stream_i
     struct h2_session *s = user_data;
     s->data_left = stream_id == s->data_stream && len < s->data_left ? s->data_left - len : 0;
     struct h2_call *c = h2_stream_call(ng, stream_id);
+    if (c && !c->answered && !h2_request_data(&c->request, len))
+        h2_call_reset(c, "DATA passed the request's content-length");
     if (c && c->started)
         s->active_ms = h2_now(s);
     if (c && c->kind == H2_STREAM && c->started && !c->answered) {
@@ -688,7 +795,9 @@ static int h2_on_data_chunk(nghttp2_session *ng, uint8_t flags, int32_t stream_i
 
 static int h2_on_frame_send(nghttp2_session *ng, const nghttp2_frame *frame, void *user_data)
 {
-    (void)user_data;
+    struct h2_session *s = user_data;
+    if (frame->hd.type == NGHTTP2_RST_STREAM && !h2_reset_spend(s, frame->rst_stream.error_code))
+        h2_session_calm(s, "too many streams reset for the client's errors (CVE-2025-8671)");
     if (!(frame->hd.flags & NGHTTP2_FLAG_END_STREAM))
         return 0;
     struct h2_call *c = h2_stream_call(ng, frame->hd.stream_id);
@@ -736,6 +845,7 @@ static int h2_session_setup(struct h2_session *s)
     nghttp2_option_set_no_auto_window_update(opt, 1);
     /* Its request rules live in h2_request.c, less the :authority one. */
     nghttp2_option_set_no_http_messaging(opt, 1);
+    nghttp2_option_set_max_continuations(opt, H2_MAX_CONTINUATIONS);
     int rv = nghttp2_session_server_new2(&s->ng, cbs, s, opt);
     nghttp2_option_del(opt);
     nghttp2_session_callbacks_del(cbs);
@@ -763,7 +873,8 @@ struct h2_session *h2_session_new(const struct h2_config *cfg, const struct h2_h
     s->h = handlers;
     s->ctx = ctx;
     s->cfg = *cfg;
-    s->created_ms = s->active_ms = h2_now(s);
+    s->created_ms = s->active_ms = s->reset_ms = h2_now(s);
+    s->reset_milli = (uint64_t)H2_RESET_BURST * 1000;
     if (h2_session_setup(s) != 0) {
         h2_session_free(s);
         return NULL;
@@ -811,6 +922,8 @@ uint8_t *h2_session_read_dest(struct h2_session *s, size_t *len)
 
 int h2_session_recv(struct h2_session *s, const uint8_t *data, size_t len)
 {
+    if (s->calm)
+        return -1;
     s->busy++;
     ssize_t rv = nghttp2_session_mem_recv(s->ng, data, len);
     if (rv >= 0)
@@ -818,11 +931,13 @@ int h2_session_recv(struct h2_session *s, const uint8_t *data, size_t len)
     s->busy--;
     if (rv < 0) {
         /* Bad preface or an error nghttp2 could not turn into a GOAWAY
-         * itself: send one, then the owner closes after flushing. */
-        nghttp2_session_terminate_session(s->ng, NGHTTP2_PROTOCOL_ERROR);
+         * itself: send one (unless a callback sent its own), then the
+         * owner closes after flushing. */
+        if (!s->calm)
+            nghttp2_session_terminate_session(s->ng, NGHTTP2_PROTOCOL_ERROR);
         return -1;
     }
-    return 0;
+    return s->calm ? -1 : 0;
 }
 
 struct h2_write *h2_write_next(struct h2_session *s)
@@ -935,7 +1050,7 @@ ssize_t h2_session_send(struct h2_session *s, const uint8_t **out)
 
 int h2_session_want_read(const struct h2_session *s)
 {
-    return nghttp2_session_want_read(s->ng);
+    return !s->calm && nghttp2_session_want_read(s->ng);
 }
 
 int h2_session_want_write(const struct h2_session *s)

@@ -39,7 +39,8 @@ struct h2_call {
     void *user;                   /* handler's state; handler frees it in closed() */
     enum h2_call_kind kind;
     bool started;                 /* start() accepted: closed() is owed */
-    bool answered;                /* a response was submitted: input is ignored */
+    bool answered;                /* a response was submitted, or the stream reset
+                                   * (h2_call_reset): input is ignored */
     bool remote_ended;            /* the client half-closed */
     size_t nmessages;             /* request messages delivered */
     struct grpc_frame_reader reader;
@@ -57,12 +58,15 @@ struct h2_call {
     uint64_t wait_bytes;          /* request bytes that arrived since */
     /* Request headers, as collected until the HEADERS frame is whole. */
     struct h2_request request;    /* the HTTP/2 rules kept so far */
+    uint64_t header_list_bytes;   /* decoded size of the block so far (RFC 9113 section
+                                   * 6.5.2); trailers count afresh */
     char path[H2_PATH_MAX];
     bool path_too_long;
     bool is_post;
     char content_type[64];
     uint64_t timeout_ms;     /* grpc-timeout, 0 if none */
     bool timeout_bad;        /* grpc-timeout did not parse */
+    bool timeout_expired;    /* grpc-timeout of zero: the deadline passed before it came */
     char *authorization;     /* malloc'd value, NUL-terminated; NULL when absent or bad */
     size_t authorization_len;
     bool authorization_bad;  /* over H2_AUTHORIZATION_MAX, or repeated */
@@ -129,6 +133,13 @@ struct h2_session {
     uint64_t created_ms;     /* the preface and SETTINGS must arrive within the timeout */
     uint64_t active_ms;      /* last useful activity (h2_session_active_ms) */
     bool settings_seen;      /* the client's first SETTINGS arrived */
+    size_t block_wire_bytes; /* HEADERS + CONTINUATION payload of the block being read */
+    /* Resets ampd sent because of the client (h2_reset_spend): a token
+     * bucket of H2_RESET_BURST refilled at H2_RESET_RATE a second. */
+    uint64_t reset_milli;    /* tokens left, in thousandths, as of reset_ms */
+    uint64_t reset_ms;
+    const char *calm;        /* why the connection ends with ENHANCE_YOUR_CALM; NULL: it
+                              * does not (static text: it goes out as GOAWAY debug data) */
     bool resume_pending;     /* some call has resume_owed */
     bool sent_pending;       /* some call has sent_owed */
     /* The unpadded DATA frame whose payload is being read: its stream and

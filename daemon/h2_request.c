@@ -68,6 +68,23 @@ static bool h2_request_regular_ok(const uint8_t *name, size_t namelen, const uin
     return true;
 }
 
+/* content-length: digits only, once, and within 64 bits (a list of equal
+ * values, which RFC 9110 tolerates, is refused as nghttp2 refuses it). */
+static bool h2_request_length(struct h2_request *r, const uint8_t *value, size_t len)
+{
+    if (r->length_seen || len == 0)
+        return false;
+    uint64_t n = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (value[i] < '0' || value[i] > '9' || n > (UINT64_MAX - 9) / 10)
+            return false;
+        n = n * 10 + (uint64_t)(value[i] - '0');
+    }
+    r->length_seen = true;
+    r->content_length = n;
+    return true;
+}
+
 static bool h2_request_chars_ok(const uint8_t *name, size_t namelen, const uint8_t *value,
                                 size_t valuelen)
 {
@@ -82,6 +99,8 @@ bool h2_request_field(struct h2_request *r, const uint8_t *name, size_t namelen,
         return false;
     if (name[0] != ':') {
         r->regular_seen = true;
+        if (h2_request_is(name, namelen, "content-length"))
+            return h2_request_length(r, value, valuelen);
         return h2_request_regular_ok(name, namelen, value, valuelen);
     }
     unsigned bit = h2_request_pseudo_bit(name, namelen);
@@ -95,6 +114,17 @@ bool h2_request_trailer_field(const uint8_t *name, size_t namelen, const uint8_t
                               size_t valuelen)
 {
     return h2_request_chars_ok(name, namelen, value, valuelen) && name[0] != ':';
+}
+
+bool h2_request_data(struct h2_request *r, size_t len)
+{
+    r->data_received += len;
+    return !r->length_seen || r->data_received <= r->content_length;
+}
+
+bool h2_request_end(const struct h2_request *r)
+{
+    return !r->length_seen || r->data_received == r->content_length;
 }
 
 bool h2_request_complete(const struct h2_request *r)
