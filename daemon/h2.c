@@ -755,15 +755,6 @@ static int h2_on_begin_frame(nghttp2_session *ng, const nghttp2_frame_hd *hd, vo
     bool plain = hd->type == NGHTTP2_DATA && !(hd->flags & NGHTTP2_FLAG_PADDED);
     s->data_stream = plain ? hd->stream_id : 0;
     s->data_left = plain ? hd->length : 0;
-    if (hd->type == NGHTTP2_HEADERS)
-        s->block_wire_bytes = 0;
-    if (hd->type == NGHTTP2_HEADERS || hd->type == NGHTTP2_CONTINUATION) {
-        s->block_wire_bytes += hd->length;
-        if (s->block_wire_bytes > H2_MAX_HEADER_LIST) {
-            h2_session_calm(s, "a HEADERS block's own bytes passed SETTINGS_MAX_HEADER_LIST_SIZE");
-            return NGHTTP2_ERR_CALLBACK_FAILURE;
-        }
-    }
     return 0;
 }
 
@@ -875,6 +866,7 @@ struct h2_session *h2_session_new(const struct h2_config *cfg, const struct h2_h
     s->cfg = *cfg;
     s->created_ms = s->active_ms = s->reset_ms = h2_now(s);
     s->reset_milli = (uint64_t)H2_RESET_BURST * 1000;
+    s->frames.preface_left = NGHTTP2_CLIENT_MAGIC_LEN;
     if (h2_session_setup(s) != 0) {
         h2_session_free(s);
         return NULL;
@@ -920,10 +912,51 @@ uint8_t *h2_session_read_dest(struct h2_session *s, size_t *len)
     return p;
 }
 
+/* Follows the frame headers in the client's bytes to bound each HEADERS
+ * block's own size: nghttp2 decodes the CONTINUATION frames of a block it
+ * ignores (a refused stream's, or the rest of one after a malformed field)
+ * without telling any callback, up to 8 of SETTINGS_MAX_FRAME_SIZE each.
+ * False once a block passed H2_MAX_HEADER_LIST. */
+static bool h2_frames_scan(struct h2_session *s, const uint8_t *p, size_t n)
+{
+    struct h2_frames *f = &s->frames;
+    while (n) {
+        size_t skip = f->preface_left ? f->preface_left : f->payload_left;
+        if (skip) {
+            size_t k = n < skip ? n : skip;
+            if (f->preface_left)
+                f->preface_left -= k;
+            else
+                f->payload_left -= k;
+            p += k;
+            n -= k;
+            continue;
+        }
+        f->hd[f->hd_have++] = *p++;
+        n--;
+        if (f->hd_have < sizeof(f->hd))
+            continue;
+        f->hd_have = 0;
+        f->payload_left = (size_t)f->hd[0] << 16 | (size_t)f->hd[1] << 8 | f->hd[2];
+        if (f->hd[3] == NGHTTP2_HEADERS)
+            f->block = 0;
+        else if (f->hd[3] != NGHTTP2_CONTINUATION)
+            continue;
+        f->block += f->payload_left;
+        if (f->block > H2_MAX_HEADER_LIST)
+            return false;
+    }
+    return true;
+}
+
 int h2_session_recv(struct h2_session *s, const uint8_t *data, size_t len)
 {
     if (s->calm)
         return -1;
+    if (!h2_frames_scan(s, data, len)) {
+        h2_session_calm(s, "a HEADERS block's own bytes passed SETTINGS_MAX_HEADER_LIST_SIZE");
+        return -1;
+    }
     s->busy++;
     ssize_t rv = nghttp2_session_mem_recv(s->ng, data, len);
     if (rv >= 0)

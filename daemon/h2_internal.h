@@ -122,6 +122,18 @@ struct h2_write {
     struct h2_out *done;
 };
 
+/* Where the client's bytes are in HTTP/2's framing, as h2_frames_scan
+ * follows it: preface_left bytes of the preface, then frames; hd holds
+ * hd_have bytes of a frame header, payload_left bytes of the last frame
+ * are still to come, and block sums the HEADERS block being read. */
+struct h2_frames {
+    size_t preface_left;
+    uint8_t hd[9];
+    size_t hd_have;
+    size_t payload_left;
+    size_t block;
+};
+
 struct h2_session {
     nghttp2_session *ng;
     const struct h2_handlers *h;
@@ -133,7 +145,7 @@ struct h2_session {
     uint64_t created_ms;     /* the preface and SETTINGS must arrive within the timeout */
     uint64_t active_ms;      /* last useful activity (h2_session_active_ms) */
     bool settings_seen;      /* the client's first SETTINGS arrived */
-    size_t block_wire_bytes; /* HEADERS + CONTINUATION payload of the block being read */
+    struct h2_frames frames; /* the client's frame headers, followed (h2_frames_scan) */
     /* Resets ampd sent because of the client (h2_reset_spend): a token
      * bucket of H2_RESET_BURST refilled at H2_RESET_RATE a second. */
     uint64_t reset_milli;    /* tokens left, in thousandths, as of reset_ms */
