@@ -8,7 +8,9 @@
  * the connection must end with GOAWAY ENHANCE_YOUR_CALM as soon as the
  * decoded list passes it, for a few ms of ampd's CPU a block rather than
  * hundreds, while a client of another uid is served promptly. A 60 KB
- * header list, under the limit, is still served.
+ * header list, under the limit, is still served. A block nghttp2 ignores
+ * after a malformed field (decoding the rest without telling anyone) is
+ * bounded by its own size just the same.
  * MadeYouReset (CVE-2025-8671): calls started and then made to be reset by
  * ampd itself (a WINDOW_UPDATE that overflows the stream's window, a
  * stream error, RST_STREAM(FLOW_CONTROL_ERROR)): past a budget, GOAWAY
@@ -42,6 +44,7 @@
 #define BOMB_CPU_MS_PER_BLOCK 20
 /* A well-behaved call during the attack: it took seconds on the old code. */
 #define PROBE_MAX_MS 500
+#define IGNORED_FRAMES 5       /* 80 KiB: past the 64 KiB limit on its own bytes */
 #define UNDER_LIMIT_PAD 60000  /* an x-pad header value: the list stays under 64 KiB */
 #define RESET_STREAMS 1000
 #define NOBODY 65534
@@ -232,6 +235,37 @@ START_TEST(hpack_bomb_ends_connection)
 }
 END_TEST
 
+START_TEST(ignored_block_bounded)
+{
+    long base = start("2");
+    int fd = hostile_connect_unix(ampd.sock_path);
+    ck_assert_int_ge(fd, 0);
+    static uint8_t frames[IGNORED_FRAMES * (9 + BOMB_FRAME)];
+    size_t o = 0;
+    for (int i = 0; i < IGNORED_FRAMES; i++) {
+        uint8_t *p = frames + o + 9;
+        size_t len = i ? 0 : literal(p, "X-Bad", "upper-case name: malformed");
+        memset(p + len, 0x82, BOMB_FRAME - len);   /* :method GET, from the static table */
+        o += hostile_frame(frames + o, BOMB_FRAME, i ? HOSTILE_CONTINUATION : HOSTILE_HEADERS,
+                           i == IGNORED_FRAMES - 1 ? HOSTILE_FLAG_END_HEADERS : 0, 1);
+        o += BOMB_FRAME;
+    }
+    uint8_t hello[64];
+    ck_assert_int_eq(hostile_send(fd, hello, hostile_hello(hello)), 0);
+    hostile_send(fd, frames, o);   /* the daemon may hang up before it all went */
+    struct hostile_reader r;
+    hostile_reader_init(&r);
+    ck_assert(hostile_reader_until_eof(&r, fd, HOSTILE_IO_MS) >= 0);
+    ck_assert_msg(r.goaway && r.goaway_code == HOSTILE_ENHANCE_YOUR_CALM &&
+                      strstr(r.goaway_debug, "own bytes"),
+                  "no GOAWAY ENHANCE_YOUR_CALM for a block of %zu bytes (%u resets, \"%s\")", o,
+                  r.rst_streams, r.goaway_debug);
+    close(fd);
+    other_client_assert_served(other_client_start(0));
+    finish(base);
+}
+END_TEST
+
 START_TEST(header_list_under_limit_served)
 {
     long base = start("2");
@@ -381,6 +415,7 @@ int main(void)
     Suite *s = suite_create("hostile_h2_limits");
     const TTest *const tests[] = {
         hpack_bomb_ends_connection,
+        ignored_block_bounded,
         header_list_under_limit_served,
         made_you_reset_goaway,
         content_length_checked,
