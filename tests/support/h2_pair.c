@@ -4,6 +4,8 @@
 
 #include <string.h>
 
+#include "config.h"
+
 #define H2_PAIR_MAX_ROUNDS 100000
 
 static enum status_code pair_start(struct h2_call *call, const char *path, enum h2_call_kind *kind,
@@ -50,6 +52,7 @@ void h2_pair_init(struct h2_pair *p, size_t max_message_bytes, uint32_t max_stre
 {
     memset(p, 0, sizeof(*p));
     p->env.max_message_bytes = max_message_bytes;
+    p->env.max_unknown_length = AMPD_DEFAULT_MAX_UNKNOWN_LENGTH;   /* as a daemon runs */
     p->env.start_ms = rpc_now_ms();
     p->budget = (struct budget){ .max = UINT64_MAX, .name = "--max-job-memory" };
     struct h2_config cfg = { .max_message_bytes = max_message_bytes, .max_streams = max_streams,
