@@ -314,6 +314,11 @@ static enum status_code auth_token(struct auth *a, const struct auth_conn *who,
     return STATUS_OK;
 }
 
+bool auth_path_open(const char *path)
+{
+    return strncmp(path, AUTH_OPEN_PREFIX, strlen(AUTH_OPEN_PREFIX)) == 0;
+}
+
 enum status_code auth_call(struct auth *a, const struct auth_conn *who, const char *path,
                            enum h2_authorization hdr, const char *value, size_t len,
                            char *client, size_t clientlen, char *msg, size_t msglen)
@@ -327,7 +332,7 @@ enum status_code auth_call(struct auth *a, const struct auth_conn *who, const ch
         return STATUS_PERMISSION_DENIED;
     }
     /* Health answers anyone; a good token still names the client. */
-    bool open = strncmp(path, AUTH_OPEN_PREFIX, strlen(AUTH_OPEN_PREFIX)) == 0;
+    bool open = auth_path_open(path);
     enum status_code code = auth_token(a, who, hdr, value, len, client, clientlen, msg, msglen);
     return open ? STATUS_OK : code;
 }

@@ -93,4 +93,8 @@ enum status_code auth_call(struct auth *a, const struct auth_conn *who, const ch
                            enum h2_authorization hdr, const char *value, size_t len,
                            char *client, size_t clientlen, char *msg, size_t msglen);
 
+/* Whether calls to path answer anyone, token or not (Health): such a call
+ * passing proves nothing about its connection (conn_limit.h). */
+bool auth_path_open(const char *path);
+
 #endif

@@ -162,6 +162,13 @@ static const struct config_opt config_opts[] = {
     { "idle-timeout", "S", CFG_SECONDS, CFG_OFF(idle_timeout_ms), 0,
       UINT32_MAX / CONFIG_MS_PER_S,
       "close a connection with no call open for S seconds; 0: never" },
+    { "max-unauthenticated-connections", "N", CFG_U32, CFG_OFF(max_unauth_connections), 0,
+      UINT32_MAX,
+      "of --max-connections, those not yet authenticated (TCP before\n"
+      "                            a call with a token; Health calls only); 0:\n"
+      "                            --max-connections / " CONFIG_STR(AMPD_DEFAULT_UNAUTH_CONNECTION_SHARE) },
+    { "handshake-timeout", "S", CFG_SECONDS, CFG_OFF(handshake_timeout_ms), 0,
+      UINT32_MAX / CONFIG_MS_PER_S, "a TLS handshake must finish within S seconds; 0: never" },
 };
 
 #define CONFIG_NOPTS (sizeof(config_opts) / sizeof(config_opts[0]))
@@ -353,6 +360,16 @@ static int config_set(struct config *cfg, const struct config_opt *o, const char
     }
 }
 
+uint32_t config_max_unauth(const struct config *cfg)
+{
+    uint32_t n = cfg->max_unauth_connections;
+    if (!n)
+        n = cfg->max_connections / AMPD_DEFAULT_UNAUTH_CONNECTION_SHARE;
+    if (!n)
+        n = 1;
+    return n < cfg->max_connections ? n : cfg->max_connections;
+}
+
 static void config_defaults(struct config *cfg)
 {
     memset(cfg, 0, sizeof(*cfg));
@@ -364,6 +381,8 @@ static void config_defaults(struct config *cfg)
     cfg->max_peer_connections = AMPD_DEFAULT_MAX_PEER_CONNECTIONS;
     cfg->request_timeout_ms = AMPD_DEFAULT_REQUEST_TIMEOUT_MS;
     cfg->send_timeout_ms = AMPD_DEFAULT_SEND_TIMEOUT_MS;
+    cfg->handshake_timeout_ms = AMPD_DEFAULT_HANDSHAKE_TIMEOUT_MS;
+    cfg->idle_timeout_ms = AMPD_DEFAULT_IDLE_TIMEOUT_MS;
     cfg->min_request_rate = AMPD_DEFAULT_MIN_REQUEST_RATE;
     cfg->socket_mode = AMPD_DEFAULT_SOCKET_MODE;
     cfg->drain_timeout_ms = AMPD_DEFAULT_DRAIN_TIMEOUT_MS;

@@ -27,6 +27,16 @@
  * connection. A half: any other client finds at least the other half. */
 #define AMPD_DEFAULT_CLIENT_MEMORY_SHARE 2
 #define AMPD_DEFAULT_MAX_PEER_CONNECTIONS 64
+/* Connections not yet authenticated (TCP before a token, Health-only) may
+ * hold this share of --max-connections unless told otherwise: the rest is
+ * kept for Unix-socket peers and connections that proved a token. */
+#define AMPD_DEFAULT_UNAUTH_CONNECTION_SHARE 4
+/* A TLS handshake must finish this soon (nginx's ssl_handshake_timeout,
+ * HAProxy's timeout client-hs): a real one takes milliseconds. */
+#define AMPD_DEFAULT_HANDSHAKE_TIMEOUT_MS 5000
+/* A connection with no call open closes after this long (nginx's
+ * keepalive_timeout is 75 s; clients reconnect on their next call). */
+#define AMPD_DEFAULT_IDLE_TIMEOUT_MS 300000
 #define AMPD_DEFAULT_REQUEST_TIMEOUT_MS 10000
 /* A connection whose replies wait and make no write progress this long
  * (its client reads nothing) is closed, so that its bytes come back. */
@@ -104,6 +114,9 @@ struct config {
     uint64_t max_client_memory;        /* the same, per client (client_share.h);
                                         * max_connection_memory <= it <= max_job_memory */
     uint32_t max_peer_connections;     /* per uid (Unix sockets) or address (TCP) */
+    uint32_t max_unauth_connections;   /* not yet authenticated; 0: a share of
+                                        * max_connections (config_max_unauth) */
+    uint32_t handshake_timeout_ms;     /* a TLS handshake's; 0: only --request-timeout's */
     uint32_t request_timeout_ms;       /* 0: requests may stall forever */
     uint64_t min_request_rate;         /* bytes/s a request must keep up after the timeout */
     uint32_t send_timeout_ms;          /* replies waiting with no write progress this long
@@ -159,5 +172,9 @@ enum config_result config_load(struct config *cfg, int argc, char **argv, char *
 void config_changes(const struct config *old, const struct config *now,
                     void (*changed)(const char *name, const char *was, const char *is, void *ctx),
                     void *ctx);
+
+/* --max-unauthenticated-connections in force: the option, or 0's share of
+ * --max-connections; at least 1, at most --max-connections. */
+uint32_t config_max_unauth(const struct config *cfg);
 
 #endif

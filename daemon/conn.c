@@ -33,7 +33,7 @@
 _Static_assert(H2_SEND_IOV <= LISTEN_WRITE_IOV, "a frame's iovecs fit one listen_sock write");
 
 #define CONN_LINGER_MS 2000            /* graceful close: wait this long for the peer's EOF */
-#define CONN_REASON_MAX 128
+#define CONN_REASON_MAX 256
 
 struct conn {
     struct conn_set *set;
@@ -48,6 +48,9 @@ struct conn {
                                  * whether calls need a token; who.peer is peer */
     bool counted;               /* admitted: counts toward --max-connections until closed() */
     bool peer_counted;          /* and toward --max-peer-connections until it is leaving */
+    bool unauth;                /* and toward --max-unauthenticated-connections until a
+                                 * call that needed a token passed, or it is leaving */
+    uint64_t accepted_ms;       /* rpc_now_ms() when accepted: --handshake-timeout's start */
     int writing;                /* listen_sock_writev()s in flight: h2_session_written() owed
                                  * for each (a TLS connection: tls_writing's, one at most) */
     bool closing;               /* listen_sock_close() called: no more I/O */
@@ -69,7 +72,8 @@ static void conn_leaving(struct conn *c)
 {
     if (c->peer_counted) {
         c->peer_counted = false;
-        conn_limit_leave_peer(c->set->limit, c->peer);
+        conn_limit_leave_peer(c->set->limit, c->peer, c->unauth);
+        c->unauth = false;
     }
 }
 
@@ -79,7 +83,14 @@ static enum status_code conn_h2_start(struct h2_call *call, const char *path,
                                       enum h2_call_kind *kind, char *msg, size_t msglen, void *ctx)
 {
     struct conn *c = ctx;
-    return rpc_h2_start(call, path, kind, msg, msglen, c->set->env, &c->who);
+    enum status_code code = rpc_h2_start(call, path, kind, msg, msglen, c->set->env, &c->who);
+    /* A call that needed a token passed: the connection is authenticated
+     * and leaves the pool kept for those that are not. */
+    if (code == STATUS_OK && c->unauth && !auth_path_open(path)) {
+        conn_limit_authenticated(c->set->limit, c->peer);
+        c->unauth = false;
+    }
+    return code;
 }
 
 static enum status_code conn_h2_message(struct h2_call *call, const uint8_t *msg, size_t len,
@@ -351,14 +362,16 @@ void conn_admit(struct conn_limit *limit, const struct auth *auth, int fd, bool 
 {
     listen_fd_peer(fd, is_unix, out->peer, sizeof(out->peer));
     auth_admit(auth, fd, is_unix, &out->who);
-    out->verdict = conn_limit_admit(limit, out->peer);
+    /* A Unix-socket peer is known by its credentials from the start. */
+    out->authenticated = is_unix && !out->who.denied;
+    out->verdict = conn_limit_admit(limit, out->peer, out->authenticated, &out->marked);
 }
 
 void conn_unadmit(struct conn_limit *limit, const struct conn_admission *a)
 {
     if (a->verdict != CONN_LIMIT_OK)
         return;
-    conn_limit_leave_peer(limit, a->peer);
+    conn_limit_leave_peer(limit, a->peer, !a->authenticated);
     conn_limit_leave(limit);
 }
 
@@ -375,6 +388,7 @@ static bool conn_refused(struct conn_set *set, struct conn *c, const struct conn
     switch (a->verdict) {
     case CONN_LIMIT_OK:
         c->counted = c->peer_counted = true;
+        c->unauth = !a->authenticated;
         return false;
     case CONN_LIMIT_FULL:
         snprintf(reason, len, "RESOURCE_EXHAUSTED: --max-connections (%u) reached",
@@ -383,6 +397,16 @@ static bool conn_refused(struct conn_set *set, struct conn *c, const struct conn
     case CONN_LIMIT_PEER_FULL:
         snprintf(reason, len, "RESOURCE_EXHAUSTED: --max-peer-connections (%u) reached for %s",
                  set->limit->max_per_peer, c->peer);
+        break;
+    case CONN_LIMIT_UNAUTH_FULL:
+        snprintf(reason, len, "RESOURCE_EXHAUSTED: --max-unauthenticated-connections (%u) reached "
+                 "and %s holds no fewer of them than any other peer", set->limit->max_unauth,
+                 c->peer);
+        break;
+    case CONN_LIMIT_UNAUTH_BUSY:
+        snprintf(reason, len, "RESOURCE_EXHAUSTED: --max-unauthenticated-connections (%u) reached "
+                 "and as many are giving their places to others; try again",
+                 set->limit->max_unauth);
         break;
     case CONN_LIMIT_NO_MEMORY:
         snprintf(reason, len, "RESOURCE_EXHAUSTED: out of memory");
@@ -415,6 +439,7 @@ void conn_accept(struct conn_set *set, struct listen_sock *sock, const struct co
     }
     c->set = set;
     c->sock = sock;
+    c->accepted_ms = rpc_now_ms();
     memcpy(c->peer, a->peer, sizeof(c->peer));
     c->who = a->who;
     c->who.peer = c->peer;
@@ -472,7 +497,31 @@ static bool conn_send_stalled(struct conn *c, uint64_t now_ms)
     return c->set->send_timeout_ms && now_ms - c->stall_ms >= c->set->send_timeout_ms;
 }
 
-void conn_sweep(struct conn_set *set, uint64_t now_ms, uint64_t idle_ms)
+/* Whether c, unauthenticated, is the one its peer gives up to a newcomer
+ * (conn_limit.h): it gets a GOAWAY saying so, and closes. */
+static bool conn_evicted(struct conn *c)
+{
+    if (!c->unauth || !conn_limit_evict_take(c->set->limit, c->peer))
+        return false;
+    char reason[CONN_REASON_MAX];
+    snprintf(reason, sizeof reason, "RESOURCE_EXHAUSTED: --max-unauthenticated-connections (%u) "
+             "reached: this connection gave its place to another peer", c->set->limit->max_unauth);
+    h2_session_refuse(c->h2, reason);
+    c->fatal = true;   /* closes once its GOAWAY is out */
+    conn_leaving(c);
+    return true;
+}
+
+void conn_evict(struct conn_set *set)
+{
+    for (struct conn *c = set->head, *next; c; c = next) {
+        next = c->next;   /* a flush may close c, but frees it only in a later callback */
+        if (!c->closing && !c->fatal && conn_evicted(c))
+            conn_flush(c);
+    }
+}
+
+void conn_sweep(struct conn_set *set, uint64_t now_ms, uint64_t idle_ms, uint64_t handshake_ms)
 {
     for (struct conn *c = set->head, *next; c; c = next) {
         next = c->next;   /* a flush may close c, but frees it only in a later callback */
@@ -487,6 +536,17 @@ void conn_sweep(struct conn_set *set, uint64_t now_ms, uint64_t idle_ms)
         }
         if (c->fatal)
             continue;
+        if (c->tls && handshake_ms && !tls_pipe_ready(c->tls) &&
+            now_ms - c->accepted_ms >= handshake_ms) {
+            log_msg(LOG_INFO, "%s: TLS handshake unfinished after --handshake-timeout (%llu ms); "
+                    "closed", c->peer, (unsigned long long)handshake_ms);
+            conn_close(c, 0);
+            continue;
+        }
+        if (conn_evicted(c)) {
+            conn_flush(c);
+            continue;
+        }
         if (h2_session_expire(c->h2, now_ms) != 0) {
             c->fatal = true;   /* closes once its GOAWAY is out */
             conn_leaving(c);

@@ -54,20 +54,29 @@ struct conn_set {
  * (h2_session_expire); with idle_ms (--idle-timeout) set, connections with
  * no call open and no useful activity for that long get a GOAWAY and close;
  * connections whose replies made no write progress for set->send_timeout_ms
- * are closed. */
-void conn_sweep(struct conn_set *set, uint64_t now_ms, uint64_t idle_ms);
+ * are closed;
+ * with handshake_ms (--handshake-timeout) set, TLS handshakes unfinished
+ * that long after the accept are closed; unauthenticated connections
+ * marked to give their place to a newcomer (conn_limit.h) get a GOAWAY
+ * saying so and close. */
+void conn_sweep(struct conn_set *set, uint64_t now_ms, uint64_t idle_ms, uint64_t handshake_ms);
 
 /* How the acceptor admitted a connection: conn_admit() runs on the
  * acceptor's thread, in accept order, so that the limits see connections
  * in the order they came whichever loop serves each. */
 struct conn_admission {
     enum conn_limit_verdict verdict;
+    bool authenticated;           /* a Unix-socket peer the allow-lists let in */
+    bool marked;                  /* admitting it marked an unauthenticated connection to
+                                   * give its place: conn_evict() on every loop */
     char peer[LISTEN_PEER_MAX];   /* listen_fd_peer() */
     struct auth_conn who;         /* auth_admit(): its standing; who.peer unset */
 };
 
 /* Admits the accepted fd against --max-connections and, for its peer,
- * --max-peer-connections (daemon-wide, conn_limit.h), and judges who it
+ * --max-peer-connections, and unless it is authenticated already (a Unix
+ * socket's peer) --max-unauthenticated-connections (daemon-wide,
+ * conn_limit.h), and judges who it
  * is (auth_admit; auth NULL: anyone). Any thread. */
 void conn_admit(struct conn_limit *limit, const struct auth *auth, int fd, bool is_unix,
                 struct conn_admission *out);
@@ -80,10 +89,14 @@ void conn_unadmit(struct conn_limit *limit, const struct conn_admission *a);
  * refuses it with a GOAWAY naming the limit the admission hit (or while
  * draining). tls: it came through a tls: listener and speaks TLS (set->tls
  * must be set), its GOAWAY included, once the handshake is done; a
- * handshake that stalls is closed as a connection that sent no preface
- * (--request-timeout). */
+ * handshake that stalls is closed after --handshake-timeout (conn_sweep). */
 void conn_accept(struct conn_set *set, struct listen_sock *sock, const struct conn_admission *a,
                  bool tls);
+
+/* Closes, with a GOAWAY saying why, the set's unauthenticated
+ * connections marked to give their place to a newcomer (conn_limit.h).
+ * The sweep does it too; the acceptor asks every loop at once. */
+void conn_evict(struct conn_set *set);
 
 /* Graceful drain: GOAWAY on every connection; each closes once its calls
  * are answered. set->empty() runs when none is left. */

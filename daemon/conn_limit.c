@@ -16,20 +16,25 @@
 struct conn_limit_peer {
     struct conn_limit_peer *next;
     uint32_t n;                     /* connections being served: >= 1, <= max_per_peer when admitted */
+    uint32_t unauth;                /* of those, unauthenticated: <= n */
+    uint32_t evict;                 /* of those, marked to give their place: <= unauth */
     char name[LISTEN_PEER_MAX];
 };
 
-void conn_limit_init(struct conn_limit *l, uint32_t max, uint32_t max_per_peer)
+void conn_limit_init(struct conn_limit *l, uint32_t max, uint32_t max_per_peer,
+                     uint32_t max_unauth)
 {
-    *l = (struct conn_limit){ .max = max, .max_per_peer = max_per_peer };
+    *l = (struct conn_limit){ .max = max, .max_per_peer = max_per_peer, .max_unauth = max_unauth };
     pthread_mutex_init(&l->lock, NULL);
 }
 
-void conn_limit_set(struct conn_limit *l, uint32_t max, uint32_t max_per_peer)
+void conn_limit_set(struct conn_limit *l, uint32_t max, uint32_t max_per_peer,
+                    uint32_t max_unauth)
 {
     pthread_mutex_lock(&l->lock);
     l->max = max;
     l->max_per_peer = max_per_peer;
+    l->max_unauth = max_unauth;
     pthread_mutex_unlock(&l->lock);
 }
 
@@ -52,32 +57,113 @@ static struct conn_limit_peer **conn_limit_find(struct conn_limit *l, const char
     return pp;
 }
 
-enum conn_limit_verdict conn_limit_admit(struct conn_limit *l, const char *peer)
+/* With l->lock held: unauthenticated connections of p not marked to go. */
+static uint32_t conn_limit_staying(const struct conn_limit_peer *p)
+{
+    return p ? p->unauth - p->evict : 0;
+}
+
+/* With l->lock held: room in the unauthenticated pool for one more from
+ * mine (NULL: a new peer): CONN_LIMIT_OK, marking a connection of the peer
+ * that holds the most of it to give its place when the pool is full
+ * (*marked), or why not. */
+static enum conn_limit_verdict conn_limit_unauth_room(struct conn_limit *l,
+                                                      const struct conn_limit_peer *mine,
+                                                      bool *marked)
+{
+    if (l->unauth - l->evicting < l->max_unauth)
+        return CONN_LIMIT_OK;
+    if (l->evicting >= l->max_unauth)
+        return CONN_LIMIT_UNAUTH_BUSY;   /* the marks pending bound how far it runs over */
+    struct conn_limit_peer *most = NULL;
+    for (struct conn_limit_peer *p = l->peers; p; p = p->next)
+        if (!most || conn_limit_staying(p) > conn_limit_staying(most))
+            most = p;
+    if (!most || conn_limit_staying(most) <= conn_limit_staying(mine))
+        return CONN_LIMIT_UNAUTH_FULL;
+    most->evict++;
+    l->evicting++;
+    *marked = true;
+    return CONN_LIMIT_OK;
+}
+
+enum conn_limit_verdict conn_limit_admit(struct conn_limit *l, const char *peer,
+                                         bool authenticated, bool *marked)
 {
     enum conn_limit_verdict v = CONN_LIMIT_OK;
+    *marked = false;
     pthread_mutex_lock(&l->lock);
     struct conn_limit_peer **pp = conn_limit_find(l, peer);
+    /* A new peer's entry first: a mark made below is not taken back. */
+    struct conn_limit_peer *fresh = !*pp ? calloc(1, sizeof(**pp)) : NULL;
     if (l->count >= l->max) {
         v = CONN_LIMIT_FULL;
     } else if (*pp && (*pp)->n >= l->max_per_peer) {
         v = CONN_LIMIT_PEER_FULL;
-    } else if (!*pp && !(*pp = calloc(1, sizeof(**pp)))) {
+    } else if (!*pp && !fresh) {
         v = CONN_LIMIT_NO_MEMORY;
+    } else if (!authenticated && (v = conn_limit_unauth_room(l, *pp, marked)) != CONN_LIMIT_OK) {
+        /* v says why */
     } else {
+        if (!*pp) {
+            *pp = fresh;
+            fresh = NULL;
+        }
         if ((*pp)->n == 0)
             snprintf((*pp)->name, sizeof((*pp)->name), "%s", peer);
         (*pp)->n++;
         l->count++;
+        if (!authenticated) {
+            (*pp)->unauth++;
+            l->unauth++;
+        }
     }
     pthread_mutex_unlock(&l->lock);
+    free(fresh);
     return v;
 }
 
-void conn_limit_leave_peer(struct conn_limit *l, const char *peer)
+/* With l->lock held: one of p's unauthenticated connections left the pool;
+ * a mark it no longer has a connection for is dropped. */
+static void conn_limit_unauth_gone(struct conn_limit *l, struct conn_limit_peer *p)
+{
+    p->unauth--;
+    l->unauth--;
+    if (p->evict > p->unauth) {
+        p->evict--;
+        l->evicting--;
+    }
+}
+
+void conn_limit_authenticated(struct conn_limit *l, const char *peer)
+{
+    pthread_mutex_lock(&l->lock);
+    struct conn_limit_peer *p = *conn_limit_find(l, peer);
+    if (p && p->unauth)
+        conn_limit_unauth_gone(l, p);
+    pthread_mutex_unlock(&l->lock);
+}
+
+bool conn_limit_evict_take(struct conn_limit *l, const char *peer)
+{
+    pthread_mutex_lock(&l->lock);
+    struct conn_limit_peer *p = *conn_limit_find(l, peer);
+    bool take = p && p->evict > 0;
+    if (take) {
+        p->evict--;
+        l->evicting--;
+    }
+    pthread_mutex_unlock(&l->lock);
+    return take;
+}
+
+void conn_limit_leave_peer(struct conn_limit *l, const char *peer, bool unauth)
 {
     pthread_mutex_lock(&l->lock);
     struct conn_limit_peer **pp = conn_limit_find(l, peer);
     struct conn_limit_peer *p = *pp;
+    if (p && unauth && p->unauth)
+        conn_limit_unauth_gone(l, p);
     if (p && --p->n == 0) {
         *pp = p->next;
         free(p);

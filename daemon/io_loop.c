@@ -41,6 +41,7 @@ enum io_loop_cmd {
     IO_LOOP_FAIL = 1 << 1,
     IO_LOOP_STOP = 1 << 2,
     IO_LOOP_FINISH = 1 << 3,
+    IO_LOOP_EVICT = 1 << 4,
 };
 
 struct io_loop_fd {
@@ -104,19 +105,25 @@ static void io_loop_on_empty(void *ctx)
 static void io_loop_on_sweep(uv_timer_t *t)
 {
     struct io_loop *l = t->data;
-    conn_sweep(&l->conns, rpc_now_ms(), l->cfg->idle_timeout_ms);
+    conn_sweep(&l->conns, rpc_now_ms(), l->cfg->idle_timeout_ms, l->cfg->handshake_timeout_ms);
 }
 
-/* Sweeps a few times per the shorter timeout (at least every second). */
+/* The shorter of two timeouts, 0 meaning none. */
+static uint64_t io_loop_shorter(uint64_t a, uint64_t b)
+{
+    return a && (!b || a < b) ? a : b;
+}
+
+/* Sweeps a few times per the shortest timeout, at least every second: the
+ * sweep also closes the unauthenticated connections that give their place
+ * to a newcomer (conn_limit.h), so it runs with no timeout set too. */
 static void io_loop_start_sweep(struct io_loop *l)
 {
-    uint64_t shortest = l->cfg->request_timeout_ms;
-    if (l->cfg->idle_timeout_ms && (!shortest || l->cfg->idle_timeout_ms < shortest))
-        shortest = l->cfg->idle_timeout_ms;
-    if (l->cfg->send_timeout_ms && (!shortest || l->cfg->send_timeout_ms < shortest))
-        shortest = l->cfg->send_timeout_ms;
+    uint64_t shortest = io_loop_shorter(l->cfg->request_timeout_ms, l->cfg->idle_timeout_ms);
+    shortest = io_loop_shorter(shortest, l->cfg->handshake_timeout_ms);
+    shortest = io_loop_shorter(shortest, l->cfg->send_timeout_ms);
     if (!shortest)
-        return;
+        shortest = (uint64_t)IO_LOOP_SWEEP_MAX_MS * IO_LOOP_SWEEPS_PER_TIMEOUT;
     uint64_t every = shortest / IO_LOOP_SWEEPS_PER_TIMEOUT;
     if (every > IO_LOOP_SWEEP_MAX_MS)
         every = IO_LOOP_SWEEP_MAX_MS;
@@ -175,6 +182,8 @@ static void io_loop_on_ctl(uv_async_t *h)
     for (size_t i = 0; i < nfds; i++)
         io_loop_take(l, &fds[i]);
     free(fds);
+    if (cmds & IO_LOOP_EVICT)
+        conn_evict(&l->conns);
     if (cmds & IO_LOOP_DRAIN)
         io_loop_do_drain(l);
     if (cmds & IO_LOOP_FAIL)
@@ -217,16 +226,22 @@ void io_loop_finish(struct io_loop *l)
     io_loop_post(l, IO_LOOP_FINISH, NULL);
 }
 
-void io_loop_accept(struct io_loop *l, int fd, bool is_unix, bool tls)
+void io_loop_evict(struct io_loop *l)
+{
+    io_loop_post(l, IO_LOOP_EVICT, NULL);
+}
+
+bool io_loop_accept(struct io_loop *l, int fd, bool is_unix, bool tls)
 {
     /* Counted from here to its close, in one count: the acceptor's next
      * pick sees it whether or not the loop has taken it yet. */
     atomic_fetch_add(l->conns.live, 1);
     struct io_loop_fd f = { .fd = fd, .is_unix = is_unix, .tls = tls };
     conn_admit(l->conns.limit, l->conns.auth, fd, is_unix, &f.admission);
+    bool marked = f.admission.marked;
     if (!l->threaded) {
         io_loop_take(l, &f);   /* the acceptor's own loop */
-        return;
+        return marked;
     }
     uv_mutex_lock(&l->lock);
     if (l->nfds == l->cap) {
@@ -237,7 +252,7 @@ void io_loop_accept(struct io_loop *l, int fd, bool is_unix, bool tls)
             conn_unadmit(l->conns.limit, &f.admission);
             atomic_fetch_sub(l->conns.live, 1);
             close(fd);   /* out of memory: the client sees its connection close */
-            return;
+            return marked;
         }
         l->fds = fds;
         l->cap = cap;
@@ -245,6 +260,7 @@ void io_loop_accept(struct io_loop *l, int fd, bool is_unix, bool tls)
     l->fds[l->nfds++] = f;
     uv_mutex_unlock(&l->lock);
     uv_async_send(&l->ctl);
+    return marked;
 }
 
 unsigned io_loop_load(struct io_loop *l)

@@ -80,8 +80,14 @@ void io_loop_run(struct io_loop *l);
  * refuses. The acceptor's thread: the fd is admitted against the
  * connection limits here, in accept order (conn_admit); on loop 0 it is
  * taken at once, on the others once the loop wakes. tls: it came through
- * a tls: listener (conn_accept). */
-void io_loop_accept(struct io_loop *l, int fd, bool is_unix, bool tls);
+ * a tls: listener (conn_accept). Returns whether admitting it marked an
+ * unauthenticated connection, on any loop, to give its place
+ * (conn_limit.h): the caller then calls io_loop_evict() on every loop. */
+bool io_loop_accept(struct io_loop *l, int fd, bool is_unix, bool tls);
+
+/* The loop closes its connections marked to give their place (conn_evict)
+ * when it next wakes. Any thread. */
+void io_loop_evict(struct io_loop *l);
 
 /* Connections the loop holds or has been handed: the acceptor gives the
  * next one to the loop with the fewest, and Status reports it. Any thread. */

@@ -118,7 +118,9 @@ static void server_on_accept(int fd, bool is_unix, bool tls, void *ctx)
             best_load = load;
         }
     }
-    io_loop_accept(best, fd, is_unix, tls);
+    if (io_loop_accept(best, fd, is_unix, tls))
+        for (size_t i = 0; i < srv->nloops; i++)
+            io_loop_evict(srv->loops[i]);
 }
 
 /* The region socket beside a Unix listener (region_sock.h). */
@@ -413,7 +415,8 @@ static void server_on_signal(uv_signal_t *h, int signum)
  * telling every loop's thread); a changed one is logged as waiting for a
  * restart. Region sockets keep the connection limits they started with. */
 static const char *const server_live[] = {
-    "log-level", "max-jobs", "max-connections", "max-peer-connections", "drain-timeout",
+    "log-level", "max-jobs", "max-connections", "max-peer-connections",
+    "max-unauthenticated-connections", "drain-timeout",
 };
 
 static void server_apply(struct server *srv, const struct config *now)
@@ -421,7 +424,8 @@ static void server_apply(struct server *srv, const struct config *now)
     log_set_level((enum log_level)now->log_level);
     if (srv->sched)
         sched_set_max_jobs(srv->sched, now->max_jobs);
-    conn_limit_set(&srv->conn_limit, now->max_connections, now->max_peer_connections);
+    conn_limit_set(&srv->conn_limit, now->max_connections, now->max_peer_connections,
+                   config_max_unauth(now));
     srv->loaded.drain_timeout_ms = now->drain_timeout_ms;   /* read from loaded when draining */
 }
 
@@ -566,7 +570,8 @@ static void server_init(struct server *srv, const struct config *cfg, size_t nde
     pthread_mutex_init(&srv->budget_lock, NULL);
     srv->budget = (struct budget){ .max = cfg->max_job_memory, .name = "--max-job-memory",
                                    .lock = &srv->budget_lock };
-    conn_limit_init(&srv->conn_limit, cfg->max_connections, cfg->max_peer_connections);
+    conn_limit_init(&srv->conn_limit, cfg->max_connections, cfg->max_peer_connections,
+                    config_max_unauth(cfg));
     if (cfg->regions) {
         struct region_limits rl = { .max_per_client = cfg->max_regions,
                                     .max_bytes = cfg->max_region_bytes,

@@ -105,9 +105,10 @@ START_TEST(status_reply)
     struct h2_pair p;
     h2_pair_init(&p, MAX_MSG, 32);
     struct conn_limit limit;   /* three connections open, daemon-wide */
-    conn_limit_init(&limit, 16, 16);
+    conn_limit_init(&limit, 16, 16, 16);
+    bool marked;
     for (int i = 0; i < 3; i++)
-        ck_assert_int_eq(conn_limit_admit(&limit, "uid 1"), CONN_LIMIT_OK);
+        ck_assert_int_eq(conn_limit_admit(&limit, "uid 1", true, &marked), CONN_LIMIT_OK);
     p.env.conn_limit = &limit;
     Amp__V1__StatusRequest req = AMP__V1__STATUS_REQUEST__INIT;
     size_t len;
@@ -125,7 +126,7 @@ START_TEST(status_reply)
     amp__v1__status_reply__free_unpacked(st, NULL);
     h2_pair_free(&p);
     for (int i = 0; i < 3; i++) {
-        conn_limit_leave_peer(&limit, "uid 1");
+        conn_limit_leave_peer(&limit, "uid 1", false);
         conn_limit_leave(&limit);
     }
     conn_limit_destroy(&limit);

@@ -37,7 +37,10 @@ static long start(void)
     snprintf(tcp_address, sizeof tcp_address, "127.0.0.1:%d", port);
     const char *args[] = { "--listen", tcp_address, "--tcp-require-token", "off",
                            "--request-timeout", "1",
-                           "--max-connections", "16", "--max-peer-connections", "4", NULL };
+                           "--max-connections", "16", "--max-peer-connections", "4",
+                           /* room for the slow peer's and the probe's: this test is about
+                            * --request-timeout (test_hostile_conn_slots.py: the pool) */
+                           "--max-unauthenticated-connections", "8", NULL };
     return hostile_start(&ampd, args);
 }
 
