@@ -294,7 +294,7 @@ static int call_on_data(nghttp2_session *s, uint8_t flags, int32_t stream_id,
 /* The daemon refused the call with its GOAWAY: say why, as it did (a
  * limit: "RESOURCE_EXHAUSTED: --max-peer-connections (64) reached for uid
  * 1000"; a drain: "server is shutting down"). */
-static int call_refused(amp_conn *c)
+int call_refused(amp_conn *c)
 {
     static const char exhausted[] = "RESOURCE_EXHAUSTED";
     if (strncmp(c->goaway, exhausted, sizeof exhausted - 1) == 0)

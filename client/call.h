@@ -85,6 +85,11 @@ struct call {
  * the reply goes. */
 void call_restart(struct call *call);
 
+/* The daemon refused the connection or the call with its GOAWAY (c->goaway,
+ * a limit or a drain): fails c saying why, as the daemon did. Returns the
+ * AMP_E* code. */
+int call_refused(amp_conn *c);
+
 /* Calls method path ("/amp.v1.Amp/Reverse") with req. timeout_ms > 0 sets
  * a deadline (sent as grpc-timeout and enforced locally). On success
  * *reply is the unpacked reply (free with protobuf_c_message_free_unpacked).

@@ -645,6 +645,13 @@ static int conn_tls_open(amp_conn *c, const uint8_t *data, size_t len)
         ssize_t n = dest ? tls_pipe_read_into(c->tls, dest, room) : tls_pipe_read(c->tls, &plain);
         if (n == TLS_PIPE_AGAIN)
             return conn_tls_send(c);   /* what reading made (a key update's answer) */
+        if (n == TLS_PIPE_EOF && c->goaway[0]) {
+            /* A refusal (a limit, a drain) is a GOAWAY saying why, then
+             * the end of TLS: the why is the news. */
+            c->broken = 1;
+            conn_batch_stop(c);
+            return call_refused(c);
+        }
         if (n == TLS_PIPE_EOF)
             return conn_broke(c, AMP_EIO, "the daemon ended TLS", 0);
         if (n < 0) {

@@ -17,7 +17,9 @@ limit is told which (ampctl prints it).
 import json
 import os
 import shutil
+import signal
 import socket
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -50,7 +52,7 @@ PARTIAL_HELLO = bytes([0x16, 0x03, 0x01, 0x02, 0x00, 0x01])
 class Ctx:
     tls = None          # the daemon (tls_daemon.TlsDaemon)
     token_file = None
-    config = None       # its --config file
+    config = None       # its --config file, for SIGHUP
     plain_port = None
 
 
@@ -181,6 +183,35 @@ def test_half_open_tls():
             pass
     expect(open_left == 0, "%d half-open handshakes still open" % open_left)
     release(socks, conns0, fds0)
+
+
+def test_tls_refusal_says_why():
+    # One held TLS connection from 127.0.0.1, and --max-peer-connections 1
+    # (SIGHUP-reloadable): ampctl's next one is refused for it.
+    d = Ctx.tls
+    with open(Ctx.config, "w") as f:
+        f.write("max-peer-connections = 1\n")
+    os.kill(d.daemon.proc.pid, signal.SIGHUP)
+    ctx = ssl.create_default_context(cafile=d.file("ca.pem"))
+    ctx.set_alpn_protocols(["h2"])
+    try:
+        end = time.monotonic() + SETTLE_S
+        rc, err = EXIT_OK, ""
+        while time.monotonic() < end:
+            with socket.create_connection(("127.0.0.1", d.port)) as raw:
+                with ctx.wrap_socket(raw, server_hostname="localhost") as held:
+                    held.sendall(hello())
+                    held.recv(1)
+                    rc, _, err = ampctl("tls:127.0.0.1:%d" % d.port, "reverse", "x", tls=True)
+            if rc != EXIT_OK:
+                break
+            time.sleep(POLL_S)   # the reload is not in force yet
+        expect(rc != EXIT_OK and "refused the connection: RESOURCE_EXHAUSTED: "
+               "--max-peer-connections (1)" in err,
+               "refused TLS client: %d %s" % (rc, err.strip()))
+    finally:
+        open(Ctx.config, "w").close()
+        os.kill(d.daemon.proc.pid, signal.SIGHUP)
 
 
 def start(extra=()):
