@@ -7,17 +7,19 @@
  */
 #include "auth_file.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
+#include <sys/types.h>
 
-/* A line holds a name, a token and blanks; longer is not a token line. */
+#include "read_file.h"
+
+/* A line holds a name, a token and blanks; longer is not a token line.
+ * Lines are read with getline(), so that a longer one is refused by its
+ * number rather than split into two. */
 #define AUTH_FILE_LINE_MAX (AUTH_NAME_MAX + AUTH_TOKEN_MAX + 64)
 
 bool auth_file_token_chars(const char *token, size_t len)
@@ -60,21 +62,13 @@ void auth_file_free(struct auth_file *f)
 }
 
 /* The secret's file must be the operator's and the daemon's alone. */
-static int auth_file_check_mode(int fd, const char *path, char *err, size_t errlen)
+static int auth_file_check_mode(const struct stat *st, const char *path, char *err,
+                                size_t errlen)
 {
-    struct stat st;
-    if (fstat(fd, &st) != 0) {
-        snprintf(err, errlen, "--token-file %s: %s", path, strerror(errno));
-        return -1;
-    }
-    if (!S_ISREG(st.st_mode)) {
-        snprintf(err, errlen, "--token-file %s: not a regular file", path);
-        return -1;
-    }
-    if (st.st_mode & (S_IRWXO | S_IWGRP)) {
+    if (st->st_mode & (S_IRWXO | S_IWGRP)) {
         snprintf(err, errlen,
                  "--token-file %s: others may read or change it (mode %04o); chmod o-rwx,g-w",
-                 path, (unsigned)(st.st_mode & 07777));
+                 path, (unsigned)(st->st_mode & 07777));
         return -1;
     }
     return 0;
@@ -123,58 +117,79 @@ static int auth_file_line(struct auth_file *f, char *line, char *why, size_t why
     return 0;
 }
 
+/* The line's bytes after a first line's byte order mark; -1 with the
+ * reason in err for a line too long or one with a NUL byte, which a text
+ * editor would hide and strtok would silently cut the line at. */
+static int auth_file_text(char **line, ssize_t len, const char *path, int lineno, char *err,
+                          size_t errlen)
+{
+    size_t text = (size_t)len - ((*line)[len - 1] == '\n');   /* getline's len is >= 1 */
+    if (text > AUTH_FILE_LINE_MAX - 2) {
+        snprintf(err, errlen, "--token-file %s:%d: line longer than %d bytes", path, lineno,
+                 AUTH_FILE_LINE_MAX - 2);
+        return -1;
+    }
+    if (memchr(*line, '\0', (size_t)len)) {
+        snprintf(err, errlen, "--token-file %s:%d: a NUL byte; a token file is text", path,
+                 lineno);
+        return -1;
+    }
+    if (lineno == 1)
+        *line += read_file_bom(*line, (size_t)len);
+    return 0;
+}
+
 static int auth_file_parse(FILE *fp, const char *path, struct auth_file *f, char *err,
                            size_t errlen)
 {
-    char line[AUTH_FILE_LINE_MAX], why[160];
-    int lineno = 0;
-    while (fgets(line, sizeof line, fp)) {
+    /* Sized for a valid line, so that getline() does not move a token
+     * around the heap; the buffer is wiped after every line. */
+    size_t cap = AUTH_FILE_LINE_MAX;
+    char *buf = malloc(cap), why[160];
+    if (!buf) {
+        snprintf(err, errlen, "--token-file %s: out of memory", path);
+        return -1;
+    }
+    int lineno = 0, rv = 0;
+    ssize_t len;
+    while (rv == 0 && (len = getline(&buf, &cap, fp)) >= 0) {
         lineno++;
-        size_t len = strlen(line);
-        if (len == sizeof line - 1 && line[len - 1] != '\n') {
-            snprintf(err, errlen, "--token-file %s:%d: line longer than %d bytes", path, lineno,
-                     AUTH_FILE_LINE_MAX - 2);
-            return -1;
-        }
+        char *line = buf;
         if (f->n == AUTH_FILE_MAX_TOKENS) {
             snprintf(err, errlen, "--token-file %s:%d: more than %d tokens", path, lineno,
                      AUTH_FILE_MAX_TOKENS);
-            return -1;
-        }
-        int rv = auth_file_line(f, line, why, sizeof why);
-        OPENSSL_cleanse(line, sizeof line);   /* the token stays nowhere but in its file */
-        if (rv != 0) {
+            rv = -1;
+        } else if (auth_file_text(&line, len, path, lineno, err, errlen) != 0) {
+            rv = -1;
+        } else if (auth_file_line(f, line, why, sizeof why) != 0) {
             snprintf(err, errlen, "--token-file %s:%d: %s", path, lineno, why);
-            return -1;
+            rv = -1;
         }
+        OPENSSL_cleanse(buf, cap);   /* the token stays nowhere but in its file */
     }
-    if (ferror(fp)) {
+    if (rv == 0 && ferror(fp)) {
         snprintf(err, errlen, "--token-file %s: read error", path);
-        return -1;
+        rv = -1;
     }
-    return 0;
+    OPENSSL_cleanse(buf, cap);
+    free(buf);
+    return rv;
 }
 
 int auth_file_read(const char *path, struct auth_file *out, char *err, size_t errlen)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
-        snprintf(err, errlen, "--token-file %s: %s", path, strerror(errno));
+    struct stat st;
+    FILE *fp = read_file_stream("--token-file", path, &st, err, errlen);
+    if (!fp)
+        return -1;
+    if (auth_file_check_mode(&st, path, err, errlen) != 0) {
+        fclose(fp);
         return -1;
     }
-    if (auth_file_check_mode(fd, path, err, errlen) != 0) {
-        close(fd);
-        return -1;
-    }
-    FILE *fp = fdopen(fd, "r");
     struct auth_file f = { .tokens = calloc(AUTH_FILE_MAX_TOKENS, sizeof(struct auth_token)) };
-    if (!fp || !f.tokens) {
+    if (!f.tokens) {
         snprintf(err, errlen, "--token-file %s: out of memory", path);
-        if (fp)
-            fclose(fp);
-        else
-            close(fd);
-        free(f.tokens);
+        fclose(fp);
         return -1;
     }
     int rv = auth_file_parse(fp, path, &f, err, errlen);

@@ -5,7 +5,8 @@
  * logs (letters, digits, . _ @ -), TOKEN is what the client sends as
  * "authorization: Bearer TOKEN" (RFC 6750's b64token characters, at least
  * AUTH_TOKEN_MIN of them). Blank lines and lines starting with # are
- * skipped. Only a SHA-256 digest of each token is kept, so that checking a
+ * skipped, and so is a UTF-8 byte order mark at the file's start; a NUL
+ * byte anywhere is refused, naming its line. Only a SHA-256 digest of each token is kept, so that checking a
  * token compares fixed-size digests (auth.c) and the tokens themselves do
  * not stay in the daemon's memory. auth.c owns when the file is read.
  */
@@ -35,7 +36,7 @@ struct auth_file {
 };
 
 /* Reads path into *out (which the caller frees with auth_file_free). A file
- * that others may read or write, a malformed line, a short or long token,
+ * that is not regular (read_file.h), that others may read or write, a malformed line, a short or long token,
  * a name or token given twice: -1 with the reason (file and line) in err,
  * *out untouched. Returns 0 otherwise; a file with no token is valid (every
  * token revoked). */

@@ -15,13 +15,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
 #include <unistd.h>
 
 #include "address.h"
 #include "log.h"
+#include "read_file.h"
 #include "size_text.h"
 
-#define CONFIG_LINE_MAX 1024
+/* A setting's value as text, for the reload's log of what changed. */
+#define CONFIG_VALUE_TEXT_MAX 1024
 #define CONFIG_MS_PER_S 1000
 #define CONFIG_HELP_COLUMN 28
 #define CONFIG_HELP_WIDTH 100   /* as wide as the widest help line */
@@ -548,19 +551,34 @@ static int config_file_line(struct config *cfg, char *line, const char *path, in
     return 0;
 }
 
+/* Lines of any length: a long comment must stay a comment, never be cut
+ * into a tail that parses as a setting. A NUL byte (not text, and it would
+ * end the line's string early) is refused, and a byte order mark before
+ * the first key is skipped. */
 static int config_file(struct config *cfg, const char *path, char *err, size_t errlen)
 {
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        snprintf(err, errlen, "--config %s: %s", path, strerror(errno));
+    FILE *f = read_file_stream("--config", path, NULL, err, errlen);
+    if (!f)
         return -1;
-    }
-    char line[CONFIG_LINE_MAX];
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t len;
     int lineno = 0, rv = 0;
-    while (rv == 0 && fgets(line, sizeof(line), f)) {
+    while (rv == 0 && (len = getline(&line, &cap, f)) >= 0) {
         lineno++;
-        rv = config_file_line(cfg, line, path, lineno, err, errlen);
+        size_t skip = lineno == 1 ? read_file_bom(line, (size_t)len) : 0;
+        if (memchr(line, '\0', (size_t)len)) {
+            snprintf(err, errlen, "%s:%d: a NUL byte; a config file is text", path, lineno);
+            rv = -1;
+        } else {
+            rv = config_file_line(cfg, line + skip, path, lineno, err, errlen);
+        }
     }
+    if (rv == 0 && ferror(f)) {
+        snprintf(err, errlen, "--config %s: read error", path);
+        rv = -1;
+    }
+    free(line);
     fclose(f);
     return rv;
 }
@@ -684,7 +702,7 @@ void config_changes(const struct config *old, const struct config *now,
                     void (*changed)(const char *name, const char *was, const char *is, void *ctx),
                     void *ctx)
 {
-    char was[CONFIG_LINE_MAX], is[CONFIG_LINE_MAX];
+    char was[CONFIG_VALUE_TEXT_MAX], is[CONFIG_VALUE_TEXT_MAX];
     for (size_t i = 0; i < CONFIG_NOPTS; i++) {
         config_value(old, &config_opts[i], was, sizeof was);
         config_value(now, &config_opts[i], is, sizeof is);

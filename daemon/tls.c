@@ -7,17 +7,23 @@
  * gRPC over TLS is HTTP/2 over TLS, which needs ALPN h2 (RFC 9113 3.2);
  * a client that offers no ALPN at all is refused in the ClientHello
  * callback, because OpenSSL would otherwise complete such a handshake and
- * leave the refusal to a bare close after it.
+ * leave the refusal to a bare close after it. The PEM files are opened
+ * through read_file.c, never by OpenSSL's path-taking loaders, so that a
+ * FIFO in their place is refused instead of hanging a reload.
  */
 #include "tls.h"
 
 #include <openssl/err.h>
+#include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <openssl/tls1.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+#include "read_file.h"
 
 /* ALPN wire form: a length byte, then the protocol name. */
 static const unsigned char tls_alpn_h2[] = { 2, 'h', '2' };
@@ -72,18 +78,103 @@ static int tls_client_hello(SSL *ssl, int *alert, void *arg)
     return SSL_CLIENT_HELLO_ERROR;
 }
 
+/* A PEM file as a BIO, opened through read_file.c: OpenSSL's own *_file()
+ * loaders open with a blocking open(), which a FIFO would hang. NULL with
+ * err set. */
+static BIO *tls_file(const char *what, const char *path, char *err, size_t errlen)
+{
+    int fd = read_file_open(what, path, NULL, err, errlen);
+    if (fd < 0)
+        return NULL;
+    BIO *b = BIO_new_fd(fd, BIO_CLOSE);
+    if (!b) {
+        snprintf(err, errlen, "%s %s: out of memory", what, path);
+        close(fd);
+    }
+    return b;
+}
+
+/* After the last PEM block, reading another fails with "no start line":
+ * the file's end, not an error. */
+static bool tls_pem_end(void)
+{
+    unsigned long e = ERR_peek_last_error();
+    if (ERR_GET_LIB(e) != ERR_LIB_PEM || ERR_GET_REASON(e) != PEM_R_NO_START_LINE)
+        return false;
+    ERR_clear_error();
+    return true;
+}
+
+/* The certificate, then its chain, as SSL_CTX_use_certificate_chain_file()
+ * reads them. */
+static int tls_load_cert(SSL_CTX *ctx, const char *path, char *err, size_t errlen)
+{
+    BIO *b = tls_file("--tls-cert", path, err, errlen);
+    if (!b)
+        return -1;
+    X509 *x = PEM_read_bio_X509_AUX(b, NULL, NULL, NULL);
+    bool ok = x && SSL_CTX_use_certificate(ctx, x) == 1;
+    X509_free(x);
+    while (ok) {
+        X509 *ca = PEM_read_bio_X509(b, NULL, NULL, NULL);
+        if (!ca) {
+            ok = tls_pem_end();
+            break;
+        }
+        if (SSL_CTX_add0_chain_cert(ctx, ca) != 1) {   /* owns ca on success */
+            X509_free(ca);
+            ok = false;
+        }
+    }
+    BIO_free(b);
+    return ok ? 0 : tls_fail(err, errlen, "--tls-cert", path);
+}
+
+static int tls_load_key(SSL_CTX *ctx, const char *path, char *err, size_t errlen)
+{
+    BIO *b = tls_file("--tls-key", path, err, errlen);
+    if (!b)
+        return -1;
+    EVP_PKEY *k = PEM_read_bio_PrivateKey(b, NULL, NULL, NULL);
+    bool ok = k && SSL_CTX_use_PrivateKey(ctx, k) == 1;
+    EVP_PKEY_free(k);
+    BIO_free(b);
+    return ok ? 0 : tls_fail(err, errlen, "--tls-key", path);
+}
+
 /* The client CA: both the trust store for client certificates and the
- * list of CA names the server's CertificateRequest offers. */
+ * list of CA names the server's CertificateRequest offers. A file with
+ * no certificate is refused. */
 static int tls_load_client_ca(SSL_CTX *ctx, const char *path, char *err, size_t errlen)
 {
-    STACK_OF(X509_NAME) *names = SSL_load_client_CA_file(path);
-    if (!names || SSL_CTX_load_verify_locations(ctx, path, NULL) != 1) {
-        sk_X509_NAME_pop_free(names, X509_NAME_free);
-        return tls_fail(err, errlen, "--tls-client-ca", path);
+    BIO *b = tls_file("--tls-client-ca", path, err, errlen);
+    if (!b)
+        return -1;
+    X509_STORE *store = SSL_CTX_get_cert_store(ctx);
+    bool ok = true;
+    for (size_t n = 0; ok; n++) {
+        X509 *x = PEM_read_bio_X509(b, NULL, NULL, NULL);
+        if (!x) {
+            ok = n > 0 && tls_pem_end();
+            break;
+        }
+        ok = X509_STORE_add_cert(store, x) == 1 && SSL_CTX_add_client_CA(ctx, x) == 1;
+        X509_free(x);
     }
-    SSL_CTX_set_client_CA_list(ctx, names);
+    BIO_free(b);
+    if (!ok)
+        return tls_fail(err, errlen, "--tls-client-ca", path);
     SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, NULL);
     return 0;
+}
+
+static int tls_load_files(SSL_CTX *ctx, const struct tls_server *t, char *err, size_t errlen)
+{
+    if (tls_load_cert(ctx, t->cert, err, errlen) != 0 || tls_load_key(ctx, t->key, err, errlen) != 0)
+        return -1;
+    if (SSL_CTX_check_private_key(ctx) != 1)
+        return tls_fail(err, errlen, "--tls-key does not match --tls-cert:", t->key);
+    return t->client_ca ? tls_load_client_ca(ctx, t->client_ca, err, errlen) : 0;
 }
 
 static SSL_CTX *tls_context(const struct tls_server *t, char *err, size_t errlen)
@@ -106,14 +197,8 @@ static SSL_CTX *tls_context(const struct tls_server *t, char *err, size_t errlen
         tls_fail(err, errlen, "TLS 1.2 ciphers", TLS_CIPHERS_12);
     else if (SSL_CTX_set_ciphersuites(ctx, TLS_SUITES_13) != 1)
         tls_fail(err, errlen, "TLS 1.3 cipher suites", TLS_SUITES_13);
-    else if (SSL_CTX_use_certificate_chain_file(ctx, t->cert) != 1)
-        tls_fail(err, errlen, "--tls-cert", t->cert);
-    else if (SSL_CTX_use_PrivateKey_file(ctx, t->key, SSL_FILETYPE_PEM) != 1)
-        tls_fail(err, errlen, "--tls-key", t->key);
-    else if (SSL_CTX_check_private_key(ctx) != 1)
-        tls_fail(err, errlen, "--tls-key does not match --tls-cert:", t->key);
-    else if (!t->client_ca || tls_load_client_ca(ctx, t->client_ca, err, errlen) == 0)
-        rv = 0;
+    else
+        rv = tls_load_files(ctx, t, err, errlen);
     if (rv != 0) {
         SSL_CTX_free(ctx);
         return NULL;
