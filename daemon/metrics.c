@@ -14,17 +14,28 @@
 
 #include "address.h"
 #include "listen.h"
+#include "metrics_deadline.h"
 
 #define METRICS_PATH "/metrics"
 #define METRICS_CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
-/* Scrapers are few: a handful of connections, and none kept idle long. */
-#define METRICS_MAX_CONNECTIONS 16
-#define METRICS_TIMEOUT_S 10
+/* Scrapers are few, but slow clients from many addresses must not fill
+ * the pool: room for 16 addresses at their cap. Each costs libmicrohttpd's
+ * connection memory (32 KiB) and two descriptors (metrics_deadline.c). */
+#define METRICS_MAX_CONNECTIONS 64
+/* One address may hold only a few of the slots, so that slow or stuck
+ * connections from one place leave room for a scraper from another. */
+#define METRICS_MAX_ADDRESS_CONNECTIONS 4
+/* A request must arrive whole, and its answer go out, within this time,
+ * however its bytes are spaced (metrics_deadline.h); a scrape takes
+ * milliseconds. It is the idle timeout too. */
+#define METRICS_DEADLINE_S 5
+#define METRICS_MS_PER_S 1000
 #define METRICS_ADDRESS_MAX (INET6_ADDRSTRLEN + 8)
 
 struct metrics {
     struct MHD_Daemon *mhd;
     struct metrics_sources src;
+    struct metrics_deadline *deadline;
     char address[METRICS_ADDRESS_MAX];   /* as bound: "HOST:PORT" */
 };
 
@@ -56,6 +67,7 @@ static enum MHD_Result metrics_on_request(void *cls, struct MHD_Connection *conn
     (void)upload_data_size;
     (void)req_cls;
     struct metrics *m = cls;
+    metrics_deadline_renew(m->deadline, conn);
     static char not_found[] = "not found: ampd serves only " METRICS_PATH "\n";
     static char bad_method[] = "method not allowed: GET " METRICS_PATH "\n";
     if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
@@ -125,13 +137,23 @@ int metrics_start(const char *text, bool allow_remote, const struct metrics_sour
         return -1;
     }
     m->src = *src;
+    if (metrics_deadline_start(METRICS_DEADLINE_S * METRICS_MS_PER_S, &m->deadline) != 0) {
+        snprintf(err, errlen, "--metrics-listen %s: cannot start its deadline thread", text);
+        close(fd);
+        free(m);
+        return -1;
+    }
     m->mhd = MHD_start_daemon(MHD_USE_AUTO_INTERNAL_THREAD, 0, NULL, NULL, metrics_on_request, m,
                               MHD_OPTION_LISTEN_SOCKET, fd,
                               MHD_OPTION_CONNECTION_LIMIT, (unsigned)METRICS_MAX_CONNECTIONS,
-                              MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)METRICS_TIMEOUT_S,
+                              MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+                              (unsigned)METRICS_MAX_ADDRESS_CONNECTIONS,
+                              MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)METRICS_DEADLINE_S,
+                              MHD_OPTION_NOTIFY_CONNECTION, metrics_deadline_notify, m->deadline,
                               MHD_OPTION_END);
     if (!m->mhd) {
         snprintf(err, errlen, "--metrics-listen %s: libmicrohttpd did not start", text);
+        metrics_deadline_stop(m->deadline);
         close(fd);
         free(m);
         return -1;
@@ -151,5 +173,6 @@ void metrics_stop(struct metrics *m)
         return;
     /* MHD closes the listening socket it was given. */
     MHD_stop_daemon(m->mhd);
+    metrics_deadline_stop(m->deadline);   /* after: MHD has closed every connection */
     free(m);
 }
