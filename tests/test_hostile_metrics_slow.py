@@ -135,7 +135,8 @@ def test_slow_connections_do_not_blind_scrapes():
         deadline = time.monotonic() + SETTLE_S
         while fds(d.proc.pid) > before and time.monotonic() < deadline:
             time.sleep(POLL_S)
-        expect(fds(d.proc.pid) == before,
+        # At most: the first scrape's connection may still have been open.
+        expect(fds(d.proc.pid) <= before,
                "descriptors %d after the trickle, %d before" % (fds(d.proc.pid), before))
     finally:
         if trickle:
