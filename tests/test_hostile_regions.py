@@ -31,7 +31,8 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "support"))
 from cases import expect, module_cases, run_cases  # noqa: E402
-from daemon_proc import Daemon  # noqa: E402
+from daemon_proc import Daemon, vm_rss  # noqa: E402
+from region_line import ask, region_socket  # noqa: E402
 
 SOURCE = os.environ.get("AMP_SOURCE_DIR",
                         os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -70,34 +71,12 @@ def sealed_memfd(size):
     return fd
 
 
-def region_socket(d):
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.settimeout(TIMEOUT_S)
-    s.connect(d.sock_path + ".regions")
-    return s
-
-
-def ask(rsock, line, fds=()):
-    socket.send_fds(rsock, [line], list(fds))
-    answer = b""
-    while not answer.endswith(b"\n"):
-        got = rsock.recv(1)
-        if not got:
-            raise RuntimeError("region socket closed")
-        answer += got
-    return answer.decode().rstrip("\n")
-
-
 def allocated(fd):
     return os.fstat(fd).st_blocks * 512
 
 
 def rss_mib(d):
-    with open("/proc/%d/status" % d.proc.pid, encoding="ascii") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) // 1024
-    raise RuntimeError("no VmRSS")
+    return vm_rss(d.proc.pid) // (1024 * 1024)
 
 
 def open_fds(d):
@@ -141,7 +120,7 @@ def ampctl_job(d, transport, preexec_fn):
 def test_sparse_region_not_committed():
     d = shared_daemon(["--max-client-region-bytes", str(CLIENT_SHARE)])
     try:
-        rsock = region_socket(d)
+        rsock = region_socket(d, TIMEOUT_S)
         rss0 = rss_mib(d)
         sparse = sealed_memfd(SPARSE_BYTES)
         answer = ask(rsock, b"REGISTER\n", [sparse])
@@ -174,14 +153,14 @@ def test_sparse_region_not_committed():
 def test_client_region_share():
     d = shared_daemon(["--max-client-region-bytes", str(CLIENT_SHARE)])
     try:
-        rsock = region_socket(d)
+        rsock = region_socket(d, TIMEOUT_S)
         fds = [sealed_memfd(SPARSE_BYTES) for _ in range(2)]
         expect(ask(rsock, b"REGISTER\n", [fds[0]]).startswith("OK "), "the first region")
         answer = ask(rsock, b"REGISTER\n", [fds[1]])
         expect(answer.startswith("ERROR RESOURCE_EXHAUSTED --max-client-region-bytes (%d)"
                                  % CLIENT_SHARE) and "uid %d" % os.getuid() in answer, answer)
         # another connection of the same uid shares the same charge
-        more = region_socket(d)
+        more = region_socket(d, TIMEOUT_S)
         answer = ask(more, b"REGISTER\n", [fds[1]])
         expect(answer.startswith("ERROR RESOURCE_EXHAUSTED --max-client-region-bytes"), answer)
         # another uid is served meanwhile, through a region of its own
@@ -204,12 +183,12 @@ def test_pending_descriptors_per_peer():
     d = shared_daemon()
     try:
         memfds = [os.memfd_create("held") for _ in range(FDS_PER_CONN)]
-        warm = region_socket(d)   # whatever the first connection opens for good
+        warm = region_socket(d, TIMEOUT_S)   # whatever the first connection opens for good
         expect(ask(warm, b"REGISTER\n", memfds).startswith("ERROR INVALID_ARGUMENT"), "warm-up")
         warm.close()
         time.sleep(SETTLE_S / 4)
         base = open_fds(d)
-        conns = [region_socket(d) for _ in range(PEER_FDS_MAX)]
+        conns = [region_socket(d, TIMEOUT_S) for _ in range(PEER_FDS_MAX)]
         for s in conns:
             socket.send_fds(s, [b"REGISTER"], memfds)
         time.sleep(SETTLE_S / 4)
@@ -281,7 +260,7 @@ def test_descriptor_reserve():
         last, still = -1, 0
         while still < 3 and len(conns) < NOFILE:
             try:
-                conns.append(region_socket(d))
+                conns.append(region_socket(d, TIMEOUT_S))
             except OSError:
                 break
             if len(conns) % 8 == 0:

@@ -17,7 +17,6 @@ import fcntl
 import mmap
 import os
 import random
-import socket
 import subprocess
 import sys
 import tempfile
@@ -27,6 +26,7 @@ import grpc
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "support"))
 from cases import module_cases, run_cases  # noqa: E402
 from daemon_proc import Daemon, free_port  # noqa: E402
+from region_line import ask, region_socket  # noqa: E402
 
 SOURCE = os.environ.get("AMP_SOURCE_DIR",
                         os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -62,23 +62,6 @@ class Region:
         self.answer = ask(rsock, b"REGISTER\n", [self.fd])
         os.close(self.fd)
         self.id = int(self.answer.split()[1]) if self.answer.startswith("OK ") else None
-
-
-def ask(rsock, line, fds=()):
-    socket.send_fds(rsock, [line], list(fds))
-    answer = b""
-    while not answer.endswith(b"\n"):
-        got = rsock.recv(1)
-        if not got:
-            raise RuntimeError("region socket closed")
-        answer += got
-    return answer.decode().rstrip("\n")
-
-
-def region_socket(d):
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.connect(d.sock_path + ".regions")
-    return s
 
 
 def call(channel, method, request, reply_class):

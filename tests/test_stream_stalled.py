@@ -28,7 +28,7 @@ import grpc
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "support"))
 from cases import expect, run_cases  # noqa: E402
-from daemon_proc import Daemon  # noqa: E402
+from daemon_proc import Daemon, vm_rss  # noqa: E402
 
 MIB = 1 << 20
 CHUNK = MIB
@@ -120,14 +120,6 @@ class Feeder:
             return self.sent
 
 
-def rss(pid):
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    raise RuntimeError("no VmRSS")
-
-
 def wait_stalled(feeder):
     last, since, start = feeder.count(), time.monotonic(), time.monotonic()
     while time.monotonic() - since < SETTLE_S:
@@ -157,11 +149,11 @@ def test_stalled_reader(daemon):
     channel = grpc.insecure_channel(daemon.address)
     other = grpc.insecure_channel(daemon.address)
     try:
-        rss0 = rss(daemon.proc.pid)
+        rss0 = vm_rss(daemon.proc.pid)
         feeder = Feeder(XOR_STEP, TOTAL)
         replies = channel.stream_stream("/amp.v1.Amp/Stream")(iter(feeder), timeout=600)
         pulled = wait_stalled(feeder)
-        grown = rss(daemon.proc.pid) - rss0
+        grown = vm_rss(daemon.proc.pid) - rss0
         print("stalled after %d MiB of %d; daemon RSS +%d MiB" %
               (pulled // MIB, TOTAL // MIB, grown // MIB))
         expect(pulled <= STALL_BOUND, "a client that stopped reading pushed %d bytes" % pulled)
@@ -184,14 +176,14 @@ def test_stalled_reverse(daemon):
     byte, reversed, once the client reads."""
     channel = grpc.insecure_channel(daemon.address)
     try:
-        rss0 = rss(daemon.proc.pid)
+        rss0 = vm_rss(daemon.proc.pid)
         feeder = Feeder(REVERSE_STEP, RESIDENT_TOTAL)
         replies = channel.stream_stream("/amp.v1.Amp/Stream")(iter(feeder), timeout=600)
         pulled = wait_stalled(feeder)
         expect(pulled == RESIDENT_TOTAL, "the reverse stream took %d bytes of %d" %
                (pulled, RESIDENT_TOTAL))
         time.sleep(SETTLE_S)   # the result waits on the stalled client
-        grown = rss(daemon.proc.pid) - rss0
+        grown = vm_rss(daemon.proc.pid) - rss0
         print("reverse stalled with its result out; daemon RSS +%d MiB" % (grown // MIB))
         expect(grown < RSS_BOUND + RESIDENT_TOTAL, "daemon RSS grew by %d bytes" % grown)
 

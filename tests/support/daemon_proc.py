@@ -25,6 +25,15 @@ POLL_S = 0.05
 DIE_WITH_PARENT = ("setpriv", "--pdeathsig", "TERM", "--")
 
 
+def vm_rss(pid):
+    """The resident memory of process pid, in bytes (VmRSS)."""
+    with open("/proc/%d/status" % pid, encoding="ascii") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    raise RuntimeError("no VmRSS")
+
+
 def free_port():
     """A 127.0.0.1 port that was free a moment ago, for a listener of a test's own."""
     s = socket.socket()
