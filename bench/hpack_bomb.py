@@ -25,6 +25,9 @@ import tempfile
 import threading
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "support"))
+from h2_raw import PREFACE, frame, hpack_int, literal  # noqa: E402
+
 FRAME = 16384
 FRAMES = 9
 # A second shape: a block just under ampd's 64 KiB header-list limit on
@@ -32,33 +35,12 @@ FRAMES = 9
 SMALL_BLOCK = 65000
 ENTRY_VALUE = 4000
 BLOCKS = 20   # per CPU figure: /proc counts in 10 ms ticks
-PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 
-
-def frame(ftype, flags, sid, payload):
-    return struct.pack(">I", len(payload))[1:] + bytes([ftype, flags]) + struct.pack(">I", sid) + payload
-
-
-def lit(name, value):
-    """A literal field without indexing, literal name (RFC 7541 6.2.2)."""
-    return b"\x00" + bytes([len(name)]) + name + hpack_len(len(value)) + value
-
-
-def hpack_len(n, prefix=7, first=0):
-    if n < (1 << prefix) - 1:
-        return bytes([first | n])
-    out = [first | ((1 << prefix) - 1)]
-    n -= (1 << prefix) - 1
-    while n >= 128:
-        out.append((n & 127) | 128)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
 
 
 def request_fields(path):
-    return (lit(b":method", b"POST") + lit(b":scheme", b"http") + lit(b":path", path)
-            + lit(b"content-type", b"application/grpc") + lit(b"te", b"trailers"))
+    return (literal(b":method", b"POST") + literal(b":scheme", b"http") + literal(b":path", path)
+            + literal(b"content-type", b"application/grpc") + literal(b"te", b"trailers"))
 
 
 def bomb(sid, size):
@@ -66,7 +48,7 @@ def bomb(sid, size):
     table, then indexed references to it (index 62, the newest dynamic
     entry)."""
     head = request_fields(b"/amp.v1.Amp/Reverse")
-    head += b"\x40" + bytes([5]) + b"x-big" + hpack_len(ENTRY_VALUE) + b"b" * ENTRY_VALUE
+    head += b"\x40" + bytes([5]) + b"x-big" + hpack_int(ENTRY_VALUE, 7) + b"b" * ENTRY_VALUE
     block = head + b"\xbe" * (size - len(head))
     out = b""
     for at in range(0, size, FRAME):

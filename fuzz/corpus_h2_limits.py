@@ -25,7 +25,9 @@ import os
 import struct
 import sys
 
-PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "support"))
+from h2_raw import PREFACE, frame, hpack_int, literal  # noqa: E402
+
 CTRL_KEEP_UP = 0
 CTRL_SECOND = 0x10
 PIECE_MAX = 0xFFFF
@@ -39,31 +41,10 @@ RESET_ROUNDS = 4
 RESETS_PER_ROUND = 40
 
 
-def frame(ftype, flags, sid, payload):
-    return struct.pack(">I", len(payload))[1:] + bytes([ftype, flags]) + struct.pack(">I", sid) + payload
-
-
-def hpack_int(n, prefix, first):
-    if n < (1 << prefix) - 1:
-        return bytes([first | n])
-    out = [first | ((1 << prefix) - 1)]
-    n -= (1 << prefix) - 1
-    while n >= 128:
-        out.append((n & 127) | 128)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
-def lit(name, value, first=0x00, prefix=4):
-    """A literal field with a new name: without indexing (0x00) or with
-    incremental indexing (0x40, 6-bit prefix)."""
-    return hpack_int(0, prefix, first) + hpack_int(len(name), 7, 0) + name + hpack_int(len(value), 7, 0) + value
-
 
 def request(path=b"/amp.v1.Amp/Reverse", extra=b""):
-    return (lit(b":method", b"POST") + lit(b":scheme", b"http") + lit(b":path", path)
-            + lit(b"content-type", b"application/grpc") + lit(b"te", b"trailers") + extra)
+    return (literal(b":method", b"POST") + literal(b":scheme", b"http") + literal(b":path", path)
+            + literal(b"content-type", b"application/grpc") + literal(b"te", b"trailers") + extra)
 
 
 def reverse_message(n=16):
@@ -95,7 +76,7 @@ def pieces(chunks):
 
 
 def hpack_bomb():
-    head = request() + lit(b"x-big", b"b" * ENTRY_VALUE, 0x40, 6)
+    head = request() + literal(b"x-big", b"b" * ENTRY_VALUE, 0x40, 6)
     block = head + b"\xbe" * (3 * FRAME - len(head))
     return pieces([(CTRL_KEEP_UP, hello()), (CTRL_KEEP_UP, block_frames(1, block))])
 
@@ -103,7 +84,7 @@ def hpack_bomb():
 def header_list_wire():
     held = b"".join(block_frames(2 * i + 1, request()) for i in range(OPEN_STREAMS))
     pad = b"p" * 8000
-    block = request(extra=b"".join(lit(b"x-pad-%d" % i, pad) for i in range(9)))
+    block = request(extra=b"".join(literal(b"x-pad-%d" % i, pad) for i in range(9)))
     assert len(block) > HEADER_LIST_MAX
     return pieces([(CTRL_KEEP_UP, hello() + held),
                    (CTRL_KEEP_UP, block_frames(2 * OPEN_STREAMS + 1, block))])
@@ -126,7 +107,7 @@ def content_length():
     body = reverse_message()
     data = hello()
     for sid, length in ((1, 5), (3, 1000), (5, len(body))):
-        data += block_frames(sid, request(extra=lit(b"content-length", str(length).encode())))
+        data += block_frames(sid, request(extra=literal(b"content-length", str(length).encode())))
         data += frame(DATA, END_STREAM, sid, body)
     return pieces([(CTRL_KEEP_UP, data)])
 
@@ -134,7 +115,7 @@ def content_length():
 def timeout_zero():
     data = hello()
     for sid, value in ((1, b"0n"), (3, b"0S")):
-        data += block_frames(sid, request(extra=lit(b"grpc-timeout", value)))
+        data += block_frames(sid, request(extra=literal(b"grpc-timeout", value)))
         data += frame(DATA, END_STREAM, sid, reverse_message())
     return pieces([(CTRL_KEEP_UP, data)])
 

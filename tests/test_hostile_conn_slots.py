@@ -28,6 +28,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "support"))
 from cases import expect, module_cases, run_cases  # noqa: E402
 from daemon_proc import free_port  # noqa: E402
+from h2_raw import PREFACE, frame, literal  # noqa: E402
 from tls_daemon import TlsDaemon  # noqa: E402
 
 AMPCTL = os.environ.get("AMPCTL_BIN", "ampctl")
@@ -43,7 +44,6 @@ POLL_S = 0.1
 EXIT_OK = 0
 DESCRIPTOR_SLACK = 4     # a lingering close or two
 
-PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 H2_HEADERS, H2_DATA, H2_SETTINGS = 1, 0, 4
 FLAG_END_STREAM, FLAG_END_HEADERS = 1, 4
 PARTIAL_HELLO = bytes([0x16, 0x03, 0x01, 0x02, 0x00, 0x01])
@@ -56,24 +56,13 @@ class Ctx:
     plain_port = None
 
 
-def frame(ftype, flags, stream, payload=b""):
-    return (len(payload).to_bytes(3, "big") + bytes([ftype, flags]) + stream.to_bytes(4, "big")
-            + payload)
-
-
-def literal(name, value):
-    """An HPACK literal header field without indexing, no Huffman."""
-    n, v = name.encode(), value.encode()
-    return b"\x00" + bytes([len(n)]) + n + bytes([len(v)]) + v
-
-
 def hello():
     return PREFACE + frame(H2_SETTINGS, 0, 0)
 
 
 def watch():
     """hello() and a Health/Watch call, its request sent whole."""
-    block = b"".join(literal(k, v) for k, v in (
+    block = b"".join(literal(k.encode(), v.encode()) for k, v in (
         (":method", "POST"), (":scheme", "http"), (":path", "/grpc.health.v1.Health/Watch"),
         (":authority", "ampd"), ("content-type", "application/grpc"), ("te", "trailers")))
     return (hello() + frame(H2_HEADERS, FLAG_END_HEADERS, 1, block)
