@@ -14,6 +14,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <netinet/in.h>
+#include <sys/socket.h>
+
 #include "amp.h"
 #include "bench_util.h"
 
@@ -152,4 +155,16 @@ int bench_daemon_stop(struct bench_daemon *dm)
     }
     bench_daemon_cleanup(dm);
     return clean ? 0 : -1;
+}
+
+int bench_daemon_free_port(void)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t alen = sizeof a;
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) < 0 ||
+        getsockname(fd, (struct sockaddr *)&a, &alen) < 0)
+        bench_die("a free loopback port: %s", strerror(errno));
+    close(fd);
+    return ntohs(a.sin_port);
 }

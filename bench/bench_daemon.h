@@ -32,6 +32,10 @@ int bench_daemon_start(struct bench_daemon *dm, const char *path, const char *pr
  * never started (pid 0) returns 0. */
 int bench_daemon_stop(struct bench_daemon *dm);
 
+/* A loopback TCP port free a moment ago, for an ampd listener the caller
+ * names next; dies (bench_die) when none can be had. */
+int bench_daemon_free_port(void);
+
 /* Shows the end of its log on stderr. */
 void bench_daemon_log(const struct bench_daemon *dm);
 

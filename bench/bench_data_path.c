@@ -51,7 +51,6 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <inttypes.h>
-#include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -463,26 +462,13 @@ struct dp_ampd {
     char device[16];
 };
 
-/* A loopback port free a moment ago: ampd takes it next. */
-static int dp_free_port(void)
-{
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t alen = sizeof a;
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) < 0 ||
-        getsockname(fd, (struct sockaddr *)&a, &alen) < 0)
-        bench_die("a free loopback port: %s", strerror(errno));
-    close(fd);
-    return ntohs(a.sin_port);
-}
-
 static void dp_ampd_args(struct dp_ampd *am, const struct dp_opts *o)
 {
     uint64_t msg = o->largest + DP_MESSAGE_SLACK, mem = o->largest * DP_MEMORY_PER_BYTE;
     msg = msg < DP_MESSAGE_MIN ? DP_MESSAGE_MIN : msg > DP_MESSAGE_MAX ? DP_MESSAGE_MAX : msg;
     mem = mem < DP_MEMORY_MIN ? DP_MEMORY_MIN : mem;
-    snprintf(am->tcp, sizeof am->tcp, "127.0.0.1:%d", dp_free_port());
-    snprintf(am->tls, sizeof am->tls, "tls:127.0.0.1:%d", dp_free_port());
+    snprintf(am->tcp, sizeof am->tcp, "127.0.0.1:%d", bench_daemon_free_port());
+    snprintf(am->tls, sizeof am->tls, "tls:127.0.0.1:%d", bench_daemon_free_port());
     snprintf(am->args[0], sizeof am->args[0], "%" PRIu64, msg);
     snprintf(am->args[1], sizeof am->args[1], "%" PRIu64, mem);
     const char *argv[] = {"--listen", am->tcp, "--listen", am->tls, "--tls-cert", am->certs.cert,

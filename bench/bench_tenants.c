@@ -42,10 +42,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-
 #include "amp.h"
 #include "bench_daemon.h"
 #include "bench_util.h"
@@ -485,19 +481,6 @@ struct bt_daemons {
     int n;
 };
 
-/* A loopback port free a moment ago: ampd takes it next. */
-static int bt_free_port(void)
-{
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t alen = sizeof a;
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) < 0 ||
-        getsockname(fd, (struct sockaddr *)&a, &alen) < 0)
-        bench_die("a free loopback port: %s", strerror(errno));
-    close(fd);
-    return ntohs(a.sin_port);
-}
-
 static const char *const bt_client_names[2] = {"tenant-a", "tenant-b"};
 
 /* Two random tokens in a 0600 file ampd reads (--token-file). */
@@ -531,7 +514,7 @@ static void bt_daemon_start(struct bt_daemons *ds, int i, const struct bt_opts *
     char msg_s[32], mem_s[32];
     snprintf(msg_s, sizeof msg_s, "%" PRIu64, msg);
     snprintf(mem_s, sizeof mem_s, "%" PRIu64, mem);
-    snprintf(ds->tcp[i], sizeof ds->tcp[i], "127.0.0.1:%d", bt_free_port());
+    snprintf(ds->tcp[i], sizeof ds->tcp[i], "127.0.0.1:%d", bench_daemon_free_port());
     /* B's load must be admitted whole, whatever the defaults: memory for
      * all its calls at once, from one client and one connection. */
     const char *base[] = {"--listen", ds->tcp[i], "--token-file", ds->token_file,
