@@ -35,7 +35,22 @@ struct job *job_new(size_t nsteps)
     job->nsteps = nsteps;
     job->device_index = -1;
     job->in_pinned_dev = -1;
+    job->cls.weight = JOB_WEIGHT_DEFAULT;
+    job->cls.priority = JOB_PRIORITY_NORMAL;
+    atomic_init(&job->queue_state, JOB_QUEUED);
     return job;
+}
+
+bool job_claim(struct job *job, enum job_queue_state state)
+{
+    int expected = JOB_QUEUED;
+    return atomic_compare_exchange_strong(&job->queue_state, &expected, (int)state);
+}
+
+uint32_t job_weight(const struct job *job)
+{
+    uint32_t w = job->cls.weight;
+    return w == 0 ? JOB_WEIGHT_DEFAULT : w > JOB_WEIGHT_MAX ? JOB_WEIGHT_MAX : w;
 }
 
 static void job_free_input(struct job *job)

@@ -85,6 +85,35 @@ struct step_result {
     struct hist_result hist; /* histogram steps */
 };
 
+/* Scheduling classes (fairq.h): a job's priority; higher goes first at
+ * admission, in a device's queue and in the host workers. */
+enum job_priority { JOB_PRIORITY_LOW, JOB_PRIORITY_NORMAL, JOB_PRIORITY_HIGH };
+#define JOB_PRIORITIES 3
+
+/* A job's weight beside other clients' when none is configured, and the
+ * most one may have. */
+#define JOB_WEIGHT_DEFAULT 1
+#define JOB_WEIGHT_MAX 1000
+
+/* How the scheduler treats a job: whose work it is, that client's weight,
+ * the call's priority and how long it may wait to start. rpc.c sets it
+ * from the call (its client, token or uid, and its metadata); job_new()
+ * makes it flow 0 at JOB_WEIGHT_DEFAULT and JOB_PRIORITY_NORMAL. */
+#define JOB_CLIENT_MAX 96
+struct job_class {
+    uint64_t flow;              /* the client's number (client_share.h); 0: no client */
+    char client[JOB_CLIENT_MAX]; /* its name as client_share.h has it ("token alice",
+                                  * "uid 1000"), for metrics and logs; "": none */
+    uint32_t weight;            /* 1..JOB_WEIGHT_MAX */
+    enum job_priority priority;
+    uint64_t queue_deadline_ns; /* monotonic_ns(): not started by then, the job ends
+                                 * UNAVAILABLE (job_claim); 0: it waits as long as it must */
+};
+
+/* Who starts a queued job: its runner or host worker (JOB_STARTED), or
+ * the queue-time limit (JOB_EXPIRED), whichever claims it first. */
+enum job_queue_state { JOB_QUEUED, JOB_STARTED, JOB_EXPIRED };
+
 struct job {
     struct step *steps;   /* nsteps >= 1, malloc'd, owned by the job */
     size_t nsteps;
@@ -139,6 +168,9 @@ struct job {
     struct budget *held_in;
     uint64_t held;
     bool abandoned;       /* counted by sched_abandon() */
+
+    struct job_class cls;
+    atomic_int queue_state; /* enum job_queue_state: job_claim() */
 
     /* stage.h stamps (ns): submitted (loop), started and done (runner or
      * host worker). */
@@ -200,6 +232,14 @@ enum status_code job_result_alloc(struct job *job, struct step_result *r, size_t
 
 /* A job that failed keeps its results array but no result data. */
 void job_drop_results(struct job *job);
+
+/* Claims a queued job for state (JOB_STARTED or JOB_EXPIRED): true for
+ * the first claim, false when the other came first. Any thread. */
+bool job_claim(struct job *job, enum job_queue_state state);
+
+/* The weight and priority job->cls asks for, made valid: a weight of 0
+ * is JOB_WEIGHT_DEFAULT, one past JOB_WEIGHT_MAX is JOB_WEIGHT_MAX. */
+uint32_t job_weight(const struct job *job);
 
 /* Sets status and a printf-style message; returns the status for chaining. */
 enum status_code job_fail(struct job *job, enum status_code code, const char *fmt, ...)

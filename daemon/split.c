@@ -57,6 +57,7 @@ static struct job *split_part_new(struct split *sp, size_t off, size_t len, uint
             !job_transform_clip(&parent->steps[i].u.transform, off, len, &st->u.transform))
             st->u.transform.offset = st->u.transform.length = 0;
     }
+    part->cls = parent->cls;   /* scheduled as the client's own job */
     part->in = parent->in ? parent->in + off : NULL;
     part->in_len = len;
     if ((part->in_region = parent->in_region))
