@@ -3,7 +3,10 @@
  *
  * One queue under one mutex, and a condition variable the workers sleep
  * on: the jobs are tiny, so a worker takes one, runs it to the end and
- * takes the next; nothing here waits on a device. A submit wakes a
+ * takes the next; nothing here waits on a device. The queue is a fair
+ * one (fairq.h), as a runner's is: by priority, then by each client's
+ * weighted share, so a client flooding the pool delays another's job by
+ * about one job per busy client, not by the flood. A submit wakes a
  * sleeping worker only when no worker is awake or the queue is long for
  * those that are (HOST_QUEUE_PER_WORKER): a job takes a microsecond or
  * two, waking a thread several, so under load a few awake workers drain
@@ -21,6 +24,7 @@
 #include <string.h>
 
 #include "dev.h"
+#include "fairq.h"
 #include "host_step.h"
 #include "job.h"
 #include "monotonic.h"
@@ -34,7 +38,7 @@
 struct host_pool {
     pthread_mutex_t lock;       /* guards what follows, to stopping */
     pthread_cond_t wake;
-    struct task *head, *tail;   /* queued TASK_JOBs, linked through next */
+    struct fairq *queue;        /* queued TASK_JOBs */
     atomic_size_t queued;       /* tasks in that queue; read unlocked by a polling worker */
     size_t sleeping;            /* workers waiting on wake and not yet woken */
     size_t wakes;               /* woken by a submit and not yet up: each takes one */
@@ -148,7 +152,7 @@ static struct task *host_pool_next(struct host_pool *h, bool polled)
     if (polled && h->spin_ns)
         host_pool_poll(h);
     pthread_mutex_lock(&h->lock);
-    while (!h->head && !h->stopping) {
+    while (!fairq_len(h->queue) && !h->stopping) {
         h->sleeping++;
         while (!h->wakes && !h->stopping)
             pthread_cond_wait(&h->wake, &h->lock);
@@ -157,7 +161,7 @@ static struct task *host_pool_next(struct host_pool *h, bool polled)
         else
             h->sleeping--;   /* stopping, not woken by a submit */
     }
-    struct task *t = task_pop(&h->head, &h->tail);
+    struct task *t = fairq_pop(h->queue);
     if (t)
         h->queued--;
     pthread_mutex_unlock(&h->lock);
@@ -173,7 +177,13 @@ static void *host_pool_main(void *arg)
         polled = true;
         struct job *job = t->job;
         t->out_len = 0;
-        if (atomic_load(&job->cancelled)) {
+        uint64_t now = monotonic_ns();
+        if (job->cls.queue_deadline_ns && now >= job->cls.queue_deadline_ns &&
+            job_claim(job, JOB_EXPIRED)) {
+            char msg[STATUS_MSG_MAX];
+            job_queue_time_msg(job, now, msg, sizeof msg);
+            job_fail(job, STATUS_UNAVAILABLE, "%s", msg);
+        } else if (atomic_load(&job->cancelled) || !job_claim(job, JOB_STARTED)) {
             job_fail(job, STATUS_CANCELLED, JOB_CANCELLED_MSG);
         } else {
             job->t_start = stage_now_ns();
@@ -197,6 +207,11 @@ struct host_pool *host_pool_start(size_t threads, uint64_t spin_ns, struct dev *
     h->check = check;
     h->complete = complete;
     h->ctx = ctx;
+    h->queue = fairq_new();
+    if (!h->queue) {
+        free(h);
+        return NULL;
+    }
     pthread_mutex_init(&h->lock, NULL);
     pthread_cond_init(&h->wake, NULL);
     for (; h->nthreads < threads; h->nthreads++) {
@@ -214,7 +229,7 @@ struct host_pool *host_pool_start(size_t threads, uint64_t spin_ns, struct dev *
 void host_pool_submit(struct host_pool *h, struct task *t)
 {
     pthread_mutex_lock(&h->lock);
-    task_append(&h->head, &h->tail, t);
+    fairq_push(h->queue, t, fairq_cost(t));
     h->queued++;
     size_t awake = h->nthreads - h->sleeping;
     bool wake = h->sleeping > 0 && (awake == 0 || h->queued > HOST_QUEUE_PER_WORKER * awake);
@@ -242,5 +257,6 @@ void host_pool_stop(struct host_pool *h)
         pthread_join(h->threads[i], NULL);
     pthread_cond_destroy(&h->wake);
     pthread_mutex_destroy(&h->lock);
+    fairq_free(h->queue);
     free(h);
 }

@@ -47,6 +47,18 @@ bool job_claim(struct job *job, enum job_queue_state state)
     return atomic_compare_exchange_strong(&job->queue_state, &expected, (int)state);
 }
 
+void job_queue_time_msg(const struct job *job, uint64_t now_ns, char *msg, size_t len)
+{
+    /* Both from the submission: t_submit is stamped in the same clock. */
+    uint64_t waited = now_ns > job->t_submit ? now_ns - job->t_submit : 0;
+    uint64_t allowed = job->cls.queue_deadline_ns > job->t_submit
+                           ? job->cls.queue_deadline_ns - job->t_submit : 0;
+    snprintf(msg, len,
+             "the job waited %.3f ms in the queue, past its queue time of %.3f ms "
+             "(amp-max-queue-time, or the daemon's --max-queue-time)",
+             waited / 1e6, allowed / 1e6);
+}
+
 uint32_t job_weight(const struct job *job)
 {
     uint32_t w = job->cls.weight;

@@ -237,8 +237,13 @@ void job_drop_results(struct job *job);
  * the first claim, false when the other came first. Any thread. */
 bool job_claim(struct job *job, enum job_queue_state state);
 
-/* The weight and priority job->cls asks for, made valid: a weight of 0
- * is JOB_WEIGHT_DEFAULT, one past JOB_WEIGHT_MAX is JOB_WEIGHT_MAX. */
+/* Why a job that waited in its queue until now_ns (monotonic_ns()) past
+ * job->cls.queue_deadline_ns ends UNAVAILABLE: the time it waited and
+ * the queue time it had. */
+void job_queue_time_msg(const struct job *job, uint64_t now_ns, char *msg, size_t len);
+
+/* The weight job->cls asks for, made valid: 0 is JOB_WEIGHT_DEFAULT,
+ * one past JOB_WEIGHT_MAX is JOB_WEIGHT_MAX. */
 uint32_t job_weight(const struct job *job);
 
 /* Sets status and a printf-style message; returns the status for chaining. */

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* runner.c: one thread per device running its tasks (runner.h).
  *
- * The loop thread submits tasks under a mutex; the runner thread takes
- * them in order and starts each on the device without waiting
+ * The loop thread submits tasks under a mutex into a fair queue
+ * (fairq.h: by priority, then by each client's weighted share); the
+ * runner thread takes them in its order and starts each on the device
+ * without waiting
  * (dev_task_start), keeping up to RUNNER_FLIGHT_MAX started tasks in
  * flight, and finishes them oldest first. A task is handed to the
  * completion callback once finished, so a stream's tasks complete in the
@@ -15,10 +17,13 @@
  *
  * Admission: a unary job or a stream's OPEN reserves the device memory it
  * needs first. One that could never fit fails with RESOURCE_EXHAUSTED; one
- * that does not fit now is parked, and so is every admission after it
- * (no overtaking), until a job or stream releases its reservation. Tasks
- * that need no new memory (a stream's chunks) keep flowing meanwhile, so
- * streams already admitted interleave with the queue.
+ * that does not fit now is parked, and so is every admission after it of
+ * no higher priority (no overtaking within a priority), until a job or
+ * stream releases its reservation; then the parked ones are tried again
+ * first, in order. Tasks that need no new memory (a stream's chunks) keep
+ * flowing meanwhile, so streams already admitted interleave with the
+ * queue. Admission is where a queued job starts (job_claim): one whose
+ * queue time ran out first is answered UNAVAILABLE instead.
  */
 #define _GNU_SOURCE   /* pthread_setname_np */
 #include "runner.h"
@@ -35,6 +40,7 @@
 #include <time.h>
 
 #include "dev_task.h"
+#include "fairq.h"
 #include "monotonic.h"
 
 /* Tasks started and not yet finished: enough for the copy in, kernels and
@@ -60,10 +66,10 @@ struct runner {
     runner_complete_cb complete;
     void *ctx;
     pthread_t thread;
-    pthread_mutex_t lock;           /* guards head, tail, stopping, kicked, callbacks,
+    pthread_mutex_t lock;           /* guards queue, stopping, kicked, callbacks,
                                      * jobs_queued, jobs_running, mem_used */
     pthread_cond_t wake;
-    struct task *head, *tail;       /* queued tasks, linked through task->next */
+    struct fairq *queue;            /* queued tasks */
     uint32_t jobs_queued;           /* JOB and OPEN tasks submitted, not yet admitted */
     uint32_t jobs_running;          /* jobs with job->dev_running set */
     bool stopping;
@@ -75,6 +81,7 @@ struct runner {
 
     /* Runner thread only. */
     struct task *parked, *parked_tail; /* waiting for device memory, in order */
+    bool retry_parked;              /* memory was released: try the parked first */
     struct runner_flight flight[RUNNER_FLIGHT_MAX]; /* oldest first */
     size_t nflight;
     uint64_t mem_used;              /* device bytes reserved: <= capacity; written here only */
@@ -145,20 +152,6 @@ static void runner_kick(void *arg)
     pthread_mutex_unlock(&r->lock);
 }
 
-/* Parked tasks go back to the front of the queue, in their order. */
-static void runner_unpark(struct runner *r)
-{
-    if (!r->parked)
-        return;
-    pthread_mutex_lock(&r->lock);
-    r->parked_tail->next = r->head;
-    if (!r->head)
-        r->tail = r->parked_tail;
-    r->head = r->parked;
-    pthread_mutex_unlock(&r->lock);
-    r->parked = r->parked_tail = NULL;
-}
-
 static void runner_release(struct runner *r, struct job *job)
 {
     if (!job->dev_reserved)
@@ -167,15 +160,64 @@ static void runner_release(struct runner *r, struct job *job)
     r->mem_used -= job->dev_reserved;
     pthread_mutex_unlock(&r->lock);
     job->dev_reserved = 0;
-    runner_unpark(r);
+    r->retry_parked = r->parked != NULL;
 }
 
-/* Reserves t's device memory. Returns false when t was parked or failed
- * (failed tasks get their status and are handed back in order). */
-static bool runner_admit(struct runner *r, struct task *t)
+/* Parks t behind the parked tasks of its priority or higher. */
+static void runner_park(struct runner *r, struct task *t)
+{
+    struct task **at = &r->parked;
+    while (*at && (*at)->job->cls.priority >= t->job->cls.priority)
+        at = &(*at)->next;
+    t->next = *at;
+    *at = t;
+    if (!t->next)
+        r->parked_tail = t;
+}
+
+/* The next task to begin: the parked ones first, in order, once memory
+ * was released, else the queue's choice. Called with the lock held. */
+static struct task *runner_next(struct runner *r, bool *retried)
+{
+    *retried = r->retry_parked && r->parked;
+    if (*retried)
+        return task_pop(&r->parked, &r->parked_tail);
+    return fairq_pop(r->queue);
+}
+
+/* Whether t's job may not start: its queue time ran out (claimed here,
+ * the job answered UNAVAILABLE), or the loop's timer claimed it first
+ * (its call ended; the job is only skipped). With start, a job that may
+ * start is claimed as started. */
+static bool runner_expired(struct task *t, bool start)
+{
+    struct job *job = t->job;
+    uint64_t now = monotonic_ns();
+    if (job->cls.queue_deadline_ns && now >= job->cls.queue_deadline_ns &&
+        job_claim(job, JOB_EXPIRED)) {
+        char msg[STATUS_MSG_MAX];
+        job_queue_time_msg(job, now, msg, sizeof msg);
+        runner_fail(t, STATUS_UNAVAILABLE, "%s", msg);
+        return true;
+    }
+    if (atomic_load(&job->queue_state) == JOB_EXPIRED || (start && !job_claim(job, JOB_STARTED))) {
+        runner_fail(t, STATUS_CANCELLED, JOB_CANCELLED_MSG);
+        return true;
+    }
+    return false;
+}
+
+/* Reserves t's device memory. Returns false when t was parked (retried:
+ * t was the first parked, and goes back there), or true, with t's status
+ * set when it failed (failed tasks are handed back in order). */
+static bool runner_admit(struct runner *r, struct task *t, bool retried)
 {
     if (!runner_begins_job(t))
         return true;
+    if (runner_expired(t, false)) {
+        runner_count_admitted(r, t, false);
+        return true;   /* started below, it only reports the failure */
+    }
     uint64_t need = dev_task_memory(r->dev, t);
     uint64_t cap = dev_memory_capacity(r->dev);
     if (need > cap) {
@@ -184,11 +226,27 @@ static bool runner_admit(struct runner *r, struct task *t)
                     "most %" PRIu64 " (--max-device-memory)",
                     need, dev_info(r->dev)->index, cap);
         runner_count_admitted(r, t, false);
-        return true;   /* started below, it only reports the failure */
+        return true;
     }
-    if (r->parked || need > cap - r->mem_used) {
-        task_append(&r->parked, &r->parked_tail, t);
+    /* No overtaking within a priority: a big job is not starved by the
+     * small ones behind it. */
+    bool behind = !retried && r->parked &&
+                  r->parked->job->cls.priority >= t->job->cls.priority;
+    if (behind || need > cap - r->mem_used) {
+        if (retried) {
+            t->next = r->parked;
+            r->parked = t;
+            if (!t->next)
+                r->parked_tail = t;
+            r->retry_parked = false;
+        } else {
+            runner_park(r, t);
+        }
         return false;
+    }
+    if (runner_expired(t, true)) {
+        runner_count_admitted(r, t, false);
+        return true;
     }
     pthread_mutex_lock(&r->lock);
     r->mem_used += need;
@@ -200,11 +258,11 @@ static bool runner_admit(struct runner *r, struct task *t)
 
 static bool runner_retire(struct runner *r, bool block);
 
-static void runner_begin(struct runner *r, struct task *t)
+static void runner_begin(struct runner *r, struct task *t, bool retried)
 {
     t->status = STATUS_OK;
     t->msg[0] = '\0';
-    if (!runner_admit(r, t))
+    if (!runner_admit(r, t, retried))
         return;
     /* CLOSE frees host memory that earlier tasks' copies may still be
      * writing into: let everything before it finish first. */
@@ -229,25 +287,26 @@ static void runner_begin(struct runner *r, struct task *t)
     r->flight[r->nflight++] = (struct runner_flight){t, x};
 }
 
-/* Small unary jobs: t and those queued right behind it that fit run as
- * one batch (dev_batch.c), each admitted like any job. They are handed
+/* Small unary jobs: t and those the queue would give next that fit run
+ * as one batch (dev_batch.c), each admitted like any job. They are handed
  * back as soon as the batch is done, past tasks still in flight: a unary
  * job's completion is ordered against nothing. */
-static void runner_batch(struct runner *r, struct task *t)
+static void runner_batch(struct runner *r, struct task *t, bool retried)
 {
     struct dev_batch b;
     b.n = b.up = b.down = 0;
     while (t) {
         t->status = STATUS_OK;
         t->msg[0] = '\0';
-        if (runner_admit(r, t)) {
+        if (runner_admit(r, t, retried)) {
             if (t->status == STATUS_OK)
                 dev_batch_add(&b, t);
             else
                 runner_hand_back(r, t);   /* could never fit */
         }
         pthread_mutex_lock(&r->lock);
-        t = r->head && dev_batch_fits(&b, r->head) ? task_pop(&r->head, &r->tail) : NULL;
+        struct task *next = r->retry_parked && r->parked ? r->parked : fairq_peek(r->queue);
+        t = next && dev_batch_fits(&b, next) ? runner_next(r, &retried) : NULL;
         pthread_mutex_unlock(&r->lock);
     }
     if (b.n)
@@ -282,15 +341,14 @@ static void runner_drain_tasks(struct runner *r)
 {
     while (runner_retire(r, true))
         ;
-    runner_unpark(r);
     for (;;) {
         pthread_mutex_lock(&r->lock);
-        struct task *t = task_pop(&r->head, &r->tail);
+        struct task *t = r->parked ? task_pop(&r->parked, &r->parked_tail) : fairq_pop(r->queue);
         pthread_mutex_unlock(&r->lock);
         if (!t)
             return;
         if (t->kind == TASK_CLOSE) {
-            runner_begin(r, t);
+            runner_begin(r, t, false);
             runner_retire(r, true);
             continue;
         }
@@ -311,7 +369,8 @@ static void runner_drain(struct runner *r)
  * finished so the oldest task may be done. Called with the lock held. */
 static bool runner_has_work(const struct runner *r)
 {
-    return r->stopping || (r->head && r->nflight < RUNNER_FLIGHT_MAX) ||
+    bool queued = fairq_len(r->queue) || (r->retry_parked && r->parked);
+    return r->stopping || (queued && r->nflight < RUNNER_FLIGHT_MAX) ||
            (r->kicked && r->nflight);
 }
 
@@ -362,12 +421,13 @@ static void *runner_main(void *arg)
         if (r->stopping)
             break;
         r->kicked = false;
-        struct task *t = r->nflight < RUNNER_FLIGHT_MAX ? task_pop(&r->head, &r->tail) : NULL;
+        bool retried = false;
+        struct task *t = r->nflight < RUNNER_FLIGHT_MAX ? runner_next(r, &retried) : NULL;
         pthread_mutex_unlock(&r->lock);
         if (t && dev_batch_takes(t))
-            runner_batch(r, t);
+            runner_batch(r, t, retried);
         else if (t)
-            runner_begin(r, t);
+            runner_begin(r, t, retried);
         bool retired = false;
         while (runner_retire(r, false))
             retired = true;
@@ -393,6 +453,11 @@ struct runner *runner_start(struct dev *d, uint64_t spin_ns, runner_complete_cb 
     r->complete = complete;
     r->ctx = ctx;
     r->notify = (struct dev_notify){runner_kick, r};
+    r->queue = fairq_new();
+    if (!r->queue) {
+        free(r);
+        return NULL;
+    }
     pthread_mutex_init(&r->lock, NULL);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
@@ -402,6 +467,7 @@ struct runner *runner_start(struct dev *d, uint64_t spin_ns, runner_complete_cb 
     if (pthread_create(&r->thread, NULL, runner_main, r) != 0) {
         pthread_cond_destroy(&r->wake);
         pthread_mutex_destroy(&r->lock);
+        fairq_free(r->queue);
         free(r);
         return NULL;
     }
@@ -411,7 +477,7 @@ struct runner *runner_start(struct dev *d, uint64_t spin_ns, runner_complete_cb 
 void runner_submit(struct runner *r, struct task *t)
 {
     pthread_mutex_lock(&r->lock);
-    task_append(&r->head, &r->tail, t);
+    fairq_push(r->queue, t, fairq_cost(t));
     if (runner_begins_job(t))
         r->jobs_queued++;
     atomic_fetch_add(&r->news, 1);
@@ -465,5 +531,6 @@ void runner_stop(struct runner *r)
     pthread_mutex_unlock(&r->lock);
     pthread_cond_destroy(&r->wake);
     pthread_mutex_destroy(&r->lock);
+    fairq_free(r->queue);
     free(r);
 }

@@ -44,6 +44,7 @@ struct task {
     struct sched_port *home;      /* the I/O loop that submitted it, where done() runs
                                    * (set by sched.c) */
     struct task *next;            /* queue link; owned by whichever queue holds the task */
+    uint64_t fq_start, fq_seq;    /* fairq.c's start tag and push order, while queued there */
 };
 
 /* A queue of tasks is a head and a tail linked through next (both NULL:

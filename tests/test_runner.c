@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: MIT */
-/* test_runner.c: a device's runner thread (daemon/runner.c): jobs run in
- * submission order on one thread that is not the submitter's, every job
- * completes exactly once, the load counts queued and running jobs,
- * stopping completes queued jobs with STATUS_CANCELLED, and so does a
- * job cancelled before it ran. */
+/* test_runner.c: a device's runner thread (daemon/runner.c): one
+ * client's jobs run in submission order on one thread that is not the
+ * submitter's, every job completes exactly once, the load counts queued
+ * and running jobs, stopping completes queued jobs with STATUS_CANCELLED,
+ * and so does a job cancelled before it ran. Between clients the queue is
+ * fair (fairq.c): another client's job queued behind a flood goes next,
+ * a higher priority first; a job whose queue time ran out ends
+ * UNAVAILABLE, one the loop expired first is skipped. */
 #include <check.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -11,6 +14,7 @@
 
 #include "check_run.h"
 #include "dev_fixture.h"
+#include "monotonic.h"
 #include "runner.h"
 
 #define NJOBS 40
@@ -188,6 +192,100 @@ START_TEST(lone_jobs_one_after_another)
 }
 END_TEST
 
+/* Holds a runner in job 0's completion while tasks queue, then lets it
+ * go: what queued meanwhile runs in the queue's order. */
+static struct runner *held_runner(struct completions *c, struct job **first, uint64_t spin_ns)
+{
+    completions_init(c);
+    c->block_first = true;
+    struct runner *r = runner_start(fixture_dev(), spin_ns, on_complete, c);
+    ck_assert_ptr_nonnull(r);
+    *first = reverse_job(0);
+    runner_submit(r, &(*first)->task);
+    completions_wait(c, 1);
+    return r;
+}
+
+static void release(struct completions *c)
+{
+    pthread_mutex_lock(&c->lock);
+    c->released = true;
+    pthread_cond_broadcast(&c->cond);
+    pthread_mutex_unlock(&c->lock);
+}
+
+/* Client 1 queues a flood; client 2's one job, queued last, runs second
+ * (fairq gives it the start tag of the task in service); then client 3's
+ * high-priority one, queued after it, runs first of all. */
+START_TEST(other_client_passes_a_flood)
+{
+    enum { FLOOD = 20 };
+    struct completions c;
+    struct job *jobs[FLOOD + 3];
+    struct runner *r = held_runner(&c, &jobs[0], spins_ns[_i]);
+    for (int i = 1; i <= FLOOD; i++) {
+        jobs[i] = reverse_job((uint8_t)i);
+        jobs[i]->cls.flow = 1;
+        runner_submit(r, &jobs[i]->task);
+    }
+    struct job *other = jobs[FLOOD + 1] = reverse_job(100);
+    other->cls.flow = 2;
+    runner_submit(r, &other->task);
+    struct job *high = jobs[FLOOD + 2] = reverse_job(101);
+    high->cls.flow = 3;
+    high->cls.priority = JOB_PRIORITY_HIGH;
+    runner_submit(r, &high->task);
+    release(&c);
+    completions_wait(&c, FLOOD + 3);
+    runner_stop(r);
+    ck_assert_ptr_eq(c.order[1], high);
+    /* Behind at most one of the flood's jobs. */
+    ck_assert(c.order[2] == other || c.order[3] == other);
+    for (int i = 1, seen = 0; i < FLOOD + 3; i++)
+        if (c.order[i]->cls.flow == 1) {
+            ck_assert_ptr_eq(c.order[i], jobs[1 + seen]);   /* the flood keeps its order */
+            seen++;
+        }
+    for (int i = 0; i < FLOOD + 3; i++) {
+        ck_assert_int_eq(jobs[i]->status, STATUS_OK);
+        job_free(jobs[i]);
+    }
+}
+END_TEST
+
+/* A job queued past its queue time ends UNAVAILABLE without running, and
+ * says why; one the loop's timer expired first (its call already ended)
+ * is skipped; jobs with time left run. */
+START_TEST(queue_time_runs_out)
+{
+    struct completions c;
+    struct job *jobs[4];
+    struct runner *r = held_runner(&c, &jobs[0], spins_ns[_i]);
+    jobs[1] = reverse_job(1);
+    jobs[1]->t_submit = monotonic_ns();
+    jobs[1]->cls.queue_deadline_ns = jobs[1]->t_submit + 1;
+    jobs[2] = reverse_job(2);
+    ck_assert(job_claim(jobs[2], JOB_EXPIRED));
+    jobs[3] = reverse_job(3);
+    jobs[3]->cls.queue_deadline_ns = monotonic_ns() + 3600ull * 1000000000;
+    for (int i = 1; i < 4; i++)
+        runner_submit(r, &jobs[i]->task);
+    release(&c);
+    completions_wait(&c, 4);
+    runner_stop(r);
+    ck_assert_int_eq(jobs[1]->status, STATUS_UNAVAILABLE);
+    ck_assert_ptr_nonnull(strstr(jobs[1]->msg, "queue time"));
+    ck_assert_ptr_null(jobs[1]->results);
+    ck_assert_int_eq(jobs[2]->status, STATUS_CANCELLED);
+    ck_assert_ptr_null(jobs[2]->results);
+    ck_assert_int_eq(jobs[3]->status, STATUS_OK);
+    ck_assert_int_eq(atomic_load(&jobs[3]->queue_state), JOB_STARTED);
+    ck_assert_uint_eq(jobs[3]->results[0].data[2], 3);
+    for (int i = 0; i < 4; i++)
+        job_free(jobs[i]);
+}
+END_TEST
+
 START_TEST(stop_idle_runner)
 {
     struct completions c;
@@ -210,6 +308,8 @@ int main(void)
         cancelled_job_is_not_run,
         lone_jobs_one_after_another,
         stop_idle_runner,
+        other_client_passes_a_flood,
+        queue_time_runs_out,
         NULL,
     };
     TCase *tc = check_run_loop_case(s, "runner", tests, 0, NSPINS);

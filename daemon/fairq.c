@@ -1,0 +1,212 @@
+/* SPDX-License-Identifier: MIT */
+/* fairq.c: start-time fair queueing by priority (fairq.h).
+ *
+ * Each priority keeps its flows in an array, busy ones and idle ones that
+ * still owe (a finish tag past v); taking a task scans that priority's
+ * flows for the smallest head start tag and drops idle flows that owe
+ * nothing. Flows are the clients with work queued, a handful to a few
+ * hundred, so a scan costs less than the task it picks; a heap would be
+ * the next step past that. Tags grow without bound and are compared
+ * modulo 2^64 (fairq_before), so they may wrap.
+ */
+#include "fairq.h"
+
+#include <stdlib.h>
+
+#include "job.h"
+#include "sat.h"
+#include "task.h"
+
+/* The most one task advances a tag: tags compared modulo 2^64 stay in
+ * order while they lie within 2^63 of each other. */
+#define FAIRQ_STEP_MAX ((uint64_t)1 << 56)
+
+struct fairq_flow {
+    uint64_t id;                /* job->cls.flow */
+    struct task *head, *tail;   /* its queued tasks, in push order */
+    uint64_t finish;            /* finish tag of its last task pushed */
+};
+
+struct fairq_level {
+    struct fairq_flow **flows;  /* busy flows and idle ones that still owe */
+    size_t n, cap;
+    struct fairq_flow spare;    /* shared by tasks whose flow got no memory */
+    uint64_t v;                 /* start tag of the last task taken */
+    size_t queued;              /* tasks queued at this priority */
+};
+
+struct fairq {
+    struct fairq_level level[JOB_PRIORITIES];
+    size_t len;
+    uint64_t seq;               /* push order, for ties */
+    struct fairq_flow *next;    /* fairq_peek's choice, until a push or pop */
+};
+
+/* Tag a comes before tag b, modulo 2^64. */
+static bool fairq_before(uint64_t a, uint64_t b)
+{
+    return (int64_t)(a - b) < 0;
+}
+
+static bool fairq_task_before(const struct task *a, const struct task *b)
+{
+    if (a->fq_start != b->fq_start)
+        return fairq_before(a->fq_start, b->fq_start);
+    return fairq_before(a->fq_seq, b->fq_seq);
+}
+
+struct fairq *fairq_new(void)
+{
+    return calloc(1, sizeof(struct fairq));
+}
+
+void fairq_free(struct fairq *q)
+{
+    if (!q)
+        return;
+    for (size_t p = 0; p < JOB_PRIORITIES; p++) {
+        for (size_t i = 0; i < q->level[p].n; i++)
+            free(q->level[p].flows[i]);
+        free(q->level[p].flows);
+    }
+    free(q);
+}
+
+static enum job_priority fairq_priority(const struct task *t)
+{
+    enum job_priority p = t->job->cls.priority;
+    return (unsigned)p < JOB_PRIORITIES ? p : JOB_PRIORITY_NORMAL;
+}
+
+/* t's flow at level l, made if new; the level's spare when that fails. */
+static struct fairq_flow *fairq_flow(struct fairq_level *l, uint64_t id)
+{
+    for (size_t i = 0; i < l->n; i++)
+        if (l->flows[i]->id == id)
+            return l->flows[i];
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 8;
+        struct fairq_flow **flows = realloc(l->flows, cap * sizeof(*flows));
+        if (!flows)
+            return &l->spare;
+        l->flows = flows;
+        l->cap = cap;
+    }
+    struct fairq_flow *f = calloc(1, sizeof(*f));
+    if (!f)
+        return &l->spare;
+    f->id = id;
+    f->finish = l->v;
+    l->flows[l->n++] = f;
+    return f;
+}
+
+void fairq_push(struct fairq *q, struct task *t, uint64_t cost)
+{
+    struct fairq_level *l = &q->level[fairq_priority(t)];
+    struct fairq_flow *f = fairq_flow(l, t->job->cls.flow);
+    /* The tag advances by cost / weight, scaled so that the largest
+     * weight still advances it by whole units. */
+    uint64_t step = sat_mul_u64(cost ? cost : 1, JOB_WEIGHT_MAX) / job_weight(t->job);
+    if (step > FAIRQ_STEP_MAX)
+        step = FAIRQ_STEP_MAX;
+    t->fq_start = fairq_before(l->v, f->finish) ? f->finish : l->v;   /* max(v, F) */
+    t->fq_seq = q->seq++;
+    f->finish = t->fq_start + step;
+    task_append(&f->head, &f->tail, t);
+    l->queued++;
+    q->len++;
+    q->next = NULL;
+}
+
+/* The busy flow of l whose head goes first; idle flows that owe nothing
+ * any more are dropped on the way. */
+static struct fairq_flow *fairq_pick(struct fairq_level *l)
+{
+    struct fairq_flow *best = l->spare.head ? &l->spare : NULL;
+    for (size_t i = 0; i < l->n;) {
+        struct fairq_flow *f = l->flows[i];
+        if (!f->head) {
+            if (!fairq_before(l->v, f->finish)) {
+                free(f);
+                l->flows[i] = l->flows[--l->n];
+                continue;
+            }
+        } else if (!best || fairq_task_before(f->head, best->head)) {
+            best = f;
+        }
+        i++;
+    }
+    return best;
+}
+
+struct task *fairq_peek(struct fairq *q)
+{
+    if (!q->next)
+        for (size_t p = JOB_PRIORITIES; p-- > 0 && !q->next;)
+            if (q->level[p].queued)
+                q->next = fairq_pick(&q->level[p]);
+    return q->next ? q->next->head : NULL;
+}
+
+struct task *fairq_pop(struct fairq *q)
+{
+    struct task *t = fairq_peek(q);
+    if (!t)
+        return NULL;
+    struct fairq_level *l = &q->level[fairq_priority(t)];
+    task_pop(&q->next->head, &q->next->tail);
+    q->next = NULL;
+    if (fairq_before(l->v, t->fq_start))
+        l->v = t->fq_start;
+    l->queued--;
+    q->len--;
+    return t;
+}
+
+size_t fairq_len(const struct fairq *q)
+{
+    return q->len;
+}
+
+/* Bytes the kernels of job's steps read and write over in_len bytes of
+ * input, and the bytes its data result holds at the end. */
+static uint64_t fairq_job_bytes(const struct job *job, uint64_t in_len, uint64_t *out_len)
+{
+    uint64_t touched = 0, len = in_len;
+    for (size_t i = 0; i < job->nsteps; i++) {
+        uint64_t next = job_step_output_len(&job->steps[i], len);
+        touched = sat_add_u64(touched, sat_add_u64(job->steps[i].kind == STEP_FILL ? 0 : len,
+                                                   job->steps[i].kind == STEP_HISTOGRAM ? 0 : next));
+        len = next;
+    }
+    *out_len = len;
+    return touched;
+}
+
+uint64_t fairq_cost(const struct task *t)
+{
+    const struct job *job = t->job;
+    uint64_t out = 0, bytes = 0;
+    switch (t->kind) {
+    case TASK_JOB:
+        bytes = fairq_job_bytes(job, job->in_len, &out);
+        bytes = sat_add_u64(bytes, sat_add_u64(job->in_len, out));
+        break;
+    case TASK_IN:     /* a chunk in, its kernels, the chunk back */
+        bytes = fairq_job_bytes(job, t->len, &out);
+        bytes = sat_add_u64(bytes, sat_add_u64(t->len, out));
+        break;
+    case TASK_RUN:    /* the kernels over the whole input */
+        bytes = fairq_job_bytes(job, t->len, &out);
+        break;
+    case TASK_OUT:    /* a piece of the result out */
+        bytes = t->len;
+        break;
+    case TASK_OPEN:
+    case TASK_END:
+    case TASK_CLOSE:
+        break;
+    }
+    return sat_add_u64(bytes, FAIRQ_TASK_COST);
+}
