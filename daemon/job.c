@@ -59,6 +59,16 @@ void job_queue_time_msg(const struct job *job, uint64_t now_ns, char *msg, size_
              waited / 1e6, allowed / 1e6);
 }
 
+const char *job_priority_name(enum job_priority p)
+{
+    switch (p) {
+    case JOB_PRIORITY_LOW: return "low";
+    case JOB_PRIORITY_HIGH: return "high";
+    case JOB_PRIORITY_NORMAL: break;
+    }
+    return "normal";
+}
+
 uint32_t job_weight(const struct job *job)
 {
     uint32_t w = job->cls.weight;

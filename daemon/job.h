@@ -90,6 +90,10 @@ struct step_result {
 enum job_priority { JOB_PRIORITY_LOW, JOB_PRIORITY_NORMAL, JOB_PRIORITY_HIGH };
 #define JOB_PRIORITIES 3
 
+/* "low", "normal" or "high" (amp-priority's values); "normal" for a
+ * value out of range. */
+const char *job_priority_name(enum job_priority p);
+
 /* A job's weight beside other clients' when none is configured, and the
  * most one may have. */
 #define JOB_WEIGHT_DEFAULT 1

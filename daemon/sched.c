@@ -170,16 +170,39 @@ static enum status_code sched_place(const struct sched *s, const char *req, size
 
 /* --- limits --------------------------------------------------------------- */
 
+/* Each priority below the highest leaves this share of --max-jobs more
+ * to those above it (a sixteenth: normal jobs may fill 15/16 of the
+ * slots, low ones 14/16), so that a flood of low-priority calls cannot
+ * keep a high-priority job from being admitted at all. */
+#define SCHED_HEADROOM_DIV 16
+
+/* The --max-jobs slots jobs of priority prio may fill. */
+static uint32_t sched_job_slots(uint32_t max_jobs, enum job_priority prio)
+{
+    unsigned above = (unsigned)(JOB_PRIORITIES - 1) - ((unsigned)prio < JOB_PRIORITIES
+                                                          ? (unsigned)prio : JOB_PRIORITY_NORMAL);
+    return max_jobs - above * (max_jobs / SCHED_HEADROOM_DIV);
+}
+
 /* Host memory is not counted here: the caller holds a job's bytes in its
  * client's budget (budget.h) before submitting. Counts the job in when it
  * is admitted: the check and the count are one step under the lock. */
-static enum status_code sched_admit(struct sched *s, char *msg, size_t msglen)
+static enum status_code sched_admit(struct sched *s, enum job_priority prio, char *msg,
+                                    size_t msglen)
 {
     enum status_code code = STATUS_OK;
     uv_mutex_lock(&s->counts);
-    if (s->in_flight - s->abandoned >= s->limits.max_jobs) {
-        snprintf(msg, msglen, "--max-jobs (%" PRIu32 ") jobs are already queued or running",
-                 s->limits.max_jobs);
+    uint32_t slots = sched_job_slots(s->limits.max_jobs, prio);
+    if (s->in_flight - s->abandoned >= slots) {
+        if (slots == s->limits.max_jobs)
+            snprintf(msg, msglen, "--max-jobs (%" PRIu32 ") jobs are already queued or running",
+                     s->limits.max_jobs);
+        else
+            snprintf(msg, msglen,
+                     "%" PRIu32 " jobs are already queued or running: of --max-jobs (%" PRIu32
+                     "), %s priority may fill %" PRIu32 ", the rest are kept for higher ones",
+                     s->in_flight - s->abandoned, s->limits.max_jobs, job_priority_name(prio),
+                     slots);
         code = STATUS_RESOURCE_EXHAUSTED;
     } else {
         s->in_flight++;
@@ -203,27 +226,28 @@ static void sched_count_end(struct sched *s, bool abandoned, bool ok)
 }
 
 /* Places and admits a job (with s->life held for reading). */
-static enum status_code sched_take(struct sched *s, const char *req, size_t *index, char *msg,
-                                   size_t msglen)
+static enum status_code sched_take(struct sched *s, const struct job *job, size_t *index,
+                                   char *msg, size_t msglen)
 {
     if (s->stopped) {
         snprintf(msg, msglen, "the daemon is shutting down");
         return STATUS_UNAVAILABLE;
     }
-    enum status_code code = sched_place(s, req, index, msg, msglen);
+    enum status_code code = sched_place(s, job->device_req, index, msg, msglen);
     if (code != STATUS_OK)
         return code;
-    return sched_admit(s, msg, msglen);
+    return sched_admit(s, job->cls.priority, msg, msglen);
 }
 
 /* sched_take for the host path: no placement, the same admission. */
-static enum status_code sched_take_host(struct sched *s, char *msg, size_t msglen)
+static enum status_code sched_take_host(struct sched *s, const struct job *job, char *msg,
+                                        size_t msglen)
 {
     if (s->stopped) {
         snprintf(msg, msglen, "the daemon is shutting down");
         return STATUS_UNAVAILABLE;
     }
-    return sched_admit(s, msg, msglen);
+    return sched_admit(s, job->cls.priority, msg, msglen);
 }
 
 /* A job left to the daemon that is smaller than a device launch costs
@@ -265,8 +289,8 @@ enum status_code sched_submit(struct sched_port *p, struct job *job, char *msg, 
     size_t index = 0;
     uv_rwlock_rdlock(&s->life);
     bool host = sched_on_host(s, job);
-    enum status_code code = host ? sched_take_host(s, msg, msglen)
-                                 : sched_take(s, job->device_req, &index, msg, msglen);
+    enum status_code code = host ? sched_take_host(s, job, msg, msglen)
+                                 : sched_take(s, job, &index, msg, msglen);
     if (code == STATUS_OK) {
         job->task = (struct task){ .kind = TASK_JOB, .job = job, .home = p };
         p->stirred_ns = monotonic_ns();
@@ -286,7 +310,7 @@ enum status_code sched_stream_begin(struct sched_port *p, struct job *job, size_
 {
     struct sched *s = p->s;
     uv_rwlock_rdlock(&s->life);
-    enum status_code code = sched_take(s, job->device_req, index, msg, msglen);
+    enum status_code code = sched_take(s, job, index, msg, msglen);
     uv_rwlock_rdunlock(&s->life);
     if (code != STATUS_OK)
         return code;
