@@ -4,6 +4,7 @@
  * cmd_*.c and parses its own options.
  */
 #include <getopt.h>
+#include <limits.h>
 #include <locale.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -11,16 +12,23 @@
 
 #include "address.h"
 #include "ampctl.h"
+#include "call_class.h"
 #include "size_text.h"
 
 #define AMPCTL_ENV_ADDRESS "AMP_ADDRESS"
 #define AMPCTL_ENV_TOKEN_FILE "AMP_TOKEN_FILE"
 #define AMPCTL_PROG "ampctl"
 #define AMPCTL_ARGV0_MAX 64
+/* --max-queue-time's limit: amp_connect_opts.max_queue_us is an unsigned
+ * count of microseconds. */
+#define AMPCTL_US_PER_MS 1000u
+#define AMPCTL_MAX_QUEUE_MS (UINT_MAX / AMPCTL_US_PER_MS)
+
 /* getopt values of the options that have no short form */
 enum { AMPCTL_OPT_THRESHOLD = 256, AMPCTL_OPT_NO_PROGRESS, AMPCTL_OPT_TRANSPORT, AMPCTL_OPT_TLS,
        AMPCTL_OPT_TLS_CA, AMPCTL_OPT_TLS_CERT, AMPCTL_OPT_TLS_KEY, AMPCTL_OPT_TLS_NAME,
-       AMPCTL_OPT_TOKEN_FILE, AMPCTL_OPT_BUSY_POLL };
+       AMPCTL_OPT_TOKEN_FILE, AMPCTL_OPT_BUSY_POLL, AMPCTL_OPT_PRIORITY,
+       AMPCTL_OPT_MAX_QUEUE };
 
 const struct ampctl_cmd *const ampctl_cmds[] = {
     &cmd_reverse, &cmd_transform, &cmd_hist,   &cmd_fill,       &cmd_pipeline,
@@ -45,6 +53,8 @@ const struct option ampctl_options[] = {
     { "tls-server-name", required_argument, NULL, AMPCTL_OPT_TLS_NAME },
     { "token-file", required_argument, NULL, AMPCTL_OPT_TOKEN_FILE },
     { "busy-poll", required_argument, NULL, AMPCTL_OPT_BUSY_POLL },
+    { "priority", required_argument, NULL, AMPCTL_OPT_PRIORITY },
+    { "max-queue-time", required_argument, NULL, AMPCTL_OPT_MAX_QUEUE },
     { NULL, 0, NULL, 0 },
 };
 
@@ -88,6 +98,13 @@ static void ampctl_usage(FILE *f)
             "  -t, --timeout DUR   deadline per call and for connecting: 500ms, 2s, 1m;\n"
             "                      a bare number is milliseconds (default: no deadline\n"
             "                      per call, %d ms to connect)\n"
+            "      --priority low|normal|high\n"
+            "                      the calls' priority (amp-priority); high needs a\n"
+            "                      grant of the token or uid (default: normal)\n"
+            "      --max-queue-time DUR\n"
+            "                      fail a job that cannot start within DUR (500ms, 2s;\n"
+            "                      amp-max-queue-time) instead of waiting (default: the\n"
+            "                      daemon's for the priority, at most %u ms)\n"
             "  -j, --json          machine-readable output (devices, hist, status, health)\n"
             "      --stream-threshold SIZE\n"
             "                      stream inputs of SIZE bytes or more (and pipes that\n"
@@ -112,7 +129,7 @@ static void ampctl_usage(FILE *f)
             "\n"
             "Commands:\n",
             AMPCTL_ENV_ADDRESS, AMP_DEFAULT_ADDRESS, AMPCTL_ENV_TOKEN_FILE, AMP_CONNECT_TIMEOUT_MS,
-            threshold, AMP_BUSY_POLL_US, AMP_BUSY_POLL_MAX_US);
+            AMPCTL_MAX_QUEUE_MS, threshold, AMP_BUSY_POLL_US, AMP_BUSY_POLL_MAX_US);
     for (size_t i = 0; i < AMPCTL_NCMDS; i++)
         fprintf(f, "  %-10s %s\n", ampctl_cmds[i]->name, ampctl_cmds[i]->summary);
     fprintf(f,
@@ -320,6 +337,19 @@ static int ampctl_parse_common(struct ampctl *ctx, int argc, char **argv)
                                           "microseconds from 0 to %d", optarg,
                                           AMP_BUSY_POLL_MAX_US);
             ctx->connect.busy_poll_us = us ? (int)us : -1;   /* the library's 0 is its default */
+            break;
+        case AMPCTL_OPT_PRIORITY:
+            if (call_class_priority_parse(optarg, strlen(optarg)) < 0)
+                return ampctl_usage_error(NULL, "--priority: '%s' is not low, normal or high",
+                                          optarg);
+            ctx->connect.priority = optarg;
+            break;
+        case AMPCTL_OPT_MAX_QUEUE:
+            if (parse_duration_ms(optarg, AMPCTL_MAX_QUEUE_MS, &ms) != 0 || ms == 0)
+                return ampctl_usage_error(NULL, "--max-queue-time: '%s' is not a duration from "
+                                          "1 ms to %u ms (500ms, 2s; a bare number is ms)",
+                                          optarg, AMPCTL_MAX_QUEUE_MS);
+            ctx->connect.max_queue_us = ms * AMPCTL_US_PER_MS;
             break;
         case 'h': ampctl_usage(stdout); return AMPCTL_OK;
         case 'V': printf(AMPCTL_PROG " %s\n", AMP_VERSION); return AMPCTL_OK;

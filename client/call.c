@@ -15,12 +15,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "call_class.h"
 #include "error.h"
 #include "grpc_frame.h"
+#include "grpc_timeout.h"
 #include "heap.h"
 
 #define CALL_USER_AGENT "ampclient/" AMP_VERSION_STRING
-#define CALL_TIMEOUT_MAX_DIGITS 99999999 /* grpc-timeout allows at most 8 digits */
+#define CALL_US_PER_MS 1000
 #define CALL_HTTP_OK 200
 /* A reply buffer this size or smaller is reused for the next message of
  * the call (a stream's chunks): no fresh pages to fault in each time. */
@@ -448,11 +450,8 @@ int call_encode(amp_conn *c, const ProtobufCMessage *req, uint8_t **buf, size_t 
 
 int call_submit(amp_conn *c, struct call *call, const char *path, int timeout_ms)
 {
-    char timeout[24];
-    if (timeout_ms > CALL_TIMEOUT_MAX_DIGITS)
-        snprintf(timeout, sizeof timeout, "%dS", timeout_ms / 1000);
-    else
-        snprintf(timeout, sizeof timeout, "%dm", timeout_ms);
+    char timeout[GRPC_TIMEOUT_TEXT];
+    grpc_timeout_format(timeout, timeout_ms > 0 ? (uint64_t)timeout_ms * CALL_US_PER_MS : 0);
     nghttp2_nv nv[] = {
         CALL_NV(":method", "POST"),
         CALL_NV(":scheme", "http"),
@@ -463,10 +462,16 @@ int call_submit(amp_conn *c, struct call *call, const char *path, int timeout_ms
         CALL_NV("user-agent", CALL_USER_AGENT),
         CALL_NV("grpc-timeout", timeout),
         CALL_NV("authorization", ""),
+        CALL_NV(CALL_CLASS_PRIORITY_HEADER, ""),
+        CALL_NV(CALL_CLASS_MAX_QUEUE_HEADER, ""),
     };
-    size_t nnv = sizeof nv / sizeof nv[0] - 2;
+    size_t nnv = sizeof nv / sizeof nv[0] - 4;
     if (timeout_ms > 0)
         nnv++;
+    if (c->priority)
+        nv[nnv++] = (nghttp2_nv)CALL_NV(CALL_CLASS_PRIORITY_HEADER, c->priority);
+    if (c->max_queue[0])
+        nv[nnv++] = (nghttp2_nv)CALL_NV(CALL_CLASS_MAX_QUEUE_HEADER, c->max_queue);
     if (c->authorization) {
         /* A secret: never in HPACK's table (RFC 7541 7.1.3). */
         nv[nnv] = (nghttp2_nv)CALL_NV("authorization", c->authorization);

@@ -138,7 +138,8 @@ void call_release(struct call *call);
 int call_encode(amp_conn *c, const ProtobufCMessage *req, uint8_t **buf, size_t *len);
 
 /* Opens the call's stream: request headers (grpc-timeout when timeout_ms
- * > 0) with call->req as the body so far. Returns 0 or an AMP_E* code. */
+ * > 0; the connection's amp-priority and amp-max-queue-time when it has
+ * them) with call->req as the body so far. Returns 0 or an AMP_E* code. */
 int call_submit(amp_conn *c, struct call *call, const char *path, int timeout_ms);
 
 /* Replaces the drained body with len bytes at req; more: further bytes

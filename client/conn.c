@@ -38,6 +38,7 @@
 #include "abi.h"
 #include "address.h"
 #include "call.h"
+#include "call_class.h"
 #include "connect.h"
 #include "data_frame.h"
 #include "grow.h"
@@ -299,6 +300,22 @@ static int conn_token_set(amp_conn *c, const amp_connect_opts *o)
     return 0;
 }
 
+/* amp_connect_opts.priority and max_queue_us, kept as the metadata every
+ * call sends (call_submit). */
+static int conn_class_set(amp_conn *c, const amp_connect_opts *o)
+{
+    const char *priority = o && ABI_HAS(o, amp_connect_opts, priority) ? o->priority : NULL;
+    if (priority) {
+        int p = call_class_priority_parse(priority, strlen(priority));
+        if (p < 0)
+            return conn_fail(c, AMP_EINVAL, "opts.priority must be low, normal or high");
+        c->priority = call_class_priority_name(p);
+    }
+    if (o && ABI_HAS(o, amp_connect_opts, max_queue_us) && o->max_queue_us)
+        grpc_timeout_format(c->max_queue, o->max_queue_us);
+    return 0;
+}
+
 int amp_connect_with(const char *address, const amp_connect_opts *o, amp_conn **out)
 {
     if (!out) {
@@ -336,6 +353,8 @@ int amp_connect_with(const char *address, const amp_connect_opts *o, amp_conn **
     }
     if (rc == 0)
         rc = conn_token_set(c, o);
+    if (rc == 0)
+        rc = conn_class_set(c, o);
     if (rc == 0)
         rc = conn_open(c);
     if (rc != 0) {

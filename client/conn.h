@@ -17,6 +17,7 @@
 #include "address.h"
 #include "amp.h"
 #include "conn_writer.h"
+#include "grpc_timeout.h"
 #include "tls.h"
 
 #define CONN_MESSAGE_MAX 512 /* longest kept detail message, NUL included */
@@ -57,6 +58,9 @@ struct amp_conn {
     int fd;                /* non-blocking socket, owned */
     struct tls_client_opts tls_opts; /* amp_connect_opts.tls*, copied: each (re)open uses them */
     char *authorization;   /* "Bearer TOKEN" from amp_connect_opts.token, owned; NULL: none */
+    const char *priority;  /* amp_connect_opts.priority as a static name; NULL: none sent */
+    char max_queue[GRPC_TIMEOUT_TEXT]; /* amp_connect_opts.max_queue_us as amp-max-queue-time's
+                                           value; "": none sent */
     struct tls_pipe *tls;  /* TLS connections: what the socket carries is its ciphertext; owned */
     uint64_t tls_unsent;   /* plaintext bytes sealed into tls, none of whose ciphertext has gone
                               yet: they count in sent once any of it has (conn_sent_mark) */

@@ -8,6 +8,8 @@
  * (each call also carries a deadline, so such a bug fails, not hangs).
  */
 #include <check.h>
+#include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -145,6 +147,33 @@ START_TEST(struct_layout_args)
 }
 END_TEST
 
+/* amp_connect_opts.priority must name one of the three priorities; any
+ * max_queue_us is a duration (0: none). */
+START_TEST(class_args)
+{
+    const char *bad[] = { "", "urgent", "HIGH", "high ", "norma" };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        amp_conn *c = (amp_conn *)&c;
+        amp_connect_opts co = { .size = sizeof co, .priority = bad[i] };
+        ck_assert_int_eq(amp_connect_with(address, &co, &c), AMP_EINVAL);
+        ck_assert_ptr_null(c);
+        ck_assert_ptr_nonnull(strstr(amp_last_message(NULL), "opts.priority"));
+    }
+    const char *good[] = { NULL, "low", "normal", "high" };
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        amp_conn *c = NULL;
+        amp_connect_opts co = { .size = sizeof co, .priority = good[i], .max_queue_us = UINT_MAX };
+        ck_assert_int_eq(amp_connect_with(address, &co, &c), 0);
+        amp_close(c);
+    }
+    /* A caller built before the fields: they are not read. */
+    amp_connect_opts old = { .size = offsetof(amp_connect_opts, priority), .priority = "urgent" };
+    amp_conn *c = NULL;
+    ck_assert_int_eq(amp_connect_with(address, &old, &c), 0);
+    amp_close(c);
+}
+END_TEST
+
 START_TEST(transform_args)
 {
     void *out;
@@ -230,6 +259,7 @@ int main(void)
         null_connection,
         reverse_args,
         struct_layout_args,
+        class_args,
         transform_args,
         histogram_args,
         fill_args,

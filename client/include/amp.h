@@ -145,6 +145,16 @@ typedef struct amp_connect_opts {
      * at once).
      * 0: AMP_BUSY_POLL_US; < 0: never poll; at most AMP_BUSY_POLL_MAX_US. */
     int busy_poll_us;
+    /* Scheduling class (appended): sent with every call of the connection
+     * as gRPC metadata, amp-priority and amp-max-queue-time (ampd(8)).
+     * priority: "low", "normal" or "high" (NULL: none sent, the daemon's
+     * normal); a priority above what the daemon grants the token or uid
+     * fails each call with AMP_EPERM. max_queue_us: microseconds a job may
+     * wait in the daemon's queue before it starts; one that cannot start
+     * in time fails with AMP_EUNAVAIL (0: none sent, the daemon's
+     * default for the priority). */
+    const char *priority;
+    unsigned max_queue_us;
 } amp_connect_opts;
 
 /* amp_connect_opts.busy_poll_us's default and limit, and the largest
@@ -206,7 +216,8 @@ AMP_EXTERN int amp_connect(const char *address, amp_conn **out);
  * happens here, and again at each reconnection: AMP_ETLS, with OpenSSL's
  * reason in amp_last_message(), when it fails. Returns amp_connect()'s
  * codes, and AMP_EINVAL for options it refuses (o->size, a negative
- * timeout, a token that is not visible ASCII, TLS over a Unix address);
+ * timeout, a token that is not visible ASCII, a priority that is not
+ * "low", "normal" or "high", TLS over a Unix address);
  * *out as there. */
 AMP_EXTERN int amp_connect_with(const char *address, const amp_connect_opts *o, amp_conn **out);
 
