@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /* dev.c: running a job's steps on one device (dev_run, see dev.h).
  *
- * The input is copied in once; each data step writes a new device buffer
+ * A job larger than a piece runs in pieces (dev_piece.c). Otherwise the
+ * input is copied in once; each data step writes a new device buffer
  * that becomes the next step's input and is copied back as that step's
  * result; histogram steps only read. All commands go through dev_exec.c,
  * whose hazard tracking lets step i's copy out run while step i+1 reads the
  * same buffer. Steps are validated against the device before anything is
  * enqueued. The kernels themselves are driven by op_*.c.
  */
+#include "dev_task.h"
 #include "op.h"
 #include "region.h"
 
@@ -46,11 +48,7 @@ enum status_code dev_check_steps(struct dev *d, struct job *job, uint64_t in_len
     return STATUS_OK;
 }
 
-/* Host memory for a data result (job_result_alloc); a failure fails the
- * whole execution. */
-/* Where job's input lies for d: a region d has pinned, or d's staging (a
- * pinned request), else pageable memory. */
-static enum dev_host dev_job_in_host(const struct dev *d, const struct job *job)
+enum dev_host dev_job_in_host(const struct dev *d, const struct job *job)
 {
     if (job->in_region)
         return region_is_pinned(job->in_region, d->info.index) ? DEV_HOST_PINNED
@@ -58,9 +56,7 @@ static enum dev_host dev_job_in_host(const struct dev *d, const struct job *job)
     return job->in_pinned_dev == (int)d->info.index ? DEV_HOST_PINNED : DEV_HOST_PAGEABLE;
 }
 
-/* Where job's results lie for d: its output region, its input's memory
- * (job_output_in_place), or malloc'd. */
-static enum dev_host dev_job_out_host(const struct dev *d, const struct job *job)
+enum dev_host dev_job_out_host(const struct dev *d, const struct job *job)
 {
     if (job->out_region)
         return region_is_pinned(job->out_region, d->info.index) ? DEV_HOST_PINNED
@@ -68,6 +64,8 @@ static enum dev_host dev_job_out_host(const struct dev *d, const struct job *job
     return job->out ? dev_job_in_host(d, job) : DEV_HOST_PAGEABLE;
 }
 
+/* Host memory for a data result (job_result_alloc); a failure fails the
+ * whole execution. */
 static enum status_code dev_result_alloc(struct dev_exec *x, struct step_result *r, size_t len)
 {
     enum status_code st = job_result_alloc(x->job, r, len);
@@ -142,6 +140,11 @@ void dev_set_memory_capacity(struct dev *d, uint64_t bytes)
     d->mem_capacity = bytes;
 }
 
+void dev_set_piece_bytes(struct dev *d, size_t bytes)
+{
+    d->chunk_bytes = bytes;
+}
+
 void dev_pin_region(struct dev *d, struct region *r)
 {
     if (!r || d->info.type == DEV_CPU || !region_pin_claim(r, d->info.index))
@@ -188,97 +191,34 @@ static enum status_code dev_enqueue_steps(struct dev_exec *x, const size_t *out_
     return st;
 }
 
-/* --- chunked jobs ----------------------------------------------------------- */
+/* --- jobs in pieces ---------------------------------------------------------- */
 
-/* A GPU job of histograms and at most one transform (so one data result)
- * whose input spans several chunks runs chunk by chunk through a ring of
- * device buffers: the copy in of one chunk overlaps the kernels and the
- * copy out of those before it, so both directions of the bus work at once.
- * In one piece, a 1 GiB region transform on the H100 was copy in, kernel,
- * copy out one after the other: 43 ms, where each copy alone takes 20.
- * CPU devices gain nothing: their copies are memcpys on the same cores.
- * Chunks are d->chunk_bytes (DEV_CHUNK_BYTES, dev_internal.h). */
-#define DEV_CHUNK_RING 4
+/* Pieces dev_run keeps started ahead of the one it waits for: enough for
+ * the copy in, kernels and copy out of consecutive pieces to overlap on
+ * the three queues (a 1 GiB region transform on the H100 in one piece was
+ * copy in, kernel, copy out one after the other: 43 ms, where each copy
+ * alone takes 20). */
+#define DEV_RUN_AHEAD 4
 
-static bool dev_chunked(const struct dev *d, const struct job *job)
+/* A job larger than a piece, blocking: the same pieces a runner starts one
+ * by one (dev_piece.c), all started here. */
+static void dev_run_pieces(struct dev *d, struct job *job)
 {
-    if (d->shape == DEV_SHAPE_CPU || job->in_len / 2 < d->chunk_bytes)
-        return false;
-    size_t transforms = 0;
-    for (size_t i = 0; i < job->nsteps; i++) {
-        if (job->steps[i].kind == STEP_TRANSFORM)
-            transforms++;
-        else if (job->steps[i].kind != STEP_HISTOGRAM)
-            return false;
-    }
-    return transforms <= 1;
-}
-
-/* Histogram steps' counters and the transform's result, before any chunk. */
-static enum status_code dev_chunked_begin(struct dev_exec *x, const size_t *out_len,
-                                          uint64_t **slots, struct op_hist_acc *accs,
-                                          struct step_result **data)
-{
-    struct job *job = x->job;
-    enum status_code st = STATUS_OK;
-    for (size_t i = 0; i < job->nsteps && st == STATUS_OK; i++) {
-        const struct step *s = &job->steps[i];
-        if (s->kind == STEP_TRANSFORM) {
-            st = dev_result_alloc(x, &job->results[i], out_len[i]);
-            *data = &job->results[i];
-            continue;
+    struct dev_exec *ahead[DEV_RUN_AHEAD];
+    size_t n = 0;
+    for (bool more = true; more;) {
+        if (n == DEV_RUN_AHEAD) {
+            dev_piece_finish(ahead[0]);
+            memmove(ahead, ahead + 1, (n - 1) * sizeof(*ahead));
+            n--;
         }
-        slots[i] = calloc(OP_HIST_SLOTS(s->u.hist.bins), sizeof(uint64_t));
-        if (!slots[i]) {
-            x->failed = true;
-            return job_fail(job, STATUS_RESOURCE_EXHAUSTED, "no host memory for %u bins",
-                            s->u.hist.bins);
-        }
-        st = op_hist_begin(x, &s->u.hist, &accs[i]);
+        struct dev_exec *x = dev_piece_step(d, job, &more);
+        if (x)
+            ahead[n++] = x;
     }
-    return st;
-}
-
-static enum status_code dev_enqueue_chunked(struct dev_exec *x, const size_t *out_len,
-                                            uint64_t **slots)
-{
-    struct job *job = x->job;
-    struct op_hist_acc *accs = calloc(job->nsteps, sizeof(*accs));
-    if (!accs) {
-        x->failed = true;
-        return job_fail(job, STATUS_RESOURCE_EXHAUSTED, "out of host memory");
-    }
-    struct dev_buf ring[DEV_CHUNK_RING];
-    size_t chunk = x->d->chunk_bytes;
-    for (size_t i = 0; i < DEV_CHUNK_RING; i++)
-        dev_buf_create(x, &ring[i], chunk, "a chunk buffer");
-    struct step_result *data = NULL;
-    enum dev_host in_host = dev_job_in_host(x->d, job), out_host = dev_job_out_host(x->d, job);
-    enum status_code st = dev_chunked_begin(x, out_len, slots, accs, &data);
-    for (size_t off = 0, k = 0; off < job->in_len && st == STATUS_OK; off += chunk, k++) {
-        size_t len = job->in_len - off < chunk ? job->in_len - off : chunk;
-        struct dev_buf *b = &ring[k % DEV_CHUNK_RING];
-        st = dev_exec_write_at(x, b, 0, job->in + off, len, in_host);
-        for (size_t i = 0; i < job->nsteps && st == STATUS_OK; i++) {
-            const struct step *s = &job->steps[i];
-            struct transform_params clip;
-            if (s->kind == STEP_HISTOGRAM)
-                st = op_hist_add(x, &s->u.hist, b, len, &accs[i]);
-            else if (job_transform_clip(&s->u.transform, off, len, &clip))
-                st = op_transform(x, &clip, b, b);
-        }
-        if (data && st == STATUS_OK)
-            st = dev_exec_read(x, b, data->data + off, 0, len, out_host);
-    }
-    for (size_t i = 0; i < job->nsteps; i++) {
-        if (job->steps[i].kind == STEP_HISTOGRAM && st == STATUS_OK)
-            st = op_hist_end(x, &accs[i], slots[i]);
-        op_hist_acc_release(&accs[i]);   /* deferred by OpenCL, like the ring */
-    }
-    for (size_t i = 0; i < DEV_CHUNK_RING; i++)
-        dev_buf_release(&ring[i]);
-    free(accs);
-    return st;
+    for (size_t i = 0; i < n; i++)
+        dev_piece_finish(ahead[i]);
+    dev_piece_end(job);
 }
 
 static void dev_collect_hists(struct job *job, uint64_t **slots)
@@ -290,6 +230,10 @@ static void dev_collect_hists(struct job *job, uint64_t **slots)
 
 void dev_run(struct dev *d, struct job *job)
 {
+    if (dev_piece_wanted(d, job)) {
+        dev_run_pieces(d, job);
+        return;
+    }
     dev_name_job(&d->info, job);
     enum status_code st = job_run_begin(job);
     size_t *out_len = calloc(job->nsteps ? job->nsteps : 1, sizeof(*out_len));
@@ -301,10 +245,7 @@ void dev_run(struct dev *d, struct job *job)
         dev_exec_init(&x, d, job);
         dev_pin_region(d, job->in_region);
         dev_pin_region(d, job->out_region);
-        if (dev_chunked(d, job))
-            dev_enqueue_chunked(&x, out_len, slots);
-        else
-            dev_enqueue_steps(&x, out_len, slots);
+        dev_enqueue_steps(&x, out_len, slots);
         if (dev_exec_finish(&x) == STATUS_OK)
             dev_collect_hists(job, slots);
     }

@@ -100,6 +100,10 @@ void dev_pinned_free(struct dev_pinned *p);
  * default 90% of its global memory); --max-device-memory. */
 void dev_set_memory_capacity(struct dev *d, uint64_t bytes);
 
+/* Sets the bytes of one piece of a job run in pieces on d (dev_piece.c):
+ * --chunk-bytes, before d's runner starts. */
+void dev_set_piece_bytes(struct dev *d, size_t bytes);
+
 /* Checks every step of job against d for an input of in_len bytes and,
  * if out_len is not NULL, stores the data length flowing out of each;
  * fails the job (and returns its status) on the first it refuses. The

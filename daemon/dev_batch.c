@@ -241,7 +241,7 @@ void dev_batch_run(struct dev *d, struct dev_batch *b)
     if (!m) {
         /* No batch buffers on this device: each job alone, as before. */
         for (size_t i = 0; i < b->n; i++)
-            dev_task_start(d, b->tasks[i]);
+            dev_task_run(d, b->tasks[i]);
         return;
     }
     struct task *run[DEV_BATCH_JOBS];

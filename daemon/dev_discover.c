@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config.h"
 #include "kernels.h"
 #include "log.h"
 
@@ -22,9 +23,6 @@
 /* Default cap on work-items per launch; far below any device's limit on a
  * global size, large enough that splitting is rare. */
 #define DEV_LAUNCH_ITEMS_DEFAULT (1ull << 30)
-/* A chunk of a job run in chunks (dev.c): large enough that each copy
- * runs at bus speed, small enough that the first copy out starts early. */
-#define DEV_CHUNK_BYTES ((size_t)32 << 20)
 #define DEV_MAX_PLATFORMS 16
 #define DEV_MAX_DEVICES_PER_PLATFORM 64
 
@@ -61,7 +59,7 @@ void dev_set_launch_items_max_for_test(struct dev *d, uint64_t items)
 
 void dev_set_chunk_bytes_for_test(struct dev *d, size_t bytes)
 {
-    d->chunk_bytes = bytes ? bytes : DEV_CHUNK_BYTES;
+    d->chunk_bytes = bytes ? bytes : (size_t)AMPD_DEFAULT_CHUNK_BYTES;
 }
 
 void dev_set_shape_for_test(struct dev *d, enum dev_shape shape)
@@ -149,7 +147,7 @@ static int dev_fill_info(struct dev *d, char *err, size_t errlen)
     d->local_mem_size = local;
     d->shape = in->type == DEV_CPU ? DEV_SHAPE_CPU : DEV_SHAPE_GPU;
     d->launch_items_max = DEV_LAUNCH_ITEMS_DEFAULT;
-    d->chunk_bytes = DEV_CHUNK_BYTES;
+    d->chunk_bytes = (size_t)AMPD_DEFAULT_CHUNK_BYTES;
     d->mem_capacity = in->global_mem_size / 10 * DEV_MEM_CAPACITY_TENTHS;
     return 0;
 }

@@ -70,8 +70,8 @@ struct dev {
     /* Largest global size (work-items) of one launch; splitting keeps every
      * launch at or under it. A test may lower it. */
     uint64_t launch_items_max;
-    /* Bytes of one chunk of a job run in chunks (dev.c, dev_chunked). A
-     * test may lower it. */
+    /* Bytes of one piece of a job run in pieces (dev_piece.c): the
+     * streams' chunk, --chunk-bytes (dev_set_piece_bytes). */
     size_t chunk_bytes;
     /* Device bytes jobs may hold reserved at once (runner.c admits jobs
      * against it): most of global memory, or --max-device-memory. */
@@ -200,6 +200,13 @@ enum dev_host {
     DEV_HOST_PAGEABLE,
     DEV_HOST_PINNED,
 };
+
+/* Where job's input lies for d: a region d has pinned, or d's staging (a
+ * pinned request), else pageable memory. */
+enum dev_host dev_job_in_host(const struct dev *d, const struct job *job);
+/* Where job's results lie for d: its output region, its input's memory
+ * (job_output_in_place), or malloc'd. */
+enum dev_host dev_job_out_host(const struct dev *d, const struct job *job);
 
 /* Copies; host memory must stay valid until dev_exec_finish. */
 enum status_code dev_exec_write(struct dev_exec *x, struct dev_buf *b, const void *host,

@@ -77,6 +77,20 @@ uint64_t dev_stream_memory(struct dev *d, struct job *job)
     return sat_add_u64(total, dev_hist_bytes(job));
 }
 
+uint64_t dev_stream_cost(const struct task *t)
+{
+    const struct job *job = t->job;
+    uint64_t kernels = sat_mul_u64(t->len, job->nsteps);
+    switch (t->kind) {
+    case TASK_IN:
+        /* A chunk in; a chunked stream's through every step and back out. */
+        return dev_stream_is_resident(job) ? t->len : sat_add_u64(sat_mul_u64(t->len, 2), kernels);
+    case TASK_RUN: return kernels;
+    case TASK_OUT: return t->len;
+    default: return 0;
+    }
+}
+
 static struct dev_exec *dev_stream_exec(struct dev *d, struct job *job)
 {
     struct dev_exec *x = malloc(sizeof(*x));

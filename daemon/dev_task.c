@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* dev_task.c: one task on a device (dev_task.h): a unary job runs to the
- * end through dev_run(), streamed tasks go to dev_stream.c. */
+/* dev_task.c: one task on a device (dev_task.h): a unary job larger than a
+ * piece runs a piece per step through dev_piece.c, a smaller one to the end
+ * through dev_run(); streamed tasks go to dev_stream.c. */
 #include "dev_task.h"
 
 #include <stdio.h>
@@ -22,9 +23,7 @@ uint64_t dev_hist_bytes(const struct job *job)
     return total;
 }
 
-/* A unary job's device buffers at their peak, counted generously: the input
- * and every step's output alive at once. */
-static uint64_t dev_job_memory(const struct job *job)
+uint64_t dev_job_memory(const struct job *job)
 {
     uint64_t total = job->in_len, len = job->in_len;
     for (size_t i = 0; i < job->nsteps; i++) {
@@ -40,7 +39,8 @@ static uint64_t dev_job_memory(const struct job *job)
 uint64_t dev_task_memory(struct dev *d, struct task *t)
 {
     if (t->kind == TASK_JOB)
-        return dev_job_memory(t->job);
+        return dev_piece_wanted(d, t->job) ? dev_piece_memory(d, t->job)
+                                           : dev_job_memory(t->job);
     if (t->kind == TASK_OPEN)
         return dev_stream_memory(d, t->job);
     return 0;
@@ -52,9 +52,40 @@ static void dev_task_status(struct task *t, enum status_code code, const char *m
     snprintf(t->msg, sizeof t->msg, "%s", msg);
 }
 
-struct dev_exec *dev_task_start(struct dev *d, struct task *t)
+/* Bytes a whole unary job moves and its kernels touch: its input in, and
+ * per step its input read and its output written and copied out. */
+static uint64_t dev_job_cost(const struct job *job)
+{
+    uint64_t total = job->in_len, len = job->in_len;
+    for (size_t i = 0; i < job->nsteps; i++) {
+        const struct step *st = &job->steps[i];
+        uint64_t out = job_step_output_len(st, len);
+        total = sat_add_u64(total, len);
+        if (st->kind != STEP_HISTOGRAM)
+            total = sat_add_u64(total, sat_mul_u64(out, 2));
+        len = out;
+    }
+    return total;
+}
+
+uint64_t dev_task_cost(const struct dev *d, const struct task *t)
+{
+    if (t->kind != TASK_JOB)
+        return dev_stream_cost(t);
+    if (t->job->piece || dev_piece_wanted(d, t->job))
+        return dev_piece_cost(d, t->job);
+    return dev_job_cost(t->job);
+}
+
+uint64_t dev_task_piece_cost(const struct dev *d)
+{
+    return dev_piece_cost_full(d);
+}
+
+struct dev_exec *dev_task_step(struct dev *d, struct task *t, bool *more)
 {
     struct job *job = t->job;
+    *more = false;
     t->out_len = 0;
     if (t->kind == TASK_CLOSE) {
         dev_stream_close(job);
@@ -62,21 +93,30 @@ struct dev_exec *dev_task_start(struct dev *d, struct task *t)
         return NULL;
     }
     /* Its call is gone (the client left, or its deadline passed): nothing
-     * would receive the result. A unary job reports through itself. */
+     * would receive the result, so a job in pieces stops at the next one.
+     * A unary job reports through itself. */
     if (atomic_load(&job->cancelled)) {
         if (t->kind == TASK_JOB)
             job_fail(job, STATUS_CANCELLED, JOB_CANCELLED_MSG);
         dev_task_status(t, STATUS_CANCELLED, JOB_CANCELLED_MSG);
         return NULL;
     }
-    if (t->kind == TASK_JOB) {
-        job->t_start = stage_now_ns();
-        dev_run(d, job);
-        job->t_done = stage_now_ns();
-        dev_task_status(t, job->status, job->msg);
-        return NULL;
+    if (t->kind != TASK_JOB)
+        return dev_stream_start(d, t);
+    if (!job->piece)
+        job->t_start = stage_now_ns();   /* its first piece, or the whole job */
+    if (job->piece || dev_piece_wanted(d, job))
+        return dev_piece_step(d, job, more);
+    dev_run(d, job);
+    return NULL;
+}
+
+void dev_task_run(struct dev *d, struct task *t)
+{
+    for (bool more = true; more;) {
+        struct dev_exec *x = dev_task_step(d, t, &more);
+        dev_task_finish(d, t, x, !more);
     }
-    return dev_stream_start(d, t);
 }
 
 bool dev_task_ready(const struct dev_exec *x)
@@ -94,7 +134,20 @@ size_t dev_task_notify(struct dev_exec *x, const struct dev_notify *n)
     return dev_exec_notify(x, n);
 }
 
-void dev_task_finish(struct dev *d, struct task *t, struct dev_exec *x)
+void dev_task_finish(struct dev *d, struct task *t, struct dev_exec *x, bool last)
 {
-    dev_stream_finish(d, t, x);
+    if (t->kind != TASK_JOB) {
+        if (x)
+            dev_stream_finish(d, t, x);
+        return;
+    }
+    if (x)
+        dev_piece_finish(x);
+    if (!last)
+        return;
+    struct job *job = t->job;
+    dev_piece_end(job);   /* results, or none on failure; the device side freed */
+    if (job->t_start)
+        job->t_done = stage_now_ns();
+    dev_task_status(t, job->status, job->msg);
 }

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* dev_task.h: running tasks (task.h) on a device, for its runner thread.
  *
- * A runner starts a task with dev_task_start(), which enqueues the task's
- * commands and returns without waiting, so the copy in of chunk i+1, the
+ * A runner starts a task's pieces with dev_task_step(), which enqueues a
+ * piece's commands and returns without waiting, so the copy in of chunk i+1, the
  * kernels of chunk i and the copy out of chunk i-1 are on the device's
  * three queues together (hazard.c orders them by what they read and
  * write). dev_task_finish() waits for one task's commands only.
@@ -24,10 +24,28 @@ struct dev_exec;
  * failure status here and needs nothing. */
 uint64_t dev_task_memory(struct dev *d, struct task *t);
 
-/* Starts t on d. Returns what to wait for, or NULL when t is finished
- * already (its status set): TASK_JOB runs to the end here, as do CLOSE,
- * failures and tasks of a cancelled job. */
-struct dev_exec *dev_task_start(struct dev *d, struct task *t);
+/* Starts t's next piece on d and sets *more to whether t has pieces left
+ * after it. Returns what to wait for, or NULL when the piece is done
+ * already. A stream's task is one piece. A unary or region job larger than
+ * a piece (dev_piece_wanted: input or a step's output over --chunk-bytes)
+ * is many, each bounded device work (dev_piece.c), so the runner can start
+ * another task between two; a smaller one runs to the end here, as do
+ * CLOSE, failures and tasks of a cancelled job. A job whose call ended
+ * stops at its next piece. The runner queues t again after a piece with
+ * more to come, admits its memory at the first piece only, and finishes
+ * its pieces in the order they started. */
+struct dev_exec *dev_task_step(struct dev *d, struct task *t, bool *more);
+
+/* Runs every piece of a unary job's t, one after another, blocking. */
+void dev_task_run(struct dev *d, struct task *t);
+
+/* Bytes t's next piece moves and its kernels touch (the scheduler charges
+ * a task this, piece by piece): a copy counts its bytes, a kernel the
+ * bytes it reads and writes. */
+uint64_t dev_task_cost(const struct dev *d, const struct task *t);
+/* The cost of a full piece: a chunk copied in, transformed and copied out
+ * (the unit the runner bounds what it has in flight with). */
+uint64_t dev_task_piece_cost(const struct dev *d);
 
 /* Non-blocking: have x's commands all finished? */
 bool dev_task_ready(const struct dev_exec *x);
@@ -44,8 +62,9 @@ size_t dev_task_events(const struct dev_exec *x);
  * (fewer than dev_task_events(x) where registering failed). */
 size_t dev_task_notify(struct dev_exec *x, const struct dev_notify *n);
 
-/* Waits for x's commands, sets t's status and results, frees x. */
-void dev_task_finish(struct dev *d, struct task *t, struct dev_exec *x);
+/* Waits for x's commands (x may be NULL) and frees x; after t's last
+ * piece (last), sets t's status and results and frees its device side. */
+void dev_task_finish(struct dev *d, struct task *t, struct dev_exec *x, bool last);
 
 /* Small unary jobs run many at a time (dev_batch.c): jobs of one step (a
  * reverse, a transform or a byte histogram) over at most
@@ -70,9 +89,28 @@ void dev_batch_run(struct dev *d, struct dev_batch *b);
 
 /* Device bytes of the 64-bit counts of job's histogram steps. */
 uint64_t dev_hist_bytes(const struct job *job);
+/* A unary job's device buffers at their peak when run whole, counted
+ * generously: the input and every step's output alive at once. */
+uint64_t dev_job_memory(const struct job *job);
+
+/* Unary and region jobs in pieces: dev_piece.c. */
+bool dev_piece_wanted(const struct dev *d, const struct job *job);
+/* Device bytes such a job reserves: a ring of chunks for transforms and
+ * histograms, its whole buffers when a step needs all of its data. */
+uint64_t dev_piece_memory(const struct dev *d, const struct job *job);
+uint64_t dev_piece_cost(const struct dev *d, const struct job *job);
+uint64_t dev_piece_cost_full(const struct dev *d);
+/* Starts job's next piece (the first sets up its device side). */
+struct dev_exec *dev_piece_step(struct dev *d, struct job *job, bool *more);
+/* Waits for one piece and frees x; returns its status. */
+enum status_code dev_piece_finish(struct dev_exec *x);
+/* After the last piece: histogram results, or no results on failure; frees
+ * the device side. Any unary job may pass through (nothing to free). */
+void dev_piece_end(struct job *job);
 
 /* Streamed jobs: dev_stream.c. */
 uint64_t dev_stream_memory(struct dev *d, struct job *job);
+uint64_t dev_stream_cost(const struct task *t);
 struct dev_exec *dev_stream_start(struct dev *d, struct task *t);
 void dev_stream_finish(struct dev *d, struct task *t, struct dev_exec *x);
 void dev_stream_close(struct job *job);

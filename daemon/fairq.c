@@ -101,13 +101,14 @@ static struct fairq_flow *fairq_flow(struct fairq_level *l, uint64_t id)
     return f;
 }
 
-void fairq_push(struct fairq *q, struct task *t, uint64_t cost)
+void fairq_push(struct fairq *q, struct task *t, uint64_t bytes)
 {
     struct fairq_level *l = &q->level[fairq_priority(t)];
     struct fairq_flow *f = fairq_flow(l, t->job->cls.flow);
     /* The tag advances by cost / weight, scaled so that the largest
      * weight still advances it by whole units. */
-    uint64_t step = sat_mul_u64(cost ? cost : 1, JOB_WEIGHT_MAX) / job_weight(t->job);
+    uint64_t charge = sat_add_u64(bytes, FAIRQ_TASK_COST);
+    uint64_t step = sat_mul_u64(charge, JOB_WEIGHT_MAX) / job_weight(t->job);
     if (step > FAIRQ_STEP_MAX)
         step = FAIRQ_STEP_MAX;
     t->fq_start = fairq_before(l->v, f->finish) ? f->finish : l->v;   /* max(v, F) */
@@ -167,46 +168,4 @@ struct task *fairq_pop(struct fairq *q)
 size_t fairq_len(const struct fairq *q)
 {
     return q->len;
-}
-
-/* Bytes the kernels of job's steps read and write over in_len bytes of
- * input, and the bytes its data result holds at the end. */
-static uint64_t fairq_job_bytes(const struct job *job, uint64_t in_len, uint64_t *out_len)
-{
-    uint64_t touched = 0, len = in_len;
-    for (size_t i = 0; i < job->nsteps; i++) {
-        uint64_t next = job_step_output_len(&job->steps[i], len);
-        touched = sat_add_u64(touched, sat_add_u64(job->steps[i].kind == STEP_FILL ? 0 : len,
-                                                   job->steps[i].kind == STEP_HISTOGRAM ? 0 : next));
-        len = next;
-    }
-    *out_len = len;
-    return touched;
-}
-
-uint64_t fairq_cost(const struct task *t)
-{
-    const struct job *job = t->job;
-    uint64_t out = 0, bytes = 0;
-    switch (t->kind) {
-    case TASK_JOB:
-        bytes = fairq_job_bytes(job, job->in_len, &out);
-        bytes = sat_add_u64(bytes, sat_add_u64(job->in_len, out));
-        break;
-    case TASK_IN:     /* a chunk in, its kernels, the chunk back */
-        bytes = fairq_job_bytes(job, t->len, &out);
-        bytes = sat_add_u64(bytes, sat_add_u64(t->len, out));
-        break;
-    case TASK_RUN:    /* the kernels over the whole input */
-        bytes = fairq_job_bytes(job, t->len, &out);
-        break;
-    case TASK_OUT:    /* a piece of the result out */
-        bytes = t->len;
-        break;
-    case TASK_OPEN:
-    case TASK_END:
-    case TASK_CLOSE:
-        break;
-    }
-    return sat_add_u64(bytes, FAIRQ_TASK_COST);
 }

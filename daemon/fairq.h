@@ -17,10 +17,11 @@
  * shares, but a newly busy flow waits for a whole round of quanta; SFQ's
  * tags put a small job next at once.
  *
- * A task is charged what it costs the device (fairq_cost): the bytes it
- * copies in and out and those its kernels read and write (ampd's kernels
+ * A task is charged what it costs the device: the bytes it copies in and
+ * out and those its kernels read and write (dev_task_cost: ampd's kernels
  * run at the device's memory bandwidth, so bytes stand for kernel time),
- * plus FAIRQ_TASK_COST for a launch and its round trip.
+ * plus FAIRQ_TASK_COST for a launch and its round trip. A job run in
+ * pieces is pushed again for each, charged that piece.
  *
  * Not thread-safe: its owner's lock guards it. Tasks are linked through
  * task->next while queued.
@@ -46,10 +47,10 @@ struct fairq *fairq_new(void);
 /* Frees q; tasks still queued are not touched. NULL is a no-op. */
 void fairq_free(struct fairq *q);
 
-/* Queues t in its job's flow, charged cost (fairq_cost(t) for a whole
- * task). Never fails: without memory for a flow of its own, t shares one
- * with the other flows of its priority that had none. */
-void fairq_push(struct fairq *q, struct task *t, uint64_t cost);
+/* Queues t in its job's flow, charged bytes (dev_task_cost) and
+ * FAIRQ_TASK_COST. Never fails: without memory for a flow of its own, t
+ * shares one with the other flows of its priority that had none. */
+void fairq_push(struct fairq *q, struct task *t, uint64_t bytes);
 
 /* The task to take next, or NULL when q is empty. */
 struct task *fairq_peek(struct fairq *q);
@@ -59,8 +60,5 @@ struct task *fairq_pop(struct fairq *q);
 
 /* Tasks queued. */
 size_t fairq_len(const struct fairq *q);
-
-/* A whole task's cost in bytes (see above). */
-uint64_t fairq_cost(const struct task *t);
 
 #endif

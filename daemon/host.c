@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "dev.h"
+#include "dev_task.h"
 #include "fairq.h"
 #include "host_step.h"
 #include "job.h"
@@ -229,7 +230,7 @@ struct host_pool *host_pool_start(size_t threads, uint64_t spin_ns, struct dev *
 void host_pool_submit(struct host_pool *h, struct task *t)
 {
     pthread_mutex_lock(&h->lock);
-    fairq_push(h->queue, t, fairq_cost(t));
+    fairq_push(h->queue, t, dev_task_cost(h->check, t));
     h->queued++;
     size_t awake = h->nthreads - h->sleeping;
     bool wake = h->sleeping > 0 && (awake == 0 || h->queued > HOST_QUEUE_PER_WORKER * awake);

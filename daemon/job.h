@@ -185,6 +185,7 @@ struct job {
 
     /* Runner thread only. */
     struct dev_stream *stream; /* device side of a stream, OPEN to CLOSE */
+    struct dev_piece *piece;   /* device side of a unary job in pieces (dev_piece.c) */
     uint64_t dev_reserved;     /* device bytes admitted for this job */
     bool dev_running;          /* admitted by its runner and not yet ended: counted in the
                                 * device's jobs_running (runner thread only) */

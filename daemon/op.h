@@ -27,6 +27,12 @@ struct dev_grid op_tile_grid(const struct dev *d, uint64_t units, size_t wg, uin
 
 /* dst = reverse of src; dst->size == src->size. */
 enum status_code op_reverse(struct dev_exec *x, struct dev_buf *src, struct dev_buf *dst);
+/* The same for dst's 16-byte words [first, end) only (end past the last
+ * word: to the end); the launch with first 0 also writes the bytes past
+ * the last whole word. A reverse in pieces is these over every range. */
+#define OP_REVERSE_WORD 16
+enum status_code op_reverse_range(struct dev_exec *x, struct dev_buf *src, struct dev_buf *dst,
+                                  uint64_t first, uint64_t end);
 
 enum status_code op_transform_check(const struct dev *d, const struct transform_params *p,
                                     size_t len, struct job *job);
@@ -57,6 +63,11 @@ enum status_code op_hist_begin(struct dev_exec *x, const struct hist_params *p,
 /* Adds the first len bytes of src (a whole number of elements). */
 enum status_code op_hist_add(struct dev_exec *x, const struct hist_params *p, struct dev_buf *src,
                              size_t len, struct op_hist_acc *acc);
+/* Adds len bytes of src from byte off (both whole elements, off on a
+ * 16-byte boundary): a histogram over a resident buffer in pieces. */
+enum status_code op_hist_add_range(struct dev_exec *x, const struct hist_params *p,
+                                   struct dev_buf *src, size_t off, size_t len,
+                                   struct op_hist_acc *acc);
 /* Copies the counts into slots (valid until x's dev_exec_finish). */
 enum status_code op_hist_end(struct dev_exec *x, struct op_hist_acc *acc, uint64_t *slots);
 void op_hist_acc_release(struct op_hist_acc *acc);
@@ -68,5 +79,9 @@ enum status_code op_fill_check(const struct dev *d, const struct fill_params *p,
                                struct job *job);
 /* dst (p->count elements) = start + k*step. */
 enum status_code op_fill(struct dev_exec *x, const struct fill_params *p, struct dev_buf *dst);
+/* The same for elements [first, end) of dst only (a fill in pieces);
+ * first a multiple of 16 bytes' worth of elements. */
+enum status_code op_fill_range(struct dev_exec *x, const struct fill_params *p,
+                               struct dev_buf *dst, uint64_t first, uint64_t end);
 
 #endif

@@ -80,7 +80,8 @@ static void op_fill_values(struct dev_exec *x, cl_kernel k, const char *name,
     dev_exec_arg(x, k, name, 4, sizeof step, &step);
 }
 
-enum status_code op_fill(struct dev_exec *x, const struct fill_params *p, struct dev_buf *dst)
+enum status_code op_fill_range(struct dev_exec *x, const struct fill_params *p,
+                               struct dev_buf *dst, uint64_t from, uint64_t end)
 {
     const char *name = op_fill_kernel_name(x->d, p->type);
     cl_kernel k = dev_kernel(x->d, name);
@@ -90,12 +91,12 @@ enum status_code op_fill(struct dev_exec *x, const struct fill_params *p, struct
     if (items_max == 0)
         items_max = tile;  /* one work-group is the smallest launch there is */
     uint64_t per_launch = items_max * per_item;
-    cl_ulong n = p->count;
+    cl_ulong n = end < p->count ? end : p->count;
     dev_exec_arg(x, k, name, 0, sizeof(cl_mem), &dst->mem);
     dev_exec_arg(x, k, name, 2, sizeof n, &n);
     op_fill_values(x, k, name, p);
     const struct dev_access acc[] = {{dst, HAZARD_WRITE}};
-    for (cl_ulong first = 0; first < n && !x->failed; first += per_launch) {
+    for (cl_ulong first = from; first < n && !x->failed; first += per_launch) {
         uint64_t elems = n - first < per_launch ? n - first : per_launch;
         uint64_t items = (elems + per_item - 1) / per_item;
         size_t global = (size_t)((items + tile - 1) / tile * tile);
@@ -103,4 +104,9 @@ enum status_code op_fill(struct dev_exec *x, const struct fill_params *p, struct
         dev_exec_kernel(x, k, name, global, tile, acc, 1);
     }
     return x->job->status;
+}
+
+enum status_code op_fill(struct dev_exec *x, const struct fill_params *p, struct dev_buf *dst)
+{
+    return op_fill_range(x, p, dst, 0, p->count);
 }

@@ -297,8 +297,9 @@ static enum status_code op_hist_partials(struct op_hist_run *h, struct op_hist_a
     return STATUS_OK;
 }
 
-enum status_code op_hist_add(struct dev_exec *x, const struct hist_params *p, struct dev_buf *src,
-                             size_t len, struct op_hist_acc *acc)
+enum status_code op_hist_add_range(struct dev_exec *x, const struct hist_params *p,
+                                   struct dev_buf *src, size_t off, size_t len,
+                                   struct op_hist_acc *acc)
 {
     struct op_hist_run h;
     memset(&h, 0, sizeof h);
@@ -307,6 +308,7 @@ enum status_code op_hist_add(struct dev_exec *x, const struct hist_params *p, st
     h.src = src;
     h.esize = elem_size(p->type);
     h.elems = len / h.esize;
+    uint64_t base = off / h.esize;
     h.width = p->type == ELEM_U8 ? JOB_HIST_BYTE_BINS : p->bins + 3;
     if (p->type != ELEM_U8)
         hist_bin_init(&h.bin, p->bins, p->lo, p->hi);
@@ -316,9 +318,15 @@ enum status_code op_hist_add(struct dev_exec *x, const struct hist_params *p, st
     enum status_code st = op_hist_partials(&h, acc);
     for (uint64_t first = 0; first < h.elems && st == STATUS_OK; first += h.per_launch) {
         uint64_t count = h.elems - first < h.per_launch ? h.elems - first : h.per_launch;
-        st = op_hist_launch(&h, first, count);
+        st = op_hist_launch(&h, base + first, count);
     }
     return st;
+}
+
+enum status_code op_hist_add(struct dev_exec *x, const struct hist_params *p, struct dev_buf *src,
+                             size_t len, struct op_hist_acc *acc)
+{
+    return op_hist_add_range(x, p, src, 0, len, acc);
 }
 
 enum status_code op_hist_end(struct dev_exec *x, struct op_hist_acc *acc, uint64_t *slots)

@@ -4,11 +4,14 @@
  * The loop thread submits tasks under a mutex into a fair queue
  * (fairq.h: by priority, then by each client's weighted share); the
  * runner thread takes them in its order and starts each on the device
- * without waiting
- * (dev_task_start), keeping up to RUNNER_FLIGHT_MAX started tasks in
- * flight, and finishes them oldest first. A task is handed to the
- * completion callback once finished, so a stream's tasks complete in the
- * order they were submitted. The thread sleeps on one condition variable
+ * without waiting (dev_task_step), a piece at a time: a task with more
+ * pieces to come goes back to the queue, charged its next piece's cost,
+ * so a large unary job and the tasks of other clients take turns piece
+ * by piece. It starts a piece while what it has in flight costs less
+ * than RUNNER_FLIGHT_PIECES full pieces (dev_task_cost), and finishes
+ * pieces oldest first. A task is handed to the completion callback once
+ * its last piece finished, so a stream's tasks complete in the order
+ * they were submitted. The thread sleeps on one condition variable
  * that both a new task and a finished device command signal (an OpenCL
  * event callback), so it never sits in a blocking wait on the device while
  * a task it could start is queued: that would serialise a stream's chunks.
@@ -43,9 +46,18 @@
 #include "fairq.h"
 #include "monotonic.h"
 
-/* Tasks started and not yet finished: enough for the copy in, kernels and
- * copy out of a couple of streams to overlap. */
-#define RUNNER_FLIGHT_MAX 8
+/* What the runner keeps in flight, in full pieces' cost (a chunk copied
+ * in, transformed and copied out: dev_task_piece_cost): it starts another
+ * piece while less is in flight, so up to three full pieces run at once,
+ * one on each of the device's queues (copy in of one, kernels of the
+ * next, copy out of the third). A task queued now waits behind at most
+ * that much device work, where it waited behind eight whole tasks (eight
+ * 32 MiB jobs) before. */
+#define RUNNER_FLIGHT_PIECES 3
+/* Slots for pieces in flight: the bound above in bytes is what limits
+ * them; this only sizes the array for many tiny ones (a stream's small
+ * chunks). */
+#define RUNNER_FLIGHT_SLOTS 64
 
 /* While tasks are in flight, the runner looks at the oldest at least this
  * often. Waiting for NVIDIA's event callbacks alone, a task often finished
@@ -58,7 +70,9 @@
 
 struct runner_flight {
     struct task *t;
-    struct dev_exec *x;             /* NULL: the task finished when it started */
+    struct dev_exec *x;             /* NULL: the piece finished when it started */
+    uint64_t cost;                  /* dev_task_cost() when it started */
+    bool more;                      /* t has pieces after this one */
 };
 
 struct runner {
@@ -82,15 +96,19 @@ struct runner {
     /* Runner thread only. */
     struct task *parked, *parked_tail; /* waiting for device memory, in order */
     bool retry_parked;              /* memory was released: try the parked first */
-    struct runner_flight flight[RUNNER_FLIGHT_MAX]; /* oldest first */
+    struct runner_flight flight[RUNNER_FLIGHT_SLOTS]; /* oldest first */
     size_t nflight;
+    uint64_t flight_cost;           /* of the pieces in flight; guarded by lock (read by
+                                     * runner_has_work) */
+    uint64_t flight_max;            /* RUNNER_FLIGHT_PIECES full pieces */
     uint64_t mem_used;              /* device bytes reserved: <= capacity; written here only */
 };
 
-/* The tasks that begin a job (a unary job, or a stream's OPEN) and end it. */
+/* The tasks that begin a job (a unary job's first piece, or a stream's
+ * OPEN) and end it. */
 static bool runner_begins_job(const struct task *t)
 {
-    return t->kind == TASK_JOB || t->kind == TASK_OPEN;
+    return (t->kind == TASK_JOB && !t->job->dev_running) || t->kind == TASK_OPEN;
 }
 
 static bool runner_ends_job(const struct task *t)
@@ -270,8 +288,10 @@ static void runner_begin(struct runner *r, struct task *t, bool retried)
         while (runner_retire(r, true))
             ;
     struct dev_exec *x = NULL;
+    uint64_t cost = dev_task_cost(r->dev, t);
+    bool more = false;
     if (t->status == STATUS_OK)
-        x = dev_task_start(r->dev, t);
+        x = dev_task_step(r->dev, t, &more);
     if (x) {
         /* Counted before registering: a callback may run at once. */
         pthread_mutex_lock(&r->lock);
@@ -282,9 +302,14 @@ static void runner_begin(struct runner *r, struct task *t, bool retried)
         r->callbacks -= dev_task_events(x) - owed;
         pthread_mutex_unlock(&r->lock);
     }
-    if (t->kind == TASK_JOB || t->kind == TASK_CLOSE)
-        runner_release(r, t->job);   /* both ran to the end in start */
-    r->flight[r->nflight++] = (struct runner_flight){t, x};
+    if (t->kind == TASK_CLOSE)
+        runner_release(r, t->job);   /* it ran to the end in step */
+    r->flight[r->nflight++] = (struct runner_flight){t, x, cost, more};
+    pthread_mutex_lock(&r->lock);
+    r->flight_cost += cost;
+    if (more)   /* its next piece takes its turn, charged what it costs */
+        fairq_push(r->queue, t, dev_task_cost(r->dev, t));
+    pthread_mutex_unlock(&r->lock);
 }
 
 /* Small unary jobs: t and those the queue would give next that fit run
@@ -326,11 +351,17 @@ static bool runner_retire(struct runner *r, bool block)
     struct runner_flight f = r->flight[0];
     if (f.x && !block && !dev_task_ready(f.x))
         return false;
-    if (f.x)
-        dev_task_finish(r->dev, f.t, f.x);
+    dev_task_finish(r->dev, f.t, f.x, !f.more);
     r->nflight--;
     for (size_t i = 0; i < r->nflight; i++)
         r->flight[i] = r->flight[i + 1];
+    pthread_mutex_lock(&r->lock);
+    r->flight_cost -= f.cost;
+    pthread_mutex_unlock(&r->lock);
+    if (f.more)
+        return true;
+    if (f.t->kind == TASK_JOB)
+        runner_release(r, f.t->job);   /* its last piece ran */
     runner_hand_back(r, f.t);
     return true;
 }
@@ -355,6 +386,11 @@ static void runner_drain_tasks(struct runner *r)
         runner_fail(t, STATUS_CANCELLED, "the daemon is shutting down");
         if (runner_begins_job(t))
             runner_count_admitted(r, t, false);
+        if (t->kind == TASK_JOB) {
+            /* Between two pieces: its device side goes, its memory too. */
+            dev_task_finish(r->dev, t, NULL, true);
+            runner_release(r, t->job);
+        }
         runner_hand_back(r, t);
     }
 }
@@ -365,13 +401,18 @@ static void runner_drain(struct runner *r)
     dev_stream_close_all(r->dev);   /* streams whose CLOSE has not come */
 }
 
+/* Room in flight for another piece. Called with the lock held. */
+static bool runner_has_room(const struct runner *r)
+{
+    return r->nflight < RUNNER_FLIGHT_SLOTS && r->flight_cost < r->flight_max;
+}
+
 /* Something to do: a task to start (with room in flight), or a command
  * finished so the oldest task may be done. Called with the lock held. */
 static bool runner_has_work(const struct runner *r)
 {
     bool queued = fairq_len(r->queue) || (r->retry_parked && r->parked);
-    return r->stopping || (queued && r->nflight < RUNNER_FLIGHT_MAX) ||
-           (r->kicked && r->nflight);
+    return r->stopping || (queued && runner_has_room(r)) || (r->kicked && r->nflight);
 }
 
 /* Waits up to spin_ns for a submit or a kick after `seen` (news read
@@ -422,7 +463,7 @@ static void *runner_main(void *arg)
             break;
         r->kicked = false;
         bool retried = false;
-        struct task *t = r->nflight < RUNNER_FLIGHT_MAX ? runner_next(r, &retried) : NULL;
+        struct task *t = runner_has_room(r) ? runner_next(r, &retried) : NULL;
         pthread_mutex_unlock(&r->lock);
         if (t && dev_batch_takes(t))
             runner_batch(r, t, retried);
@@ -453,6 +494,7 @@ struct runner *runner_start(struct dev *d, uint64_t spin_ns, runner_complete_cb 
     r->complete = complete;
     r->ctx = ctx;
     r->notify = (struct dev_notify){runner_kick, r};
+    r->flight_max = RUNNER_FLIGHT_PIECES * dev_task_piece_cost(d);
     r->queue = fairq_new();
     if (!r->queue) {
         free(r);
@@ -477,7 +519,7 @@ struct runner *runner_start(struct dev *d, uint64_t spin_ns, runner_complete_cb 
 void runner_submit(struct runner *r, struct task *t)
 {
     pthread_mutex_lock(&r->lock);
-    fairq_push(r->queue, t, fairq_cost(t));
+    fairq_push(r->queue, t, dev_task_cost(r->dev, t));
     if (runner_begins_job(t))
         r->jobs_queued++;
     atomic_fetch_add(&r->news, 1);

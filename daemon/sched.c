@@ -455,6 +455,7 @@ int sched_new(struct dev **devs, size_t ndevs, size_t default_index,
     for (size_t i = 0; i < ndevs; i++) {
         if (limits->max_device_memory && limits->max_device_memory < dev_memory_capacity(devs[i]))
             dev_set_memory_capacity(devs[i], limits->max_device_memory);
+        dev_set_piece_bytes(devs[i], limits->chunk_bytes);   /* the streams' chunk */
         if (staging_pool_new(devs[i], limits->staging_bytes / limits->chunk_bytes,
                              limits->chunk_bytes, &s->staging[i], err, errlen) != 0) {
             sched_stop(s);

@@ -9,6 +9,10 @@
  * when r != 0, word 0, whose second source word would run past n; both use
  * byte accesses, by work-item 0. Nothing reads or writes outside [0, n).
  * Bound: memory bandwidth (n bytes read, n written).
+ *
+ * Each kernel writes the output words [wfirst, wend) only, so that a long
+ * reverse runs as several bounded launches (op_reverse_range); the launch
+ * whose range starts at word 0 also writes the edges.
  */
 #define WORD 16
 
@@ -58,14 +62,15 @@ static inline void rev_edges(__global const uchar *src, __global uchar *dst, ulo
  * w + k * global_size for k < REV_UNROLL, so every load and store of a
  * wavefront is one coalesced run. */
 __kernel void reverse_bytes(__global const uchar *restrict src, __global uchar *restrict dst,
-                            ulong n)
+                            ulong n, ulong wfirst, ulong wend)
 {
-    const ulong nw = n / WORD;
+    const ulong nw = min(n / WORD, wend);
     const uint r = (uint)(n % WORD);
     const uint q = r / 4, sh = 8 * (r % 4);
     const ulong g = get_global_size(0);
     /* Word 0 is an edge when r != 0. */
-    const ulong w_lo = r ? 1 : 0;
+    const ulong w_lo = max(wfirst, (ulong)(r && wfirst == 0 ? 1 : 0));
+    const ulong na = n / WORD;   /* aligned source words */
     __global const uint4 *s4 = (__global const uint4 *)src;
     __global uint4 *d4 = (__global uint4 *)dst;
 
@@ -75,9 +80,9 @@ __kernel void reverse_bytes(__global const uchar *restrict src, __global uchar *
         for (uint k = 0; k < REV_UNROLL; k++) {
             const ulong wk = w + k * g;
             if (wk < nw) {
-                a[k] = s4[nw - 1 - wk];
+                a[k] = s4[na - 1 - wk];
                 /* For r == 0 the window is a alone; b is never used. */
-                b[k] = r ? s4[nw - wk] : a[k];
+                b[k] = r ? s4[na - wk] : a[k];
             }
         }
 #pragma unroll
@@ -87,7 +92,7 @@ __kernel void reverse_bytes(__global const uchar *restrict src, __global uchar *
                 d4[wk] = rev_window(a[k], b[k], q, sh);
         }
     }
-    if (get_global_id(0) == 0)
+    if (get_global_id(0) == 0 && wfirst == 0)
         rev_edges(src, dst, n);
 }
 #endif
@@ -102,15 +107,16 @@ __kernel void reverse_bytes(__global const uchar *restrict src, __global uchar *
 #define REV_UNROLL2 8
 
 __kernel void reverse_bytes_v2(__global const uchar *restrict src,
-                               __global uchar *restrict dst, ulong n)
+                               __global uchar *restrict dst, ulong n, ulong wfirst, ulong wend)
 {
-    const ulong nw = n / WORD;
+    const ulong nw = min(n / WORD, wend);
     const uint r = (uint)(n % WORD);
     const uint q = r / 4, sh = 8 * (r % 4);
     const ulong lsz = get_local_size(0), tile = REV_UNROLL2 * lsz;
     const ulong stride = get_num_groups(0) * tile;
     /* Word 0 is an edge when r != 0. */
-    const ulong w_lo = r ? 1 : 0;
+    const ulong w_lo = max(wfirst, (ulong)(r && wfirst == 0 ? 1 : 0));
+    const ulong na = n / WORD;   /* aligned source words */
     __global const uint4 *s4 = (__global const uint4 *)src;
     __global uint4 *d4 = (__global uint4 *)dst;
 
@@ -121,8 +127,8 @@ __kernel void reverse_bytes_v2(__global const uchar *restrict src,
         for (uint k = 0; k < REV_UNROLL2; k++) {
             const ulong wk = w + k * lsz;
             if (wk < nw) {
-                a[k] = s4[nw - 1 - wk];
-                b[k] = r ? s4[nw - wk] : a[k];
+                a[k] = s4[na - 1 - wk];
+                b[k] = r ? s4[na - wk] : a[k];
             }
         }
 #pragma unroll
@@ -132,7 +138,7 @@ __kernel void reverse_bytes_v2(__global const uchar *restrict src,
                 d4[wk] = rev_window(a[k], b[k], q, sh);
         }
     }
-    if (get_global_id(0) == 0)
+    if (get_global_id(0) == 0 && wfirst == 0)
         rev_edges(src, dst, n);
 }
 #endif
@@ -141,12 +147,13 @@ __kernel void reverse_bytes_v2(__global const uchar *restrict src,
  * work-item is a loop on one core, where a stride would defeat the caches
  * and prefetchers); shuffle2 vectorises well there. */
 __kernel void reverse_bytes_chunk(__global const uchar *restrict src,
-                                  __global uchar *restrict dst, ulong n, ulong chunk)
+                                  __global uchar *restrict dst, ulong n, ulong chunk,
+                                  ulong wfirst, ulong wend)
 {
     const ulong nw = n / WORD;
     const uint r = (uint)(n % WORD);
-    const ulong begin = get_global_id(0) * chunk;
-    const ulong end = min(nw, begin + chunk);
+    const ulong begin = wfirst + get_global_id(0) * chunk;
+    const ulong end = min(min(nw, wend), begin + chunk);
     const uchar16 rev = (uchar16)(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
     const uchar16 mask = rev + (uchar16)((uchar)r);
     __global const uchar16 *s16 = (__global const uchar16 *)src;
@@ -156,6 +163,6 @@ __kernel void reverse_bytes_chunk(__global const uchar *restrict src,
         const ulong a = nw - 1 - w;
         d16[w] = r == 0 ? shuffle(s16[a], rev) : shuffle2(s16[a], s16[a + 1], mask);
     }
-    if (get_global_id(0) == 0)
+    if (get_global_id(0) == 0 && wfirst == 0)
         rev_edges(src, dst, n);
 }
