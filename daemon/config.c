@@ -131,7 +131,8 @@ static const struct config_opt config_opts[] = {
     { "staging-bytes", "N", CFG_U64, CFG_OFF(staging_bytes), AMPD_MIN_CHUNK_BYTES, UINT64_MAX,
       "pinned staging memory per device for streams" },
     { "chunk-bytes", "N", CFG_U64, CFG_OFF(chunk_bytes), AMPD_MIN_CHUNK_BYTES,
-      AMPD_MAX_CHUNK_BYTES, "one staging buffer: a stream's unit of work" },
+      AMPD_MAX_CHUNK_BYTES, "one staging buffer: a stream's unit of work, and\n"
+      "                            the most device work a larger unary job's piece does" },
     { "max-device-memory", "N", CFG_U64, CFG_OFF(max_device_memory), 0, UINT64_MAX,
       "device bytes jobs may reserve at once, per device; 0: 90%" },
     { "max-unknown-length", "N", CFG_U64, CFG_OFF(max_unknown_length), 0, UINT64_MAX,
