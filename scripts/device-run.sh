@@ -7,7 +7,8 @@
 #   cp build/ampd build/ampctl build/bench/bench_kernels build/tests/test_kernel_* \
 #      build/tests/test_dev_discover build/tests/test_runner build/tests/test_daemon_jobs \
 #      build/tests/test_client_reverse build/tests/test_client_region build/tests/test_multi_device \
-#      build/tests/test_hostile_unread_share build/tests/test_hostile_h2_limits .dev/bin/
+#      build/tests/test_hostile_unread_share build/tests/test_hostile_h2_limits \
+#      build/tests/test_kernel_pieces build/tests/test_pieces_interleave build/tests/test_fairq .dev/bin/
 # Arguments go to bench_kernels (e.g. --max-size 1G --reps 20).
 set -x
 mkdir -p /tmp/r && for f in .dev/debs/*.deb; do dpkg -x $f /tmp/r; done
@@ -18,7 +19,7 @@ echo "$lib" > /etc/OpenCL/vendors/nvidia.icd
 ls /etc/OpenCL/vendors; nvidia-smi --query-gpu=name,driver_version --format=csv
 export AMPD_BIN=$PWD/.dev/bin/ampd AMPCTL_BIN=$PWD/.dev/bin/ampctl AMP_SOURCE_DIR=$PWD CK_DEFAULT_TIMEOUT=300
 cd .dev/bin
-for t in test_dev_discover test_kernel_reverse test_kernel_transform test_kernel_hist test_kernel_fill test_kernel_pipeline test_runner test_daemon_jobs test_client_reverse test_client_region test_multi_device test_hostile_unread_share test_hostile_h2_limits; do
+for t in test_dev_discover test_kernel_reverse test_kernel_transform test_kernel_hist test_kernel_fill test_kernel_pipeline test_kernel_pieces test_pieces_interleave test_fairq test_runner test_daemon_jobs test_client_reverse test_client_region test_multi_device test_hostile_unread_share test_hostile_h2_limits; do
   [ -x ./$t ] || { echo "== $t not carried"; continue; }
   timeout 200 ./$t > $OUT/$t.txt 2>&1; rc=$?   # the test's status, not a pipe's
   tail -3 $OUT/$t.txt; echo "== $t rc=$rc"
