@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "job.h"
 #include "listen.h"
 
 #define AUTH_BEARER "Bearer"
@@ -34,8 +35,10 @@
 #define AUTH_LOOKUP_BUF 16384
 
 struct auth {
-    pthread_mutex_t lock;        /* guards file */
+    pthread_mutex_t lock;        /* guards file and the uid rules */
     struct auth_file file;       /* the tokens in force */
+    struct config_uid_rules uid_weight;       /* --uid-weight */
+    struct config_uid_rules uid_max_priority; /* --uid-max-priority */
     char path[AMPD_PATH_MAX];    /* --token-file; "": none */
     bool tcp_require_token;
     bool allow_plaintext_network;
@@ -133,6 +136,7 @@ int auth_new(const struct auth_rules *rules, struct auth **out, char *err, size_
     a->tcp_require_token = rules->tcp_require_token;
     a->allow_plaintext_network = rules->allow_plaintext_network;
     snprintf(a->path, sizeof a->path, "%s", rules->token_file ? rules->token_file : "");
+    auth_set_uid_rules(a, rules->uid_weight, rules->uid_max_priority);
     if (auth_lists(a, rules, err, errlen) != 0 ||
         (a->path[0] && auth_file_read(a->path, &a->file, err, errlen) != 0)) {
         auth_free(a);
@@ -161,6 +165,37 @@ int auth_reload(struct auth *a, char *msg, size_t msglen)
     auth_file_free(&old);
     snprintf(msg, msglen, "%zu tokens from %s", fresh.n, a->path);
     return 0;
+}
+
+void auth_set_uid_rules(struct auth *a, const struct config_uid_rules *weight,
+                        const struct config_uid_rules *max_priority)
+{
+    pthread_mutex_lock(&a->lock);
+    a->uid_weight = weight ? *weight : (struct config_uid_rules){ .n = 0 };
+    a->uid_max_priority = max_priority ? *max_priority : (struct config_uid_rules){ .n = 0 };
+    pthread_mutex_unlock(&a->lock);
+}
+
+/* The value rules give uid, or dflt when none names it. Under a's lock. */
+static uint32_t auth_uid_rule(const struct config_uid_rules *rules, long uid, uint32_t dflt)
+{
+    for (uint32_t i = 0; i < rules->n; i++)
+        if ((long)rules->r[i].uid == uid)
+            return rules->r[i].value;
+    return dflt;
+}
+
+/* Fills what the token (t, NULL: none) left unsaid from who's uid's rules,
+ * then the defaults: a token's own settings win over its uid's. Under a's
+ * lock. */
+static void auth_grant_fill(const struct auth *a, const struct auth_token *t, long uid,
+                            struct auth_grant *grant)
+{
+    grant->weight = t && t->weight ? t->weight
+                                   : auth_uid_rule(&a->uid_weight, uid, JOB_WEIGHT_DEFAULT);
+    grant->max_priority = t && t->max_priority >= 0
+                              ? t->max_priority
+                              : (int)auth_uid_rule(&a->uid_max_priority, uid, JOB_PRIORITY_NORMAL);
 }
 
 void auth_token_calls(struct auth *a, auth_token_calls_fn fn, void *ctx)
@@ -262,9 +297,10 @@ static const char *auth_bearer(const char *value, size_t len, size_t *toklen)
     return value + n;
 }
 
-/* The name of the token, or -1: checks every entry, whatever matched. */
-static int auth_match(struct auth *a, const char *token, size_t len, char *client,
-                      size_t clientlen)
+/* The name of the token, or -1: checks every entry, whatever matched.
+ * A match fills grant (NULL: not asked) from its line and uid. */
+static int auth_match(struct auth *a, const char *token, size_t len, long uid, char *client,
+                      size_t clientlen, struct auth_grant *grant)
 {
     uint8_t digest[AUTH_DIGEST_LEN];
     if (auth_file_digest(token, len, digest) != 0)
@@ -277,6 +313,8 @@ static int auth_match(struct auth *a, const char *token, size_t len, char *clien
     if (found >= 0) {
         snprintf(client, clientlen, "%s", a->file.tokens[found].name);
         a->file.tokens[found].calls++;
+        if (grant)
+            auth_grant_fill(a, &a->file.tokens[found], uid, grant);
     }
     pthread_mutex_unlock(&a->lock);
     return found;
@@ -285,7 +323,8 @@ static int auth_match(struct auth *a, const char *token, size_t len, char *clien
 /* The token part of auth_call(): the header against the token set. */
 static enum status_code auth_token(struct auth *a, const struct auth_conn *who,
                                    enum h2_authorization hdr, const char *value, size_t len,
-                                   char *client, size_t clientlen, char *msg, size_t msglen)
+                                   char *client, size_t clientlen, struct auth_grant *grant,
+                                   char *msg, size_t msglen)
 {
     if (hdr == H2_AUTHORIZATION_BAD) {
         snprintf(msg, msglen, "authorization metadata sent twice or longer than %d bytes",
@@ -307,7 +346,7 @@ static enum status_code auth_token(struct auth *a, const struct auth_conn *who,
                               "at most %d letters, digits, - . _ ~ + / then any =", AUTH_TOKEN_MAX);
         return STATUS_UNAUTHENTICATED;
     }
-    if (auth_match(a, token, toklen, client, clientlen) < 0) {
+    if (auth_match(a, token, toklen, who->uid, client, clientlen, grant) < 0) {
         snprintf(msg, msglen, "missing or invalid bearer token (authorization: Bearer TOKEN)");
         return STATUS_UNAUTHENTICATED;
     }
@@ -321,10 +360,14 @@ bool auth_path_open(const char *path)
 
 enum status_code auth_call(struct auth *a, const struct auth_conn *who, const char *path,
                            enum h2_authorization hdr, const char *value, size_t len,
-                           char *client, size_t clientlen, char *msg, size_t msglen)
+                           char *client, size_t clientlen, struct auth_grant *grant, char *msg,
+                           size_t msglen)
 {
     if (clientlen)
         client[0] = '\0';
+    if (grant)
+        *grant = (struct auth_grant){ .weight = JOB_WEIGHT_DEFAULT,
+                                      .max_priority = JOB_PRIORITY_NORMAL };
     if (!a || !who)
         return STATUS_OK;
     if (who->denied) {
@@ -333,6 +376,12 @@ enum status_code auth_call(struct auth *a, const struct auth_conn *who, const ch
     }
     /* Health answers anyone; a good token still names the client. */
     bool open = auth_path_open(path);
-    enum status_code code = auth_token(a, who, hdr, value, len, client, clientlen, msg, msglen);
+    enum status_code code =
+        auth_token(a, who, hdr, value, len, client, clientlen, grant, msg, msglen);
+    if (grant && !client[0] && who->uid >= 0) {   /* no token: its uid's, if any */
+        pthread_mutex_lock(&a->lock);
+        auth_grant_fill(a, NULL, who->uid, grant);
+        pthread_mutex_unlock(&a->lock);
+    }
     return open ? STATUS_OK : code;
 }

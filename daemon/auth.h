@@ -13,6 +13,11 @@
  *    SO_PEERCRED uid, primary and supplementary groups);
  *  - the token file is re-read on SIGHUP (auth_reload): a file that does not
  *    read keeps the tokens loaded before.
+ * It also says what a call's client may use of the devices (auth_grant):
+ * its weight beside other clients and the highest priority it may ask for,
+ * from its token's line (weight=, max-priority=), else its uid's
+ * (--uid-weight, --uid-max-priority, changed by SIGHUP: auth_set_uid_rules),
+ * else the defaults.
  * Health checks (grpc.health.v1.Health) need no token, so that load
  * balancers and systemd probes can ask without a secret; they say nothing
  * but SERVING or NOT_SERVING (a good token still names their client).
@@ -30,6 +35,7 @@
 #include <stddef.h>
 
 #include "auth_file.h"
+#include "config.h"
 #include "h2.h"
 #include "status.h"
 
@@ -41,6 +47,14 @@ struct auth_rules {
     bool allow_plaintext_network;  /* --allow-plaintext-network */
     const char *allow_uid;         /* "": any; else comma-separated users or uids */
     const char *allow_gid;         /* "": any; else comma-separated groups or gids */
+    const struct config_uid_rules *uid_weight;       /* --uid-weight; NULL: none */
+    const struct config_uid_rules *uid_max_priority; /* --uid-max-priority; NULL: none */
+};
+
+/* What a call's client may use (issue 34). */
+struct auth_grant {
+    uint32_t weight;    /* its share beside other clients: 1..JOB_WEIGHT_MAX */
+    int max_priority;   /* the highest enum job_priority its calls may ask for */
 };
 
 struct auth;
@@ -53,6 +67,11 @@ int auth_new(const struct auth_rules *rules, struct auth **out, char *err, size_
  * ("N tokens"), or -1 with why in msg, the old tokens kept. A daemon with
  * no token file returns 1 (nothing to reload). */
 int auth_reload(struct auth *a, char *msg, size_t msglen);
+
+/* Puts new --uid-weight and --uid-max-priority rules in force (SIGHUP),
+ * for calls from now on; NULL: none. */
+void auth_set_uid_rules(struct auth *a, const struct config_uid_rules *weight,
+                        const struct config_uid_rules *max_priority);
 
 /* Calls fn with each token's name and the calls that carried it (a name's
  * count goes on across reloads), under the token set's lock: fn must not
@@ -84,14 +103,16 @@ void auth_admit(const struct auth *a, int fd, bool is_unix, struct auth_conn *ou
 
 /* Judges one call to path from who, given its authorization header
  * (h2_call_authorization). STATUS_OK, with the token's name in client (""
- * when the call carried none); or UNAUTHENTICATED (no token where one is
+ * when the call carried none) and what the client may use in *grant
+ * (grant NULL: not asked; a or who NULL: the defaults); or UNAUTHENTICATED (no token where one is
  * needed, a wrong one, a malformed or oversized header: the message does
  * not say which of the first two) or PERMISSION_DENIED (a Unix peer outside
  * the allow-lists), with the message for the client in msg. a NULL or who
  * NULL: STATUS_OK. */
 enum status_code auth_call(struct auth *a, const struct auth_conn *who, const char *path,
                            enum h2_authorization hdr, const char *value, size_t len,
-                           char *client, size_t clientlen, char *msg, size_t msglen);
+                           char *client, size_t clientlen, struct auth_grant *grant, char *msg,
+                           size_t msglen);
 
 /* Whether calls to path answer anyone, token or not (Health): such a call
  * passing proves nothing about its connection (conn_limit.h). */

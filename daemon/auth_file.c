@@ -7,6 +7,7 @@
  */
 #include "auth_file.h"
 
+#include <errno.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <stdio.h>
@@ -15,12 +16,18 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
+#include "call_class.h"
+#include "job.h"
 #include "read_file.h"
 
-/* A line holds a name, a token and blanks; longer is not a token line.
+/* A line holds a name, a token, its optional fields and blanks; longer
+ * is not a token line.
  * Lines are read with getline(), so that a longer one is refused by its
  * number rather than split into two. */
-#define AUTH_FILE_LINE_MAX (AUTH_NAME_MAX + AUTH_TOKEN_MAX + 64)
+#define AUTH_FILE_LINE_MAX (AUTH_NAME_MAX + AUTH_TOKEN_MAX + 128)
+#define AUTH_FILE_FORMAT "NAME TOKEN [weight=N] [max-priority=low|normal|high]"
+#define AUTH_FILE_WEIGHT "weight="
+#define AUTH_FILE_MAX_PRIORITY "max-priority="
 
 bool auth_file_token_chars(const char *token, size_t len)
 {
@@ -74,6 +81,38 @@ static int auth_file_check_mode(const struct stat *st, const char *path, char *e
     return 0;
 }
 
+/* An optional field of t's line, "weight=N" or "max-priority=LEVEL",
+ * each at most once. Returns 0, or -1 with the reason in why. */
+static int auth_file_field(struct auth_token *t, const char *field, char *why, size_t whylen)
+{
+    size_t wn = strlen(AUTH_FILE_WEIGHT), pn = strlen(AUTH_FILE_MAX_PRIORITY);
+    if (strncmp(field, AUTH_FILE_WEIGHT, wn) == 0 && !t->weight) {
+        const char *v = field + wn;
+        char *end;
+        errno = 0;
+        unsigned long w = strtoul(v, &end, 10);
+        if (v[0] < '0' || v[0] > '9' || *end || errno || w < 1 || w > JOB_WEIGHT_MAX) {
+            snprintf(why, whylen, "%s: weight= wants a whole number from 1 to %d", t->name,
+                     JOB_WEIGHT_MAX);
+            return -1;
+        }
+        t->weight = (uint32_t)w;
+        return 0;
+    }
+    if (strncmp(field, AUTH_FILE_MAX_PRIORITY, pn) == 0 && t->max_priority < 0) {
+        const char *v = field + pn;
+        t->max_priority = call_class_priority_parse(v, strlen(v));
+        if (t->max_priority < 0) {
+            snprintf(why, whylen, "%s: max-priority= wants low, normal or high", t->name);
+            return -1;
+        }
+        return 0;
+    }
+    snprintf(why, whylen, "%s: want \"%s\", each field at most once", t->name,
+             AUTH_FILE_FORMAT);
+    return -1;
+}
+
 /* One line into f (with room for one more token). Returns 0, or -1 with
  * the reason in why. */
 static int auth_file_line(struct auth_file *f, char *line, char *why, size_t whylen)
@@ -84,8 +123,9 @@ static int auth_file_line(struct auth_file *f, char *line, char *why, size_t why
     if (!name || name[0] == '#')
         return 0;
     char *token = strtok_r(NULL, blanks, &save);
-    if (!token || strtok_r(NULL, blanks, &save)) {
-        snprintf(why, whylen, "want \"NAME TOKEN\"");
+    char *field = token ? strtok_r(NULL, blanks, &save) : NULL;
+    if (!token || (field && !strchr(field, '='))) {
+        snprintf(why, whylen, "want \"%s\"", AUTH_FILE_FORMAT);
         return -1;
     }
     size_t tlen = strlen(token);
@@ -101,7 +141,11 @@ static int auth_file_line(struct auth_file *f, char *line, char *why, size_t why
         return -1;
     }
     struct auth_token *t = &f->tokens[f->n];
+    *t = (struct auth_token){ .max_priority = -1 };
     snprintf(t->name, sizeof t->name, "%s", name);
+    for (; field; field = strtok_r(NULL, blanks, &save))
+        if (auth_file_field(t, field, why, whylen) != 0)
+            return -1;
     if (auth_file_digest(token, tlen, t->digest) != 0) {
         snprintf(why, whylen, "cannot hash the token (OpenSSL)");
         return -1;

@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /* auth_file.h: a --token-file, read into token names and digests.
  *
- * The file holds one token a line, "NAME TOKEN": NAME says whose it is in
- * logs (letters, digits, . _ @ -), TOKEN is what the client sends as
- * "authorization: Bearer TOKEN" (RFC 6750's b64token characters, at least
- * AUTH_TOKEN_MIN of them). Blank lines and lines starting with # are
+ * The file holds one token a line, "NAME TOKEN [weight=N]
+ * [max-priority=LEVEL]": NAME says whose it is in logs (letters, digits,
+ * . _ @ -), TOKEN is what the client sends as "authorization: Bearer
+ * TOKEN" (RFC 6750's b64token characters, at least AUTH_TOKEN_MIN of
+ * them); the optional fields, in any order, are its client's share of the
+ * devices beside others (1..JOB_WEIGHT_MAX) and the highest priority its
+ * calls may ask for (low, normal or high; call_class.h). Blank lines and lines starting with # are
  * skipped, and so is a UTF-8 byte order mark at the file's start; a NUL
  * byte anywhere is refused, naming its line. Only a SHA-256 digest of each token is kept, so that checking a
  * token compares fixed-size digests (auth.c) and the tokens themselves do
@@ -28,6 +31,8 @@ struct auth_token {
     uint8_t digest[AUTH_DIGEST_LEN];   /* SHA-256 of the token */
     uint64_t calls;                    /* calls that carried it: 0 when read; auth.c counts
                                         * them under its lock, for metrics */
+    uint32_t weight;                   /* weight=: 1..JOB_WEIGHT_MAX; 0: not given */
+    int max_priority;                  /* max-priority=: enum job_priority; -1: not given */
 };
 
 struct auth_file {

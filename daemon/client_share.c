@@ -21,6 +21,7 @@ struct client_share_entry {
     struct client_share_entry *next;
     uint32_t calls;       /* open: 1 <= calls <= max_calls while listed */
     uint32_t jobs;        /* queued or running: jobs <= calls, jobs <= max_jobs */
+    uint64_t flow;        /* its number: set when listed, never changed after */
     struct budget memory; /* bytes its calls hold (--max-client-memory), locked by the
                            * share's lock; used is 0 again before its last call leaves */
     char name[CLIENT_SHARE_NAME_MAX];
@@ -31,6 +32,7 @@ struct client_share {
     uint32_t max_calls, max_jobs;        /* 0: no limit */
     uint64_t max_memory;                 /* 0: bytes are not counted per client */
     struct client_share_entry *clients;  /* those with a call open */
+    uint64_t flows;                      /* numbers given so far: the last one */
 };
 
 struct client_share *client_share_new(uint32_t max_calls, uint32_t max_jobs, uint64_t max_memory)
@@ -76,6 +78,7 @@ enum status_code client_share_enter(struct client_share *s, const char *client,
     } else {
         if (e->calls == 0) {
             snprintf(e->name, sizeof e->name, "%s", client);
+            e->flow = ++s->flows;
             e->memory = (struct budget){ .max = s->max_memory, .name = "--max-client-memory",
                                          .owner = e->name, .lock = &s->lock };
             e->next = s->clients;
@@ -86,6 +89,16 @@ enum status_code client_share_enter(struct client_share *s, const char *client,
     }
     pthread_mutex_unlock(&s->lock);
     return code;
+}
+
+uint64_t client_share_flow(const struct client_share_entry *e)
+{
+    return e->flow;
+}
+
+const char *client_share_name(const struct client_share_entry *e)
+{
+    return e->name;
 }
 
 void client_share_leave(struct client_share *s, struct client_share_entry *e)

@@ -16,6 +16,9 @@
  *    clients; a job that outlives its call stays in the daemon's alone.
  * A limit of 0 is no limit. Over its share, a call gets RESOURCE_EXHAUSTED
  * naming the limit and the client, while other clients go on.
+ * Each client also has a number, its flow in the fair queue (fairq.h):
+ * daemon-wide, never reused while the daemon runs (a client that comes
+ * back after its last call ended gets a new one).
  */
 #ifndef AMPD_CLIENT_SHARE_H
 #define AMPD_CLIENT_SHARE_H
@@ -45,6 +48,11 @@ enum status_code client_share_enter(struct client_share *s, const char *client,
  * lock is the share's, valid while e is; NULL when bytes are not counted
  * per client. A call gives back all it took before it leaves. */
 struct budget *client_share_memory(struct client_share *s, struct client_share_entry *e);
+
+/* e's client's number (>= 1) and name ("token alice", "uid 1000"),
+ * fixed while e is valid. */
+uint64_t client_share_flow(const struct client_share_entry *e);
+const char *client_share_name(const struct client_share_entry *e);
 
 /* The call of e ended (its job slot, if any, and its bytes were given back first). */
 void client_share_leave(struct client_share *s, struct client_share_entry *e);

@@ -19,6 +19,8 @@
 #include <unistd.h>
 
 #include "address.h"
+#include "call_class.h"
+#include "job.h"
 #include "log.h"
 #include "read_file.h"
 #include "size_text.h"
@@ -33,7 +35,8 @@
 #define CONFIG_STR_(x) #x
 
 enum config_kind { CFG_LISTEN, CFG_DEVICE, CFG_GROUP, CFG_PATH, CFG_LIST, CFG_U64, CFG_U32,
-                   CFG_SECONDS, CFG_MODE, CFG_SWITCH, CFG_LOG_LEVEL, CFG_HOST_PORT };
+                   CFG_SECONDS, CFG_MODE, CFG_SWITCH, CFG_LOG_LEVEL, CFG_HOST_PORT,
+                   CFG_UID_WEIGHT, CFG_UID_PRIORITY, CFG_QUEUE_TIME };
 
 struct config_opt {
     const char *name;
@@ -100,6 +103,19 @@ static const struct config_opt config_opts[] = {
     { "max-client-jobs", "N", CFG_U32, CFG_OFF(max_client_jobs), 0, UINT32_MAX,
       "jobs queued or running per client, as above; 0: no limit,\n"
       "                            though --max-jobs still bounds them all" },
+    { "uid-weight", "UID:N", CFG_UID_WEIGHT, CFG_OFF(uid_weight), 1, JOB_WEIGHT_MAX,
+      "the share of device time of a uid's calls beside other\n"
+      "                            clients' (1.." CONFIG_STR(JOB_WEIGHT_MAX) ", default " CONFIG_STR(JOB_WEIGHT_DEFAULT) "); a token's weight= wins;\n"
+      "                            repeatable; changed by SIGHUP" },
+    { "uid-max-priority", "UID:LEVEL", CFG_UID_PRIORITY, CFG_OFF(uid_max_priority), 0, 0,
+      "the highest amp-priority a uid's calls may ask for: low,\n"
+      "                            normal or high (default normal); a token's\n"
+      "                            max-priority= wins; repeatable; changed by SIGHUP" },
+    { "max-queue-time", "LEVEL:TIME", CFG_QUEUE_TIME, CFG_OFF(max_queue_us), 0,
+      AMPD_MAX_QUEUE_TIME_US,
+      "a job of priority LEVEL that has not started within TIME\n"
+      "                            (us, ms or s) ends UNAVAILABLE, unless its call sends\n"
+      "                            amp-max-queue-time; 0: it waits (default); repeatable" },
     { "max-peer-connections", "N", CFG_U32, CFG_OFF(max_peer_connections), 1, UINT32_MAX,
       "connections from one uid (Unix socket) or address (TCP)" },
     { "request-timeout", "S", CFG_SECONDS, CFG_OFF(request_timeout_ms), 0,
@@ -287,6 +303,93 @@ static int config_set_number(struct config *cfg, const struct config_opt *o, con
     return 0;
 }
 
+_Static_assert(AMPD_PRIORITIES == CALL_CLASS_PRIORITIES, "one priority list");
+
+/* --max-queue-time's durations: a number and one of these units. */
+static const struct {
+    const char *suffix;
+    uint64_t us;
+} config_time_units[] = { { "us", 1 }, { "ms", 1000 }, { "s", 1000000 } };
+
+/* "N" and a unit of config_time_units into microseconds. */
+static int config_time_us(const char *text, uint64_t *us)
+{
+    if (*text < '0' || *text > '9')
+        return -1;
+    errno = 0;
+    char *end;
+    unsigned long long v = strtoull(text, &end, 10);
+    if (errno)
+        return -1;
+    for (size_t i = 0; i < sizeof config_time_units / sizeof config_time_units[0]; i++) {
+        if (strcmp(end, config_time_units[i].suffix) == 0) {
+            if (v > UINT64_MAX / config_time_units[i].us)
+                return -1;
+            *us = v * config_time_units[i].us;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+/* --uid-weight UID:N and --uid-max-priority UID:LEVEL: the entry for UID
+ * is added, or replaces an earlier one. */
+static int config_set_uid_rule(struct config *cfg, const struct config_opt *o,
+                               const char *value, char *err, size_t errlen)
+{
+    struct config_uid_rules *rules = (struct config_uid_rules *)((char *)cfg + o->offset);
+    const char *colon = strchr(value, ':');
+    char *end;
+    errno = 0;
+    unsigned long uid = strtoul(value, &end, 10);
+    /* (uid_t)-1 means "no id" to the kernel: never a caller's. */
+    bool uid_ok = value[0] >= '0' && value[0] <= '9' && end == colon && !errno && uid < UINT32_MAX;
+    uint64_t v = 0;
+    int p = colon ? call_class_priority_parse(colon + 1, strlen(colon + 1)) : -1;
+    bool value_ok = colon && (o->kind == CFG_UID_PRIORITY
+                                  ? p >= 0
+                                  : size_text_parse(colon + 1, &v) == 0 && v >= o->min &&
+                                        v <= o->max);
+    if (!uid_ok || !value_ok) {
+        if (o->kind == CFG_UID_PRIORITY)
+            snprintf(err, errlen, "--%s: \"%s\" is not UID:LEVEL (a uid, and low, normal or "
+                     "high)", o->name, value);
+        else
+            snprintf(err, errlen, "--%s: \"%s\" is not UID:N (a uid, and a weight in "
+                     "%" PRIu64 "..%" PRIu64 ")", o->name, value, o->min, o->max);
+        return -1;
+    }
+    uint32_t i = 0;
+    while (i < rules->n && rules->r[i].uid != uid)
+        i++;
+    if (i == AMPD_MAX_UID_RULES) {
+        snprintf(err, errlen, "--%s: at most %d uids", o->name, AMPD_MAX_UID_RULES);
+        return -1;
+    }
+    rules->r[i].uid = (uint32_t)uid;
+    rules->r[i].value = o->kind == CFG_UID_PRIORITY ? (uint32_t)p : (uint32_t)v;
+    if (i == rules->n)
+        rules->n++;
+    return 0;
+}
+
+/* --max-queue-time LEVEL:TIME: the default of that priority. */
+static int config_set_queue_time(struct config *cfg, const struct config_opt *o,
+                                 const char *value, char *err, size_t errlen)
+{
+    const char *colon = strchr(value, ':');
+    int p = colon ? call_class_priority_parse(value, (size_t)(colon - value)) : -1;
+    uint64_t us;
+    if (p < 0 || config_time_us(colon + 1, &us) != 0 || us > o->max) {
+        snprintf(err, errlen, "--%s: \"%s\" is not LEVEL:TIME (low, normal or high, and a "
+                 "number of us, ms or s up to %" PRIu64 " s)", o->name, value,
+                 o->max / config_time_units[2].us);
+        return -1;
+    }
+    cfg->max_queue_us[p] = us;
+    return 0;
+}
+
 static int config_set(struct config *cfg, const struct config_opt *o, const char *value,
                       char *err, size_t errlen)
 {
@@ -352,6 +455,11 @@ static int config_set(struct config *cfg, const struct config_opt *o, const char
         }
         snprintf((char *)cfg + o->offset, AMPD_ADDRESS_MAX, "%s", value);
         return 0;
+    case CFG_UID_WEIGHT:
+    case CFG_UID_PRIORITY:
+        return config_set_uid_rule(cfg, o, value, err, errlen);
+    case CFG_QUEUE_TIME:
+        return config_set_queue_time(cfg, o, value, err, errlen);
     case CFG_SWITCH:
         if (strcmp(value, "on") != 0 && strcmp(value, "off") != 0) {
             snprintf(err, errlen, "--%s: \"%s\" is not on or off", o->name, value);
@@ -667,6 +775,33 @@ static int config_argv(struct config *cfg, int argc, char **argv, char *err, siz
     return 0;
 }
 
+/* A list kind's entries as text, space-separated, as they would be
+ * written on the command line. */
+static void config_value_list(const struct config *cfg, const struct config_opt *o, char *out,
+                              size_t outlen)
+{
+    size_t n = 0;
+    out[0] = '\0';
+    if (o->kind == CFG_QUEUE_TIME) {
+        for (int p = 0; p < CALL_CLASS_PRIORITIES && n < outlen; p++)
+            if (cfg->max_queue_us[p])
+                n += (size_t)snprintf(out + n, outlen - n, "%s%s:%" PRIu64 "us", n ? " " : "",
+                                      call_class_priority_name(p), cfg->max_queue_us[p]);
+        return;
+    }
+    const struct config_uid_rules *rules =
+        (const struct config_uid_rules *)((const char *)cfg + o->offset);
+    for (uint32_t i = 0; i < rules->n && n < outlen; i++) {
+        uint32_t v = rules->r[i].value;
+        if (o->kind == CFG_UID_PRIORITY)
+            n += (size_t)snprintf(out + n, outlen - n, "%s%" PRIu32 ":%s", n ? " " : "",
+                                  rules->r[i].uid, call_class_priority_name((int)v));
+        else
+            n += (size_t)snprintf(out + n, outlen - n, "%s%" PRIu32 ":%" PRIu32, n ? " " : "",
+                                  rules->r[i].uid, v);
+    }
+}
+
 /* o's value in cfg as text, as it would be written in the file. */
 static void config_value(const struct config *cfg, const struct config_opt *o, char *out,
                          size_t outlen)
@@ -695,6 +830,9 @@ static void config_value(const struct config *cfg, const struct config_opt *o, c
     case CFG_MODE: snprintf(out, outlen, "0%" PRIo32, u32); return;
     case CFG_SWITCH: snprintf(out, outlen, "%s", u32 ? "on" : "off"); return;
     case CFG_LOG_LEVEL: snprintf(out, outlen, "%s", log_level_name((enum log_level)u32)); return;
+    case CFG_UID_WEIGHT: case CFG_UID_PRIORITY: case CFG_QUEUE_TIME:
+        config_value_list(cfg, o, out, outlen);
+        return;
     default: snprintf(out, outlen, "%s", field); return;   /* the string kinds */
     }
 }

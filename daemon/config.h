@@ -100,6 +100,24 @@
 /* --tls-cert, --tls-key, --tls-client-ca: a file name (a config line is
  * at most 1024 bytes too). */
 #define AMPD_PATH_MAX 1024
+/* Entries of --uid-weight, and of --uid-max-priority. */
+#define AMPD_MAX_UID_RULES 64
+/* Priorities (common/call_class.h's CALL_CLASS_PRIORITIES, which
+ * config.c checks this against: bench/soak.c reads this header alone). */
+#define AMPD_PRIORITIES 3
+/* --max-queue-time's largest default: a day. */
+#define AMPD_MAX_QUEUE_TIME_US (24ull * 3600 * 1000000)
+
+/* --uid-weight UID:N or --uid-max-priority UID:LEVEL, repeatable: a
+ * later entry for a uid replaces an earlier one (the command line's
+ * replace the config file's). */
+struct config_uid_rules {
+    struct {
+        uint32_t uid;
+        uint32_t value;   /* a weight (1..JOB_WEIGHT_MAX), or an enum job_priority */
+    } r[AMPD_MAX_UID_RULES];
+    uint32_t n;
+};
 
 struct config {
     char listen[AMPD_MAX_LISTEN][AMPD_ADDRESS_MAX]; /* nlisten >= 1 after config_load */
@@ -149,6 +167,9 @@ struct config {
     char allow_gid[AMPD_PATH_MAX];     /* Unix peers: groups or gids, comma-separated; "": any */
     uint32_t max_client_streams;       /* calls open per client (client_share.h); 0: no limit */
     uint32_t max_client_jobs;          /* jobs queued or running per client; 0: no limit */
+    struct config_uid_rules uid_weight;       /* --uid-weight (auth.h) */
+    struct config_uid_rules uid_max_priority; /* --uid-max-priority (auth.h) */
+    uint64_t max_queue_us[AMPD_PRIORITIES];   /* --max-queue-time, by priority; 0: none */
     uint32_t log_level;                /* enum log_level (log.h) */
     char metrics_listen[AMPD_ADDRESS_MAX]; /* HOST:PORT of the metrics listener; "": none */
     uint32_t metrics_allow_remote;     /* 1: metrics_listen may be other than loopback */

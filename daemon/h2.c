@@ -27,9 +27,11 @@
 #include <string.h>
 
 #include "budget.h"
+#include "call_class.h"
 #include "data_frame.h"
 #include "grow.h"
 #include "grpc_frame.h"
+#include "grpc_timeout.h"
 #include "h2_internal.h"
 #include "h2_request.h"
 #include "iov_send.h"
@@ -60,6 +62,7 @@
  * to more than they take on the wire. */
 #define H2_MAX_HEADER_LIST (64 * 1024)
 #define H2_FIELD_OVERHEAD 32
+#define H2_US_PER_MS 1000
 /* CONTINUATION frames one HEADERS block may span before nghttp2 ends the
  * connection (its default, named here: empty ones add no bytes). */
 #define H2_MAX_CONTINUATIONS 8
@@ -154,6 +157,7 @@ static struct h2_call *h2_call_new(struct h2_session *s, int32_t stream_id)
     if (!c)
         return NULL;
     c->s = s;
+    c->cls.priority = -1;   /* none sent */
     c->stream_id = stream_id;
     c->created_ms = h2_now(s);
     grpc_frame_reader_init(&c->reader, s->cfg.max_message_bytes);
@@ -606,29 +610,38 @@ static bool h2_name_is(const uint8_t *name, size_t namelen, const char *want)
     return namelen == strlen(want) && memcmp(name, want, namelen) == 0;
 }
 
-/* grpc-timeout: 1 to 8 digits and a unit, H M S m u n (gRPC's
- * PROTOCOL-HTTP2). In milliseconds, rounded up so that a short timeout
- * does not become none. */
+/* grpc-timeout (grpc_timeout.h) in milliseconds, rounded up so that a
+ * short timeout does not become none. */
 static bool h2_parse_timeout(const uint8_t *v, size_t len, uint64_t *ms)
 {
-    if (len < 2 || len > 9)
+    uint64_t us;
+    if (!grpc_timeout_parse(v, len, &us))
         return false;
-    uint64_t n = 0;
-    for (size_t i = 0; i + 1 < len; i++) {
-        if (v[i] < '0' || v[i] > '9')
-            return false;
-        n = n * 10 + (uint64_t)(v[i] - '0');
-    }
-    switch (v[len - 1]) {
-    case 'H': *ms = n * 3600000; break;
-    case 'M': *ms = n * 60000; break;
-    case 'S': *ms = n * 1000; break;
-    case 'm': *ms = n; break;
-    case 'u': *ms = (n + 999) / 1000; break;
-    case 'n': *ms = (n + 999999) / 1000000; break;
-    default: return false;
-    }
+    *ms = us / H2_US_PER_MS + (us % H2_US_PER_MS != 0);
     return true;
+}
+
+const struct h2_call_class *h2_call_class(const struct h2_call *call)
+{
+    return &call->cls;
+}
+
+/* amp-priority and amp-max-queue-time: kept for start(), which refuses a
+ * bad one (rpc.c); a second copy spoils either, as for authorization. */
+static void h2_call_keep_class(struct h2_call *c, bool is_priority, const uint8_t *value,
+                               size_t len)
+{
+    struct h2_call_class *k = &c->cls;
+    if (is_priority) {
+        k->priority_bad |= k->priority >= 0;
+        int p = call_class_priority_parse((const char *)value, len);
+        k->priority_bad |= p < 0;
+        k->priority = p;
+        return;
+    }
+    uint64_t us = 0;
+    k->max_queue_bad |= k->max_queue_us != 0 || !grpc_timeout_parse(value, len, &us) || us == 0;
+    k->max_queue_us = us;
 }
 
 uint64_t h2_call_timeout_ms(const struct h2_call *call)
@@ -712,6 +725,10 @@ static int h2_on_header(nghttp2_session *ng, const nghttp2_frame *frame, const u
         c->timeout_expired = !c->timeout_bad && c->timeout_ms == 0;
     } else if (h2_name_is(name, namelen, "authorization")) {
         h2_call_keep_authorization(c, value, valuelen);
+    } else if (h2_name_is(name, namelen, CALL_CLASS_PRIORITY_HEADER) ||
+               h2_name_is(name, namelen, CALL_CLASS_MAX_QUEUE_HEADER)) {
+        h2_call_keep_class(c, h2_name_is(name, namelen, CALL_CLASS_PRIORITY_HEADER), value,
+                           valuelen);
     } else if (h2_name_is(name, namelen, "content-type")) {
         size_t n = valuelen < sizeof(c->content_type) - 1 ? valuelen : sizeof(c->content_type) - 1;
         memcpy(c->content_type, value, n);

@@ -247,6 +247,17 @@ enum h2_authorization { H2_AUTHORIZATION_NONE, H2_AUTHORIZATION_PRESENT, H2_AUTH
 enum h2_authorization h2_call_authorization(const struct h2_call *call, const char **value,
                                             size_t *len);
 
+/* The call's scheduling metadata (common/call_class.h), as received: a
+ * value that did not parse, or a header sent twice, is marked bad for
+ * start() to refuse, naming it. */
+struct h2_call_class {
+    int priority;           /* amp-priority: 0..CALL_CLASS_PRIORITIES-1; -1: none sent */
+    bool priority_bad;
+    uint64_t max_queue_us;  /* amp-max-queue-time (grpc_timeout.h), rounded up; 0: none sent */
+    bool max_queue_bad;     /* malformed, zero, or sent twice */
+};
+const struct h2_call_class *h2_call_class(const struct h2_call *call);
+
 /* Sets the bytes the handler holds for this call (a decoded request, a
  * job's input and output) to bytes, taking the difference from the
  * session's budget or giving it back. Returns 0, or -1 with the limit that

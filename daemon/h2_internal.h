@@ -68,6 +68,7 @@ struct h2_call {
     bool timeout_bad;        /* grpc-timeout did not parse */
     bool timeout_expired;    /* grpc-timeout of zero: the deadline passed before it came */
     char *authorization;     /* malloc'd value, NUL-terminated; NULL when absent or bad */
+    struct h2_call_class cls; /* amp-priority and amp-max-queue-time, as received */
     size_t authorization_len;
     bool authorization_bad;  /* over H2_AUTHORIZATION_MAX, or repeated */
     /* A failure found while feeding the reader, reported after it returns. */

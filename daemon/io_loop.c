@@ -290,6 +290,7 @@ static void io_loop_init_conns(struct io_loop *l, const struct io_loop_shared *s
         .shares = sh->shares,
         .sched = l->port,
     };
+    memcpy(l->env.max_queue_us, cfg->max_queue_us, sizeof l->env.max_queue_us);
     l->conns.live = &sh->loop_conns[index];
     l->conns.limit = sh->conn_limit;
     l->conns.budget = sh->budget;

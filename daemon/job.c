@@ -2,6 +2,7 @@
 /* job.c: life of a struct job (see job.h). */
 #include "job.h"
 
+#include "call_class.h"
 #include "region.h"
 #include "sat.h"
 
@@ -47,26 +48,34 @@ bool job_claim(struct job *job, enum job_queue_state state)
     return atomic_compare_exchange_strong(&job->queue_state, &expected, (int)state);
 }
 
-void job_queue_time_msg(const struct job *job, uint64_t now_ns, char *msg, size_t len)
+#define JOB_NS_PER_US 1000
+#define JOB_US_PER_MS 1000
+
+/* us microseconds as milliseconds, exact ("12 ms", "0.2 ms"). */
+static void job_ms_text(uint64_t us, char *out, size_t outlen)
 {
-    /* Both from the submission: t_submit is stamped in the same clock. */
-    uint64_t waited = now_ns > job->t_submit ? now_ns - job->t_submit : 0;
-    uint64_t allowed = job->cls.queue_deadline_ns > job->t_submit
-                           ? job->cls.queue_deadline_ns - job->t_submit : 0;
-    snprintf(msg, len,
-             "the job waited %.3f ms in the queue, past its queue time of %.3f ms "
-             "(amp-max-queue-time, or the daemon's --max-queue-time)",
-             waited / 1e6, allowed / 1e6);
+    if (us % JOB_US_PER_MS == 0)
+        snprintf(out, outlen, "%llu ms", (unsigned long long)(us / JOB_US_PER_MS));
+    else
+        snprintf(out, outlen, "%.3f ms", (double)us / JOB_US_PER_MS);
 }
 
-const char *job_priority_name(enum job_priority p)
+void job_queue_expired_msg(const struct job *job, uint64_t now_ns, char *msg, size_t msglen)
 {
-    switch (p) {
-    case JOB_PRIORITY_LOW: return "low";
-    case JOB_PRIORITY_HIGH: return "high";
-    case JOB_PRIORITY_NORMAL: break;
-    }
-    return "normal";
+    const struct job_class *c = &job->cls;
+    uint64_t limit_ns = c->queue_limit_us * JOB_NS_PER_US;
+    uint64_t queued_ns = c->queue_deadline_ns - limit_ns;
+    uint64_t waited_us = now_ns > queued_ns ? (now_ns - queued_ns) / JOB_NS_PER_US : 0;
+    char waited[32], limit[32];
+    job_ms_text(waited_us, waited, sizeof waited);
+    job_ms_text(c->queue_limit_us, limit, sizeof limit);
+    if (c->queue_limit_default)
+        snprintf(msg, msglen, "the job could not start in time: it waited %s in the queue, "
+                 "over the daemon's --max-queue-time of %s for %s priority (the call sent no "
+                 "amp-max-queue-time)", waited, limit, call_class_priority_name((int)c->priority));
+    else
+        snprintf(msg, msglen, "the job could not start in time: it waited %s in the queue, "
+                 "over its amp-max-queue-time of %s", waited, limit);
 }
 
 uint32_t job_weight(const struct job *job)

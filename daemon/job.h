@@ -90,10 +90,6 @@ struct step_result {
 enum job_priority { JOB_PRIORITY_LOW, JOB_PRIORITY_NORMAL, JOB_PRIORITY_HIGH };
 #define JOB_PRIORITIES 3
 
-/* "low", "normal" or "high" (amp-priority's values); "normal" for a
- * value out of range. */
-const char *job_priority_name(enum job_priority p);
-
 /* A job's weight beside other clients' when none is configured, and the
  * most one may have. */
 #define JOB_WEIGHT_DEFAULT 1
@@ -112,6 +108,9 @@ struct job_class {
     enum job_priority priority;
     uint64_t queue_deadline_ns; /* monotonic_ns(): not started by then, the job ends
                                  * UNAVAILABLE (job_claim); 0: it waits as long as it must */
+    uint64_t queue_limit_us;    /* the queue time that set queue_deadline_ns, for its message */
+    bool queue_limit_default;   /* it is --max-queue-time's, the call having sent no
+                                 * amp-max-queue-time */
 };
 
 /* Who starts a queued job: its runner or host worker (JOB_STARTED), or
@@ -242,13 +241,13 @@ void job_drop_results(struct job *job);
  * the first claim, false when the other came first. Any thread. */
 bool job_claim(struct job *job, enum job_queue_state state);
 
-/* Why a job that waited in its queue until now_ns (monotonic_ns()) past
- * job->cls.queue_deadline_ns ends UNAVAILABLE: the time it waited and
- * the queue time it had. */
-void job_queue_time_msg(const struct job *job, uint64_t now_ns, char *msg, size_t len);
+/* The message of a job that the queue-time limit ended at now_ns
+ * (monotonic_ns()), for the runner, a host worker and the call's timer
+ * alike (status UNAVAILABLE): how long it waited, and which limit. */
+void job_queue_expired_msg(const struct job *job, uint64_t now_ns, char *msg, size_t msglen);
 
-/* The weight job->cls asks for, made valid: 0 is JOB_WEIGHT_DEFAULT,
- * one past JOB_WEIGHT_MAX is JOB_WEIGHT_MAX. */
+/* The weight and priority job->cls asks for, made valid: a weight of 0
+ * is JOB_WEIGHT_DEFAULT, one past JOB_WEIGHT_MAX is JOB_WEIGHT_MAX. */
 uint32_t job_weight(const struct job *job);
 
 /* Sets status and a printf-style message; returns the status for chaining. */

@@ -8,7 +8,12 @@
  * that pointer and cancels the job (a queued job is not run; one already
  * running finishes), so the completion for a vanished client just frees it.
  * A call whose client sent grpc-timeout gets a timer: when it fires first,
- * the call is answered DEADLINE_EXCEEDED, which closes it.
+ * the call is answered DEADLINE_EXCEEDED, which closes it. A job call's
+ * scheduling class (amp-priority, amp-max-queue-time, its client's grant
+ * from auth.h) is settled at its start, and every job it submits gets it
+ * in rpc_job_share(); a job with a queue time gets a second timer, which
+ * ends the call UNAVAILABLE when it claims the job before a runner starts
+ * it (job_claim).
  */
 #include "rpc.h"
 
@@ -24,6 +29,7 @@
 #include "client_share.h"
 #include "body.h"
 #include "budget.h"
+#include "call_class.h"
 #include "grpc/health/v1/health.pb-c.h"
 #include "grpc_frame.h"
 #include "listen.h"
@@ -33,22 +39,28 @@
 #include "sched.h"
 #include "stage.h"
 
+#define RPC_NS_PER_US 1000
+#define RPC_US_PER_MS 1000
+#define RPC_NS_PER_MS (RPC_NS_PER_US * RPC_US_PER_MS)
+
 static const struct rpc_method rpc_methods[] = {
-    { "/amp.v1.Amp/Reverse", &amp__v1__reverse_request__descriptor, rpc_reverse, NULL },
-    { "/amp.v1.Amp/Transform", &amp__v1__transform_request__descriptor, rpc_transform, NULL },
-    { "/amp.v1.Amp/Histogram", &amp__v1__histogram_request__descriptor, rpc_histogram, NULL },
-    { "/amp.v1.Amp/Fill", &amp__v1__fill_request__descriptor, rpc_fill, NULL },
-    { "/amp.v1.Amp/Pipeline", &amp__v1__pipeline_request__descriptor, rpc_pipeline, NULL },
-    { "/amp.v1.Amp/Stream", NULL, NULL, &rpc_stream_method },
-    { "/amp.v1.Amp/ListDevices", &amp__v1__list_devices_request__descriptor, rpc_list_devices, NULL },
-    { "/amp.v1.Amp/Status", &amp__v1__status_request__descriptor, rpc_status, NULL },
+    { "/amp.v1.Amp/Reverse", &amp__v1__reverse_request__descriptor, rpc_reverse, NULL, true },
+    { "/amp.v1.Amp/Transform", &amp__v1__transform_request__descriptor, rpc_transform, NULL, true },
+    { "/amp.v1.Amp/Histogram", &amp__v1__histogram_request__descriptor, rpc_histogram, NULL,
+      true },
+    { "/amp.v1.Amp/Fill", &amp__v1__fill_request__descriptor, rpc_fill, NULL, true },
+    { "/amp.v1.Amp/Pipeline", &amp__v1__pipeline_request__descriptor, rpc_pipeline, NULL, true },
+    { "/amp.v1.Amp/Stream", NULL, NULL, &rpc_stream_method, true },
+    { "/amp.v1.Amp/ListDevices", &amp__v1__list_devices_request__descriptor, rpc_list_devices,
+      NULL, false },
+    { "/amp.v1.Amp/Status", &amp__v1__status_request__descriptor, rpc_status, NULL, false },
     { "/grpc.health.v1.Health/Check", &grpc__health__v1__health_check_request__descriptor,
-      rpc_health_check, NULL },
-    { "/grpc.health.v1.Health/Watch", NULL, NULL, &rpc_health_watch_method },
+      rpc_health_check, NULL, false },
+    { "/grpc.health.v1.Health/Watch", NULL, NULL, &rpc_health_watch_method, false },
     { "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo", NULL, NULL,
-      &rpc_reflection_method },
+      &rpc_reflection_method, false },
     { "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo", NULL, NULL,
-      &rpc_reflection_method },
+      &rpc_reflection_method, false },
 };
 
 const struct rpc_method *rpc_method_find(const char *path)
@@ -84,55 +96,151 @@ static void rpc_on_deadline(uv_timer_t *t)
     rpc_fail(rc, STATUS_DEADLINE_EXCEEDED, "%s", msg);   /* the call closes: its job is cancelled */
 }
 
-static int rpc_deadline_start(struct rpc_call *rc, uint64_t ms)
+/* A call's timer: a new one on its loop, started for ms; NULL when out
+ * of memory. */
+static uv_timer_t *rpc_timer_start(struct rpc_call *rc, uv_timer_cb fire, uint64_t ms)
 {
-    rc->deadline = malloc(sizeof *rc->deadline);
-    if (!rc->deadline)
-        return -1;
-    uv_timer_init(rc->env->loop, rc->deadline);
-    rc->deadline->data = rc;
-    uv_timer_start(rc->deadline, rpc_on_deadline, ms, 0);
-    return 0;
+    uv_timer_t *t = malloc(sizeof *t);
+    if (!t)
+        return NULL;
+    uv_timer_init(rc->env->loop, t);
+    t->data = rc;
+    uv_timer_start(t, fire, ms, 0);
+    return t;
 }
 
-static void rpc_deadline_free(uv_handle_t *h)
+static void rpc_timer_free(uv_handle_t *h)
 {
     free(h);
 }
 
+static void rpc_timer_close(uv_timer_t *t)
+{
+    if (!t)
+        return;
+    uv_timer_stop(t);
+    uv_close((uv_handle_t *)t, rpc_timer_free);
+}
+
+/* The queue-time limit of the call's job passed: unless its runner
+ * claimed it first (or it already ended), the call ends UNAVAILABLE and
+ * the job is cancelled with it, as for the deadline. */
+static void rpc_on_queue_limit(uv_timer_t *t)
+{
+    struct rpc_call *rc = t->data;
+    const struct rpc_streaming *sm = rc->method->streaming;
+    struct job *job = sm ? (sm->queued ? sm->queued(rc) : NULL) : rc->job;
+    if (!job)
+        return;
+    /* The loop's clock, which the timer ran on, lags behind when the loop
+     * was busy before it was started: wait out the rest. */
+    uint64_t now = monotonic_ns();
+    if (now < job->cls.queue_deadline_ns) {
+        uint64_t rest_ns = job->cls.queue_deadline_ns - now;
+        uv_timer_start(t, rpc_on_queue_limit, rest_ns / RPC_NS_PER_MS + 1, 0);
+        return;
+    }
+    if (!job_claim(job, JOB_EXPIRED))
+        return;
+    char msg[STATUS_MSG_MAX];
+    job_queue_expired_msg(job, now, msg, sizeof msg);
+    if (sm) {
+        sm->fail(rc, STATUS_UNAVAILABLE, msg);
+        return;
+    }
+    rpc_fail(rc, STATUS_UNAVAILABLE, "%s", msg);   /* the call closes: its job is cancelled */
+}
+
 /* --- h2 handlers ---------------------------------------------------------- */
 
-/* Checks the call's credentials before anything of it is read (auth.h);
- * a refusal is logged with who made it by traffic.c, as every call's. */
+_Static_assert(JOB_PRIORITIES == CALL_CLASS_PRIORITIES && JOB_PRIORITY_HIGH == JOB_PRIORITIES - 1,
+               "amp-priority's names are job.h's priorities, lowest first");
+
+/* Checks the call's credentials before anything of it is read (auth.h),
+ * and learns what its client may use (grant); a refusal is logged with
+ * who made it by traffic.c, as every call's. */
 static enum status_code rpc_auth(struct h2_call *call, const char *path, struct rpc_env *env,
                                  const struct auth_conn *who, char *client, size_t clientlen,
-                                 char *msg, size_t msglen)
+                                 struct auth_grant *grant, char *msg, size_t msglen)
 {
     const char *value;
     size_t len;
     enum h2_authorization hdr = h2_call_authorization(call, &value, &len);
     enum status_code code = auth_call(env->auth, who, path, hdr, value, len, client, clientlen,
-                                      msg, msglen);
+                                      grant, msg, msglen);
     return code;
 }
 
+/* Who the call's client is, as client_share.h names it: its token's name,
+ * else who the connection is from. */
+static void rpc_client_name(const struct rpc_call *rc, const struct auth_conn *who, char *name,
+                            size_t namelen)
+{
+    if (rc->client[0])
+        snprintf(name, namelen, "token %s", rc->client);
+    else
+        snprintf(name, namelen, "%s", who && who->peer ? who->peer : "unknown");
+}
+
 /* Counts rc as one of its client's calls (--max-client-streams) and its
- * bytes in its client's (--max-client-memory): the client is its token's
- * name, else who the connection is from. */
+ * bytes in its client's (--max-client-memory). */
 static enum status_code rpc_share_enter(struct rpc_call *rc, const struct auth_conn *who,
                                         char *msg, size_t msglen)
 {
     if (!rc->env->shares || !who)
         return STATUS_OK;
     char name[AUTH_NAME_MAX + LISTEN_PEER_MAX];
-    if (rc->client[0])
-        snprintf(name, sizeof name, "token %s", rc->client);
-    else
-        snprintf(name, sizeof name, "%s", who->peer ? who->peer : "unknown");
+    rpc_client_name(rc, who, name, sizeof name);
     enum status_code code = client_share_enter(rc->env->shares, name, &rc->share, msg, msglen);
     if (code == STATUS_OK)   /* the bytes it holds count for its client too */
         h2_call_share(rc->h2, client_share_memory(rc->env->shares, rc->share));
     return code;
+}
+
+/* A job call's scheduling class: its client (client_share.h) and grant,
+ * and its metadata checked against them. INVALID_ARGUMENT for a malformed
+ * header, PERMISSION_DENIED for a priority over the client's cap, each
+ * naming it; STATUS_OK otherwise (other methods ignore the metadata). */
+static enum status_code rpc_class(struct rpc_call *rc, const struct auth_conn *who,
+                                  const struct auth_grant *grant, char *msg, size_t msglen)
+{
+    rc->cls = (struct job_class){ .weight = JOB_WEIGHT_DEFAULT, .priority = JOB_PRIORITY_NORMAL };
+    if (!rc->method->jobs)
+        return STATUS_OK;
+    const struct h2_call_class *hdr = h2_call_class(rc->h2);
+    if (hdr->priority_bad) {
+        snprintf(msg, msglen, "%s: want low, normal or high, sent once",
+                 CALL_CLASS_PRIORITY_HEADER);
+        return STATUS_INVALID_ARGUMENT;
+    }
+    if (hdr->max_queue_bad) {
+        snprintf(msg, msglen, "%s: want a duration as grpc-timeout writes it (1 to 8 digits and "
+                 "H, M, S, m, u or n; 5m is 5 ms), more than 0, sent once",
+                 CALL_CLASS_MAX_QUEUE_HEADER);
+        return STATUS_INVALID_ARGUMENT;
+    }
+    char name[AUTH_NAME_MAX + LISTEN_PEER_MAX];
+    rpc_client_name(rc, who, name, sizeof name);
+    /* A call that asks for none runs at normal, or at its cap below that. */
+    int priority = hdr->priority >= 0                        ? hdr->priority
+                   : grant->max_priority < JOB_PRIORITY_NORMAL ? grant->max_priority
+                                                               : JOB_PRIORITY_NORMAL;
+    if (priority > grant->max_priority) {
+        snprintf(msg, msglen, "%s %s is above what %s may ask for (%s): a token file's "
+                 "max-priority= or --uid-max-priority grants more", CALL_CLASS_PRIORITY_HEADER,
+                 call_class_priority_name(priority), name,
+                 call_class_priority_name(grant->max_priority));
+        return STATUS_PERMISSION_DENIED;
+    }
+    struct job_class *c = &rc->cls;
+    c->flow = rc->share ? client_share_flow(rc->share) : 0;
+    snprintf(c->client, sizeof c->client, "%.*s", (int)sizeof c->client - 1,
+             rc->share ? client_share_name(rc->share) : name);
+    c->weight = grant->weight;
+    c->priority = (enum job_priority)priority;
+    c->queue_limit_default = !hdr->max_queue_us;
+    rc->queue_limit_us = hdr->max_queue_us ? hdr->max_queue_us : rc->env->max_queue_us[priority];
+    return STATUS_OK;
 }
 
 enum status_code rpc_h2_start(struct h2_call *call, const char *path, enum h2_call_kind *kind,
@@ -140,7 +248,9 @@ enum status_code rpc_h2_start(struct h2_call *call, const char *path, enum h2_ca
                               const struct auth_conn *who)
 {
     char client[AUTH_NAME_MAX] = "";
-    enum status_code code = rpc_auth(call, path, env, who, client, sizeof client, msg, msglen);
+    struct auth_grant grant;
+    enum status_code code =
+        rpc_auth(call, path, env, who, client, sizeof client, &grant, msg, msglen);
     if (code != STATUS_OK)
         return code;
     const struct rpc_method *m = rpc_method_find(path);
@@ -164,8 +274,15 @@ enum status_code rpc_h2_start(struct h2_call *call, const char *path, enum h2_ca
         free(rc);
         return code;
     }
+    code = rpc_class(rc, who, &grant, msg, msglen);
+    if (code != STATUS_OK) {
+        if (rc->share)
+            client_share_leave(env->shares, rc->share);
+        free(rc);
+        return code;
+    }
     uint64_t timeout = h2_call_timeout_ms(call);
-    if (timeout && env->loop && rpc_deadline_start(rc, timeout) != 0) {
+    if (timeout && env->loop && !(rc->deadline = rpc_timer_start(rc, rpc_on_deadline, timeout))) {
         if (rc->share)
             client_share_leave(env->shares, rc->share);
         free(rc);
@@ -332,10 +449,8 @@ void rpc_h2_closed(struct h2_call *call, struct rpc_env *env)
         return;
     if (rc->t_delivered)
         rpc_count_stages(rc, env->stages);
-    if (rc->deadline) {
-        uv_timer_stop(rc->deadline);
-        uv_close((uv_handle_t *)rc->deadline, rpc_deadline_free);
-    }
+    rpc_timer_close(rc->deadline);
+    rpc_timer_close(rc->queue_timer);
     if (rc->method->streaming)
         rc->method->streaming->closed(rc);
     if (rc->job) {
@@ -440,7 +555,7 @@ void rpc_submit(struct rpc_call *rc, struct job *job, void (*done)(struct job *j
     }
     rc->job_held = need;
     job->t_submit = stage_now_ns();
-    enum status_code code = rpc_job_share(rc, msg, sizeof(msg));
+    enum status_code code = rpc_job_share(rc, job, msg, sizeof(msg));
     if (code == STATUS_OK)
         code = sched_submit(rc->env->sched, job, msg, sizeof(msg));
     if (code != STATUS_OK) {
@@ -452,11 +567,32 @@ void rpc_submit(struct rpc_call *rc, struct job *job, void (*done)(struct job *j
     rc->job = job;
 }
 
-enum status_code rpc_job_share(struct rpc_call *rc, char *msg, size_t msglen)
+/* The job's class is the call's; a queue time starts now, its timer with
+ * it (one per call: a call submits one job at a time). */
+static enum status_code rpc_job_class(struct rpc_call *rc, struct job *job, char *msg,
+                                      size_t msglen)
 {
-    if (!rc->share || rc->share_job)
+    job->cls = rc->cls;
+    if (!rc->queue_limit_us)
         return STATUS_OK;
-    enum status_code code = client_share_job(rc->env->shares, rc->share, msg, msglen);
+    job->cls.queue_limit_us = rc->queue_limit_us;
+    job->cls.queue_deadline_ns = monotonic_ns() + rc->queue_limit_us * RPC_NS_PER_US;
+    if (!rc->env->loop || rc->queue_timer)
+        return STATUS_OK;
+    uint64_t ms = rc->queue_limit_us / RPC_US_PER_MS + (rc->queue_limit_us % RPC_US_PER_MS != 0);
+    if (!(rc->queue_timer = rpc_timer_start(rc, rpc_on_queue_limit, ms))) {
+        snprintf(msg, msglen, "out of memory");
+        return STATUS_RESOURCE_EXHAUSTED;
+    }
+    return STATUS_OK;
+}
+
+enum status_code rpc_job_share(struct rpc_call *rc, struct job *job, char *msg, size_t msglen)
+{
+    enum status_code code = rpc_job_class(rc, job, msg, msglen);
+    if (code != STATUS_OK || !rc->share || rc->share_job)
+        return code;
+    code = client_share_job(rc->env->shares, rc->share, msg, msglen);
     rc->share_job = code == STATUS_OK;
     return code;
 }

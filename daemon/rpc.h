@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "auth_file.h"
+#include "config.h"
 #include "h2.h"
 #include "job.h"
 #include "status.h"
@@ -55,6 +56,7 @@ struct rpc_env {
     struct auth *auth;          /* who may call (auth.h), daemon-wide; NULL: anyone */
     struct client_share *shares; /* each client's calls and jobs (client_share.h), daemon-wide;
                                   * NULL: not counted */
+    uint64_t max_queue_us[AMPD_PRIORITIES]; /* --max-queue-time by priority; 0: none */
 };
 
 struct rpc_call;
@@ -75,6 +77,9 @@ struct rpc_streaming {
     void (*closed)(struct rpc_call *rc);
     /* Fails the call from outside (its deadline passed), stopping its work. */
     void (*fail)(struct rpc_call *rc, enum status_code code, const char *msg);
+    /* Optional: the job whose start the call's queue-time limit waits for
+     * (submitted, not known to have started), or NULL. */
+    struct job *(*queued)(struct rpc_call *rc);
 };
 
 struct rpc_method {
@@ -84,6 +89,7 @@ struct rpc_method {
      * its bulk bytes are in rpc_call.bulk (rpc_take_bulk). */
     void (*handle)(struct rpc_call *rc, ProtobufCMessage *req);
     const struct rpc_streaming *streaming;         /* streaming methods; NULL for unary */
+    bool jobs;   /* its calls run jobs: amp-priority and amp-max-queue-time apply */
 };
 
 /* One call as the rpc layer sees it; hung on its h2_call. */
@@ -108,6 +114,12 @@ struct rpc_call {
     uint64_t job_held;                  /* bytes held for job (h2_call_hold) */
     void *stream;                       /* a streaming method's state (rpc_stream.c) */
     struct uv_timer_s *deadline;        /* fires at the client's grpc-timeout; NULL if none */
+    /* How its jobs are scheduled (rpc_h2_start): its client's flow, name
+     * and weight, the priority it asked for; each job gets a copy, its
+     * queue deadline set when it is counted (rpc_job_share). */
+    struct job_class cls;
+    uint64_t queue_limit_us;            /* amp-max-queue-time, else --max-queue-time; 0: none */
+    struct uv_timer_s *queue_timer;     /* fires at its job's queue deadline; NULL: none armed */
     long peer_uid;                      /* the client's uid on a Unix socket (whose regions it
                                          * may name); -1 on TCP */
     char client[AUTH_NAME_MAX];         /* the name of the token the call carried; "": none */
@@ -179,10 +191,13 @@ void rpc_fail(struct rpc_call *rc, enum status_code code, const char *fmt, ...)
  * refusal the call is failed and the job freed. */
 void rpc_submit(struct rpc_call *rc, struct job *job, void (*done)(struct job *job));
 
-/* Counts a job for rc's client (--max-client-jobs) until the job ends or the
- * call closes. STATUS_OK (also when clients are not counted), or
+/* The one place a call's job becomes its client's: gives job the call's
+ * scheduling class (its queue deadline from now, and the timer that ends
+ * the call UNAVAILABLE if the job has not started by then), and counts it
+ * for rc's client (--max-client-jobs) until the job ends or the call
+ * closes. STATUS_OK (also when clients are not counted), or
  * RESOURCE_EXHAUSTED with the message in msg. */
-enum status_code rpc_job_share(struct rpc_call *rc, char *msg, size_t msglen);
+enum status_code rpc_job_share(struct rpc_call *rc, struct job *job, char *msg, size_t msglen);
 
 /* In a done() hook: the call the job answers, or NULL when the job failed
  * (the call has been answered with its status) or the call is gone. In both

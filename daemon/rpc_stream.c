@@ -646,7 +646,7 @@ static enum status_code rpc_stream_header(struct rpc_stream *st, Amp__V1__JobHea
         snprintf(err, errlen, "no device: this daemon has no OpenCL device");
         return STATUS_UNAVAILABLE;
     }
-    code = rpc_job_share(st->rc, err, errlen);   /* given back when the call closes */
+    code = rpc_job_share(st->rc, st->job, err, errlen);   /* given back when the call closes */
     if (code != STATUS_OK)
         return code;
     code = sched_stream_begin(st->sched, st->job, &st->dev, err, errlen);
@@ -850,8 +850,16 @@ static void rpc_stream_closed(struct rpc_call *rc)
     rpc_stream_wind_down(st);
 }
 
-/* The layer fails the call (its deadline passed): stop first, since the
- * answer may close the call at once. */
+/* The job whose start the call's queue-time limit waits for: the stream's
+ * while its OPEN is queued. */
+static struct job *rpc_stream_queued(struct rpc_call *rc)
+{
+    struct rpc_stream *st = rc->stream;
+    return st && st->phase == RS_OPENING ? st->job : NULL;
+}
+
+/* The layer fails the call (its deadline or queue time passed): stop
+ * first, since the answer may close the call at once. */
 static void rpc_stream_fail_call(struct rpc_call *rc, enum status_code code, const char *msg)
 {
     struct rpc_stream *st = rc->stream;
@@ -871,4 +879,5 @@ const struct rpc_streaming rpc_stream_method = {
     .sent = rpc_stream_sent,
     .closed = rpc_stream_closed,
     .fail = rpc_stream_fail_call,
+    .queued = rpc_stream_queued,
 };

@@ -214,7 +214,7 @@ static bool runner_expired(struct task *t, bool start)
     if (job->cls.queue_deadline_ns && now >= job->cls.queue_deadline_ns &&
         job_claim(job, JOB_EXPIRED)) {
         char msg[STATUS_MSG_MAX];
-        job_queue_time_msg(job, now, msg, sizeof msg);
+        job_queue_expired_msg(job, now, msg, sizeof msg);
         runner_fail(t, STATUS_UNAVAILABLE, "%s", msg);
         return true;
     }

@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "call_class.h"
 #include "dev_task.h"
 #include "host.h"
 #include "loop_wake.h"
@@ -201,7 +202,7 @@ static enum status_code sched_admit(struct sched *s, enum job_priority prio, cha
             snprintf(msg, msglen,
                      "%" PRIu32 " jobs are already queued or running: of --max-jobs (%" PRIu32
                      "), %s priority may fill %" PRIu32 ", the rest are kept for higher ones",
-                     s->in_flight - s->abandoned, s->limits.max_jobs, job_priority_name(prio),
+                     s->in_flight - s->abandoned, s->limits.max_jobs, call_class_priority_name((int)prio),
                      slots);
         code = STATUS_RESOURCE_EXHAUSTED;
     } else {

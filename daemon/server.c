@@ -416,7 +416,7 @@ static void server_on_signal(uv_signal_t *h, int signum)
  * restart. Region sockets keep the connection limits they started with. */
 static const char *const server_live[] = {
     "log-level", "max-jobs", "max-connections", "max-peer-connections",
-    "max-unauthenticated-connections", "drain-timeout",
+    "max-unauthenticated-connections", "drain-timeout", "uid-weight", "uid-max-priority",
 };
 
 static void server_apply(struct server *srv, const struct config *now)
@@ -427,6 +427,7 @@ static void server_apply(struct server *srv, const struct config *now)
     conn_limit_set(&srv->conn_limit, now->max_connections, now->max_peer_connections,
                    config_max_unauth(now));
     srv->loaded.drain_timeout_ms = now->drain_timeout_ms;   /* read from loaded when draining */
+    auth_set_uid_rules(srv->auth, &now->uid_weight, &now->uid_max_priority);
 }
 
 static void server_on_changed(const char *name, const char *was, const char *is, void *ctx)
@@ -530,6 +531,8 @@ static int server_auth(struct server *srv)
         .allow_plaintext_network = cfg->allow_plaintext_network,
         .allow_uid = cfg->allow_uid,
         .allow_gid = cfg->allow_gid,
+        .uid_weight = &cfg->uid_weight,
+        .uid_max_priority = &cfg->uid_max_priority,
     };
     if (auth_new(&rules, &srv->auth, err, sizeof err) != 0) {
         log_msg(LOG_ERROR, "%s", err);
@@ -538,8 +541,8 @@ static int server_auth(struct server *srv)
     /* A client share as large as the daemon's budget limits nothing. */
     uint64_t client_memory = cfg->max_client_memory < cfg->max_job_memory
                                  ? cfg->max_client_memory : 0;
-    if ((cfg->max_client_streams || cfg->max_client_jobs || client_memory) &&
-        !(srv->shares = client_share_new(cfg->max_client_streams, cfg->max_client_jobs,
+    /* Always: besides its limits, it numbers the clients (the fair queue's flows). */
+    if (!(srv->shares = client_share_new(cfg->max_client_streams, cfg->max_client_jobs,
                                          client_memory))) {
         log_msg(LOG_ERROR, "out of memory");
         return -1;

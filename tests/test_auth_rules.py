@@ -108,7 +108,7 @@ def test_bad_token_files_stop_the_start():
     twice = token_file("twice", "a " + TOKEN + "\nb " + TOKEN + "\n")
     refused_start(["--listen", port, "--token-file", twice], ":2:", "earlier line")
     three = token_file("three", "a b " + TOKEN + "\n")
-    refused_start(["--listen", port, "--token-file", three], "want \"NAME TOKEN\"")
+    refused_start(["--listen", port, "--token-file", three], "want \"NAME TOKEN [weight=N]")
     refused_start(["--listen", port, "--token-file", path("missing")], "No such file")
     refused_start(["--allow-uid", "no-such-user-here"], "--allow-uid: no user")
     refused_start(["--allow-uid", "4294967295"], "--allow-uid: no user")   # (uid_t)-1: no id
