@@ -49,6 +49,7 @@ BOB = "bob-class-token-0123456789"
 BOSS = "boss-class-token-0123456789"
 DEVICE_MEMORY = 16 << 20   # --max-device-memory: the held stream takes most of it
 HELD_LEN = 6 << 20         # the held stream's total_length (a resident reverse: twice that)
+PATIENT = "60S"            # amp-max-queue-time of calls that must not expire
 PARKED_LEN = 3 << 20       # a unary reverse that cannot fit beside it (twice that)
 
 
@@ -121,7 +122,7 @@ def test_priority_over_cap_refused():
         refused(lambda: reverse(ch, token=ALICE, priority="high"),
                 grpc.StatusCode.PERMISSION_DENIED, "amp-priority high", "token alice",
                 "(normal)")
-        reverse(ch, token=ALICE, priority="low")
+        reverse(ch, token=ALICE, priority="low", queue=PATIENT)
         reverse(ch, token=ALICE, priority="normal")
         reverse(ch, token=BOSS, priority="high")
         reverse(ch, token=BOB)
@@ -130,9 +131,10 @@ def test_priority_over_cap_refused():
 def test_uid_cap_and_token_wins():
     # This daemon caps our uid at low (--uid-max-priority): a call asking
     # for nothing runs at low; normal is refused; boss's token grants high.
+    # (Low's default queue time here is short: these calls send their own.)
     with grpc.insecure_channel(Ctx.d.address) as ch:
-        reverse(ch)
-        reverse(ch, priority="low")
+        reverse(ch, queue=PATIENT)
+        reverse(ch, priority="low", queue=PATIENT)
         refused(lambda: reverse(ch, priority="normal"), grpc.StatusCode.PERMISSION_DENIED,
                 "amp-priority normal", "uid %d" % os.getuid(), "(low)")
         reverse(ch, token=BOSS, priority="high")
@@ -222,7 +224,7 @@ class HeldStream:
 
         # Low priority on this daemon's uid, whose default queue time is short.
         self.call = ch.stream_stream("/amp.v1.Amp/Stream")(requests(), timeout=CALL_TIMEOUT_S,
-                                                           metadata=md(queue="60S"))
+                                                           metadata=md(queue=PATIENT))
         self.thread = threading.Thread(target=self._drain)
         self.thread.start()
 
@@ -260,7 +262,7 @@ def test_queue_time_limit():
             # time: it waits, and runs once the stream ends.
             data = bytes(range(256)) * (PARKED_LEN // 256)
             patient = ch.unary_unary("/amp.v1.Amp/Reverse").future(
-                reverse_request(data, "cpu"), timeout=CALL_TIMEOUT_S, metadata=md(queue="60S"))
+                reverse_request(data, "cpu"), timeout=CALL_TIMEOUT_S, metadata=md(queue=PATIENT))
             wait_load("a job parked", lambda load: load["jobs_queued"] >= 1)
             msg = refused(lambda: reverse(ch, data, "cpu", queue="1m"),
                           grpc.StatusCode.UNAVAILABLE, "amp-max-queue-time of 1 ms",
@@ -269,7 +271,7 @@ def test_queue_time_limit():
             msg = refused(lambda: reverse(ch, data, "cpu", priority="low"),
                           grpc.StatusCode.UNAVAILABLE, "--max-queue-time of 2 ms",
                           "low priority")
-            reverse(ch)   # the host path serves others meanwhile
+            reverse(ch, queue=PATIENT)   # the host path serves others meanwhile
             expect(not patient.done(), "the patient job ended while the stream held the device")
         finally:
             held.end()
