@@ -262,8 +262,8 @@ START_TEST(queue_time_runs_out)
     struct job *jobs[4];
     struct runner *r = held_runner(&c, &jobs[0], spins_ns[_i]);
     jobs[1] = reverse_job(1);
-    jobs[1]->t_submit = monotonic_ns();
-    jobs[1]->cls.queue_deadline_ns = jobs[1]->t_submit + 1;
+    jobs[1]->cls.queue_limit_us = 1;
+    jobs[1]->cls.queue_deadline_ns = monotonic_ns() + 1000;
     jobs[2] = reverse_job(2);
     ck_assert(job_claim(jobs[2], JOB_EXPIRED));
     jobs[3] = reverse_job(3);
@@ -274,7 +274,7 @@ START_TEST(queue_time_runs_out)
     completions_wait(&c, 4);
     runner_stop(r);
     ck_assert_int_eq(jobs[1]->status, STATUS_UNAVAILABLE);
-    ck_assert_ptr_nonnull(strstr(jobs[1]->msg, "queue time"));
+    ck_assert_ptr_nonnull(strstr(jobs[1]->msg, "amp-max-queue-time of 0.001 ms"));
     ck_assert_ptr_null(jobs[1]->results);
     ck_assert_int_eq(jobs[2]->status, STATUS_CANCELLED);
     ck_assert_ptr_null(jobs[2]->results);
