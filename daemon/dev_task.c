@@ -87,6 +87,7 @@ struct dev_exec *dev_task_step(struct dev *d, struct task *t, bool *more)
     struct job *job = t->job;
     *more = false;
     t->out_len = 0;
+    t->t_begin = stage_now_ns();
     if (t->kind == TASK_CLOSE) {
         dev_stream_close(job);
         dev_task_status(t, STATUS_OK, "");

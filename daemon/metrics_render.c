@@ -24,6 +24,7 @@
 #include "rpc.h"
 #include "sched.h"
 #include "stage.h"
+#include "tenant_stats.h"
 #include "traffic.h"
 
 #define METRICS_RENDER_START 16384   /* first buffer; it doubles as needed */
@@ -157,6 +158,64 @@ static void metrics_jobs(struct metrics_buf *b, struct sched *s)
     metrics_printf(b, "ampd_jobs_in_flight %u\n", st.jobs_in_flight);
 }
 
+/* One client's histogram at one priority, in stage.h's buckets. */
+static void metrics_tenant_hist(struct metrics_buf *b, const char *name, const char *client,
+                                enum job_priority prio, const struct tenant_hist *h)
+{
+    const char *pn = job_priority_name(prio);
+    uint64_t cum = 0;
+    for (int i = 0; i < STAGE_BUCKETS - 1; i++) {
+        cum += h->buckets[i];
+        metrics_printf(b, "%s_bucket{client=\"%s\",priority=\"%s\",le=\"%.7g\"} %llu\n", name,
+                       client, pn, (double)(1ull << i) / METRICS_US_PER_S,
+                       (unsigned long long)cum);
+    }
+    cum += h->buckets[STAGE_BUCKETS - 1];
+    metrics_printf(b, "%s_bucket{client=\"%s\",priority=\"%s\",le=\"+Inf\"} %llu\n", name,
+                   client, pn, (unsigned long long)cum);
+    metrics_printf(b, "%s_sum{client=\"%s\",priority=\"%s\"} %.6f\n", name, client, pn,
+                   (double)h->sum_us / METRICS_US_PER_S);
+    metrics_printf(b, "%s_count{client=\"%s\",priority=\"%s\"} %llu\n", name, client, pn,
+                   (unsigned long long)cum);
+}
+
+/* Queue and device time by client and priority (tenant_stats.h): a
+ * series per client and priority that ran a job, at most
+ * TENANT_STATS_ROWS clients. */
+static void metrics_tenants(struct metrics_buf *b, struct sched *s)
+{
+    struct tenant_row *rows = malloc(TENANT_STATS_ROWS * sizeof(*rows));
+    if (!rows) {
+        b->failed = true;
+        return;
+    }
+    size_t n = tenant_stats_snapshot(sched_tenants(s), rows);
+    static const struct {
+        const char *name, *help;
+        bool device;   /* the device histogram, else the queue's */
+    } families[] = {
+        { "ampd_client_queue_seconds", "time jobs waited from submission to start (a stream: "
+          "its OPEN), by client and priority; the first clients (a fixed number) have "
+          "their own series, later ones count as client=\"other\"", false },
+        { "ampd_client_device_seconds", "time jobs ran, start to done (a stream: its tasks "
+          "summed), by client and priority", true },
+    };
+    for (size_t f = 0; f < sizeof(families) / sizeof(families[0]); f++) {
+        metrics_family(b, families[f].name, "histogram", families[f].help);
+        for (size_t i = 0; i < n; i++) {
+            char client[METRICS_LABEL_MAX];
+            metrics_escape(rows[i].client, client, sizeof client);
+            for (int p = 0; p < JOB_PRIORITIES; p++) {
+                const struct tenant_hist *h =
+                    families[f].device ? &rows[i].device[p] : &rows[i].queue[p];
+                if (h->count)
+                    metrics_tenant_hist(b, families[f].name, client, (enum job_priority)p, h);
+            }
+        }
+    }
+    free(rows);
+}
+
 /* The per-device gauges: a family each, a line per device. */
 static const struct {
     const char *name, *help;
@@ -220,6 +279,7 @@ char *metrics_render(const struct metrics_sources *src, size_t *len)
     metrics_stages(&b, src->stages);
     if (src->sched) {
         metrics_jobs(&b, src->sched);
+        metrics_tenants(&b, src->sched);
         metrics_devices(&b, src->sched);
     }
     metrics_gauge(&b, "ampd_connections", "client connections open now",

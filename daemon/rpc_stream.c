@@ -42,6 +42,7 @@
 #include "rpc_params.h"
 #include "rpc_reply_bound.h"
 #include "sched.h"
+#include "stage.h"
 #include "staging.h"
 
 #define RPC_STREAM_MAX_STEPS 64
@@ -107,6 +108,7 @@ struct rpc_stream {
     bool close_done;              /* CLOSE finished; freed once lent is 0 */
     unsigned cap;
     unsigned tasks;               /* submitted and not yet done */
+    uint64_t device_ns;           /* its tasks' device time so far (tenant_stats.h) */
 };
 
 struct rpc_stream_task {
@@ -125,7 +127,7 @@ static void rpc_stream_free(struct rpc_stream *st)
     if (st->pool)
         staging_cancel(st->pool, &st->waiter);
     if (st->begun)
-        sched_stream_end(st->sched, !st->failed);
+        sched_stream_end(st->sched, st->job, st->device_ns, !st->failed);
     if (st->rc)
         st->rc->stream = NULL;
     if (st->header)
@@ -402,11 +404,14 @@ static void rpc_stream_task_done(struct task *t)
     struct rpc_stream_task *rt = (struct rpc_stream_task *)t;
     struct rpc_stream *st = rt->st;
     st->tasks--;
+    if (t->t_begin && t->t_end > t->t_begin)
+        st->device_ns += t->t_end - t->t_begin;
     if (t->status != STATUS_OK && t->kind != TASK_CLOSE)
         rpc_stream_fail(st, t->status, "%s", t->msg);
     bool ok = !st->failed;
     switch (t->kind) {
     case TASK_OPEN:
+        st->job->t_start = t->t_begin;   /* its queue time ends here */
         if (ok)
             st->phase = RS_INPUT;
         break;
@@ -649,6 +654,7 @@ static enum status_code rpc_stream_header(struct rpc_stream *st, Amp__V1__JobHea
     code = rpc_job_share(st->rc, st->job, err, errlen);   /* given back when the call closes */
     if (code != STATUS_OK)
         return code;
+    st->job->t_submit = stage_now_ns();
     code = sched_stream_begin(st->sched, st->job, &st->dev, err, errlen);
     if (code != STATUS_OK)
         return code;

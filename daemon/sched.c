@@ -32,7 +32,9 @@
 #include "runner.h"
 #include "sat.h"
 #include "split.h"
+#include "stage.h"
 #include "staging.h"
+#include "tenant_stats.h"
 
 struct sched {
     struct dev **devs;         /* not owned */
@@ -50,6 +52,8 @@ struct sched {
     uint32_t in_flight;        /* jobs submitted and not yet delivered, every loop's */
     uint32_t abandoned;        /* of those, unary jobs whose call ended (sched_abandon) */
     uint64_t completed, failed;
+
+    struct tenant_stats *tenants; /* queue and device time by client (its own lock) */
 };
 
 struct sched_port {
@@ -319,8 +323,18 @@ enum status_code sched_stream_begin(struct sched_port *p, struct job *job, size_
     return STATUS_OK;
 }
 
-void sched_stream_end(struct sched_port *p, bool ok)
+/* A job that started: its queue and device time, for its client. */
+static void sched_count_times(struct sched *s, const struct job *job, uint64_t device_ns)
 {
+    if (!job->t_start || job->t_start < job->t_submit)
+        return;
+    tenant_stats_record(s->tenants, job->cls.client, job->cls.priority,
+                        job->t_start - job->t_submit, device_ns);
+}
+
+void sched_stream_end(struct sched_port *p, const struct job *job, uint64_t device_ns, bool ok)
+{
+    sched_count_times(p->s, job, device_ns);
     sched_count_end(p->s, false, ok);
 }
 
@@ -374,6 +388,7 @@ static void sched_push_done(struct sched_port *p, struct task *t)
 static void sched_on_complete(struct task *t, void *ctx)
 {
     (void)ctx;
+    t->t_end = stage_now_ns();
     sched_push_done(t->home, t);
 }
 
@@ -395,6 +410,7 @@ static void sched_job_done(struct sched *s, struct job *job)
             return;
         job = split_end(job->split);
     }
+    sched_count_times(s, job, job->t_done > job->t_start ? job->t_done - job->t_start : 0);
     sched_count_end(s, job->abandoned, job->status == STATUS_OK);
     job->done(job); /* frees the job */
 }
@@ -451,6 +467,13 @@ int sched_new(struct dev **devs, size_t ndevs, size_t default_index,
     s->ndevs = ndevs;
     s->default_index = default_index;
     s->limits = *limits;
+    if (!(s->tenants = tenant_stats_new())) {
+        free(s->runners);
+        free(s->staging);
+        free(s);
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
     uv_rwlock_init(&s->life);
     uv_mutex_init(&s->counts);
     for (size_t i = 0; i < ndevs; i++) {
@@ -631,7 +654,18 @@ void sched_free(struct sched *s)
         staging_pool_free(s->staging[i]);
     uv_mutex_destroy(&s->counts);
     uv_rwlock_destroy(&s->life);
+    tenant_stats_free(s->tenants);
     free(s->runners);
     free(s->staging);
     free(s);
+}
+
+struct tenant_stats *sched_tenants(struct sched *s)
+{
+    return s->tenants;
+}
+
+struct tenant_stats *sched_port_tenants(const struct sched_port *p)
+{
+    return p->s->tenants;
 }

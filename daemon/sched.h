@@ -103,7 +103,9 @@ struct staging_port;
 enum status_code sched_stream_begin(struct sched_port *p, struct job *job, size_t *index,
                                     char *msg, size_t msglen);
 void sched_stream_task(struct sched_port *p, size_t index, struct task *t);
-void sched_stream_end(struct sched_port *p, bool ok);
+/* job: the stream's, its t_start set once its OPEN started (0: never);
+ * device_ns: its tasks' device time summed (tenant_stats.h). */
+void sched_stream_end(struct sched_port *p, const struct job *job, uint64_t device_ns, bool ok);
 struct staging_port *sched_staging(struct sched_port *p, size_t index);
 
 
@@ -117,6 +119,11 @@ void sched_stats(const struct sched_port *p, struct sched_stats *out);
 
 /* The same from any thread, without a port (metrics.c). */
 void sched_totals(struct sched *s, struct sched_stats *out);
+
+/* Queue and device time by client and priority, of every job delivered
+ * and every stream ended (tenant_stats.h): from any thread, or a loop. */
+struct tenant_stats *sched_tenants(struct sched *s);
+struct tenant_stats *sched_port_tenants(const struct sched_port *p);
 
 /* One device's load and memory, as metrics.c shows them. */
 struct sched_device_usage {

@@ -19,14 +19,20 @@ const char *stage_name(enum stage st)
     return (unsigned)st < STAGE_COUNT ? stage_names[st] : "unknown";
 }
 
+unsigned stage_bucket(uint64_t us)
+{
+    unsigned b = 0;
+    while (b + 1 < STAGE_BUCKETS && us >= ((uint64_t)1 << b))
+        b++;
+    return b;
+}
+
 void stage_record(struct stage_stats *s, enum stage st, uint64_t from, uint64_t to)
 {
     if (!s || (unsigned)st >= STAGE_COUNT)
         return;
     uint64_t us = to > from ? (to - from) / 1000 : 0;
-    unsigned b = 0;
-    while (b + 1 < STAGE_BUCKETS && us >= ((uint64_t)1 << b))
-        b++;
+    unsigned b = stage_bucket(us);
     atomic_fetch_add_explicit(&s->calls[st], 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&s->sum_us[st], us, memory_order_relaxed);
     atomic_fetch_add_explicit(&s->buckets[st][b], 1, memory_order_relaxed);

@@ -36,6 +36,9 @@ struct stage_stats {
     atomic_uint_least64_t buckets[STAGE_COUNT][STAGE_BUCKETS];
 };
 
+/* The bucket a time of us microseconds falls in. */
+unsigned stage_bucket(uint64_t us);
+
 /* Nanoseconds on CLOCK_MONOTONIC. */
 uint64_t stage_now_ns(void);
 

@@ -45,6 +45,8 @@ struct task {
                                    * (set by sched.c) */
     struct task *next;            /* queue link; owned by whichever queue holds the task */
     uint64_t fq_start, fq_seq;    /* fairq.c's start tag and push order, while queued there */
+    uint64_t t_begin, t_end;      /* stage_now_ns(): the runner started it, handed it back
+                                   * (a stream's device time, tenant_stats.h) */
 };
 
 /* A queue of tasks is a head and a tail linked through next (both NULL:

@@ -1,0 +1,140 @@
+# SPDX-License-Identifier: MIT
+"""test_metrics_clients.py: queue and device time by client and priority.
+
+A real ampd with --metrics-listen and a --token-file runs jobs of two
+clients (tokens alice and bob: unary calls over gRPC, and one of bob's
+streamed through ampctl); the scrape must carry
+ampd_client_queue_seconds and ampd_client_device_seconds histograms with
+exactly those clients' labels and job counts. Past the daemon's cap
+on clients with series of their own, the next clients count together as
+client="other": with more clients than the cap, the named series are the
+first clients to run a job, and "other" holds the rest.
+Prints one line per check (support/cases.py).
+"""
+import os
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "support"))
+from cases import expect, module_cases, run_cases  # noqa: E402
+from test_metrics import Metrics, pb_bytes, scrape  # noqa: E402
+
+AMPCTL = os.environ.get("AMPCTL_BIN", "ampctl")
+CALL_TIMEOUT_S = 120
+REVERSE = "/amp.v1.Amp/Reverse"
+QUEUE = "ampd_client_queue_seconds"
+DEVICE = "ampd_client_device_seconds"
+# More clients than the daemon gives series of their own (tenant_stats.h).
+MANY_CLIENTS = 40
+
+
+def token(name):
+    return "%s-token-0123456789" % name
+
+
+def write_tokens(path, names):
+    with open(path, "w", encoding="utf-8") as f:
+        for n in names:
+            f.write("%s %s\n" % (n, token(n)))
+    os.chmod(path, 0o600)
+
+
+def reverse_as(m, name, data=b"0123456789abcdef"):
+    md = (("authorization", "Bearer " + token(name)),)
+    m.channel.unary_unary(REVERSE)(pb_bytes(1, data), timeout=CALL_TIMEOUT_S, metadata=md)
+
+
+def ampctl(m, token_file, *args, stdin=None):
+    p = subprocess.run([AMPCTL, "--address", m.daemon.address, "--token-file", token_file,
+                        *args], input=stdin, capture_output=True, timeout=CALL_TIMEOUT_S)
+    expect(p.returncode == 0, "ampctl %s: exit %d %r" % (" ".join(args), p.returncode,
+                                                       p.stderr))
+    return p.stdout.decode()
+
+
+def client_counts(samples, family):
+    """{(client, priority): count} of one histogram family."""
+    return {(dict(k[1])["client"], dict(k[1])["priority"]): v for k, v in samples.items()
+            if k[0] == family + "_count"}
+
+
+def check_histograms(samples):
+    """Every series' buckets are cumulative and end in +Inf at its count."""
+    series = {}
+    for (name, labels), v in samples.items():
+        if name in (QUEUE + "_bucket", DEVICE + "_bucket"):
+            d = dict(labels)
+            key = (name, d["client"], d["priority"])
+            series.setdefault(key, []).append((float(d["le"]), v))
+    expect(series, "no client histogram buckets")
+    for (name, client, prio), buckets in series.items():
+        buckets.sort()
+        expect(all(a[1] <= b[1] for a, b in zip(buckets, buckets[1:])),
+               "%s %s %s: buckets not cumulative" % (name, client, prio))
+        count = samples[(name[:-len("_bucket")] + "_count",
+                         tuple(sorted({"client": client, "priority": prio}.items())))]
+        expect(buckets[-1][0] == float("inf") and buckets[-1][1] == count,
+               "%s %s %s: +Inf %r != count %s" % (name, client, prio, buckets[-1], count))
+
+
+def test_two_clients():
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "tokens")
+        write_tokens(path, ("alice", "bob"))
+        bob_file = os.path.join(d, "bob")
+        with open(bob_file, "w", encoding="utf-8") as f:
+            f.write(token("bob") + "\n")
+        with Metrics(("--token-file", path)) as m:
+            samples, families = scrape(m)
+            expect(client_counts(samples, QUEUE) == {}, "series before any job")
+            for _ in range(3):
+                reverse_as(m, "alice")
+            for _ in range(2):
+                reverse_as(m, "bob")
+            out = ampctl(m, bob_file, "--stream-threshold", "0", "transform", "--op", "add",
+                         "--value", "1", "-o", "-", stdin=b"\x00" * 4096)
+            expect(out == "\x01" * 4096, "streamed transform's output")
+            samples, families = scrape(m)
+            want = {("token alice", "normal"): 3, ("token bob", "normal"): 3}
+            for fam in (QUEUE, DEVICE):
+                expect(families[fam].type == "histogram", "%s is a %s" % (fam, families[fam].type))
+                got = client_counts(samples, fam)
+                expect(got == want, "%s counts %r, want %r" % (fam, got, want))
+            check_histograms(samples)
+            bob_device = samples[(DEVICE + "_sum", (("client", "token bob"),
+                                                    ("priority", "normal")))]
+            expect(bob_device > 0, "bob's device time %r" % bob_device)
+
+
+def test_client_cap():
+    names = ["c%02d" % i for i in range(MANY_CLIENTS)]
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "tokens")
+        write_tokens(path, names)
+        with Metrics(("--token-file", path)) as m:
+            for n in names:   # one after another: first come is this order
+                reverse_as(m, n)
+            reverse_as(m, names[0])   # an early client keeps its own series
+            samples, _ = scrape(m)
+            for fam in (QUEUE, DEVICE):
+                got = client_counts(samples, fam)
+                named = sorted(c for c, _ in got if c != "other")
+                cap = len(named)
+                expect(0 < cap < MANY_CLIENTS, "%s: %d named clients of %d" %
+                       (fam, cap, MANY_CLIENTS))
+                expect(named == ["token " + n for n in names[:cap]],
+                       "%s: named clients are not the first %d: %r" % (fam, cap, named))
+                expect(got[("token c00", "normal")] == 2, "%s: c00's count %r" % (fam, got))
+                expect(got.get(("other", "normal")) == MANY_CLIENTS - cap,
+                       "%s: other %r, want %d" % (fam, got.get(("other", "normal")),
+                                                  MANY_CLIENTS - cap))
+            check_histograms(samples)
+
+
+def main():
+    return 0 if run_cases(module_cases(globals())) == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
