@@ -1,21 +1,67 @@
 /* SPDX-License-Identifier: MIT */
 /* cmd_status.c: `ampctl status`: the daemon's version and counters. */
 #include <inttypes.h>
+#include <string.h>
 
 #include "ampctl.h"
 
 #define STATUS_MS_PER_S 1000
 #define STATUS_LOAD_TEXT 96
+#define STATUS_US_PER_MS 1e3
 
 static void status_usage(FILE *f)
 {
     fprintf(f, "Usage: ampctl [--json] status\n"
                "Prints the daemon's version, uptime, connections (and how many each I/O\n"
                "loop serves), job counters, staging memory in use, each device's load\n"
-               "(jobs running and queued, device memory in use) and where unary job\n"
-               "calls' time went, stage by stage.\n"
+               "(jobs running and queued, device memory in use), where unary job\n"
+               "calls' time went, stage by stage, and each client's jobs at each\n"
+               "priority: how many, their queue time (p50, p99) and device time.\n"
                "\n"
                "  -h, --help  this help\n");
+}
+
+static void status_clients_json(const amp_daemon_status *st)
+{
+    fputs(",\"clients\":[", stdout);
+    for (size_t i = 0; i < st->nclient_times; i++) {
+        const amp_client_times *t = &st->client_times[i];
+        fputs(i ? ",{\"client\":" : "{\"client\":", stdout);
+        json_string(stdout, t->client);
+        fputs(",\"priority\":", stdout);
+        json_string(stdout, t->priority);
+        printf(",\"jobs\":%" PRIu64 ",\"queue_sum_us\":%" PRIu64 ",\"queue_p50_us\":%" PRIu64
+               ",\"queue_p99_us\":%" PRIu64 ",\"device_sum_us\":%" PRIu64
+               ",\"device_p50_us\":%" PRIu64 ",\"device_p99_us\":%" PRIu64 "}",
+               t->jobs, t->queue_sum_us, t->queue_p50_us, t->queue_p99_us, t->device_sum_us,
+               t->device_p50_us, t->device_p99_us);
+    }
+    fputs("]", stdout);
+}
+
+/* Each client's jobs at each priority, one aligned row each; the client
+ * column is as wide as its longest name. */
+static void status_clients(const amp_daemon_status *st)
+{
+    if (!st->nclient_times)
+        return;
+    const char *head = "client";
+    int width = (int)strlen(head);
+    char name[TERM_ESCAPED_MAX(sizeof st->client_times[0].client)];
+    for (size_t i = 0; i < st->nclient_times; i++) {
+        int n = (int)strlen(term_escape(name, sizeof name, st->client_times[i].client));
+        width = n > width ? n : width;
+    }
+    printf("%-*s %-8s %10s %13s %13s %13s\n", width, head, "priority", "jobs", "queue p50 <us",
+           "queue p99 <us", "device ms");
+    for (size_t i = 0; i < st->nclient_times; i++) {
+        const amp_client_times *t = &st->client_times[i];
+        char prio[TERM_ESCAPED_MAX(sizeof t->priority)];
+        printf("%-*s %-8s %10" PRIu64 " %13" PRIu64 " %13" PRIu64 " %13.3f\n", width,
+               term_escape(name, sizeof name, t->client), term_escape(prio, sizeof prio, t->priority),
+               t->jobs, t->queue_p50_us, t->queue_p99_us,
+               (double)t->device_sum_us / STATUS_US_PER_MS);
+    }
 }
 
 static void status_print(const amp_daemon_status *st, int json)
@@ -54,7 +100,9 @@ static void status_print(const amp_daemon_status *st, int json)
             printf("%s", i ? "," : "");
             json_device_load(stdout, &st->devices[i]);
         }
-        puts("]}");
+        fputs("]", stdout);
+        status_clients_json(st);
+        puts("}");
         return;
     }
     char version[TERM_ESCAPED_MAX(sizeof st->version)];
@@ -83,6 +131,7 @@ static void status_print(const amp_daemon_status *st, int json)
         devices_load_text(load, sizeof load, &st->devices[i]);
         printf("device %-8zu %s\n", i, load);
     }
+    status_clients(st);
     if (!st->nstages || !st->stages[0].calls)
         return;
     printf("%-10s %10s %10s %10s %10s %10s\n", "stage", "calls", "mean us", "p50 <us",

@@ -83,13 +83,13 @@ int amp_devices(amp_conn *c, const amp_opts *o, amp_device **list, size_t *n)
     return 0;
 }
 
-/* The bucket's upper edge in us below which a share p of a stage's calls
- * fell (amp.proto's StageLatency buckets). */
-static uint64_t devices_stage_pct(const Amp__V1__StageLatency *l, double p)
+/* The bucket's upper edge in us below which a share p of count calls
+ * fell, from n power-of-two buckets (amp.proto's StageLatency buckets). */
+static uint64_t devices_pct(const uint64_t *buckets, size_t n, uint64_t count, double p)
 {
-    uint64_t want = (uint64_t)(p * (double)l->calls + 0.5), seen = 0;
-    for (size_t i = 0; i < l->n_buckets && i < 63; i++) {
-        seen += l->buckets[i];
+    uint64_t want = (uint64_t)(p * (double)count + 0.5), seen = 0;
+    for (size_t i = 0; i < n && i < 63; i++) {
+        seen += buckets[i];
         if (seen >= want && seen)
             return (uint64_t)1 << i;
     }
@@ -101,9 +101,22 @@ static void devices_stage(amp_stage_latency *out, const Amp__V1__StageLatency *l
     DEVICES_COPY(out->stage, l->stage);
     out->calls = l->calls;
     out->sum_us = l->sum_us;
-    out->p50_us = devices_stage_pct(l, 0.50);
-    out->p90_us = devices_stage_pct(l, 0.90);
-    out->p99_us = devices_stage_pct(l, 0.99);
+    out->p50_us = devices_pct(l->buckets, l->n_buckets, l->calls, 0.50);
+    out->p90_us = devices_pct(l->buckets, l->n_buckets, l->calls, 0.90);
+    out->p99_us = devices_pct(l->buckets, l->n_buckets, l->calls, 0.99);
+}
+
+static void devices_client_times(amp_client_times *out, const Amp__V1__ClientTimes *t)
+{
+    DEVICES_COPY(out->client, t->client);
+    DEVICES_COPY(out->priority, t->priority);
+    out->jobs = t->jobs;
+    out->queue_sum_us = t->queue_sum_us;
+    out->queue_p50_us = devices_pct(t->queue_buckets, t->n_queue_buckets, t->jobs, 0.50);
+    out->queue_p99_us = devices_pct(t->queue_buckets, t->n_queue_buckets, t->jobs, 0.99);
+    out->device_sum_us = t->device_sum_us;
+    out->device_p50_us = devices_pct(t->device_buckets, t->n_device_buckets, t->jobs, 0.50);
+    out->device_p99_us = devices_pct(t->device_buckets, t->n_device_buckets, t->jobs, 0.99);
 }
 
 int amp_status(amp_conn *c, const amp_opts *o, amp_daemon_status *st)
@@ -143,6 +156,8 @@ int amp_status(amp_conn *c, const amp_opts *o, amp_daemon_status *st)
         devices_copy_load(&full.devices[full.ndevices++], r->device_loads[i]);
     for (size_t i = 0; i < r->n_loop_connections && full.nloops < AMP_STATUS_LOOPS; i++)
         full.loop_connections[full.nloops++] = r->loop_connections[i];
+    for (size_t i = 0; i < r->n_client_times && full.nclient_times < AMP_STATUS_CLIENT_TIMES; i++)
+        devices_client_times(&full.client_times[full.nclient_times++], r->client_times[i]);
     protobuf_c_message_free_unpacked(msg, NULL);
     abi_write(st, &full, sizeof full);
     return 0;

@@ -17,8 +17,11 @@
 #include "sched.h"
 #include "stage.h"
 #include "staging.h"
+#include "tenant_stats.h"
 
 #define RPC_INFO_KIB 1024
+/* Status's client_times entries at most: every row at every priority. */
+#define RPC_INFO_CLIENT_TIMES (TENANT_STATS_ROWS * JOB_PRIORITIES)
 
 /* Device i's load as the proto says it, in *l. */
 static void rpc_info_device_load(struct sched_port *s, size_t i, Amp__V1__DeviceLoad *l)
@@ -72,6 +75,37 @@ void rpc_list_devices(struct rpc_call *rc, ProtobufCMessage *req)
     free(loads);
     free(ptrs);
     free(devs);
+}
+
+/* Status's client_times: an entry per client and priority that ran a
+ * job, pointing into rows (which must outlive the reply); times and
+ * ptrs have room for RPC_INFO_CLIENT_TIMES. Returns how many. */
+static size_t rpc_info_client_times(struct rpc_call *rc, struct tenant_row *rows,
+                                    Amp__V1__ClientTimes *times, Amp__V1__ClientTimes **ptrs)
+{
+    size_t nrows = rc->env->sched ? tenant_stats_snapshot(sched_port_tenants(rc->env->sched),
+                                                          rows) : 0;
+    size_t n = 0;
+    for (size_t i = 0; i < nrows; i++) {
+        for (int p = 0; p < JOB_PRIORITIES; p++) {
+            struct tenant_hist *q = &rows[i].queue[p], *d = &rows[i].device[p];
+            if (!q->count)
+                continue;
+            Amp__V1__ClientTimes *t = &times[n];
+            amp__v1__client_times__init(t);
+            t->client = rows[i].client;
+            t->priority = (char *)job_priority_name((enum job_priority)p);
+            t->jobs = q->count;
+            t->queue_sum_us = q->sum_us;
+            t->n_queue_buckets = STAGE_BUCKETS;
+            t->queue_buckets = q->buckets;
+            t->device_sum_us = d->sum_us;
+            t->n_device_buckets = STAGE_BUCKETS;
+            t->device_buckets = d->buckets;
+            ptrs[n++] = t;
+        }
+    }
+    return n;
 }
 
 void rpc_status(struct rpc_call *rc, ProtobufCMessage *req)
@@ -130,10 +164,16 @@ void rpc_status(struct rpc_call *rc, ProtobufCMessage *req)
     Amp__V1__DeviceLoad *loads = calloc(ndevs ? ndevs : 1, sizeof(*loads));
     Amp__V1__DeviceLoad **load_ptrs = calloc(ndevs ? ndevs : 1, sizeof(*load_ptrs));
     uint32_t *per_loop = calloc(rc->env->nloops ? rc->env->nloops : 1, sizeof(*per_loop));
-    if (!loads || !load_ptrs || !per_loop) {
+    struct tenant_row *rows = malloc(TENANT_STATS_ROWS * sizeof(*rows));
+    Amp__V1__ClientTimes *times = malloc(RPC_INFO_CLIENT_TIMES * sizeof(*times));
+    Amp__V1__ClientTimes **time_ptrs = malloc(RPC_INFO_CLIENT_TIMES * sizeof(*time_ptrs));
+    if (!loads || !load_ptrs || !per_loop || !rows || !times || !time_ptrs) {
         free(loads);
         free(load_ptrs);
         free(per_loop);
+        free(rows);
+        free(times);
+        free(time_ptrs);
         rpc_fail(rc, STATUS_RESOURCE_EXHAUSTED, "out of memory reporting loads");
         return;
     }
@@ -147,7 +187,12 @@ void rpc_status(struct rpc_call *rc, ProtobufCMessage *req)
     }
     reply.n_device_loads = ndevs;
     reply.device_loads = load_ptrs;
+    reply.n_client_times = rpc_info_client_times(rc, rows, times, time_ptrs);
+    reply.client_times = time_ptrs;
     rpc_reply(rc, &reply.base);
+    free(rows);
+    free(times);
+    free(time_ptrs);
     free(per_loop);
     free(load_ptrs);
     free(loads);

@@ -5,13 +5,16 @@ A real ampd with --metrics-listen and a --token-file runs jobs of two
 clients (tokens alice and bob: unary calls over gRPC, and one of bob's
 streamed through ampctl); the scrape must carry
 ampd_client_queue_seconds and ampd_client_device_seconds histograms with
-exactly those clients' labels and job counts. Past the daemon's cap
+exactly those clients' labels and job counts, and Status (`ampctl status`,
+`--json` and the aligned table) the same figures. Past the daemon's cap
 on clients with series of their own, the next clients count together as
 client="other": with more clients than the cap, the named series are the
 first clients to run a job, and "other" holds the rest.
 Prints one line per check (support/cases.py).
 """
+import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -106,6 +109,25 @@ def test_two_clients():
                                                     ("priority", "normal")))]
             expect(bob_device > 0, "bob's device time %r" % bob_device)
 
+            st = json.loads(ampctl(m, bob_file, "--json", "status"))
+            got = {(c["client"], c["priority"]): c["jobs"] for c in st["clients"]}
+            expect(got == want, "status --json clients %r, want %r" % (got, want))
+            for c in st["clients"]:
+                expect(c["queue_p50_us"] <= c["queue_p99_us"], "queue p50 > p99: %r" % c)
+                expect(c["device_sum_us"] > 0 or c["client"] != "token bob",
+                       "bob's device time in status: %r" % c)
+            text = ampctl(m, bob_file, "status")
+            head = re.search(r"^client( +)priority +jobs +queue p50 <us +queue p99 <us +"
+                             r"device ms$", text, re.M)
+            expect(head, "no client table header in:\n" + text)
+            width = len("client") + len(head.group(1)) - 1   # the client column
+            expect(width == len("token alice"), "client column %d wide:\n%s" % (width, text))
+            for client, jobs in (("token alice", 3), ("token bob", 3)):
+                row = re.search(r"^%s +normal +%d +\d+ +\d+ +\d+\.\d{3}$" % (client, jobs),
+                                text, re.M)
+                expect(row and row.start(0) - text.rfind("\n", 0, row.start(0)) == 1,
+                       "no row for %s in:\n%s" % (client, text))
+
 
 def test_client_cap():
     names = ["c%02d" % i for i in range(MANY_CLIENTS)]
@@ -130,6 +152,13 @@ def test_client_cap():
                        "%s: other %r, want %d" % (fam, got.get(("other", "normal")),
                                                   MANY_CLIENTS - cap))
             check_histograms(samples)
+            tok = os.path.join(d, "one")
+            with open(tok, "w", encoding="utf-8") as f:
+                f.write(token(names[0]) + "\n")
+            st = json.loads(ampctl(m, tok, "--json", "status"))
+            got = {c["client"]: c["jobs"] for c in st["clients"]}
+            expect(got.get("other") == MANY_CLIENTS - cap and len(got) == cap + 1,
+                   "status clients %r" % got)
 
 
 def main():

@@ -613,6 +613,24 @@ typedef struct amp_stage_latency {
     uint64_t reserved[4];   /* zeroed by the library */
 } amp_stage_latency;
 
+/* Client and priority entries amp_status() reports at most: the
+ * daemon's rows (its first 32 clients, "other" and "none") at each of
+ * three priorities. */
+#define AMP_STATUS_CLIENT_TIMES 102
+
+/* One client's jobs at one priority since the daemon started: time
+ * queued (submitted to started) and on the device (started to done; a
+ * stream's tasks summed), percentiles as in amp_stage_latency. */
+typedef struct amp_client_times {
+    char client[96];        /* "token alice", "uid 1000", "address 10.0.0.7"; "other":
+                             * clients past the daemon's cap; "none": no client */
+    char priority[8];       /* "low", "normal" or "high" */
+    uint64_t jobs;
+    uint64_t queue_sum_us, queue_p50_us, queue_p99_us;
+    uint64_t device_sum_us, device_p50_us, device_p99_us;
+    uint64_t reserved[4];   /* zeroed by the library */
+} amp_client_times;
+
 typedef struct amp_daemon_status {
     size_t size;                       /* set by you: sizeof(amp_daemon_status) */
     char version[32];
@@ -631,6 +649,8 @@ typedef struct amp_daemon_status {
     amp_device_load devices[AMP_STATUS_DEVICES]; /* devices[i]: device i's load */
     size_t nloops;                     /* entries of loop_connections the daemon reported */
     uint32_t loop_connections[AMP_STATUS_LOOPS]; /* connections I/O loop i serves now */
+    size_t nclient_times;              /* entries of client_times the daemon reported */
+    amp_client_times client_times[AMP_STATUS_CLIENT_TIMES]; /* first-come clients' order */
 } amp_daemon_status;
 
 /* The name of gRPC status code ("RESOURCE_EXHAUSTED" for 8); "UNKNOWN"
