@@ -625,6 +625,121 @@ static void bt_print(const struct bt_results *r, const struct bt_opts *o)
     }
 }
 
+/* --- the targets -------------------------------------------------------------------------- */
+
+/* Issue 34's targets. On a GPU, A beside B on the same ampd is held to A
+ * alone; on a CPU device (PoCL), where B's clients and B's device work
+ * take every core and no daemon can keep A near alone, to the floor (A
+ * beside the same B load sent to a second ampd). */
+#define BT_B_SHARE_GPU 0.9          /* B beside A over B alone, at least */
+#define BT_B_SHARE_CPU 0.8
+#define BT_FLOOR_X_CPU 2.0          /* A's p50 and p99 beside B over the floor's, at most */
+
+/* One bound on A: measure m's p50 (else p99) beside shape s on the same
+ * ampd, at most max times A alone (GPU). */
+static const struct {
+    enum bt_measure m;
+    enum bt_shape s;
+    bool p50;
+    double max;
+} bt_gpu_targets[] = {
+    {M_DEV_REVERSE, S_STREAMS, false, 2.0},
+    {M_DEV_REVERSE, S_UNARY, true, 2.0},
+    {M_DEV_REVERSE, S_UNARY, false, 3.0},
+    {M_DEV_TRANSFORM, S_STREAMS, false, 2.0},
+};
+
+struct bt_tally {
+    int met, missed, unmeasured;
+};
+
+/* One target's row: what, its bound, the ratio measured, met or not. */
+static void bt_target_row(struct bt_tally *t, const char *what, const char *bound, double x,
+                          bool at_least, double limit)
+{
+    if (!(x > 0)) {
+        printf("| %s | %s | - | not measured |\n", what, bound);
+        t->unmeasured++;
+        return;
+    }
+    bool met = at_least ? x >= limit : x <= limit;
+    printf("| %s | %s | %.2f | %s |\n", what, bound, x, met ? "met" : "MISSED");
+    if (met)
+        t->met++;
+    else
+        t->missed++;
+}
+
+static double bt_x(double v, double base)
+{
+    return v > 0 && base > 0 ? v / base : 0;
+}
+
+static void bt_targets(const struct bt_results *r, bool gpu)
+{
+    struct bt_tally t = {0, 0, 0};
+    char what[160], bound[64];
+    printf("\n# issue 34's targets (%s)\n", gpu ? "GPU: against A alone"
+                                                : "CPU device: against the floor");
+    printf("| target | bound | measured | |\n|---|---|---:|---|\n");
+    if (gpu) {
+        for (size_t i = 0; i < sizeof bt_gpu_targets / sizeof bt_gpu_targets[0]; i++) {
+            enum bt_measure m = bt_gpu_targets[i].m;
+            enum bt_shape s = bt_gpu_targets[i].s;
+            bool p50 = bt_gpu_targets[i].p50;
+            const struct bt_lat *x = &r->a[s][P_SAME][m], *alone = &r->a_alone[m];
+            snprintf(what, sizeof what, "A's %s %s beside B %s", bt_measures[m].name,
+                     p50 ? "p50" : "p99", bt_shape_names[s]);
+            snprintf(bound, sizeof bound, "<= %.1fx alone", bt_gpu_targets[i].max);
+            bt_target_row(&t, what, bound, bt_x(p50 ? x->p50 : x->p99, p50 ? alone->p50
+                                                                            : alone->p99),
+                          false, bt_gpu_targets[i].max);
+        }
+    } else {
+        for (int m = 0; m < M_COUNT; m++) {
+            if (bt_measures[m].host)
+                continue;   /* the issue's targets are the device's */
+            for (int s = 0; s < S_COUNT; s++) {
+                const struct bt_lat *x = &r->a[s][P_SAME][m], *fl = &r->a[s][P_FLOOR][m];
+                snprintf(bound, sizeof bound, "<= %.1fx floor", BT_FLOOR_X_CPU);
+                snprintf(what, sizeof what, "A's %s p50 beside B %s", bt_measures[m].name,
+                         bt_shape_names[s]);
+                bt_target_row(&t, what, bound, bt_x(x->p50, fl->p50), false, BT_FLOOR_X_CPU);
+                snprintf(what, sizeof what, "A's %s p99 beside B %s", bt_measures[m].name,
+                         bt_shape_names[s]);
+                bt_target_row(&t, what, bound, bt_x(x->p99, fl->p99), false, BT_FLOOR_X_CPU);
+            }
+        }
+    }
+    double share = gpu ? BT_B_SHARE_GPU : BT_B_SHARE_CPU;
+    for (int s = 0; s < S_COUNT; s++) {
+        snprintf(what, sizeof what, "B's %s throughput beside A", bt_shape_names[s]);
+        snprintf(bound, sizeof bound, ">= %.1fx alone", share);
+        bt_target_row(&t, what, bound, bt_x(r->b[s][P_SAME], r->b[s][P_ALONE]), true, share);
+    }
+    printf("# targets: %d met, %d missed, %d not measured\n", t.met, t.missed, t.unmeasured);
+}
+
+/* Whether A's device (--device: a type, or an index) is a GPU: its
+ * targets are the GPU's, else the CPU device's. */
+static bool bt_device_is_gpu(const struct bt_target *t, const char *device)
+{
+    char *end;
+    unsigned long index = strtoul(device, &end, 10);
+    if (*device && !*end) {
+        amp_conn *c = bt_connect(t);
+        amp_device *list = NULL;
+        size_t n = 0;
+        if (amp_devices(c, NULL, &list, &n) != 0)
+            bench_die("devices of %s: %s", t->address, amp_last_message(c));
+        bool gpu = index < n && strcmp(list[index].type, "gpu") == 0;
+        amp_free(list);
+        amp_close(c);
+        return gpu;
+    }
+    return strcmp(device, "gpu") == 0;
+}
+
 /* --- options ------------------------------------------------------------------------------ */
 
 static void bt_usage(void)
@@ -756,6 +871,7 @@ int main(int argc, char **argv)
             bt_phase(shape, &fb, &a, &o, in, &d, r.a[s][P_FLOOR], &r.b[s][P_FLOOR]);
     }
     bt_print(&r, &o);
+    bt_targets(&r, bt_device_is_gpu(&a, o.device));
     free(in);
     int daemon_rc = bt_daemons_stop(ds);
     int failures = atomic_load(&bt_failures);
