@@ -68,7 +68,7 @@ struct ampctl_cmd {
 };
 
 extern const struct ampctl_cmd cmd_reverse, cmd_transform, cmd_hist, cmd_fill, cmd_pipeline,
-    cmd_devices, cmd_status, cmd_health, cmd_bench, cmd_completion;
+    cmd_devices, cmd_status, cmd_health, cmd_bench, cmd_completion, cmd_top;
 
 /* main.c's tables: the commands, ampctl's own options (getopt_long's
  * short string without the leading '+'), and those of a command that

@@ -33,6 +33,7 @@ enum { AMPCTL_OPT_THRESHOLD = 256, AMPCTL_OPT_NO_PROGRESS, AMPCTL_OPT_TRANSPORT,
 const struct ampctl_cmd *const ampctl_cmds[] = {
     &cmd_reverse, &cmd_transform, &cmd_hist,   &cmd_fill,       &cmd_pipeline,
     &cmd_devices, &cmd_status,    &cmd_health, &cmd_bench,      &cmd_completion,
+    &cmd_top,
 };
 #define AMPCTL_NCMDS (sizeof ampctl_cmds / sizeof ampctl_cmds[0])
 const size_t ampctl_ncmds = AMPCTL_NCMDS;

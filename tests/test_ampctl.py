@@ -894,7 +894,7 @@ def bash_complete(line):
 
 def test_bash_completion_from_the_tables():
     commands = ["reverse", "transform", "hist", "fill", "pipeline", "devices", "status",
-                "health", "bench", "completion"]
+                "health", "bench", "completion", "top"]
     expect(sorted(bash_complete("ampctl ")) == sorted(commands), "commands")
     expect(bash_complete("ampctl re") == ["reverse"], "re")
     expect(bash_complete("ampctl help pi") == ["pipeline"], "help pi")

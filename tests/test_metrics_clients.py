@@ -6,7 +6,8 @@ clients (tokens alice and bob: unary calls over gRPC, and one of bob's
 streamed through ampctl); the scrape must carry
 ampd_client_queue_seconds and ampd_client_device_seconds histograms with
 exactly those clients' labels and job counts, and Status (`ampctl status`,
-`--json` and the aligned table) the same figures. Past the daemon's cap
+`--json` and the aligned table) the same figures, and `ampctl top` each
+frame's totals. Past the daemon's cap
 on clients with series of their own, the next clients count together as
 client="other": with more clients than the cap, the named series are the
 first clients to run a job, and "other" holds the rest.
@@ -127,6 +128,21 @@ def test_two_clients():
                                 text, re.M)
                 expect(row and row.start(0) - text.rfind("\n", 0, row.start(0)) == 1,
                        "no row for %s in:\n%s" % (client, text))
+
+            # ampctl top: two frames, the second after alice's two more jobs.
+            top = subprocess.Popen([AMPCTL, "--address", m.daemon.address, "--token-file",
+                                    bob_file, "top", "--count", "2", "--interval", "1s"],
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            reverse_as(m, "alice")
+            reverse_as(m, "alice")
+            out, err = top.communicate(timeout=CALL_TIMEOUT_S)
+            expect(top.returncode == 0, "ampctl top: exit %d %r" % (top.returncode, err))
+            frames = out.decode().split("\n\n")
+            expect(len(frames) == 2, "ampctl top: %d frames:\n%s" % (len(frames), out.decode()))
+            last = frames[1]
+            for client, jobs in (("token alice", 5), ("token bob", 3)):
+                expect(re.search(r"^%s +normal +%d +\d" % (client, jobs), last, re.M),
+                       "ampctl top: no %s row with %d jobs in:\n%s" % (client, jobs, last))
 
 
 def test_client_cap():
