@@ -18,6 +18,7 @@
 
 #include "auth.h"
 #include "budget.h"
+#include "call_class.h"
 #include "conn_limit.h"
 #include "grow.h"
 #include "region.h"
@@ -162,7 +163,7 @@ static void metrics_jobs(struct metrics_buf *b, struct sched *s)
 static void metrics_tenant_hist(struct metrics_buf *b, const char *name, const char *client,
                                 enum job_priority prio, const struct tenant_hist *h)
 {
-    const char *pn = job_priority_name(prio);
+    const char *pn = call_class_priority_name((int)prio);
     uint64_t cum = 0;
     for (int i = 0; i < STAGE_BUCKETS - 1; i++) {
         cum += h->buckets[i];

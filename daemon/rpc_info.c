@@ -13,6 +13,7 @@
 
 #include "amp.pb-c.h"
 #include "budget.h"
+#include "call_class.h"
 #include "conn_limit.h"
 #include "sched.h"
 #include "stage.h"
@@ -94,7 +95,7 @@ static size_t rpc_info_client_times(struct rpc_call *rc, struct tenant_row *rows
             Amp__V1__ClientTimes *t = &times[n];
             amp__v1__client_times__init(t);
             t->client = rows[i].client;
-            t->priority = (char *)job_priority_name((enum job_priority)p);
+            t->priority = (char *)call_class_priority_name((int)p);
             t->jobs = q->count;
             t->queue_sum_us = q->sum_us;
             t->n_queue_buckets = STAGE_BUCKETS;
