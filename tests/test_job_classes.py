@@ -17,7 +17,8 @@ Queue time: a resident Stream holds most of the CPU device's
 --max-device-memory, so a unary job on that device is parked until the
 stream ends (runner.c's admission, no timing involved). Parked with
 amp-max-queue-time 1m (1 ms) it ends UNAVAILABLE naming the header and the
-time waited while the stream still holds the device; a job of the low
+time waited while the stream still holds the device, and so does ampctl's
+with --max-queue-time 1ms (libampclient sends the headers); a job of the low
 priority sending none ends naming --max-queue-time; the daemon serves a
 host-path job meanwhile; a job parked with a generous queue time runs
 once the stream ends.
@@ -162,6 +163,21 @@ def test_sighup_rereads_grants():
         Ctx.d.proc.send_signal(signal.SIGHUP)
 
 
+def ampctl(*args):
+    p = subprocess.run([AMPCTL, "--address", Ctx.d.address, *args], capture_output=True,
+                       timeout=CALL_TIMEOUT_S, text=True)
+    return p.returncode, p.stdout, p.stderr
+
+
+def test_ampctl_sends_the_class():
+    # libampclient sends amp-priority and amp-max-queue-time with every
+    # call: the daemon's answers show it (our uid is capped at low here).
+    rc, out, err = ampctl("--priority", "normal", "reverse", "abc")
+    expect(rc == 1 and "amp-priority normal" in err and "(low)" in err, "%d %s" % (rc, err))
+    rc, out, err = ampctl("--priority", "low", "--max-queue-time", "60s", "reverse", "abc")
+    expect(rc == 0 and out.startswith("cba"), "%d %r %s" % (rc, out, err))
+
+
 def test_bad_metadata_refused():
     with grpc.insecure_channel(Ctx.tcp) as ch:
         for p in ["urgent", "HIGH", "hi", "high,low"]:
@@ -271,6 +287,12 @@ def test_queue_time_limit():
             msg = refused(lambda: reverse(ch, data, "cpu", priority="low"),
                           grpc.StatusCode.UNAVAILABLE, "--max-queue-time of 2 ms",
                           "low priority")
+            src = os.path.join(Ctx.tmp, "parked.bin")
+            with open(src, "wb") as f:
+                f.write(data)
+            rc, out, err = ampctl("--device", "cpu", "--max-queue-time", "1ms", "reverse", "-i",
+                                  src, "-o", os.devnull)
+            expect(rc == 1 and "amp-max-queue-time of 1 ms" in err, "ampctl %d: %s" % (rc, err))
             reverse(ch, queue=PATIENT)   # the host path serves others meanwhile
             expect(not patient.done(), "the patient job ended while the stream held the device")
         finally:
@@ -281,7 +303,7 @@ def test_queue_time_limit():
 
 
 TESTS = [test_priority_over_cap_refused, test_uid_cap_and_token_wins,
-         test_sighup_rereads_grants, test_bad_metadata_refused,
+         test_sighup_rereads_grants, test_ampctl_sends_the_class, test_bad_metadata_refused,
          test_bad_token_fields_and_options_stop_the_start, test_queue_time_limit]
 
 
