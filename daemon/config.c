@@ -105,7 +105,8 @@ static const struct config_opt config_opts[] = {
       "                            though --max-jobs still bounds them all" },
     { "uid-weight", "UID:N", CFG_UID_WEIGHT, CFG_OFF(uid_weight), 1, JOB_WEIGHT_MAX,
       "the share of device time of a uid's calls beside other\n"
-      "                            clients' (1.." CONFIG_STR(JOB_WEIGHT_MAX) ", default " CONFIG_STR(JOB_WEIGHT_DEFAULT) "); a token's weight= wins;\n"
+      "                            clients' (1.." CONFIG_STR(JOB_WEIGHT_MAX)
+      ", default " CONFIG_STR(JOB_WEIGHT_DEFAULT) "); a token's weight= wins;\n"
       "                            repeatable; changed by SIGHUP" },
     { "uid-max-priority", "UID:LEVEL", CFG_UID_PRIORITY, CFG_OFF(uid_max_priority), 0, 0,
       "the highest amp-priority a uid's calls may ask for: low,\n"
