@@ -109,8 +109,8 @@
 #define AMPD_MAX_QUEUE_TIME_US (24ull * 3600 * 1000000)
 
 /* --uid-weight UID:N or --uid-max-priority UID:LEVEL, repeatable: a
- * later entry for a uid replaces an earlier one (the command line's
- * replace the config file's). */
+ * later entry for a uid replaces an earlier one (so the command line's
+ * win over the config file's), other uids' entries stay. */
 struct config_uid_rules {
     struct {
         uint32_t uid;

@@ -12,6 +12,7 @@
 #include "check_run.h"
 #include "amp.h"
 #include "config.h"
+#include "job.h"
 #include "log.h"
 
 static enum config_result load(struct config *cfg, char *err, size_t errlen, int argc, ...)
@@ -249,6 +250,41 @@ START_TEST(changes_reported)
 }
 END_TEST
 
+/* --uid-weight, --uid-max-priority, --max-queue-time: repeatable, a later
+ * entry for a uid or level replacing an earlier one, the command line's
+ * over the file's; SIGHUP's report lists them as written. */
+START_TEST(class_options)
+{
+    write_conf("uid-weight = 1000:2\nuid-weight = 7:5\nmax-queue-time = normal:3s\n");
+    struct config cfg;
+    char err[256];
+    ck_assert_int_eq(load(&cfg, err, sizeof(err), 12, "--config", conf_path, "--uid-weight",
+                          "1000:3", "--uid-max-priority=7:high", "--uid-max-priority", "8:low",
+                          "--max-queue-time", "high:50ms", "--max-queue-time", "low:250us"),
+                     CONFIG_RUN);
+    ck_assert_uint_eq(cfg.uid_weight.n, 2);
+    ck_assert_uint_eq(cfg.uid_weight.r[0].uid, 1000);
+    ck_assert_uint_eq(cfg.uid_weight.r[0].value, 3);   /* the command line's */
+    ck_assert_uint_eq(cfg.uid_weight.r[1].uid, 7);
+    ck_assert_uint_eq(cfg.uid_weight.r[1].value, 5);   /* the file's stays */
+    ck_assert_uint_eq(cfg.uid_max_priority.n, 2);
+    ck_assert_uint_eq(cfg.uid_max_priority.r[0].value, JOB_PRIORITY_HIGH);
+    ck_assert_uint_eq(cfg.uid_max_priority.r[1].value, JOB_PRIORITY_LOW);
+    ck_assert_uint_eq(cfg.max_queue_us[JOB_PRIORITY_LOW], 250);
+    ck_assert_uint_eq(cfg.max_queue_us[JOB_PRIORITY_NORMAL], 3000000);
+    ck_assert_uint_eq(cfg.max_queue_us[JOB_PRIORITY_HIGH], 50000);
+    struct config none;
+    ck_assert_int_eq(load(&none, err, sizeof(err), 1), CONFIG_RUN);
+    ck_assert_uint_eq(none.uid_weight.n + none.uid_max_priority.n, 0);
+    ck_assert_uint_eq(none.max_queue_us[JOB_PRIORITY_NORMAL], 0);
+    changes[0] = '\0';
+    config_changes(&none, &cfg, on_changed, NULL);
+    ck_assert_str_eq(changes, "uid-weight:>1000:3 7:5;uid-max-priority:>7:high 8:low;"
+                              "max-queue-time:>low:250us normal:3000000us high:50000us;");
+    unlink(conf_path);
+}
+END_TEST
+
 START_TEST(help_and_version)
 {
     struct config cfg;
@@ -278,6 +314,7 @@ int main(void)
         bad_values,
         log_and_metrics,
         changes_reported,
+        class_options,
         help_and_version,
         NULL,
     };
