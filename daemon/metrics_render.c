@@ -198,8 +198,8 @@ static void metrics_tenants(struct metrics_buf *b, struct sched *s)
         { "ampd_client_queue_seconds", "time jobs waited from submission to start (a stream: "
           "its OPEN), by client and priority; the first clients (a fixed number) have "
           "their own series, later ones count as client=\"other\"", false },
-        { "ampd_client_device_seconds", "time jobs ran, start to done (a stream: its tasks "
-          "summed), by client and priority", true },
+        { "ampd_client_device_seconds", "time jobs ran, start to done (a stream: the time any "
+          "of its chunks was on the device), by client and priority", true },
     };
     for (size_t f = 0; f < sizeof(families) / sizeof(families[0]); f++) {
         metrics_family(b, families[f].name, "histogram", families[f].help);

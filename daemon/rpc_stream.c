@@ -109,6 +109,7 @@ struct rpc_stream {
     unsigned cap;
     unsigned tasks;               /* submitted and not yet done */
     uint64_t device_ns;           /* its tasks' device time so far (tenant_stats.h) */
+    uint64_t device_end;          /* when the last task done so far ended (stage_now_ns) */
 };
 
 struct rpc_stream_task {
@@ -404,8 +405,14 @@ static void rpc_stream_task_done(struct task *t)
     struct rpc_stream_task *rt = (struct rpc_stream_task *)t;
     struct rpc_stream *st = rt->st;
     st->tasks--;
-    if (t->t_begin && t->t_end > t->t_begin)
-        st->device_ns += t->t_end - t->t_begin;
+    /* Its tasks overlap on the device (several in flight) and end in
+     * order: device time counts each moment once, from the later of the
+     * task's start and the last one's end. */
+    uint64_t from = t->t_begin > st->device_end ? t->t_begin : st->device_end;
+    if (t->t_begin && t->t_end > from) {
+        st->device_ns += t->t_end - from;
+        st->device_end = t->t_end;
+    }
     if (t->status != STATUS_OK && t->kind != TASK_CLOSE)
         rpc_stream_fail(st, t->status, "%s", t->msg);
     bool ok = !st->failed;

@@ -620,7 +620,7 @@ typedef struct amp_stage_latency {
 
 /* One client's jobs at one priority since the daemon started: time
  * queued (submitted to started) and on the device (started to done; a
- * stream's tasks summed), percentiles as in amp_stage_latency. */
+ * stream's, the time any of its chunks was on it), percentiles as in amp_stage_latency. */
 typedef struct amp_client_times {
     char client[96];        /* "token alice", "uid 1000", "address 10.0.0.7"; "other":
                              * clients past the daemon's cap; "none": no client */
