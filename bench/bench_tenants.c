@@ -19,7 +19,11 @@
  *     beside the same B load sent to a second ampd that shares only the
  *     host (CPU, and on one device the device) with A's: the floor, what
  *     sharing the machine costs before any scheduling in ampd does;
- *   - B's throughput alone, beside A, and on the second ampd beside A.
+ *   - B's throughput alone, beside A, and on the second ampd beside A;
+ *   - two bulk clients of weights 3 and 1 (token file weight=) running
+ *     B's streams at once, and their throughput split;
+ *   - A's 16-byte device Reverse at priority high beside B's unary load
+ *     sent by the same client (A's token) at priority low.
  *
  * Every A result is checked (reverse against a CPU reversal, transform
  * against the CPU's add, the host path's reply naming "host" and the
@@ -67,9 +71,14 @@
 #define BT_TOKEN_BYTES 16           /* random bytes of each token, in hex */
 #define BT_IDLE_POLL_MS 10
 #define BT_IDLE_WAIT_S 120          /* for a daemon to finish a phase's jobs */
+#define BT_WEIGHT_HEAVY 3           /* the weights phase's two clients (token file weight=) */
+#define BT_WEIGHT_LIGHT 1
 
 /* BENCH_AMPD_DEFAULT, the ampd binary when neither --ampd nor $AMPD_BIN
  * names one, comes from CMake: the build's own ampd. */
+
+/* The clients, as tokens of the token file. */
+enum bt_client { C_A, C_B, C_HEAVY, C_LIGHT, C_COUNT };
 
 struct bt_opts {
     uint64_t bulk_bytes;
@@ -83,7 +92,8 @@ struct bt_opts {
     const char *ampd;
     const char *address;         /* a running ampd instead of starting one */
     const char *floor_address;   /* with --address: the second ampd, or none */
-    const char *token[2];        /* with --address: A's and B's tokens */
+    const char *token[C_COUNT];  /* with --address: each client's token (enum bt_client); the
+                                  * weights phase runs when both weighted ones are given */
     bool no_floor;
     const char *const *ampd_args; /* after "--": to every ampd it starts */
 };
@@ -91,7 +101,8 @@ struct bt_opts {
 /* Where a client's calls go, and as whom. */
 struct bt_target {
     const char *address;
-    const char *token;   /* NULL: none (a Unix socket: the uid is the client) */
+    const char *token;    /* NULL: none (a Unix socket: the uid is the client) */
+    const char *priority; /* amp-priority of every call; NULL: none sent (normal) */
 };
 
 static atomic_int bt_failures;   /* wrong results, from any thread */
@@ -110,7 +121,7 @@ static void bt_fail(const char *fmt, ...)
 
 static amp_conn *bt_connect(const struct bt_target *t)
 {
-    amp_connect_opts co = {.size = sizeof co, .token = t->token};
+    amp_connect_opts co = {.size = sizeof co, .token = t->token, .priority = t->priority};
     amp_conn *c;
     if (amp_connect_with(t->address, &co, &c) != 0)
         bench_die("connect to %s: %s", t->address, amp_last_message(NULL));
@@ -434,21 +445,28 @@ struct bt_results {
     struct bt_lat a_alone[M_COUNT];
     struct bt_lat a[S_COUNT][P_COUNT][M_COUNT];   /* [shape][P_SAME or P_FLOOR][measure] */
     double b[S_COUNT][P_COUNT];                   /* B's GB/s; 0: not measured */
+    double weighted[2];                           /* GB/s of the heavy and light clients */
+    struct bt_lat high[M_COUNT];                  /* A at high beside its own low load */
+    double low;                                   /* that low load's GB/s */
 };
 
-/* A's three measures, one after another, on target a. */
+#define BT_ALL_MEASURES ((1u << M_COUNT) - 1)
+
+/* A's measures in the mask (bit m: measure m), one after another, on
+ * target a. */
 static void bt_a_all(const struct bt_target *a, const struct bt_opts *o,
-                     const struct bt_a_data *d, struct bt_lat *out)
+                     const struct bt_a_data *d, unsigned measures, struct bt_lat *out)
 {
     for (int m = 0; m < M_COUNT; m++)
-        out[m] = bt_a_measure(a, o, (enum bt_measure)m, d);
+        if (measures & 1u << m)
+            out[m] = bt_a_measure(a, o, (enum bt_measure)m, d);
 }
 
 /* B's shape on target b, after its warm-up: alone for as long as A's
- * three measures take, or beside them on a (NULL: alone). */
+ * three measures take, or beside A's measures on a (NULL: alone). */
 static void bt_phase(enum bt_shape shape, const struct bt_target *b, const struct bt_target *a,
-                     const struct bt_opts *o, const uint8_t *in, const struct bt_a_data *d,
-                     struct bt_lat *a_out, double *b_out)
+                     unsigned measures, const struct bt_opts *o, const uint8_t *in,
+                     const struct bt_a_data *d, struct bt_lat *a_out, double *b_out)
 {
     static struct bt_load l;
     double start = bench_now();
@@ -457,7 +475,7 @@ static void bt_phase(enum bt_shape shape, const struct bt_target *b, const struc
     uint64_t b0 = bt_load_bytes(&l);
     double t0 = bench_now();
     if (a)
-        bt_a_all(a, o, d, a_out);
+        bt_a_all(a, o, d, measures, a_out);
     else
         bench_sleep_ms((int)(o->seconds * M_COUNT * 1000));
     double t1 = bench_now();
@@ -469,21 +487,55 @@ static void bt_phase(enum bt_shape shape, const struct bt_target *b, const struc
             t0 - start, t1 - t0, bench_now() - t1);
 }
 
+/* Two bulk clients at once, each running B's streams shape: w[i]'s GB/s
+ * into gbs[i], over as long as A's three measures take. */
+static void bt_weights_phase(const struct bt_target w[2], const struct bt_opts *o,
+                             const uint8_t *in, double gbs[2])
+{
+    static struct bt_load l[2];
+    for (int i = 0; i < 2; i++)
+        bt_load_start(&l[i], S_STREAMS, o, &w[i], in);
+    for (int i = 0; i < 2; i++)
+        bt_load_warm_up(&l[i]);
+    uint64_t b0[2] = {bt_load_bytes(&l[0]), bt_load_bytes(&l[1])};
+    double t0 = bench_now();
+    bench_sleep_ms((int)(o->seconds * M_COUNT * 1000));
+    double t1 = bench_now();
+    for (int i = 0; i < 2; i++)
+        gbs[i] = (double)(bt_load_bytes(&l[i]) - b0[i]) / (t1 - t0) / 1e9;
+    for (int i = 0; i < 2; i++)
+        bt_load_stop(&l[i]);
+    bt_wait_idle(&w[0]);
+    fprintf(stderr, "bench_tenants: weights %d and %d on %s: %.1f s measured\n", BT_WEIGHT_HEAVY,
+            BT_WEIGHT_LIGHT, w[0].address, t1 - t0);
+}
+
 /* --- the daemons ----------------------------------------------------------------------------- */
 
+/* The clients' table (bt_clients): A (granted high priority, which its
+ * priority phase asks for), B, and the two weighted bulk clients. */
+static const struct {
+    const char *name;
+    int weight;                /* its token line's weight=; 0: none (the default) */
+    const char *max_priority;  /* its max-priority=; NULL: none */
+} bt_clients[C_COUNT] = {
+    [C_A] = {"tenant-a", 0, "high"},
+    [C_B] = {"tenant-b", 0, NULL},
+    [C_HEAVY] = {"tenant-w3", BT_WEIGHT_HEAVY, NULL},
+    [C_LIGHT] = {"tenant-w1", BT_WEIGHT_LIGHT, NULL},
+};
+
 /* The ampds it starts: A's (and B's) and the floor's second one, each
- * with a TCP listener whose tokens name the two clients. */
+ * with a TCP listener whose tokens name the clients. */
 struct bt_daemons {
     struct bench_daemon dm[2];
     char tcp[2][64];
     char token_file[64];
-    char token[2][2 * BT_TOKEN_BYTES + 16];
+    char token[C_COUNT][2 * BT_TOKEN_BYTES + 16];
     int n;
 };
 
-static const char *const bt_client_names[2] = {"tenant-a", "tenant-b"};
-
-/* Two random tokens in a 0600 file ampd reads (--token-file). */
+/* Random tokens in a 0600 file ampd reads (--token-file). */
 static void bt_tokens_make(struct bt_daemons *ds)
 {
     snprintf(ds->token_file, sizeof ds->token_file, "/tmp/bench_tenants.tokens.XXXXXX");
@@ -491,7 +543,7 @@ static void bt_tokens_make(struct bt_daemons *ds)
     if (fd < 0)
         bench_die("mkstemp: %s", strerror(errno));
     FILE *f = fdopen(fd, "w");
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < C_COUNT; i++) {
         uint8_t r[BT_TOKEN_BYTES];
         if (getrandom(r, sizeof r, 0) != (ssize_t)sizeof r)
             bench_die("getrandom: %s", strerror(errno));
@@ -499,7 +551,12 @@ static void bt_tokens_make(struct bt_daemons *ds)
         p += sprintf(p, "bench-");
         for (size_t k = 0; k < sizeof r; k++)
             p += sprintf(p, "%02x", r[k]);
-        fprintf(f, "%s %s\n", bt_client_names[i], ds->token[i]);
+        fprintf(f, "%s %s", bt_clients[i].name, ds->token[i]);
+        if (bt_clients[i].weight)
+            fprintf(f, " weight=%d", bt_clients[i].weight);
+        if (bt_clients[i].max_priority)
+            fprintf(f, " max-priority=%s", bt_clients[i].max_priority);
+        fputc('\n', f);
     }
     if (fclose(f) != 0)
         bench_die("writing %s: %s", ds->token_file, strerror(errno));
@@ -509,8 +566,9 @@ static void bt_daemon_start(struct bt_daemons *ds, int i, const struct bt_opts *
 {
     uint64_t msg = (o->unary_bytes > BT_MESSAGE_MIN ? o->unary_bytes : BT_MESSAGE_MIN) +
                    BT_MESSAGE_SLACK;
+    /* The weights phase runs two clients' streams at once. */
     uint64_t mem = 2 * o->unary_bytes * (uint64_t)o->unary_calls +
-                   BT_STREAM_HOLD * (uint64_t)o->streams + BT_MEMORY_SLACK;
+                   2 * BT_STREAM_HOLD * (uint64_t)o->streams + BT_MEMORY_SLACK;
     char msg_s[32], mem_s[32];
     snprintf(msg_s, sizeof msg_s, "%" PRIu64, msg);
     snprintf(mem_s, sizeof mem_s, "%" PRIu64, mem);
@@ -623,6 +681,21 @@ static void bt_print(const struct bt_results *r, const struct bt_opts *o)
         bt_ratio(r->b[s][P_FLOOR], r->b[s][P_ALONE]);
         printf("\n");
     }
+    printf("\n# weights: two clients each running B's streams at once\n");
+    printf("| client | weight | GB/s | share |\n|---|---:|---:|---:|\n");
+    double all = r->weighted[0] + r->weighted[1];
+    for (int i = 0; i < 2; i++)
+        printf("| %s | %d | %.3f | %.3f |\n", bt_clients[C_HEAVY + i].name,
+               bt_clients[C_HEAVY + i].weight, r->weighted[i], all > 0 ? r->weighted[i] / all : 0);
+    printf("\n# priority: A's 16 B reverse at high beside A's own unary load at low\n");
+    printf("| A's call | beside | calls/s | p50 us | p99 us | p99.9 us | p50 x alone | "
+           "p99 x alone | low load GB/s |\n|---|---|---:|---:|---:|---:|---:|---:|---:|\n");
+    const struct bt_lat *h = &r->high[M_DEV_REVERSE], *alone = &r->a_alone[M_DEV_REVERSE];
+    printf("| %s, high | A's unary at low | %.0f | %.1f | %.1f | %.1f |",
+           bt_measures[M_DEV_REVERSE].name, h->rate, h->p50, h->p99, h->p999);
+    bt_ratio(h->p50, alone->p50);
+    bt_ratio(h->p99, alone->p99);
+    printf(" %.3f |\n", r->low);
 }
 
 /* --- the targets -------------------------------------------------------------------------- */
@@ -634,6 +707,8 @@ static void bt_print(const struct bt_results *r, const struct bt_opts *o)
 #define BT_B_SHARE_GPU 0.9          /* B beside A over B alone, at least */
 #define BT_B_SHARE_CPU 0.8
 #define BT_FLOOR_X_CPU 2.0          /* A's p50 and p99 beside B over the floor's, at most */
+#define BT_WEIGHT_SPLIT_TOL 0.10    /* the weighted clients' split within this of their weights' */
+#define BT_HIGH_X_ALONE 1.5         /* A's p99 at high beside its own low load over alone */
 
 /* One bound on A: measure m's p50 (else p99) beside shape s on the same
  * ampd, at most max times A alone (GPU). */
@@ -711,6 +786,23 @@ static void bt_targets(const struct bt_results *r, bool gpu)
             }
         }
     }
+    /* The issue sets these two on the GPU; they hold on any device, as
+     * they compare one daemon's clients with each other. */
+    double want = (double)BT_WEIGHT_HEAVY / BT_WEIGHT_LIGHT;
+    double split = bt_x(r->weighted[0], r->weighted[1]);
+    snprintf(what, sizeof what, "weights %d:%d, throughput split", BT_WEIGHT_HEAVY,
+             BT_WEIGHT_LIGHT);
+    snprintf(bound, sizeof bound, "%.2f to %.2f", want * (1 - BT_WEIGHT_SPLIT_TOL),
+             want * (1 + BT_WEIGHT_SPLIT_TOL));
+    if (split > 0 && split < want * (1 - BT_WEIGHT_SPLIT_TOL))
+        bt_target_row(&t, what, bound, split, true, want * (1 - BT_WEIGHT_SPLIT_TOL));
+    else
+        bt_target_row(&t, what, bound, split, false, want * (1 + BT_WEIGHT_SPLIT_TOL));
+    snprintf(what, sizeof what, "A's %s p99 at high beside its own low load",
+             bt_measures[M_DEV_REVERSE].name);
+    snprintf(bound, sizeof bound, "<= %.1fx alone", BT_HIGH_X_ALONE);
+    bt_target_row(&t, what, bound, bt_x(r->high[M_DEV_REVERSE].p99,
+                                        r->a_alone[M_DEV_REVERSE].p99), false, BT_HIGH_X_ALONE);
     double share = gpu ? BT_B_SHARE_GPU : BT_B_SHARE_CPU;
     for (int s = 0; s < S_COUNT; s++) {
         snprintf(what, sizeof what, "B's %s throughput beside A", bt_shape_names[s]);
@@ -749,7 +841,8 @@ static void bt_usage(void)
             "                     [--unary-calls 16] [--seconds 3] [--warmup 1]\n"
             "                     [--period-us 1000] [--device 0] [--no-floor]\n"
             "                     [--ampd PATH | --address ADDR [--floor-address ADDR]\n"
-            "                      [--token-a T] [--token-b T]] [-- AMPD-OPTIONS]\n");
+            "                      [--token-a T] [--token-b T] [--token-w3 T --token-w1 T]]\n"
+            "                     [-- AMPD-OPTIONS]\n");
     exit(2);
 }
 
@@ -823,9 +916,13 @@ static void bt_parse(int argc, char **argv, struct bt_opts *o)
         else if (strcmp(a, "--floor-address") == 0 && v)
             o->floor_address = v;
         else if (strcmp(a, "--token-a") == 0 && v)
-            o->token[0] = v;
+            o->token[C_A] = v;
         else if (strcmp(a, "--token-b") == 0 && v)
-            o->token[1] = v;
+            o->token[C_B] = v;
+        else if (strcmp(a, "--token-w3") == 0 && v)
+            o->token[C_HEAVY] = v;
+        else if (strcmp(a, "--token-w1") == 0 && v)
+            o->token[C_LIGHT] = v;
         else
             bt_usage();
     }
@@ -837,23 +934,33 @@ int main(int argc, char **argv)
     bt_parse(argc, argv, &o);
     struct bt_daemons *ds = &bt_daemons;
     atexit(bt_daemons_atexit);
-    struct bt_target a, b, fb;   /* A, B on A's ampd, B on the floor's */
+    const char *tok[C_COUNT];
+    const char *addr, *floor_addr;
     bool has_floor = !o.no_floor;
     if (o.address) {
-        a = (struct bt_target){o.address, o.token[0]};
-        b = (struct bt_target){o.address, o.token[1]};
-        fb = (struct bt_target){o.floor_address, o.token[1]};
+        memcpy(tok, o.token, sizeof tok);
+        addr = o.address;
+        floor_addr = o.floor_address;
         has_floor = has_floor && o.floor_address;
     } else {
         bt_tokens_make(ds);
         for (int i = 0; i < (has_floor ? 2 : 1); i++)
             bt_daemon_start(ds, i, &o);
-        a = (struct bt_target){ds->tcp[0], ds->token[0]};
-        b = (struct bt_target){ds->tcp[0], ds->token[1]};
-        fb = (struct bt_target){ds->tcp[1], ds->token[1]};
+        for (int i = 0; i < C_COUNT; i++)
+            tok[i] = ds->token[i];
+        addr = ds->tcp[0];
+        floor_addr = ds->tcp[1];
     }
-    printf("# clients: A and B as two tokens of %s%s\n", a.address,
-           has_floor ? "; the floor: B on a second ampd" : "; no floor");
+    /* A, B on A's ampd, B on the floor's; A at high priority and its own
+     * load at low; the two weighted clients. */
+    struct bt_target a = {addr, tok[C_A], NULL}, b = {addr, tok[C_B], NULL},
+                     fb = {floor_addr, tok[C_B], NULL}, a_high = {addr, tok[C_A], "high"},
+                     a_low = {addr, tok[C_A], "low"},
+                     w[2] = {{addr, tok[C_HEAVY], NULL}, {addr, tok[C_LIGHT], NULL}};
+    bool has_weights = tok[C_HEAVY] && tok[C_LIGHT];
+    printf("# clients: A and B as two tokens of %s%s; weights %d:%d as two more%s\n", a.address,
+           has_floor ? "; the floor: B on a second ampd" : "; no floor", BT_WEIGHT_HEAVY,
+           BT_WEIGHT_LIGHT, has_weights ? "" : " (no tokens given: not run)");
 
     static struct bt_a_data d;
     bt_a_data_make(&d);
@@ -862,14 +969,20 @@ int main(int argc, char **argv)
     bench_random(in, in_len, BT_SEED_B);
 
     static struct bt_results r;
-    bt_a_all(&a, &o, &d, r.a_alone);
+    bt_a_all(&a, &o, &d, BT_ALL_MEASURES, r.a_alone);
     for (int s = 0; s < S_COUNT; s++) {
         enum bt_shape shape = (enum bt_shape)s;
-        bt_phase(shape, &b, NULL, &o, in, &d, NULL, &r.b[s][P_ALONE]);
-        bt_phase(shape, &b, &a, &o, in, &d, r.a[s][P_SAME], &r.b[s][P_SAME]);
+        bt_phase(shape, &b, NULL, 0, &o, in, &d, NULL, &r.b[s][P_ALONE]);
+        bt_phase(shape, &b, &a, BT_ALL_MEASURES, &o, in, &d, r.a[s][P_SAME], &r.b[s][P_SAME]);
         if (has_floor)
-            bt_phase(shape, &fb, &a, &o, in, &d, r.a[s][P_FLOOR], &r.b[s][P_FLOOR]);
+            bt_phase(shape, &fb, &a, BT_ALL_MEASURES, &o, in, &d, r.a[s][P_FLOOR],
+                     &r.b[s][P_FLOOR]);
     }
+    if (has_weights)
+        bt_weights_phase(w, &o, in, r.weighted);
+    /* A's own unary load at low saturates the device; A's tiny calls at
+     * high must go first. */
+    bt_phase(S_UNARY, &a_low, &a_high, 1u << M_DEV_REVERSE, &o, in, &d, r.high, &r.low);
     bt_print(&r, &o);
     bt_targets(&r, bt_device_is_gpu(&a, o.device));
     free(in);

@@ -4,7 +4,9 @@
 # client A's 16 B GPU Reverse, 64 KiB GPU Transform and 16 B host-path
 # Reverse on a paced schedule, beside client B's four 1 GiB Stream
 # transforms and sixteen concurrent 32 MiB unary transforms, on the same
-# ampd and on a second one (the floor); the table goes to $OUT.
+# ampd and on a second one (the floor); two bulk clients of weights 3:1;
+# A's 16 B Reverse at priority high beside its own unary load at low; and
+# issue 34's targets, each met or not. The tables go to $OUT.
 #
 # Two steps:
 #   1. here (the build machine), from the repo root:
@@ -15,7 +17,12 @@
 #   2. on the device machine, carrying $DIR:
 #        scripts/device-tenants.sh [BENCH_TENANTS-OPTIONS]
 #      e.g. --seconds 5; the options are added after the issue's sizes, so
-#      they override them. About 3 minutes; each step has a timeout.
+#      they override them. About 3 minutes (bench_tenants about 2: A's
+#      three measures of --seconds alone, beside each shape on each ampd,
+#      and 3 --seconds each for B alone and the weights, with --warmup
+#      before each load); each step has a timeout, at most 7.7 minutes
+#      together (nvidia-smi 30 s, ampd's start 100 s, devices 30 s,
+#      bench_tenants 300 s), within the device tool's 8.
 # Writes $OUT/bench_tenants.txt (the table), $OUT/bench_tenants.err and
 # $OUT/env.txt (GPU, driver, devices ampd sees).
 set -u
@@ -59,14 +66,14 @@ cd "$dir/bin"
 step "ampd's devices"
 d=$(mktemp -d)
 ./ampd --listen "unix:$d/s" 2>"$OUT/ampd-devices.log" & p=$!
-for _ in $(seq 240); do timeout 5 ./ampctl --address "unix:$d/s" health >/dev/null 2>&1 && break; sleep 0.5; done
+for _ in $(seq 40); do timeout 2 ./ampctl --address "unix:$d/s" health >/dev/null 2>&1 && break; sleep 0.5; done
 timeout 30 ./ampctl --address "unix:$d/s" devices | tee -a "$OUT/env.txt"
 kill $p; wait $p; echo "ampd exit $?"; rm -rf "$d"
 
 # The issue's shapes; the GPU is device "gpu" for A's device measures and
 # B's load; the floor's second ampd shares the host and the GPU with A's.
 step "bench_tenants (the table is printed at the end)"
-timeout 540 ./bench_tenants --ampd ./ampd --device gpu --bulk-bytes 1G --streams 4 \
+timeout 300 ./bench_tenants --ampd ./ampd --device gpu --bulk-bytes 1G --streams 4 \
     --unary-bytes 32M --unary-calls 16 --seconds 3 --warmup 2 "$@" \
     >"$OUT/bench_tenants.txt" 2>"$OUT/bench_tenants.err"
 rc=$?
