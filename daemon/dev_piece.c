@@ -93,20 +93,23 @@ static uint64_t dev_piece_step_in(const struct job *job, const size_t *out_len, 
     return i == 0 ? job->in_len : out_len[i - 1];
 }
 
-/* The range a step's launches cover, [*base, *base + span): a fill's
- * output, a transform's sub-range, the whole input otherwise. */
-static uint64_t dev_piece_span(const struct job *job, const size_t *out_len, size_t i,
-                               uint64_t *base)
+uint64_t dev_piece_step_span(const struct step *s, uint64_t in_len, uint64_t *base)
 {
-    const struct step *s = &job->steps[i];
     *base = 0;
     if (s->kind == STEP_FILL)
-        return out_len[i];
+        return job_step_output_len(s, in_len);
     if (s->kind == STEP_TRANSFORM) {
         *base = s->u.transform.offset;
         return s->u.transform.length;
     }
-    return dev_piece_step_in(job, out_len, i);
+    return in_len;
+}
+
+/* Step i's span in job (dev_piece_step_span). */
+static uint64_t dev_piece_span(const struct job *job, const size_t *out_len, size_t i,
+                               uint64_t *base)
+{
+    return dev_piece_step_span(&job->steps[i], dev_piece_step_in(job, out_len, i), base);
 }
 
 static bool dev_piece_has_data(const struct step *s)
@@ -268,7 +271,8 @@ static enum status_code dev_piece_begin(struct dev_exec *x)
         pc->slots[i] = calloc(OP_HIST_SLOTS(s->u.hist.bins), sizeof(uint64_t));
         if (!pc->slots[i])
             return dev_piece_oom(x);
-        st = op_hist_begin(x, &s->u.hist, &pc->accs[i]);
+        if (!pc->resident)   /* resident: at the step's first piece */
+            st = op_hist_begin(x, &s->u.hist, &pc->accs[i]);
     }
     if (st != STATUS_OK) {
         x->failed = true;
@@ -342,18 +346,18 @@ static enum status_code dev_piece_chunk(struct dev_exec *x, struct dev_piece *pc
     return st;
 }
 
-/* Resident: step i's launches over [base + off, base + off + len). */
-static enum status_code dev_piece_kernel(struct dev_exec *x, struct dev_piece *pc, size_t i,
-                                         uint64_t off, size_t len)
+enum status_code dev_piece_launch(struct dev_exec *x, const struct step *s, struct dev_buf *cur,
+                                  struct dev_buf *next, struct op_hist_acc *acc, uint64_t *slots,
+                                  size_t out_len, uint64_t off, size_t len)
 {
-    struct job *job = x->job;
-    const struct step *s = &job->steps[i];
     uint64_t base;
-    uint64_t span = dev_piece_span(job, pc->out_len, i, &base);
+    uint64_t span = dev_piece_step_span(s, cur->size, &base);
     enum status_code st = STATUS_OK;
     bool makes = s->kind == STEP_REVERSE || s->kind == STEP_FILL;
     if (off == 0 && makes)
-        st = dev_buf_create(x, &pc->next, pc->out_len[i], "a step's output buffer");
+        st = dev_buf_create(x, next, out_len, "a step's output buffer");
+    else if (off == 0 && s->kind == STEP_HISTOGRAM)
+        st = op_hist_begin(x, &s->u.hist, acc);
     if (st != STATUS_OK || len == 0) {
         /* nothing to launch */
     } else if (s->kind == STEP_REVERSE) {
@@ -361,29 +365,37 @@ static enum status_code dev_piece_kernel(struct dev_exec *x, struct dev_piece *p
          * word are written by the range at word 0. */
         uint64_t end = off + len == span ? span / OP_REVERSE_WORD + 1
                                          : (off + len) / OP_REVERSE_WORD;
-        st = op_reverse_range(x, &pc->cur, &pc->next, off / OP_REVERSE_WORD, end);
+        st = op_reverse_range(x, cur, next, off / OP_REVERSE_WORD, end);
     } else if (s->kind == STEP_FILL) {
         size_t esize = elem_size(s->u.fill.type);
-        st = op_fill_range(x, &s->u.fill, &pc->next, off / esize, (off + len) / esize);
+        st = op_fill_range(x, &s->u.fill, next, off / esize, (off + len) / esize);
     } else if (s->kind == STEP_TRANSFORM) {
         struct transform_params p = s->u.transform;
         p.offset = base + off;
         p.length = len;
         /* In place: the previous result's copy out is ordered before it. */
-        st = op_transform(x, &p, &pc->cur, &pc->cur);
+        st = op_transform(x, &p, cur, cur);
     } else {
-        st = op_hist_add_range(x, &s->u.hist, &pc->cur, (size_t)off, len, &pc->accs[i]);
+        st = op_hist_add_range(x, &s->u.hist, cur, (size_t)off, len, acc);
     }
     if (st != STATUS_OK || off + len < span)
         return st;
     if (s->kind == STEP_HISTOGRAM)
-        return op_hist_end(x, &pc->accs[i], pc->slots[i]);
+        return op_hist_end(x, acc, slots);
     if (makes) {
-        dev_buf_release(&pc->cur);   /* once the launches reading it have run */
-        pc->cur = pc->next;
-        memset(&pc->next, 0, sizeof(pc->next));
+        dev_buf_release(cur);   /* once the launches reading it have run */
+        *cur = *next;
+        memset(next, 0, sizeof(*next));
     }
     return st;
+}
+
+/* Resident: step i's launches over one chunk's range. */
+static enum status_code dev_piece_kernel(struct dev_exec *x, struct dev_piece *pc, size_t i,
+                                         uint64_t off, size_t len)
+{
+    return dev_piece_launch(x, &x->job->steps[i], &pc->cur, &pc->next, &pc->accs[i],
+                            pc->slots[i], pc->out_len[i], off, len);
 }
 
 /* Chunked: the histograms' counts once the last chunk is in. */

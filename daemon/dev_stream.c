@@ -41,6 +41,10 @@ struct dev_stream {
     struct dev_buf ring[DEV_STREAM_RING];/* chunked: chunk_bytes each */
     uint64_t chunks;                     /* chunked: INs started, picks the ring slot */
     struct dev_buf data;                 /* resident: the input, then RUN's result */
+    struct dev_buf run_out;              /* resident: a reverse's or fill's output in RUN */
+    bool running;                        /* resident: RUN's first piece has run */
+    size_t run_step;                     /* resident: the step RUN's next piece serves */
+    uint64_t run_off;                    /*   and how much of its span is done */
     struct op_hist_acc *accs;            /* chunked: nsteps entries, histogram steps used */
     uint64_t **slots;                    /* nsteps entries: histogram steps' host counts */
 };
@@ -80,12 +84,14 @@ uint64_t dev_stream_memory(struct dev *d, struct job *job)
 uint64_t dev_stream_cost(const struct task *t)
 {
     const struct job *job = t->job;
-    uint64_t kernels = sat_mul_u64(t->len, job->nsteps);
+    uint64_t kernels = sat_mul_u64(t->len, job->nsteps);   /* each step over a chunk */
     switch (t->kind) {
     case TASK_IN:
         /* A chunk in; a chunked stream's through every step and back out. */
         return dev_stream_is_resident(job) ? t->len : sat_add_u64(sat_mul_u64(t->len, 2), kernels);
-    case TASK_RUN: return kernels;
+    case TASK_RUN:
+        /* A piece: one chunk's range of a step, read and written. */
+        return sat_mul_u64(t->len < job->chunk_bytes ? t->len : job->chunk_bytes, 2);
     case TASK_OUT: return t->len;
     default: return 0;
     }
@@ -213,45 +219,47 @@ static void dev_stream_in(struct dev_exec *x, struct task *t)
 
 /* --- RUN, OUT, END -------------------------------------------------------- */
 
-/* Resident: every step over the whole data (t->len bytes of ds->data: an
- * unsized input's buffer is larger); ds->data ends as the result. */
-static void dev_stream_run(struct dev_exec *x, struct task *t)
+/* Resident: RUN runs every step over the whole data (t->len bytes of
+ * ds->data: an unsized input's buffer is larger), a piece per step of
+ * the task (dev_task_step): one chunk's range of a step's launches
+ * (dev_piece_launch), so a long reverse or fill is bounded work between
+ * which the runner starts other tasks. ds->data ends as the result. */
+static void dev_stream_run(struct dev_exec *x, struct task *t, bool *more)
 {
     struct job *job = t->job;
     struct dev_stream *ds = job->stream;
-    if (t->len > ds->data.size) {
-        x->failed = true;
-        job_fail(job, STATUS_INTERNAL, "a stream's input of %zu bytes past its %zu-byte buffer",
-                 t->len, ds->data.size);
-        return;
-    }
-    ds->data.size = t->len;   /* the buffer's bytes past it hold nothing */
-    if (job->in_cap && dev_check_steps(x->d, job, t->len, NULL) != STATUS_OK) {
-        x->failed = true;
-        return;
-    }
-    for (size_t i = 0; i < job->nsteps && !x->failed; i++) {
-        const struct step *st = &job->steps[i];
-        if (st->kind == STEP_HISTOGRAM) {
-            op_hist(x, &st->u.hist, &ds->data, ds->slots[i]);
-            continue;
+    if (!ds->running) {
+        if (t->len > ds->data.size) {
+            x->failed = true;
+            job_fail(job, STATUS_INTERNAL,
+                     "a stream's input of %zu bytes past its %zu-byte buffer", t->len,
+                     ds->data.size);
+            return;
         }
-        if (st->kind == STEP_TRANSFORM) {
-            op_transform(x, &st->u.transform, &ds->data, &ds->data);
-            continue;
+        ds->data.size = t->len;   /* the buffer's bytes past it hold nothing */
+        if (job->in_cap && dev_check_steps(x->d, job, t->len, NULL) != STATUS_OK) {
+            x->failed = true;
+            return;
         }
+        ds->running = true;
+    }
+    if (ds->run_step < job->nsteps) {
+        const struct step *st = &job->steps[ds->run_step];
+        uint64_t base, span = dev_piece_step_span(st, ds->data.size, &base);
+        uint64_t left = span - ds->run_off;
+        size_t len = (size_t)(left < x->d->chunk_bytes ? left : x->d->chunk_bytes);
         size_t out_len = (size_t)job_step_output_len(st, ds->data.size);
-        struct dev_buf out;
-        if (dev_buf_create(x, &out, out_len, "a step's output buffer") != STATUS_OK)
-            break;
-        if (st->kind == STEP_REVERSE)
-            op_reverse(x, &ds->data, &out);
-        else
-            op_fill(x, &st->u.fill, &out);
-        dev_buf_release(&ds->data);   /* freed once the step has read it */
-        ds->data = out;
+        dev_piece_launch(x, st, &ds->data, &ds->run_out, &ds->accs[ds->run_step],
+                         ds->slots[ds->run_step], out_len, ds->run_off, len);
+        ds->run_off += len;
+        if (ds->run_off >= span) {
+            ds->run_step++;
+            ds->run_off = 0;
+        }
     }
-    t->out_len = ds->has_data ? ds->data.size : 0;
+    *more = ds->run_step < job->nsteps && !x->failed;
+    if (!*more)
+        t->out_len = ds->has_data ? ds->data.size : 0;
 }
 
 static void dev_stream_out(struct dev_exec *x, struct task *t)
@@ -279,8 +287,9 @@ static void dev_stream_end(struct dev_exec *x, struct task *t)
 
 /* --- tasks ------------------------------------------------------------------ */
 
-struct dev_exec *dev_stream_start(struct dev *d, struct task *t)
+struct dev_exec *dev_stream_start(struct dev *d, struct task *t, bool *more)
 {
+    *more = false;
     struct job *job = t->job;
     struct dev_exec *x = dev_stream_exec(d, job);
     if (!x) {
@@ -300,7 +309,7 @@ struct dev_exec *dev_stream_start(struct dev *d, struct task *t)
     switch (t->kind) {
     case TASK_OPEN: dev_stream_open(d, job, x); break;
     case TASK_IN: dev_stream_in(x, t); break;
-    case TASK_RUN: dev_stream_run(x, t); break;
+    case TASK_RUN: dev_stream_run(x, t, more); break;
     case TASK_OUT: dev_stream_out(x, t); break;
     case TASK_END: dev_stream_end(x, t); break;
     default: break;
@@ -347,6 +356,7 @@ void dev_stream_close(struct job *job)
     for (size_t i = 0; i < DEV_STREAM_RING; i++)
         dev_buf_release(&ds->ring[i]);
     dev_buf_release(&ds->data);
+    dev_buf_release(&ds->run_out);
     for (size_t i = 0; i < job->nsteps; i++) {
         if (ds->accs)
             op_hist_acc_release(&ds->accs[i]);

@@ -103,7 +103,7 @@ struct dev_exec *dev_task_step(struct dev *d, struct task *t, bool *more)
         return NULL;
     }
     if (t->kind != TASK_JOB)
-        return dev_stream_start(d, t);
+        return dev_stream_start(d, t, more);
     if (!job->piece)
         job->t_start = stage_now_ns();   /* its first piece, or the whole job */
     if (job->piece || dev_piece_wanted(d, job))

@@ -100,6 +100,21 @@ bool dev_piece_wanted(const struct dev *d, const struct job *job);
 uint64_t dev_piece_memory(const struct dev *d, const struct job *job);
 uint64_t dev_piece_cost(const struct dev *d, const struct job *job);
 uint64_t dev_piece_cost_full(const struct dev *d);
+/* The range step s's launches cover over in_len bytes of input,
+ * [*base, *base + span): a fill's output, a transform's sub-range, the
+ * whole input otherwise. */
+uint64_t dev_piece_step_span(const struct step *s, uint64_t in_len, uint64_t *base);
+/* One piece of step s over device-resident data *cur: its launches over
+ * [base + off, base + off + len) of its span, len at most a chunk. At the
+ * step's first piece a reverse's or fill's output (*next, out_len bytes)
+ * is made, or a histogram's counts (acc) begun; at its last the counts
+ * go to slots, or *next becomes *cur. Shared by unary jobs in pieces and
+ * a resident stream's RUN. */
+struct dev_buf;
+struct op_hist_acc;
+enum status_code dev_piece_launch(struct dev_exec *x, const struct step *s, struct dev_buf *cur,
+                                  struct dev_buf *next, struct op_hist_acc *acc, uint64_t *slots,
+                                  size_t out_len, uint64_t off, size_t len);
 /* Starts job's next piece (the first sets up its device side). */
 struct dev_exec *dev_piece_step(struct dev *d, struct job *job, bool *more);
 /* Waits for one piece and frees x; returns its status. */
@@ -111,7 +126,8 @@ void dev_piece_end(struct job *job);
 /* Streamed jobs: dev_stream.c. */
 uint64_t dev_stream_memory(struct dev *d, struct job *job);
 uint64_t dev_stream_cost(const struct task *t);
-struct dev_exec *dev_stream_start(struct dev *d, struct task *t);
+/* A stream's task; RUN is a piece per step of its launches (*more). */
+struct dev_exec *dev_stream_start(struct dev *d, struct task *t, bool *more);
 void dev_stream_finish(struct dev *d, struct task *t, struct dev_exec *x);
 void dev_stream_close(struct job *job);
 /* Frees the device side of every stream still open on d (its runner,

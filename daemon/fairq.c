@@ -4,7 +4,11 @@
  * Each priority keeps its flows in an array, busy ones and idle ones that
  * still owe (a finish tag past v); taking a task scans that priority's
  * flows for the smallest head start tag and drops idle flows that owe
- * nothing. Flows are the clients with work queued, a handful to a few
+ * nothing. Tags are the flow's, not the tasks': a flow's head starts at
+ * the finish of its last task taken (or at max(v, that) when it turns
+ * busy), and the head's charge moves it on when taken. So a task may go
+ * back into the middle of its flow (fairq_requeue) without re-tagging
+ * the others. Flows are the clients with work queued, a handful to a few
  * hundred, so a scan costs less than the task it picks; a heap would be
  * the next step past that. Tags grow without bound and are compared
  * modulo 2^64 (fairq_before), so they may wrap.
@@ -23,8 +27,9 @@
 
 struct fairq_flow {
     uint64_t id;                /* job->cls.flow */
-    struct task *head, *tail;   /* its queued tasks, in push order */
-    uint64_t finish;            /* finish tag of its last task pushed */
+    struct task *head, *tail;   /* its queued tasks, in order */
+    uint64_t start;             /* start tag of its head, while it has one */
+    uint64_t finish;            /* finish tag of its last task taken */
 };
 
 struct fairq_level {
@@ -48,11 +53,13 @@ static bool fairq_before(uint64_t a, uint64_t b)
     return (int64_t)(a - b) < 0;
 }
 
-static bool fairq_task_before(const struct task *a, const struct task *b)
+/* Flow a's head goes before flow b's: the smaller start tag, then the
+ * earlier push. */
+static bool fairq_flow_before(const struct fairq_flow *a, const struct fairq_flow *b)
 {
-    if (a->fq_start != b->fq_start)
-        return fairq_before(a->fq_start, b->fq_start);
-    return fairq_before(a->fq_seq, b->fq_seq);
+    if (a->start != b->start)
+        return fairq_before(a->start, b->start);
+    return fairq_before(a->head->fq_seq, b->head->fq_seq);
 }
 
 struct fairq *fairq_new(void)
@@ -101,23 +108,45 @@ static struct fairq_flow *fairq_flow(struct fairq_level *l, uint64_t id)
     return f;
 }
 
-void fairq_push(struct fairq *q, struct task *t, uint64_t bytes)
+/* Files t under its flow, charged bytes; its place in the flow is left
+ * to the caller. Returns the flow. */
+static struct fairq_flow *fairq_file(struct fairq *q, struct task *t, uint64_t bytes)
 {
     struct fairq_level *l = &q->level[fairq_priority(t)];
     struct fairq_flow *f = fairq_flow(l, t->job->cls.flow);
-    /* The tag advances by cost / weight, scaled so that the largest
-     * weight still advances it by whole units. */
+    /* The tag advances by the charge over the weight, scaled so that the
+     * largest weight still advances it by whole units. */
     uint64_t charge = sat_add_u64(bytes, FAIRQ_TASK_COST);
     uint64_t step = sat_mul_u64(charge, JOB_WEIGHT_MAX) / job_weight(t->job);
-    if (step > FAIRQ_STEP_MAX)
-        step = FAIRQ_STEP_MAX;
-    t->fq_start = fairq_before(l->v, f->finish) ? f->finish : l->v;   /* max(v, F) */
+    t->fq_step = step > FAIRQ_STEP_MAX ? FAIRQ_STEP_MAX : step;
     t->fq_seq = q->seq++;
-    f->finish = t->fq_start + step;
-    task_append(&f->head, &f->tail, t);
+    if (!f->head)   /* busy again: max(v, F), no credit for the idle time */
+        f->start = fairq_before(l->v, f->finish) ? f->finish : l->v;
     l->queued++;
     q->len++;
     q->next = NULL;
+    return f;
+}
+
+void fairq_push(struct fairq *q, struct task *t, uint64_t bytes)
+{
+    struct fairq_flow *f = fairq_file(q, t, bytes);
+    task_append(&f->head, &f->tail, t);
+}
+
+void fairq_requeue(struct fairq *q, struct task *t, uint64_t bytes)
+{
+    struct fairq_flow *f = fairq_file(q, t, bytes);
+    struct task **at = &f->head;
+    while (*at && (*at)->job != t->job)
+        at = &(*at)->next;
+    if (!*at) {
+        task_append(&f->head, &f->tail, t);
+        return;
+    }
+    t->fq_seq = (*at)->fq_seq;   /* it takes that task's place */
+    t->next = *at;               /* not the tail: *at follows it */
+    *at = t;
 }
 
 /* The busy flow of l whose head goes first; idle flows that owe nothing
@@ -133,7 +162,7 @@ static struct fairq_flow *fairq_pick(struct fairq_level *l)
                 l->flows[i] = l->flows[--l->n];
                 continue;
             }
-        } else if (!best || fairq_task_before(f->head, best->head)) {
+        } else if (!best || fairq_flow_before(f, best)) {
             best = f;
         }
         i++;
@@ -155,11 +184,14 @@ struct task *fairq_pop(struct fairq *q)
     struct task *t = fairq_peek(q);
     if (!t)
         return NULL;
+    struct fairq_flow *f = q->next;
     struct fairq_level *l = &q->level[fairq_priority(t)];
-    task_pop(&q->next->head, &q->next->tail);
+    task_pop(&f->head, &f->tail);
     q->next = NULL;
-    if (fairq_before(l->v, t->fq_start))
-        l->v = t->fq_start;
+    if (fairq_before(l->v, f->start))
+        l->v = f->start;
+    f->finish = f->start + t->fq_step;
+    f->start = f->finish;   /* its next head's, while it stays busy */
     l->queued--;
     q->len--;
     return t;

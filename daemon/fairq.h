@@ -52,6 +52,12 @@ void fairq_free(struct fairq *q);
  * shares one with the other flows of its priority that had none. */
 void fairq_push(struct fairq *q, struct task *t, uint64_t bytes);
 
+/* Queues t, a task taken that has more pieces to come (dev_task_step),
+ * again, charged its next piece's bytes: behind the other tasks of its
+ * flow, but before any later task of its own job (a stream's CLOSE after
+ * its RUN), so a job's tasks still run in the order submitted. */
+void fairq_requeue(struct fairq *q, struct task *t, uint64_t bytes);
+
 /* The task to take next, or NULL when q is empty. */
 struct task *fairq_peek(struct fairq *q);
 

@@ -308,7 +308,7 @@ static void runner_begin(struct runner *r, struct task *t, bool retried)
     pthread_mutex_lock(&r->lock);
     r->flight_cost += cost;
     if (more)   /* its next piece takes its turn, charged what it costs */
-        fairq_push(r->queue, t, dev_task_cost(r->dev, t));
+        fairq_requeue(r->queue, t, dev_task_cost(r->dev, t));
     pthread_mutex_unlock(&r->lock);
 }
 

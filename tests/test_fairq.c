@@ -158,6 +158,59 @@ START_TEST(one_flow_keeps_its_order)
 }
 END_TEST
 
+/* A task taken with pieces left goes back behind its flow's other jobs
+ * but before its own job's later tasks; other flows keep their shares. */
+START_TEST(requeue_keeps_a_jobs_order)
+{
+    struct fairq *q = fresh();
+    struct task *run = task_of(1, 1, JOB_PRIORITY_NORMAL);
+    struct task *other = task_of(1, 1, JOB_PRIORITY_NORMAL);
+    struct task *close = task_of(1, 1, JOB_PRIORITY_NORMAL);
+    close->job = run->job;   /* the same stream: RUN, then CLOSE */
+    fairq_push(q, run, 100);
+    fairq_push(q, other, 100);
+    fairq_push(q, close, 100);
+    ck_assert_ptr_eq(fairq_pop(q), run);
+    fairq_requeue(q, run, 100);   /* more pieces: before its CLOSE */
+    ck_assert_ptr_eq(fairq_pop(q), other);
+    ck_assert_ptr_eq(fairq_pop(q), run);
+    fairq_requeue(q, run, 100);
+    ck_assert_ptr_eq(fairq_pop(q), run);
+    ck_assert_ptr_eq(fairq_pop(q), close);
+    ck_assert_ptr_null(fairq_pop(q));
+    /* A job with nothing after it goes to its flow's tail. */
+    struct task *a = task_of(2, 1, JOB_PRIORITY_NORMAL), *b = task_of(2, 1, JOB_PRIORITY_NORMAL);
+    fairq_push(q, a, 100);
+    fairq_push(q, b, 100);
+    ck_assert_ptr_eq(fairq_pop(q), a);
+    fairq_requeue(q, a, 100);
+    ck_assert_ptr_eq(fairq_pop(q), b);
+    ck_assert_ptr_eq(fairq_pop(q), a);
+    fairq_free(q);
+}
+END_TEST
+
+START_TEST(pieces_share_by_weight)
+{
+    /* Two clients' single jobs in pieces, weights 3:1, each piece pushed
+     * back as it is taken: the pieces split 3:1. */
+    struct fairq *q = fresh();
+    struct task *heavy = task_of(1, 3, JOB_PRIORITY_NORMAL);
+    struct task *light = task_of(2, 1, JOB_PRIORITY_NORMAL);
+    fairq_push(q, heavy, 4 << 20);
+    fairq_push(q, light, 4 << 20);
+    unsigned got[3] = {0};
+    for (int i = 0; i < 400; i++) {
+        struct task *t = fairq_pop(q);
+        got[t->job->cls.flow]++;
+        fairq_requeue(q, t, 4 << 20);
+    }
+    ck_assert_uint_ge(got[1], 299);
+    ck_assert_uint_le(got[1], 301);
+    fairq_free(q);
+}
+END_TEST
+
 START_TEST(tags_wrap_in_order)
 {
     /* Tags grow with the work done: push enough of the largest step to
@@ -197,6 +250,8 @@ int main(void)
         small_job_passes_a_bulk_queue,
         priority_goes_first,
         one_flow_keeps_its_order,
+        requeue_keeps_a_jobs_order,
+        pieces_share_by_weight,
         tags_wrap_in_order,
         bad_class_is_normal,
         NULL,

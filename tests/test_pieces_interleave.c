@@ -12,6 +12,11 @@
  * A's job cancelled while on the device (its call reset) stops at its next
  * piece: it ends failed (CANCELLED) rather than completed, and the device
  * memory it reserved is free again. Before, it ran to the end.
+ *
+ * A stream that needs its whole input on the device (a reverse) runs its
+ * RUN task as pieces too, a chunk's range of a step each: a transform, a
+ * reverse, a histogram and a reverse over 1 MiB + 5 bytes, each result
+ * checked against host_step.c.
  */
 #include <check.h>
 #include <stdlib.h>
@@ -148,12 +153,68 @@ START_TEST(cancelled_job_stops_between_pieces)
 }
 END_TEST
 
+struct sink {
+    uint8_t *buf;
+    size_t len, cap;
+};
+
+static int sink_write(void *ctx, const void *buf, size_t len)
+{
+    struct sink *k = ctx;
+    ck_assert_uint_le(len, k->cap - k->len);
+    memcpy(k->buf + k->len, buf, len);
+    k->len += len;
+    return 0;
+}
+
+START_TEST(resident_stream_runs_in_pieces)
+{
+    size_t n = ((size_t)1 << 20) + 5;
+    uint8_t *in = client_fixture_random(n, 3);
+    amp_step steps[4];
+    memset(steps, 0, sizeof steps);
+    for (size_t i = 0; i < 4; i++)
+        steps[i].size = sizeof(amp_step);
+    steps[0].kind = AMP_STEP_TRANSFORM;
+    steps[0].transform = (amp_transform_params){ .op = AMP_OP_ADD, .value = 9, .offset = 70001,
+                                                 .length = 600000, .has_length = 1 };
+    steps[1].kind = AMP_STEP_REVERSE;
+    steps[2].kind = AMP_STEP_HISTOGRAM;
+    steps[2].hist = (amp_hist_params){ .type = AMP_TYPE_UINT8, .bins = 256 };
+    steps[3].kind = AMP_STEP_REVERSE;
+    struct sink out = { malloc(n), 0, n };
+    amp_hist h;
+    ck_assert_int_eq(amp_stream_mem(a, &on_device0, steps, 4, in, n, sink_write, &out, &h, 1), 0);
+
+    struct transform_params tp;
+    memset(&tp, 0, sizeof tp);
+    tp.op = XFORM_ADD;
+    tp.value = 9;
+    tp.offset = 70001;
+    tp.length = 600000;
+    uint8_t *x = malloc(n), *r = malloc(n);
+    memcpy(x, in, n);
+    host_step_transform(&tp, x, n);
+    host_step_reverse(x, r, n);
+    struct hist_params hp = { .type = ELEM_U8, .bins = 256 };
+    client_fixture_expect_hist(&h, &hp, r, n);
+    ck_assert_uint_eq(out.len, n);
+    ck_assert_int_eq(memcmp(out.buf, x, n), 0);   /* reversed twice */
+    amp_hist_free(&h);
+    free(out.buf);
+    free(x);
+    free(r);
+    free(in);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("pieces_interleave");
     const TTest *const tests[] = {
         small_job_goes_between_pieces,
         cancelled_job_stops_between_pieces,
+        resident_stream_runs_in_pieces,
         NULL,
     };
     TCase *tc = check_run_case(s, "pieces", tests);
