@@ -3,7 +3,8 @@
  * through a runner, daemon/runner.c): chunk by chunk transforms and
  * histograms, a reverse that keeps its whole input resident, device memory
  * admission (a job waits for memory held by a stream, one that could never
- * fit is refused), and a cancelled job's tasks being dropped. Results are
+ * fit is refused), a cancelled job's tasks being dropped, and a CLOSE
+ * that waits for a RUN run in pieces. Results are
  * checked against tests/support/host_step.c. */
 #include <check.h>
 #include <pthread.h>
@@ -14,6 +15,7 @@
 #include "check_run.h"
 #include "host_step.h"
 #include "dev_fixture.h"
+#include "dev_internal.h"
 #include "dev_task.h"
 #include "runner.h"
 
@@ -303,6 +305,33 @@ START_TEST(cancelled_job_drops_its_tasks)
 }
 END_TEST
 
+/* RUN in pieces (a chunk's range of a step each, here 4 KiB): the runner
+ * puts it back into its queue between pieces, but ahead of the CLOSE
+ * queued right behind it (a call failing during RUN), so RUN still
+ * completes first and CLOSE frees the device side after its last piece. */
+START_TEST(close_waits_for_run_in_pieces)
+{
+    struct dev *d = fixture_dev();
+    dev_set_chunk_bytes_for_test(d, 4096);
+    uint8_t *in = malloc(TOTAL);
+    fixture_random(in, TOTAL, 9);
+    struct job *job = stream_job(2, TOTAL);
+    job->steps[0].kind = STEP_REVERSE;
+    job->steps[1].kind = STEP_HISTOGRAM;
+    job->steps[1].u.hist = (struct hist_params){.type = ELEM_U8, .bins = 256};
+    submit(job, TASK_OPEN, NULL, 0, 0);
+    submit_input(job, in);
+    struct task *runt = submit(job, TASK_RUN, NULL, 0, TOTAL);
+    submit(job, TASK_CLOSE, NULL, 0, 0);
+    expect_all_ok();   /* in submission order: RUN before CLOSE */
+    ck_assert_uint_eq(runt->out_len, TOTAL);
+    ck_assert_ptr_null(job->stream);
+    dev_set_chunk_bytes_for_test(d, 0);
+    job_free(job);
+    free(in);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("stream_tasks");
@@ -314,6 +343,7 @@ int main(void)
         job_waits_for_memory_a_stream_holds,
         job_that_could_never_fit_is_refused,
         cancelled_job_drops_its_tasks,
+        close_waits_for_run_in_pieces,
         NULL,
     };
     TCase *tc = check_run_case(s, "stream_tasks", tests);
