@@ -16,6 +16,7 @@
 
 #include "fuzz_backend.h"
 #include "sat.h"
+#include "tenant_stats.h"
 
 #define FUZZ_SCHED_NDEVS 2
 
@@ -29,12 +30,14 @@ struct sched_port {
     uint32_t abandoned;         /* of those, jobs whose call ended (sched_abandon) */
     uint64_t completed, failed;
     struct fuzz_sched_counts counts;
+    struct tenant_stats *tenants; /* each job and stream done, for Status (rpc_info.c) */
 };
 
 static void fuzz_sched_release(struct sched_port *s)
 {
     for (size_t i = 0; i < FUZZ_SCHED_NDEVS; i++)
         fuzz_staging_free(s->pools[i]);
+    tenant_stats_free(s->tenants);
     free(s);
 }
 
@@ -48,6 +51,10 @@ struct sched_port *fuzz_sched_new(const struct fuzz_sched_limits *limits)
     if (!s)
         return NULL;
     s->limits = *limits;
+    if (!(s->tenants = tenant_stats_new())) {
+        free(s);
+        return NULL;
+    }
     for (size_t i = 0; i < FUZZ_SCHED_NDEVS; i++) {
         struct dev_info *di = &s->info[i];
         di->index = (unsigned)i;
@@ -196,8 +203,10 @@ enum status_code sched_stream_begin(struct sched_port *s, struct job *job, size_
     return STATUS_OK;
 }
 
-void sched_stream_end(struct sched_port *s, bool ok)
+void sched_stream_end(struct sched_port *s, const struct job *job, uint64_t device_ns, bool ok)
 {
+    tenant_stats_record(s->tenants, job->cls.client, job->cls.priority,
+                        job->t_start > job->t_submit ? job->t_start - job->t_submit : 0, device_ns);
     if (s->in_flight == 0 || s->counts.streams_ended == s->counts.streams_begun)
         fuzz_backend_trap("sched_stream_end without a stream begun");
     s->in_flight--;
@@ -240,6 +249,7 @@ static void fuzz_sched_job_done(struct sched_port *s, struct job *job)
     if (job->abandoned)
         s->abandoned--;
     s->counts.jobs_done++;
+    tenant_stats_record(s->tenants, job->cls.client, job->cls.priority, 0, 0);
     if (job->status == STATUS_OK)
         s->completed++;
     else
@@ -331,4 +341,9 @@ void sched_stats(const struct sched_port *s, struct sched_stats *out)
     out->jobs_in_flight = s->in_flight;
     out->jobs_completed = s->completed;
     out->jobs_failed = s->failed;
+}
+
+struct tenant_stats *sched_port_tenants(const struct sched_port *s)
+{
+    return s->tenants;
 }
