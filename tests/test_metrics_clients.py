@@ -11,6 +11,8 @@ frame's totals. Past the daemon's cap
 on clients with series of their own, the next clients count together as
 client="other": with more clients than the cap, the named series are the
 first clients to run a job, and "other" holds the rest.
+Each priority a call asks for (amp-priority; high granted by the token
+line's max-priority=) has series of its own.
 Prints one line per check (support/cases.py).
 """
 import json
@@ -39,15 +41,18 @@ def token(name):
     return "%s-token-0123456789" % name
 
 
-def write_tokens(path, names):
+def write_tokens(path, names, fields=None):
+    """fields: {name: the token line's options after the token}."""
     with open(path, "w", encoding="utf-8") as f:
         for n in names:
-            f.write("%s %s\n" % (n, token(n)))
+            f.write("%s %s %s\n" % (n, token(n), (fields or {}).get(n, "")))
     os.chmod(path, 0o600)
 
 
-def reverse_as(m, name, data=b"0123456789abcdef"):
+def reverse_as(m, name, data=b"0123456789abcdef", priority=None):
     md = (("authorization", "Bearer " + token(name)),)
+    if priority:
+        md += (("amp-priority", priority),)
     m.channel.unary_unary(REVERSE)(pb_bytes(1, data), timeout=CALL_TIMEOUT_S, metadata=md)
 
 
@@ -157,6 +162,25 @@ def test_two_clients():
             for client, jobs in (("token alice", 5), ("token bob", 3)):
                 expect(re.search(r"^%s +normal +%d +\d" % (client, jobs), last, re.M),
                        "ampctl top: no %s row with %d jobs in:\n%s" % (client, jobs, last))
+
+
+def test_priorities():
+    """Each priority a client's calls ask for (amp-priority) is a series of
+    its own; high needs the token's grant."""
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "tokens")
+        write_tokens(path, ("alice", "bob"), {"bob": "max-priority=high"})
+        with Metrics(("--token-file", path)) as m:
+            for _ in range(2):
+                reverse_as(m, "alice", priority="low")
+            reverse_as(m, "alice")
+            reverse_as(m, "bob", priority="high")
+            samples, _ = scrape(m)
+            want = {("token alice", "low"): 2, ("token alice", "normal"): 1,
+                    ("token bob", "high"): 1}
+            for fam in (QUEUE, DEVICE):
+                got = client_counts(samples, fam)
+                expect(got == want, "%s counts %r, want %r" % (fam, got, want))
 
 
 def test_client_cap():
