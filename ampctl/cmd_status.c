@@ -58,7 +58,8 @@ static void status_clients(const amp_daemon_status *st)
         const amp_client_times *t = &st->client_times[i];
         char prio[TERM_ESCAPED_MAX(sizeof t->priority)];
         printf("%-*s %-8s %10" PRIu64 " %13" PRIu64 " %13" PRIu64 " %13.3f\n", width,
-               term_escape(name, sizeof name, t->client), term_escape(prio, sizeof prio, t->priority),
+               term_escape(name, sizeof name, t->client),
+               term_escape(prio, sizeof prio, t->priority),
                t->jobs, t->queue_p50_us, t->queue_p99_us,
                (double)t->device_sum_us / STATUS_US_PER_MS);
     }

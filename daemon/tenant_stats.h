@@ -5,11 +5,12 @@
  * client, "token alice", "uid 1000") and the priority it ran at: time
  * queued (submitted to started: a unary job's runner or host worker
  * taking it, a stream's OPEN starting) and device time (started to done;
- * a stream's, the time any of its tasks was on the device). sched.c records each job as its completion
- * reaches the loop, rpc_stream.c each stream as it ends; metrics_render.c
- * and Status (rpc_info.c) read a snapshot. Histograms use stage.h's
- * power-of-two microsecond buckets, so every latency figure the daemon
- * reports reads the same way.
+ * a stream's, the time any of its tasks was on the device). sched.c
+ * records each job as its completion reaches the loop, and each stream
+ * as rpc_stream.c ends it; metrics_render.c and Status (rpc_info.c)
+ * read a snapshot. Histograms use stage.h's power-of-two microsecond
+ * buckets, so every latency figure the daemon reports reads the same
+ * way.
  *
  * The number of clients is bounded: the first TENANT_STATS_CLIENTS
  * distinct clients get their own rows, later ones are counted together
