@@ -21,7 +21,7 @@ struct client_share_entry {
     struct client_share_entry *next;
     uint32_t calls;       /* open: 1 <= calls <= max_calls while listed */
     uint32_t jobs;        /* queued or running: jobs <= calls, jobs <= max_jobs */
-    uint64_t flow;        /* its number: set when listed, never changed after */
+    uint64_t flow;        /* its number (client_share_flow_of its name), set when listed */
     struct budget memory; /* bytes its calls hold (--max-client-memory), locked by the
                            * share's lock; used is 0 again before its last call leaves */
     char name[CLIENT_SHARE_NAME_MAX];
@@ -32,7 +32,6 @@ struct client_share {
     uint32_t max_calls, max_jobs;        /* 0: no limit */
     uint64_t max_memory;                 /* 0: bytes are not counted per client */
     struct client_share_entry *clients;  /* those with a call open */
-    uint64_t flows;                      /* numbers given so far: the last one */
 };
 
 struct client_share *client_share_new(uint32_t max_calls, uint32_t max_jobs, uint64_t max_memory)
@@ -78,7 +77,7 @@ enum status_code client_share_enter(struct client_share *s, const char *client,
     } else {
         if (e->calls == 0) {
             snprintf(e->name, sizeof e->name, "%s", client);
-            e->flow = ++s->flows;
+            e->flow = client_share_flow_of(e->name);
             e->memory = (struct budget){ .max = s->max_memory, .name = "--max-client-memory",
                                          .owner = e->name, .lock = &s->lock };
             e->next = s->clients;
@@ -89,6 +88,20 @@ enum status_code client_share_enter(struct client_share *s, const char *client,
     }
     pthread_mutex_unlock(&s->lock);
     return code;
+}
+
+/* FNV-1a, 64 bits: a client's number from its name, the same each time
+ * it comes back; two names sharing one is a 2^-64 chance and would only
+ * make them share a flow. */
+#define CLIENT_SHARE_FNV_OFFSET 0xcbf29ce484222325ull
+#define CLIENT_SHARE_FNV_PRIME 0x100000001b3ull
+
+uint64_t client_share_flow_of(const char *name)
+{
+    uint64_t h = CLIENT_SHARE_FNV_OFFSET;
+    for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+        h = (h ^ *p) * CLIENT_SHARE_FNV_PRIME;
+    return h ? h : 1;
 }
 
 uint64_t client_share_flow(const struct client_share_entry *e)

@@ -17,8 +17,9 @@
  * A limit of 0 is no limit. Over its share, a call gets RESOURCE_EXHAUSTED
  * naming the limit and the client, while other clients go on.
  * Each client also has a number, its flow in the fair queue (fairq.h):
- * daemon-wide, never reused while the daemon runs (a client that comes
- * back after its last call ended gets a new one).
+ * a hash of its name, so that a client whose calls come one at a time
+ * (its entry going and coming back with each) stays one flow, with the
+ * fair queue's memory of what it was served.
  */
 #ifndef AMPD_CLIENT_SHARE_H
 #define AMPD_CLIENT_SHARE_H
@@ -49,9 +50,11 @@ enum status_code client_share_enter(struct client_share *s, const char *client,
  * per client. A call gives back all it took before it leaves. */
 struct budget *client_share_memory(struct client_share *s, struct client_share_entry *e);
 
-/* e's client's number (>= 1) and name ("token alice", "uid 1000"),
+/* e's client's number (>= 1: client_share_flow_of its name) and name ("token alice", "uid 1000"),
  * fixed while e is valid. */
 uint64_t client_share_flow(const struct client_share_entry *e);
+/* The number of the client called name: FNV-1a of its bytes, never 0. */
+uint64_t client_share_flow_of(const char *name);
 const char *client_share_name(const struct client_share_entry *e);
 
 /* The call of e ended (its job slot, if any, and its bytes were given back first). */

@@ -37,6 +37,7 @@ struct fairq_level {
     size_t n, cap;
     struct fairq_flow spare;    /* shared by tasks whose flow got no memory */
     uint64_t v;                 /* start tag of the last task taken */
+    uint64_t last;              /* the latest finish tag of a task taken */
     size_t queued;              /* tasks queued at this priority */
 };
 
@@ -192,12 +193,28 @@ struct task *fairq_pop(struct fairq *q)
         l->v = f->start;
     f->finish = f->start + t->fq_step;
     f->start = f->finish;   /* its next head's, while it stays busy */
+    if (fairq_before(l->last, f->finish))
+        l->last = f->finish;
     l->queued--;
     q->len--;
+    /* Nothing left at this priority: the server idles, and SFQ's v moves
+     * to the latest finish tag, so no idle flow owes anything and the next
+     * pick drops them all (each client that came and went would otherwise
+     * stay, one per call of a client making one at a time). */
+    if (!l->queued)
+        l->v = l->last;
     return t;
 }
 
 size_t fairq_len(const struct fairq *q)
 {
     return q->len;
+}
+
+size_t fairq_flows(const struct fairq *q)
+{
+    size_t n = 0;
+    for (size_t p = 0; p < JOB_PRIORITIES; p++)
+        n += q->level[p].n;
+    return n;
 }

@@ -67,4 +67,9 @@ struct task *fairq_pop(struct fairq *q);
 /* Tasks queued. */
 size_t fairq_len(const struct fairq *q);
 
+/* Flows q keeps: those with tasks queued and those that still owe for
+ * what they were served (at most one per client that was busy since the
+ * queue last ran empty). */
+size_t fairq_flows(const struct fairq *q);
+
 #endif

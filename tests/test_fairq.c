@@ -211,6 +211,32 @@ START_TEST(pieces_share_by_weight)
 }
 END_TEST
 
+/* Clients that each make one call at a time, and go: the queue keeps no
+ * flow for them once it runs empty (it kept one per call). */
+START_TEST(idle_flows_go)
+{
+    struct fairq *q = fresh();
+    for (uint64_t i = 1; i <= 10000; i++) {
+        push(q, i, 1, JOB_PRIORITY_NORMAL, 16);
+        ck_assert_uint_eq(fairq_pop(q)->job->cls.flow, i);
+        njobs = 0;
+    }
+    ck_assert_uint_le(fairq_flows(q), 1);
+    /* A busy client stays while others come and go beside it, one call
+     * each: those served fall behind v as the busy one is served. */
+    push(q, 1, 1, JOB_PRIORITY_NORMAL, 1 << 20);
+    for (uint64_t i = 2; i < 1000; i++) {
+        njobs = njobs > MAXT - 4 ? 0 : njobs;
+        push(q, i, 1, JOB_PRIORITY_NORMAL, 16);
+        push(q, 1, 1, JOB_PRIORITY_NORMAL, 1 << 20);
+        fairq_pop(q);
+        fairq_pop(q);
+    }
+    ck_assert_uint_le(fairq_flows(q), 3);
+    fairq_free(q);
+}
+END_TEST
+
 START_TEST(tags_wrap_in_order)
 {
     /* Tags grow with the work done: push enough of the largest step to
@@ -252,6 +278,7 @@ int main(void)
         one_flow_keeps_its_order,
         requeue_keeps_a_jobs_order,
         pieces_share_by_weight,
+        idle_flows_go,
         tags_wrap_in_order,
         bad_class_is_normal,
         NULL,
