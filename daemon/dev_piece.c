@@ -125,6 +125,16 @@ static bool dev_piece_has_data(const struct step *s)
     return s->kind != STEP_HISTOGRAM;
 }
 
+/* Whether any step's data result is copied back to the host (a job of
+ * histograms only copies nothing out but its counts). */
+static bool dev_piece_copies_out(const struct job *job)
+{
+    for (size_t i = 0; i < job->nsteps; i++)
+        if (dev_piece_has_data(&job->steps[i]))
+            return true;
+    return false;
+}
+
 /* The first piece of a resident job: its input, or step 0 when it reads
  * none (a fill, or an empty input). */
 static struct dev_piece_at dev_piece_first(const struct job *job, bool resident)
@@ -269,8 +279,8 @@ static enum status_code dev_piece_begin(struct dev_exec *x)
     dev_pin_region(d, job->out_region);
     pc->in_host = dev_job_in_host(d, job);
     pc->out_host = dev_job_out_host(d, job);
-    if (d->info.type == DEV_GPU &&
-        (pc->in_host == DEV_HOST_PAGEABLE || pc->out_host == DEV_HOST_PAGEABLE)) {
+    if (d->info.type == DEV_GPU && (pc->in_host == DEV_HOST_PAGEABLE ||
+                                    (dev_piece_copies_out(job) && pc->out_host == DEV_HOST_PAGEABLE))) {
         size_t small = pc->chunk / DEV_PIECE_PAGEABLE_DIV / OP_REVERSE_WORD * OP_REVERSE_WORD;
         pc->chunk = small ? small : OP_REVERSE_WORD;
     }

@@ -12,7 +12,8 @@
 #      then copy the baseline daemon to $DIR/bin/ampd-old (a build of the
 #      commit to compare with) and build/bench/bench_data_path to $DIR/bin;
 #   2. on the device machine, carrying $DIR: scripts/device-regress.sh
-#      [ROUNDS] (default 2). Writes $OUT/regress.txt.
+#      [ROUNDS] (default 2). Writes $OUT/regress.txt. $ONLY narrows
+#      bench_data_path's groups (its --only; default all but raw and tls).
 set -u
 dir=${DIR:-build-dev}
 rounds=${1:-2}
@@ -47,7 +48,7 @@ tiny() {
   for r in $(seq "$rounds"); do
     for bin in ampd-old ampd; do
       echo "== bench_data_path, $bin, round $r"
-      timeout 240 ./bench_data_path --sizes 64M,1G --reps 3 --only pinned,stream,unary,region,multi \
+      timeout 240 ./bench_data_path --sizes 64M,1G --reps 3 --only "${ONLY:-pinned,stream,unary,region,multi}" \
         --ampd ./$bin 2>&1 | grep -E '^(pinned|stream|unary|region|4 streams)'
     done
   done
