@@ -302,9 +302,37 @@ def test_queue_time_limit():
         expect(reply.startswith(head + data[::-1][:64]), "the patient job's reply")
 
 
+def test_priority_passes_parked():
+    """Two jobs parked behind the held stream's device memory, alice's at
+    normal and then boss's at high: when the stream ends, boss's runs
+    first (a higher priority passes at admission), and both are served."""
+    with grpc.insecure_channel(Ctx.d.address) as ch:
+        held = HeldStream(ch)
+        order = []
+        data = bytes(range(256)) * (PARKED_LEN // 256)
+        try:
+            wait_load("the stream admitted", lambda load: load["memory_in_use"] >= HELD_LEN)
+            call = ch.unary_unary("/amp.v1.Amp/Reverse")
+            normal = call.future(reverse_request(data, "cpu"), timeout=CALL_TIMEOUT_S,
+                                 metadata=md(ALICE, queue=PATIENT))
+            normal.add_done_callback(lambda f: order.append("normal"))
+            wait_load("alice's job parked", lambda load: load["jobs_queued"] >= 1)
+            high = call.future(reverse_request(data, "cpu"), timeout=CALL_TIMEOUT_S,
+                               metadata=md(BOSS, priority="high", queue=PATIENT))
+            high.add_done_callback(lambda f: order.append("high"))
+            wait_load("boss's job parked", lambda load: load["jobs_queued"] >= 2)
+        finally:
+            held.end()
+        head = b"\x0a" + varint(PARKED_LEN) + data[::-1][:64]
+        for f in (high, normal):
+            expect(f.result(timeout=CALL_TIMEOUT_S).startswith(head), "a parked job's reply")
+        expect(order == ["high", "normal"], "completed in the order %s" % order)
+
+
 TESTS = [test_priority_over_cap_refused, test_uid_cap_and_token_wins,
          test_sighup_rereads_grants, test_ampctl_sends_the_class, test_bad_metadata_refused,
-         test_bad_token_fields_and_options_stop_the_start, test_queue_time_limit]
+         test_bad_token_fields_and_options_stop_the_start, test_queue_time_limit,
+         test_priority_passes_parked]
 
 
 def main():
