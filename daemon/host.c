@@ -178,11 +178,8 @@ static void *host_pool_main(void *arg)
         polled = true;
         struct job *job = t->job;
         t->out_len = 0;
-        uint64_t now = monotonic_ns();
-        if (job->cls.queue_deadline_ns && now >= job->cls.queue_deadline_ns &&
-            job_claim(job, JOB_EXPIRED)) {
-            char msg[STATUS_MSG_MAX];
-            job_queue_expired_msg(job, now, msg, sizeof msg);
+        char msg[STATUS_MSG_MAX];
+        if (job_queue_late(job, monotonic_ns(), msg, sizeof msg)) {
             job_fail(job, STATUS_UNAVAILABLE, "%s", msg);
         } else if (atomic_load(&job->cancelled) || !job_claim(job, JOB_STARTED)) {
             job_fail(job, STATUS_CANCELLED, JOB_CANCELLED_MSG);

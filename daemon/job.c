@@ -78,6 +78,15 @@ void job_queue_expired_msg(const struct job *job, uint64_t now_ns, char *msg, si
                  "over its amp-max-queue-time of %s", waited, limit);
 }
 
+bool job_queue_late(struct job *job, uint64_t now_ns, char *msg, size_t msglen)
+{
+    if (!job->cls.queue_deadline_ns || now_ns < job->cls.queue_deadline_ns ||
+        !job_claim(job, JOB_EXPIRED))
+        return false;
+    job_queue_expired_msg(job, now_ns, msg, msglen);
+    return true;
+}
+
 uint32_t job_weight(const struct job *job)
 {
     uint32_t w = job->cls.weight;

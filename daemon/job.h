@@ -241,6 +241,12 @@ void job_drop_results(struct job *job);
  * the first claim, false when the other came first. Any thread. */
 bool job_claim(struct job *job, enum job_queue_state state);
 
+/* Whether job, still queued, is past its queue time at now_ns
+ * (monotonic_ns()): then it is claimed as JOB_EXPIRED here and msg says
+ * why (job_queue_expired_msg). False when it has time left, has no limit
+ * or was claimed already; for a runner or host worker about to start it. */
+bool job_queue_late(struct job *job, uint64_t now_ns, char *msg, size_t msglen);
+
 /* The message of a job that the queue-time limit ended at now_ns
  * (monotonic_ns()), for the runner, a host worker and the call's timer
  * alike (status UNAVAILABLE): how long it waited, and which limit. */

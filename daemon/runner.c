@@ -210,11 +210,8 @@ static struct task *runner_next(struct runner *r, bool *retried)
 static bool runner_expired(struct task *t, bool start)
 {
     struct job *job = t->job;
-    uint64_t now = monotonic_ns();
-    if (job->cls.queue_deadline_ns && now >= job->cls.queue_deadline_ns &&
-        job_claim(job, JOB_EXPIRED)) {
-        char msg[STATUS_MSG_MAX];
-        job_queue_expired_msg(job, now, msg, sizeof msg);
+    char msg[STATUS_MSG_MAX];
+    if (job_queue_late(job, monotonic_ns(), msg, sizeof msg)) {
         runner_fail(t, STATUS_UNAVAILABLE, "%s", msg);
         return true;
     }
