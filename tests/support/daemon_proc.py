@@ -74,12 +74,29 @@ class Daemon:
         finally:
             s.close()
 
+    def _tcp_listening(self):
+        """Whether every plain TCP --listen of the command line accepts: ampd
+        binds its listeners one after another, the Unix one (ours, first)
+        before them, so a call to a TCP one right after start could be
+        refused."""
+        args = self.proc.args
+        for i, a in enumerate(args[:-1]):
+            v = args[i + 1]
+            if a != "--listen" or v.startswith(("unix:", "tls:")):
+                continue
+            host, _, port = v.rpartition(":")
+            try:
+                socket.create_connection((host.strip("[]"), int(port)), timeout=1).close()
+            except (OSError, ValueError):
+                return False
+        return True
+
     def _wait_ready(self):
         deadline = time.monotonic() + START_TIMEOUT_S
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError("ampd exited during startup with %d" % self.proc.returncode)
-            if self._can_connect():
+            if self._can_connect() and self._tcp_listening():
                 return
             time.sleep(POLL_S)
         raise RuntimeError("ampd not ready after %d s" % START_TIMEOUT_S)
