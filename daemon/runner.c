@@ -181,11 +181,12 @@ static void runner_release(struct runner *r, struct job *job)
     r->retry_parked = r->parked != NULL;
 }
 
-/* Parks t behind the parked tasks of its priority or higher. */
-static void runner_park(struct runner *r, struct task *t)
+/* Parks t behind the parked tasks of its priority or higher, or, first
+ * (a retried task that still does not fit), back at the front. */
+static void runner_park(struct runner *r, struct task *t, bool first)
 {
     struct task **at = &r->parked;
-    while (*at && (*at)->job->cls.priority >= t->job->cls.priority)
+    while (!first && *at && (*at)->job->cls.priority >= t->job->cls.priority)
         at = &(*at)->next;
     t->next = *at;
     *at = t;
@@ -248,15 +249,9 @@ static bool runner_admit(struct runner *r, struct task *t, bool retried)
     bool behind = !retried && r->parked &&
                   r->parked->job->cls.priority >= t->job->cls.priority;
     if (behind || need > cap - r->mem_used) {
-        if (retried) {
-            t->next = r->parked;
-            r->parked = t;
-            if (!t->next)
-                r->parked_tail = t;
+        runner_park(r, t, retried);
+        if (retried)
             r->retry_parked = false;
-        } else {
-            runner_park(r, t);
-        }
         return false;
     }
     if (runner_expired(t, true)) {
