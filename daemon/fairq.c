@@ -80,12 +80,6 @@ void fairq_free(struct fairq *q)
     free(q);
 }
 
-static enum job_priority fairq_priority(const struct task *t)
-{
-    enum job_priority p = t->job->cls.priority;
-    return (unsigned)p < JOB_PRIORITIES ? p : JOB_PRIORITY_NORMAL;
-}
-
 /* t's flow at level l, made if new; the level's spare when that fails. */
 static struct fairq_flow *fairq_flow(struct fairq_level *l, uint64_t id)
 {
@@ -113,7 +107,7 @@ static struct fairq_flow *fairq_flow(struct fairq_level *l, uint64_t id)
  * to the caller. Returns the flow. */
 static struct fairq_flow *fairq_file(struct fairq *q, struct task *t, uint64_t bytes)
 {
-    struct fairq_level *l = &q->level[fairq_priority(t)];
+    struct fairq_level *l = &q->level[job_priority(t->job)];
     struct fairq_flow *f = fairq_flow(l, t->job->cls.flow);
     /* The tag advances by the charge over the weight, scaled so that the
      * largest weight still advances it by whole units. */
@@ -186,7 +180,7 @@ struct task *fairq_pop(struct fairq *q)
     if (!t)
         return NULL;
     struct fairq_flow *f = q->next;
-    struct fairq_level *l = &q->level[fairq_priority(t)];
+    struct fairq_level *l = &q->level[job_priority(t->job)];
     task_pop(&f->head, &f->tail);
     q->next = NULL;
     if (fairq_before(l->v, f->start))

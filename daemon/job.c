@@ -87,6 +87,12 @@ bool job_queue_late(struct job *job, uint64_t now_ns, char *msg, size_t msglen)
     return true;
 }
 
+enum job_priority job_priority(const struct job *job)
+{
+    enum job_priority p = job->cls.priority;
+    return (unsigned)p < JOB_PRIORITIES ? p : JOB_PRIORITY_NORMAL;
+}
+
 uint32_t job_weight(const struct job *job)
 {
     uint32_t w = job->cls.weight;

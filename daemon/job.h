@@ -255,6 +255,8 @@ void job_queue_expired_msg(const struct job *job, uint64_t now_ns, char *msg, si
 /* The weight and priority job->cls asks for, made valid: a weight of 0
  * is JOB_WEIGHT_DEFAULT, one past JOB_WEIGHT_MAX is JOB_WEIGHT_MAX. */
 uint32_t job_weight(const struct job *job);
+/* The priority job->cls asks for, made valid: out of range is normal. */
+enum job_priority job_priority(const struct job *job);
 
 /* Sets status and a printf-style message; returns the status for chaining. */
 enum status_code job_fail(struct job *job, enum status_code code, const char *fmt, ...)

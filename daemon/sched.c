@@ -181,11 +181,10 @@ static enum status_code sched_place(const struct sched *s, const char *req, size
  * keep a high-priority job from being admitted at all. */
 #define SCHED_HEADROOM_DIV 16
 
-/* The --max-jobs slots jobs of priority prio may fill. */
+/* The --max-jobs slots jobs of priority prio (a valid one: job_priority) may fill. */
 static uint32_t sched_job_slots(uint32_t max_jobs, enum job_priority prio)
 {
-    unsigned above = (unsigned)(JOB_PRIORITIES - 1) - ((unsigned)prio < JOB_PRIORITIES
-                                                          ? (unsigned)prio : JOB_PRIORITY_NORMAL);
+    unsigned above = (unsigned)(JOB_PRIORITIES - 1) - (unsigned)prio;
     return max_jobs - above * (max_jobs / SCHED_HEADROOM_DIV);
 }
 
@@ -241,7 +240,7 @@ static enum status_code sched_take(struct sched *s, const struct job *job, size_
     enum status_code code = sched_place(s, job->device_req, index, msg, msglen);
     if (code != STATUS_OK)
         return code;
-    return sched_admit(s, job->cls.priority, msg, msglen);
+    return sched_admit(s, job_priority(job), msg, msglen);
 }
 
 /* sched_take for the host path: no placement, the same admission. */
@@ -252,7 +251,7 @@ static enum status_code sched_take_host(struct sched *s, const struct job *job, 
         snprintf(msg, msglen, "the daemon is shutting down");
         return STATUS_UNAVAILABLE;
     }
-    return sched_admit(s, job->cls.priority, msg, msglen);
+    return sched_admit(s, job_priority(job), msg, msglen);
 }
 
 /* A job left to the daemon that is smaller than a device launch costs
