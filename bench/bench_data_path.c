@@ -12,8 +12,8 @@
  *               the bytes through a bare Unix socket pair and a bare TCP
  *               loopback connection, one way and both ways at once (a
  *               writer and a reader thread per direction, memory to
- *               memory), and DP_STREAMS Unix copies at once on their own
- *               pairs (what the host gives DP_STREAMS streams' bytes):
+ *               memory), and --streams Unix copies at once on their own
+ *               pairs (what the host gives that many streams' bytes):
  *               best of --reps, after one warm-up;
  *   ampd        a transform (xor, bytes in and out) and a 256-bin uint8
  *               histogram (bytes in only) from client memory to client
@@ -21,8 +21,10 @@
  *               socket and over TCP loopback, the unary calls over a Unix
  *               socket, the unary call over shared-memory regions
  *               (amp_run_region: the input already in a region, the
- *               output read from one), four streams on four
- *               connections at once against one, and the Stream call
+ *               output read from one), --streams streams (default 4)
+ *               on their own connections at once against one (on the
+ *               named device, or with --spread where the daemon places
+ *               them, each stream's device printed), and the Stream call
  *               over TLS on loopback (ampd's tls: listener, certificates
  *               made for the run by tests/support/tls_certs.sh with the
  *               openssl command); median of --reps, after one warm-up.
@@ -34,8 +36,8 @@
  * the pinned copy in for a region histogram, in then out for a region
  * transform (the device copies straight from and to the region's
  * mapping, pageable memory, where the pinned copy is the best case).
- * The four-stream rows compare with one stream (the issue's target is
- * 2.5x), and their note with the four raw copies at once; the TLS rows with the same stream over plain TCP in the same run
+ * The several-stream rows compare with one stream (issue 11's target is
+ * 2.5x for four), and their note with the raw copies at once; the TLS rows with the same stream over plain TCP in the same run
  * (issue 13's target is 0.7). GB/s is input bytes over seconds everywhere, bytes per direction
  * for the raw copies.
  *
@@ -75,11 +77,10 @@
 #define DP_SEED 4242
 #define DP_XOR_VALUE 0xa5
 #define DP_HIST_BINS 256
-#define DP_STREAMS 4                    /* the concurrent-stream rows */
-#define DP_STREAMS_TARGET "2.5"         /* issue 11: DP_STREAMS streams vs one */
+#define DP_STREAMS_DEFAULT 4            /* the concurrent-stream rows */
+#define DP_STREAMS_MAX 16
+#define DP_STREAMS_TARGET "2.5"         /* issue 11: four streams vs one */
 #define DP_TLS_TARGET "0.7"             /* issue 13: a stream over TLS vs plain TCP */
-#define DP_STR(x) DP_STR_(x)
-#define DP_STR_(x) #x
 #define DP_WRITE_SIZE AMP_STREAM_CHUNK  /* bytes per raw write, as the client sends */
 /* ampd's limits for the run: a unary call of the largest size must fit in
  * one message with its other fields, and the memory ampd holds for it
@@ -109,6 +110,7 @@ struct dp_row_def {
     int lim_a, lim_b;   /* limit rows: none (-1), a alone, or a then b in series */
     const char *limit;  /* the limit's name in the table */
     const char *note;
+    bool several;       /* --streams of it at once: the count leads its path */
     int also;           /* a row the note also compares with; 0 (R_PIN_IN, never one): none */
 };
 
@@ -121,10 +123,10 @@ static const struct dp_row_def dp_rows[DP_NROWS] = {
                        "the same, one thread a side polling (as an event loop)"},
     [R_TCP_1] = {"raw tcp", "copy 1-way", -1, -1, "-", ""},
     [R_TCP_2] = {"raw tcp", "copy 2-way", -1, -1, "-", "each way, both at once"},
-    [R_UNIX_1_MULTI] = {DP_STR(DP_STREAMS) " raw unix", "copy 1-way", -1, -1, "-",
-                        DP_STR(DP_STREAMS) " socket pairs at once, in all", R_UNIX_1},
-    [R_UNIX_2_MULTI] = {DP_STR(DP_STREAMS) " raw unix", "copy 2-way", -1, -1, "-",
-                        DP_STR(DP_STREAMS) " socket pairs at once, in all", R_UNIX_2},
+    [R_UNIX_1_MULTI] = {"raw unix", "copy 1-way", -1, -1, "-", "pairs at once, in all", true,
+                        R_UNIX_1},
+    [R_UNIX_2_MULTI] = {"raw unix", "copy 2-way", -1, -1, "-", "pairs at once, in all", true,
+                        R_UNIX_2},
     [R_STREAM_UNIX_X] = {"stream unix", "transform", R_UNIX_2, -1, "raw unix 2-way", ""},
     [R_STREAM_UNIX_H] = {"stream unix", "histogram", R_UNIX_1, -1, "raw unix 1-way", ""},
     [R_STREAM_TCP_X] = {"stream tcp", "transform", R_TCP_2, -1, "raw tcp 2-way", ""},
@@ -137,10 +139,10 @@ static const struct dp_row_def dp_rows[DP_NROWS] = {
     [R_UNARY_H] = {"unary unix", "histogram", R_UNIX_1, -1, "raw unix 1-way", ""},
     [R_REGION_X] = {"region unix", "transform", R_PIN_IN, R_PIN_OUT, "pinned h->d, d->h", ""},
     [R_REGION_H] = {"region unix", "histogram", R_PIN_IN, -1, "pinned h->d", ""},
-    [R_MULTI_X] = {DP_STR(DP_STREAMS) " streams unix", "transform", R_STREAM_UNIX_X, -1,
-                   "1 stream unix", "target >= " DP_STREAMS_TARGET, R_UNIX_2_MULTI},
-    [R_MULTI_H] = {DP_STR(DP_STREAMS) " streams unix", "histogram", R_STREAM_UNIX_H, -1,
-                   "1 stream unix", "target >= " DP_STREAMS_TARGET, R_UNIX_1_MULTI},
+    [R_MULTI_X] = {"streams unix", "transform", R_STREAM_UNIX_X, -1, "1 stream unix",
+                   "4: target >= " DP_STREAMS_TARGET, true, R_UNIX_2_MULTI},
+    [R_MULTI_H] = {"streams unix", "histogram", R_STREAM_UNIX_H, -1, "1 stream unix",
+                   "4: target >= " DP_STREAMS_TARGET, true, R_UNIX_1_MULTI},
 };
 
 /* Row groups --only picks from. */
@@ -154,6 +156,8 @@ struct dp_opts {
     uint64_t largest;
     int reps;
     unsigned device;
+    int streams;                     /* the several-at-once rows */
+    bool spread;                     /* those streams name no device */
     const char *ampd;
 };
 
@@ -162,7 +166,7 @@ struct dp_data {
     uint8_t *input;                       /* largest bytes */
     uint8_t *want;                        /* input xor DP_XOR_VALUE */
     struct hist_result hist[DP_MAX_SIZES];/* of each size's prefix */
-    uint8_t *got[DP_STREAMS];             /* largest bytes each: what came back */
+    uint8_t *got[DP_STREAMS_MAX];         /* largest bytes each (--streams): what came back */
 };
 
 /* Seconds and GB/s of each row at each size; 0 for a row not measured. */
@@ -290,7 +294,7 @@ static void dp_pinned_all(const struct dp_opts *o, const struct dp_data *data,
 
 /* --- several at once ------------------------------------------------------------------- */
 
-/* One of DP_STREAMS jobs run together (dp_at_once). */
+/* One of several jobs run together (dp_at_once). */
 struct dp_at_once_thread {
     void (*run)(void *job);
     void *job;
@@ -309,21 +313,21 @@ static void *dp_at_once_main(void *arg)
     return NULL;
 }
 
-/* Runs run(jobs[i]) on DP_STREAMS threads started at a barrier: seconds
- * from the first start to the last end. */
-static double dp_at_once(void (*run)(void *job), void *const jobs[DP_STREAMS])
+/* Runs run(jobs[i]) on n threads started at a barrier: seconds from the
+ * first start to the last end. */
+static double dp_at_once(void (*run)(void *job), void *const jobs[], int n)
 {
-    struct dp_at_once_thread t[DP_STREAMS];
+    struct dp_at_once_thread t[DP_STREAMS_MAX];
     pthread_barrier_t start;
-    pthread_barrier_init(&start, NULL, DP_STREAMS);
-    for (int i = 0; i < DP_STREAMS; i++) {
+    pthread_barrier_init(&start, NULL, (unsigned)n);
+    for (int i = 0; i < n; i++) {
         t[i] = (struct dp_at_once_thread){.run = run, .job = jobs[i], .start = &start};
         int e = pthread_create(&t[i].th, NULL, dp_at_once_main, &t[i]);
         if (e != 0)
             bench_die("cannot start a thread (%s)", strerror(e));
     }
     double t0 = 0, t1 = 0;
-    for (int i = 0; i < DP_STREAMS; i++) {
+    for (int i = 0; i < n; i++) {
         pthread_join(t[i].th, NULL);
         t0 = i == 0 || t[i].t0 < t0 ? t[i].t0 : t0;
         t1 = t[i].t1 > t1 ? t[i].t1 : t1;
@@ -370,8 +374,8 @@ static void dp_raw_row(enum bench_sock_kind kind, bool two_way, bool loop, const
     dp_record(res, k, row, dp_best(t, o->reps), (double)size);
 }
 
-/* DP_STREAMS raw Unix copies at once, each on its own socket pair with
- * its own threads (what DP_STREAMS streams can at best move together):
+/* n raw Unix copies at once, each on its own socket pair with its own
+ * threads (what n streams can at best move together):
  * one thread per pair (dp_at_once) runs bench_sock_copy. */
 struct dp_raw_pair {
     int fd[2];
@@ -389,12 +393,12 @@ static void dp_raw_pair_run(void *job)
 }
 
 /* Seconds from the first pair's start to the last one's end, checked. */
-static double dp_raw_multi_once(const struct dp_data *data, uint8_t *const back[DP_STREAMS],
-                                size_t size)
+static double dp_raw_multi_once(const struct dp_data *data, uint8_t *const back[], size_t size,
+                                int n)
 {
-    struct dp_raw_pair p[DP_STREAMS];
-    void *jobs[DP_STREAMS];
-    for (int i = 0; i < DP_STREAMS; i++) {
+    struct dp_raw_pair p[DP_STREAMS_MAX];
+    void *jobs[DP_STREAMS_MAX] = {0};
+    for (int i = 0; i < n; i++) {
         p[i] = (struct dp_raw_pair){.in = data->input, .out = data->want, .in_dst = data->got[i],
                                     .out_dst = back ? back[i] : NULL, .size = size};
         if (bench_sock_pair(BENCH_SOCK_UNIX, p[i].fd) < 0)
@@ -404,8 +408,8 @@ static double dp_raw_multi_once(const struct dp_data *data, uint8_t *const back[
             memset(back[i], 0, size);
         jobs[i] = &p[i];
     }
-    double t = dp_at_once(dp_raw_pair_run, jobs);
-    for (int i = 0; i < DP_STREAMS; i++) {
+    double t = dp_at_once(dp_raw_pair_run, jobs, n);
+    for (int i = 0; i < n; i++) {
         close(p[i].fd[0]);
         close(p[i].fd[1]);
         if (memcmp(p[i].in_dst, data->input, size) != 0 ||
@@ -415,21 +419,21 @@ static double dp_raw_multi_once(const struct dp_data *data, uint8_t *const back[
     return t;
 }
 
-/* The row of DP_STREAMS copies at once; both ways takes DP_STREAMS more
+/* The row of --streams copies at once; both ways takes that many more
  * buffers of size bytes for the row. GB/s counts every pair's bytes. */
 static void dp_raw_multi_row(bool two_way, const struct dp_opts *o, const struct dp_data *data,
                              int k, enum dp_row row, struct dp_results *res)
 {
     size_t size = (size_t)o->sizes[k];
-    uint8_t *back[DP_STREAMS];
-    for (int i = 0; i < DP_STREAMS; i++)
+    uint8_t *back[DP_STREAMS_MAX];
+    for (int i = 0; i < o->streams; i++)
         back[i] = two_way ? bench_alloc_touched(size) : NULL;
     double t[DP_REPS_MAX] = { 0 };
-    dp_raw_multi_once(data, two_way ? back : NULL, size);   /* warm-up */
+    dp_raw_multi_once(data, two_way ? back : NULL, size, o->streams);   /* warm-up */
     for (int r = 0; r < o->reps; r++)
-        t[r] = dp_raw_multi_once(data, two_way ? back : NULL, size);
-    dp_record(res, k, row, dp_best(t, o->reps), (double)size * DP_STREAMS);
-    for (int i = 0; i < DP_STREAMS; i++)
+        t[r] = dp_raw_multi_once(data, two_way ? back : NULL, size, o->streams);
+    dp_record(res, k, row, dp_best(t, o->reps), (double)size * o->streams);
+    for (int i = 0; i < o->streams; i++)
         free(back[i]);
 }
 
@@ -459,6 +463,7 @@ struct dp_ampd {
     amp_conn *unix_c, *tcp_c, *tls_c;
     amp_region *in, *out;         /* largest bytes each, on unix_c */
     amp_opts ao;
+    amp_opts multi_ao;            /* the multi rows': ao, or no device (--spread) */
     char device[16];
 };
 
@@ -519,6 +524,8 @@ static void dp_ampd_start(struct dp_ampd *am, const struct dp_opts *o)
         dp_call_failed(am->unix_c, "amp_region_create", rc);
     snprintf(am->device, sizeof am->device, "%u", o->device);
     am->ao = (amp_opts){.size = sizeof(amp_opts), .device = am->device, .timeout_ms = 0};
+    am->multi_ao = am->ao;
+    am->multi_ao.device = o->spread ? NULL : am->device;
 }
 
 static int dp_ampd_stop(struct dp_ampd *am)
@@ -632,40 +639,45 @@ static void dp_multi_run(void *job)
 }
 
 /* Whether the streams shared the host fairly: the slowest and fastest
- * stream, and how far apart their ends were, beside the whole span. */
-static void dp_multi_spread(const struct dp_stream_run m[DP_STREAMS], size_t size, double whole)
+ * stream, and how far apart their ends were, beside the whole span; and
+ * the device each ran on. */
+static void dp_multi_spread(const struct dp_stream_run m[], int n, size_t size, double whole)
 {
     double lo = 0, hi = 0, first = 0, last = 0;
-    for (int i = 0; i < DP_STREAMS; i++) {
+    char ran[DP_STREAMS_MAX * 8] = "";
+    for (int i = 0; i < n; i++) {
+        size_t at = strlen(ran);
+        const char *dev = amp_last_device(m[i].c);   /* "INDEX: NAME" */
+        snprintf(ran + at, sizeof ran - at, "%s%.*s", i ? "," : "", (int)strcspn(dev, ":"), dev);
         double gbs = (double)size / (m[i].t1 - m[i].t0) / 1e9;
         lo = i == 0 || gbs < lo ? gbs : lo;
         hi = gbs > hi ? gbs : hi;
         first = i == 0 || m[i].t1 < first ? m[i].t1 : first;
         last = m[i].t1 > last ? m[i].t1 : last;
     }
-    printf("# %d streams of %zu MiB (%s): each %.2f-%.2f GB/s, ends %.1f ms apart in %.1f ms\n",
-           DP_STREAMS, size >> 20, m[0].job == JOB_TRANSFORM ? "transform" : "histogram", lo, hi,
-           (last - first) * 1e3, whole * 1e3);
+    printf("# %d streams of %zu MiB (%s): each %.2f-%.2f GB/s, ends %.1f ms apart in %.1f ms; "
+           "devices %s\n", n, size >> 20, m[0].job == JOB_TRANSFORM ? "transform" : "histogram",
+           lo, hi, (last - first) * 1e3, whole * 1e3, ran);
 }
 
-/* DP_STREAMS streams of size bytes on their own connections, started at
- * once (dp_at_once): seconds from the first start to the last end. */
-static double dp_multi_once(amp_conn *const conns[DP_STREAMS], const amp_opts *ao,
-                            enum dp_job job, const struct dp_data *data, int k, size_t size)
+/* n streams of size bytes on their own connections, started at once
+ * (dp_at_once): seconds from the first start to the last end. */
+static double dp_multi_once(amp_conn *const conns[], int n, const amp_opts *ao, enum dp_job job,
+                            const struct dp_data *data, int k, size_t size)
 {
-    struct dp_stream_run m[DP_STREAMS];
-    void *jobs[DP_STREAMS];
-    for (int i = 0; i < DP_STREAMS; i++) {
+    struct dp_stream_run m[DP_STREAMS_MAX];
+    void *jobs[DP_STREAMS_MAX] = {0};
+    for (int i = 0; i < n; i++) {
         memset(data->got[i], 0, size);
         m[i] = (struct dp_stream_run){.c = conns[i], .ao = ao, .job = job,
                                       .input = data->input, .got = data->got[i], .size = size};
         jobs[i] = &m[i];
     }
-    double t = dp_at_once(dp_multi_run, jobs);
-    for (int i = 0; i < DP_STREAMS; i++)
+    double t = dp_at_once(dp_multi_run, jobs, n);
+    for (int i = 0; i < n; i++)
         dp_stream_check(&m[i], data, k, job == JOB_TRANSFORM ? "a concurrent transform"
                                                              : "a concurrent histogram");
-    dp_multi_spread(m, size, t);
+    dp_multi_spread(m, n, size, t);
     return t;
 }
 
@@ -739,7 +751,7 @@ static double dp_region_once(struct dp_ampd *am, enum dp_job job, const struct d
 enum dp_call { CALL_STREAM, CALL_UNARY, CALL_REGION, CALL_MULTI };
 
 /* One row: median of reps after a warm-up. */
-static void dp_ampd_row(struct dp_ampd *am, amp_conn *const multi[DP_STREAMS],
+static void dp_ampd_row(struct dp_ampd *am, amp_conn *const multi[],
                         enum dp_call call, amp_conn *c, enum dp_job job, const struct dp_opts *o,
                         const struct dp_data *data, int k, enum dp_row row,
                         struct dp_results *res)
@@ -750,11 +762,12 @@ static void dp_ampd_row(struct dp_ampd *am, amp_conn *const multi[DP_STREAMS],
         double s = call == CALL_STREAM  ? dp_stream_once(c, &am->ao, job, data, k, size)
                    : call == CALL_UNARY ? dp_unary_once(c, &am->ao, job, data, k, size)
                    : call == CALL_REGION ? dp_region_once(am, job, data, k, size)
-                                        : dp_multi_once(multi, &am->ao, job, data, k, size);
+                                        : dp_multi_once(multi, o->streams, &am->multi_ao, job,
+                                                        data, k, size);
         if (r >= 0)
             t[r] = s;
     }
-    double bytes = (double)size * (call == CALL_MULTI ? DP_STREAMS : 1);
+    double bytes = (double)size * (call == CALL_MULTI ? o->streams : 1);
     dp_record(res, k, row, bench_median(t, o->reps), bytes);
 }
 
@@ -763,8 +776,8 @@ static int dp_ampd_all(const struct dp_opts *o, const struct dp_data *data,
 {
     struct dp_ampd am;
     dp_ampd_start(&am, o);
-    amp_conn *multi[DP_STREAMS];
-    for (int i = 0; i < DP_STREAMS; i++)
+    amp_conn *multi[DP_STREAMS_MAX];
+    for (int i = 0; i < o->streams; i++)
         multi[i] = dp_connect(am.dm.address);
     /* Each group's rows, in the order they run: a transform row, then its
      * histogram row. */
@@ -791,7 +804,7 @@ static int dp_ampd_all(const struct dp_opts *o, const struct dp_data *data,
                         pairs[i].hist, res);
         }
     printf("# ampd ran on %s\n", amp_last_device(am.unix_c));
-    for (int i = 0; i < DP_STREAMS; i++)
+    for (int i = 0; i < o->streams; i++)
         amp_close(multi[i]);
     return dp_ampd_stop(&am);
 }
@@ -811,6 +824,16 @@ static double dp_limit(const struct dp_results *res, int k, enum dp_row r)
     return b > 0 ? 1.0 / (1.0 / a + 1.0 / b) : 0;
 }
 
+/* A row's path as printed: the count of a several-at-once row before it. */
+static const char *dp_row_path(const struct dp_opts *o, enum dp_row r, char *buf, size_t len)
+{
+    if (dp_rows[r].several)
+        snprintf(buf, len, "%d %s", o->streams, dp_rows[r].path);
+    else
+        snprintf(buf, len, "%s", dp_rows[r].path);
+    return buf;
+}
+
 static void dp_report(const struct dp_opts *o, const struct dp_results *res)
 {
     printf("%-15s %-10s %5s %9s %8s  %-22s %8s %6s  %s\n", "path", "job", "size", "seconds",
@@ -828,14 +851,15 @@ static void dp_report(const struct dp_opts *o, const struct dp_results *res)
                 snprintf(lim_s, sizeof lim_s, "%.2f", lim);
                 snprintf(ratio_s, sizeof ratio_s, "%.2f", res->gbps[k][r] / lim);
             }
-            char note[128];
+            char note[128], path[32];
             double also = d->also ? res->gbps[k][d->also] : 0;
             if (also > 0)
                 snprintf(note, sizeof note, "%s; %.2fx %s %s", d->note, res->gbps[k][r] / also,
-                         dp_rows[d->also].path, dp_rows[d->also].job);
+                         dp_row_path(o, d->also, path, sizeof path), dp_rows[d->also].job);
             else
                 snprintf(note, sizeof note, "%s", d->note);
-            printf("%-15s %-10s %5s %9.4f %8.2f  %-22s %8s %6s  %s\n", d->path, d->job, size,
+            printf("%-15s %-10s %5s %9.4f %8.2f  %-22s %8s %6s  %s\n",
+                   dp_row_path(o, (enum dp_row)r, path, sizeof path), d->job, size,
                    res->secs[k][r], res->gbps[k][r], d->limit, lim_s, ratio_s, note);
         }
     }
@@ -847,7 +871,7 @@ static void dp_usage(void)
 {
     fprintf(stderr,
             "usage: bench_data_path [--sizes LIST] [--reps N] [--only GROUPS] [--device I]\n"
-            "                       [--ampd PATH]\n"
+            "                       [--streams N] [--spread] [--ampd PATH]\n"
             "  --sizes   comma-separated input sizes (default " DP_SIZES_DEFAULT
             "; K, M, G suffixes)\n"
             "  --reps    limits: best of N; ampd: median of N; each after one warm-up\n"
@@ -855,6 +879,9 @@ static void dp_usage(void)
             "  --only    comma-separated row groups to run: pinned, raw, stream, unary,\n"
             "            region, multi (default all; a row whose limit was not run has no ratio)\n"
             "  --device  device index, for the pinned copies and ampd's jobs (default 0)\n"
+            "  --streams streams (and raw copies) at once in the multi rows (default 4,\n"
+            "            at most 16)\n"
+            "  --spread  the multi rows' streams name no device: the daemon places them\n"
             "  --ampd    the ampd binary to start (default $AMPD_BIN, else the build's)\n");
     exit(2);
 }
@@ -900,8 +927,13 @@ static void dp_parse(int argc, char **argv, struct dp_opts *o)
     dp_parse_sizes(DP_SIZES_DEFAULT, o);
     o->reps = DP_REPS_DEFAULT;
     o->groups = DP_GROUPS_ALL;
+    o->streams = DP_STREAMS_DEFAULT;
     o->ampd = getenv("AMPD_BIN") ? getenv("AMPD_BIN") : BENCH_AMPD_DEFAULT;
     for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--spread") == 0) {
+            o->spread = true;
+            continue;
+        }
         if (i + 1 >= argc)
             dp_usage();
         const char *v = argv[++i];
@@ -913,12 +945,14 @@ static void dp_parse(int argc, char **argv, struct dp_opts *o)
             dp_parse_groups(v, o);
         else if (strcmp(argv[i - 1], "--device") == 0)
             o->device = (unsigned)atoi(v);
+        else if (strcmp(argv[i - 1], "--streams") == 0)
+            o->streams = atoi(v);
         else if (strcmp(argv[i - 1], "--ampd") == 0)
             o->ampd = v;
         else
             dp_usage();
     }
-    if (o->reps < 1 || o->reps > DP_REPS_MAX)
+    if (o->reps < 1 || o->reps > DP_REPS_MAX || o->streams < 1 || o->streams > DP_STREAMS_MAX)
         dp_usage();
 }
 
@@ -935,7 +969,7 @@ static void dp_data_init(struct dp_data *data, const struct dp_opts *o)
     for (int k = 0; k < o->nsizes; k++)
         if (host_step_hist(&hp, data->input, (size_t)o->sizes[k], &data->hist[k]) != 0)
             bench_die("out of host memory for the histogram reference");
-    for (int i = 0; i < DP_STREAMS; i++)
+    for (int i = 0; i < o->streams; i++)
         data->got[i] = bench_alloc_touched(n);
 }
 
@@ -945,7 +979,7 @@ static void dp_data_free(struct dp_data *data, const struct dp_opts *o)
     free(data->want);
     for (int k = 0; k < o->nsizes; k++)
         free(data->hist[k].counts);
-    for (int i = 0; i < DP_STREAMS; i++)
+    for (int i = 0; i < o->streams; i++)
         free(data->got[i]);
 }
 

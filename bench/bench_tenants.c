@@ -14,7 +14,8 @@
  *     16-byte Reverse on the host path (no device named);
  *   - B's shapes: --streams Stream transforms of --bulk-bytes each, and
  *     --unary-calls concurrent unary transforms of --unary-bytes, each
- *     call on its own connection, started again as soon as it ends;
+ *     call on its own connection, started again as soon as it ends, on
+ *     A's device or on --device-b (two tenants on two GPUs);
  *   - each A measure alone, beside each B shape on the same ampd, and
  *     beside the same B load sent to a second ampd that shares only the
  *     host (CPU, and on one device the device) with A's: the floor, what
@@ -88,7 +89,8 @@ struct bt_opts {
     double seconds;              /* each A measure */
     double warmup;               /* B's load before anything is timed */
     int period_us;               /* A's schedule */
-    const char *device;          /* A's and B's device jobs */
+    const char *device;          /* A's device jobs */
+    const char *device_b;        /* the bulk load's (--device-b; default --device) */
     const char *ampd;
     const char *address;         /* a running ampd instead of starting one */
     const char *floor_address;   /* with --address: the second ampd, or none */
@@ -351,7 +353,7 @@ static void *bt_worker_main(void *arg)
 {
     struct bt_worker *w = arg;
     struct bt_load *l = w->l;
-    amp_opts ao = {.size = sizeof ao, .device = l->o->device};
+    amp_opts ao = {.size = sizeof ao, .device = l->o->device_b};
     amp_step st = {.size = sizeof st, .kind = AMP_STEP_TRANSFORM,
                    .transform = {.op = AMP_OP_ADD, .value = BT_ADD_VALUE}};
     while (!atomic_load(&l->stop)) {
@@ -653,7 +655,7 @@ static void bt_print(const struct bt_results *r, const struct bt_opts *o)
         [S_UNARY] = {"", "B unary, same ampd", "B unary, 2nd ampd (floor)"},
     };
     printf("\n# A: a call due every %d us for %g s per measure, latency from when it was due; "
-           "device %s\n", o->period_us, o->seconds, o->device);
+           "device %s, the bulk load's %s\n", o->period_us, o->seconds, o->device, o->device_b);
     printf("# B streams: %d x %s Stream transforms; B unary: %d x %s unary transforms at once\n",
            o->streams, bulk, o->unary_calls, unary);
     printf("| A's call | beside | calls/s | p50 us | p99 us | p99.9 us | p50 x alone | "
@@ -839,7 +841,7 @@ static void bt_usage(void)
     fprintf(stderr,
             "usage: bench_tenants [--bulk-bytes 1G] [--streams 4] [--unary-bytes 32M]\n"
             "                     [--unary-calls 16] [--seconds 3] [--warmup 1]\n"
-            "                     [--period-us 1000] [--device 0] [--no-floor]\n"
+            "                     [--period-us 1000] [--device 0] [--device-b D] [--no-floor]\n"
             "                     [--ampd PATH | --address ADDR [--floor-address ADDR]\n"
             "                      [--token-a T] [--token-b T] [--token-w3 T --token-w1 T]]\n"
             "                     [-- AMPD-OPTIONS]\n");
@@ -909,6 +911,8 @@ static void bt_parse(int argc, char **argv, struct bt_opts *o)
             o->period_us = bt_count_arg(v, 1000000);
         else if (strcmp(a, "--device") == 0 && v)
             o->device = v;
+        else if (strcmp(a, "--device-b") == 0 && v)
+            o->device_b = v;
         else if (strcmp(a, "--ampd") == 0 && v)
             o->ampd = v;
         else if (strcmp(a, "--address") == 0 && v)
@@ -926,6 +930,8 @@ static void bt_parse(int argc, char **argv, struct bt_opts *o)
         else
             bt_usage();
     }
+    if (!o->device_b)
+        o->device_b = o->device;
 }
 
 int main(int argc, char **argv)

@@ -18,12 +18,8 @@ set -u
 dir=${DIR:-build-dev}
 rounds=${1:-2}
 : "${OUT:?set OUT to the folder for the results}"
-root=/tmp/tenants-root
-mkdir -p $root && for f in "$dir"/debs/*.deb; do dpkg -x "$f" $root || exit 2; done
-export LD_LIBRARY_PATH=$root/usr/lib/x86_64-linux-gnu:$root/lib/x86_64-linux-gnu:$PWD/$dir/bin
-mkdir -p /etc/OpenCL/vendors
-lib=$(ldconfig -p | awk '/libnvidia-opencl.so.1/{print $NF; exit}')
-echo "$lib" > /etc/OpenCL/vendors/nvidia.icd
+. "$(dirname "$0")/device-common.sh"
+device_setup "$dir" || exit 2
 cd "$dir/bin" || exit 2
 for b in ampd ampd-old ampctl bench_data_path; do [ -x ./$b ] || { echo "no $dir/bin/$b" >&2; exit 2; }; done
 

@@ -27,38 +27,18 @@
 # $OUT/env.txt (GPU, driver, devices ampd sees).
 set -u
 dir=${DIR:-build-dev}
-step() { echo "== $(date -u +%H:%M:%S) $*"; }
+. "$(dirname "$0")/device-common.sh"
+step() { device_step "$@"; }
 
 if [ "${1:-}" = prepare ]; then
-  set -e
-  bins=(build/ampd build/ampctl build/bench/bench_tenants)
-  for b in "${bins[@]}" build/client/libampclient.so.0; do
-    [ -e "$b" ] || { echo "missing $b: run scripts/build.sh build first" >&2; exit 2; }
-  done
-  rm -rf "${dir:?}/debs" "${dir:?}/bin" && mkdir -p "$dir/debs" "$dir/bin"
-  cp "${bins[@]}" "$dir/bin/" && cp -L build/client/libampclient.so.0 "$dir/bin/"
-  mapfile -t pkgs < <(for l in $(ldd "${bins[@]}" | awk '/=> \//{print $3}' | sort -u); do
-           dpkg -S "$l" 2>/dev/null || dpkg -S "$(readlink -f "$l")" 2>/dev/null || true
-         done | cut -d: -f1 | sort -u | grep -vx libc6)
-  step "downloading: ${pkgs[*]}"
-  (cd "$dir/debs" && timeout 300 apt-get download "${pkgs[@]}")
-  du -sh "$dir"
-  step "prepared $dir: carry it to the device machine"
-  exit 0
+  device_prepare "$dir" build/ampd build/ampctl build/bench/bench_tenants
+  exit
 fi
 
 : "${OUT:?set OUT to the folder for the results}"
 [ -x "$dir/bin/bench_tenants" ] || { echo "no $dir/bin/bench_tenants: run '$0 prepare' first" >&2; exit 2; }
-step "unpacking the libraries"
-root=/tmp/tenants-root
-mkdir -p $root && for f in "$dir"/debs/*.deb; do dpkg -x "$f" $root || exit 2; done
-export LD_LIBRARY_PATH=$root/usr/lib/x86_64-linux-gnu:$root/lib/x86_64-linux-gnu:$PWD/$dir/bin
-
-step "registering the NVIDIA OpenCL ICD"
-mkdir -p /etc/OpenCL/vendors
-lib=$(ldconfig -p | awk '/libnvidia-opencl.so.1/{print $NF; exit}')
-[ -n "$lib" ] || { echo "no libnvidia-opencl.so.1 on this machine" >&2; exit 2; }
-echo "$lib" > /etc/OpenCL/vendors/nvidia.icd
+step "unpacking the libraries, registering the NVIDIA OpenCL ICD"
+device_setup "$dir" || exit 2
 { timeout 30 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
   nproc; free -g | head -2; git log -1 --format='commit %h %s' 2>/dev/null; } | tee "$OUT/env.txt"
 
