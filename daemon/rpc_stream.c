@@ -128,7 +128,7 @@ static void rpc_stream_free(struct rpc_stream *st)
     if (st->pool)
         staging_cancel(st->pool, &st->waiter);
     if (st->begun)
-        sched_stream_end(st->sched, st->job, st->device_ns, !st->failed);
+        sched_stream_end(st->sched, st->job, st->dev, st->opened, st->device_ns, !st->failed);
     if (st->rc)
         st->rc->stream = NULL;
     if (st->header)

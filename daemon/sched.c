@@ -9,11 +9,14 @@
  * job->done(). So a completion always runs on the loop that submitted
  * it, and ports never touch each other's lists.
  *
- * Shared state has two locks, each held briefly: `counts` guards the
+ * Shared state has three locks, each held briefly: `counts` guards the
  * daemon-wide job counters (admission is a check and an increment under
- * it), and `life` is taken for reading by every use of the runners and
- * for writing by sched_stop(), so no loop submits to a runner that is
- * being stopped and freed.
+ * it); `place` makes choosing the least-loaded device and counting the
+ * job on it one step, so that jobs placed at the same instant from
+ * several loops spread instead of all seeing the same idle device; and
+ * `life` is taken for reading by every use of the runners and for
+ * writing by sched_stop(), so no loop submits to a runner that is being
+ * stopped and freed.
  */
 #include "sched.h"
 
@@ -44,6 +47,10 @@ struct sched {
     size_t ndevs;
     size_t default_index;
     struct sched_limits limits;
+
+    uv_mutex_t place;          /* guards placing */
+    uint32_t *placing;         /* placing[i]: jobs placed on devs[i] whose first task
+                                * has not reached its runner (runner_load counts it then) */
 
     uv_rwlock_t life;          /* read: using runners; write: stopping them */
     bool stopped;              /* under life: runners are gone, tasks are finished here */
@@ -122,7 +129,8 @@ int sched_pick_default(struct dev **devs, size_t ndevs, const char *sel, size_t 
     return -1;
 }
 
-/* Least-loaded device of type; the default device wins ties. -1 if none. */
+/* Least-loaded device of type, with s->place held; the default device
+ * wins ties. -1 if none. */
 static long sched_least_loaded(const struct sched *s, enum dev_type type)
 {
     long best = -1;
@@ -130,7 +138,7 @@ static long sched_least_loaded(const struct sched *s, enum dev_type type)
     for (size_t i = 0; i < s->ndevs; i++) {
         if (dev_info(s->devs[i])->type != type)
             continue;
-        size_t load = runner_load(s->runners[i]);
+        size_t load = runner_load(s->runners[i]) + s->placing[i];
         bool better = best < 0 || load < best_load
                       || (load == best_load && i == s->default_index);
         if (better) {
@@ -141,7 +149,7 @@ static long sched_least_loaded(const struct sched *s, enum dev_type type)
     return best;
 }
 
-/* Picks the runner index for a job's device request. */
+/* Picks the runner index for a job's device request, with s->place held. */
 static enum status_code sched_place(const struct sched *s, const char *req, size_t *index,
                                     char *msg, size_t msglen)
 {
@@ -229,6 +237,15 @@ static void sched_count_end(struct sched *s, bool abandoned, bool ok)
     uv_mutex_unlock(&s->counts);
 }
 
+/* A job placed on device index by sched_take reached its runner, or
+ * will not. */
+static void sched_placed(struct sched *s, size_t index)
+{
+    uv_mutex_lock(&s->place);
+    s->placing[index]--;
+    uv_mutex_unlock(&s->place);
+}
+
 /* Places and admits a job (with s->life held for reading). */
 static enum status_code sched_take(struct sched *s, const struct job *job, size_t *index,
                                    char *msg, size_t msglen)
@@ -237,10 +254,17 @@ static enum status_code sched_take(struct sched *s, const struct job *job, size_
         snprintf(msg, msglen, "the daemon is shutting down");
         return STATUS_UNAVAILABLE;
     }
+    uv_mutex_lock(&s->place);
     enum status_code code = sched_place(s, job->device_req, index, msg, msglen);
+    if (code == STATUS_OK)
+        s->placing[*index]++;
+    uv_mutex_unlock(&s->place);
     if (code != STATUS_OK)
         return code;
-    return sched_admit(s, job_priority(job), msg, msglen);
+    code = sched_admit(s, job_priority(job), msg, msglen);
+    if (code != STATUS_OK)
+        sched_placed(s, *index);
+    return code;
 }
 
 /* sched_take for the host path: no placement, the same admission. */
@@ -298,10 +322,13 @@ enum status_code sched_submit(struct sched_port *p, struct job *job, char *msg, 
     if (code == STATUS_OK) {
         job->task = (struct task){ .kind = TASK_JOB, .job = job, .home = p };
         p->stirred_ns = monotonic_ns();
-        if (host)
+        if (host) {
             host_pool_submit(s->host, &job->task);
-        else if (!sched_split(p, job))
-            runner_submit(s->runners[index], &job->task);
+        } else {
+            if (!sched_split(p, job))
+                runner_submit(s->runners[index], &job->task);
+            sched_placed(s, index);
+        }
     }
     uv_rwlock_rdunlock(&s->life);
     return code;
@@ -331,8 +358,11 @@ static void sched_count_times(struct sched *s, const struct job *job, uint64_t d
                         job->t_start - job->t_submit, device_ns);
 }
 
-void sched_stream_end(struct sched_port *p, const struct job *job, uint64_t device_ns, bool ok)
+void sched_stream_end(struct sched_port *p, const struct job *job, size_t index, bool opened,
+                      uint64_t device_ns, bool ok)
 {
+    if (!opened)
+        sched_placed(p->s, index);
     sched_count_times(p->s, job, device_ns);
     sched_count_end(p->s, false, ok);
 }
@@ -363,6 +393,8 @@ void sched_stream_task(struct sched_port *p, size_t index, struct task *t)
     bool stopped = s->stopped;
     if (!stopped)
         runner_submit(s->runners[index], t);
+    if (t->kind == TASK_OPEN)
+        sched_placed(s, index);   /* the stream's first task (sched_stream_begin placed it) */
     uv_rwlock_rdunlock(&s->life);
     if (stopped)
         sched_finish_here(p, t);
@@ -455,9 +487,12 @@ int sched_new(struct dev **devs, size_t ndevs, size_t default_index,
 {
     struct sched *s = calloc(1, sizeof(*s));
     if (!s || !(s->runners = calloc(ndevs ? ndevs : 1, sizeof(*s->runners))) ||
-        !(s->staging = calloc(ndevs ? ndevs : 1, sizeof(*s->staging)))) {
-        if (s)
+        !(s->staging = calloc(ndevs ? ndevs : 1, sizeof(*s->staging))) ||
+        !(s->placing = calloc(ndevs ? ndevs : 1, sizeof(*s->placing)))) {
+        if (s) {
             free(s->runners);
+            free(s->staging);
+        }
         free(s);
         snprintf(err, errlen, "out of memory");
         return -1;
@@ -469,12 +504,14 @@ int sched_new(struct dev **devs, size_t ndevs, size_t default_index,
     if (!(s->tenants = tenant_stats_new())) {
         free(s->runners);
         free(s->staging);
+        free(s->placing);
         free(s);
         snprintf(err, errlen, "out of memory");
         return -1;
     }
     uv_rwlock_init(&s->life);
     uv_mutex_init(&s->counts);
+    uv_mutex_init(&s->place);
     for (size_t i = 0; i < ndevs; i++) {
         if (limits->max_device_memory && limits->max_device_memory < dev_memory_capacity(devs[i]))
             dev_set_memory_capacity(devs[i], limits->max_device_memory);
@@ -652,10 +689,12 @@ void sched_free(struct sched *s)
     for (size_t i = 0; i < s->ndevs; i++)
         staging_pool_free(s->staging[i]);
     uv_mutex_destroy(&s->counts);
+    uv_mutex_destroy(&s->place);
     uv_rwlock_destroy(&s->life);
     tenant_stats_free(s->tenants);
     free(s->runners);
     free(s->staging);
+    free(s->placing);
     free(s);
 }
 

@@ -104,8 +104,11 @@ enum status_code sched_stream_begin(struct sched_port *p, struct job *job, size_
                                     char *msg, size_t msglen);
 void sched_stream_task(struct sched_port *p, size_t index, struct task *t);
 /* job: the stream's, its t_start set once its OPEN started (0: never);
- * device_ns: the time any of its tasks was on the device (tenant_stats.h). */
-void sched_stream_end(struct sched_port *p, const struct job *job, uint64_t device_ns, bool ok);
+ * index: where begin placed it; opened: its OPEN went to
+ * sched_stream_task (else the placement is let go here); device_ns: the
+ * time any of its tasks was on the device (tenant_stats.h). */
+void sched_stream_end(struct sched_port *p, const struct job *job, size_t index, bool opened,
+                      uint64_t device_ns, bool ok);
 struct staging_port *sched_staging(struct sched_port *p, size_t index);
 
 

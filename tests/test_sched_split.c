@@ -5,7 +5,7 @@
  * when one device breaks (every kernel launch fails, as a lost GPU's
  * would), a job that touches it fails INTERNAL naming that device, while
  * jobs on the other device keep running, and it serves again once it
- * works. */
+ * works; streams placed at the same instant go to different devices. */
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +25,7 @@ static size_t ndevs;
 static struct sched *sched;
 static struct sched_port *port;
 static uv_loop_t loop;
+static char split_name[128];   /* "0+1: " (fixture_split_name) */
 
 struct outcome {
     bool done;
@@ -119,7 +120,8 @@ START_TEST(large_job_split_over_both)
     struct outcome *po = &o;
     run_all(&job, &po, 1);
     ck_assert_msg(o.status == STATUS_OK, "%s", o.msg);
-    ck_assert_msg(strncmp(o.device, "0+1: ", 5) == 0, "device '%s'", o.device);
+    ck_assert_msg(strncmp(o.device, split_name, strlen(split_name)) == 0, "device '%s', want %s",
+                  o.device, split_name);
     expect_counts(&o, 10 * CHUNK + 333, 1);
 }
 END_TEST
@@ -149,19 +151,58 @@ START_TEST(a_broken_device_fails_only_its_jobs)
     struct job *again = hist_job(10 * CHUNK, 6, "", &o[0]);
     run_all(&again, po, 1);
     ck_assert_msg(o[0].status == STATUS_OK, "%s", o[0].msg);
-    ck_assert_msg(strncmp(o[0].device, "0+1: ", 5) == 0, "device '%s'", o[0].device);
+    ck_assert_msg(strncmp(o[0].device, split_name, strlen(split_name)) == 0,
+                  "device '%s', want %s", o[0].device, split_name);
     expect_counts(&o[0], 10 * CHUNK, 6);
+}
+END_TEST
+
+/* Streams placed at the same instant from several loops: each is counted
+ * on its device when placed, not only once its OPEN reaches the runner, so
+ * the next one placed before that goes elsewhere (without it, all went to
+ * device 0 on a four-GPU host). A stream that ends unopened lets its
+ * placement go. */
+START_TEST(streams_placed_together_spread)
+{
+    size_t same = 0;
+    for (size_t i = 0; i < ndevs; i++)
+        same += dev_info(devs[i])->type == dev_info(devs[0])->type;
+    struct job *jobs[8];
+    size_t index[8], per_device[8] = {0};
+    size_t n = same < 8 ? same : 8;
+    char msg[256];
+    for (size_t i = 0; i < n; i++) {
+        ck_assert_ptr_nonnull(jobs[i] = job_new(1));
+        ck_assert_msg(sched_stream_begin(port, jobs[i], &index[i], msg, sizeof msg) == STATUS_OK,
+                      "%s", msg);
+        ck_assert_uint_lt(index[i], n);
+        per_device[index[i]]++;
+    }
+    for (size_t i = 0; i < n; i++)
+        ck_assert_msg(per_device[i] == 1, "device %zu got %zu of %zu streams", i, per_device[i], n);
+    for (size_t i = 0; i < n; i++) {
+        sched_stream_end(port, jobs[i], index[i], false, 0, false);
+        job_free(jobs[i]);
+    }
+    struct job *again = job_new(1);
+    ck_assert_ptr_nonnull(again);
+    ck_assert_int_eq(sched_stream_begin(port, again, &index[0], msg, sizeof msg), STATUS_OK);
+    ck_assert_uint_eq(index[0], 0);   /* every device idle again: the default wins */
+    sched_stream_end(port, again, index[0], false, 0, false);
+    job_free(again);
 }
 END_TEST
 
 int main(void)
 {
     setenv("POCL_DEVICES", "pthread pthread", 1);
-    fixture_need_twins();   /* one GPU: nothing to split over */
+    /* One GPU: nothing to split over. */
+    fixture_split_name(fixture_need_twins(), split_name, sizeof split_name);
     Suite *s = suite_create("sched_split");
     const TTest *const tests[] = {
         large_job_split_over_both,
         a_broken_device_fails_only_its_jobs,
+        streams_placed_together_spread,
         NULL,
     };
     TCase *tc = check_run_case(s, "split", tests);

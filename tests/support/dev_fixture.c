@@ -37,31 +37,46 @@ struct dev_variants fixture_variants(struct dev_variants v)
 /* In a child process: OpenCL set up in a process that later forks (check's
  * CK_FORK) leaves the children with a runtime whose threads stayed behind
  * (PoCL's hang), so the test's own process never opens a device here. */
-static bool fixture_twins(void)
+/* How many devices share the first (the default) device's type: what a
+ * split job runs over. Asked in a child, so that this process's OpenCL
+ * is left untouched (a test may set POCL_DEVICES after). */
+static size_t fixture_split_count(void)
 {
     pid_t pid = fork();
     if (pid == 0) {
         struct dev **devs;
-        size_t n;
+        size_t n, same = 0;
         char err[512];
         if (dev_open_all(&devs, &n, err, sizeof err) != 0) {
-            fprintf(stderr, "fixture_twins: %s\n", err);
-            _exit(1);
+            fprintf(stderr, "fixture_split_count: %s\n", err);
+            _exit(0);
         }
-        bool twins = n >= 2 && dev_info(devs[1])->type == dev_info(devs[0])->type;
+        for (size_t i = 0; i < n; i++)
+            same += dev_info(devs[i])->type == dev_info(devs[0])->type;
         dev_close_all(devs, n);
-        _exit(twins ? 0 : 1);
+        _exit(same < 255 ? (int)same : 255);
     }
     int st = 0;
-    return pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0;
+    return pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) ? (size_t)WEXITSTATUS(st) : 0;
 }
 
-void fixture_need_twins(void)
+size_t fixture_need_twins(void)
 {
-    if (fixture_twins())
-        return;
+    size_t n = fixture_split_count();
+    if (n >= 2)
+        return n;
     printf("SKIP: fewer than two devices of the default device's type\n");
     exit(FIXTURE_SKIPPED);
+}
+
+void fixture_split_name(size_t n, char *buf, size_t len)
+{
+    size_t at = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < n && at < len; i++)
+        at += (size_t)snprintf(buf + at, len - at, "%s%zu", i ? "+" : "", i);
+    if (at < len)
+        snprintf(buf + at, len - at, ": ");
 }
 
 void fixture_close(void)

@@ -26,8 +26,14 @@ struct dev_variants fixture_variants(struct dev_variants v);
 /* Ends the test program as skipped (FIXTURE_SKIPPED, with a line saying
  * why) unless the default device (the first listed) has a twin of its type,
  * so that jobs can be placed on or split over two devices. A child process
- * looks, and prints why when no device opens. */
-void fixture_need_twins(void);
+ * looks, and prints why when no device opens. Returns how many devices
+ * share that type (two with PoCL's twins, four on a four-GPU host). */
+size_t fixture_need_twins(void);
+
+/* The device name a job split over n devices of the default type
+ * reports begins with: "0+1+...+(n-1): " (devices of a type are listed
+ * together, the default's first). */
+void fixture_split_name(size_t n, char *buf, size_t len);
 
 /* Closes what fixture_dev() opened (call from an unchecked teardown). */
 void fixture_close(void);
