@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* bench_daemon.c: start and stop an ampd for a benchmark (bench_daemon.h).
  * The child's stdout and stderr go to a log file, shown only when it fails:
- * a benchmark's own output stays a table. */
+ * a benchmark's own output stays a table. With $BENCH_AMPD_LOG set, each
+ * log is appended to that file when its daemon stops (to read a run's
+ * ampd --log-level debug lines). */
 #define _GNU_SOURCE
 #include "bench_daemon.h"
 
@@ -76,8 +78,25 @@ static int bench_daemon_health(const char *address)
     return rc == 0 ? serving : AMP_HEALTH_UNKNOWN;
 }
 
+/* Appends the daemon's log to $BENCH_AMPD_LOG, where set. */
+static void bench_daemon_keep_log(const struct bench_daemon *dm)
+{
+    const char *keep = getenv("BENCH_AMPD_LOG");
+    FILE *in = keep ? fopen(dm->log, "r") : NULL;
+    FILE *out = in ? fopen(keep, "a") : NULL;
+    char buf[4096];
+    size_t n;
+    while (out && (n = fread(buf, 1, sizeof buf, in)) > 0)
+        fwrite(buf, 1, n, out);
+    if (out)
+        fclose(out);
+    if (in)
+        fclose(in);
+}
+
 static void bench_daemon_cleanup(struct bench_daemon *dm)
 {
+    bench_daemon_keep_log(dm);
     char sock[sizeof dm->dir + 32];
     snprintf(sock, sizeof sock, "%s/ampd.sock", dm->dir);
     unlink(sock);

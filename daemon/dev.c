@@ -10,6 +10,8 @@
  * enqueued. The kernels themselves are driven by op_*.c.
  */
 #include "dev_task.h"
+#include "log.h"
+#include "monotonic.h"
 #include "op.h"
 #include "region.h"
 
@@ -152,7 +154,13 @@ void dev_pin_region(struct dev *d, struct region *r)
     uint8_t *base;
     size_t size;
     region_span(r, &base, &size);
-    region_pin_set(r, d->info.index, dev_pinned_wrap(d, base, size));
+    uint64_t t0 = monotonic_ns();
+    struct dev_pinned *p = dev_pinned_wrap(d, base, size);
+    region_pin_set(r, d->info.index, p);
+    /* Per call (a client's regions), rate-limited: without a pin, its
+     * copies run at pageable speed and the next job tries again. */
+    log_call(p ? LOG_DEBUG : LOG_WARN, "device %u: %s a region of %zu bytes in %.1f ms",
+             d->info.index, p ? "pinned" : "could not pin", size, (monotonic_ns() - t0) / 1e6);
 }
 
 static enum status_code dev_enqueue_steps(struct dev_exec *x, const size_t *out_len,

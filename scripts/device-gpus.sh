@@ -7,8 +7,10 @@
 #           (`ampctl --json devices` every 0.1 s) while they run;
 #   tests   the GPU tests, each binary run directly, with
 #           AMP_TEST_MIN_DEVICES set to the GPU count;
+#   regions bench_data_path's pinned and region rows at 1G on each GPU;
 #   split   bench_split --sizes 1G,8G: one job over every GPU through
-#           regions, beside the host's pinned-copy limit, one GPU and all;
+#           regions, beside the host's pinned-copy limit, one GPU and all
+#           ($SPLIT_AMPD_ARGS: options for its ampd, e.g. --log-level debug);
 #   streams bench_data_path's raw and multi rows at 1G, --spread, with 4
 #           and with 2 x the GPU count streams (and raw copies) at once;
 #   tenants bench_tenants with both tenants on GPU 0, then A on GPU 0 and
@@ -16,10 +18,10 @@
 # Two steps:
 #   1. here: scripts/build.sh build && scripts/device-gpus.sh prepare
 #   2. there, carrying $DIR (default build-dev): scripts/device-gpus.sh
-#      (PARTS="split streams" scripts/device-gpus.sh for some). About 8
-#      minutes for all; each part has a timeout.
-# Writes to $OUT: env.txt, load.txt, tests.txt, split.txt, streams.txt,
-# tenants.txt, ampd.log.
+#      (PARTS="split streams" scripts/device-gpus.sh for some; TESTS
+#      narrows the tests part). About 8 minutes for all; each part has a
+#      timeout.
+# Writes to $OUT: env.txt, ampd.log and PART.txt for each part.
 set -u
 dir=${DIR:-build-dev}
 . "$(dirname "$0")/device-common.sh"
@@ -36,7 +38,8 @@ if [ "${1:-}" = prepare ]; then
 fi
 
 : "${OUT:?set OUT to the folder for the results}"
-parts=${PARTS:-load tests split streams tenants}
+parts=${PARTS:-load tests regions split streams tenants}
+[ -n "${TESTS:-}" ] && read -ra tests <<<"$TESTS"
 device_setup "$dir" || exit 2
 export AMPD_BIN=$PWD/$dir/bin/ampd AMPCTL_BIN=$PWD/$dir/bin/ampctl AMP_SOURCE_DIR=$PWD
 export CK_DEFAULT_TIMEOUT=300
@@ -114,7 +117,15 @@ part_tests() {
   done
 }
 
-part_split() { timeout 300 ./bench_split --ampd ./ampd --sizes 1G,8G --reps 3; }
+part_regions() {
+  local i
+  for i in $(seq 0 $((gpus - 1))); do
+    timeout 100 ./bench_data_path --ampd ./ampd --sizes 1G --reps 3 --only pinned,region --device "$i"
+  done
+}
+
+# shellcheck disable=SC2086
+part_split() { timeout 300 ./bench_split --ampd ./ampd --sizes 1G,8G --reps 3 -- ${SPLIT_AMPD_ARGS:-}; }
 
 part_streams() {
   local n
