@@ -8,7 +8,7 @@
  * the output file: no byte crosses the socket. `auto` does not come here:
  * for one job on a file, setting a region up (fresh shared pages filled,
  * mapped by ampd, pinned for a GPU, unmapped) costs more than the socket's
- * copies (bench/RESULTS.md: 1 GiB histogram on the H100 host, 1.38 s
+ * copies (bench/RESULTS-archive.md: 1 GiB histogram on the H100 host, 1.38 s
  * against the stream's 0.49). Regions pay off for memory a program keeps
  * and reuses across jobs.
  */

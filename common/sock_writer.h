@@ -15,7 +15,7 @@
  * (SOCK_WRITER_QUEUE), so the thread finds the next one waiting when it
  * finishes instead of idling until its owner comes round: on the H100
  * host each writer of a 1 GiB stream waited 13-18% of its time for the
- * next 1 MiB frame with one write at a time (bench/RESULTS.md).
+ * next 1 MiB frame with one write at a time (bench/RESULTS-archive.md).
  *
  * Thread rules: writes go out whole and in the order handed; while any is
  * handed and its result not taken, the owner writes nothing else to the

@@ -36,7 +36,7 @@ struct dev_kernel {
 };
 
 /* The GPU kernel each family runs where it has more than one (op_*.c say
- * what each does; bench/RESULTS.md "Kernel variants" how they measured).
+ * what each does; bench/RESULTS-archive.md "Kernel variants" how they measured).
  * The daemon runs DEV_VARIANTS_SERVING's and builds only those: each
  * kernels/NAME.cl compiles a family's other GPU kernels only under
  * AMP_ALL_VARIANTS, which dev_set_variants_for_test() turns on (for
@@ -193,7 +193,7 @@ void dev_buf_release(struct dev_buf *b);
  * returns only once it is done: NVIDIA's driver stages such a copy on a
  * thread of its own, and a command on another queue enqueued while it is
  * pending can deadlock the driver (the runner spinning inside the enqueue,
- * the driver's threads waiting on its lock: bench/RESULTS.md, "Soak").
+ * the driver's threads waiting on its lock: bench/RESULTS-archive.md, "Soak").
  * Pinned memory (staging, a region pinned on the device, a pinned request)
  * is copied without waiting. */
 enum dev_host {

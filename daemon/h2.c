@@ -43,7 +43,7 @@
  * already queued, up to two 1 MiB writes and the socket's buffer: with
  * 4 MiB a Unix transform stream's client stopped for 0.1-0.4 ms dozens of
  * times a GiB waiting for it, and 8 MiB ran 0.83 of the raw copy against
- * 0.79 (medians of seven interleaved runs, bench/RESULTS.md, session 14). */
+ * 0.79 (medians of seven interleaved runs, bench/RESULTS-archive.md, session 14). */
 #define H2_STREAM_WINDOW (8 * 1024 * 1024)
 #define H2_CONN_WINDOW (32 * 1024 * 1024)
 /* One write gathers frames up to about this many bytes, and copies a

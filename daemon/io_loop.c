@@ -361,7 +361,7 @@ void io_loop_run(struct io_loop *l)
      * of the client's next call. Each round yields the CPU: where polling
      * threads fill every CPU (2 here), a spinning loop otherwise held back
      * the client it waited for (4 x 64 calls/s 80k -> 150k); with CPUs to
-     * spare the yield costs nothing measurable (bench/RESULTS.md). */
+     * spare the yield costs nothing measurable (bench/RESULTS-archive.md). */
     uv_run_mode mode = UV_RUN_ONCE;
     while (uv_run(l->loop, mode)) {
         bool busy = l->port && sched_port_busy(l->port, monotonic_ns(), window_ns);

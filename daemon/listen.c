@@ -43,7 +43,7 @@
  * buffer) takes at most this much at once, though the DATA frame would
  * allow up to 1 MiB: on the H100 host 1 GiB transform streams ran 5-11%
  * faster with 128 KiB reads than with reads as large as the frame and the
- * socket's buffer allowed (bench/RESULTS.md, session 11). */
+ * socket's buffer allowed (bench/RESULTS-archive.md, session 11). */
 #define LISTEN_READ_DEST_MAX (128 * 1024)
 /* A write of this size or more goes to the socket's writer thread
  * (common/sock_writer.h), whole: a stream's replies, not the small frames

@@ -64,7 +64,7 @@
  * only when the next one woke the runner, and a stream's last chunk,
  * which nothing follows, waited up to 20 ms: a 1 GiB stream's chunks took
  * 1.3-1.9 ms from submit to done at the 90th percentile and up to 15 ms,
- * looking every 200 us 0.7-0.9 ms and at most 3.6 (bench/RESULTS.md,
+ * looking every 200 us 0.7-0.9 ms and at most 3.6 (bench/RESULTS-archive.md,
  * session 14). */
 #define RUNNER_LOOK_NS 200000
 
