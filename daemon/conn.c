@@ -34,6 +34,8 @@ _Static_assert(H2_SEND_IOV <= LISTEN_WRITE_IOV, "a frame's iovecs fit one listen
 
 #define CONN_LINGER_MS 2000            /* graceful close: wait this long for the peer's EOF */
 #define CONN_REASON_MAX 256
+#define CONN_TLS_RECORD_HANDSHAKE 0x16 /* a TLS handshake record's first byte */
+#define CONN_FIRST_BYTES_SHOWN 32      /* of a client that does not speak HTTP/2, in its log line */
 
 struct conn {
     struct conn_set *set;
@@ -294,6 +296,32 @@ static void conn_flush(struct conn *c)
     }
 }
 
+/* A connection that failed before HTTP/2 began: counted and logged with
+ * what it sent (conn_refusal.h). Later protocol errors are the session's
+ * to answer, not a refusal. */
+static void conn_note_failed(struct conn *c, int rv, const uint8_t *data, size_t len)
+{
+    struct conn_refusals *r = &c->set->limit->refusals;
+    if (c->tls && rv == CONN_TLS_FAILED && !h2_session_settings_seen(c->h2)) {
+        conn_refusal_note(r, CONN_REFUSED_TLS_FAILED, c->peer, tls_pipe_why(c->tls));
+        return;
+    }
+    if (!h2_session_not_http2(c->h2))
+        return;
+    if (!c->tls && len && data[0] == CONN_TLS_RECORD_HANDSHAKE) {
+        conn_refusal_note(r, CONN_REFUSED_TLS_ON_PLAINTEXT, c->peer,
+                          "a TLS handshake on a plaintext port (a tls: address takes TLS)");
+        return;
+    }
+    char shown[CONN_FIRST_BYTES_SHOWN + 1] = "";
+    for (size_t i = 0; !c->tls && i < len && i < CONN_FIRST_BYTES_SHOWN; i++)
+        shown[i] = data[i] >= 0x20 && data[i] < 0x7f ? (char)data[i] : '.';
+    char what[CONN_REASON_MAX];
+    snprintf(what, sizeof what, "its first bytes%s%s%s are not HTTP/2's connection preface",
+             shown[0] ? " \"" : "", shown, shown[0] ? "\"" : "");
+    conn_refusal_note(r, CONN_REFUSED_NOT_HTTP2, c->peer, what);
+}
+
 static void conn_sock_read(void *ctx, const uint8_t *data, size_t len)
 {
     struct conn *c = ctx;
@@ -307,6 +335,7 @@ static void conn_sock_read(void *ctx, const uint8_t *data, size_t len)
         return;
     }
     if (rv != 0) {
+        conn_note_failed(c, rv, data, len);
         c->fatal = true;
         conn_leaving(c);
     }
@@ -377,8 +406,8 @@ void conn_unadmit(struct conn_limit *limit, const struct conn_admission *a)
 
 /* Whether c is refused: admitted (counted toward the limits) or not, with
  * the reason for its GOAWAY in reason. */
-static bool conn_refused(struct conn_set *set, struct conn *c, const struct conn_admission *a,
-                         char *reason, size_t len)
+static bool conn_refused_why(struct conn_set *set, struct conn *c, const struct conn_admission *a,
+                             char *reason, size_t len)
 {
     if (set->draining) {
         conn_unadmit(set->limit, a);
@@ -413,6 +442,24 @@ static bool conn_refused(struct conn_set *set, struct conn *c, const struct conn
         break;
     }
     return true;
+}
+
+/* conn_refused_why, the refusal counted and logged. */
+static bool conn_refused(struct conn_set *set, struct conn *c, const struct conn_admission *a,
+                         char *reason, size_t len)
+{
+    static const enum conn_refusal why[] = {
+        [CONN_LIMIT_FULL] = CONN_REFUSED_MAX_CONNECTIONS,
+        [CONN_LIMIT_PEER_FULL] = CONN_REFUSED_MAX_PEER_CONNECTIONS,
+        [CONN_LIMIT_UNAUTH_FULL] = CONN_REFUSED_MAX_UNAUTHENTICATED,
+        [CONN_LIMIT_UNAUTH_BUSY] = CONN_REFUSED_MAX_UNAUTHENTICATED,
+        [CONN_LIMIT_NO_MEMORY] = CONN_REFUSED_NO_MEMORY,
+    };
+    bool refused = conn_refused_why(set, c, a, reason, len);
+    if (refused)
+        conn_refusal_note(&set->limit->refusals,
+                          set->draining ? CONN_REFUSED_DRAINING : why[a->verdict], c->peer, reason);
+    return refused;
 }
 
 void conn_accept(struct conn_set *set, struct listen_sock *sock, const struct conn_admission *a,
@@ -507,6 +554,7 @@ static bool conn_evicted(struct conn *c)
     snprintf(reason, sizeof reason, "RESOURCE_EXHAUSTED: --max-unauthenticated-connections (%u) "
              "reached: this connection gave its place to another peer", c->set->limit->max_unauth);
     h2_session_refuse(c->h2, reason);
+    conn_refusal_note(&c->set->limit->refusals, CONN_REFUSED_EVICTED, c->peer, reason);
     c->fatal = true;   /* closes once its GOAWAY is out */
     conn_leaving(c);
     return true;
@@ -538,8 +586,10 @@ void conn_sweep(struct conn_set *set, uint64_t now_ms, uint64_t idle_ms, uint64_
             continue;
         if (c->tls && handshake_ms && !tls_pipe_ready(c->tls) &&
             now_ms - c->accepted_ms >= handshake_ms) {
-            log_msg(LOG_INFO, "%s: TLS handshake unfinished after --handshake-timeout (%llu ms); "
-                    "closed", c->peer, (unsigned long long)handshake_ms);
+            char what[CONN_REASON_MAX];
+            snprintf(what, sizeof what, "TLS handshake unfinished after --handshake-timeout "
+                     "(%llu ms); closed", (unsigned long long)handshake_ms);
+            conn_refusal_note(&set->limit->refusals, CONN_REFUSED_TLS_TIMEOUT, c->peer, what);
             conn_close(c, 0);
             continue;
         }
@@ -548,6 +598,8 @@ void conn_sweep(struct conn_set *set, uint64_t now_ms, uint64_t idle_ms, uint64_
             continue;
         }
         if (h2_session_expire(c->h2, now_ms) != 0) {
+            conn_refusal_note(&set->limit->refusals, CONN_REFUSED_REQUEST_TIMEOUT, c->peer,
+                              H2_EXPIRED_MSG);
             c->fatal = true;   /* closes once its GOAWAY is out */
             conn_leaving(c);
         }

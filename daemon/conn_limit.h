@@ -30,6 +30,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "conn_refusal.h"
+
 struct conn_limit_peer;
 
 struct conn_limit {
@@ -43,6 +45,7 @@ struct conn_limit {
     uint32_t unauth;                /* of those, unauthenticated and not leaving */
     uint32_t evicting;              /* of those, marked to give their place: <= max_unauth */
     struct conn_limit_peer *peers;  /* peers with connections being served */
+    struct conn_refusals refusals;  /* connections refused, by reason (atomics: no lock) */
 };
 
 enum conn_limit_verdict {

@@ -985,9 +985,20 @@ int h2_session_recv(struct h2_session *s, const uint8_t *data, size_t len)
          * owner closes after flushing. */
         if (!s->calm)
             nghttp2_session_terminate_session(s->ng, NGHTTP2_PROTOCOL_ERROR);
+        s->not_http2 = rv == NGHTTP2_ERR_BAD_CLIENT_MAGIC;
         return -1;
     }
     return s->calm ? -1 : 0;
+}
+
+bool h2_session_not_http2(const struct h2_session *s)
+{
+    return s->not_http2;
+}
+
+bool h2_session_settings_seen(const struct h2_session *s)
+{
+    return s->settings_seen;
 }
 
 struct h2_write *h2_write_next(struct h2_session *s)
@@ -1185,8 +1196,7 @@ int h2_session_expire(struct h2_session *s, uint64_t now)
     }
     s->busy--;
     if (stalled)
-        h2_session_refuse(s, "the connection preface or a HEADERS block did not arrive within "
-                             "--request-timeout");
+        h2_session_refuse(s, H2_EXPIRED_MSG);
     return stalled ? -1 : 0;
 }
 

@@ -163,6 +163,18 @@ uint8_t *h2_session_read_dest(struct h2_session *s, size_t *len);
  * out of memory): the owner flushes what it can and closes. */
 int h2_session_recv(struct h2_session *s, const uint8_t *data, size_t len);
 
+/* Whether h2_session_recv() failed because the peer's first bytes were not
+ * HTTP/2's connection preface (an HTTP/1.1 client, TLS on a plaintext
+ * port). */
+bool h2_session_not_http2(const struct h2_session *s);
+
+/* Why h2_session_expire() gives up a connection (its GOAWAY's text). */
+#define H2_EXPIRED_MSG "the connection preface or a HEADERS block did not arrive within " \
+                       "--request-timeout"
+
+/* Whether the client's connection preface and first SETTINGS arrived. */
+bool h2_session_settings_seen(const struct h2_session *s);
+
 /* Most iovecs h2_session_sendv() returns at once. */
 #define H2_SEND_IOV 16
 

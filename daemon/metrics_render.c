@@ -9,6 +9,7 @@
  */
 #include "metrics.h"
 
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdatomic.h>
@@ -285,6 +286,12 @@ char *metrics_render(const struct metrics_sources *src, size_t *len)
     }
     metrics_gauge(&b, "ampd_connections", "client connections open now",
                   conn_limit_count(src->conn_limit));
+    metrics_family(&b, "ampd_connections_refused_total", "counter",
+                   "connections refused, or failed before HTTP/2 began, by reason");
+    for (int i = 0; i < CONN_REFUSAL_COUNT; i++)
+        metrics_printf(&b, "ampd_connections_refused_total{reason=\"%s\"} %" PRIu64 "\n",
+                       conn_refusal_label((enum conn_refusal)i),
+                       conn_refusal_count(&src->conn_limit->refusals, (enum conn_refusal)i));
     metrics_family(&b, "ampd_loop_connections", "gauge",
                    "connections each I/O loop serves now, by loop (--io-threads)");
     for (size_t i = 0; i < src->nloops; i++)
