@@ -17,6 +17,7 @@
 /* One line, prefixes included; a longer one is cut. */
 #define LOG_LINE_MAX 1024
 #define LOG_NS_PER_S 1000000000ull
+#define LOG_NS_PER_MS 1000000L
 
 static atomic_int log_threshold = LOG_INFO;   /* lines above it are dropped */
 static bool log_journal;   /* set by log_init() before any thread logs */
@@ -77,6 +78,18 @@ bool log_enabled(enum log_level level)
     return (int)level <= atomic_load_explicit(&log_threshold, memory_order_relaxed);
 }
 
+/* A line's time where the journal does not add its own: UTC, RFC 3339,
+ * milliseconds ("2026-11-28T17:20:01.123Z "). Returns its length. */
+static int log_timestamp(char *buf, size_t len)
+{
+    struct timespec ts;
+    struct tm tm;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    gmtime_r(&ts.tv_sec, &tm);
+    size_t n = strftime(buf, len, "%Y-%m-%dT%H:%M:%S", &tm);
+    return (int)n + snprintf(buf + n, len - n, ".%03ldZ ", ts.tv_nsec / LOG_NS_PER_MS);
+}
+
 /* Formats and writes one line with a single fwrite(): stderr is
  * unbuffered, so the line goes out at once, and the stream's lock keeps
  * threads' lines whole. */
@@ -86,6 +99,8 @@ static void log_vline(enum log_level level, const char *fmt, va_list ap)
     int n = 0;
     if (log_journal)
         n = snprintf(line, sizeof line, "<%d>", log_priorities[level]);
+    else
+        n = log_timestamp(line, sizeof line);
     n += snprintf(line + n, sizeof line - (size_t)n, "ampd: ");
     if (level != LOG_INFO)
         n += snprintf(line + n, sizeof line - (size_t)n, "%s: ", log_words[level]);

@@ -21,7 +21,7 @@ nvidia-smi --query-gpu=name,driver_version --format=csv
 export AMPD_BIN=$PWD/$dir/bin/ampd AMPCTL_BIN=$PWD/$dir/bin/ampctl AMP_SOURCE_DIR=$PWD CK_DEFAULT_TIMEOUT=300
 cd $dir/bin
 for t in test_stream_tasks test_client_stream test_stream_flow test_client_pipeline test_runner; do
-  timeout 150 ./$t 2>&1 | grep -v '^ampd: \(listening\|device\|signal\)' | tail -3; echo "== $t rc=${PIPESTATUS[0]}"
+  timeout 150 ./$t 2>&1 | grep -v 'ampd: \(listening\|device\|signal\)' | tail -3; echo "== $t rc=${PIPESTATUS[0]}"
 done
 # Many GiB through one stream with the default 64 MiB staging pool: the
 # daemon's peak RSS (VmHWM) stays far below the input.
