@@ -22,6 +22,7 @@
 #include "call_class.h"
 #include "conn_limit.h"
 #include "grow.h"
+#include "proc_stats.h"
 #include "region.h"
 #include "rpc.h"
 #include "sched.h"
@@ -267,6 +268,25 @@ static void metrics_gauge(struct metrics_buf *b, const char *name, const char *h
     metrics_printf(b, "%s %.17g\n", name, v);
 }
 
+/* The process_* series (proc_stats.h); none when /proc cannot be read. */
+static void metrics_process(struct metrics_buf *b)
+{
+    struct proc_stats ps;
+    if (proc_stats_read(&ps) != 0)
+        return;
+    metrics_family(b, "process_cpu_seconds_total", "counter", "user and system CPU time");
+    metrics_printf(b, "process_cpu_seconds_total %.17g\n", ps.cpu_seconds);
+    metrics_gauge(b, "process_start_time_seconds", "start time, seconds since the epoch",
+                  ps.start_time_s);
+    metrics_gauge(b, "process_resident_memory_bytes", "resident memory",
+                  (double)ps.resident_bytes);
+    metrics_gauge(b, "process_virtual_memory_bytes", "virtual memory", (double)ps.virtual_bytes);
+    metrics_gauge(b, "process_threads", "threads", (double)ps.threads);
+    metrics_gauge(b, "process_open_fds", "open file descriptors", (double)ps.open_fds);
+    metrics_gauge(b, "process_max_fds", "the descriptor limit (RLIMIT_NOFILE)",
+                  (double)ps.max_fds);
+}
+
 char *metrics_render(const struct metrics_sources *src, size_t *len)
 {
     struct metrics_buf b = { .p = malloc(METRICS_RENDER_START), .cap = METRICS_RENDER_START };
@@ -311,6 +331,7 @@ char *metrics_render(const struct metrics_sources *src, size_t *len)
                        "calls that carried each --token-file token, by its name");
         auth_token_calls(src->auth, metrics_token_line, &b);
     }
+    metrics_process(&b);
     if (b.failed) {
         free(b.p);
         return NULL;

@@ -9,7 +9,8 @@ parse with prometheus_client's own parser. Bad input: other paths are
 --metrics-allow-remote stop the daemon at startup naming the address,
 and a value that is not HOST:PORT is a usage error. With --token-file,
 each token's calls are counted by its name, and a name's count goes on
-across a SIGHUP reload while a dropped name leaves the page.
+across a SIGHUP reload while a dropped name leaves the page. The
+process_* series agree with /proc.
 Prints one line per check (support/cases.py).
 """
 import os
@@ -170,6 +171,29 @@ def test_counters_move():
             expect(name in families, "no %s family" % name)
         cap = [v for k, v in after.items() if k[0] == "ampd_device_memory_capacity_bytes"]
         expect(cap and all(v > 0 for v in cap), "device memory capacity %r" % cap)
+
+
+def test_process_series():
+    """process_* as Prometheus' client libraries name them, matching what
+    /proc says of the daemon."""
+    with Metrics() as m:
+        samples, _ = scrape(m)
+        pid = m.daemon.proc.pid
+        fds = len(os.listdir("/proc/%d/fd" % pid))
+        with open("/proc/%d/status" % pid, encoding="ascii") as f:
+            threads = int(re.search(r"^Threads:\s+(\d+)", f.read(), re.M).group(1))
+    expect(value(samples, "process_resident_memory_bytes") > 0, "no resident memory")
+    expect(value(samples, "process_virtual_memory_bytes")
+           >= value(samples, "process_resident_memory_bytes"), "virtual < resident")
+    expect(value(samples, "process_cpu_seconds_total") > 0, "no CPU time")
+    expect(abs(value(samples, "process_start_time_seconds") - time.time()) < STARTUP_TIMEOUT_S,
+           "start time %s, now %s" % (value(samples, "process_start_time_seconds"), time.time()))
+    # The scrape's own descriptor and thread come and go around the reads.
+    expect(abs(value(samples, "process_open_fds") - fds) <= 2,
+           "open fds %s, /proc has %d" % (value(samples, "process_open_fds"), fds))
+    expect(value(samples, "process_max_fds") >= value(samples, "process_open_fds"), "max < open")
+    expect(abs(value(samples, "process_threads") - threads) <= 2,
+           "threads %s, /proc has %d" % (value(samples, "process_threads"), threads))
 
 
 def test_http_refusals():
