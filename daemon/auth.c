@@ -14,6 +14,7 @@
 #include <openssl/crypto.h>
 #include <pthread.h>
 #include <pwd.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,6 +47,7 @@ struct auth {
     size_t nuids;
     gid_t gids[AUTH_MAX_IDS];    /* --allow-gid: ngids of them */
     size_t ngids;
+    atomic_uint_least64_t failures[AUTH_FAILURE_COUNT];   /* calls refused, by reason */
 };
 
 /* --- allow-lists ---------------------------------------------------------- */
@@ -320,15 +322,32 @@ static int auth_match(struct auth *a, const char *token, size_t len, long uid, c
     return found;
 }
 
-/* The token part of auth_call(): the header against the token set. */
+const char *auth_failure_label(enum auth_failure why)
+{
+    static const char *const labels[AUTH_FAILURE_COUNT] = {
+#define AUTH_FAILURE_LABEL(name, label) label,
+        AUTH_FAILURE_MAP(AUTH_FAILURE_LABEL)
+#undef AUTH_FAILURE_LABEL
+    };
+    return (unsigned)why < AUTH_FAILURE_COUNT ? labels[why] : "unknown";
+}
+
+uint64_t auth_failures(const struct auth *a, enum auth_failure why)
+{
+    return a && (unsigned)why < AUTH_FAILURE_COUNT ? atomic_load(&a->failures[why]) : 0;
+}
+
+/* The token part of auth_call(): the header against the token set; *why
+ * says which check failed. */
 static enum status_code auth_token(struct auth *a, const struct auth_conn *who,
                                    enum h2_authorization hdr, const char *value, size_t len,
                                    char *client, size_t clientlen, struct auth_grant *grant,
-                                   char *msg, size_t msglen)
+                                   enum auth_failure *why, char *msg, size_t msglen)
 {
     if (hdr == H2_AUTHORIZATION_BAD) {
         snprintf(msg, msglen, "authorization metadata sent twice or longer than %d bytes",
                  H2_AUTHORIZATION_MAX);
+        *why = AUTH_FAILED_BAD_HEADER;
         return STATUS_UNAUTHENTICATED;
     }
     /* A token is checked wherever one is sent and tokens exist: a client
@@ -337,6 +356,7 @@ static enum status_code auth_token(struct auth *a, const struct auth_conn *who,
         if (!who->need_token)
             return STATUS_OK;
         snprintf(msg, msglen, "missing or invalid bearer token (authorization: Bearer TOKEN)");
+        *why = AUTH_FAILED_MISSING;
         return STATUS_UNAUTHENTICATED;
     }
     size_t toklen;
@@ -344,10 +364,14 @@ static enum status_code auth_token(struct auth *a, const struct auth_conn *who,
     if (!token) {
         snprintf(msg, msglen, "malformed authorization metadata: want \"Bearer TOKEN\", a token of "
                               "at most %d letters, digits, - . _ ~ + / then any =", AUTH_TOKEN_MAX);
+        *why = AUTH_FAILED_MALFORMED;
         return STATUS_UNAUTHENTICATED;
     }
     if (auth_match(a, token, toklen, who->uid, client, clientlen, grant) < 0) {
+        /* The client is told the same as for none sent: which it was is
+         * for the operator (metrics), not for someone guessing tokens. */
         snprintf(msg, msglen, "missing or invalid bearer token (authorization: Bearer TOKEN)");
+        *why = AUTH_FAILED_UNKNOWN;
         return STATUS_UNAUTHENTICATED;
     }
     return STATUS_OK;
@@ -372,12 +396,16 @@ enum status_code auth_call(struct auth *a, const struct auth_conn *who, const ch
         return STATUS_OK;
     if (who->denied) {
         snprintf(msg, msglen, "%s may not use this socket (--allow-uid, --allow-gid)", who->peer);
+        atomic_fetch_add(&a->failures[AUTH_FAILED_PEER_DENIED], 1);
         return STATUS_PERMISSION_DENIED;
     }
     /* Health answers anyone; a good token still names the client. */
     bool open = auth_path_open(path);
+    enum auth_failure why = AUTH_FAILED_MISSING;
     enum status_code code =
-        auth_token(a, who, hdr, value, len, client, clientlen, grant, msg, msglen);
+        auth_token(a, who, hdr, value, len, client, clientlen, grant, &why, msg, msglen);
+    if (code != STATUS_OK && !open)
+        atomic_fetch_add(&a->failures[why], 1);
     if (grant && !client[0] && who->uid >= 0) {   /* no token: its uid's, if any */
         pthread_mutex_lock(&a->lock);
         auth_grant_fill(a, NULL, who->uid, grant);

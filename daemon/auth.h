@@ -33,6 +33,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "auth_file.h"
 #include "config.h"
@@ -57,7 +58,27 @@ struct auth_grant {
     int max_priority;   /* the highest enum job_priority its calls may ask for */
 };
 
+/* Calls refused for who they come from, by reason: XX(name, metric label). */
+#define AUTH_FAILURE_MAP(XX)                                                   \
+    XX(MISSING, "missing_token")                                               \
+    XX(UNKNOWN, "unknown_token")                                               \
+    XX(MALFORMED, "malformed_authorization")                                   \
+    XX(BAD_HEADER, "bad_authorization_header")                                 \
+    XX(PEER_DENIED, "peer_not_allowed")
+
+enum auth_failure {
+#define AUTH_FAILURE_ENUM(name, label) AUTH_FAILED_##name,
+    AUTH_FAILURE_MAP(AUTH_FAILURE_ENUM)
+#undef AUTH_FAILURE_ENUM
+    AUTH_FAILURE_COUNT
+};
+
 struct auth;
+
+const char *auth_failure_label(enum auth_failure why);
+
+/* Calls refused for reason why since the start (metrics). */
+uint64_t auth_failures(const struct auth *a, enum auth_failure why);
 
 /* Reads the token file and resolves the allow-lists. Returns 0, or -1 with
  * the reason in err. */

@@ -330,6 +330,12 @@ char *metrics_render(const struct metrics_sources *src, size_t *len)
         metrics_family(&b, "ampd_token_calls_total", "counter",
                        "calls that carried each --token-file token, by its name");
         auth_token_calls(src->auth, metrics_token_line, &b);
+        metrics_family(&b, "ampd_auth_failures_total", "counter",
+                       "calls refused for who sent them, by reason");
+        for (int i = 0; i < AUTH_FAILURE_COUNT; i++)
+            metrics_printf(&b, "ampd_auth_failures_total{reason=\"%s\"} %" PRIu64 "\n",
+                           auth_failure_label((enum auth_failure)i),
+                           auth_failures(src->auth, (enum auth_failure)i));
     }
     metrics_process(&b);
     if (b.failed) {

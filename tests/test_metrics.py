@@ -281,6 +281,16 @@ def test_token_calls():
                 expect(e.code() == grpc.StatusCode.UNAUTHENTICATED, "wrong token: %s" % e.code())
             got = token_counts(m)
             expect(got == {"alice": 3, "bob": 1}, "after 3 alice, 1 bob: %r" % got)
+            try:
+                call_with(m, "not a token!")   # no "Bearer " form: malformed
+                raise AssertionError("a malformed token was accepted")
+            except grpc.RpcError as e:
+                expect(e.code() == grpc.StatusCode.UNAUTHENTICATED, "malformed: %s" % e.code())
+            samples, _ = scrape(m)
+            failures = {r: value(samples, "ampd_auth_failures_total", reason=r)
+                        for r in ("unknown_token", "malformed_authorization", "missing_token")}
+            expect(failures == {"unknown_token": 1, "malformed_authorization": 1,
+                                "missing_token": 0}, "auth failures: %r" % failures)
             # alice's token changes, bob goes, carol comes: alice's series goes on.
             write_tokens(path, ("alice", "carol"), suffix="-new")
             os.kill(m.daemon.proc.pid, signal.SIGHUP)
