@@ -858,6 +858,8 @@ static void rpc_stream_closed(struct rpc_call *rc)
         return;
     st->rc = NULL;
     rc->stream = NULL;
+    if (!st->failed && st->phase == RS_CLOSING)   /* answered OK: its time counts */
+        stage_record(rc->env->stages, STAGE_STREAM, rc->t_start, stage_now_ns());
     if (!st->failed && st->phase != RS_CLOSING)
         rpc_stream_fail(st, STATUS_CANCELLED, "the client went away");
     rpc_stream_wind_down(st);

@@ -7,6 +7,7 @@
 static const char *const stage_names[STAGE_COUNT] = {
     [STAGE_REQUEST] = "request", [STAGE_QUEUE] = "queue", [STAGE_RUN] = "run",
     [STAGE_DELIVER] = "deliver", [STAGE_REPLY] = "reply", [STAGE_TOTAL] = "total",
+    [STAGE_STREAM] = "stream",
 };
 
 uint64_t stage_now_ns(void)

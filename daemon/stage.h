@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* stage.h: where a unary job call's time goes, as latency histograms.
+/* stage.h: where a unary job call's time goes, as latency histograms, and
+ * how long Stream calls take.
  *
  * A call is stamped as it passes each stage (rpc.c, sched.c, the runner's
  * dev_task.c and the host path): its request arriving whole and decoded,
@@ -23,6 +24,7 @@ enum stage {
     STAGE_DELIVER,  /* its completion back on the call's loop */
     STAGE_REPLY,    /* the reply encoded and written, the call closed */
     STAGE_TOTAL,    /* headers to close */
+    STAGE_STREAM,   /* a Stream call that succeeded: headers to close (not in TOTAL) */
     STAGE_COUNT
 };
 

@@ -313,7 +313,8 @@ def test_bench_counts_and_json():
     # every stage the daemon times.
     after = stage_calls()
     names = ["request", "queue", "run", "deliver", "reply", "total"]
-    expect(sorted(after) == sorted(names), "stages %r" % after)
+    # "stream" (Stream calls) shows once one has run.
+    expect(sorted(set(after) - {"stream"}) == sorted(names), "stages %r" % after)
     for name in names:
         moved = after[name]["calls"] - before[name]["calls"]
         expect(moved >= 202, "stage %s counted %d calls, want >= 202" % (name, moved))

@@ -173,6 +173,24 @@ def test_counters_move():
         expect(cap and all(v > 0 for v in cap), "device memory capacity %r" % cap)
 
 
+def test_stream_latency():
+    """A Stream call that succeeded counts in stage "stream"; unary stages
+    do not move for it."""
+    hist = "ampd_call_stage_duration_seconds"
+    with Metrics() as m:
+        before, _ = scrape(m)
+        out = subprocess.run([os.environ.get("AMPCTL_BIN", "ampctl"), "--address",
+                              m.daemon.address, "--transport", "socket", "--stream-threshold",
+                              "1", "--json", "hist"], input=bytes(range(256)) * 4,
+                             capture_output=True, timeout=CALL_TIMEOUT_S)
+        expect(out.returncode == 0, "ampctl hist: %d %r" % (out.returncode, out.stderr))
+        after, _ = scrape(m)
+    moved = lambda name, **labels: value(after, name, **labels) - value(before, name, **labels)
+    expect(moved(hist + "_count", stage="stream") == 1, "stream stage count")
+    expect(moved(hist + "_sum", stage="stream") > 0, "stream stage sum")
+    expect(moved(hist + "_count", stage="total") == 0, "a stream counted as a unary call")
+
+
 def test_process_series():
     """process_* as Prometheus' client libraries name them, matching what
     /proc says of the daemon."""
