@@ -10,6 +10,9 @@
 #include <string.h>
 
 #include "ampctl.h"
+#include "duration_text.h"
+
+#define PARSE_US_PER_MS 1000
 
 static int parse_base(const char *text)
 {
@@ -150,39 +153,12 @@ int parse_op(const char *text, amp_op *out)
     return -1;
 }
 
-/* Units of --timeout; a bare number is milliseconds, as -t always took. */
-static const struct {
-    const char *suffix;
-    double ms;
-} parse_duration_units[] = {
-    { "", 1 }, { "ms", 1 }, { "s", 1000 }, { "m", 60 * 1000 }, { "h", 60 * 60 * 1000 },
-};
-
-#define PARSE_NUMBER_MAX 32
-
 int parse_duration_ms(const char *text, uint32_t max, uint32_t *out)
 {
-    if (!text)
+    /* A bare number is milliseconds, as -t always took. */
+    uint64_t us;
+    if (duration_text_parse(text, PARSE_US_PER_MS, (uint64_t)max * PARSE_US_PER_MS, &us) != 0)
         return -1;
-    /* Digits and a point only: no sign, exponent, hex or "inf" from strtod. */
-    size_t n = strspn(text, "0123456789.");
-    char num[PARSE_NUMBER_MAX];
-    if (n == 0 || n >= sizeof num)
-        return -1;
-    memcpy(num, text, n);
-    num[n] = '\0';
-    char *end;
-    double v = strtod(num, &end);
-    if (*end)
-        return -1;
-    for (size_t i = 0; i < sizeof parse_duration_units / sizeof parse_duration_units[0]; i++) {
-        if (strcmp(text + n, parse_duration_units[i].suffix) != 0)
-            continue;
-        double ms = ceil(v * parse_duration_units[i].ms); /* 0.1ms is a deadline, not none */
-        if (ms > max)
-            return -1;
-        *out = (uint32_t)ms;
-        return 0;
-    }
-    return -1;
+    *out = (uint32_t)((us + PARSE_US_PER_MS - 1) / PARSE_US_PER_MS);   /* 0.1ms is a deadline */
+    return 0;
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* size_text.h: byte counts as people write them, with binary suffixes
- * ("64K", "4M", "1G"), read from the daemon's options and ampctl's and
- * written in their help texts. */
+/* size_text.h: byte counts as people write them ("64K", "4MiB", "1GB"),
+ * read from the daemon's options and ampctl's and written in their help
+ * texts. */
 #ifndef AMP_SIZE_TEXT_H
 #define AMP_SIZE_TEXT_H
 
@@ -15,9 +15,10 @@
  * G, T: powers of 1024), else as a plain number. */
 void size_text_format(uint64_t bytes, char *buf, size_t len);
 
-/* Reads text, the whole of it, as decimal digits and an optional K, M, G
- * or T suffix (either case; powers of 1024), into *out: what
- * size_text_format writes, and plain numbers. Returns 0, or -1 (*out
+/* Reads text, the whole of it, as decimal digits and an optional suffix,
+ * either case: K, M, G, T or KiB, MiB, GiB, TiB (powers of 1024: what
+ * size_text_format writes), KB, MB, GB, TB (powers of 1000, as disks and
+ * networks count), or B (bytes), into *out. Returns 0, or -1 (*out
  * unchanged) for anything else: "", a sign, a space, another suffix, or a
  * value past UINT64_MAX. */
 int size_text_parse(const char *text, uint64_t *out);

@@ -4,7 +4,7 @@
  * One table describes every setting: its name (the long option and the
  * config-file key alike), its kind and where it goes in struct config, so
  * the file and the command line cannot drift apart. Numbers take an optional
- * K, M, G or T suffix (powers of 1024; common/size_text.c).
+ * size suffix (common/size_text.c), durations a unit (common/duration_text.c).
  */
 #include "config.h"
 
@@ -23,11 +23,14 @@
 #include "job.h"
 #include "log.h"
 #include "read_file.h"
+#include "duration_text.h"
 #include "size_text.h"
 
 /* A setting's value as text, for the reload's log of what changed. */
 #define CONFIG_VALUE_TEXT_MAX 1024
 #define CONFIG_MS_PER_S 1000
+#define CONFIG_US_PER_MS 1000
+#define CONFIG_US_PER_S 1000000
 #define CONFIG_HELP_COLUMN 28
 #define CONFIG_HELP_WIDTH 100   /* as wide as the widest help line */
 /* A config.h constant that is a plain number, as text in a help string. */
@@ -255,7 +258,9 @@ static void config_usage(void)
         config_usage_opt(&config_opts[i], &d);
     printf("  --help                    show this help\n"
            "  --version                 show the version\n"
-           "Sizes take a K, M, G or T suffix (powers of 1024).\n");
+           "Sizes (N) take a K, M, G or T suffix, or KiB, MiB, GiB, TiB (powers of 1024),\n"
+           "or KB, MB, GB, TB (powers of 1000). Durations (S) are seconds, or take a\n"
+           "unit: us, ms, s, m or h (500ms, 1.5m).\n");
 }
 
 static const struct config_opt *config_find(const char *name, size_t namelen)
@@ -280,57 +285,54 @@ static int config_octal(const char *text, uint64_t *out)
     return 0;
 }
 
+/* A number of o's kind from value: a size, an octal mode, or a duration
+ * (seconds bare, in milliseconds here). */
+static int config_number(const struct config_opt *o, const char *value, uint64_t *v)
+{
+    if (o->kind == CFG_MODE)
+        return config_octal(value, v);
+    if (o->kind != CFG_SECONDS)
+        return size_text_parse(value, v);
+    uint64_t us;
+    if (duration_text_parse(value, CONFIG_US_PER_S, UINT64_MAX, &us) != 0)
+        return -1;
+    *v = (us + CONFIG_US_PER_MS - 1) / CONFIG_US_PER_MS;
+    return 0;
+}
+
 static int config_set_number(struct config *cfg, const struct config_opt *o, const char *value,
                              char *err, size_t errlen)
 {
     uint64_t v;
-    int rv = o->kind == CFG_MODE ? config_octal(value, &v) : size_text_parse(value, &v);
-    if (rv != 0 || v < o->min || v > o->max) {
-        if (o->kind == CFG_MODE) {
-            snprintf(err, errlen, "--%s: \"%s\" is not an octal mode in 0..0777", o->name, value);
-            return -1;
-        }
-        snprintf(err, errlen, "--%s: \"%s\" is not a number in %" PRIu64 "..%" PRIu64, o->name,
-                 value, o->min, o->max);
+    bool ms = o->kind == CFG_SECONDS;   /* its min and max are seconds */
+    if (config_number(o, value, &v) != 0) {
+        snprintf(err, errlen, "--%s: \"%s\" is not %s", o->name, value,
+                 o->kind == CFG_MODE ? "an octal mode (0..0777)"
+                 : ms ? "a duration (seconds, or with a unit: us, ms, s, m, h)"
+                      : "a number (with a K, M, G, T, KiB, MiB, GiB, TiB, KB, MB, GB or TB suffix "
+                        "for sizes)");
+        return -1;
+    }
+    uint64_t lo = ms ? o->min * CONFIG_MS_PER_S : o->min, hi = ms ? o->max * CONFIG_MS_PER_S : o->max;
+    if (v < lo || v > hi) {
+        snprintf(err, errlen, "--%s: \"%s\" is out of range (%" PRIu64 "..%" PRIu64 "%s)", o->name,
+                 value, o->min, o->max, ms ? " s" : "");
         return -1;
     }
     char *field = (char *)cfg + o->offset;
     if (o->kind == CFG_U64)
         *(uint64_t *)field = v;
-    else if (o->kind == CFG_U32 || o->kind == CFG_MODE)
-        *(uint32_t *)field = (uint32_t)v;
     else
-        *(uint32_t *)field = (uint32_t)(v * CONFIG_MS_PER_S);
+        *(uint32_t *)field = (uint32_t)v;
     return 0;
 }
 
 _Static_assert(AMPD_PRIORITIES == CALL_CLASS_PRIORITIES, "one priority list");
 
-/* --max-queue-time's durations: a number and one of these units. */
-static const struct {
-    const char *suffix;
-    uint64_t us;
-} config_time_units[] = { { "us", 1 }, { "ms", 1000 }, { "s", 1000000 } };
-
-/* "N" and a unit of config_time_units into microseconds. */
+/* --max-queue-time's durations: a number and a unit (none bare). */
 static int config_time_us(const char *text, uint64_t *us)
 {
-    if (*text < '0' || *text > '9')
-        return -1;
-    errno = 0;
-    char *end;
-    unsigned long long v = strtoull(text, &end, 10);
-    if (errno)
-        return -1;
-    for (size_t i = 0; i < sizeof config_time_units / sizeof config_time_units[0]; i++) {
-        if (strcmp(end, config_time_units[i].suffix) == 0) {
-            if (v > UINT64_MAX / config_time_units[i].us)
-                return -1;
-            *us = v * config_time_units[i].us;
-            return 0;
-        }
-    }
-    return -1;
+    return duration_text_parse(text, 0, UINT64_MAX, us);
 }
 
 /* --uid-weight UID:N and --uid-max-priority UID:LEVEL: the entry for UID
@@ -383,8 +385,8 @@ static int config_set_queue_time(struct config *cfg, const struct config_opt *o,
     uint64_t us;
     if (p < 0 || config_time_us(colon + 1, &us) != 0 || us > o->max) {
         snprintf(err, errlen, "--%s: \"%s\" is not LEVEL:TIME (low, normal or high, and a "
-                 "number of us, ms or s up to %" PRIu64 " s)", o->name, value,
-                 o->max / config_time_units[2].us);
+                 "time with a unit, us, ms, s, m or h, up to %" PRIu64 " s)", o->name, value,
+                 o->max / CONFIG_US_PER_S);
         return -1;
     }
     cfg->max_queue_us[p] = us;

@@ -73,7 +73,7 @@ START_TEST(io_threads)
     ck_assert_uint_ge(cfg.io_threads, 1);
     ck_assert_uint_le(cfg.io_threads, AMPD_DEFAULT_IO_THREADS_MAX);
     ck_assert_int_eq(load(&cfg, err, sizeof(err), 3, "--io-threads", "65"), CONFIG_ERROR);
-    ck_assert_str_eq(err, "--io-threads: \"65\" is not a number in 0..64");
+    ck_assert_str_eq(err, "--io-threads: \"65\" is out of range (0..64)");
 }
 END_TEST
 
@@ -187,7 +187,27 @@ START_TEST(bad_values)
     struct config cfg;
     char err[256];
     ck_assert_int_eq(load(&cfg, err, sizeof(err), 3, "--max-jobs", "0"), CONFIG_ERROR);
-    ck_assert_str_eq(err, "--max-jobs: \"0\" is not a number in 1..4294967295");
+    ck_assert_str_eq(err, "--max-jobs: \"0\" is out of range (1..4294967295)");
+    ck_assert_int_eq(load(&cfg, err, sizeof(err), 3, "--max-jobs", "x"), CONFIG_ERROR);
+    ck_assert_ptr_nonnull(strstr(err, "\"x\" is not a number"));
+    /* Sizes as people write them; durations with units, bare ones seconds. */
+    ck_assert_int_eq(load(&cfg, err, sizeof(err), 3, "--max-job-memory", "2GB"), CONFIG_RUN);
+    ck_assert_uint_eq(cfg.max_job_memory, 2000000000ull);
+    ck_assert_int_eq(load(&cfg, err, sizeof(err), 3, "--max-job-memory", "2GiB"), CONFIG_RUN);
+    ck_assert_uint_eq(cfg.max_job_memory, 2ull << 30);
+    ck_assert_int_eq(load(&cfg, err, sizeof(err), 3, "--drain-timeout", "10"), CONFIG_RUN);
+    ck_assert_uint_eq(cfg.drain_timeout_ms, 10000);
+    ck_assert_int_eq(load(&cfg, err, sizeof(err), 3, "--drain-timeout", "10s"), CONFIG_RUN);
+    ck_assert_uint_eq(cfg.drain_timeout_ms, 10000);
+    ck_assert_int_eq(load(&cfg, err, sizeof(err), 3, "--drain-timeout", "1.5m"), CONFIG_RUN);
+    ck_assert_uint_eq(cfg.drain_timeout_ms, 90000);
+    ck_assert_int_eq(load(&cfg, err, sizeof(err), 3, "--request-timeout", "250ms"), CONFIG_RUN);
+    ck_assert_uint_eq(cfg.request_timeout_ms, 250);
+    ck_assert_int_eq(load(&cfg, err, sizeof(err), 3, "--drain-timeout", "10x"), CONFIG_ERROR);
+    ck_assert_ptr_nonnull(strstr(err, "is not a duration"));
+    ck_assert_int_eq(load(&cfg, err, sizeof(err), 3, "--drain-timeout", "100000000h"),
+                     CONFIG_ERROR);
+    ck_assert_ptr_nonnull(strstr(err, "is out of range"));
     ck_assert_int_eq(load(&cfg, err, sizeof(err), 3, "--max-message-bytes", "5G"), CONFIG_ERROR);
     ck_assert_int_eq(load(&cfg, err, sizeof(err), 3, "--max-streams", "-1"), CONFIG_ERROR);
     ck_assert_int_eq(load(&cfg, err, sizeof(err), 3, "--max-streams", "12x"), CONFIG_ERROR);

@@ -29,16 +29,26 @@ START_TEST(plain_and_suffixed)
     ck_assert_uint_eq(parse_ok("0M"), 0);
     ck_assert_uint_eq(parse_ok("18446744073709551615"), UINT64_MAX);
     ck_assert_uint_eq(parse_ok("16777215T"), (uint64_t)16777215 << 40);
+    /* As people write them: IEC's binary units, SI's decimal ones, bytes. */
+    ck_assert_uint_eq(parse_ok("4KiB"), 4u << 10);
+    ck_assert_uint_eq(parse_ok("64gib"), (uint64_t)64 << 30);
+    ck_assert_uint_eq(parse_ok("5KB"), 5000);
+    ck_assert_uint_eq(parse_ok("64GB"), 64000000000ull);
+    ck_assert_uint_eq(parse_ok("3mb"), 3000000);
+    ck_assert_uint_eq(parse_ok("2TB"), 2000000000000ull);
+    ck_assert_uint_eq(parse_ok("512B"), 512);
 }
 END_TEST
 
 START_TEST(refused)
 {
     const char *bad[] = {
-        "", "K", " 5", "5 ", "+5", "-5", "5KB", "5X", "5KK", "0x10", "1.5M",
+        "", "K", " 5", "5 ", "+5", "-5", "5KiBB", "5X", "5KK", "5iB", "5Bi", "5KBB", "0x10", "1.5M",
+        "18446744073709551616B",
         "18446744073709551616",   /* UINT64_MAX + 1 */
         "16777216T",              /* 2^64 */
         "17179869184G",
+        "18446744073709552KB",    /* past 2^64 in thousands */
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         uint64_t v = 42;
