@@ -329,9 +329,15 @@ static int config_set_number(struct config *cfg, const struct config_opt *o, con
 
 _Static_assert(AMPD_PRIORITIES == CALL_CLASS_PRIORITIES, "one priority list");
 
-/* --max-queue-time's durations: a number and a unit (none bare). */
+/* --max-queue-time's durations: a number and a unit (none bare) of us, ms
+ * or s. Not m or h: in grpc-timeout, the amp-max-queue-time header's
+ * format, "5m" is 5 ms, so a copied header value is refused rather than
+ * read as minutes. */
 static int config_time_us(const char *text, uint64_t *us)
 {
+    size_t n = strlen(text);
+    if (n && (text[n - 1] == 'h' || text[n - 1] == 'm'))
+        return -1;
     return duration_text_parse(text, 0, UINT64_MAX, us);
 }
 
@@ -385,7 +391,7 @@ static int config_set_queue_time(struct config *cfg, const struct config_opt *o,
     uint64_t us;
     if (p < 0 || config_time_us(colon + 1, &us) != 0 || us > o->max) {
         snprintf(err, errlen, "--%s: \"%s\" is not LEVEL:TIME (low, normal or high, and a "
-                 "time with a unit, us, ms, s, m or h, up to %" PRIu64 " s)", o->name, value,
+                 "time with a unit, us, ms or s, up to %" PRIu64 " s)", o->name, value,
                  o->max / CONFIG_US_PER_S);
         return -1;
     }
