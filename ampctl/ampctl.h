@@ -155,9 +155,19 @@ int io_read_all(const char *path, uint8_t **buf, size_t *len);
 int io_write_all(const char *path, const void *buf, size_t len);
 
 /* Opens path (NULL or "-": stdout) for text output; io_close_output checks
- * the writes went through. */
+ * the writes went through, and a file appears only then (out_file.c). */
 int io_open_output(const char *path, FILE **out);
 int io_close_output(const char *path, FILE *f);
+
+/* --- out_file.c ------------------------------------------------------------ */
+
+/* Opens -o path (not stdout) so that it appears whole or not at all: a
+ * temporary beside it, renamed over it by out_file_close(path, fd, 1); with
+ * ok 0, or when a signal ends ampctl first, the temporary goes and path is
+ * as it was. A path that exists and is not a regular file is written in
+ * place. fd may be -1 at close (already closed, e.g. by fclose). */
+int out_file_open(const char *path, int *fd);
+int out_file_close(const char *path, int fd, int ok);
 
 /* True when output to path (NULL or "-": stdout) goes to a terminal. */
 int io_is_terminal(const char *path);
@@ -196,9 +206,10 @@ long io_input_read(void *ctx, void *buf, size_t cap);
 void io_input_close(struct io_input *in);
 
 /* Opens path (NULL or "-": stdout) for binary output; *fd is closed by
- * io_close_fd (which reports a failed close) unless it is stdout. */
+ * io_close_fd (which reports a failed close) unless it is stdout; a file
+ * appears only when io_close_fd is told the job went ok (out_file.c). */
 int io_open_fd(const char *path, int *fd);
-int io_close_fd(const char *path, int fd);
+int io_close_fd(const char *path, int fd, int ok);
 /* Writes all len bytes of buf to fd (name: the file, for the message).
  * AMPCTL_OK, or AMPCTL_EIO with the reason printed. */
 int io_write_fd(int fd, const char *name, const void *buf, size_t len);

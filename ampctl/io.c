@@ -98,17 +98,13 @@ int io_write_all(const char *path, const void *buf, size_t len)
             rc = io_write_fd(STDOUT_FILENO, "stdout", buf, len);
         return rc == AMPCTL_OK ? term_out_end(&t) : rc;
     }
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-    if (fd < 0) {
-        ampctl_error("%s: %s", path, strerror(errno));
-        return AMPCTL_EIO;
-    }
-    int rc = io_write_fd(fd, path, buf, len);
-    if (close(fd) != 0 && rc == AMPCTL_OK) {
-        ampctl_error("%s: %s", path, strerror(errno));
-        rc = AMPCTL_EIO;
-    }
-    return rc;
+    int fd;
+    int rc = out_file_open(path, &fd);
+    if (rc != AMPCTL_OK)
+        return rc;
+    rc = io_write_fd(fd, path, buf, len);
+    int crc = out_file_close(path, fd, rc == AMPCTL_OK);
+    return rc != AMPCTL_OK ? rc : crc;
 }
 
 int io_open_output(const char *path, FILE **out)
@@ -117,9 +113,14 @@ int io_open_output(const char *path, FILE **out)
         *out = stdout;
         return AMPCTL_OK;
     }
-    *out = fopen(path, "w");
+    int fd;
+    int rc = out_file_open(path, &fd);
+    if (rc != AMPCTL_OK)
+        return rc;
+    *out = fdopen(fd, "w");
     if (!*out) {
         ampctl_error("%s: %s", path, strerror(errno));
+        out_file_close(path, fd, 0);
         return AMPCTL_EIO;
     }
     return AMPCTL_OK;
@@ -132,11 +133,10 @@ int io_close_output(const char *path, FILE *f)
         bad |= fflush(f) != 0;
     else
         bad |= fclose(f) != 0;
-    if (bad) {
+    if (bad)
         ampctl_error("%s: write failed: %s", io_name(path, "stdout"), strerror(errno));
-        return AMPCTL_EIO;
-    }
-    return AMPCTL_OK;
+    int rc = f == stdout ? AMPCTL_OK : out_file_close(path, -1, !bad);
+    return bad ? AMPCTL_EIO : rc;
 }
 
 int io_is_terminal(const char *path)
@@ -251,21 +251,12 @@ int io_open_fd(const char *path, int *fd)
         *fd = STDOUT_FILENO;
         return AMPCTL_OK;
     }
-    *fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-    if (*fd < 0) {
-        ampctl_error("%s: %s", path, strerror(errno));
-        return AMPCTL_EIO;
-    }
-    return AMPCTL_OK;
+    return out_file_open(path, fd);
 }
 
-int io_close_fd(const char *path, int fd)
+int io_close_fd(const char *path, int fd, int ok)
 {
     if (fd < 0 || fd == STDOUT_FILENO)
         return AMPCTL_OK;
-    if (close(fd) != 0) {
-        ampctl_error("%s: %s", path, strerror(errno));
-        return AMPCTL_EIO;
-    }
-    return AMPCTL_OK;
+    return out_file_close(path, fd, ok);
 }

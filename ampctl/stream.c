@@ -95,6 +95,6 @@ int stream_job(struct ampctl *ctx, struct io_input *in, const struct job_spec *j
         rc = ampctl_fail(ctx, r);
     if (rc == AMPCTL_OK)
         rc = term_out_end(&s.term);
-    int crc = has_output ? io_close_fd(output, s.out_fd) : AMPCTL_OK;
+    int crc = has_output ? io_close_fd(output, s.out_fd, rc == AMPCTL_OK) : AMPCTL_OK;
     return rc != AMPCTL_OK ? rc : crc;
 }

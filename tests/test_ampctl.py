@@ -9,6 +9,7 @@ Prints one line per check (support/cases.py).
 import json
 import os
 import re
+import signal
 import struct
 import subprocess
 import sys
@@ -912,6 +913,60 @@ def test_bash_completion_from_the_tables():
         for opt in set(re.findall(r"(?<![\w-])--[a-z][a-z-]*", out.decode())):
             if opt != "--stream-threshold":  # named in prose, a common option: offered too
                 expect(opt in offered, "%s --help names %s, completion lacks it" % (cmd, opt))
+
+
+# --- -o FILE appears whole or not at all ----------------------------------------
+
+def leftovers(name):
+    return [f for f in os.listdir(Ctx.tmp) if f.startswith(name + ".ampctl-")]
+
+
+def test_failed_stream_leaves_output_as_it_was():
+    src = tmpfile("whole-in.bin", pattern(4096))
+    keep = tmpfile("whole-keep.bin", b"earlier result\n")
+    rc, _, err = run(["--stream-threshold", "1", "--device", "7", "transform", "--op", "xor",
+                      "--value", "1", "-i", src, "-o", keep])
+    expect_rc(rc, EXIT_REFUSED, err)
+    with open(keep, "rb") as f:
+        expect(f.read() == b"earlier result\n", "a failed stream changed its -o file")
+    rc, _, err = run(["--stream-threshold", "1", "--device", "7", "transform", "--op", "xor",
+                      "--value", "1", "-i", src, "-o", tmpfile("whole-new.bin")])
+    expect_rc(rc, EXIT_REFUSED, err)
+    expect(not os.path.exists(tmpfile("whole-new.bin")), "a failed stream created its -o file")
+    expect(not leftovers("whole-keep.bin") and not leftovers("whole-new.bin"),
+           "temporaries left: %r" % os.listdir(Ctx.tmp))
+    rc, _, err = run(["--stream-threshold", "1", "transform", "--op", "xor", "--value", "1",
+                      "-i", src, "-o", keep])
+    expect_rc(rc, EXIT_OK, err)
+    with open(keep, "rb") as f:
+        expect(f.read() == bytes(b ^ 1 for b in pattern(4096)), "the result")
+    rc, _, err = run(["reverse", "abc", "-o", os.devnull])   # not a regular file: in place
+    expect_rc(rc, EXIT_OK, err)
+
+
+def test_interrupted_stream_leaves_no_file():
+    fifo = tmpfile("whole-fifo")
+    os.mkfifo(fifo)
+    out = tmpfile("whole-interrupted.bin")
+    env = dict(os.environ)
+    env.pop("AMP_ADDRESS", None)
+    p = subprocess.Popen([AMPCTL, "--address", Ctx.daemon.address, "--no-progress",
+                          "--stream-threshold", "64K", "transform", "--op", "add", "--value",
+                          "1", "-i", fifo, "-o", out],
+                         env=env, stderr=subprocess.PIPE)
+    with open(fifo, "wb") as w:
+        w.write(pattern(1 << 20))   # past --stream-threshold: the stream is under way
+        w.flush()
+        deadline = time.monotonic() + CALL_TIMEOUT_S
+        while not leftovers("whole-interrupted.bin"):
+            expect(time.monotonic() < deadline and p.poll() is None,
+                   "no temporary beside the output (%r)" % os.listdir(Ctx.tmp))
+            time.sleep(0.05)
+        p.send_signal(signal.SIGINT)
+        p.wait(timeout=CALL_TIMEOUT_S)
+    expect(p.returncode == -signal.SIGINT, "exit %r after SIGINT" % p.returncode)
+    expect(not os.path.exists(out) and not leftovers("whole-interrupted.bin"),
+           "an interrupted stream left %r" % os.listdir(Ctx.tmp))
 
 
 def main():
