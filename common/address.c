@@ -12,6 +12,7 @@
  */
 #include "address.h"
 
+#include <arpa/inet.h>
 #include <ctype.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -22,6 +23,9 @@
 #define ADDRESS_DNS_PREFIX "dns:"
 #define ADDRESS_DNS_AUTHORITY "///"
 #define ADDRESS_TLS_PREFIX "tls:"
+#define ADDRESS_IPV4_PREFIX "ipv4:"
+#define ADDRESS_IPV6_PREFIX "ipv6:"
+#define ADDRESS_ABSTRACT_PREFIX "unix-abstract:"
 #define ADDRESS_LOOPBACK "127.0.0.1"
 #define ADDRESS_PORT_MAX 65535
 #define ADDRESS_URL_MARK "://"
@@ -134,6 +138,22 @@ static int address_parse_tcp(const char *text, struct address *out, char *err, s
     return address_set_host(out, text, (size_t)(colon - text), err, errlen);
 }
 
+/* gRPC's ipv4:ADDR:PORT and ipv6:[ADDR]:PORT: a TCP address whose host
+ * must be a literal of that family. */
+static int address_parse_ip(const char *text, int family, struct address *out, char *err,
+                            size_t errlen)
+{
+    if (address_parse_tcp(text, out, err, errlen) != 0)
+        return -1;
+    unsigned char bin[sizeof(struct in6_addr)];
+    if (inet_pton(family, out->host, bin) != 1)
+        return address_fail(err, errlen, family == AF_INET
+                                ? "ipv4: wants an IPv4 address and a port (ipv4:127.0.0.1:50051)"
+                                : "ipv6: wants an IPv6 address in brackets and a port "
+                                  "(ipv6:[::1]:50051)");
+    return 0;
+}
+
 /* A URL (http://, https://, grpc://) is what people paste from a browser
  * or another tool's docs. Target syntax has no such scheme (it would be
  * read as a host), so the error names what to write instead. */
@@ -169,6 +189,13 @@ int address_parse(const char *text, struct address *out, char *err, size_t errle
     }
     if (address_starts(text, ADDRESS_UNIX_PREFIX))
         return address_parse_unix(text + strlen(ADDRESS_UNIX_PREFIX), out, err, errlen);
+    if (address_starts(text, ADDRESS_ABSTRACT_PREFIX))
+        return address_fail(err, errlen, "unix-abstract: sockets are not supported; use "
+                            "unix:PATH (a socket file, which its mode and group guard)");
+    if (address_starts(text, ADDRESS_IPV4_PREFIX))
+        return address_parse_ip(text + strlen(ADDRESS_IPV4_PREFIX), AF_INET, out, err, errlen);
+    if (address_starts(text, ADDRESS_IPV6_PREFIX))
+        return address_parse_ip(text + strlen(ADDRESS_IPV6_PREFIX), AF_INET6, out, err, errlen);
     if (address_starts(text, ADDRESS_DNS_PREFIX)) {
         text += strlen(ADDRESS_DNS_PREFIX);
         if (address_starts(text, ADDRESS_DNS_AUTHORITY))

@@ -3,8 +3,12 @@
  *
  *   unix:/abs/path  unix:///abs/path  unix:rel/path   a Unix socket
  *   HOST:PORT  [V6ADDR]:PORT  :PORT                   TCP (":PORT" = loopback)
+ *   dns:HOST:PORT  dns:///HOST:PORT                   TCP, as gRPC writes it
+ *   ipv4:ADDR:PORT  ipv6:[V6ADDR]:PORT                TCP to a literal of that family
  *   tls:HOST:PORT  tls:[V6ADDR]:PORT  tls::PORT       TCP with TLS (not gRPC syntax:
  *                                                     gRPC says TLS out of band)
+ * unix-abstract:NAME is refused, saying so: an abstract socket has no file
+ * whose mode and group could keep other users out.
  */
 #ifndef AMP_ADDRESS_H
 #define AMP_ADDRESS_H

@@ -91,6 +91,15 @@ START_TEST(tcp_forms)
     ck_assert_int_eq(a.port, 443);
     a = parse_ok("dns:h:2");
     ck_assert_str_eq(a.host, "h");
+    /* gRPC's ipv4: and ipv6: forms. */
+    a = parse_ok("ipv4:127.0.0.1:50051");
+    ck_assert_int_eq(a.kind, ADDRESS_TCP);
+    ck_assert_str_eq(a.host, "127.0.0.1");
+    ck_assert_int_eq(a.port, 50051);
+    a = parse_ok("ipv6:[::1]:50051");
+    ck_assert_str_eq(a.host, "::1");
+    ck_assert_int_eq(a.port, 50051);
+    ck_assert_int_eq(parse_ok("tls:ipv4:10.0.0.7:443").tls, 1);
 }
 END_TEST
 
@@ -111,6 +120,11 @@ START_TEST(tcp_bad)
     parse_bad("a b:80", "bad character");
     parse_bad("dns://auth/h:1", "authorities");
     parse_bad("dns:", NULL);
+    parse_bad("ipv4:localhost:80", "IPv4 address");
+    parse_bad("ipv4:[::1]:80", "IPv4 address");
+    parse_bad("ipv6:127.0.0.1:80", "IPv6 address");
+    parse_bad("ipv6:[::1]", "PORT");
+    parse_bad("unix-abstract:ampd", "not supported");
 }
 END_TEST
 
