@@ -20,6 +20,7 @@
 
 #include "address.h"
 #include "call_class.h"
+#include "dev_select.h"
 #include "job.h"
 #include "log.h"
 #include "read_file.h"
@@ -37,8 +38,8 @@
 #define CONFIG_STR(x) CONFIG_STR_(x)
 #define CONFIG_STR_(x) #x
 
-enum config_kind { CFG_LISTEN, CFG_DEVICE, CFG_GROUP, CFG_PATH, CFG_LIST, CFG_U64, CFG_U32,
-                   CFG_SECONDS, CFG_MODE, CFG_SWITCH, CFG_LOG_LEVEL, CFG_HOST_PORT,
+enum config_kind { CFG_LISTEN, CFG_DEVICE, CFG_DEVICES, CFG_GROUP, CFG_PATH, CFG_LIST, CFG_U64,
+                   CFG_U32, CFG_SECONDS, CFG_MODE, CFG_SWITCH, CFG_LOG_LEVEL, CFG_HOST_PORT,
                    CFG_UID_WEIGHT, CFG_UID_PRIORITY, CFG_QUEUE_TIME };
 
 struct config_opt {
@@ -80,6 +81,10 @@ static const struct config_opt config_opts[] = {
       "                            supplementary): groups or gids, comma-separated" },
     { "device", "SEL", CFG_DEVICE, CFG_OFF(device), 0, 0,
       "default device: an index, \"gpu\" or \"cpu\" (default: the first GPU)" },
+    { "devices", "LIST", CFG_DEVICES, CFG_OFF(devices), 0, 0,
+      "devices to open: auto (GPUs and accelerators; the CPU only\n"
+      "                            where there is none), all, or a comma list of gpu, cpu,\n"
+      "                            accelerator and indices as --devices all numbers them" },
     { "max-message-bytes", "N", CFG_U64, CFG_OFF(max_message_bytes), 1,
       AMPD_MAX_MESSAGE_BYTES_LIMIT, "largest request or reply message" },
     { "max-connections", "N", CFG_U32, CFG_OFF(max_connections), 1, UINT32_MAX,
@@ -215,6 +220,7 @@ static void config_default_text(const struct config_opt *o, const struct config 
         return;
     }
     case CFG_U32: case CFG_SECONDS: case CFG_MODE: case CFG_SWITCH: case CFG_LOG_LEVEL:
+    case CFG_DEVICES:
         config_value(d, o, buf, len);
         return;
     default:
@@ -424,6 +430,17 @@ static int config_set(struct config *cfg, const struct config_opt *o, const char
         }
         snprintf(cfg->device, sizeof(cfg->device), "%s", value);
         return 0;
+    case CFG_DEVICES: {
+        struct dev_select sel;
+        if (strlen(value) >= sizeof(cfg->devices)) {
+            snprintf(err, errlen, "--devices: the list is too long");
+            return -1;
+        }
+        if (dev_select_parse(value, &sel, err, errlen) < 0)
+            return -1;
+        snprintf(cfg->devices, sizeof(cfg->devices), "%s", value);
+        return 0;
+    }
     case CFG_GROUP:
         if (strlen(value) >= sizeof(cfg->socket_group)) {
             snprintf(err, errlen, "--socket-group: \"%s\" is too long", value);
@@ -516,6 +533,7 @@ static void config_defaults(struct config *cfg)
     cfg->host_max_bytes = AMPD_DEFAULT_HOST_MAX_BYTES;
     cfg->busy_poll_us = AMPD_DEFAULT_BUSY_POLL_US;
     cfg->log_level = LOG_INFO;
+    snprintf(cfg->devices, sizeof(cfg->devices), "%s", AMPD_DEFAULT_DEVICES);
 }
 
 /* --io-threads and --host-threads 0: a thread per online CPU, up to max. */

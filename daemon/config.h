@@ -97,6 +97,9 @@
 #define AMPD_MAX_LISTEN 16
 #define AMPD_ADDRESS_MAX 300
 #define AMPD_DEVICE_SEL_MAX 32
+/* --devices: "auto", "all", or a list of types and indices (dev_select.h). */
+#define AMPD_DEVICES_MAX 256
+#define AMPD_DEFAULT_DEVICES "auto"
 /* --tls-cert, --tls-key, --tls-client-ca: a file name (a config line is
  * at most 1024 bytes too). */
 #define AMPD_PATH_MAX 1024
@@ -123,6 +126,7 @@ struct config {
     char listen[AMPD_MAX_LISTEN][AMPD_ADDRESS_MAX]; /* nlisten >= 1 after config_load */
     size_t nlisten;
     char device[AMPD_DEVICE_SEL_MAX];  /* --device: "", an index, "gpu" or "cpu" */
+    char devices[AMPD_DEVICES_MAX];    /* --devices: which devices open; parses (dev_select.h) */
     uint64_t max_message_bytes;
     uint32_t max_connections;
     uint32_t max_jobs;

@@ -47,6 +47,14 @@ struct dev;
  * Returns 0, or -1 with a message in err when no device can be opened. */
 int dev_open_all(struct dev ***devs, size_t *n, char *err, size_t errlen);
 
+/* dev_open_all() for the devices that select (--devices: "auto", "all",
+ * or a list of types and indices into dev_open_all()'s list; dev_select.h)
+ * picks, chosen before any is opened. The opened ones are numbered
+ * 0..*n-1 in the same order. Fails with a message naming --devices when
+ * the selection is malformed or matches no device. */
+int dev_open_selected(const char *select, struct dev ***devs, size_t *n, char *err,
+                      size_t errlen);
+
 /* The list order of n devices of the given types: order[k] is the index in
  * types of the k-th device listed. GPUs, then accelerators, then CPUs;
  * devices of one type keep their order (the platforms', as reported). */

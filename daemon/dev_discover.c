@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "dev_select.h"
 #include "kernels.h"
 #include "log.h"
 
@@ -387,8 +388,47 @@ static int dev_sort_candidates(struct dev_candidate *c, size_t n)
     return rc;
 }
 
-static int dev_open_list(struct dev ***devs, size_t *n, bool profiling, char *err,
-                         size_t errlen)
+/* Keeps the candidates that --devices (text; NULL: all) picks, in order,
+ * logging those left out with the index that names them: before any is
+ * opened, so a device left out costs no kernel build. */
+static int dev_select_candidates(struct dev_candidate *c, size_t *n, const char *text, char *err,
+                                 size_t errlen)
+{
+    struct dev_select sel;
+    if (!text)
+        return 0;
+    if (dev_select_parse(text, &sel, err, errlen) < 0)
+        return -1;
+    struct dev_select_cand *sc = calloc(*n ? *n : 1, sizeof(*sc));
+    char (*names)[128] = calloc(*n ? *n : 1, sizeof(*names));
+    bool *chosen = calloc(*n ? *n : 1, sizeof(*chosen));
+    long picked = -1;
+    if (!sc || !names || !chosen)
+        snprintf(err, errlen, "out of memory");
+    for (size_t i = 0; sc && names && chosen && i < *n; i++) {
+        dev_get_string(c[i].id, CL_DEVICE_NAME, names[i], sizeof names[i]);
+        sc[i] = (struct dev_select_cand){c[i].type, names[i]};
+    }
+    if (sc && names && chosen)
+        picked = dev_select_pick(&sel, text, sc, *n, chosen, err, errlen);
+    size_t kept = 0;
+    for (size_t i = 0; picked > 0 && i < *n; i++) {
+        if (chosen[i])
+            c[kept++] = c[i];
+        else
+            log_msg(LOG_INFO, "leaving out OpenCL device %zu: %s (%s): --devices %s", i,
+                    names[i], dev_type_name(c[i].type), text);
+    }
+    if (picked > 0)
+        *n = kept;
+    free(sc);
+    free(names);
+    free(chosen);
+    return picked > 0 ? 0 : -1;
+}
+
+static int dev_open_list(struct dev ***devs, size_t *n, const char *select, bool profiling,
+                         char *err, size_t errlen)
 {
     struct dev_candidate *cands = NULL;
     size_t ncands = 0;
@@ -401,6 +441,10 @@ static int dev_open_list(struct dev ***devs, size_t *n, bool profiling, char *er
     if (dev_sort_candidates(cands, ncands) != 0) {
         free(cands);
         snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    if (dev_select_candidates(cands, &ncands, select, err, errlen) < 0) {
+        free(cands);
         return -1;
     }
     struct dev **list = calloc(ncands ? ncands : 1, sizeof(*list));
@@ -436,12 +480,18 @@ static int dev_open_list(struct dev ***devs, size_t *n, bool profiling, char *er
 
 int dev_open_all(struct dev ***devs, size_t *n, char *err, size_t errlen)
 {
-    return dev_open_list(devs, n, false, err, errlen);
+    return dev_open_list(devs, n, NULL, false, err, errlen);
+}
+
+int dev_open_selected(const char *select, struct dev ***devs, size_t *n, char *err,
+                      size_t errlen)
+{
+    return dev_open_list(devs, n, select, false, err, errlen);
 }
 
 int dev_open_all_profiled(struct dev ***devs, size_t *n, char *err, size_t errlen)
 {
-    return dev_open_list(devs, n, true, err, errlen);
+    return dev_open_list(devs, n, NULL, true, err, errlen);
 }
 
 void dev_close_all(struct dev **devs, size_t n)

@@ -80,7 +80,7 @@ int main(int argc, char **argv)
 
     struct dev **devs = NULL;
     size_t ndevs = 0;
-    if (dev_open_all(&devs, &ndevs, err, sizeof(err)) != 0 || ndevs == 0) {
+    if (dev_open_selected(cfg.devices, &devs, &ndevs, err, sizeof(err)) != 0 || ndevs == 0) {
         log_msg(LOG_ERROR, "no OpenCL device: %s", ndevs == 0 && devs ? "none found" : err);
         dev_close_all(devs, ndevs);
         return 1;

@@ -108,7 +108,8 @@ int sched_pick_default(struct dev **devs, size_t ndevs, const char *sel, size_t 
     if (sched_is_index(sel)) {
         unsigned long i = strtoul(sel, NULL, 10);
         if (i >= ndevs) {
-            snprintf(err, errlen, "--device %s: there are %zu devices (0..%zu)", sel, ndevs, ndevs - 1);
+            snprintf(err, errlen, "--device %s: no device %s among the %zu ampd opened "
+                     "(0..%zu; --devices chose them)", sel, sel, ndevs, ndevs - 1);
             return -1;
         }
         *index = i;
@@ -125,7 +126,8 @@ int sched_pick_default(struct dev **devs, size_t ndevs, const char *sel, size_t 
             return 0;
         }
     }
-    snprintf(err, errlen, "--device %s: no %s device", sel, sel);
+    snprintf(err, errlen, "--device %s: no %s device among those opened (--devices chose "
+             "them; auto opens the CPU only where there is no GPU or accelerator)", sel, sel);
     return -1;
 }
 
