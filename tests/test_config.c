@@ -270,6 +270,35 @@ START_TEST(changes_reported)
 }
 END_TEST
 
+/* --devices: auto by default; a valid list from the file or the command
+ * line (which wins) is kept as written; a bad one is refused naming
+ * --devices, with the file line; SIGHUP's report names a change. */
+START_TEST(devices_option)
+{
+    struct config cfg, was;
+    char err[256], want[160];
+    ck_assert_int_eq(load(&was, err, sizeof(err), 1), CONFIG_RUN);
+    ck_assert_str_eq(was.devices, "auto");
+    write_conf("devices = gpu,2\n");
+    ck_assert_int_eq(load(&cfg, err, sizeof(err), 3, "--config", conf_path), CONFIG_RUN);
+    ck_assert_str_eq(cfg.devices, "gpu,2");
+    ck_assert_int_eq(load(&cfg, err, sizeof(err), 5, "--config", conf_path, "--devices", "all"),
+                     CONFIG_RUN);
+    ck_assert_str_eq(cfg.devices, "all");
+    changes[0] = '\0';
+    config_changes(&was, &cfg, on_changed, NULL);
+    ck_assert_str_eq(changes, "devices:auto>all;");
+    unlink(conf_path);
+    write_conf("devices = gpu,\n");
+    ck_assert_int_eq(load(&cfg, err, sizeof(err), 3, "--config", conf_path), CONFIG_ERROR);
+    snprintf(want, sizeof(want), "%s:1: --devices: \"gpu,\" is not auto, all", conf_path);
+    ck_assert_msg(strncmp(err, want, strlen(want)) == 0, "%s", err);
+    unlink(conf_path);
+    ck_assert_int_eq(load(&cfg, err, sizeof(err), 3, "--devices", "cpu,tpu"), CONFIG_ERROR);
+    ck_assert_str_eq(err, "--devices: \"tpu\" is not gpu, cpu, accelerator or a device index");
+}
+END_TEST
+
 /* --uid-weight, --uid-max-priority, --max-queue-time: repeatable, a later
  * entry for a uid or level replacing an earlier one, the command line's
  * over the file's; SIGHUP's report lists them as written. */
@@ -332,6 +361,7 @@ int main(void)
         file_then_command_line,
         file_errors,
         bad_values,
+        devices_option,
         log_and_metrics,
         changes_reported,
         class_options,
