@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* dev_discover.c: finding and opening OpenCL devices (dev.h).
  *
- * Every device of every platform is opened: a context, three in-order
- * queues (dev_internal.h) and every program of kernels/NAME.cl built for it.
+ * Every device of every platform that --devices picks (dev_select.h; all
+ * of them for dev_open_all) is opened: a context, three in-order queues
+ * (dev_internal.h) and every program of kernels/NAME.cl built for it.
  * The list is ordered GPUs, then accelerators, then CPUs, whatever order the
  * ICD loader reports platforms in (on a GPU host PoCL may come first). A
  * device that cannot be opened is skipped with a warning; dev.c and op_*.c
