@@ -65,6 +65,7 @@ struct ampctl_cmd {
      * shell completion lists them. */
     const struct option *options;
     const char *short_options;
+    int json;   /* --json changes its output; elsewhere --json is refused, not ignored */
 };
 
 extern const struct ampctl_cmd cmd_reverse, cmd_transform, cmd_hist, cmd_fill, cmd_pipeline,

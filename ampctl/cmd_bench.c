@@ -463,4 +463,5 @@ const struct ampctl_cmd cmd_bench = {
     .usage = bench_usage,
     .options = bench_options,
     .short_options = bench_short_options,
+    .json = 1,
 };

@@ -115,4 +115,5 @@ const struct ampctl_cmd cmd_devices = {
     .usage = devices_usage,
     .options = ampctl_help_options,
     .short_options = ampctl_help_short_options,
+    .json = 1,
 };

@@ -141,4 +141,5 @@ const struct ampctl_cmd cmd_health = {
     .usage = health_usage,
     .options = health_options,
     .short_options = health_short_options,
+    .json = 1,
 };

@@ -170,4 +170,5 @@ const struct ampctl_cmd cmd_hist = {
     .usage = hist_usage,
     .options = hist_options,
     .short_options = hist_short_options,
+    .json = 1,
 };

@@ -297,4 +297,5 @@ const struct ampctl_cmd cmd_pipeline = {
     .usage = pipeline_usage,
     .options = pipeline_options,
     .short_options = pipeline_short_options,
+    .json = 1,
 };

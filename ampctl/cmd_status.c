@@ -170,4 +170,5 @@ const struct ampctl_cmd cmd_status = {
     .usage = status_usage,
     .options = ampctl_help_options,
     .short_options = ampctl_help_short_options,
+    .json = 1,
 };

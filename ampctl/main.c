@@ -106,7 +106,8 @@ static void ampctl_usage(FILE *f)
             "                      fail a job that cannot start within DUR (500ms, 2s;\n"
             "                      amp-max-queue-time) instead of waiting (default: the\n"
             "                      daemon's for the priority, at most %u ms)\n"
-            "  -j, --json          machine-readable output (devices, hist, status, health)\n"
+            "  -j, --json          machine-readable output (devices, hist, status, health,\n"
+            "                      pipeline, bench; other commands refuse it)\n"
             "      --stream-threshold SIZE\n"
             "                      stream inputs of SIZE bytes or more (and pipes that\n"
             "                      reach it) in chunks instead of one message; K, M, G,\n"
@@ -417,6 +418,10 @@ static int ampctl_run(struct ampctl *ctx, int argc, char **argv)
     if (!cmd)
         return ampctl_unknown_command(argv[0]);
     int rc = ampctl_parse_lifted(ctx, cmd, &argc, argv);
+    if (rc < 0 && ctx->json && !cmd->json)
+        rc = ampctl_usage_error(cmd->name, "--json: %s has no JSON output (it writes the job's "
+                                "result; devices, status, health, hist, pipeline and bench "
+                                "have one)", cmd->name);
     if (rc < 0)
         rc = ampctl_connect_options(ctx);
     if (rc >= 0)

@@ -65,6 +65,13 @@ def test_reverse_argument():
     expect(out == b"desserts", "stdout %r" % out)  # exact bytes, no newline added
 
 
+def test_json_refused_where_it_means_nothing():
+    for cmd in (["reverse", "abc"], ["transform", "--op", "add", "--value", "1"], ["top"]):
+        rc, out, err = run(["--json"] + cmd, stdin=b"xyz")
+        expect_rc(rc, EXIT_USAGE, err)
+        expect("--json" in err and cmd[0] in err and not out, "%s: %r %r" % (cmd[0], out, err))
+
+
 def test_busy_poll_option():
     for us in ("0", "10000"):   # off, and the longest: the same answers
         rc, out, err = run(["--busy-poll", us, "reverse", "stressed"])
