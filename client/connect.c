@@ -17,6 +17,7 @@
 #include "connect.h"
 
 #include <errno.h>
+#include <grp.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -25,6 +26,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -32,6 +34,7 @@
 
 #define CONNECT_RETRY_FIRST_MS 1   /* first pause before a Unix connect is tried again */
 #define CONNECT_RETRY_MAX_MS 50    /* longest pause between tries */
+#define CONNECT_HINT_MAX 256       /* what to do about a refused Unix socket */
 
 size_t connect_rotation(size_t n)
 {
@@ -87,6 +90,21 @@ static int connect_one(int fd, const struct sockaddr *sa, socklen_t len, long lo
     }
 }
 
+/* What to do about a Unix socket refused for permission: its group may
+ * use it (the daemon's --socket-group, "ampd" under the shipped unit). */
+static void connect_unix_hint(const char *path, int err, char *hint, size_t len)
+{
+    struct stat st;
+    if (err != EACCES || stat(path, &st) != 0)
+        return;
+    struct group *g = getgrgid(st.st_gid);
+    if (g)
+        snprintf(hint, len, " (the socket is for group %s: ask to be added to it, e.g. "
+                 "sudo usermod -aG %s $USER, then log in again)", g->gr_name, g->gr_name);
+    else
+        snprintf(hint, len, " (the socket is for group %lu)", (unsigned long)st.st_gid);
+}
+
 static int connect_unix(amp_conn *c, const struct address *a, long long deadline_ms)
 {
     struct sockaddr_un sa;
@@ -99,7 +117,10 @@ static int connect_unix(amp_conn *c, const struct address *a, long long deadline
     int err = connect_one(fd, (struct sockaddr *)&sa, sizeof sa, deadline_ms);
     if (err != 0) {
         close(fd);
-        return conn_fail(c, AMP_ECONNECT, "connect to unix:%s: %s", a->path, strerror(err));
+        char hint[CONNECT_HINT_MAX] = "";
+        connect_unix_hint(a->path, err, hint, sizeof hint);
+        return conn_fail(c, AMP_ECONNECT, "connect to unix:%s: %s%s", a->path, strerror(err),
+                         hint);
     }
     c->fd = fd;
     return 0;

@@ -326,7 +326,9 @@ static int dev_list_candidates(struct dev_candidate **cands, size_t *n, char *er
     cl_uint nplats = 0;
     cl_int rc = clGetPlatformIDs(DEV_MAX_PLATFORMS, plats, &nplats);
     if (rc != CL_SUCCESS || nplats == 0) {
-        snprintf(err, errlen, "no OpenCL platform found (clGetPlatformIDs: %s)",
+        snprintf(err, errlen, "no OpenCL platform found (clGetPlatformIDs: %s): install a driver "
+                 "and its ICD file (/etc/OpenCL/vendors): pocl-opencl-icd for the CPU, or the "
+                 "GPU's, e.g. nvidia-opencl-icd",
                  rc == CL_SUCCESS ? "0 platforms" : dev_cl_error_name(rc));
         return -1;
     }

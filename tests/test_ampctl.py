@@ -6,6 +6,7 @@ checks stdout bytes, stderr messages and the documented exit codes
 (0 ok, 1 refused by the daemon, 2 usage, 3 cannot connect, 4 local I/O).
 Prints one line per check (support/cases.py).
 """
+import grp
 import json
 import os
 import re
@@ -63,6 +64,26 @@ def test_reverse_argument():
     rc, out, err = run(["reverse", "stressed"])
     expect_rc(rc, EXIT_OK, err)
     expect(out == b"desserts", "stdout %r" % out)  # exact bytes, no newline added
+
+
+def test_permission_denied_names_the_group():
+    """A user outside the socket's group is told which group to join."""
+    if os.getuid() != 0:
+        print("skip: needs root to run ampctl as another user")
+        return
+    nobody = 65534
+
+    def drop():
+        os.setgroups([])
+        os.setgid(nobody)
+        os.setuid(nobody)
+    os.chmod(Ctx.daemon.dir, 0o755)   # the directory is passable; the socket (0660) is not
+    p = subprocess.run([AMPCTL, "--address", Ctx.daemon.address, "health"], capture_output=True,
+                       text=True, timeout=CALL_TIMEOUT_S, preexec_fn=drop)
+    group = grp.getgrgid(os.stat(Ctx.daemon.sock_path).st_gid).gr_name
+    expect(p.returncode == EXIT_CONNECT and "Permission denied" in p.stderr
+           and "group %s" % group in p.stderr and "usermod -aG %s" % group in p.stderr,
+           "exit %d: %s" % (p.returncode, p.stderr))
 
 
 def test_json_refused_where_it_means_nothing():

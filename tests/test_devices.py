@@ -13,6 +13,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "support"))
 from cases import expect, module_cases, run_cases  # noqa: E402
@@ -113,6 +114,15 @@ def test_default_device_must_be_opened():
     rc, err = failed_start(["--devices", "cpu", "--device", "gpu"])
     expect(rc == EXIT_DEVICES, "exit %d: %s" % (rc, err))
     expect("--device gpu: no gpu device among those opened (--devices" in err, "message: %s" % err)
+
+
+def test_no_opencl_names_what_to_install():
+    env = dict(os.environ, OCL_ICD_VENDORS="/nonexistent")   # the ICD loader finds no driver
+    with tempfile.TemporaryDirectory() as d:
+        p = subprocess.run([AMPD, "--listen", "unix:" + os.path.join(d, "ampd.sock")],
+                           capture_output=True, text=True, timeout=60, env=env)
+    expect(p.returncode == 1 and "no OpenCL platform found" in p.stderr
+           and "pocl-opencl-icd" in p.stderr, "exit %d: %s" % (p.returncode, p.stderr))
 
 
 def test_bad_list_is_a_usage_error():
