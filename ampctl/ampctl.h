@@ -294,8 +294,9 @@ int region_job(struct ampctl *ctx, struct io_input *in, const struct job_spec *j
 
 /* --- progress.c ------------------------------------------------------------ */
 
-/* A progress bar on stderr: bytes sent of the total, percent and MB/s,
- * redrawn at most every PROGRESS_REDRAW_MS. Inactive unless enabled. */
+/* A progress bar on stderr: bytes sent of the total, percent, MiB/s and
+ * the time left, within the terminal's width, redrawn at most every
+ * PROGRESS_REDRAW_MS. Inactive unless enabled. */
 struct progress {
     int on;
     uint64_t total;        /* 0: unknown */

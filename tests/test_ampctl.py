@@ -6,15 +6,18 @@ checks stdout bytes, stderr messages and the documented exit codes
 (0 ok, 1 refused by the daemon, 2 usage, 3 cannot connect, 4 local I/O).
 Prints one line per check (support/cases.py).
 """
+import fcntl
 import grp
 import json
 import os
+import pty
 import re
 import signal
 import struct
 import subprocess
 import sys
 import tempfile
+import termios
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "support"))
@@ -84,6 +87,45 @@ def test_permission_denied_names_the_group():
     expect(p.returncode == EXIT_CONNECT and "Permission denied" in p.stderr
            and "group %s" % group in p.stderr and "usermod -aG %s" % group in p.stderr,
            "exit %d: %s" % (p.returncode, p.stderr))
+
+
+def progress_lines(cols):
+    """ampctl's progress output for a 32 MiB stream with stderr on a
+    pseudo-terminal of cols columns: the texts it drew, each redraw one,
+    and how many lines it ended."""
+    src = tmpfile("progress-in.bin", pattern(32 << 20))
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, cols, 0, 0))
+    env = dict(os.environ)
+    env.pop("AMP_ADDRESS", None)
+    p = subprocess.Popen([AMPCTL, "--address", Ctx.daemon.address, "--stream-threshold", "1M",
+                          "transform", "--op", "add", "--value", "1", "-i", src, "-o",
+                          tmpfile("progress-out.bin")], stderr=slave, env=env)
+    os.close(slave)
+    out = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:   # EIO: the child closed the terminal
+            break
+        if not chunk:
+            break
+        out += chunk
+    os.close(master)
+    expect(p.wait(timeout=CALL_TIMEOUT_S) == 0, "ampctl exit %r: %r" % (p.returncode, out))
+    text = out.decode().replace("\x1b[K", "").replace("\r\n", "\n")
+    return [t for t in re.split(r"[\r\n]", text) if t], text.count("\n")
+
+
+def test_progress_fits_the_terminal():
+    for cols in (40, 80):
+        lines, ended = progress_lines(cols)
+        expect(lines and ended == 1, "%d columns: %d lines ended: %r" % (cols, ended, lines))
+        wide = [t for t in lines if len(t) > cols - 1]
+        expect(not wide, "%d columns: drawn wider: %r" % (cols, wide))
+        expect(all("MB/s" not in t for t in lines), "MB/s beside MiB: %r" % lines)
+    expect(lines[-1].startswith("[") and "32.0/32.0 MiB 100%" in lines[-1]
+           and "MiB/s" in lines[-1], "80 columns, last: %r" % lines[-1])
 
 
 def test_json_refused_where_it_means_nothing():
