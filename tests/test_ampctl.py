@@ -690,7 +690,7 @@ def test_stream_progress_only_on_a_terminal():
             "xor", "--value", "1", "-i", src, "-o", dst]
     rc, err = run_with_tty_stderr(args, src)
     expect_rc(rc, EXIT_OK, err)
-    expect("MB/s" in err and "100%" in err, "no progress bar on a terminal: %r" % err)
+    expect("MiB/s" in err and "100%" in err, "no progress bar on a terminal: %r" % err)
     with open(dst, "rb") as f:
         expect(f.read() == bytes(b ^ 1 for b in data), "output differs with a progress bar")
     rc, err = run_with_tty_stderr(["--no-progress"] + args, src)
