@@ -215,6 +215,16 @@ int io_close_fd(const char *path, int fd, int ok);
  * AMPCTL_OK, or AMPCTL_EIO with the reason printed. */
 int io_write_fd(int fd, const char *name, const void *buf, size_t len);
 
+/* --- human.c -------------------------------------------------------------- */
+
+/* Long enough for any human_bytes or human_us text. */
+#define HUMAN_TEXT_MAX 32
+
+/* bytes as "512 B", "1.5 GiB" (powers of 1024). */
+void human_bytes(char *buf, size_t cap, uint64_t bytes);
+/* us microseconds as "850.0 us", "118.5 ms", "2.35 s". */
+void human_us(char *buf, size_t cap, double us);
+
 /* --- term.c --------------------------------------------------------------- */
 
 /* One data output's way to stdout on a terminal; inactive for a file, a

@@ -378,9 +378,13 @@ static void bench_report(const struct ampctl *ctx, const struct bench_args *a,
            bench_kind_names[a->kind], a->size, a->connections, a->connections == 1 ? "" : "s",
            a->in_flight, *device ? device : "(daemon's choice)", n, secs);
     printf("%-12s %12.0f\n", "calls/s", rate);
-    for (size_t i = 0; i < 4; i++)
-        printf("%-12s %12.1f us\n", pct_names[i], bench_pct(lat, n, pcts[i]));
-    printf("%-12s %12.1f us\n", "max", n ? (double)lat[n - 1] / 1000.0 : 0);
+    char t[HUMAN_TEXT_MAX];
+    for (size_t i = 0; i < 4; i++) {
+        human_us(t, sizeof t, bench_pct(lat, n, pcts[i]));
+        printf("%-12s %12s\n", pct_names[i], t);
+    }
+    human_us(t, sizeof t, n ? (double)lat[n - 1] / 1000.0 : 0);
+    printf("%-12s %12s\n", "max", t);
     printf("%-12s %12" PRIu64 "\n", "failed", failed);
     for (int e = 0; e < BENCH_ERRORS; e++)
         if (errors[e])

@@ -7,7 +7,6 @@
 
 #include "ampctl.h"
 
-#define DEVICES_MEM_TEXT 32
 #define DEVICES_LOAD_TEXT 96
 
 static void devices_usage(FILE *f)
@@ -20,40 +19,38 @@ static void devices_usage(FILE *f)
                "  -h, --help  this help\n");
 }
 
-/* bytes in words ("1.5 GiB") into buf. */
-static void devices_mem(char *buf, size_t cap, uint64_t bytes)
-{
-    static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB" };
-    double v = (double)bytes;
-    size_t u = 0;
-    while (v >= 1024 && u + 1 < sizeof units / sizeof units[0]) {
-        v /= 1024;
-        u++;
-    }
-    snprintf(buf, cap, u ? "%.1f %s" : "%.0f %s", v, units[u]);
-}
-
 void devices_load_text(char *buf, size_t cap, const amp_device_load *l)
 {
-    char used[DEVICES_MEM_TEXT], capacity[DEVICES_MEM_TEXT];
-    devices_mem(used, sizeof used, l->memory_in_use);
-    devices_mem(capacity, sizeof capacity, l->memory_capacity);
+    char used[HUMAN_TEXT_MAX], capacity[HUMAN_TEXT_MAX];
+    human_bytes(used, sizeof used, l->memory_in_use);
+    human_bytes(capacity, sizeof capacity, l->memory_capacity);
     snprintf(buf, cap, "%" PRIu32 " running, %" PRIu32 " queued, %s of %s", l->jobs_running,
              l->jobs_queued, used, capacity);
 }
 
+/* Columns as wide as their widest entry, so that a long device name
+ * (PoCL's run to 45 characters) does not shift the rest of its row. */
 static void devices_table(const amp_device *d, size_t n)
 {
-    printf("%-5s %-11s %-40s %10s %4s %-7s %s\n", "INDEX", "TYPE", "NAME", "MEMORY", "CU",
-           "DEFAULT", "LOAD");
+    int wtype = (int)strlen("TYPE"), wname = (int)strlen("NAME");
     for (size_t i = 0; i < n; i++) {
-        char mem[DEVICES_MEM_TEXT], load[DEVICES_LOAD_TEXT];
         char type[TERM_ESCAPED_MAX(sizeof d[i].type)], name[TERM_ESCAPED_MAX(sizeof d[i].name)];
-        devices_mem(mem, sizeof mem, d[i].global_mem_size);
+        int t = (int)strlen(term_escape(type, sizeof type, d[i].type));
+        int m = (int)strlen(term_escape(name, sizeof name, d[i].name));
+        wtype = t > wtype ? t : wtype;
+        wname = m > wname ? m : wname;
+    }
+    printf("%-5s %-*s %-*s %10s %4s %-7s %s\n", "INDEX", wtype, "TYPE", wname, "NAME", "MEMORY",
+           "CU", "DEFAULT", "LOAD");
+    for (size_t i = 0; i < n; i++) {
+        char mem[HUMAN_TEXT_MAX], load[DEVICES_LOAD_TEXT];
+        char type[TERM_ESCAPED_MAX(sizeof d[i].type)], name[TERM_ESCAPED_MAX(sizeof d[i].name)];
+        human_bytes(mem, sizeof mem, d[i].global_mem_size);
         devices_load_text(load, sizeof load, &d[i].load);
-        printf("%-5" PRIu32 " %-11s %-40s %10s %4" PRIu32 " %-7s %s\n", d[i].index,
-               term_escape(type, sizeof type, d[i].type), term_escape(name, sizeof name, d[i].name),
-               mem, d[i].compute_units, d[i].is_default ? "*" : "", load);
+        printf("%-5" PRIu32 " %-*s %-*s %10s %4" PRIu32 " %-7s %s\n", d[i].index, wtype,
+               term_escape(type, sizeof type, d[i].type), wname,
+               term_escape(name, sizeof name, d[i].name), mem, d[i].compute_units,
+               d[i].is_default ? "*" : "", load);
     }
 }
 

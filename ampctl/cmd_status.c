@@ -120,13 +120,17 @@ static void status_print(const amp_daemon_status *st, int json)
            "jobs completed  %" PRIu64 "\n"
            "jobs failed     %" PRIu64 "\n",
            st->nloops ? ")" : "", st->jobs_in_flight, st->jobs_completed, st->jobs_failed);
-    printf("peak memory     %" PRIu64 " bytes\n"
-           "held for calls  %" PRIu64 " bytes\n",
-           st->peak_rss_bytes, st->held_bytes);
+    char peak[HUMAN_TEXT_MAX], held[HUMAN_TEXT_MAX], staging[HUMAN_TEXT_MAX];
+    human_bytes(peak, sizeof peak, st->peak_rss_bytes);
+    human_bytes(held, sizeof held, st->held_bytes);
+    human_bytes(staging, sizeof staging, st->staging_bytes_in_use);
+    printf("peak memory     %s\n"
+           "held for calls  %s\n",
+           peak, held);
     for (int code = 0; code < AMP_STATUS_CODES; code++)
         if (st->calls[code])
             printf("calls %-20s %" PRIu64 "\n", amp_status_code_name(code), st->calls[code]);
-    printf("staging in use  %" PRIu64 " bytes\n", st->staging_bytes_in_use);
+    printf("staging in use  %s\n", staging);
     for (size_t i = 0; i < st->ndevices; i++) {
         char load[STATUS_LOAD_TEXT];
         devices_load_text(load, sizeof load, &st->devices[i]);
