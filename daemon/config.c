@@ -85,6 +85,10 @@ static const struct config_opt config_opts[] = {
       "devices to open: auto (GPUs and accelerators; the CPU only\n"
       "                            where there is none), all, or a comma list of gpu, cpu,\n"
       "                            accelerator and indices as --devices all numbers them" },
+    { "cache-dir", "DIR", CFG_PATH, CFG_OFF(cache_dir), 0, 0,
+      "keep built kernels in DIR; \"none\": off (default\n"
+      "                            $CACHE_DIRECTORY, else $XDG_CACHE_HOME/ampd, else\n"
+      "                            $HOME/.cache/ampd)" },
     { "max-message-bytes", "N", CFG_U64, CFG_OFF(max_message_bytes), 1,
       AMPD_MAX_MESSAGE_BYTES_LIMIT, "largest request or reply message" },
     { "max-connections", "N", CFG_U32, CFG_OFF(max_connections), 1, UINT32_MAX,

@@ -127,6 +127,8 @@ struct config {
     size_t nlisten;
     char device[AMPD_DEVICE_SEL_MAX];  /* --device: "", an index, "gpu" or "cpu" */
     char devices[AMPD_DEVICES_MAX];    /* --devices: which devices open; parses (dev_select.h) */
+    char cache_dir[AMPD_PATH_MAX];     /* built kernels (prog_cache.h); "": the default,
+                                        * "none": off */
     uint64_t max_message_bytes;
     uint32_t max_connections;
     uint32_t max_jobs;

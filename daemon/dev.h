@@ -54,6 +54,12 @@ int dev_open_all(struct dev ***devs, size_t *n, char *err, size_t errlen);
  * the selection is malformed or matches no device. */
 int dev_open_selected(const char *select, struct dev ***devs, size_t *n, char *err,
                       size_t errlen);
+/* Devices opened from now on take their built programs from c and keep
+ * new ones there (prog_cache.h); NULL: build every program from source.
+ * c must outlive the devices opened; set before the thread that opens them
+ * starts. */
+struct prog_cache;
+void dev_use_prog_cache(struct prog_cache *c);
 
 /* The list order of n devices of the given types: order[k] is the index in
  * types of the k-th device listed. GPUs, then accelerators, then CPUs;

@@ -19,6 +19,7 @@
 #include "dev_select.h"
 #include "kernels.h"
 #include "log.h"
+#include "prog_cache.h"
 
 /* OpenCL C 1.2 everywhere: NVIDIA's driver offers no more to C kernels. */
 #define DEV_CL_STD "-cl-std=CL1.2"
@@ -170,10 +171,20 @@ static void dev_build_options(const struct dev *d, char *buf, size_t len)
              (int)v->transform, (int)v->hist256, d->all_variants);
 }
 
-/* Builds kernels/<name>.cl for d; on failure err holds the build log's head. */
+/* Builds kernels/<name>.cl for d, or takes it from the program cache
+ * (dev_cache.c; *hits counts those); on failure err holds the build log's
+ * head. What is built from source is kept in the cache. */
 static int dev_build_program(struct dev *d, const struct kernel_source *ks, cl_program *out,
-                             char *err, size_t errlen)
+                             size_t *hits, char *err, size_t errlen)
 {
+    char options[512];
+    dev_build_options(d, options, sizeof options);
+    struct prog_cache_key key;
+    dev_cache_key(d, ks->source, options, &key);
+    if ((*out = dev_cache_load(d, ks->name, &key, options))) {
+        (*hits)++;
+        return 0;
+    }
     cl_int rc;
     const char *src = ks->source;
     cl_program p = clCreateProgramWithSource(d->ctx, 1, &src, NULL, &rc);
@@ -182,8 +193,6 @@ static int dev_build_program(struct dev *d, const struct kernel_source *ks, cl_p
                  dev_cl_error_name(rc));
         return -1;
     }
-    char options[512];
-    dev_build_options(d, options, sizeof options);
     rc = clBuildProgram(p, 1, &d->id, options, NULL, NULL);
     if (rc != CL_SUCCESS) {
         char log[2048] = "";
@@ -194,6 +203,7 @@ static int dev_build_program(struct dev *d, const struct kernel_source *ks, cl_p
         clReleaseProgram(p);
         return -1;
     }
+    dev_cache_store(&key, p);
     *out = p;
     return 0;
 }
@@ -233,13 +243,15 @@ static int dev_build_all(struct dev *d, char *err, size_t errlen)
         snprintf(err, errlen, "out of memory");
         return -1;
     }
+    size_t hits = 0;
     for (size_t i = 0; i < n; i++) {
-        if (dev_build_program(d, &kernel_sources[i], &d->programs[i], err, errlen) < 0)
+        if (dev_build_program(d, &kernel_sources[i], &d->programs[i], &hits, err, errlen) < 0)
             return -1;
         d->nprograms++;
         if (dev_add_kernels(d, d->programs[i], err, errlen) < 0)
             return -1;
     }
+    dev_cache_report(d, hits, n);
     return 0;
 }
 

@@ -250,4 +250,18 @@ size_t dev_kernel_wg(const struct dev *d, cl_kernel k, size_t want);
 /* CL_KERNEL_WORK_GROUP_SIZE of k on d (the device maximum if unknown). */
 size_t dev_kernel_wg_max(const struct dev *d, cl_kernel k);
 
+/* The program cache's device side (dev_cache.c; prog_cache.h). */
+struct prog_cache_key;
+/* The key of source built with options for d. */
+void dev_cache_key(const struct dev *d, const char *source, const char *options,
+                   struct prog_cache_key *key);
+/* key's program for d from the cache, built; NULL when off, missing,
+ * damaged or refused (logged): the caller builds from source then. */
+cl_program dev_cache_load(struct dev *d, const char *name, const struct prog_cache_key *key,
+                          const char *options);
+/* Keeps p's binary under key (nothing when the cache is off). */
+void dev_cache_store(const struct prog_cache_key *key, cl_program p);
+/* Logs how many of d's programs came from the cache (when on). */
+void dev_cache_report(const struct dev *d, size_t hits, size_t programs);
+
 #endif

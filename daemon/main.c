@@ -15,6 +15,7 @@
 #include "dev.h"
 #include "fd_reserve.h"
 #include "log.h"
+#include "prog_cache.h"
 #include "sched.h"
 #include "server.h"
 
@@ -74,6 +75,14 @@ int main(int argc, char **argv)
     mallopt(M_ARENA_MAX, (int)(cfg.io_threads + cfg.host_threads + MAIN_SPARE_ARENAS));
     mallopt(M_TRIM_THRESHOLD, MAIN_TRIM_THRESHOLD);
 
+    /* Before any OpenCL call (it sets the drivers' cache variables). */
+    struct prog_cache *cache;
+    if (prog_cache_open(cfg.cache_dir, &cache, err, sizeof err) != 0) {
+        log_msg(LOG_ERROR, "%s", err);
+        return MAIN_EXIT_USAGE;
+    }
+    dev_use_prog_cache(cache);
+
     /* Before devices open: their drivers' descriptors then sit below the
      * clients' threshold (fd_reserve.h). */
     log_msg(fd_reserve_init(err, sizeof err) == 0 ? LOG_INFO : LOG_WARN, "%s", err);
@@ -83,16 +92,19 @@ int main(int argc, char **argv)
     if (dev_open_selected(cfg.devices, &devs, &ndevs, err, sizeof(err)) != 0 || ndevs == 0) {
         log_msg(LOG_ERROR, "no OpenCL device: %s", ndevs == 0 && devs ? "none found" : err);
         dev_close_all(devs, ndevs);
+        prog_cache_close(cache);
         return 1;
     }
     size_t default_index;
     if (sched_pick_default(devs, ndevs, cfg.device, &default_index, err, sizeof(err)) != 0) {
         log_msg(LOG_ERROR, "%s", err);
         dev_close_all(devs, ndevs);
+        prog_cache_close(cache);
         return 1;
     }
     main_print_devices(devs, ndevs, default_index);
     int status = server_run(&cfg, devs, ndevs, default_index);
     dev_close_all(devs, ndevs);
+    prog_cache_close(cache);
     return status;
 }
