@@ -199,7 +199,12 @@ int prog_cache_open(const char *dir, struct prog_cache **out, char *err, size_t 
     }
     if (prog_cache_resolve(dir, c->dir, sizeof c->dir, err, errlen) != 0) {
         free(c);
-        return -1;
+        if (dir[0])
+            return -1;
+        /* No default to be had (no $HOME...): a start without the cache,
+         * as before it existed, beats no start. */
+        log_msg(LOG_WARN, "%s; kernels are built at every start", err);
+        return 0;
     }
     atomic_init(&c->warned, false);
     if (prog_cache_mkdirs(c->dir) != 0)

@@ -72,7 +72,9 @@ int prog_cache_resolve(const char *dir, char *out, size_t len, char *err, size_t
  * PoCL's kernel cache off (POCL_KERNEL_CACHE=0), whose damaged files could
  * abort the start inside PoCL, and NVIDIA's (CUDA_CACHE_PATH) under the
  * directory. Call it before any OpenCL call and before threads start
- * (setenv). Returns 0, or -1 with err naming --cache-dir. */
+ * (setenv). Returns 0, or -1 with err naming --cache-dir when dir is
+ * unusable (too long); with no default to be had (dir "", no variable
+ * set) the cache is off, logged, and 0 returned. */
 int prog_cache_open(const char *dir, struct prog_cache **out, char *err, size_t errlen);
 
 void prog_cache_close(struct prog_cache *c);

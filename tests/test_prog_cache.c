@@ -208,6 +208,19 @@ START_TEST(unwritable_directory_stores_nothing)
 }
 END_TEST
 
+/* No variable to make a default from: off (logged), not a failed start. */
+START_TEST(no_default_is_off)
+{
+    unsetenv("CACHE_DIRECTORY");
+    unsetenv("XDG_CACHE_HOME");
+    unsetenv("HOME");
+    struct prog_cache *c = (struct prog_cache *)&c;
+    char err[256];
+    ck_assert_int_eq(prog_cache_open("", &c, err, sizeof err), 0);
+    ck_assert_ptr_null(c);
+}
+END_TEST
+
 START_TEST(default_directory)
 {
     char out[PROG_CACHE_DIR_MAX], err[256];
@@ -241,6 +254,7 @@ int main(void)
     const TTest *const tests[] = {stored_entry_loads_back, every_field_makes_another_key,
                                   store_leaves_no_temporary, none_turns_it_off,
                                   unwritable_directory_stores_nothing, default_directory,
+                                  no_default_is_off,
                                   NULL};
     TCase *tc = check_run_case(s, "files", tests);
     tcase_add_checked_fixture(tc, setup, teardown);
