@@ -34,7 +34,8 @@ struct region {
     uint8_t *map;
     size_t size;
     atomic_uint refs;              /* the registration's, and one per job using it */
-    _Atomic(struct dev_pinned *) *pins; /* set->ndevs slots (region_pin_claim) */
+    _Atomic(struct dev_pinned *) *pins; /* npins slots (region_pin_claim) */
+    size_t npins;                  /* set->ndevs when registered: 0 before the devices opened */
 };
 
 /* A uid's regions, the client (as client_share.h names Unix clients) that
@@ -56,7 +57,7 @@ struct region_set {
     struct region *head;           /* registered regions */
     struct region_owner *owners;   /* uids with bytes charged */
     uint64_t next_id;
-    size_t ndevs;
+    size_t ndevs;                  /* the loop's (region_set_devices); regions keep their own */
     void (*unpin)(struct dev_pinned *);
     void (*on_register)(void *ctx, struct region *r);
     void *on_register_ctx;
@@ -83,6 +84,11 @@ struct region_set *region_set_new(const struct region_limits *limits, size_t nde
     s->next_id = 1;
     pthread_mutex_init(&s->lock, NULL);
     return s;
+}
+
+void region_set_devices(struct region_set *s, size_t ndevs)
+{
+    s->ndevs = ndevs;
 }
 
 void region_set_free(struct region_set *s)
@@ -171,7 +177,7 @@ void region_put(struct region *r)
 {
     if (!r || atomic_fetch_sub(&r->refs, 1) != 1)
         return;
-    for (size_t i = 0; i < r->set->ndevs; i++) {
+    for (size_t i = 0; i < r->npins; i++) {
         struct dev_pinned *p = region_pinned(r, i);   /* no claim outlives its reference */
         if (p)
             r->set->unpin(p);   /* before the pages it pins go */
@@ -310,6 +316,7 @@ enum status_code region_register(struct region_client *c, int fd, uint64_t *id, 
         code = STATUS_RESOURCE_EXHAUSTED;
     }
     if (code == STATUS_OK) {
+        r->npins = s->ndevs;
         /* Not populated here, on the loop (~100 ms per GiB): region_populate
          * does that on a worker thread right after registration. */
         r->map = mmap(NULL, (size_t)bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -477,14 +484,14 @@ static struct dev_pinned *const region_pinning = (struct dev_pinned *)&region_pi
  * (yet), or dev_index is not a device's. Any thread. */
 static struct dev_pinned *region_pinned(struct region *r, size_t dev_index)
 {
-    struct dev_pinned *p = dev_index < r->set->ndevs ? atomic_load(&r->pins[dev_index]) : NULL;
+    struct dev_pinned *p = dev_index < r->npins ? atomic_load(&r->pins[dev_index]) : NULL;
     return p == region_pinning ? NULL : p;
 }
 
 bool region_pin_claim(struct region *r, size_t dev_index)
 {
     struct dev_pinned *none = NULL;
-    return dev_index < r->set->ndevs &&
+    return dev_index < r->npins &&
            atomic_compare_exchange_strong(&r->pins[dev_index], &none, region_pinning);
 }
 

@@ -45,6 +45,10 @@ struct region_limits {
  * does not depend on OpenCL). */
 struct region_set *region_set_new(const struct region_limits *limits, size_t ndevs,
                                   void (*unpin)(struct dev_pinned *));
+/* The devices opened (the set was made before, with none): regions
+ * registered from now on may be pinned for each; earlier ones never are.
+ * On the loop that registers regions. */
+void region_set_devices(struct region_set *s, size_t ndevs);
 /* Frees the set; every client must be gone and every job done. */
 void region_set_free(struct region_set *s);
 
