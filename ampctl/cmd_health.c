@@ -3,7 +3,8 @@
  * (grpc.health.v1.Health/Check), for scripts and probes: exit 0 only when
  * the daemon answers SERVING. With --wait it asks again until the daemon
  * is SERVING, so a script that has just started ampd never races its
- * start-up (the socket appears only once the devices are open). */
+ * start-up (ampd listens at once and says NOT_SERVING until its devices
+ * are open). */
 #include <getopt.h>
 #include <stdbool.h>
 #include <time.h>

@@ -42,6 +42,8 @@ enum io_loop_cmd {
     IO_LOOP_STOP = 1 << 2,
     IO_LOOP_FINISH = 1 << 3,
     IO_LOOP_EVICT = 1 << 4,
+    IO_LOOP_ATTACH = 1 << 5,
+    IO_LOOP_READY = 1 << 6,
 };
 
 struct io_loop_fd {
@@ -63,11 +65,12 @@ struct io_loop {
     uv_thread_t thread;
     uv_async_t ctl;               /* any thread -> the loop: fds and commands */
 
-    uv_mutex_t lock;              /* guards fds, nfds, cap, cmds and fail_msg */
+    uv_mutex_t lock;              /* guards fds, nfds, cap, cmds, fail_msg and attach */
     struct io_loop_fd *fds;       /* handed over, not yet taken: nfds <= cap */
     size_t nfds, cap;
     unsigned cmds;                /* io_loop_cmd bits pending */
     char fail_msg[STATUS_MSG_MAX];
+    struct sched *attach;         /* io_loop_attach()'s, until the loop takes it */
 
     /* The loop's thread only. */
     struct conn_set conns;
@@ -76,6 +79,7 @@ struct io_loop {
     uv_timer_t sweep;             /* --request-timeout's and --idle-timeout's sweep */
     const struct config *cfg;
     void (*empty)(void *ctx);
+    void (*attached)(void *ctx, bool ok);
     void *ctx;
     bool reported;                /* empty() was called */
 };
@@ -134,6 +138,24 @@ static void io_loop_start_sweep(struct io_loop *l)
 
 /* --- commands, on the loop -------------------------------------------------- */
 
+/* The devices are open: this loop's port is made here, on its own thread,
+ * and only then do its calls see it (env.sched). */
+static void io_loop_do_attach(struct io_loop *l, struct sched *sched)
+{
+    bool ok = l->port || (l->port = sched_port_new(sched, l->loop)) != NULL;
+    if (ok)
+        l->env.sched = l->port;
+    l->attached(l->ctx, ok);
+}
+
+/* Every loop has attached: health turns SERVING here too. */
+static void io_loop_do_ready(struct io_loop *l)
+{
+    l->env.starting = false;
+    if (!l->env.draining)
+        rpc_health_ready(&l->env);
+}
+
 static void io_loop_do_drain(struct io_loop *l)
 {
     l->env.draining = true;
@@ -175,6 +197,7 @@ static void io_loop_on_ctl(uv_async_t *h)
     l->nfds = l->cap = 0;
     unsigned cmds = l->cmds;
     l->cmds = 0;
+    struct sched *attach = l->attach;
     char msg[STATUS_MSG_MAX];
     memcpy(msg, l->fail_msg, sizeof msg);
     uv_mutex_unlock(&l->lock);
@@ -184,6 +207,10 @@ static void io_loop_on_ctl(uv_async_t *h)
     free(fds);
     if (cmds & IO_LOOP_EVICT)
         conn_evict(&l->conns);
+    if (cmds & IO_LOOP_ATTACH)
+        io_loop_do_attach(l, attach);
+    if (cmds & IO_LOOP_READY)
+        io_loop_do_ready(l);
     if (cmds & IO_LOOP_DRAIN)
         io_loop_do_drain(l);
     if (cmds & IO_LOOP_FAIL)
@@ -204,6 +231,19 @@ static void io_loop_post(struct io_loop *l, unsigned cmd, const char *msg)
         snprintf(l->fail_msg, sizeof l->fail_msg, "%s", msg);
     uv_mutex_unlock(&l->lock);
     uv_async_send(&l->ctl);
+}
+
+void io_loop_attach(struct io_loop *l, struct sched *sched)
+{
+    uv_mutex_lock(&l->lock);
+    l->attach = sched;
+    uv_mutex_unlock(&l->lock);
+    io_loop_post(l, IO_LOOP_ATTACH, NULL);
+}
+
+void io_loop_ready(struct io_loop *l)
+{
+    io_loop_post(l, IO_LOOP_READY, NULL);
 }
 
 void io_loop_drain(struct io_loop *l)
@@ -289,6 +329,7 @@ static void io_loop_init_conns(struct io_loop *l, const struct io_loop_shared *s
         .auth = sh->auth,
         .shares = sh->shares,
         .sched = l->port,
+        .starting = sh->starting,
     };
     memcpy(l->env.max_queue_us, cfg->max_queue_us, sizeof l->env.max_queue_us);
     l->conns.live = &sh->loop_conns[index];
@@ -337,6 +378,7 @@ int io_loop_new(const struct io_loop_shared *sh, unsigned index, uv_loop_t *main
     }
     l->cfg = sh->cfg;
     l->empty = sh->empty;
+    l->attached = sh->attached;
     l->ctx = sh->ctx;
     uv_mutex_init(&l->lock);
     uv_async_init(l->loop, &l->ctl, io_loop_on_ctl);
@@ -351,7 +393,7 @@ int io_loop_new(const struct io_loop_shared *sh, unsigned index, uv_loop_t *main
 void io_loop_run(struct io_loop *l)
 {
     uint64_t window_ns = (uint64_t)l->cfg->busy_poll_us * 1000;
-    if (!window_ns || !l->port) {
+    if (!window_ns || (!l->port && !l->env.starting)) {
         uv_run(l->loop, UV_RUN_DEFAULT);
         return;
     }
@@ -365,7 +407,7 @@ void io_loop_run(struct io_loop *l)
     uv_run_mode mode = UV_RUN_ONCE;
     while (uv_run(l->loop, mode)) {
         bool busy = l->port && sched_port_busy(l->port, monotonic_ns(), window_ns);
-        mode = busy ? UV_RUN_NOWAIT : UV_RUN_ONCE;   /* no port once finishing */
+        mode = busy ? UV_RUN_NOWAIT : UV_RUN_ONCE;   /* no port until attached, nor once finishing */
         if (busy)
             sched_yield();
     }

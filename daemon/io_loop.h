@@ -40,7 +40,8 @@ struct io_loop;
 /* What every loop is given; all of it outlives the loops. */
 struct io_loop_shared {
     const struct config *cfg;
-    struct sched *sched;                 /* NULL: no devices */
+    struct sched *sched;                 /* NULL: no devices, or none yet (starting) */
+    bool starting;                       /* the devices open meanwhile: io_loop_attach() */
     struct budget *budget;               /* the daemon's (--max-job-memory), locked */
     struct conn_limit *conn_limit;       /* --max-connections, --max-peer-connections */
     struct status_counts *status_counts; /* calls answered, by status */
@@ -56,6 +57,9 @@ struct io_loop_shared {
     /* On the loop's thread, once per loop: it was told to drain or stop
      * and its last connection is gone. */
     void (*empty)(void *ctx);
+    /* On the loop's thread, once, after io_loop_attach(): ok is whether
+     * the loop made its port (false: out of memory). */
+    void (*attached)(void *ctx, bool ok);
     void *ctx;
 };
 
@@ -95,6 +99,13 @@ unsigned io_loop_load(struct io_loop *l);
 
 /* Commands, from any thread, carried out on the loop in this order when
  * several are pending:
+ *   attach: the devices are open: the loop makes its own port into sched
+ *           (sched_port_new on its own thread, so the port's loop_wake and
+ *           staging ports belong to it), and its jobs run; it then calls
+ *           attached();
+ *   ready:  every loop has attached: health turns SERVING (Health/Watch
+ *           streams are told), so that SERVING on one connection means
+ *           jobs run on any;
  *   drain:  health says NOT_SERVING, every connection gets a GOAWAY and
  *           closes once its calls are answered;
  *   fail:   every call still open ends with UNAVAILABLE and msg;
@@ -102,6 +113,8 @@ unsigned io_loop_load(struct io_loop *l);
  *   finish: after every loop reported empty and sched_stop(): the last
  *           completions are delivered and the loop's handles close, which
  *           ends its thread. */
+void io_loop_attach(struct io_loop *l, struct sched *sched);
+void io_loop_ready(struct io_loop *l);
 void io_loop_drain(struct io_loop *l);
 void io_loop_fail(struct io_loop *l, const char *msg);
 void io_loop_stop(struct io_loop *l);

@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: MIT */
-/* main.c: ampd's entry point: settings, devices, then the server loop.
+/* main.c: ampd's entry point: settings, then the server loop, which opens
+ * the devices.
  *
- * Opening the devices (dev_open_all) builds every kernel, which can take a
- * while on PoCL; it happens before any socket is bound, so a client that
- * can connect can also run jobs. The device list is logged (log.h: stderr,
- * the journal under systemd), then server.c runs until a drain completes.
+ * Opening the devices --devices picks (main_open_devices: dev_open_selected)
+ * builds every kernel, or takes it from the kernel cache (prog_cache.h),
+ * which takes seconds cold; server.c runs it on a thread of its own
+ * after the sockets are bound, so clients connect at once and health says
+ * NOT_SERVING until it is done. The device list is logged (log.h: stderr,
+ * the journal under systemd); server.c runs until a drain completes.
  */
 #include <malloc.h>
 #include <signal.h>
@@ -18,6 +21,7 @@
 #include "prog_cache.h"
 #include "sched.h"
 #include "server.h"
+#include "start_gate.h"
 
 #define MAIN_ERR_MAX 512
 #define MAIN_EXIT_USAGE 2
@@ -33,6 +37,25 @@ static void main_print_devices(struct dev **devs, size_t n, size_t default_index
                 dev_type_name(di->type), di->vendor, di->platform,
                 i == default_index ? " [default]" : "");
     }
+}
+
+/* server.h's server_open_devices_fn, on the server's opener thread. */
+static int main_open_devices(const struct config *cfg, struct dev ***devs, size_t *ndevs,
+                             size_t *default_index, char *err, size_t errlen)
+{
+    start_gate_wait();
+    char why[MAIN_ERR_MAX];
+    if (dev_open_selected(cfg->devices, devs, ndevs, why, sizeof why) != 0 || *ndevs == 0) {
+        snprintf(err, errlen, "no OpenCL device: %s", *ndevs == 0 && *devs ? "none found" : why);
+        dev_close_all(*devs, *ndevs);
+        return -1;
+    }
+    if (sched_pick_default(*devs, *ndevs, cfg->device, default_index, err, errlen) != 0) {
+        dev_close_all(*devs, *ndevs);
+        return -1;
+    }
+    main_print_devices(*devs, *ndevs, *default_index);
+    return 0;
 }
 
 int main(int argc, char **argv)
@@ -70,7 +93,7 @@ int main(int argc, char **argv)
      * made every call's small allocations queue on its lock: on the H100
      * host tiny jobs stopped at 106k calls/s with four connections x 64
      * calls in flight, and went to 218k with 16 arenas, while 32 MiB unary
-     * calls did not slow down (bench/RESULTS.md). */
+     * calls did not slow down (bench/RESULTS-archive.md). */
     mallopt(M_MMAP_MAX, 0);
     mallopt(M_ARENA_MAX, (int)(cfg.io_threads + cfg.host_threads + MAIN_SPARE_ARENAS));
     mallopt(M_TRIM_THRESHOLD, MAIN_TRIM_THRESHOLD);
@@ -87,24 +110,7 @@ int main(int argc, char **argv)
      * clients' threshold (fd_reserve.h). */
     log_msg(fd_reserve_init(err, sizeof err) == 0 ? LOG_INFO : LOG_WARN, "%s", err);
 
-    struct dev **devs = NULL;
-    size_t ndevs = 0;
-    if (dev_open_selected(cfg.devices, &devs, &ndevs, err, sizeof(err)) != 0 || ndevs == 0) {
-        log_msg(LOG_ERROR, "no OpenCL device: %s", ndevs == 0 && devs ? "none found" : err);
-        dev_close_all(devs, ndevs);
-        prog_cache_close(cache);
-        return 1;
-    }
-    size_t default_index;
-    if (sched_pick_default(devs, ndevs, cfg.device, &default_index, err, sizeof(err)) != 0) {
-        log_msg(LOG_ERROR, "%s", err);
-        dev_close_all(devs, ndevs);
-        prog_cache_close(cache);
-        return 1;
-    }
-    main_print_devices(devs, ndevs, default_index);
-    int status = server_run(&cfg, devs, ndevs, default_index);
-    dev_close_all(devs, ndevs);
+    int status = server_run(&cfg, main_open_devices);
     prog_cache_close(cache);
     return status;
 }

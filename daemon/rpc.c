@@ -533,11 +533,18 @@ void rpc_fail(struct rpc_call *rc, enum status_code code, const char *fmt, ...)
 
 /* --- jobs ----------------------------------------------------------------- */
 
+const char *rpc_no_device(const struct rpc_env *env)
+{
+    return env->starting ? "devices starting: ampd is still opening its devices and building "
+                           "its kernels; retry, or wait for health SERVING"
+                         : "no device: this daemon has no OpenCL device";
+}
+
 void rpc_submit(struct rpc_call *rc, struct job *job, void (*done)(struct job *job))
 {
     if (!rc->env->sched) {
         job_free(job);
-        rpc_fail(rc, STATUS_UNAVAILABLE, "no device: this daemon has no OpenCL device");
+        rpc_fail(rc, STATUS_UNAVAILABLE, "%s", rpc_no_device(rc->env));
         return;
     }
     job->owner = rc;

@@ -35,8 +35,11 @@ struct Amp__V1__RegionSlice;
 /* What handlers may look at: one per I/O loop (io_loop.c), shared by that
  * loop's calls; what it points at is daemon-wide unless said otherwise. */
 struct rpc_env {
-    struct sched_port *sched;  /* this loop's port into the scheduler; NULL when there are no
-                                * devices (h2 tests): jobs get UNAVAILABLE */
+    struct sched_port *sched;  /* this loop's port into the scheduler; NULL while the devices
+                                * open (starting) or when there are none (h2 tests): jobs get
+                                * UNAVAILABLE (rpc_no_device) */
+    bool starting;             /* the devices are still opening (server.c): health says
+                                * NOT_SERVING until every loop has its port (io_loop_ready) */
     size_t max_message_bytes;  /* --max-message-bytes: request and reply messages */
     uint64_t max_unknown_length; /* --max-unknown-length: a whole-input stream's input when its
                                   * header has no total_length; 0: refused (rpc_stream.c) */
@@ -186,6 +189,10 @@ void rpc_take_bulk(struct rpc_call *rc, struct job *job);
 void rpc_fail(struct rpc_call *rc, enum status_code code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* Why env's loop has no scheduler (env->sched NULL): the words of the
+ * UNAVAILABLE a job call gets, one definition for unary calls and streams. */
+const char *rpc_no_device(const struct rpc_env *env);
+
 /* Submits job for rc: the scheduler calls done(job) on the loop when it
  * completes, with job->owner set to rc, or NULL if the call went away. On
  * refusal the call is failed and the job freed. */
@@ -224,5 +231,9 @@ extern const struct rpc_streaming rpc_reflection_method;
 /* The loop's drain began (env->draining was just set): Health/Watch calls
  * get NOT_SERVING and end. */
 void rpc_health_drain(struct rpc_env *env);
+
+/* Every loop runs jobs now (env->starting was just cleared): Health/Watch
+ * calls get SERVING and go on. */
+void rpc_health_ready(struct rpc_env *env);
 
 #endif

@@ -2,11 +2,14 @@
 /* rpc_health.c: grpc.health.v1.Health, the standard health probe.
  *
  * The daemon serves two names: "" (the whole server) and "amp.v1.Amp".
- * Both are SERVING until a drain starts, NOT_SERVING after. Check answers
+ * Both are NOT_SERVING while the devices open (env->starting), SERVING
+ * once every loop has its port into the scheduler (io_loop_ready), and
+ * NOT_SERVING again from a drain's start. Check answers
  * once (an unknown name is NOT_FOUND, as the health checking protocol
  * asks); Watch, a server stream, sends the status at once (SERVICE_UNKNOWN
- * for an unknown name) and again when it changes. The only change there is
- * the drain, after which the daemon never serves again: the watch sends
+ * for an unknown name) and again when it changes: rpc_health_ready() sends
+ * SERVING to the loop's watches when the daemon is ready; after the
+ * drain, which the daemon never serves again: the watch sends
  * NOT_SERVING and ends (grpc-status 0) once that is out, so that open
  * watches do not hold the drain until --drain-timeout. Each loop keeps its
  * watches in env->watches; io_loop.c calls rpc_health_drain() when its
@@ -38,8 +41,9 @@ static rpc_health_status_t rpc_health_status(const struct rpc_env *env, const ch
 {
     if (service[0] && strcmp(service, RPC_HEALTH_SERVICE) != 0)
         return GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVICE_UNKNOWN;
-    return env->draining ? GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__NOT_SERVING
-                         : GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVING;
+    return env->draining || env->starting
+               ? GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__NOT_SERVING
+               : GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVING;
 }
 
 void rpc_health_check(struct rpc_call *rc, ProtobufCMessage *req)
@@ -159,6 +163,19 @@ void rpc_health_drain(struct rpc_env *env)
             rpc_health_send(w->rc, now) != 0)
             continue;   /* the call failed */
         h2_call_finish(w->rc->h2);
+    }
+}
+
+void rpc_health_ready(struct rpc_env *env)
+{
+    rpc_health_status_t now = rpc_health_status(env, "");
+    struct rpc_health_watch *w = env->watches;
+    while (w) {
+        struct rpc_health_watch *next = w->next;   /* a failed send may close w's call */
+        if (w->status != GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVICE_UNKNOWN &&
+            w->status != now && rpc_health_send(w->rc, now) == 0)
+            w->status = now;
+        w = next;
     }
 }
 

@@ -655,7 +655,7 @@ static enum status_code rpc_stream_header(struct rpc_stream *st, Amp__V1__JobHea
     if (code != STATUS_OK)
         return code;
     if (!st->sched) {
-        snprintf(err, errlen, "no device: this daemon has no OpenCL device");
+        snprintf(err, errlen, "%s", rpc_no_device(st->rc->env));
         return STATUS_UNAVAILABLE;
     }
     code = rpc_job_share(st->rc, st->job, err, errlen);   /* given back when the call closes */

@@ -6,6 +6,15 @@
  * run on threads of their own (io_loop.h). The listeners accept here and
  * hand each connection to the loop with the fewest.
  *
+ * Start-up takes the sockets first: the loops serve with no scheduler
+ * (health NOT_SERVING, jobs UNAVAILABLE, rpc_no_device) while the opener
+ * thread opens the devices, which builds every kernel (seconds, cold).
+ * Its end reaches the main loop through an async; there the scheduler is
+ * made and each loop told to attach (io_loop_attach: its port is made on
+ * its own thread); when every loop has, READY=1 goes out. The opener
+ * cannot be interrupted (a driver's build), so a drain that begins
+ * meanwhile finishes only once it has returned.
+ *
  * Shutdown order matters: listeners close first (no new sockets), then
  * every loop gives its connections a GOAWAY and they close as their calls
  * finish (or the drain timer fires and they are closed by force); each
@@ -14,6 +23,7 @@
  * ones (streams still get their device side freed), each loop delivers
  * the last completions and closes its handles, and the threads end.
  */
+#define _GNU_SOURCE   /* pthread_setname_np */
 #include "server.h"
 
 #include <pthread.h>
@@ -73,8 +83,21 @@ struct server {
     uv_async_t wake;           /* an I/O loop -> here: one reported empty */
     struct listener *listeners[AMPD_MAX_LISTEN];
     size_t nlisteners;
-    struct dev **devs;         /* not owned: main.c's, open until server_run returns */
+    server_open_devices_fn open_devices; /* main.c's, run on opener */
+    uv_thread_t opener;        /* opens the devices while the loops serve */
+    uv_async_t opened;         /* opener -> here: it returned */
+    bool opening;              /* opener runs: nothing finishes until it returned */
+    int open_rv;               /* opener's result, read after the join */
+    char open_err[256];
+    struct dev **devs;         /* owned, closed by server_free; set after the join */
     size_t ndevs;
+    size_t default_index;
+    atomic_size_t pin_ndevs;   /* devs that region pins may use: 0 until the scheduler
+                                * runs (server_pin_work reads it on worker threads) */
+    atomic_size_t loops_attached; /* loops that reported attached(ok) */
+    atomic_size_t loops_failed;   /* loops that could not attach */
+    bool ready;                /* every loop attached: READY=1 sent */
+    int status;                /* the exit status: 1 once the start failed */
     struct region_set *regions;  /* NULL: --regions off */
     struct region_listener *region_listeners[AMPD_MAX_LISTEN]; /* one per Unix listener */
     size_t nregion_listeners;
@@ -141,7 +164,8 @@ static void server_pin_work(uv_work_t *w)
      * sparse one is pinned by its first job, its size charged already. */
     if (!region_populate(p->r))
         return;
-    for (size_t i = 0; i < p->srv->ndevs; i++)
+    size_t n = atomic_load(&p->srv->pin_ndevs);   /* devs is set before it */
+    for (size_t i = 0; i < n; i++)
         dev_pin_region(p->srv->devs[i], p->r);
 }
 
@@ -323,8 +347,8 @@ static void server_close_listeners(struct server *srv)
  * what is owed and close, and close the rest. */
 static void server_finish(struct server *srv)
 {
-    if (srv->finished)
-        return;
+    if (srv->finished || srv->opening)
+        return;   /* opening: server_on_opened finishes */
     srv->finished = true;
     metrics_stop(srv->metrics);   /* its scrapes read the scheduler */
     srv->metrics = NULL;
@@ -338,6 +362,7 @@ static void server_finish(struct server *srv)
     uv_close((uv_handle_t *)&srv->drain_timer, NULL);
     heap_trim_close(&srv->heap_trim);
     uv_close((uv_handle_t *)&srv->wake, NULL);
+    uv_close((uv_handle_t *)&srv->opened, NULL);
 }
 
 /* Everything is drained or given up on: every loop closes the connections
@@ -362,9 +387,46 @@ static void server_on_loop_empty(void *ctx)
     uv_async_send(&srv->wake);
 }
 
+/* An I/O loop's thread: it made its port, or could not. */
+static void server_on_loop_attached(void *ctx, bool ok)
+{
+    struct server *srv = ctx;
+    atomic_fetch_add(ok ? &srv->loops_attached : &srv->loops_failed, 1);
+    uv_async_send(&srv->wake);
+}
+
+/* A start that cannot go on: the listeners close and every connection
+ * closes now; the daemon ends with status 1 once the loops are empty. */
+static void server_fail_start(struct server *srv)
+{
+    srv->status = 1;
+    server_close_listeners(srv);
+    server_stop(srv);
+}
+
+/* Every loop has its port: the daemon serves jobs now. */
+static void server_ready(struct server *srv)
+{
+    srv->ready = true;
+    for (size_t i = 0; i < srv->nloops; i++)
+        io_loop_ready(srv->loops[i]);
+    char state[128];
+    snprintf(state, sizeof state, "READY=1\nSTATUS=serving %zu sockets on %zu I/O loops",
+             srv->nlisteners, srv->nloops);
+    server_notify(state);
+    log_msg(LOG_INFO, "serving on %zu I/O loops: devices ready", srv->nloops);
+}
+
 static void server_on_wake(uv_async_t *h)
 {
     struct server *srv = h->data;
+    if (atomic_load(&srv->loops_failed) && !srv->stopped) {
+        log_msg(LOG_ERROR, "out of memory: an I/O loop cannot reach the scheduler");
+        server_fail_start(srv);
+    } else if (!srv->ready && !srv->draining && !srv->stopped &&
+               atomic_load(&srv->loops_attached) == srv->nloops && srv->nloops) {
+        server_ready(srv);
+    }
     if (atomic_load(&srv->loops_empty) == srv->nloops)
         server_finish(srv);
 }
@@ -565,7 +627,9 @@ static int server_tls(struct server *srv)
     return 0;
 }
 
-static void server_init(struct server *srv, const struct config *cfg, size_t ndevs)
+static void server_on_opened(uv_async_t *h);
+
+static void server_init(struct server *srv, const struct config *cfg)
 {
     srv->start_ms = rpc_now_ms();
     srv->cfg = cfg;
@@ -579,15 +643,17 @@ static void server_init(struct server *srv, const struct config *cfg, size_t nde
         struct region_limits rl = { .max_per_client = cfg->max_regions,
                                     .max_bytes = cfg->max_region_bytes,
                                     .max_client_bytes = cfg->max_client_region_bytes };
-        srv->regions = region_set_new(&rl, ndevs, dev_pinned_free);   /* NULL (no memory): regions off */
+        /* No devices yet: region_set_devices() once they are open. */
+        srv->regions = region_set_new(&rl, 0, dev_pinned_free);   /* NULL (no memory): regions off */
     }
     uv_signal_init(&srv->loop, &srv->sigterm);
     uv_signal_init(&srv->loop, &srv->sigint);
     uv_signal_init(&srv->loop, &srv->sighup);
     uv_timer_init(&srv->loop, &srv->drain_timer);
     uv_async_init(&srv->loop, &srv->wake, server_on_wake);
+    uv_async_init(&srv->loop, &srv->opened, server_on_opened);
     srv->sigterm.data = srv->sigint.data = srv->sighup.data = srv;
-    srv->drain_timer.data = srv->wake.data = srv;
+    srv->drain_timer.data = srv->wake.data = srv->opened.data = srv;
     heap_trim_start(&srv->heap_trim, &srv->loop, SERVER_HEAP_TRIM_MS, &srv->budget,
                     &srv->status_counts);
 }
@@ -611,7 +677,9 @@ static int server_start_loops(struct server *srv)
         .auth = srv->auth,
         .shares = srv->shares,
         .start_ms = srv->start_ms,
+        .starting = true,
         .empty = server_on_loop_empty,
+        .attached = server_on_loop_attached,
         .ctx = srv,
     };
     srv->loops = calloc(srv->cfg->io_threads, sizeof(*srv->loops));
@@ -646,7 +714,8 @@ static void server_free(struct server *srv)
     free(srv->loop_conns);
     if (srv->sched)
         sched_free(srv->sched);
-    region_set_free(srv->regions);   /* every job that used one is done */
+    region_set_free(srv->regions);   /* every job that used one is done: their pins go */
+    dev_close_all(srv->devs, srv->ndevs);
     tls_server_free(srv->tls);       /* every connection is gone */
     traffic_destroy(&srv->traffic);
     auth_free(srv->auth);
@@ -656,21 +725,25 @@ static void server_free(struct server *srv)
     free(srv);
 }
 
-int server_run(const struct config *cfg, struct dev **devs, size_t ndevs, size_t default_index)
+/* The opener thread: main.c's open_devices(), then word to the main loop.
+ * SIGTERM and SIGINT stay blocked here (held since main), so they reach
+ * the main loop's handler. */
+static void server_opener(void *arg)
 {
-    struct server *srv = calloc(1, sizeof(*srv));
-    if (!srv || uv_loop_init(&srv->loop) != 0) {
-        log_msg(LOG_ERROR, "cannot start the event loop");
-        free(srv);
-        return 1;
-    }
-    server_init(srv, cfg, ndevs);
-    srv->devs = devs;
-    srv->ndevs = ndevs;
-    if (srv->regions)
-        region_set_on_register(srv->regions, server_on_region, srv);
-    int status = 0;
+    struct server *srv = arg;
+    pthread_setname_np(pthread_self(), "ampd-opener");
+    srv->open_rv = srv->open_devices(srv->cfg, &srv->devs, &srv->ndevs, &srv->default_index,
+                                     srv->open_err, sizeof srv->open_err);
+    uv_async_send(&srv->opened);
+}
+
+/* The scheduler over the open devices (the settings in force now: a
+ * SIGHUP during the start counts), regions may pin on them, the metrics
+ * that read it, then every loop attaches. */
+static int server_start_sched(struct server *srv)
+{
     char err[256];
+    const struct config *cfg = &srv->loaded;
     struct sched_limits limits = {
         .max_jobs = cfg->max_jobs,
         .staging_bytes = cfg->staging_bytes,
@@ -680,25 +753,81 @@ int server_run(const struct config *cfg, struct dev **devs, size_t ndevs, size_t
         .host_threads = cfg->host_threads,
         .busy_poll_ns = (uint64_t)cfg->busy_poll_us * 1000,
     };
-    if (sched_new(devs, ndevs, default_index, &limits, &srv->sched, err, sizeof(err)) != 0) {
+    if (sched_new(srv->devs, srv->ndevs, srv->default_index, &limits, &srv->sched, err,
+                  sizeof(err)) != 0) {
         log_msg(LOG_ERROR, "%s", err);
         srv->sched = NULL;
-        status = 1;
-    } else if (server_tls(srv) != 0 || server_auth(srv) != 0 || server_start_loops(srv) != 0
-               || server_metrics(srv) != 0 || server_listen(srv) != 0) {
-        status = 1;
+        return -1;
     }
-    if (status == 0) {
+    if (srv->regions)
+        region_set_devices(srv->regions, srv->ndevs);
+    atomic_store(&srv->pin_ndevs, srv->ndevs);
+    if (server_metrics(srv) != 0)
+        return -1;
+    for (size_t i = 0; i < srv->nloops; i++)
+        io_loop_attach(srv->loops[i], srv->sched);
+    return 0;
+}
+
+/* The opener returned: start serving jobs, or end the start. */
+static void server_on_opened(uv_async_t *h)
+{
+    struct server *srv = h->data;
+    if (!srv->opening)
+        return;
+    uv_thread_join(&srv->opener);
+    srv->opening = false;
+    if (srv->open_rv != 0) {
+        srv->devs = NULL;   /* open_devices() closed what it had opened */
+        srv->ndevs = 0;
+        log_msg(LOG_ERROR, "%s", srv->open_err);
+        if (!srv->stopped)
+            server_fail_start(srv);
+    } else if (srv->draining || srv->stopped) {
+        log_msg(LOG_INFO, "devices opened during the drain: closing them unused");
+    } else if (server_start_sched(srv) != 0) {
+        server_fail_start(srv);
+    }
+    if (atomic_load(&srv->loops_empty) == srv->nloops && (srv->stopped || srv->draining))
+        server_finish(srv);
+}
+
+/* Sockets first: TLS, who may call, the loops and the listeners. */
+static int server_start_sockets(struct server *srv)
+{
+    return server_tls(srv) != 0 || server_auth(srv) != 0 || server_start_loops(srv) != 0 ||
+                   server_listen(srv) != 0
+               ? -1
+               : 0;
+}
+
+int server_run(const struct config *cfg, server_open_devices_fn open_devices)
+{
+    struct server *srv = calloc(1, sizeof(*srv));
+    if (!srv || uv_loop_init(&srv->loop) != 0) {
+        log_msg(LOG_ERROR, "cannot start the event loop");
+        free(srv);
+        return 1;
+    }
+    server_init(srv, cfg);
+    srv->open_devices = open_devices;
+    if (srv->regions)
+        region_set_on_register(srv->regions, server_on_region, srv);
+    if (server_start_sockets(srv) != 0) {
+        srv->status = 1;
+    } else if (uv_thread_create(&srv->opener, server_opener, srv) != 0) {
+        log_msg(LOG_ERROR, "cannot start the thread that opens the devices");
+        srv->status = 1;
+    } else {
+        srv->opening = true;
+    }
+    if (srv->status == 0) {
         uv_signal_start(&srv->sigterm, server_on_signal, SIGTERM);
         uv_signal_start(&srv->sigint, server_on_signal, SIGINT);
         uv_signal_start(&srv->sighup, server_on_sighup, SIGHUP);
         server_signals_mask(SIG_UNBLOCK);   /* held since main(): one sent already comes now */
-        /* Devices found, kernels built, sockets listening. */
-        char state[128];
-        snprintf(state, sizeof state, "READY=1\nSTATUS=serving %zu sockets on %zu I/O loops",
-                 srv->nlisteners, srv->nloops);
-        server_notify(state);
-        log_msg(LOG_INFO, "serving on %zu I/O loops", srv->nloops);
+        server_notify("STATUS=listening; opening the devices and building the kernels");
+        log_msg(LOG_INFO, "listening on %zu sockets; opening the devices", srv->nlisteners);
     } else {
         server_close_listeners(srv);
         server_stop(srv);
@@ -711,6 +840,7 @@ int server_run(const struct config *cfg, struct dev **devs, size_t ndevs, size_t
     uv_run(&srv->loop, UV_RUN_DEFAULT);
     if (uv_loop_close(&srv->loop) != 0)
         log_msg(LOG_WARN, "handles left open at exit");
+    int status = srv->status;
     server_free(srv);
     return status;
 }

@@ -2,10 +2,13 @@
 /* server.h: the daemon's loop: listeners, connections, scheduler, signals.
  *
  * server_run() owns the libuv loop from the first bind to the last close:
- * it opens every --listen address, starts the scheduler over the devices
- * main.c opened, serves until SIGTERM or SIGINT, then drains (GOAWAY, calls
- * in flight finish and flush, bounded by --drain-timeout) and frees
- * everything it made before returning.
+ * it opens every --listen address (or takes the activated sockets) and
+ * serves at once, while main.c's open_devices() runs on a thread of its
+ * own; once it returns, the scheduler starts over those devices, each I/O
+ * loop attaches to it, health turns SERVING and READY=1 goes to the
+ * service manager. It serves until SIGTERM or SIGINT, then drains (GOAWAY,
+ * calls in flight finish and flush, bounded by --drain-timeout) and frees
+ * everything it made, the devices too, before returning.
  */
 #ifndef AMPD_SERVER_H
 #define AMPD_SERVER_H
@@ -22,9 +25,16 @@
  * a half-started daemon. */
 void server_signals_hold(void);
 
+/* Opens the devices (on the server's start-up thread): 0 with *devs (a
+ * dev_open_all() list, at least one) and the default device's index, or
+ * -1 with the reason in err. */
+typedef int (*server_open_devices_fn)(const struct config *cfg, struct dev ***devs,
+                                      size_t *ndevs, size_t *default_index, char *err,
+                                      size_t errlen);
+
 /* Runs the daemon; returns the process exit status (0 after a clean drain,
- * 1 when startup failed, with the reason on stderr). devs stay the
- * caller's. */
-int server_run(const struct config *cfg, struct dev **devs, size_t ndevs, size_t default_index);
+ * 1 when startup failed, the devices' opening too, with the reason on
+ * stderr). */
+int server_run(const struct config *cfg, server_open_devices_fn open_devices);
 
 #endif

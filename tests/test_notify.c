@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* test_notify.c: ampd tells systemd how it is doing (sd_notify). With
  * $NOTIFY_SOCKET naming a datagram socket (a path, or '@' and an abstract
- * name) it sends READY=1 once it serves and STOPPING=1 when SIGTERM starts
- * the drain, each with a STATUS= line for systemctl status; a
+ * name) it sends a STATUS= line alone once it listens, READY=1 once it
+ * serves jobs (not before: tests/test_start_ready.py holds a start there)
+ * and STOPPING=1 when SIGTERM starts the drain, each with a STATUS= line
+ * for systemctl status; a
  * NOTIFY_SOCKET that is no socket path changes nothing else. */
 #include <check.h>
 #include <poll.h>
@@ -54,12 +56,27 @@ static void expect_state(int fd, const char *want)
     ck_assert_str_eq(buf, want);
 }
 
+/* The next datagram on fd is a STATUS= line with words, and nothing else. */
+static void expect_status_alone(int fd)
+{
+    struct pollfd pfd = { .fd = fd, .events = POLLIN };
+    ck_assert_msg(poll(&pfd, 1, WAIT_MS) == 1, "no STATUS= within %d ms", WAIT_MS);
+    char buf[256];
+    ssize_t n = recv(fd, buf, sizeof buf - 1, 0);
+    ck_assert_int_gt(n, 0);
+    buf[n] = '\0';
+    ck_assert_msg(strncmp(buf, "STATUS=", strlen("STATUS=")) == 0 && !strchr(buf, '\n') &&
+                      buf[strlen("STATUS=")] != '\0',
+                  "not a STATUS= line alone: \"%s\"", buf);
+}
+
 static void ready_and_stopping(const char *name)
 {
     int fd = bind_notify(name);
     ck_assert_int_eq(setenv("NOTIFY_SOCKET", name, 1), 0);
     ck_assert_int_eq(daemon_start(&ampd, NULL), 0);
     unsetenv("NOTIFY_SOCKET");
+    expect_status_alone(fd);   /* listening, devices opening */
     expect_state(fd, "READY=1");
     ck_assert_int_eq(daemon_stop(&ampd), 0);
     expect_state(fd, "STOPPING=1");

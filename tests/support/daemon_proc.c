@@ -2,13 +2,18 @@
 /* daemon_proc.c: start and stop a real ampd for integration tests.
  *
  * The daemon runs as a child process listening on a Unix socket in a fresh
- * mkdtemp directory. Readiness is "the socket accepts a connection": PoCL
- * compiles the kernels at startup, which can take tens of seconds under
- * ASan, so the wait is long but polls often. Liveness checks use
+ * mkdtemp directory. Readiness is a health Check answered SERVING: ampd
+ * listens at once but serves jobs only once its devices are open (and says
+ * SERVING on any loop only once every loop runs jobs), and PoCL compiles
+ * the kernels then, which can take tens of seconds under ASan, so the wait
+ * is long but polls often. Liveness checks use
  * waitid(WNOWAIT) so that the exit status stays for daemon_stop() to reap.
  */
 #define _GNU_SOURCE
 #include "daemon_proc.h"
+
+#include "grpc/health/v1/health.pb-c.h"
+#include "h2_client.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -43,28 +48,20 @@ static void daemon_sleep_ms(int ms)
     }
 }
 
-/* 1 if the daemon answers on path, else 0. A connect alone is not
- * enough: the kernel takes it once the socket listens, before ampd has
- * bound its other --listen addresses; an answer to a client preface comes
- * from its running loop, which starts after all of them. */
-static int daemon_answers(const char *path)
+/* 1 if the daemon on path answers a health Check SERVING, else 0. The
+ * check also says that every --listen address is bound: the loop that
+ * answers starts after all of them. */
+static int daemon_serving(const char *path)
 {
-    static const char preface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
-                                  "\0\0\0\4\0\0\0\0\0";   /* and an empty SETTINGS */
-    struct sockaddr_un sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sun_family = AF_UNIX;
-    size_t len = strlen(path);
-    if (len >= sizeof sa.sun_path)
-        return 0;
-    memcpy(sa.sun_path, path, len + 1);
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int fd = h2c_connect_unix(path);
     if (fd < 0)
         return 0;
-    struct pollfd p = { .fd = fd, .events = POLLIN };
-    int ok = connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0 &&
-             send(fd, preface, sizeof preface - 1, MSG_NOSIGNAL) == (ssize_t)(sizeof preface - 1) &&
-             poll(&p, 1, DAEMON_POLL_MS) == 1;   /* its SETTINGS, a GOAWAY or a close */
+    struct h2c *c = h2c_new();
+    int32_t id = h2c_call(c, "/grpc.health.v1.Health/Check", NULL, 0);
+    int ok = h2c_run_fd(c, fd, DAEMON_POLL_MS * 20) == 0 &&
+             h2c_health_status(h2c_result(c, id)) ==
+                 GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVING;
+    h2c_free(c);
     close(fd);
     return ok;
 }
@@ -128,7 +125,7 @@ static int daemon_prepare_dir(struct daemon_proc *d)
     return 0;
 }
 
-/* Waits for the socket to accept; returns 0 ready, -1 exited or timed out. */
+/* Waits for SERVING; returns 0 ready, -1 exited or timed out. */
 static int daemon_wait_ready(struct daemon_proc *d)
 {
     long long deadline = daemon_now_ms() + DAEMON_START_TIMEOUT_MS;
@@ -137,7 +134,7 @@ static int daemon_wait_ready(struct daemon_proc *d)
             fprintf(stderr, "daemon_proc: ampd exited during startup\n");
             return -1;
         }
-        if (daemon_answers(d->sock_path))
+        if (daemon_serving(d->sock_path))
             return 0;
         daemon_sleep_ms(DAEMON_POLL_MS);
     }

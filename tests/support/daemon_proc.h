@@ -2,7 +2,8 @@
 /* daemon_proc.h: run a real ampd for integration tests.
  *
  * Starts $AMPD_BIN listening on a Unix socket in a fresh temporary
- * directory, waits until it accepts connections, and stops it with SIGTERM,
+ * directory, waits until it answers health SERVING (its devices open), and
+ * stops it with SIGTERM,
  * reporting how it exited. With $AMPD_TEST_IO_THREADS set, ampd gets
  * --io-threads that many unless the test passes its own (a leak found by LeakSanitizer at exit makes the
  * exit status nonzero, so tests that check it catch leaks in the daemon).
@@ -20,8 +21,8 @@ struct daemon_proc {
 };
 
 /* Starts ampd with extra_args (NULL-terminated argv tail, may be NULL).
- * Returns 0 once the socket accepts a connection, -1 if ampd exited or did
- * not become ready within the timeout. */
+ * Returns 0 once ampd answers health SERVING, -1 if it exited or did not
+ * become ready within the timeout. */
 int daemon_start(struct daemon_proc *d, const char *const *extra_args);
 
 /* Stops d's daemon if it still runs (SIGTERM; one that was killed is only

@@ -3,11 +3,14 @@
 daemon_proc.c; same contract).
 
 Starts $AMPD_BIN on a Unix socket in a fresh temporary directory, waits
-until the socket accepts a connection (PoCL builds kernels at startup,
-slowly under ASan), and stops it with SIGTERM, returning its exit status
-(nonzero when LeakSanitizer found a leak at exit).
+until it sends READY=1 to its $NOTIFY_SOCKET, a datagram socket in that
+directory, as systemd would see it (ampd listens at once, but runs jobs
+only once its devices are open: PoCL builds kernels then, slowly under
+ASan), and stops it with SIGTERM, returning its exit status (nonzero when
+LeakSanitizer found a leak at exit).
 """
 import os
+import select
 import shutil
 import signal
 import socket
@@ -18,6 +21,7 @@ import time
 START_TIMEOUT_S = 120
 STOP_TIMEOUT_S = 60
 POLL_S = 0.05
+NOTIFY_MAX = 4096  # one sd_notify datagram
 # A test that crashes must not leave its daemon behind: setpriv (util-linux)
 # sets the parent-death signal and execs ampd. Not a preexec_fn: Python calls
 # it unsafe in a process with threads (a test's gRPC channel has them), and
@@ -44,22 +48,34 @@ def free_port():
 
 
 class Daemon:
-    def __init__(self, extra_args=(), stderr=None, preexec_fn=None):
+    def __init__(self, extra_args=(), stderr=None, preexec_fn=None, bin=None, env=None,
+                 wait_ready=True):
         """stderr: a file for the daemon's log (None: the test's own);
-        preexec_fn: run in the child before ampd starts (resource limits)."""
-        self.bin = os.environ.get("AMPD_BIN")
+        preexec_fn: run in the child before ampd starts (resource limits);
+        bin: the daemon (default $AMPD_BIN); env: more environment for it;
+        wait_ready: False returns once it runs, for a test that watches its
+        start (wait_ready() and notified() then)."""
+        self.bin = bin or os.environ.get("AMPD_BIN")
         if not self.bin:
             raise RuntimeError("AMPD_BIN is not set")
         self.dir = tempfile.mkdtemp(prefix="ampd-pytest-")
         self.sock_path = os.path.join(self.dir, "ampd.sock")
         self.address = "unix:" + self.sock_path
+        self.notify_path = os.path.join(self.dir, "notify")
+        self.notify = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.notify.bind(self.notify_path)
+        self.states = []  # every line ampd sent to its notify socket, in order
         loops = os.environ.get("AMPD_TEST_IO_THREADS")
         if loops and "--io-threads" not in extra_args:
             extra_args = (*extra_args, "--io-threads", loops)
+        child_env = dict(os.environ, NOTIFY_SOCKET=self.notify_path, **(env or {}))
         self.proc = subprocess.Popen([*DIE_WITH_PARENT, self.bin, "--listen", self.address,
-                                      *extra_args], stderr=stderr, preexec_fn=preexec_fn)
+                                      *extra_args], stderr=stderr, preexec_fn=preexec_fn,
+                                     env=child_env)
+        if not wait_ready:
+            return
         try:
-            self._wait_ready()
+            self.wait_ready()
         except Exception:
             self.stop()
             raise
@@ -74,32 +90,34 @@ class Daemon:
         finally:
             s.close()
 
-    def _tcp_listening(self):
-        """Whether every plain TCP --listen of the command line accepts: ampd
-        binds its listeners one after another, the Unix one (ours, first)
-        before them, so a call to a TCP one right after start could be
-        refused."""
-        args = self.proc.args
-        for i, a in enumerate(args[:-1]):
-            v = args[i + 1]
-            if a != "--listen" or v.startswith(("unix:", "tls:")):
-                continue
-            host, _, port = v.rpartition(":")
-            try:
-                socket.create_connection((host.strip("[]"), int(port)), timeout=1).close()
-            except (OSError, ValueError):
-                return False
-        return True
+    def notified(self, timeout=0.0):
+        """Reads what ampd has sent to its notify socket, waiting up to
+        timeout seconds for the first datagram; returns self.states."""
+        while select.select([self.notify], [], [], timeout)[0]:
+            self.states += self.notify.recv(NOTIFY_MAX).decode().splitlines()
+            timeout = 0
+        return self.states
 
-    def _wait_ready(self):
+    def wait_ready(self):
+        """Until ampd sends READY=1: its devices are open, every socket serves."""
         deadline = time.monotonic() + START_TIMEOUT_S
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError("ampd exited during startup with %d" % self.proc.returncode)
-            if self._can_connect() and self._tcp_listening():
+            if "READY=1" in self.notified(POLL_S):
+                return
+        raise RuntimeError("ampd not ready after %d s" % START_TIMEOUT_S)
+
+    def wait_listening(self):
+        """Until the Unix socket accepts a connection."""
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError("ampd exited during startup with %d" % self.proc.returncode)
+            if self._can_connect():
                 return
             time.sleep(POLL_S)
-        raise RuntimeError("ampd not ready after %d s" % START_TIMEOUT_S)
+        raise RuntimeError("ampd not listening after %d s" % START_TIMEOUT_S)
 
     def stop(self):
         """SIGTERM and wait; returns the exit status (128+N for signal N)."""
@@ -112,5 +130,6 @@ class Daemon:
                 self.proc.kill()
                 self.proc.wait()
         status = self.proc.returncode
+        self.notify.close()
         shutil.rmtree(self.dir, ignore_errors=True)
         return 128 - status if status < 0 else status
