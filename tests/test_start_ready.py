@@ -15,16 +15,18 @@ a start whose devices fail (--device out of range) exits 1 with the reason.
 Prints one line per check (support/cases.py).
 """
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import tempfile
+import time
 
 import grpc
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "support"))
 from cases import expect, module_cases, run_cases  # noqa: E402
-from daemon_proc import START_TIMEOUT_S, STOP_TIMEOUT_S, Daemon  # noqa: E402
+from daemon_proc import POLL_S, START_TIMEOUT_S, STOP_TIMEOUT_S, Daemon  # noqa: E402
 
 AMPD_GATED = os.environ["AMPD_GATED_BIN"]
 AMPCTL = os.environ["AMPCTL_BIN"]
@@ -41,8 +43,8 @@ class Gated:
         self.gate = os.path.join(self.gate_dir, "gate")
         os.mkfifo(self.gate)
         self.log = open(os.path.join(self.gate_dir, "ampd.log"), "w+", encoding="utf-8")
-        self.daemon = Daemon(extra, stderr=self.log, bin=AMPD_GATED, env={GATE_ENV: self.gate},
-                             wait_ready=False)
+        self.daemon = Daemon(extra, stderr=self.log, ampd_bin=AMPD_GATED,
+                             env={GATE_ENV: self.gate}, wait_ready=False)
         self.gate_open = False
         self.daemon.wait_listening()
         self.channel = grpc.insecure_channel(self.daemon.address)
@@ -65,8 +67,7 @@ class Gated:
             self.open_gate()
         status = self.daemon.stop()
         self.log.close()
-        os.unlink(self.gate)
-        os.rmdir(self.gate_dir) if not os.listdir(self.gate_dir) else None
+        shutil.rmtree(self.gate_dir, ignore_errors=True)
         return status
 
 
@@ -141,14 +142,13 @@ def test_sigterm_while_starting_drains():
     try:
         expect(health(g.channel) == NOT_SERVING, "health while the devices open: not NOT_SERVING")
         g.daemon.proc.send_signal(signal.SIGTERM)
-        # The drain goes ahead while the devices open: the listener closes.
-        deadline_polls = int(START_TIMEOUT_S / 0.05)
-        for _ in range(deadline_polls):
-            if not g.daemon._can_connect():
-                break
+        # The drain goes ahead while the devices open: the listener closes
+        # (and ampd waits for the gate, so it cannot have exited instead).
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while g.daemon.listening():
             expect(g.daemon.proc.poll() is None, "ampd exited before its devices opened")
-            g.daemon.notified(0.05)
-        expect(not g.daemon._can_connect(), "the listener still accepts after SIGTERM")
+            expect(time.monotonic() < deadline, "the listener still accepts after SIGTERM")
+            g.daemon.notified(POLL_S)
         g.open_gate()
         status = g.daemon.proc.wait(STOP_TIMEOUT_S)
         states = g.daemon.notified()

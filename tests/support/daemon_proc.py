@@ -48,14 +48,14 @@ def free_port():
 
 
 class Daemon:
-    def __init__(self, extra_args=(), stderr=None, preexec_fn=None, bin=None, env=None,
+    def __init__(self, extra_args=(), stderr=None, preexec_fn=None, ampd_bin=None, env=None,
                  wait_ready=True):
         """stderr: a file for the daemon's log (None: the test's own);
         preexec_fn: run in the child before ampd starts (resource limits);
-        bin: the daemon (default $AMPD_BIN); env: more environment for it;
+        ampd_bin: the daemon (default $AMPD_BIN); env: more environment for it;
         wait_ready: False returns once it runs, for a test that watches its
         start (wait_ready() and notified() then)."""
-        self.bin = bin or os.environ.get("AMPD_BIN")
+        self.bin = ampd_bin or os.environ.get("AMPD_BIN")
         if not self.bin:
             raise RuntimeError("AMPD_BIN is not set")
         self.dir = tempfile.mkdtemp(prefix="ampd-pytest-")
@@ -80,7 +80,8 @@ class Daemon:
             self.stop()
             raise
 
-    def _can_connect(self):
+    def listening(self):
+        """Whether the Unix socket accepts a connection now."""
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             s.connect(self.sock_path)
@@ -114,7 +115,7 @@ class Daemon:
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError("ampd exited during startup with %d" % self.proc.returncode)
-            if self._can_connect():
+            if self.listening():
                 return
             time.sleep(POLL_S)
         raise RuntimeError("ampd not listening after %d s" % START_TIMEOUT_S)
