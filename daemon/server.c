@@ -27,6 +27,7 @@
 #include "server.h"
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -732,8 +733,19 @@ static void server_opener(void *arg)
 {
     struct server *srv = arg;
     pthread_setname_np(pthread_self(), "ampd-opener");
+    /* PoCL's LLVM gives the thread that builds kernels an alternate signal
+     * stack of its own (malloc'd, kept in LLVM's globals). This thread
+     * ends, and a thread's end may free the one it was given at its start
+     * (AddressSanitizer unmaps it, and aborts on LLVM's), so the stack it
+     * started with is put back first. */
+    stack_t altstack;
+    bool restore = sigaltstack(NULL, &altstack) == 0;
     srv->open_rv = srv->open_devices(srv->cfg, &srv->devs, &srv->ndevs, &srv->default_index,
                                      srv->open_err, sizeof srv->open_err);
+    if (restore) {
+        altstack.ss_flags &= SS_DISABLE;   /* not SS_ONSTACK: we are not on it */
+        sigaltstack(&altstack, NULL);
+    }
     uv_async_send(&srv->opened);
 }
 
