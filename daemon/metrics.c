@@ -6,6 +6,7 @@
 #include <arpa/inet.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,7 +35,8 @@
 
 struct metrics {
     struct MHD_Daemon *mhd;
-    struct metrics_sources src;
+    struct metrics_sources src;          /* all but sched, which is: */
+    _Atomic(struct sched *) sched;       /* src's, or metrics_set_sched()'s */
     struct metrics_deadline *deadline;
     char address[METRICS_ADDRESS_MAX];   /* as bound: "HOST:PORT" */
 };
@@ -77,7 +79,9 @@ static enum MHD_Result metrics_on_request(void *cls, struct MHD_Connection *conn
         return metrics_answer(conn, MHD_HTTP_NOT_FOUND, "text/plain", not_found,
                               strlen(not_found), MHD_RESPMEM_PERSISTENT);
     size_t len;
-    char *page = metrics_render(&m->src, &len);
+    struct metrics_sources src = m->src;
+    src.sched = atomic_load(&m->sched);
+    char *page = metrics_render(&src, &len);
     if (!page)
         return MHD_NO;   /* out of memory: MHD closes the connection */
     return metrics_answer(conn, MHD_HTTP_OK, METRICS_CONTENT_TYPE, page, len,
@@ -137,6 +141,7 @@ int metrics_start(const char *text, bool allow_remote, const struct metrics_sour
         return -1;
     }
     m->src = *src;
+    atomic_init(&m->sched, src->sched);
     if (metrics_deadline_start(METRICS_DEADLINE_S * METRICS_MS_PER_S, &m->deadline) != 0) {
         snprintf(err, errlen, "--metrics-listen %s: cannot start its deadline thread", text);
         close(fd);
@@ -165,6 +170,12 @@ int metrics_start(const char *text, bool allow_remote, const struct metrics_sour
 const char *metrics_address(const struct metrics *m)
 {
     return m->address;
+}
+
+void metrics_set_sched(struct metrics *m, struct sched *sched)
+{
+    if (m)
+        atomic_store(&m->sched, sched);
 }
 
 void metrics_stop(struct metrics *m)

@@ -55,6 +55,11 @@ const char *metrics_address(const struct metrics *m);
  * no-op. */
 void metrics_stop(struct metrics *m);
 
+/* The scheduler scrapes read from now on (started with none: ampd listens
+ * before its devices open, and the job and device metrics appear once
+ * they are). Any thread; m may be NULL. sched must outlive metrics_stop(). */
+void metrics_set_sched(struct metrics *m, struct sched *sched);
+
 /* The page a scrape gets, NUL-terminated, malloc'd (the caller frees it);
  * NULL when out of memory. For tests, and the listener. */
 char *metrics_render(const struct metrics_sources *src, size_t *len);

@@ -751,7 +751,7 @@ static void server_opener(void *arg)
 
 /* The scheduler over the open devices (the settings in force now: a
  * SIGHUP during the start counts), regions may pin on them, the metrics
- * that read it, then every loop attaches. */
+ * read it, then every loop attaches. */
 static int server_start_sched(struct server *srv)
 {
     char err[256];
@@ -774,8 +774,7 @@ static int server_start_sched(struct server *srv)
     if (srv->regions)
         region_set_devices(srv->regions, srv->ndevs);
     atomic_store(&srv->pin_ndevs, srv->ndevs);
-    if (server_metrics(srv) != 0)
-        return -1;
+    metrics_set_sched(srv->metrics, srv->sched);
     for (size_t i = 0; i < srv->nloops; i++)
         io_loop_attach(srv->loops[i], srv->sched);
     return 0;
@@ -804,11 +803,13 @@ static void server_on_opened(uv_async_t *h)
         server_finish(srv);
 }
 
-/* Sockets first: TLS, who may call, the loops and the listeners. */
+/* Sockets first: TLS, who may call, the loops, metrics (bound before the
+ * listeners, so a busy port stops the start before clients connect) and
+ * the listeners. */
 static int server_start_sockets(struct server *srv)
 {
     return server_tls(srv) != 0 || server_auth(srv) != 0 || server_start_loops(srv) != 0 ||
-                   server_listen(srv) != 0
+                   server_metrics(srv) != 0 || server_listen(srv) != 0
                ? -1
                : 0;
 }
