@@ -60,8 +60,9 @@ def listed(args):
 
 def failed_start(args):
     """Runs ampd with args, which must fail to start; (exit status, stderr)."""
-    p = subprocess.run([AMPD, "--listen", "unix:/nonexistent-dir/ampd.sock", *args],
-                       capture_output=True, timeout=START_FAIL_TIMEOUT_S)
+    with tempfile.TemporaryDirectory() as d:   # ampd listens before it opens devices
+        p = subprocess.run([AMPD, "--listen", "unix:" + os.path.join(d, "ampd.sock"), *args],
+                           capture_output=True, timeout=START_FAIL_TIMEOUT_S)
     return p.returncode, p.stderr.decode(errors="replace")
 
 
