@@ -68,10 +68,9 @@ int prog_cache_resolve(const char *dir, char *out, size_t len, char *err, size_t
  * NULL for PROG_CACHE_OFF, else a cache the caller closes. The directory
  * is created (mode 0700) if missing; one that cannot be is logged once and
  * the cache stays open, storing nothing. With the cache on, the drivers'
- * own caches are set up in the environment (unless the operator set them):
- * PoCL's kernel cache off (POCL_KERNEL_CACHE=0), whose damaged files could
- * abort the start inside PoCL, and NVIDIA's (CUDA_CACHE_PATH) under the
- * directory. Call it before any OpenCL call and before threads start
+ * own cache is set up in the environment (unless the operator set it):
+ * NVIDIA's (CUDA_CACHE_PATH) under the directory. PoCL's kernel cache is
+ * the unit's to turn off (POCL_KERNEL_CACHE=0 in systemd/ampd.service.in). Call it before any OpenCL call and before threads start
  * (setenv). Returns 0, or -1 with err naming --cache-dir when dir is
  * unusable (too long); with no default to be had (dir "", no variable
  * set) the cache is off, logged, and 0 returned. */

@@ -156,18 +156,23 @@ def pocl_files(root):
 
 def test_damaged_pocl_cache(seed, work):
     """PoCL's own cache, filled by an ampd without ours, then garbage (a
-    crash or a full disk mid-write): ampd with its cache still starts."""
+    crash or a full disk mid-write): ampd with its cache and the unit's
+    POCL_KERNEL_CACHE=0 still starts."""
     pocl = os.path.join(work, "pocl")
     env = {"POCL_CACHE_DIR": pocl}
     os.environ.pop("POCL_KERNEL_CACHE", None)
     Run(work, "none", env).served()
+    env["POCL_KERNEL_CACHE"] = "0"   # as the unit sets it
     files = pocl_files(pocl)
     expect(files, "PoCL cached nothing in %s" % pocl)
     for path in files:
         size = os.path.getsize(path)
         with open(path, "wb") as f:
             f.write(b"\xde\xad" * (size // 2 + 1))
-    cache = copy_of(seed["dir"], work)
+    # ampd's cache made under the unit's environment: a cold start, then
+    # a warm one, both beside the damaged PoCL cache.
+    cache = os.path.join(work, "pocl-damaged-cache")
+    Run(work, cache, env).served()
     log = Run(work, cache, env).served()
     hits, programs = counts(log)
     expect(hits == programs, log)
