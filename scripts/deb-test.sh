@@ -46,6 +46,9 @@ for _ in $(seq 1200); do
   kill -0 "$ampd_pid" 2>/dev/null || { cat "$out/ampd.log" >&2; fail "the installed ampd exited"; }
   sleep 0.1
 done
+# The socket listens before the devices open: wait until they have.
+/usr/bin/ampctl -a "unix:$sock" health --wait 2m >/dev/null ||
+  { cat "$out/ampd.log" >&2; fail "the installed ampd did not become SERVING"; }
 got=$(/usr/bin/ampctl -a "unix:$sock" reverse -o - packaged)
 [ "$got" = degakcap ] || fail "ampctl reverse: \"$got\""
 
