@@ -35,16 +35,6 @@ struct dev_candidate {
     enum dev_type type;
 };
 
-const char *dev_type_name(enum dev_type t)
-{
-    switch (t) {
-    case DEV_GPU: return "gpu";
-    case DEV_CPU: return "cpu";
-    case DEV_ACCEL: return "accelerator";
-    }
-    return "unknown";
-}
-
 const struct dev_info *dev_info(const struct dev *d)
 {
     return &d->info;

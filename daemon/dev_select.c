@@ -13,6 +13,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Here, not in dev_discover.c: the names are the selection's words, and
+ * this file needs no OpenCL (the fuzz harnesses link it). */
+const char *dev_type_name(enum dev_type t)
+{
+    switch (t) {
+    case DEV_GPU: return "gpu";
+    case DEV_CPU: return "cpu";
+    case DEV_ACCEL: return "accelerator";
+    }
+    return "unknown";
+}
+
 #define DEV_SELECT_AUTO_WORD "auto"
 #define DEV_SELECT_ALL_WORD "all"
 #define DEV_SELECT_ITEM_MAX 32   /* one word or index of the list; longer is no word */

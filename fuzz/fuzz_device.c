@@ -34,16 +34,6 @@ struct dev_stream {
     struct hist_result *acc;  /* chunked: nsteps entries; histogram steps' running counts */
 };
 
-const char *dev_type_name(enum dev_type t)
-{
-    switch (t) {
-    case DEV_GPU: return "gpu";
-    case DEV_CPU: return "cpu";
-    case DEV_ACCEL: return "accelerator";
-    }
-    return "?";
-}
-
 static uint64_t fuzz_device_fill_bytes(const struct fill_params *p)
 {
     return sat_mul_u64(p->count, elem_size(p->type));

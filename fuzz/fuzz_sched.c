@@ -203,8 +203,11 @@ enum status_code sched_stream_begin(struct sched_port *s, struct job *job, size_
     return STATUS_OK;
 }
 
-void sched_stream_end(struct sched_port *s, const struct job *job, uint64_t device_ns, bool ok)
+void sched_stream_end(struct sched_port *s, const struct job *job, size_t index, bool opened,
+                      uint64_t device_ns, bool ok)
 {
+    (void)index;
+    (void)opened;
     tenant_stats_record(s->tenants, job->cls.client, job->cls.priority,
                         job->t_start > job->t_submit ? job->t_start - job->t_submit : 0, device_ns);
     if (s->in_flight == 0 || s->counts.streams_ended == s->counts.streams_begun)
