@@ -2,7 +2,6 @@
 /* duration_text.c: durations with units (duration_text.h). */
 #include "duration_text.h"
 
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,9 +33,10 @@ int duration_text_parse(const char *text, uint64_t bare_us, uint64_t max_us, uin
          i++)
         if (strcmp(text + n, duration_text_units[i].suffix) == 0)
             unit = duration_text_units[i].us;
-    double t = ceil(v * unit);
+    double t = v * unit;
     if (unit == 0 || !(t <= (double)max_us))
         return -1;
-    *us = (uint64_t)t;
+    uint64_t whole = (uint64_t)t;
+    *us = whole + ((double)whole < t);   /* rounded up, without libm's ceil */
     return 0;
 }
