@@ -151,9 +151,8 @@ void dev_pin_region(struct dev *d, struct region *r)
 {
     if (!r || d->info.type == DEV_CPU || !region_pin_claim(r, d->info.index))
         return;   /* pinned, or being pinned by another thread */
-    uint8_t *base;
-    size_t size;
-    region_span(r, &base, &size);
+    uint8_t *base = region_pin_view(r, d->info.index);
+    size_t size = region_size(r);
     uint64_t t0 = monotonic_ns();
     struct dev_pinned *p = dev_pinned_wrap(d, base, size);
     region_pin_set(r, d->info.index, p);
@@ -161,6 +160,16 @@ void dev_pin_region(struct dev *d, struct region *r)
      * copies run at pageable speed and the next job tries again. */
     log_call(p ? LOG_DEBUG : LOG_WARN, "device %u: %s a region of %zu bytes in %.1f ms",
              d->info.index, p ? "pinned" : "could not pin", size, (monotonic_ns() - t0) / 1e6);
+}
+
+void dev_job_regions(struct dev *d, struct job *job)
+{
+    dev_pin_region(d, job->in_region);
+    dev_pin_region(d, job->out_region);
+    if (job->in_region)
+        job->in = region_view(job->in_region, d->info.index, job->in);
+    if (job->out_region)
+        job->out = region_view(job->out_region, d->info.index, job->out);
 }
 
 static enum status_code dev_enqueue_steps(struct dev_exec *x, const size_t *out_len,
@@ -251,8 +260,7 @@ void dev_run(struct dev *d, struct job *job)
     } else if (st == STATUS_OK && dev_check_steps(d, job, job->in_len, out_len) == STATUS_OK) {
         struct dev_exec x;
         dev_exec_init(&x, d, job);
-        dev_pin_region(d, job->in_region);
-        dev_pin_region(d, job->out_region);
+        dev_job_regions(d, job);
         dev_enqueue_steps(&x, out_len, slots);
         if (dev_exec_finish(&x) == STATUS_OK)
             dev_collect_hists(job, slots);

@@ -201,6 +201,11 @@ enum dev_host {
     DEV_HOST_PINNED,
 };
 
+/* Pins the job's regions for d (dev_pin_region) and points job->in and
+ * job->out at d's views of them (region_view): a device copies through
+ * the addresses it pinned. Before a job's first copy on d. */
+void dev_job_regions(struct dev *d, struct job *job);
+
 /* Where job's input lies for d: a region d has pinned, or d's staging (a
  * pinned request), else pageable memory. */
 enum dev_host dev_job_in_host(const struct dev *d, const struct job *job);

@@ -275,8 +275,7 @@ static enum status_code dev_piece_begin(struct dev_exec *x)
         x->failed = true;
         return job->status;
     }
-    dev_pin_region(d, job->in_region);
-    dev_pin_region(d, job->out_region);
+    dev_job_regions(d, job);
     pc->in_host = dev_job_in_host(d, job);
     pc->out_host = dev_job_out_host(d, job);
     if (d->info.type == DEV_GPU && (pc->in_host == DEV_HOST_PAGEABLE ||

@@ -35,6 +35,8 @@ struct region {
     size_t size;
     atomic_uint refs;              /* the registration's, and one per job using it */
     _Atomic(struct dev_pinned *) *pins; /* npins slots (region_pin_claim) */
+    _Atomic(uint8_t *) *views;     /* npins slots: a device's alias of map, or NULL (region_pin_view) */
+    atomic_bool map_pinned;        /* map itself is some device's view */
     size_t npins;                  /* set->ndevs when registered: 0 before the devices opened */
 };
 
@@ -181,8 +183,12 @@ void region_put(struct region *r)
         struct dev_pinned *p = region_pinned(r, i);   /* no claim outlives its reference */
         if (p)
             r->set->unpin(p);   /* before the pages it pins go */
+        uint8_t *alias = atomic_load(&r->views[i]);
+        if (alias)
+            munmap(alias, r->size);
     }
     free((void *)r->pins);
+    free((void *)r->views);
     munmap(r->map, r->size);
     region_owner_uncharge(r->set, r->owner, r->size);
     atomic_fetch_sub(&r->set->bytes, r->size);
@@ -309,8 +315,12 @@ enum status_code region_register(struct region_client *c, int fd, uint64_t *id, 
         code = STATUS_RESOURCE_EXHAUSTED;
     }
     struct region *r = NULL;
+    size_t nslots = s->ndevs ? s->ndevs : 1;
     if (code == STATUS_OK && (!(r = calloc(1, sizeof(*r))) ||
-                              !(r->pins = calloc(s->ndevs ? s->ndevs : 1, sizeof(*r->pins))))) {
+                              !(r->pins = calloc(nslots, sizeof(*r->pins))) ||
+                              !(r->views = calloc(nslots, sizeof(*r->views))))) {
+        if (r)
+            free((void *)r->pins);
         free(r);
         snprintf(err, errlen, "out of memory");
         code = STATUS_RESOURCE_EXHAUSTED;
@@ -324,6 +334,7 @@ enum status_code region_register(struct region_client *c, int fd, uint64_t *id, 
             snprintf(err, errlen, "cannot map the memfd: %s", strerror(errno));
             code = errno == ENOMEM ? STATUS_RESOURCE_EXHAUSTED : STATUS_INVALID_ARGUMENT;
             free((void *)r->pins);
+            free((void *)r->views);
             free(r);
         }
     }
@@ -341,6 +352,7 @@ enum status_code region_register(struct region_client *c, int fd, uint64_t *id, 
         pthread_mutex_unlock(&s->lock);
         munmap(r->map, r->size);
         free((void *)r->pins);
+        free((void *)r->views);
         free(r);
         return code;
     }
@@ -471,10 +483,35 @@ bool region_populate(struct region *r)
     return all;
 }
 
-void region_span(const struct region *r, uint8_t **base, size_t *size)
+size_t region_size(const struct region *r)
 {
-    *base = r->map;
-    *size = r->size;
+    return r->size;
+}
+
+uint8_t *region_pin_view(struct region *r, size_t dev_index)
+{
+    bool taken = false;
+    if (atomic_compare_exchange_strong(&r->map_pinned, &taken, true))
+        return r->map;
+    void *alias = mremap(r->map, 0, r->size, MREMAP_MAYMOVE);
+    if (alias == MAP_FAILED)
+        return r->map;   /* pinned by another device already: copies run pageable */
+    atomic_store(&r->views[dev_index], alias);
+    return alias;
+}
+
+uint8_t *region_view(const struct region *r, size_t dev_index, uint8_t *p)
+{
+    if (!p)
+        return NULL;
+    uint8_t *from = r->map;
+    for (size_t i = 0; i < r->npins; i++) {
+        uint8_t *alias = atomic_load(&r->views[i]);
+        if (alias && p >= alias && p <= alias + r->size)
+            from = alias;
+    }
+    uint8_t *to = dev_index < r->npins ? atomic_load(&r->views[dev_index]) : NULL;
+    return (to ? to : r->map) + (p - from);
 }
 
 /* A slot being pinned: claimed, its pin not there yet. */

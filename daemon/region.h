@@ -101,8 +101,22 @@ void region_ref(struct region *r);
  * page) costs no memory the client has not spent. */
 bool region_populate(struct region *r);
 
-/* r's whole mapping. */
-void region_span(const struct region *r, uint8_t **base, size_t *size);
+/* r's size in bytes. */
+size_t region_size(const struct region *r);
+
+/* Where device dev_index pins r and copies through: the claimant of its pin
+ * (region_pin_claim) calls this once. NVIDIA's driver pins pages for one
+ * OpenCL context only: a second context's buffer over the same addresses
+ * is made at once and pins nothing (4 H200s: 0.0 ms, and that GPU copied
+ * the region at pageable speed). So the first device pins the mapping
+ * itself and each further one an alias of it: the same pages mapped again
+ * at an address of its own (mremap, old size 0). */
+uint8_t *region_pin_view(struct region *r, size_t dev_index);
+
+/* p, an address in r's mapping or any device's alias of it, as seen
+ * through device dev_index's view (the mapping where it has none yet: the
+ * same bytes, copied at pageable speed). Any thread. */
+uint8_t *region_view(const struct region *r, size_t dev_index, uint8_t *p);
 
 /* Claims the making of device dev_index's pin of r: true for the one
  * caller that gets it, who then hands the pin (or NULL, having failed) to
