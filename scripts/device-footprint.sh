@@ -46,7 +46,7 @@ footprint_one() {
   sleep "$idle_s"
   rss=$(awk '/^VmRSS:/{printf "%.1f", $2 / 1024}' /proc/$pid/status)
   threads=$(awk '/^Threads:/{print $2}' /proc/$pid/status)
-  printf '| %s | %s | %.2f | %s | %s |\n' "$sel" "$n" "$(echo "$t1 - $t0" | bc)" "$rss" "$threads"
+  printf '| %s | %s | %.2f | %s | %s |\n' "$sel" "$n" "$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')" "$rss" "$threads"
   kill $pid && wait $pid
   rm -rf "$tmp"
 }

@@ -43,6 +43,7 @@ parts=${PARTS:-load tests regions split streams tenants}
 device_setup "$dir" || exit 2
 export AMPD_BIN=$PWD/$dir/bin/ampd AMPCTL_BIN=$PWD/$dir/bin/ampctl AMP_SOURCE_DIR=$PWD
 export CK_DEFAULT_TIMEOUT=300
+export BENCH_AMPD_LOG=$OUT/ampd.log   # the benches' daemons log there too
 gpus=${GPUS:-$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')}   # GPUS: a trial on PoCL
 { nvidia-smi --query-gpu=index,name,driver_version,memory.total,pci.bus_id --format=csv
   nvidia-smi topo -m; nproc; free -g | head -2; git log -1 --format='commit %h %s' 2>/dev/null
