@@ -275,6 +275,7 @@ static void dev_close(struct dev *d)
     if (!d)
         return;
     dev_release_programs(d);
+    dev_const_free(d);
     for (int q = 0; q < DEV_NQUEUES; q++)
         if (d->q[q])
             clReleaseCommandQueue(d->q[q]);
@@ -291,6 +292,7 @@ static struct dev *dev_open(const struct dev_candidate *c, bool profiling, char 
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
+    dev_const_init(d);
     d->platform = c->platform;
     d->id = c->id;
     d->info.type = c->type;

@@ -7,6 +7,7 @@
 #ifndef AMPD_DEV_INTERNAL_H
 #define AMPD_DEV_INTERNAL_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -52,6 +53,25 @@ struct dev_variants {
 #define DEV_VARIANTS_SERVING                                                                   \
     ((struct dev_variants){DEV_VARIANT_V2, DEV_VARIANT_V2, DEV_VARIANT_V3, (size_t)128 << 20})
 
+/* Blocks a device keeps (dev_const.c): this many, each of at most
+ * DEV_CONST_MAX_BYTES (a transform's parameter block is 264 bytes; the
+ * CPU map's pair table, 128 KiB, is made for each launch). */
+#define DEV_CONST_KEEP 8
+#define DEV_CONST_MAX_BYTES 4096
+
+struct dev_const_entry {
+    uint8_t *bytes;                   /* owned: what mem holds */
+    size_t size;
+    cl_mem mem;                       /* owned: one reference */
+    uint64_t used;                    /* dev_const.tick when last handed out */
+};
+
+struct dev_const {
+    pthread_mutex_t lock;             /* runners and tests may share a device */
+    uint64_t tick;
+    struct dev_const_entry e[DEV_CONST_KEEP];
+};
+
 struct dev {
     struct dev_info info;
     enum dev_shape shape;
@@ -81,7 +101,16 @@ struct dev {
                                        * with it, as a broken device would */
     struct dev_batch_mem *batch;      /* dev_batch.c's buffers, made at the first batch;
                                        * the runner thread only */
+    struct dev_const consts;          /* dev_const.c's kept blocks */
 };
+
+/* A read-only buffer holding size bytes: one d made before for the same
+ * bytes, or a new one (dev_const.c says why). The caller releases its
+ * reference (clReleaseMemObject); NULL with *rc set on failure. */
+cl_mem dev_const_get(struct dev *d, const void *bytes, size_t size, cl_int *rc);
+/* Opening and closing d. */
+void dev_const_init(struct dev *d);
+void dev_const_free(struct dev *d);
 
 /* A batch item's words in kernels/batch.cl (a build option there). */
 #define DEV_BATCH_ITEM_WORDS 8

@@ -110,7 +110,7 @@ static enum status_code op_xform_params(struct dev_exec *x, const struct transfo
         block[OP_XFORM_PAIRS_AT + 2 * v + 1] = p->table[v >> 8];
     }
     cl_int rc;
-    *out = clCreateBuffer(x->d->ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, size, block, &rc);
+    *out = dev_const_get(x->d, block, size, &rc);
     free(block);
     if (rc != CL_SUCCESS) {
         *out = NULL;
