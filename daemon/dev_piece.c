@@ -280,8 +280,8 @@ static enum status_code dev_piece_begin(struct dev_exec *x)
     pc->out_host = dev_job_out_host(d, job);
     if (d->info.type == DEV_GPU && (pc->in_host == DEV_HOST_PAGEABLE ||
                                     (dev_piece_copies_out(job) && pc->out_host == DEV_HOST_PAGEABLE))) {
-        size_t small = pc->chunk / DEV_PIECE_PAGEABLE_DIV / OP_REVERSE_WORD * OP_REVERSE_WORD;
-        pc->chunk = small ? small : OP_REVERSE_WORD;
+        size_t small = pc->chunk / DEV_PIECE_PAGEABLE_DIV / KERNEL_WORD * KERNEL_WORD;
+        pc->chunk = small ? small : KERNEL_WORD;
     }
     /* Results in step order, as dev_run lays them out in an output region. */
     for (size_t i = 0; i < job->nsteps && st == STATUS_OK; i++) {
@@ -385,9 +385,9 @@ enum status_code dev_piece_launch(struct dev_exec *x, const struct step *s, stru
     } else if (s->kind == STEP_REVERSE) {
         /* The last range runs to the end: the bytes past the last whole
          * word are written by the range at word 0. */
-        uint64_t end = off + len == span ? span / OP_REVERSE_WORD + 1
-                                         : (off + len) / OP_REVERSE_WORD;
-        st = op_reverse_range(x, cur, next, off / OP_REVERSE_WORD, end);
+        uint64_t end = off + len == span ? span / KERNEL_WORD + 1
+                                         : (off + len) / KERNEL_WORD;
+        st = op_reverse_range(x, cur, next, off / KERNEL_WORD, end);
     } else if (s->kind == STEP_FILL) {
         size_t esize = elem_size(s->u.fill.type);
         st = op_fill_range(x, &s->u.fill, next, off / esize, (off + len) / esize);

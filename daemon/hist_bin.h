@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* hist_bin.h: which bin a value falls in, defined once for the host, the
- * CPU reference of the tests and (mirrored line by line) kernels/hist.cl.
+/* hist_bin.h: which bin a value falls in, for the host and the CPU
+ * reference of the tests; the counters' layout and the bin formula are
+ * kernels/kernel_abi.h's, which kernels/hist.cl uses too.
  *
  * Whether a value is in [lo, hi) is decided exactly: integers against
  * integer thresholds (x < lo iff x < ceil(lo)), floats against float
@@ -21,10 +22,7 @@
 #include <math.h>
 #include <stdint.h>
 
-/* Slots beyond the bins: the counters of out-of-range values. */
-#define HIST_SLOT_BELOW(bins) (bins)
-#define HIST_SLOT_ABOVE(bins) ((bins) + 1)
-#define HIST_SLOT_NAN(bins) ((bins) + 2)
+#include "kernel_abi.h"
 
 struct hist_bin {
     uint32_t bins;
@@ -41,28 +39,27 @@ void hist_bin_init(struct hist_bin *b, uint32_t bins, double lo, double hi);
 static inline uint32_t hist_bin_index(const struct hist_bin *b, float x)
 {
     float t = (x - b->lo_f) * b->scale_f;
-    uint32_t i = t > 0.0f ? (t < b->bins_f ? (uint32_t)t : b->bins - 1) : 0;
-    return i < b->bins - 1 ? i : b->bins - 1;
+    return KERNEL_HIST_BIN(t, b->bins_f, b->bins);
 }
 
 /* Slot of an integer element (uint32 or int32, widened without loss). */
 static inline uint32_t hist_bin_slot_int(const struct hist_bin *b, int64_t x)
 {
     if (x < b->lo_t)
-        return HIST_SLOT_BELOW(b->bins);
+        return KERNEL_HIST_SLOT_BELOW(b->bins);
     if (x >= b->hi_t)
-        return HIST_SLOT_ABOVE(b->bins);
+        return KERNEL_HIST_SLOT_ABOVE(b->bins);
     return hist_bin_index(b, (float)x);
 }
 
 static inline uint32_t hist_bin_slot_float(const struct hist_bin *b, float x)
 {
     if (isnan(x))
-        return HIST_SLOT_NAN(b->bins);
+        return KERNEL_HIST_SLOT_NAN(b->bins);
     if (x < b->lo_c)
-        return HIST_SLOT_BELOW(b->bins);
+        return KERNEL_HIST_SLOT_BELOW(b->bins);
     if (x >= b->hi_c)
-        return HIST_SLOT_ABOVE(b->bins);
+        return KERNEL_HIST_SLOT_ABOVE(b->bins);
     return hist_bin_index(b, x);
 }
 

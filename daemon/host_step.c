@@ -71,9 +71,9 @@ int host_step_hist(const struct hist_params *p, const uint8_t *in, size_t len,
         uint32_t s = host_step_slot(&b, p->type, in + i);
         if (s < p->bins)
             out->counts[s]++;
-        else if (s == HIST_SLOT_BELOW(p->bins))
+        else if (s == KERNEL_HIST_SLOT_BELOW(p->bins))
             out->below++;
-        else if (s == HIST_SLOT_ABOVE(p->bins))
+        else if (s == KERNEL_HIST_SLOT_ABOVE(p->bins))
             out->above++;
         else
             out->nan++;

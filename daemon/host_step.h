@@ -3,8 +3,8 @@
  * path (host.c) runs small jobs with, and the oracle the kernel tests
  * compare the devices against. Written for clarity, one element at a time
  * (the host path takes only jobs whose work is smaller than a device
- * launch costs); the histogram bin of a value comes from hist_bin.h, the
- * one definition the kernels mirror. */
+ * launch costs); the histogram bin of a value comes from hist_bin.h, on
+ * kernels/kernel_abi.h's formula, which the kernels use too. */
 #ifndef AMPD_HOST_STEP_H
 #define AMPD_HOST_STEP_H
 

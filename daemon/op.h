@@ -11,6 +11,7 @@
 #define AMPD_OP_H
 
 #include "dev_internal.h"
+#include "kernel_abi.h"
 
 /* Work-group sizes the grid-stride kernels are written for. */
 #define OP_WG_GPU 256
@@ -30,7 +31,6 @@ enum status_code op_reverse(struct dev_exec *x, struct dev_buf *src, struct dev_
 /* The same for dst's 16-byte words [first, end) only (end past the last
  * word: to the end); the launch with first 0 also writes the bytes past
  * the last whole word. A reverse in pieces is these over every range. */
-#define OP_REVERSE_WORD 16
 enum status_code op_reverse_range(struct dev_exec *x, struct dev_buf *src, struct dev_buf *dst,
                                   uint64_t first, uint64_t end);
 
@@ -45,7 +45,7 @@ enum status_code op_hist_check(const struct dev *d, const struct hist_params *p,
                                struct job *job);
 /* Counts src into slots: bins counts, then below, above, nan (OP_HIST_SLOTS
  * entries, host memory valid until dev_exec_finish). */
-#define OP_HIST_SLOTS(bins) ((size_t)(bins) + 3)
+#define OP_HIST_SLOTS(bins) KERNEL_HIST_SLOTS((size_t)(bins))
 enum status_code op_hist(struct dev_exec *x, const struct hist_params *p, struct dev_buf *src,
                          uint64_t *slots);
 

@@ -11,7 +11,7 @@
 #include "op.h"
 
 #define OP_FILL_TILE_DEFAULT 256
-#define OP_FILL_ITEM_BYTES (16 * 8)   /* fill.cl: FILL_STORES 16-byte stores */
+#define OP_FILL_ITEM_BYTES (KERNEL_WORD * KERNEL_FILL_STORES)
 
 /* GPUs write OP_FILL_ITEM_BYTES per work-item, CPU devices one element
  * (kernels/fill.cl says why). */

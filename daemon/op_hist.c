@@ -19,15 +19,13 @@
 #include "hist_bin.h"
 
 #define OP_HIST_LAUNCH_MAX (1ull << 31)  /* elements per launch: fits a uint counter */
-#define OP_HIST_ALIGN 16                 /* launches start on 16-byte boundaries */
 #define OP_HIST_ITEM_ELEMS 16            /* elements per item, for the launch cap */
 #define OP_HIST_MAX_COPIES 8             /* local copies per work-group (N bins) */
-/* hist256_local's __local array (hist.cl: 32 copies of 256 counters). */
-#define OP_HIST256_LOCAL_BYTES (32 * 256 * sizeof(cl_uint))
+/* hist256_local's __local array: its copies of 256 counters. */
+#define OP_HIST256_LOCAL_BYTES (KERNEL_HIST256_COPIES * 256 * sizeof(cl_uint))
 /* hist256_bytes: work-groups of exactly this size (reqd_work_group_size),
  * each with 256 byte counters per work-item in __local memory. */
-#define OP_HIST256_BYTES_WG 128
-#define OP_HIST256_BYTES_LOCAL (256 * OP_HIST256_BYTES_WG)
+#define OP_HIST256_BYTES_LOCAL (256 * KERNEL_HIST256B_WG)
 
 /* GPUs count bytes with hist256_local (v1: 32 copies of 32-bit counters,
  * local atomics, runs of equal bytes added at once), hist256_bytes (v2:
@@ -41,10 +39,8 @@
 #define OP_HIST_CU_LOCAL_BYTES (192u << 10)
 #define OP_HIST_GROUPS_PER_CU_MAX 8
 #define OP_HIST_PARTIALS_BUDGET (64ull << 20)
-/* hist_reduce: groups of up to 256 items (hist.cl's HIST_REDUCE_WG_MAX),
- * each covering 32 bins (HIST_REDUCE_LANES) or fewer when smaller. */
-#define OP_HIST_REDUCE_WG 256
-#define OP_HIST_REDUCE_LANES 32
+/* hist_reduce: groups of up to KERNEL_HIST_REDUCE_WG items, each covering
+ * KERNEL_HIST_REDUCE_LANES bins or fewer when smaller. */
 
 enum op_hist_shape { OP_HIST_LOCAL, OP_HIST_GLOBAL, OP_HIST_ROWS };
 
@@ -62,7 +58,7 @@ struct op_hist_run {
     cl_kernel k;
     size_t wg, global;      /* the counting launch */
     cl_uint rows, copies;
-    uint64_t per_launch;    /* elements per launch, a multiple of OP_HIST_ALIGN */
+    uint64_t per_launch;    /* elements per launch, a multiple of KERNEL_WORD */
     struct op_hist_acc *acc;          /* the launches' accumulator: partials, out */
 };
 
@@ -134,9 +130,9 @@ static void op_hist_plan(struct op_hist_run *h)
     uint64_t cap = d->launch_items_max * OP_HIST_ITEM_ELEMS;
     if (cap > OP_HIST_LAUNCH_MAX)
         cap = OP_HIST_LAUNCH_MAX;
-    h->per_launch = cap / OP_HIST_ALIGN * OP_HIST_ALIGN;
+    h->per_launch = cap / KERNEL_WORD * KERNEL_WORD;
     if (h->per_launch == 0)
-        h->per_launch = OP_HIST_ALIGN;
+        h->per_launch = KERNEL_WORD;
     uint64_t launch = h->elems < h->per_launch ? h->elems : h->per_launch;
     uint64_t row_bytes = (uint64_t)h->width * sizeof(cl_uint);
     uint64_t max_rows = OP_HIST_PARTIALS_BUDGET / row_bytes;
@@ -151,7 +147,7 @@ static void op_hist_plan(struct op_hist_run *h)
             snprintf(h->kname, sizeof h->kname, "histn_rows_%s", op_hist_suffix(h->p->type));
         h->k = dev_kernel(d, h->kname);
         h->wg = 1;
-        h->global = dev_grid_size(d, (launch + OP_HIST_ALIGN - 1) / OP_HIST_ALIGN, 1);
+        h->global = dev_grid_size(d, (launch + KERNEL_WORD - 1) / KERNEL_WORD, 1);
         if (h->global > max_rows)
             h->global = (size_t)max_rows;
         h->rows = (cl_uint)h->global;
@@ -167,9 +163,9 @@ static void op_hist_plan(struct op_hist_run *h)
         snprintf(h->kname, sizeof h->kname, "hist256_bytes");
         h->k = dev_kernel(d, h->kname);
         /* Its layout needs whole 128-item groups; else an atomic kernel. */
-        if (h->k && dev_kernel_wg_max(d, h->k) >= OP_HIST256_BYTES_WG &&
+        if (h->k && dev_kernel_wg_max(d, h->k) >= KERNEL_HIST256B_WG &&
             d->local_mem_size >= OP_HIST256_BYTES_LOCAL) {
-            h->wg = OP_HIST256_BYTES_WG;
+            h->wg = KERNEL_HIST256B_WG;
             local = OP_HIST256_BYTES_LOCAL;
         } else {
             h->k = NULL;
@@ -186,7 +182,7 @@ static void op_hist_plan(struct op_hist_run *h)
         h->wg = op_wg(d, h->k);
     }
     /* Units of work: 16-byte words of bytes, 4-element vectors otherwise. */
-    uint64_t per_unit = bytes ? OP_HIST_ALIGN : 4;
+    uint64_t per_unit = bytes ? KERNEL_WORD : 4;
     h->global = dev_grid_size(d, (launch + per_unit - 1) / per_unit, h->wg);
     if (h->shape == OP_HIST_LOCAL && h->global / h->wg > max_rows)
         h->global = (size_t)(max_rows * h->wg);
@@ -219,7 +215,7 @@ static void op_hist_shape_args(struct op_hist_run *h, uint64_t count)
     bool bytes = h->p->type == ELEM_U8;
     cl_uint i = 3;
     if (h->shape == OP_HIST_ROWS) {
-        cl_ulong chunk = op_hist_round_up((count + h->rows - 1) / h->rows, OP_HIST_ALIGN);
+        cl_ulong chunk = op_hist_round_up((count + h->rows - 1) / h->rows, KERNEL_WORD);
         dev_exec_arg(x, h->k, h->kname, i++, sizeof chunk, &chunk);
     }
     if (!bytes) {
@@ -239,8 +235,8 @@ static enum status_code op_hist_reduce(struct op_hist_run *h)
     static const char name[] = "hist_reduce";
     struct dev_exec *x = h->x;
     cl_kernel k = dev_kernel(x->d, name);
-    size_t wg = dev_kernel_wg(x->d, k, OP_HIST_REDUCE_WG);
-    size_t lanes = wg < OP_HIST_REDUCE_LANES ? wg : OP_HIST_REDUCE_LANES;
+    size_t wg = dev_kernel_wg(x->d, k, KERNEL_HIST_REDUCE_WG);
+    size_t lanes = wg < KERNEL_HIST_REDUCE_LANES ? wg : KERNEL_HIST_REDUCE_LANES;
     size_t global = (size_t)((h->width + lanes - 1) / lanes * wg);
     dev_exec_arg(x, k, name, 0, sizeof(cl_mem), &h->acc->partials.mem);
     dev_exec_arg(x, k, name, 1, sizeof h->rows, &h->rows);
@@ -372,9 +368,9 @@ enum status_code op_hist_result(const struct hist_params *p, const uint64_t *slo
         out->below = out->above = out->nan = 0;
         return STATUS_OK;
     }
-    out->below = slots[HIST_SLOT_BELOW(bins)];
-    out->above = slots[HIST_SLOT_ABOVE(bins)];
-    out->nan = slots[HIST_SLOT_NAN(bins)];
+    out->below = slots[KERNEL_HIST_SLOT_BELOW(bins)];
+    out->above = slots[KERNEL_HIST_SLOT_ABOVE(bins)];
+    out->nan = slots[KERNEL_HIST_SLOT_NAN(bins)];
     if (p->clamp) {
         out->counts[0] += out->below;
         out->counts[bins - 1] += out->above;

@@ -7,8 +7,6 @@
  * work-item) or reverse_bytes_v2 (a group's tile of 8 x 256 consecutive
  * output words, 8 in flight per work-item, one group per tile), as the
  * device's variants say (dev_internal.h). */
-/* reverse_bytes_v2's words per work-item and tile (REV_UNROLL2). */
-#define OP_REVERSE_V2_WORDS 8
 
 enum status_code op_reverse_range(struct dev_exec *x, struct dev_buf *src, struct dev_buf *dst,
                                   uint64_t first, uint64_t end)
@@ -26,7 +24,7 @@ enum status_code op_reverse_range(struct dev_exec *x, struct dev_buf *src, struc
     uint64_t words = end - first;
     struct dev_grid g = dev_grid_plan(x->d, words + 1, op_wg(x->d, k));
     if (!cpu && v2)
-        g = op_tile_grid(x->d, words + 1, g.local, OP_REVERSE_V2_WORDS);
+        g = op_tile_grid(x->d, words + 1, g.local, KERNEL_REVERSE_V2_WORDS);
     cl_ulong chunk = g.chunk, wfirst = first, wend = end;
     cl_uint i = 0;
     dev_exec_arg(x, k, name, i++, sizeof(cl_mem), &src->mem);
@@ -42,5 +40,5 @@ enum status_code op_reverse_range(struct dev_exec *x, struct dev_buf *src, struc
 
 enum status_code op_reverse(struct dev_exec *x, struct dev_buf *src, struct dev_buf *dst)
 {
-    return op_reverse_range(x, src, dst, 0, src->size / OP_REVERSE_WORD + 1);
+    return op_reverse_range(x, src, dst, 0, src->size / KERNEL_WORD + 1);
 }

@@ -12,16 +12,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define OP_XFORM_WORD 16
-#define OP_XFORM_HEADER 16   /* operand at [0]; table follows the header */
 #define OP_XFORM_TABLE 256
 /* CPU devices' map of at least OP_XFORM_PAIRS_MIN bytes also gets the
- * table for byte pairs (header byte OP_XFORM_HAS_PAIRS set): entry v (two
- * bytes, at OP_XFORM_PAIRS_AT + 2v) is table[v & 255], table[v >> 8].
+ * table for byte pairs (header byte KERNEL_XFORM_HAS_PAIRS set): entry v (two
+ * bytes, at KERNEL_XFORM_PAIRS_AT + 2v) is table[v & 255], table[v >> 8].
  * Building it costs the host ~50 us and its first lookups miss the cache,
  * which a small input does not win back. */
-#define OP_XFORM_HAS_PAIRS 1
-#define OP_XFORM_PAIRS_AT 512
 #define OP_XFORM_PAIRS 65536
 #define OP_XFORM_PAIRS_MIN (1u << 20)
 
@@ -32,9 +28,9 @@
  * a map smaller than variants.map_v2_min runs v1 either way, since v2
  * first fills an 8 KiB table per group. */
 
-/* transform_OP_v2's words per work-item and tile (XFORM_UNROLL2); map's
- * groups take several tiles each, since each first fills an 8 KiB table. */
-#define OP_XFORM_V2_WORDS 8
+/* transform_OP_v2's tiles per group for map (KERNEL_XFORM_V2_WORDS words
+ * per work-item): map's groups take several tiles each, since each first
+ * fills an 8 KiB table. */
 #define OP_XFORM_V2_MAP_TILES 4
 #define OP_XFORM_V2_MAP_GROUPS_PER_CU 8
 /* transform_OP and transform_OP_v2 on GPUs, transform_OP_chunk on CPU
@@ -58,14 +54,14 @@ static uint64_t op_xform_tiles_per_group(const struct dev *d, const struct trans
 {
     if (p->op != XFORM_MAP)
         return 1;
-    uint64_t tiles = words / (OP_XFORM_V2_WORDS * wg);
+    uint64_t tiles = words / (KERNEL_XFORM_V2_WORDS * wg);
     uint64_t per = tiles / ((uint64_t)d->info.compute_units * OP_XFORM_V2_MAP_GROUPS_PER_CU);
     return per < 1 ? 1 : per > OP_XFORM_V2_MAP_TILES ? OP_XFORM_V2_MAP_TILES : per;
 }
 
 static size_t op_xform_block_size(enum transform_op op)
 {
-    return OP_XFORM_HEADER + (op == XFORM_MAP ? OP_XFORM_TABLE : 0);
+    return KERNEL_XFORM_TABLE_AT + (op == XFORM_MAP ? OP_XFORM_TABLE : 0);
 }
 
 enum status_code op_transform_check(const struct dev *d, const struct transform_params *p,
@@ -94,20 +90,20 @@ static enum status_code op_xform_params(struct dev_exec *x, const struct transfo
 {
     bool pairs = p->op == XFORM_MAP && x->d->shape == DEV_SHAPE_CPU &&
                  p->length >= OP_XFORM_PAIRS_MIN;
-    size_t size = pairs ? OP_XFORM_PAIRS_AT + 2 * OP_XFORM_PAIRS : op_xform_block_size(p->op);
-    uint8_t *block = calloc(1, size > OP_XFORM_HEADER + OP_XFORM_TABLE
-                                   ? size : OP_XFORM_HEADER + OP_XFORM_TABLE);
+    size_t size = pairs ? KERNEL_XFORM_PAIRS_AT + 2 * OP_XFORM_PAIRS : op_xform_block_size(p->op);
+    uint8_t *block = calloc(1, size > KERNEL_XFORM_TABLE_AT + OP_XFORM_TABLE
+                                   ? size : KERNEL_XFORM_TABLE_AT + OP_XFORM_TABLE);
     if (!block) {
         *out = NULL;
         return job_fail(x->job, STATUS_RESOURCE_EXHAUSTED,
                         "out of host memory for the transform parameter block");
     }
     block[0] = p->value;
-    block[OP_XFORM_HAS_PAIRS] = pairs;
-    memcpy(block + OP_XFORM_HEADER, p->table, OP_XFORM_TABLE);
+    block[KERNEL_XFORM_HAS_PAIRS] = pairs;
+    memcpy(block + KERNEL_XFORM_TABLE_AT, p->table, OP_XFORM_TABLE);
     for (size_t v = 0; pairs && v < OP_XFORM_PAIRS; v++) {
-        block[OP_XFORM_PAIRS_AT + 2 * v] = p->table[v & 0xff];
-        block[OP_XFORM_PAIRS_AT + 2 * v + 1] = p->table[v >> 8];
+        block[KERNEL_XFORM_PAIRS_AT + 2 * v] = p->table[v & 0xff];
+        block[KERNEL_XFORM_PAIRS_AT + 2 * v + 1] = p->table[v >> 8];
     }
     cl_int rc;
     *out = dev_const_get(x->d, block, size, &rc);
@@ -132,9 +128,9 @@ enum status_code op_transform(struct dev_exec *x, const struct transform_params 
     bool in_place = src == dst;
     cl_ulong n = src->size, lo = p->offset, hi = p->offset + p->length;
     /* In place, only the words holding [lo, hi) need a visit. */
-    cl_ulong w0 = in_place ? lo / OP_XFORM_WORD : 0;
-    cl_ulong w1 = in_place ? (hi + OP_XFORM_WORD - 1) / OP_XFORM_WORD
-                           : (n + OP_XFORM_WORD - 1) / OP_XFORM_WORD;
+    cl_ulong w0 = in_place ? lo / KERNEL_WORD : 0;
+    cl_ulong w1 = in_place ? (hi + KERNEL_WORD - 1) / KERNEL_WORD
+                           : (n + KERNEL_WORD - 1) / KERNEL_WORD;
     if (n == 0 || w1 <= w0)
         return STATUS_OK;
     cl_mem params;
@@ -144,7 +140,7 @@ enum status_code op_transform(struct dev_exec *x, const struct transform_params 
     struct dev_grid g = dev_grid_plan(x->d, w1 - w0, op_wg(x->d, k));
     if (which == OP_XFORM_GPU_V2)
         g = op_tile_grid(x->d, w1 - w0, g.local,
-                         OP_XFORM_V2_WORDS * op_xform_tiles_per_group(x->d, p, w1 - w0, g.local));
+                         KERNEL_XFORM_V2_WORDS * op_xform_tiles_per_group(x->d, p, w1 - w0, g.local));
     const cl_ulong args[] = {n, lo, hi, w0, w1, g.chunk};
     dev_exec_arg(x, k, name, 0, sizeof(cl_mem), &src->mem);
     dev_exec_arg(x, k, name, 1, sizeof(cl_mem), &dst->mem);

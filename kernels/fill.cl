@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: MIT */
-/* fill.cl: A[k] = start + k*step for k in [first, n); on GPUs FILL_STORES
+/* fill.cl: A[k] = start + k*step for k in [first, n); on GPUs KERNEL_FILL_STORES
  * 16-byte stores per work-item, on CPU devices one element (*_scalar).
  *
  * Access pattern (GPUs): work-group g of a launch (the caller's tile of
- * work-items) owns the contiguous block of tile * FILL_STORES 16-byte
+ * work-items) owns the contiguous block of tile * KERNEL_FILL_STORES 16-byte
  * vectors starting at element first + g * that; store j of work-item i
  * writes vector j * tile + i of the block, so each store instruction of a
  * wavefront is one coalesced run. One 4-byte store per work-item left 32-bit fills at 0.56
  * of copy on the H100, and tile 64 at 0.14, bound by how fast work-groups
- * are started: each group now writes 16 * FILL_STORES bytes per work-item.
+ * are started: each group now writes 16 * KERNEL_FILL_STORES bytes per work-item.
  * The host pads the grid to a multiple of the tile and starts each launch
  * at a multiple of a group's block (so vectors are 16-byte aligned); the
  * vector holding n is written element by element and vectors past n not at
@@ -20,12 +20,11 @@
  */
 /* 16-byte stores per work-item; daemon/op_fill.c's OP_FILL_ITEM_BYTES is
  * 16 times this. Eight make a tile-64 group write 8 KiB. */
-#define FILL_STORES 8
 
 #define FILL_BODY(TV, V, VECTOR, VALUE)                                         \
     const ulong tile = get_local_size(0);                                       \
-    const ulong block = first + get_group_id(0) * tile * (V * FILL_STORES);     \
-    for (uint j = 0; j < FILL_STORES; j++) {                                    \
+    const ulong block = first + get_group_id(0) * tile * (V * KERNEL_FILL_STORES);     \
+    for (uint j = 0; j < KERNEL_FILL_STORES; j++) {                                    \
         const ulong k0 = block + (j * tile + get_local_id(0)) * V;              \
         if (k0 + V <= n) {                                                      \
             *(__global TV *)(dst + k0) = VECTOR(k0, VALUE);                     \

@@ -26,7 +26,8 @@
  * added at once (see there). hist256_private adds a 64-byte block of one
  * repeated byte at once and counts other blocks into four
  * sub-histograms (see there).
- * The bin of a value mirrors daemon/hist_bin.h exactly (see there).
+ * The bin of a value is kernel_abi.h's KERNEL_HIST_BIN, as on the host
+ * (daemon/hist_bin.h says why they agree).
  * Bound: memory bandwidth on random data (each element read once); local
  * atomic throughput on GPUs for many distinct values per word; on CPU
  * devices the counter increments (a load and a store each, plus the
@@ -34,8 +35,6 @@
  */
 #pragma OPENCL FP_CONTRACT OFF
 
-#define WORD 16
-#define HIST256_COPIES 32   /* one per lane of a 32-wide warp */
 #define HIST_UNROLL 4        /* 16-byte words in flight per work-item on GPUs */
 
 /* Adds one value to a run; flushes the previous run with FLUSH(slot, n). */
@@ -70,7 +69,7 @@
 
 /* ---- 256 bins over bytes ------------------------------------------------ */
 
-#define FLUSH_LOCAL256(s, n) atomic_add(&h[(s) * HIST256_COPIES + copy], (n))
+#define FLUSH_LOCAL256(s, n) atomic_add(&h[(s) * KERNEL_HIST256_COPIES + copy], (n))
 
 /* row[b] = the sum of bin b's copies (h[b * 32 + c]). Each work-item
  * starts at a different copy: in the same order for all, the 32 lanes of a
@@ -81,8 +80,8 @@ static inline void hist256_copies_out(__local const uint *h, uint lid, uint lsz,
 {
     for (uint b = lid; b < 256; b += lsz) {
         uint s = 0;
-        for (uint c = 0; c < HIST256_COPIES; c++)
-            s += h[b * HIST256_COPIES + (c + b) % HIST256_COPIES];
+        for (uint c = 0; c < KERNEL_HIST256_COPIES; c++)
+            s += h[b * KERNEL_HIST256_COPIES + (c + b) % KERNEL_HIST256_COPIES];
         row[b] = s;
     }
 }
@@ -98,15 +97,15 @@ static inline void hist256_copies_out(__local const uint *h, uint lid, uint lsz,
 __kernel void hist256_local(__global const uchar *src, ulong first, ulong count,
                             __global uint *partials)
 {
-    __local uint h[256 * HIST256_COPIES];
+    __local uint h[256 * KERNEL_HIST256_COPIES];
     const uint lid = get_local_id(0), lsz = get_local_size(0);
-    const uint copy = lid % HIST256_COPIES;
-    for (uint i = lid; i < 256 * HIST256_COPIES; i += lsz)
+    const uint copy = lid % KERNEL_HIST256_COPIES;
+    for (uint i = lid; i < 256 * KERNEL_HIST256_COPIES; i += lsz)
         h[i] = 0;
     barrier(CLK_LOCAL_MEM_FENCE);
 
     __global const uint4 *s4 = (__global const uint4 *)(src + first);
-    const ulong nw = count / WORD, g = get_global_size(0);
+    const ulong nw = count / KERNEL_WORD, g = get_global_size(0);
     uint last = 0, run = 0;
     for (ulong w = get_global_id(0); w < nw; w += HIST_UNROLL * g) {
         uint4 v[HIST_UNROLL];
@@ -118,7 +117,7 @@ __kernel void hist256_local(__global const uchar *src, ulong first, ulong count,
                 RUN_UINT4(v[k], FLUSH_LOCAL256);
     }
     if (get_global_id(0) == 0)
-        for (ulong i = nw * WORD; i < count; i++)
+        for (ulong i = nw * KERNEL_WORD; i < count; i++)
             RUN_ADD(src[first + i], FLUSH_LOCAL256);
     if (run)
         FLUSH_LOCAL256(last, run);
@@ -140,16 +139,16 @@ __kernel void hist256_local(__global const uchar *src, ulong first, ulong count,
 __kernel void hist256_inc(__global const uchar *src, ulong first, ulong count,
                           __global uint *partials)
 {
-    __local uint h[256 * HIST256_COPIES];
+    __local uint h[256 * KERNEL_HIST256_COPIES];
     const uint lid = get_local_id(0), lsz = get_local_size(0);
     __local uchar *hb = (__local uchar *)h;
-    const uint mine = lid % HIST256_COPIES * 4;   /* byte offset of this lane's copy */
-    for (uint i = lid; i < 256 * HIST256_COPIES; i += lsz)
+    const uint mine = lid % KERNEL_HIST256_COPIES * 4;   /* byte offset of this lane's copy */
+    for (uint i = lid; i < 256 * KERNEL_HIST256_COPIES; i += lsz)
         h[i] = 0;
     barrier(CLK_LOCAL_MEM_FENCE);
 
     __global const uint4 *s4 = (__global const uint4 *)(src + first);
-    const ulong nw = count / WORD, g = get_global_size(0);
+    const ulong nw = count / KERNEL_WORD, g = get_global_size(0);
     for (ulong w = get_global_id(0); w < nw; w += HIST_UNROLL * g) {
         uint4 v[HIST_UNROLL];
 #pragma unroll
@@ -168,7 +167,7 @@ __kernel void hist256_inc(__global const uchar *src, ulong first, ulong count,
                 }
     }
     if (get_global_id(0) == 0)
-        for (ulong i = nw * WORD; i < count; i++)
+        for (ulong i = nw * KERNEL_WORD; i < count; i++)
             INC_AT((uint)src[first + i] << 7);
     barrier(CLK_LOCAL_MEM_FENCE);
     hist256_copies_out(h, lid, lsz, partials + (ulong)get_group_id(0) * 256);
@@ -179,7 +178,7 @@ __kernel void hist256_inc(__global const uchar *src, ulong first, ulong count,
  * atomics while counting. Each work-item owns a column of 256 8-bit
  * counters in __local memory and increments them with a plain byte load,
  * add and store (one work-item per column, so no other lane touches them).
- * Counter b of column col is at c[b * HIST256B_WG + col]; work-item t of
+ * Counter b of column col is at c[b * KERNEL_HIST256B_WG + col]; work-item t of
  * a 128-item group owns column (t % 32) * 4 + t / 32, so lane l of any
  * warp always hits 32-bit word b * 32 + l, bank l, whatever the bins: a
  * warp's 32 byte increments are one conflict-free access each for the load
@@ -198,12 +197,11 @@ __kernel void hist256_inc(__global const uchar *src, ulong first, ulong count,
  * compares: 0.52 against this kernel's 0.67), and no rounds, a wrapping
  * counter adding 256 to the row by an atomic (0.46-0.56; 16-bit counters
  * in groups of 64: 0.36). */
-#define HIST256B_WG 128                       /* 4 warps: the column layout above */
 #define HIST256B_ROUND 15                     /* words per work-item per flush */
 #define HIST256B_UNROLL 5                     /* words in flight; divides the round */
-#define HIST256B_ROW4 (HIST256B_WG / 16)      /* uint4s in one bin's row */
+#define HIST256B_ROW4 (KERNEL_HIST256B_WG / 16)      /* uint4s in one bin's row */
 
-#define B_CNT(b) (c[(b) * HIST256B_WG + col]++)
+#define B_CNT(b) (c[(b) * KERNEL_HIST256B_WG + col]++)
 #define B_CNT_UINT(x)                                                           \
     do {                                                                        \
         B_CNT((x) & 0xffu);                                                     \
@@ -230,7 +228,7 @@ static inline uint hist256b_flush_row(__local uint4 *c4, uint b, uint lid)
     return (s & 0xffffu) + (s >> 16);
 }
 
-__kernel __attribute__((reqd_work_group_size(HIST256B_WG, 1, 1)))
+__kernel __attribute__((reqd_work_group_size(KERNEL_HIST256B_WG, 1, 1)))
 void hist256_bytes(__global const uchar *src, ulong first, ulong count,
                    __global uint *partials)
 {
@@ -238,16 +236,16 @@ void hist256_bytes(__global const uchar *src, ulong first, ulong count,
     __local uchar *c = (__local uchar *)c4;
     const uint lid = get_local_id(0);
     const uint col = ((lid % 32) << 2) | (lid / 32);
-    for (uint i = lid; i < 256 * HIST256B_ROW4; i += HIST256B_WG)
+    for (uint i = lid; i < 256 * HIST256B_ROW4; i += KERNEL_HIST256B_WG)
         c4[i] = (uint4)(0);
     barrier(CLK_LOCAL_MEM_FENCE);
 
     __global const uint4 *s4 = (__global const uint4 *)(src + first);
-    const ulong nw = count / WORD, g = get_global_size(0), gid = get_global_id(0);
-    const ulong lead = get_group_id(0) * (ulong)HIST256B_WG;
+    const ulong nw = count / KERNEL_WORD, g = get_global_size(0), gid = get_global_id(0);
+    const ulong lead = get_group_id(0) * (ulong)KERNEL_HIST256B_WG;
     const ulong steps = lead < nw ? (nw - lead + g - 1) / g : 0;
     if (gid == 0)
-        for (ulong i = nw * WORD; i < count; i++)
+        for (ulong i = nw * KERNEL_WORD; i < count; i++)
             B_CNT(src[first + i]);
     uint lo_total = 0, hi_total = 0;   /* bins lid and lid + 128 */
     /* At least one round, so the tail is flushed even when nw == 0. */
@@ -268,12 +266,12 @@ void hist256_bytes(__global const uchar *src, ulong first, ulong count,
         }
         barrier(CLK_LOCAL_MEM_FENCE);
         lo_total += hist256b_flush_row(c4, lid, lid);
-        hi_total += hist256b_flush_row(c4, lid + HIST256B_WG, lid);
+        hi_total += hist256b_flush_row(c4, lid + KERNEL_HIST256B_WG, lid);
         barrier(CLK_LOCAL_MEM_FENCE);
     }
     __global uint *row = partials + (ulong)get_group_id(0) * 256;
     row[lid] = lo_total;
-    row[lid + HIST256B_WG] = hi_total;
+    row[lid + KERNEL_HIST256B_WG] = hi_total;
 }
 #endif
 
@@ -301,14 +299,14 @@ __kernel void hist256_private(__global const uchar *src, ulong first, ulong coun
     const ulong end = min(count, begin + chunk);
     if (begin < end) {
         __global const uint4 *s4 = (__global const uint4 *)(src + first + begin);
-        const ulong nw = (end - begin) / WORD, nb = nw / 4;
+        const ulong nw = (end - begin) / KERNEL_WORD, nb = nw / 4;
         for (ulong k = 0; k < nb; k++) {
             const uint4 v0 = s4[4 * k], v1 = s4[4 * k + 1], v2 = s4[4 * k + 2],
                         v3 = s4[4 * k + 3];
             const uint b = v0.s0 & 0xffu;
             const uint4 e = (uint4)(b * 0x01010101u);
             if (all((v0 == e) & (v1 == e) & (v2 == e) & (v3 == e))) {
-                h[b] += 4 * WORD;
+                h[b] += 4 * KERNEL_WORD;
             } else {
                 SUBS_WORD(v0.s0); SUBS_WORD(v0.s1); SUBS_WORD(v0.s2); SUBS_WORD(v0.s3);
                 SUBS_WORD(v1.s0); SUBS_WORD(v1.s1); SUBS_WORD(v1.s2); SUBS_WORD(v1.s3);
@@ -320,7 +318,7 @@ __kernel void hist256_private(__global const uchar *src, ulong first, ulong coun
             const uint4 v = s4[w];
             SUBS_WORD(v.s0); SUBS_WORD(v.s1); SUBS_WORD(v.s2); SUBS_WORD(v.s3);
         }
-        for (ulong i = begin + nw * WORD; i < end; i++)
+        for (ulong i = begin + nw * KERNEL_WORD; i < end; i++)
             h[src[first + i]]++;
     }
     __global uint *row = partials + get_global_id(0) * 256;
@@ -330,21 +328,19 @@ __kernel void hist256_private(__global const uchar *src, ulong first, ulong coun
 
 /* out[b] += sum of rows (out[b] = sum for a histogram's first launch,
  * add == 0); out holds the 64-bit counts across launches.
- * A work-group covers HIST_REDUCE_LANES consecutive bins (a warp's lanes:
- * coalesced reads) with local_size / HIST_REDUCE_LANES slices of the rows,
+ * A work-group covers KERNEL_HIST_REDUCE_LANES consecutive bins (a warp's lanes:
+ * coalesced reads) with local_size / KERNEL_HIST_REDUCE_LANES slices of the rows,
  * each work-item summing every slices-th row with several loads in flight;
  * the slices are added in __local memory. One work-item per bin, summing
  * all ~800 rows of a GPU launch one L2 load after another, cost about
  * 35 us per launch on the H100 (5% of a 1 GiB histogram). The host
- * launches ceil(width / lanes) groups of at most HIST_REDUCE_WG_MAX. */
-#define HIST_REDUCE_LANES 32
-#define HIST_REDUCE_WG_MAX 256
+ * launches ceil(width / lanes) groups of at most KERNEL_HIST_REDUCE_WG. */
 __kernel void hist_reduce(__global const uint *partials, uint rows, uint width,
                           __global ulong *out, uint add)
 {
-    __local ulong part[HIST_REDUCE_WG_MAX];
+    __local ulong part[KERNEL_HIST_REDUCE_WG];
     const uint lid = get_local_id(0), lsz = get_local_size(0);
-    const uint lanes = min(lsz, (uint)HIST_REDUCE_LANES), slices = lsz / lanes;
+    const uint lanes = min(lsz, (uint)KERNEL_HIST_REDUCE_LANES), slices = lsz / lanes;
     const uint lane = lid % lanes, slice = lid / lanes;
     const ulong b = (ulong)get_group_id(0) * lanes + lane;
     ulong s = 0;
@@ -373,17 +369,16 @@ __kernel void hist_reduce(__global const uint *partials, uint rows, uint width,
 static inline uint bin_index(float x, float lo_f, float scale_f, float bins_f, uint bins)
 {
     const float t = (x - lo_f) * scale_f;
-    const uint i = t > 0.0f ? (t < bins_f ? (uint)t : bins - 1) : 0;
-    return min(i, bins - 1);
+    return KERNEL_HIST_BIN(t, bins_f, bins);
 }
 
 static inline uint slot_u32(uint x, HISTN_PARAMS)
 {
     const long v = (long)x;
     if (v < lo_t)
-        return bins;
+        return KERNEL_HIST_SLOT_BELOW(bins);
     if (v >= hi_t)
-        return bins + 1;
+        return KERNEL_HIST_SLOT_ABOVE(bins);
     return bin_index((float)x, lo_f, scale_f, bins_f, bins);
 }
 
@@ -391,20 +386,20 @@ static inline uint slot_i32(int x, HISTN_PARAMS)
 {
     const long v = (long)x;
     if (v < lo_t)
-        return bins;
+        return KERNEL_HIST_SLOT_BELOW(bins);
     if (v >= hi_t)
-        return bins + 1;
+        return KERNEL_HIST_SLOT_ABOVE(bins);
     return bin_index((float)x, lo_f, scale_f, bins_f, bins);
 }
 
 static inline uint slot_f32(float x, HISTN_PARAMS)
 {
     if (isnan(x))
-        return bins + 2;
+        return KERNEL_HIST_SLOT_NAN(bins);
     if (x < lo_c)
-        return bins;
+        return KERNEL_HIST_SLOT_BELOW(bins);
     if (x >= hi_c)
-        return bins + 1;
+        return KERNEL_HIST_SLOT_ABOVE(bins);
     return bin_index(x, lo_f, scale_f, bins_f, bins);
 }
 
@@ -432,8 +427,8 @@ static inline uint16 slot16_u32(uint16 x, HISTN_PARAMS)
     const int16 below_all = (int16)(lo_t > UINT_MAX ? -1 : 0);
     const int16 above_none = (int16)(hi_t > UINT_MAX ? -1 : 0);
     uint16 s = bin_index16(convert_float16(x), lo_f, scale_f, bins_f, bins);
-    s = select(s, (uint16)(bins + 1), (x >= hi) & ~above_none);
-    return select(s, (uint16)bins, (x < lo) | below_all);
+    s = select(s, (uint16)KERNEL_HIST_SLOT_ABOVE(bins), (x >= hi) & ~above_none);
+    return select(s, (uint16)KERNEL_HIST_SLOT_BELOW(bins), (x < lo) | below_all);
 }
 
 static inline uint16 slot16_i32(int16 x, HISTN_PARAMS)
@@ -443,16 +438,16 @@ static inline uint16 slot16_i32(int16 x, HISTN_PARAMS)
     const int16 below_all = (int16)(lo_t > INT_MAX ? -1 : 0);
     const int16 above_none = (int16)(hi_t > INT_MAX ? -1 : 0);
     uint16 s = bin_index16(convert_float16(x), lo_f, scale_f, bins_f, bins);
-    s = select(s, (uint16)(bins + 1), (x >= hi) & ~above_none);
-    return select(s, (uint16)bins, (x < lo) | below_all);
+    s = select(s, (uint16)KERNEL_HIST_SLOT_ABOVE(bins), (x >= hi) & ~above_none);
+    return select(s, (uint16)KERNEL_HIST_SLOT_BELOW(bins), (x < lo) | below_all);
 }
 
 static inline uint16 slot16_f32(float16 x, HISTN_PARAMS)
 {
     uint16 s = bin_index16(x, lo_f, scale_f, bins_f, bins);
-    s = select(s, (uint16)(bins + 1), x >= hi_c);
-    s = select(s, (uint16)bins, x < lo_c);
-    return select(s, (uint16)(bins + 2), isnan(x));
+    s = select(s, (uint16)KERNEL_HIST_SLOT_ABOVE(bins), x >= hi_c);
+    s = select(s, (uint16)KERNEL_HIST_SLOT_BELOW(bins), x < lo_c);
+    return select(s, (uint16)KERNEL_HIST_SLOT_NAN(bins), isnan(x));
 }
 
 /* Runs over 16 slots computed at once. Plain increments of the 16 slots

@@ -14,7 +14,6 @@
  * reverse runs as several bounded launches (op_reverse_range); the launch
  * whose range starts at word 0 also writes the edges.
  */
-#define WORD 16
 
 #ifndef __ENDIAN_LITTLE__
 #error "reverse_bytes assembles words from little-endian 32-bit lanes"
@@ -48,13 +47,13 @@ static inline uint4 rev_window(uint4 a, uint4 b, uint q, uint sh)
 /* Word 0 when r != 0 and the r-byte tail, byte by byte. */
 static inline void rev_edges(__global const uchar *src, __global uchar *dst, ulong n)
 {
-    const ulong nw = n / WORD;
-    const uint r = (uint)(n % WORD);
+    const ulong nw = n / KERNEL_WORD;
+    const uint r = (uint)(n % KERNEL_WORD);
     if (r != 0 && nw != 0)
-        for (uint j = 0; j < WORD; j++)
+        for (uint j = 0; j < KERNEL_WORD; j++)
             dst[j] = src[n - 1 - j];
     for (uint j = 0; j < r; j++)
-        dst[nw * WORD + j] = src[r - 1 - j];
+        dst[nw * KERNEL_WORD + j] = src[r - 1 - j];
 }
 
 #if AMP_ALL_VARIANTS || REVERSE_GPU == 1
@@ -64,13 +63,13 @@ static inline void rev_edges(__global const uchar *src, __global uchar *dst, ulo
 __kernel void reverse_bytes(__global const uchar *restrict src, __global uchar *restrict dst,
                             ulong n, ulong wfirst, ulong wend)
 {
-    const ulong nw = min(n / WORD, wend);
-    const uint r = (uint)(n % WORD);
+    const ulong nw = min(n / KERNEL_WORD, wend);
+    const uint r = (uint)(n % KERNEL_WORD);
     const uint q = r / 4, sh = 8 * (r % 4);
     const ulong g = get_global_size(0);
     /* Word 0 is an edge when r != 0. */
     const ulong w_lo = max(wfirst, (ulong)(r && wfirst == 0 ? 1 : 0));
-    const ulong na = n / WORD;   /* aligned source words */
+    const ulong na = n / KERNEL_WORD;   /* aligned source words */
     __global const uint4 *s4 = (__global const uint4 *)src;
     __global uint4 *d4 = (__global uint4 *)dst;
 
@@ -99,32 +98,31 @@ __kernel void reverse_bytes(__global const uchar *restrict src, __global uchar *
 
 #if AMP_ALL_VARIANTS || REVERSE_GPU == 2
 /* GPUs, second kernel (the device's variants pick one, dev_internal.h):
- * per pass a work-group writes a tile of REV_UNROLL2 * local_size
+ * per pass a work-group writes a tile of KERNEL_REVERSE_V2_WORDS * local_size
  * consecutive output words, work-item i words tile + i + k * local_size,
  * groups striding over tiles; twice reverse_bytes' words in flight, a
  * group's reads and writes each within one 32 KiB stretch instead of four
  * runs a grid apart, and one group per tile (op_tile_grid). */
-#define REV_UNROLL2 8
 
 __kernel void reverse_bytes_v2(__global const uchar *restrict src,
                                __global uchar *restrict dst, ulong n, ulong wfirst, ulong wend)
 {
-    const ulong nw = min(n / WORD, wend);
-    const uint r = (uint)(n % WORD);
+    const ulong nw = min(n / KERNEL_WORD, wend);
+    const uint r = (uint)(n % KERNEL_WORD);
     const uint q = r / 4, sh = 8 * (r % 4);
-    const ulong lsz = get_local_size(0), tile = REV_UNROLL2 * lsz;
+    const ulong lsz = get_local_size(0), tile = KERNEL_REVERSE_V2_WORDS * lsz;
     const ulong stride = get_num_groups(0) * tile;
     /* Word 0 is an edge when r != 0. */
     const ulong w_lo = max(wfirst, (ulong)(r && wfirst == 0 ? 1 : 0));
-    const ulong na = n / WORD;   /* aligned source words */
+    const ulong na = n / KERNEL_WORD;   /* aligned source words */
     __global const uint4 *s4 = (__global const uint4 *)src;
     __global uint4 *d4 = (__global uint4 *)dst;
 
     for (ulong t0 = w_lo + get_group_id(0) * tile; t0 < nw; t0 += stride) {
         const ulong w = t0 + get_local_id(0);
-        uint4 a[REV_UNROLL2], b[REV_UNROLL2];
+        uint4 a[KERNEL_REVERSE_V2_WORDS], b[KERNEL_REVERSE_V2_WORDS];
 #pragma unroll
-        for (uint k = 0; k < REV_UNROLL2; k++) {
+        for (uint k = 0; k < KERNEL_REVERSE_V2_WORDS; k++) {
             const ulong wk = w + k * lsz;
             if (wk < nw) {
                 a[k] = s4[na - 1 - wk];
@@ -132,7 +130,7 @@ __kernel void reverse_bytes_v2(__global const uchar *restrict src,
             }
         }
 #pragma unroll
-        for (uint k = 0; k < REV_UNROLL2; k++) {
+        for (uint k = 0; k < KERNEL_REVERSE_V2_WORDS; k++) {
             const ulong wk = w + k * lsz;
             if (wk < nw)
                 d4[wk] = rev_window(a[k], b[k], q, sh);
@@ -150,8 +148,8 @@ __kernel void reverse_bytes_chunk(__global const uchar *restrict src,
                                   __global uchar *restrict dst, ulong n, ulong chunk,
                                   ulong wfirst, ulong wend)
 {
-    const ulong nw = n / WORD;
-    const uint r = (uint)(n % WORD);
+    const ulong nw = n / KERNEL_WORD;
+    const uint r = (uint)(n % KERNEL_WORD);
     const ulong begin = wfirst + get_global_id(0) * chunk;
     const ulong end = min(min(nw, wend), begin + chunk);
     const uchar16 rev = (uchar16)(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);

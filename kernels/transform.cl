@@ -23,8 +23,6 @@
  * __global memory, where it is no more than a cached array.
  * Bound: memory bandwidth (one read and one write per byte).
  */
-#define WORD 16
-#define TABLE_AT 16
 #define XFORM_UNROLL 4   /* words in flight per work-item on GPUs */
 
 #define OPV_ADD(v) ((v) + val)
@@ -50,8 +48,8 @@
 static inline char16 lane_mask(ulong start, ulong lo, ulong hi)
 {
     const uchar16 lane = (uchar16)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-    const uchar a = (uchar)(lo <= start ? 0 : min(lo - start, (ulong)WORD));
-    const uchar b = (uchar)(hi <= start ? 0 : min(hi - start, (ulong)WORD));
+    const uchar a = (uchar)(lo <= start ? 0 : min(lo - start, (ulong)KERNEL_WORD));
+    const uchar b = (uchar)(hi <= start ? 0 : min(hi - start, (ulong)KERNEL_WORD));
     return (lane >= (uchar16)a) & (lane < (uchar16)b);
 }
 
@@ -77,11 +75,11 @@ static inline uint4 swar_add(uint4 a, uint4 b)
  * wholly inside [0, n)). */
 #define XFORM_WORD(w, v, T, OPV, OPS)                                                 \
     do {                                                                              \
-        const ulong start = (w) * WORD;                                               \
-        if (start + WORD <= n) {                                                      \
+        const ulong start = (w) * KERNEL_WORD;                                               \
+        if (start + KERNEL_WORD <= n) {                                                      \
             const T v_ = (v);                                                         \
             const T t = OPV(v_);                                                      \
-            if (start < lo || start + WORD > hi)                                      \
+            if (start < lo || start + KERNEL_WORD > hi)                                      \
                 ((__global uchar16 *)dst)[w] =                                        \
                     select(as_uchar16(v_), as_uchar16(t), lane_mask(start, lo, hi));  \
             else                                                                      \
@@ -110,7 +108,7 @@ static inline uint4 swar_add(uint4 a, uint4 b)
     const uchar val = params[0];                                                      \
     const uint4 val4 = (uint4)(val * 0x01010101u);                                    \
     __global const uint4 *s16 = (__global const uint4 *)src;                          \
-    const ulong g = get_global_size(0), full = min(w1, n / WORD);                     \
+    const ulong g = get_global_size(0), full = min(w1, n / KERNEL_WORD);                     \
     for (ulong w = w0 + get_global_id(0); w < w1; w += XFORM_UNROLL * g) {            \
         uint4 v[XFORM_UNROLL];                                                      \
         for (uint k = 0; k < XFORM_UNROLL; k++)                                       \
@@ -122,7 +120,7 @@ static inline uint4 swar_add(uint4 a, uint4 b)
     }
 
 /* GPUs, second kernel (transform_OP_v2, variant 2): per pass a work-group takes a tile of
- * XFORM_UNROLL2 * local_size consecutive words, work-item i words
+ * KERNEL_XFORM_V2_WORDS * local_size consecutive words, work-item i words
  * tile + i + k * local_size, and groups stride over tiles. Against
  * transform_OP: twice the words in flight per work-item, a group's loads all
  * within one 32 KiB stretch instead of four runs a grid apart, and a tile
@@ -133,30 +131,29 @@ static inline uint4 swar_add(uint4 a, uint4 b)
  * v[] are unrolled by force: map's body is long enough that NVIDIA's
  * compiler otherwise kept v[] in (off-chip) local memory, a 128-byte
  * stack frame, and ran at 0.64 of copy. */
-#define XFORM_UNROLL2 8
 #define XFORM_TILE(OPW, OPS)                                                          \
     const uchar val = params[0];                                                      \
     const uint4 val4 = (uint4)(val * 0x01010101u);                                    \
     __global const uint4 *s16 = (__global const uint4 *)src;                          \
     __global uint4 *d16 = (__global uint4 *)dst;                                      \
-    const ulong lsz = get_local_size(0), tile = XFORM_UNROLL2 * lsz;                  \
-    const ulong full = min(w1, n / WORD);                                             \
+    const ulong lsz = get_local_size(0), tile = KERNEL_XFORM_V2_WORDS * lsz;                  \
+    const ulong full = min(w1, n / KERNEL_WORD);                                             \
     /* Words [in0, in1) lie wholly inside [lo, hi) and [0, n). */                     \
-    const ulong in0 = (lo + WORD - 1) / WORD, in1 = min(full, hi / WORD);             \
+    const ulong in0 = (lo + KERNEL_WORD - 1) / KERNEL_WORD, in1 = min(full, hi / KERNEL_WORD);             \
     const ulong stride = get_num_groups(0) * tile;                                    \
     for (ulong t0 = w0 + get_group_id(0) * tile; t0 < w1; t0 += stride) {             \
         const ulong w = t0 + get_local_id(0);                                         \
-        uint4 v[XFORM_UNROLL2];                                                       \
+        uint4 v[KERNEL_XFORM_V2_WORDS];                                                       \
         if (t0 >= in0 && t0 + tile <= in1) {                                          \
-            _Pragma("unroll") for (uint k = 0; k < XFORM_UNROLL2; k++)                \
+            _Pragma("unroll") for (uint k = 0; k < KERNEL_XFORM_V2_WORDS; k++)                \
                 v[k] = s16[w + k * lsz];                                              \
-            _Pragma("unroll") for (uint k = 0; k < XFORM_UNROLL2; k++)                \
+            _Pragma("unroll") for (uint k = 0; k < KERNEL_XFORM_V2_WORDS; k++)                \
                 d16[w + k * lsz] = OPW(v[k]);                                         \
         } else {                                                                      \
-            _Pragma("unroll") for (uint k = 0; k < XFORM_UNROLL2; k++)                \
+            _Pragma("unroll") for (uint k = 0; k < KERNEL_XFORM_V2_WORDS; k++)                \
                 if (w + k * lsz < full)                                               \
                     v[k] = s16[w + k * lsz];                                          \
-            _Pragma("unroll") for (uint k = 0; k < XFORM_UNROLL2; k++)                \
+            _Pragma("unroll") for (uint k = 0; k < KERNEL_XFORM_V2_WORDS; k++)                \
                 if (w + k * lsz < w1)                                                 \
                     XFORM_WORD(w + k * lsz, v[k], uint4, OPW, OPS);                   \
         }                                                                             \
@@ -199,7 +196,7 @@ __kernel void transform_map(XFORM_ARGS)
 {
     __local uchar tab[256];
     for (uint i = get_local_id(0); i < 256; i += get_local_size(0))
-        tab[i] = params[TABLE_AT + i];
+        tab[i] = params[KERNEL_XFORM_TABLE_AT + i];
     barrier(CLK_LOCAL_MEM_FENCE);
     XFORM_GRID(OPW_MAP, OPS_MAP)
 }
@@ -220,7 +217,7 @@ __kernel void transform_map_v2(XFORM_ARGS)
     __local uint tabr[64 * 32];
     __local const uchar *tabr8 = (__local const uchar *)tabr;
     for (uint i = get_local_id(0); i < 64 * 32; i += get_local_size(0)) {
-        __constant const uchar *e = params + TABLE_AT + 4 * (i / 32);
+        __constant const uchar *e = params + KERNEL_XFORM_TABLE_AT + 4 * (i / 32);
         tabr[i] = (uint)e[0] | (uint)e[1] << 8 | (uint)e[2] << 16 | (uint)e[3] << 24;
     }
 #endif
@@ -239,8 +236,6 @@ __kernel void transform_map_v2(XFORM_ARGS)
  * Sixteen byte lookups building a uchar16 lane by lane ran at 0.44 of copy
  * on PoCL, eight byte lookups shifted into a ulong no better, the pair
  * table 0.52-0.56 (45 instructions per 16 bytes); the shuffles 1.4. */
-#define HAS_PAIRS 1   /* header byte: the pair table is there */
-#define PAIRS_AT 512
 #define MAP_PAIRS8(x)                                                                 \
     ((ulong)pairs[(x) & 0xffff] | (ulong)pairs[((x) >> 16) & 0xffff] << 16 |          \
      (ulong)pairs[((x) >> 32) & 0xffff] << 32 | (ulong)pairs[(x) >> 48] << 48)
@@ -298,14 +293,14 @@ __kernel void transform_map_chunk(__global const uchar *src, __global uchar *dst
                                   ulong lo, ulong hi, ulong w0, ulong w1, ulong chunk,
                                   __global const uchar *params)
 {
-    __global const uchar *tab = params + TABLE_AT;
-    __global const ushort *pairs = (__global const ushort *)(params + PAIRS_AT);
+    __global const uchar *tab = params + KERNEL_XFORM_TABLE_AT;
+    __global const ushort *pairs = (__global const ushort *)(params + KERNEL_XFORM_PAIRS_AT);
     const ulong first = w0 + get_global_id(0) * chunk;
     const ulong last = min(w1, first + chunk);
     if (first >= last)
         return;
     /* This work-item's bytes [a, b), of which [l, h) are mapped. */
-    const ulong a = first * WORD, b = min(last * WORD, n);
+    const ulong a = first * KERNEL_WORD, b = min(last * KERNEL_WORD, n);
     const ulong l = clamp(lo, a, b), h = clamp(hi, a, b);
     for (ulong i = a; i < l; i++)
         dst[i] = src[i];
@@ -313,7 +308,7 @@ __kernel void transform_map_chunk(__global const uchar *src, __global uchar *dst
     for (; i < h && (i & 15) != 0; i++)
         dst[i] = tab[src[i]];
     i = map_shuffle64(src, dst, tab, i, h);
-    if (params[HAS_PAIRS])
+    if (params[KERNEL_XFORM_HAS_PAIRS])
         for (; i + 16 <= h; i += 16) {
             const ulong2 x = *(__global const ulong2 *)(src + i);
             *(__global ulong2 *)(dst + i) = (ulong2)(MAP_PAIRS8(x.s0), MAP_PAIRS8(x.s1));
