@@ -14,8 +14,8 @@
 #include <string.h>
 
 #include "ampctl.h"
+#include "amp_wire.h"
 
-#define PIPELINE_MAX_STEPS 64    /* a command line, not a program */
 #define PIPELINE_MAX_FIELDS 8    /* "transform:add:3:OFFSET:LENGTH" and the like */
 #define PIPELINE_SPEC_MAX 512
 #define PIPELINE_VALUE_MAX 255
@@ -48,8 +48,8 @@ static void pipeline_usage(FILE *f)
 }
 
 struct pipeline_args {
-    amp_step steps[PIPELINE_MAX_STEPS];
-    uint8_t *tables[PIPELINE_MAX_STEPS]; /* map tables, malloc'd, owned */
+    amp_step steps[AMP_WIRE_MAX_STEPS];
+    uint8_t *tables[AMP_WIRE_MAX_STEPS]; /* map tables, malloc'd, owned */
     size_t nsteps, nhists;
     int has_data;        /* some step produces bytes */
     const char *input, *output;
@@ -152,8 +152,8 @@ static int pipeline_fill(const char *spec, char **f, size_t n, amp_fill_params *
 /* Parses one STEP argument into a->steps[a->nsteps]. */
 static int pipeline_step(struct pipeline_args *a, const char *spec)
 {
-    if (a->nsteps == PIPELINE_MAX_STEPS)
-        return ampctl_usage_error("pipeline", "at most %d steps", PIPELINE_MAX_STEPS);
+    if (a->nsteps == AMP_WIRE_MAX_STEPS)
+        return ampctl_usage_error("pipeline", "at most %d steps", AMP_WIRE_MAX_STEPS);
     if (strlen(spec) >= PIPELINE_SPEC_MAX)
         return pipeline_bad(spec, "too long");
     char buf[PIPELINE_SPEC_MAX], *f[PIPELINE_MAX_FIELDS] = {0};
@@ -278,7 +278,7 @@ static int pipeline_run(struct ampctl *ctx, int argc, char **argv)
 {
     struct pipeline_args a;
     memset(&a, 0, sizeof a);
-    amp_hist hists[PIPELINE_MAX_STEPS];
+    amp_hist hists[AMP_WIRE_MAX_STEPS];
     memset(hists, 0, sizeof hists);
     int rc = pipeline_parse(argc, argv, &a);
     if (rc < 0)

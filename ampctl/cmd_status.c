@@ -4,8 +4,8 @@
 #include <string.h>
 
 #include "ampctl.h"
+#include "time_units.h"
 
-#define STATUS_MS_PER_S 1000
 #define STATUS_LOAD_TEXT 96
 #define STATUS_US_PER_MS 1e3
 
@@ -110,8 +110,8 @@ static void status_print(const amp_daemon_status *st, int json)
     printf("version         %s\n"
            "uptime          %" PRIu64 ".%03" PRIu64 " s\n"
            "connections     %" PRIu32,
-           term_escape(version, sizeof version, st->version), st->uptime_ms / STATUS_MS_PER_S,
-           st->uptime_ms % STATUS_MS_PER_S,
+           term_escape(version, sizeof version, st->version), st->uptime_ms / TIME_MS_PER_S,
+           st->uptime_ms % TIME_MS_PER_S,
            st->connections);
     for (size_t i = 0; i < st->nloops; i++)
         printf("%s%" PRIu32, i ? " " : " (by I/O loop: ", st->loop_connections[i]);

@@ -18,11 +18,11 @@
 #include <unistd.h>
 
 #include "ampctl.h"
+#include "time_units.h"
 
 #define TOP_INTERVAL_MS_DEFAULT 1000
 #define TOP_INTERVAL_MS_MAX (3600u * 1000u)   /* an hour */
 #define TOP_COUNT_MAX 1000000000u
-#define TOP_MS_PER_S 1000
 #define TOP_NS_PER_MS 1000000L
 #define TOP_US_PER_S 1e6
 #define TOP_PERCENT 100.0
@@ -85,8 +85,8 @@ static int top_parse(int argc, char **argv, struct top_args *a)
 
 static void top_sleep_ms(uint32_t ms)
 {
-    struct timespec ts = { .tv_sec = ms / TOP_MS_PER_S,
-                           .tv_nsec = (long)(ms % TOP_MS_PER_S) * TOP_NS_PER_MS };
+    struct timespec ts = { .tv_sec = ms / TIME_MS_PER_S,
+                           .tv_nsec = (long)(ms % TIME_MS_PER_S) * TOP_NS_PER_MS };
     while (nanosleep(&ts, &ts) != 0) {
     }
 }
@@ -166,7 +166,7 @@ static int top_run(struct ampctl *ctx, int argc, char **argv)
         }
         /* The daemon's uptime times the frames, so a slow answer does not
          * skew the rates. */
-        double seconds = prev ? (double)(cur->uptime_ms - prev_ms) / TOP_MS_PER_S : 0;
+        double seconds = prev ? (double)(cur->uptime_ms - prev_ms) / TIME_MS_PER_S : 0;
         prev_ms = cur->uptime_ms;
         fputs(tty ? TOP_CLEAR : frame ? "\n" : "", stdout);
         top_frame(cur, prev, seconds);

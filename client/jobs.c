@@ -20,13 +20,12 @@
 #include "heap.h"
 #include "jobs.h"
 #include "pb_wire.h"
+#include "amp_wire.h"
 
 #define JOBS_PATH_REVERSE "/amp.v1.Amp/Reverse"
 #define JOBS_PATH_TRANSFORM "/amp.v1.Amp/Transform"
 #define JOBS_PATH_HISTOGRAM "/amp.v1.Amp/Histogram"
 #define JOBS_PATH_FILL "/amp.v1.Amp/Fill"
-#define JOBS_PB_DATA_TAG 0x0a   /* DataReply field 1 (data), length-delimited */
-#define JOBS_PB_DEVICE_TAG 0x12 /* DataReply field 2 (device), length-delimited */
 
 int jobs_check_opts(amp_conn *c, const amp_opts *o)
 {
@@ -101,7 +100,7 @@ int jobs_reply_fields(const uint8_t *msg, size_t avail, size_t msg_len, uint8_t 
     while (i < avail) {
         uint8_t tag = msg[i++];
         uint64_t n;
-        if ((tag != JOBS_PB_DATA_TAG && tag != device_tag) || pb_varint_get(msg, avail, &i, &n) != 0 ||
+        if ((tag != AMP_WIRE_DATA_REPLY_DATA && tag != device_tag) || pb_varint_get(msg, avail, &i, &n) != 0 ||
             n > msg_len - i)
             return 0;
         if (tag == device_tag) {
@@ -139,7 +138,7 @@ static void jobs_set_reply_device(amp_conn *c, const struct jobs_reply_fields *f
 static int jobs_data_view(amp_conn *c, uint8_t *msg, size_t len, void **out, size_t *out_len)
 {
     struct jobs_reply_fields f;
-    if (!jobs_reply_fields(msg, len, len, JOBS_PB_DEVICE_TAG, &f))
+    if (!jobs_reply_fields(msg, len, len, AMP_WIRE_DATA_REPLY_DEVICE, &f))
         return 0;
     jobs_set_reply_device(c, &f);
     if (f.data_len)
@@ -168,7 +167,7 @@ static size_t jobs_rx_start(const uint8_t *head, size_t msg_len, void *ctx)
     struct jobs_data_rx *rx = ctx;
     size_t i = 1;
     uint64_t n;
-    if (head[0] != JOBS_PB_DATA_TAG || pb_varint_get(head, CALL_PIECE_HEAD, &i, &n) != 0 ||
+    if (head[0] != AMP_WIRE_DATA_REPLY_DATA || pb_varint_get(head, CALL_PIECE_HEAD, &i, &n) != 0 ||
         n > msg_len - i || n < JOBS_PIECES_MIN || msg_len - i - n > JOBS_REST_MAX)
         return 0;
     size_t cap;
@@ -200,7 +199,7 @@ static int jobs_rx_finish(amp_conn *c, struct jobs_data_rx *rx, void **out, size
 {
     struct jobs_reply_fields f;
     if (!jobs_reply_fields(rx->data.rest, rx->data.rest_len, rx->data.rest_len,
-                           JOBS_PB_DEVICE_TAG, &f) ||
+                           AMP_WIRE_DATA_REPLY_DEVICE, &f) ||
         f.has_data) {
         heap_give(rx->data.field);
         return conn_fail(c, AMP_EPROTO, "cannot decode the %s reply",

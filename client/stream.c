@@ -26,6 +26,7 @@
 #include "jobs.h"
 #include "pb_wire.h"
 #include "steps.h"
+#include "amp_wire.h"
 
 #define STREAM_PATH "/amp.v1.Amp/Stream"
 /* Longest prefix of a data message: gRPC's, the field tag, the length varint. */
@@ -34,8 +35,6 @@
 /* Input messages in turn: one being sent, and those whose DATA frames may
  * still be on their way to the socket (call_set_body in call.h). */
 #define STREAM_BODIES (CONN_OUTS + 1)
-#define STREAM_PB_REQ_DATA_TAG 0x12 /* StreamRequest field 2 (data), length-delimited */
-#define STREAM_PB_DEVICE_TAG 0x1a /* StreamReply field 3 (device), length-delimited */
 #define STREAM_DEVICE_MAX 160
 
 struct stream {
@@ -131,7 +130,7 @@ static int stream_set_device(struct stream *st, const struct jobs_reply_fields *
 static int stream_data_view(struct stream *st, const uint8_t *msg, size_t len, int *rc)
 {
     struct jobs_reply_fields f;
-    if (!jobs_reply_fields(msg, len, len, STREAM_PB_DEVICE_TAG, &f) || !f.has_data ||
+    if (!jobs_reply_fields(msg, len, len, AMP_WIRE_STREAM_REPLY_DEVICE, &f) || !f.has_data ||
         stream_set_device(st, &f) != 0)
         return 0;
     ProtobufCBinaryData bytes = {f.data_len, (uint8_t *)msg + f.data_off};
@@ -147,7 +146,7 @@ static size_t stream_piece_start(const uint8_t *head, size_t msg_len, void *ctx)
     struct stream *st = ctx;
     struct jobs_reply_fields f;
     /* msg_len > CALL_PIECE_HEAD: success means the data runs to the end. */
-    if (!jobs_reply_fields(head, CALL_PIECE_HEAD, msg_len, STREAM_PB_DEVICE_TAG, &f) ||
+    if (!jobs_reply_fields(head, CALL_PIECE_HEAD, msg_len, AMP_WIRE_STREAM_REPLY_DEVICE, &f) ||
         !f.has_data || stream_set_device(st, &f) != 0)
         return 0;
     return f.data_off;
@@ -218,7 +217,7 @@ static size_t stream_prefix(uint8_t *head, size_t n)
 {
     size_t lenlen = pb_varint_len(n);
     grpc_frame_header(head, 1 + lenlen + n);
-    head[GRPC_FRAME_HEADER] = STREAM_PB_REQ_DATA_TAG;
+    head[GRPC_FRAME_HEADER] = AMP_WIRE_STREAM_REQUEST_DATA;
     pb_varint_put(head + GRPC_FRAME_HEADER + 1, n);
     return GRPC_FRAME_HEADER + 1 + lenlen;
 }

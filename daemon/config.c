@@ -26,10 +26,10 @@
 #include "read_file.h"
 #include "duration_text.h"
 #include "size_text.h"
+#include "time_units.h"
 
 /* A setting's value as text, for the reload's log of what changed. */
 #define CONFIG_VALUE_TEXT_MAX 1024
-#define CONFIG_MS_PER_S 1000
 #define CONFIG_US_PER_MS 1000
 #define CONFIG_US_PER_S 1000000
 #define CONFIG_HELP_COLUMN 28
@@ -132,13 +132,13 @@ static const struct config_opt config_opts[] = {
     { "max-peer-connections", "N", CFG_U32, CFG_OFF(max_peer_connections), 1, UINT32_MAX,
       "connections from one uid (Unix socket) or address (TCP)" },
     { "request-timeout", "S", CFG_SECONDS, CFG_OFF(request_timeout_ms), 0,
-      UINT32_MAX / CONFIG_MS_PER_S,
+      UINT32_MAX / TIME_MS_PER_S,
       "a request must arrive within S seconds plus its bytes at\n"
       "                            --min-request-rate; 0: never time out" },
     { "min-request-rate", "N", CFG_U64, CFG_OFF(min_request_rate), 1, UINT64_MAX,
       "bytes per second a request arrives at, at least" },
     { "send-timeout", "S", CFG_SECONDS, CFG_OFF(send_timeout_ms), 0,
-      UINT32_MAX / CONFIG_MS_PER_S,
+      UINT32_MAX / TIME_MS_PER_S,
       "close a connection whose replies wait and make no write\n"
       "                            progress for S seconds (its client reads nothing),\n"
       "                            giving their bytes back; 0: never" },
@@ -183,7 +183,7 @@ static const struct config_opt config_opts[] = {
       "                            microseconds after their last, instead of\n"
       "                            sleeping: fewer wake-ups, more CPU; 0: off" },
     { "drain-timeout", "S", CFG_SECONDS, CFG_OFF(drain_timeout_ms), 0,
-      UINT32_MAX / CONFIG_MS_PER_S, "on SIGTERM, wait at most S seconds for calls" },
+      UINT32_MAX / TIME_MS_PER_S, "on SIGTERM, wait at most S seconds for calls" },
     { "log-level", "LEVEL", CFG_LOG_LEVEL, CFG_OFF(log_level), 0, 0,
       "error, warn, info or debug: the least severe lines printed;\n"
       "                            changed by SIGHUP" },
@@ -193,7 +193,7 @@ static const struct config_opt config_opts[] = {
     { "metrics-allow-remote", "on|off", CFG_SWITCH, CFG_OFF(metrics_allow_remote), 0, 1,
       "let --metrics-listen be an address other than loopback" },
     { "idle-timeout", "S", CFG_SECONDS, CFG_OFF(idle_timeout_ms), 0,
-      UINT32_MAX / CONFIG_MS_PER_S,
+      UINT32_MAX / TIME_MS_PER_S,
       "close a connection with no call open for S seconds; 0: never" },
     { "max-unauthenticated-connections", "N", CFG_U32, CFG_OFF(max_unauth_connections), 0,
       UINT32_MAX,
@@ -201,7 +201,7 @@ static const struct config_opt config_opts[] = {
       "                            a call with a token; Health calls only); 0:\n"
       "                            --max-connections / " CONFIG_STR(AMPD_DEFAULT_UNAUTH_CONNECTION_SHARE) },
     { "handshake-timeout", "S", CFG_SECONDS, CFG_OFF(handshake_timeout_ms), 0,
-      UINT32_MAX / CONFIG_MS_PER_S, "a TLS handshake must finish within S seconds; 0: never" },
+      UINT32_MAX / TIME_MS_PER_S, "a TLS handshake must finish within S seconds; 0: never" },
 };
 
 #define CONFIG_NOPTS (sizeof(config_opts) / sizeof(config_opts[0]))
@@ -323,7 +323,7 @@ static int config_set_number(struct config *cfg, const struct config_opt *o, con
                         "for sizes)");
         return -1;
     }
-    uint64_t lo = ms ? o->min * CONFIG_MS_PER_S : o->min, hi = ms ? o->max * CONFIG_MS_PER_S : o->max;
+    uint64_t lo = ms ? o->min * TIME_MS_PER_S : o->min, hi = ms ? o->max * TIME_MS_PER_S : o->max;
     if (v < lo || v > hi) {
         snprintf(err, errlen, "--%s: \"%s\" is out of range (%" PRIu64 "..%" PRIu64 "%s)", o->name,
                  value, o->min, o->max, ms ? " s" : "");
@@ -857,7 +857,7 @@ static void config_value(const struct config *cfg, const struct config_opt *o, c
         return;
     }
     case CFG_U32: snprintf(out, outlen, "%" PRIu32, u32); return;
-    case CFG_SECONDS: snprintf(out, outlen, "%" PRIu32, u32 / CONFIG_MS_PER_S); return;
+    case CFG_SECONDS: snprintf(out, outlen, "%" PRIu32, u32 / TIME_MS_PER_S); return;
     case CFG_MODE: snprintf(out, outlen, "0%" PRIo32, u32); return;
     case CFG_SWITCH: snprintf(out, outlen, "%s", u32 ? "on" : "off"); return;
     case CFG_LOG_LEVEL: snprintf(out, outlen, "%s", log_level_name((enum log_level)u32)); return;

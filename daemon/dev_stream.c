@@ -28,9 +28,6 @@
 /* Device buffers of a chunked stream: one being copied in, one in the
  * kernels, one being copied out, and a spare so the copy in never waits. */
 #define DEV_STREAM_RING 4
-/* A length to check steps against when the client did not announce one:
- * any offset passes here; rpc_stream.c checks the real length at the end. */
-#define DEV_STREAM_UNKNOWN_LEN (UINT64_MAX / 4 / 16 * 16)
 
 struct dev_stream {
     struct dev *d;
@@ -149,7 +146,7 @@ static void dev_stream_open(struct dev *d, struct job *job, struct dev_exec *x)
      * resident job's without total_length and without input reads none);
      * an unsized one's are checked again at RUN. */
     uint64_t check_len = job->total_len || (ds->resident && !job->in_cap)
-                             ? job->total_len : DEV_STREAM_UNKNOWN_LEN;
+                             ? job->total_len : JOB_UNKNOWN_LEN;
     enum status_code st = dev_check_steps(d, job, check_len, NULL);
     if (st == STATUS_OK)
         st = dev_stream_alloc(job, ds);

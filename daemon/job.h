@@ -117,6 +117,11 @@ struct job_class {
  * the queue-time limit (JOB_EXPIRED), whichever claims it first. */
 enum job_queue_state { JOB_QUEUED, JOB_STARTED, JOB_EXPIRED };
 
+/* The length a stream's steps are checked against while its input's is
+ * unknown (total_len 0): any offset passes; rpc_stream.c checks the real
+ * length when the input ends. A multiple of 16, far below overflow. */
+#define JOB_UNKNOWN_LEN (UINT64_MAX / 4 / 16 * 16)
+
 struct job {
     struct step *steps;   /* nsteps >= 1, malloc'd, owned by the job */
     size_t nsteps;

@@ -16,6 +16,7 @@
 #include "address.h"
 #include "listen.h"
 #include "metrics_deadline.h"
+#include "time_units.h"
 
 #define METRICS_PATH "/metrics"
 #define METRICS_CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
@@ -30,7 +31,6 @@
  * however its bytes are spaced (metrics_deadline.h); a scrape takes
  * milliseconds. It is the idle timeout too. */
 #define METRICS_DEADLINE_S 5
-#define METRICS_MS_PER_S 1000
 #define METRICS_ADDRESS_MAX (INET6_ADDRSTRLEN + 8)
 
 struct metrics {
@@ -142,7 +142,7 @@ int metrics_start(const char *text, bool allow_remote, const struct metrics_sour
     }
     m->src = *src;
     atomic_init(&m->sched, src->sched);
-    if (metrics_deadline_start(METRICS_DEADLINE_S * METRICS_MS_PER_S, &m->deadline) != 0) {
+    if (metrics_deadline_start(METRICS_DEADLINE_S * TIME_MS_PER_S, &m->deadline) != 0) {
         snprintf(err, errlen, "--metrics-listen %s: cannot start its deadline thread", text);
         close(fd);
         free(m);

@@ -22,9 +22,9 @@
 
 #include "log.h"
 #include "monotonic.h"
+#include "time_units.h"
 
 #define METRICS_DEADLINE_NS_PER_MS 1000000ull
-#define METRICS_DEADLINE_MS_PER_S 1000ull
 
 struct metrics_deadline_conn {
     struct metrics_deadline_conn *prev, *next;   /* in the list while linked is true */
@@ -92,8 +92,8 @@ static void *metrics_deadline_main(void *arg)
             continue;
         }
         struct timespec at = {
-            .tv_sec = (time_t)(next / METRICS_DEADLINE_MS_PER_S),
-            .tv_nsec = (long)(next % METRICS_DEADLINE_MS_PER_S * METRICS_DEADLINE_NS_PER_MS),
+            .tv_sec = (time_t)(next / TIME_MS_PER_S),
+            .tv_nsec = (long)(next % TIME_MS_PER_S * METRICS_DEADLINE_NS_PER_MS),
         };
         pthread_cond_timedwait(&d->wake, &d->lock, &at);
     }

@@ -29,10 +29,10 @@
 #include "stage.h"
 #include "tenant_stats.h"
 #include "traffic.h"
+#include "time_units.h"
 
 #define METRICS_RENDER_START 16384   /* first buffer; it doubles as needed */
 #define METRICS_US_PER_S 1e6
-#define METRICS_MS_PER_S 1e3
 #define METRICS_LABEL_MAX 256        /* a label value, escaped */
 
 struct metrics_buf {
@@ -296,7 +296,7 @@ char *metrics_render(const struct metrics_sources *src, size_t *len)
     metrics_family(&b, "ampd_build_info", "gauge", "the daemon's version, as a label");
     metrics_printf(&b, "ampd_build_info{version=\"%s\"} 1\n", AMP_VERSION);
     metrics_gauge(&b, "ampd_uptime_seconds", "seconds since the daemon started",
-                  (double)(rpc_now_ms() - src->start_ms) / METRICS_MS_PER_S);
+                  (double)(rpc_now_ms() - src->start_ms) / TIME_MS_PER_S);
     metrics_calls(&b, src->traffic);
     metrics_stages(&b, src->stages);
     if (src->sched) {

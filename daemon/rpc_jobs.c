@@ -20,9 +20,8 @@
 #include "rpc_params.h"
 #include "rpc_reply_bound.h"
 #include "sat.h"
+#include "amp_wire.h"
 
-/* Longest pipeline accepted: each step holds a result until the reply. */
-#define RPC_PIPELINE_MAX_STEPS 64
 
 /* Makes a job of nsteps that takes the request's bulk bytes as its input
  * (rpc_take_bulk: they stay in the request's buffer). */
@@ -356,9 +355,9 @@ void rpc_pipeline(struct rpc_call *rc, ProtobufCMessage *req)
         rpc_fail(rc, STATUS_INVALID_ARGUMENT, "steps: a pipeline needs at least one step");
         return;
     }
-    if (r->n_steps > RPC_PIPELINE_MAX_STEPS) {
+    if (r->n_steps > AMP_WIRE_MAX_STEPS) {
         rpc_fail(rc, STATUS_INVALID_ARGUMENT, "steps: at most %d steps, got %zu",
-                 RPC_PIPELINE_MAX_STEPS, r->n_steps);
+                 AMP_WIRE_MAX_STEPS, r->n_steps);
         return;
     }
     static const struct rpc_job_method m = { rpc_pipeline_params, RPC_REPLY_PIPELINE,

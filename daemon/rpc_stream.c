@@ -44,8 +44,8 @@
 #include "sched.h"
 #include "stage.h"
 #include "staging.h"
+#include "amp_wire.h"
 
-#define RPC_STREAM_MAX_STEPS 64
 /* Staging buffers one stream may hold: enough for a copy in, a kernel and
  * a copy out to overlap with one buffer filling, and at most half of the
  * pool so that one stream never starves the others. */
@@ -53,12 +53,6 @@
 /* Reply chunks queued on the connection before the stream stops taking
  * input: a client that stops reading holds this much, no more. */
 #define RPC_STREAM_UNSENT_CHUNKS 2
-/* The length steps are checked against while the input's is unknown; the
- * real length is checked when the input ends. */
-#define RPC_STREAM_UNKNOWN_LEN (UINT64_MAX / 4 / 16 * 16)
-#define RPC_PB_DATA_TAG 0x12    /* StreamRequest field 2 (data), length-delimited */
-#define RPC_PB_REPLY_DATA_TAG 0x0a   /* StreamReply field 1 (data) */
-#define RPC_PB_REPLY_DEVICE_TAG 0x1a /* StreamReply field 3 (device) */
 /* A data reply's bytes before the data, besides the device name: two tags
  * and two varints. */
 #define RPC_REPLY_HEAD_MAX (2 + 2 * PB_VARINT_MAX)
@@ -258,11 +252,11 @@ static int rpc_stream_send_piece(struct rpc_stream *st, struct rpc_stream_task *
         return -1;
     }
     uint8_t *p = head + GRPC_FRAME_HEADER;
-    *p++ = RPC_PB_REPLY_DEVICE_TAG;
+    *p++ = AMP_WIRE_STREAM_REPLY_DEVICE;
     p += pb_varint_put(p, devlen);
     memcpy(p, st->job->device, devlen);
     p += devlen;
-    *p++ = RPC_PB_REPLY_DATA_TAG;
+    *p++ = AMP_WIRE_STREAM_REPLY_DATA;
     p += pb_varint_put(p, n);
     if (h2_call_send_ref(st->rc->h2, head, (size_t)(p - head) - GRPC_FRAME_HEADER, data, n,
                          rpc_stream_piece_sent, rt) != 0) {
@@ -550,7 +544,7 @@ static bool rpc_stream_take(struct rpc_stream *st, const uint8_t *data, size_t n
  * then goes through protobuf-c. */
 static size_t rpc_stream_data_offset(const uint8_t *msg, size_t avail, size_t msg_len)
 {
-    if (avail < 2 || msg[0] != RPC_PB_DATA_TAG)
+    if (avail < 2 || msg[0] != AMP_WIRE_STREAM_REQUEST_DATA)
         return 0;
     uint64_t v;
     size_t i = 1;
@@ -607,8 +601,8 @@ static enum status_code rpc_stream_steps(struct rpc_stream *st, const Amp__V1__J
         snprintf(err, errlen, "header.steps: a job needs at least one step");
         return STATUS_INVALID_ARGUMENT;
     }
-    if (h->n_steps > RPC_STREAM_MAX_STEPS) {
-        snprintf(err, errlen, "header.steps: at most %d steps, got %zu", RPC_STREAM_MAX_STEPS,
+    if (h->n_steps > AMP_WIRE_MAX_STEPS) {
+        snprintf(err, errlen, "header.steps: at most %d steps, got %zu", AMP_WIRE_MAX_STEPS,
                  h->n_steps);
         return STATUS_INVALID_ARGUMENT;
     }
@@ -631,7 +625,7 @@ static enum status_code rpc_stream_steps(struct rpc_stream *st, const Amp__V1__J
      * against a length yet to be learnt; an unsized one's steps are
      * checked again when the input has ended. */
     uint64_t len = (h->total_length || st->resident) && !st->unsized ? h->total_length
-                                                                     : RPC_STREAM_UNKNOWN_LEN;
+                                                                     : JOB_UNKNOWN_LEN;
     for (size_t i = 0; i < h->n_steps; i++) {
         /* Streamed data is not bound by the message size (SIZE_MAX); a
          * histogram's result is one message all the same. */

@@ -1,0 +1,24 @@
+/* SPDX-License-Identifier: MIT */
+/* amp_wire.h: facts of the amp.v1 protocol (proto/amp.proto) that the
+ * daemon and the client library both use without protobuf-c: the tags of
+ * the bulk bytes fields each end writes around its data or scans for
+ * without copying it, and the most steps one job may have.
+ * test_amp_wire checks the tags against the generated descriptors. */
+#ifndef AMP_AMP_WIRE_H
+#define AMP_AMP_WIRE_H
+
+#include "pb_wire.h"
+
+/* StreamRequest.data (field 2), StreamReply.data (1) and .device (3),
+ * DataReply.data (1) and .device (2): length-delimited. */
+#define AMP_WIRE_STREAM_REQUEST_DATA PB_TAG(2, PB_WIRE_LEN)
+#define AMP_WIRE_STREAM_REPLY_DATA PB_TAG(1, PB_WIRE_LEN)
+#define AMP_WIRE_STREAM_REPLY_DEVICE PB_TAG(3, PB_WIRE_LEN)
+#define AMP_WIRE_DATA_REPLY_DATA PB_TAG(1, PB_WIRE_LEN)
+#define AMP_WIRE_DATA_REPLY_DEVICE PB_TAG(2, PB_WIRE_LEN)
+
+/* Steps of one Pipeline or Stream job, at most: each holds a result until
+ * the reply. */
+#define AMP_WIRE_MAX_STEPS 64
+
+#endif
