@@ -95,50 +95,6 @@ static enum status_code conn_h2_start(struct h2_call *call, const char *path,
     return code;
 }
 
-static enum status_code conn_h2_message(struct h2_call *call, const uint8_t *msg, size_t len,
-                                        char *err, size_t errlen, void *ctx)
-{
-    struct conn *c = ctx;
-    return rpc_h2_message(call, msg, len, err, errlen, c->set->env);
-}
-
-static size_t conn_h2_piece_start(struct h2_call *call, const uint8_t *head, size_t msg_len,
-                                  void *ctx)
-{
-    (void)ctx;
-    return rpc_h2_piece_start(call, head, msg_len);
-}
-
-static size_t conn_h2_piece(struct h2_call *call, const uint8_t *data, size_t n, void *ctx)
-{
-    (void)ctx;
-    return rpc_h2_piece(call, data, n);
-}
-
-static uint8_t *conn_h2_piece_dest(struct h2_call *call, size_t *room, void *ctx)
-{
-    (void)ctx;
-    return rpc_h2_piece_dest(call, room);
-}
-
-static void conn_h2_end(struct h2_call *call, void *ctx)
-{
-    struct conn *c = ctx;
-    rpc_h2_end(call, c->set->env);
-}
-
-static void conn_h2_closed(struct h2_call *call, void *ctx)
-{
-    struct conn *c = ctx;
-    rpc_h2_closed(call, c->set->env);
-}
-
-static void conn_h2_sent(struct h2_call *call, void *ctx)
-{
-    struct conn *c = ctx;
-    rpc_h2_sent(call, c->set->env);
-}
-
 static void conn_h2_want_write(void *ctx)
 {
     conn_flush(ctx);
@@ -154,13 +110,13 @@ static void conn_h2_answered(struct h2_call *call, const char *path, enum status
 
 static const struct h2_handlers conn_h2_handlers = {
     .start = conn_h2_start,
-    .message = conn_h2_message,
-    .piece_start = conn_h2_piece_start,
-    .piece = conn_h2_piece,
-    .piece_dest = conn_h2_piece_dest,
-    .end = conn_h2_end,
-    .closed = conn_h2_closed,
-    .sent = conn_h2_sent,
+    .message = rpc_h2_message,
+    .piece_start = rpc_h2_piece_start,
+    .piece = rpc_h2_piece,
+    .piece_dest = rpc_h2_piece_dest,
+    .end = rpc_h2_end,
+    .closed = rpc_h2_closed,
+    .sent = rpc_h2_sent,
     .want_write = conn_h2_want_write,
     .answered = conn_h2_answered,
 };

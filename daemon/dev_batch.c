@@ -20,7 +20,7 @@
 #include <string.h>
 
 #include "op.h"
-#include "stage.h"
+#include "stage_latency.h"
 
 #define DEV_BATCH_ALIGN 16
 #define DEV_BATCH_ITEM_BYTES (DEV_BATCH_ITEM_WORDS * sizeof(uint32_t))
@@ -135,7 +135,7 @@ static struct dev_batch_mem *dev_batch_mem(struct dev *d)
 static bool dev_batch_begin(struct dev *d, struct task *t)
 {
     struct job *job = t->job;
-    job->t_start = stage_now_ns();
+    job->t_start = stage_latency_now_ns();
     dev_name_job(&d->info, job);
     if (atomic_load(&job->cancelled)) {
         job_fail(job, STATUS_CANCELLED, JOB_CANCELLED_MSG);
@@ -260,7 +260,7 @@ void dev_batch_run(struct dev *d, struct dev_batch *b)
                          n, d->info.index, dev_cl_error_name(rc));
         }
     }
-    uint64_t now = stage_now_ns();
+    uint64_t now = stage_latency_now_ns();
     for (size_t i = 0; i < b->n; i++) {
         struct task *t = b->tasks[i];
         struct job *job = t->job;

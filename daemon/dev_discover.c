@@ -6,7 +6,7 @@
  * (dev_internal.h) and every program of kernels/NAME.cl built for it.
  * The list is ordered GPUs, then accelerators, then CPUs, whatever order the
  * ICD loader reports platforms in (on a GPU host PoCL may come first). A
- * device that cannot be opened is skipped with a warning; dev.c and op_*.c
+ * device that cannot be opened is skipped with a warning; dev_run.c and op_*.c
  * run jobs on the devices opened here.
  */
 #include "dev_internal.h"

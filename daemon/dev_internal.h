@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* dev_internal.h: what the device files share (dev_discover.c, dev_exec.c,
- * dev.c, op_*.c) and nobody else needs: struct dev itself, one job's run
+ * dev_run.c, op_*.c) and nobody else needs: struct dev itself, one job's run
  * on a device (struct dev_exec), device buffers with their hazard state,
  * and the test-only limit setters.
  */

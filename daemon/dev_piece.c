@@ -214,7 +214,7 @@ uint64_t dev_piece_memory(const struct dev *d, const struct job *job)
 {
     if (dev_piece_is_resident(job))
         return dev_job_memory(job);   /* its steps' buffers, as a whole job's */
-    return sat_add_u64(DEV_PIECE_RING * (uint64_t)d->chunk_bytes, dev_hist_bytes(job));
+    return sat_add_u64(DEV_PIECE_RING * (uint64_t)d->chunk_bytes, op_hist_job_bytes(job));
 }
 
 uint64_t dev_piece_cost(const struct dev *d, const struct job *job)

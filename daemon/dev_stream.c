@@ -65,7 +65,7 @@ uint64_t dev_stream_memory(struct dev *d, struct job *job)
 {
     (void)d;
     if (!dev_stream_is_resident(job))
-        return sat_add_u64(DEV_STREAM_RING * (uint64_t)job->chunk_bytes, dev_hist_bytes(job));
+        return sat_add_u64(DEV_STREAM_RING * (uint64_t)job->chunk_bytes, op_hist_job_bytes(job));
     /* The input and every reverse/fill output alive at once, counted
      * generously (transforms run in place). */
     uint64_t total = dev_stream_input_bytes(job), len = total;
@@ -75,7 +75,7 @@ uint64_t dev_stream_memory(struct dev *d, struct job *job)
         if (st->kind == STEP_FILL || st->kind == STEP_REVERSE)
             total = sat_add_u64(total, len);
     }
-    return sat_add_u64(total, dev_hist_bytes(job));
+    return sat_add_u64(total, op_hist_job_bytes(job));
 }
 
 uint64_t dev_stream_cost(const struct task *t)

@@ -10,18 +10,8 @@
 #include "job.h"
 #include "op.h"
 #include "sat.h"
-#include "stage.h"
+#include "stage_latency.h"
 
-
-uint64_t dev_hist_bytes(const struct job *job)
-{
-    uint64_t total = 0;
-    for (size_t i = 0; i < job->nsteps; i++)
-        if (job->steps[i].kind == STEP_HISTOGRAM)
-            total = sat_add_u64(total, OP_HIST_SLOTS((uint64_t)job->steps[i].u.hist.bins) *
-                                           sizeof(cl_ulong));
-    return total;
-}
 
 uint64_t dev_job_memory(const struct job *job)
 {
@@ -33,7 +23,7 @@ uint64_t dev_job_memory(const struct job *job)
         len = job_step_output_len(st, len);
         total = sat_add_u64(total, len);
     }
-    return sat_add_u64(total, dev_hist_bytes(job));
+    return sat_add_u64(total, op_hist_job_bytes(job));
 }
 
 uint64_t dev_task_memory(struct dev *d, struct task *t)
@@ -87,7 +77,7 @@ struct dev_exec *dev_task_step(struct dev *d, struct task *t, bool *more)
     struct job *job = t->job;
     *more = false;
     t->out_len = 0;
-    t->t_begin = stage_now_ns();
+    t->t_begin = stage_latency_now_ns();
     if (t->kind == TASK_CLOSE) {
         dev_stream_close(job);
         dev_task_status(t, STATUS_OK, "");
@@ -105,7 +95,7 @@ struct dev_exec *dev_task_step(struct dev *d, struct task *t, bool *more)
     if (t->kind != TASK_JOB)
         return dev_stream_start(d, t, more);
     if (!job->piece)
-        job->t_start = stage_now_ns();   /* its first piece, or the whole job */
+        job->t_start = stage_latency_now_ns();   /* its first piece, or the whole job */
     if (job->piece || dev_piece_wanted(d, job))
         return dev_piece_step(d, job, more);
     dev_run(d, job);
@@ -149,6 +139,6 @@ void dev_task_finish(struct dev *d, struct task *t, struct dev_exec *x, bool las
     struct job *job = t->job;
     dev_piece_end(job);   /* results, or none on failure; the device side freed */
     if (job->t_start)
-        job->t_done = stage_now_ns();
+        job->t_done = stage_latency_now_ns();
     dev_task_status(t, job->status, job->msg);
 }

@@ -87,8 +87,6 @@ void dev_batch_add(struct dev_batch *b, struct task *t);
  * and results, as dev_task_start gives a TASK_JOB. */
 void dev_batch_run(struct dev *d, struct dev_batch *b);
 
-/* Device bytes of the 64-bit counts of job's histogram steps. */
-uint64_t dev_hist_bytes(const struct job *job);
 /* A unary job's device buffers at their peak when run whole, counted
  * generously: the input and every step's output alive at once. */
 uint64_t dev_job_memory(const struct job *job);

@@ -30,7 +30,7 @@
 #include "job.h"
 #include "monotonic.h"
 #include "sat.h"
-#include "stage.h"
+#include "stage_latency.h"
 #include "task.h"
 
 /* Queued jobs per awake worker before a submit wakes another. */
@@ -184,9 +184,9 @@ static void *host_pool_main(void *arg)
         } else if (atomic_load(&job->cancelled) || !job_claim(job, JOB_STARTED)) {
             job_fail(job, STATUS_CANCELLED, JOB_CANCELLED_MSG);
         } else {
-            job->t_start = stage_now_ns();
+            job->t_start = stage_latency_now_ns();
             host_run(h->check, job);
-            job->t_done = stage_now_ns();
+            job->t_done = stage_latency_now_ns();
         }
         t->status = job->status;
         snprintf(t->msg, sizeof t->msg, "%s", job->msg);

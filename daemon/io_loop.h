@@ -45,7 +45,7 @@ struct io_loop_shared {
     struct budget *budget;               /* the daemon's (--max-job-memory), locked */
     struct conn_limit *conn_limit;       /* --max-connections, --max-peer-connections */
     struct status_counts *status_counts; /* calls answered, by status */
-    struct stage_stats *stages;          /* unary job calls' stage latencies (stage.h) */
+    struct stage_latency *stages;          /* unary job calls' stage latencies (stage_latency.h) */
     struct traffic *traffic;             /* calls by method, bytes (traffic.h); NULL: none */
     struct region_set *regions;          /* NULL: regions off */
     struct tls_server *tls;              /* NULL: no tls: listener */

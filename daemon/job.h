@@ -180,7 +180,7 @@ struct job {
     struct job_class cls;
     atomic_int queue_state; /* enum job_queue_state: job_claim() */
 
-    /* stage.h stamps (ns): submitted (loop), started and done (runner or
+    /* stage_latency.h stamps (ns): submitted (loop), started and done (runner or
      * host worker). */
     uint64_t t_submit, t_start, t_done;
 

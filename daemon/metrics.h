@@ -5,7 +5,7 @@
  * exposition format 0.0.4; anything else is 404 (405 for another method).
  * A scrape reads the daemon's counters where they live, each of which is
  * an atomic or taken under its own lock, so it never waits on an I/O loop:
- * calls and bytes (traffic.h), stage latencies (stage.h), jobs and devices
+ * calls and bytes (traffic.h), stage latencies (stage_latency.h), jobs and devices
  * (sched.h), connections (conn_limit.h), held bytes (budget.h),
  * regions (region.h) and calls per token (auth.h). The listener is a loopback address unless
  * --metrics-allow-remote is on: the numbers say who uses the daemon how.
@@ -23,13 +23,13 @@ struct budget;
 struct conn_limit;
 struct region_set;
 struct sched;
-struct stage_stats;
+struct stage_latency;
 struct traffic;
 
 /* What a scrape reads; all of it must outlive metrics_stop(). */
 struct metrics_sources {
     struct traffic *traffic;
-    const struct stage_stats *stages;
+    const struct stage_latency *stages;
     struct sched *sched;            /* NULL: no job or device metrics */
     struct conn_limit *conn_limit;
     const atomic_uint *loop_conns;  /* connections on each I/O loop, nloops of them */

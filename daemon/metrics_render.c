@@ -4,7 +4,7 @@
  *
  * Every family has its HELP and TYPE lines; counters end in _total, units
  * are in names (_seconds, _bytes). The stage histograms come from
- * stage.h's power-of-two microsecond buckets: bucket i holds times under
+ * stage_latency.h's power-of-two microsecond buckets: bucket i holds times under
  * 2^i us, so its cumulative count is the le="2^i us in seconds" line.
  */
 #include "metrics.h"
@@ -26,7 +26,7 @@
 #include "region.h"
 #include "rpc.h"
 #include "sched.h"
-#include "stage.h"
+#include "stage_latency.h"
 #include "tenant_stats.h"
 #include "traffic.h"
 #include "time_units.h"
@@ -119,7 +119,7 @@ static void metrics_calls(struct metrics_buf *b, const struct traffic *t)
                    (unsigned long long)atomic_load(&t->bytes_out));
 }
 
-static void metrics_stages(struct metrics_buf *b, const struct stage_stats *s)
+static void metrics_stages(struct metrics_buf *b, const struct stage_latency *s)
 {
     const char *name = "ampd_call_stage_duration_seconds";
     metrics_family(b, name, "histogram",
@@ -130,19 +130,19 @@ static void metrics_stages(struct metrics_buf *b, const struct stage_stats *s)
         for (int i = 0; i < STAGE_BUCKETS - 1; i++) {
             cum += atomic_load_explicit(&s->buckets[g][i], memory_order_relaxed);
             metrics_printf(b, "%s_bucket{stage=\"%s\",le=\"%.7g\"} %llu\n", name,
-                           stage_name((enum stage)g), (double)(1ull << i) / METRICS_US_PER_S,
+                           stage_latency_name((enum stage)g), (double)(1ull << i) / METRICS_US_PER_S,
                            (unsigned long long)cum);
         }
         uint64_t sum_us = atomic_load_explicit(&s->sum_us[g], memory_order_relaxed);
-        /* The count is the +Inf bucket's, as the format wants; stage.h's
+        /* The count is the +Inf bucket's, as the format wants; stage_latency.h's
          * calls counter is bumped apart from the buckets and may differ
          * for a moment. */
         cum += atomic_load_explicit(&s->buckets[g][STAGE_BUCKETS - 1], memory_order_relaxed);
         metrics_printf(b, "%s_bucket{stage=\"%s\",le=\"+Inf\"} %llu\n", name,
-                       stage_name((enum stage)g), (unsigned long long)cum);
-        metrics_printf(b, "%s_sum{stage=\"%s\"} %.6f\n", name, stage_name((enum stage)g),
+                       stage_latency_name((enum stage)g), (unsigned long long)cum);
+        metrics_printf(b, "%s_sum{stage=\"%s\"} %.6f\n", name, stage_latency_name((enum stage)g),
                        (double)sum_us / METRICS_US_PER_S);
-        metrics_printf(b, "%s_count{stage=\"%s\"} %llu\n", name, stage_name((enum stage)g),
+        metrics_printf(b, "%s_count{stage=\"%s\"} %llu\n", name, stage_latency_name((enum stage)g),
                        (unsigned long long)cum);
     }
 }
@@ -161,7 +161,7 @@ static void metrics_jobs(struct metrics_buf *b, struct sched *s)
     metrics_printf(b, "ampd_jobs_in_flight %u\n", st.jobs_in_flight);
 }
 
-/* One client's histogram at one priority, in stage.h's buckets. */
+/* One client's histogram at one priority, in stage_latency.h's buckets. */
 static void metrics_tenant_hist(struct metrics_buf *b, const char *name, const char *client,
                                 enum job_priority prio, const struct tenant_hist *h)
 {

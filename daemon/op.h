@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* op.h: the kernel families as dev.c uses them, one file each
+/* op.h: the kernel families as dev_run.c uses them, one file each
  * (op_reverse.c, op_transform.c, op_hist.c, op_fill.c).
  *
  * op_*_check() does the device-dependent validation of a step before
@@ -46,6 +46,8 @@ enum status_code op_hist_check(const struct dev *d, const struct hist_params *p,
 /* Counts src into slots: bins counts, then below, above, nan (OP_HIST_SLOTS
  * entries, host memory valid until dev_exec_finish). */
 #define OP_HIST_SLOTS(bins) KERNEL_HIST_SLOTS((size_t)(bins))
+/* Device bytes of the 64-bit counts of job's histogram steps. */
+uint64_t op_hist_job_bytes(const struct job *job);
 enum status_code op_hist(struct dev_exec *x, const struct hist_params *p, struct dev_buf *src,
                          uint64_t *slots);
 

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "hist_bin.h"
+#include "sat.h"
 
 #define OP_HIST_LAUNCH_MAX (1ull << 31)  /* elements per launch: fits a uint counter */
 #define OP_HIST_ITEM_ELEMS 16            /* elements per item, for the launch cap */
@@ -376,4 +377,14 @@ enum status_code op_hist_result(const struct hist_params *p, const uint64_t *slo
         out->counts[bins - 1] += out->above;
     }
     return STATUS_OK;
+}
+
+uint64_t op_hist_job_bytes(const struct job *job)
+{
+    uint64_t total = 0;
+    for (size_t i = 0; i < job->nsteps; i++)
+        if (job->steps[i].kind == STEP_HISTOGRAM)
+            total = sat_add_u64(total, OP_HIST_SLOTS((uint64_t)job->steps[i].u.hist.bins) *
+                                           sizeof(cl_ulong));
+    return total;
 }

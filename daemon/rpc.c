@@ -37,7 +37,7 @@
 #include "rpc_bulk.h"
 #include "rpc_bulk_pin.h"
 #include "sched.h"
-#include "stage.h"
+#include "stage_latency.h"
 
 #define RPC_NS_PER_US 1000
 #define RPC_US_PER_MS 1000
@@ -266,7 +266,7 @@ enum status_code rpc_h2_start(struct h2_call *call, const char *path, enum h2_ca
     rc->h2 = call;
     rc->env = env;
     rc->method = m;
-    rc->t_start = stage_now_ns();
+    rc->t_start = stage_latency_now_ns();
     rc->peer_uid = who ? who->uid : -1;
     memcpy(rc->client, client, sizeof rc->client);
     code = rpc_share_enter(rc, who, msg, msglen);
@@ -326,7 +326,7 @@ enum status_code rpc_decode_bulk(struct rpc_call *rc, uint8_t *buf, size_t len, 
 
 void rpc_take_bulk(struct rpc_call *rc, struct job *job)
 {
-    if (rpc_bulk_pin_give(rc, job)) {
+    if (rpc_bulk_pin_give(&rc->pin, job)) {
         free(rc->msg);   /* what followed the pinned bytes: decoded already */
         rc->msg = NULL;
         return;
@@ -343,9 +343,9 @@ void rpc_take_bulk(struct rpc_call *rc, struct job *job)
 }
 
 enum status_code rpc_h2_message(struct h2_call *call, const uint8_t *msg, size_t len, char *err,
-                                size_t errlen, struct rpc_env *env)
+                                size_t errlen, void *ctx)
 {
-    (void)env;
+    (void)ctx;
     struct rpc_call *rc = h2_call_user(call);
     if (rc->method->streaming)
         return rc->method->streaming->message(rc, msg, len, err, errlen);
@@ -373,63 +373,85 @@ enum status_code rpc_h2_message(struct h2_call *call, const uint8_t *msg, size_t
 
 /* Pieces: a streaming method's own, or a unary request's bulk field
  * received into pinned memory (rpc_bulk_pin.h). */
-size_t rpc_h2_piece_start(struct h2_call *call, const uint8_t *head, size_t msg_len)
+size_t rpc_h2_piece_start(struct h2_call *call, const uint8_t *head, size_t msg_len, void *ctx)
 {
+    (void)ctx;
     struct rpc_call *rc = h2_call_user(call);
     const struct rpc_streaming *sm = rc->method->streaming;
     if (sm)
         return sm->piece_start ? sm->piece_start(rc, head, msg_len) : 0;
     const ProtobufCFieldDescriptor *bulk = rpc_bulk_field(rc->method->request);
-    return bulk ? rpc_bulk_pin_start(rc, bulk, head, msg_len) : 0;
+    return bulk ? rpc_bulk_pin_start(&rc->pin, rc->env->sched, rc->h2, bulk, head, msg_len) : 0;
 }
 
-size_t rpc_h2_piece(struct h2_call *call, const uint8_t *data, size_t n)
+/* A pinned request is whole: decode what follows the field. A later
+ * occurrence of the field wins, as in protobuf-c: the run is not needed
+ * then. */
+static void rpc_pinned_whole(struct rpc_call *rc)
 {
+    size_t len;
+    uint8_t *rest = rpc_bulk_pin_rest(rc->pin, &len);
+    char err[STATUS_MSG_MAX];
+    enum status_code code = rpc_decode_bulk(rc, rest, len, len, err, sizeof err);
+    if (code == STATUS_OK && rc->bulk) {
+        rpc_bulk_pin_free(rc->pin);
+        rc->pin = NULL;
+    }
+    if (code != STATUS_OK)
+        rpc_fail(rc, code, "%s", err);
+}
+
+size_t rpc_h2_piece(struct h2_call *call, const uint8_t *data, size_t n, void *ctx)
+{
+    (void)ctx;
     struct rpc_call *rc = h2_call_user(call);
     if (rc->method->streaming)
         return rc->method->streaming->piece(rc, data, n);
-    return rpc_bulk_pin_piece(rc, data, n);
+    if (rpc_bulk_pin_piece(rc->pin, data, n))
+        rpc_pinned_whole(rc);
+    return n;
 }
 
-uint8_t *rpc_h2_piece_dest(struct h2_call *call, size_t *room)
+uint8_t *rpc_h2_piece_dest(struct h2_call *call, size_t *room, void *ctx)
 {
+    (void)ctx;
     struct rpc_call *rc = h2_call_user(call);
     const struct rpc_streaming *sm = rc->method->streaming;
     if (sm)
         return sm->piece_dest ? sm->piece_dest(rc, room) : NULL;
-    return rpc_bulk_pin_dest(rc, room);
+    return rpc_bulk_pin_dest(rc->pin, room);
 }
 
-void rpc_h2_end(struct h2_call *call, struct rpc_env *env)
+void rpc_h2_end(struct h2_call *call, void *ctx)
 {
-    (void)env;
+    (void)ctx;
     struct rpc_call *rc = h2_call_user(call);
     if (rc->method->streaming) {
         rc->method->streaming->end(rc);
     } else {
-        rc->t_request = stage_now_ns();
+        rc->t_request = stage_latency_now_ns();
         rc->method->handle(rc, rc->req);
     }
 }
 
-void rpc_h2_sent(struct h2_call *call, struct rpc_env *env)
+void rpc_h2_sent(struct h2_call *call, void *ctx)
 {
-    (void)env;
+    (void)ctx;
     struct rpc_call *rc = h2_call_user(call);
     if (rc && rc->method->streaming)
         rc->method->streaming->sent(rc);
 }
 
-/* A call whose job was delivered: each stage's time (stage.h). */
-static void rpc_count_stages(const struct rpc_call *rc, struct stage_stats *s)
+/* A call whose job was delivered: each stage's time (stage_latency.h). */
+static void rpc_count_stages(const struct rpc_call *rc, struct stage_latency *s)
 {
-    uint64_t now = stage_now_ns();
-    stage_record(s, STAGE_REQUEST, rc->t_start, rc->t_request);
-    stage_record(s, STAGE_QUEUE, rc->t_submit, rc->t_run);
-    stage_record(s, STAGE_RUN, rc->t_run, rc->t_done);
-    stage_record(s, STAGE_DELIVER, rc->t_done, rc->t_delivered);
-    stage_record(s, STAGE_REPLY, rc->t_delivered, now);
-    stage_record(s, STAGE_TOTAL, rc->t_start, now);
+    uint64_t now = stage_latency_now_ns();
+    stage_latency_record(s, STAGE_REQUEST, rc->t_start, rc->t_request);
+    stage_latency_record(s, STAGE_QUEUE, rc->t_submit, rc->t_run);
+    stage_latency_record(s, STAGE_RUN, rc->t_run, rc->t_done);
+    stage_latency_record(s, STAGE_DELIVER, rc->t_done, rc->t_delivered);
+    stage_latency_record(s, STAGE_REPLY, rc->t_delivered, now);
+    stage_latency_record(s, STAGE_TOTAL, rc->t_start, now);
 }
 
 /* rc's job, counted by rpc_job_share, no longer counts for its client: it
@@ -442,11 +464,13 @@ static void rpc_job_share_done(struct rpc_call *rc)
     client_share_job_done(rc->env->shares, rc->share);
 }
 
-void rpc_h2_closed(struct h2_call *call, struct rpc_env *env)
+void rpc_h2_closed(struct h2_call *call, void *ctx)
 {
+    (void)ctx;
     struct rpc_call *rc = h2_call_user(call);
     if (!rc)
         return;
+    struct rpc_env *env = rc->env;
     if (rc->t_delivered)
         rpc_count_stages(rc, env->stages);
     rpc_timer_close(rc->deadline);
@@ -561,7 +585,7 @@ void rpc_submit(struct rpc_call *rc, struct job *job, void (*done)(struct job *j
         return;
     }
     rc->job_held = need;
-    job->t_submit = stage_now_ns();
+    job->t_submit = stage_latency_now_ns();
     enum status_code code = rpc_job_share(rc, job, msg, sizeof(msg));
     if (code == STATUS_OK)
         code = sched_submit(rc->env->sched, job, msg, sizeof(msg));
@@ -618,7 +642,7 @@ struct rpc_call *rpc_job_call(struct job *job)
     rc->t_submit = job->t_submit;
     rc->t_run = job->t_start;
     rc->t_done = job->t_done;
-    rc->t_delivered = stage_now_ns();
+    rc->t_delivered = stage_latency_now_ns();
     job_drop_input(job);   /* the results are all the reply needs */
     if (job->status != STATUS_OK) {
         enum status_code code = job->status;

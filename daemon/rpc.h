@@ -54,7 +54,7 @@ struct rpc_env {
     struct budget *budget;     /* the daemon's (--max-job-memory): jobs of closed calls; NULL: none */
     const struct status_counts *status_counts; /* calls answered by status (h2_config); NULL: none */
     struct region_set *regions; /* clients' shared memory (region.h); NULL: regions off */
-    struct stage_stats *stages; /* unary job calls' stage latencies, daemon-wide; NULL: none */
+    struct stage_latency *stages; /* unary job calls' stage latencies, daemon-wide; NULL: none */
     struct rpc_health_watch *watches; /* this loop's Health/Watch calls (rpc_health.c) */
     struct auth *auth;          /* who may call (auth.h), daemon-wide; NULL: anyone */
     struct client_share *shares; /* each client's calls and jobs (client_share.h), daemon-wide;
@@ -129,7 +129,7 @@ struct rpc_call {
     struct client_share_entry *share;   /* its client's counts (env->shares); NULL: none */
     bool share_job;                     /* holds one of its client's --max-client-jobs */
     const struct Amp__V1__RegionSlice *output_region; /* in req: where a job's output goes */
-    /* stage.h stamps (ns): headers, the request whole, then its job's
+    /* stage_latency.h stamps (ns): headers, the request whole, then its job's
      * (copied at delivery, when the job may go) and its delivery; a call
      * whose job was delivered counts its stages when it closes. */
     uint64_t t_start, t_request, t_submit, t_run, t_done, t_delivered;
@@ -142,21 +142,23 @@ const struct rpc_method *rpc_method_find(const char *path);
  * the services they belong to). */
 const struct rpc_method *rpc_method_at(size_t i);
 
-/* h2_handlers callbacks, with the env as their context; who is the
+/* The h2_handlers start() of a connection on env's loop: who is the
  * connection's standing (auth.h: its uid becomes rpc_call.peer_uid), and
- * start() refuses a call it may not make (env->auth); NULL: a local test
- * harness, no uid, no checks. */
+ * it refuses a call it may not make (env->auth); NULL: a local test
+ * harness, no uid, no checks. It ties the call to env (rpc_call.env). */
 enum status_code rpc_h2_start(struct h2_call *call, const char *path, enum h2_call_kind *kind,
                               char *msg, size_t msglen, struct rpc_env *env,
                               const struct auth_conn *who);
+/* The other h2_handlers, as they are: a connection plugs them in (ctx is
+ * the connection's, unused: the call knows its env). */
 enum status_code rpc_h2_message(struct h2_call *call, const uint8_t *msg, size_t len, char *err,
-                                size_t errlen, struct rpc_env *env);
-size_t rpc_h2_piece_start(struct h2_call *call, const uint8_t *head, size_t msg_len);
-size_t rpc_h2_piece(struct h2_call *call, const uint8_t *data, size_t n);
-uint8_t *rpc_h2_piece_dest(struct h2_call *call, size_t *room);
-void rpc_h2_end(struct h2_call *call, struct rpc_env *env);
-void rpc_h2_closed(struct h2_call *call, struct rpc_env *env);
-void rpc_h2_sent(struct h2_call *call, struct rpc_env *env);
+                                size_t errlen, void *ctx);
+size_t rpc_h2_piece_start(struct h2_call *call, const uint8_t *head, size_t msg_len, void *ctx);
+size_t rpc_h2_piece(struct h2_call *call, const uint8_t *data, size_t n, void *ctx);
+uint8_t *rpc_h2_piece_dest(struct h2_call *call, size_t *room, void *ctx);
+void rpc_h2_end(struct h2_call *call, void *ctx);
+void rpc_h2_closed(struct h2_call *call, void *ctx);
+void rpc_h2_sent(struct h2_call *call, void *ctx);
 
 /* Packs reply and answers the call with it; a reply over --max-message-bytes
  * becomes RESOURCE_EXHAUSTED. The call may be closed and rc freed by the

@@ -9,8 +9,8 @@
 #include <string.h>
 
 #include "field_rx.h"
+#include "h2.h"
 #include "pb_wire.h"
-#include "rpc.h"
 #include "sched.h"
 #include "staging.h"
 
@@ -55,21 +55,22 @@ static size_t rpc_bulk_pin_head(const ProtobufCFieldDescriptor *bulk, const uint
     return i;
 }
 
-size_t rpc_bulk_pin_start(struct rpc_call *rc, const ProtobufCFieldDescriptor *bulk,
-                          const uint8_t *head, size_t msg_len)
+size_t rpc_bulk_pin_start(struct rpc_pin **out, struct sched_port *sched, struct h2_call *call,
+                          const ProtobufCFieldDescriptor *bulk, const uint8_t *head,
+                          size_t msg_len)
 {
     uint64_t len;
     size_t off = rpc_bulk_pin_head(bulk, head, msg_len, &len);
-    if (!off || !rc->env->sched || rc->pin)
+    if (!off || !sched || *out)
         return 0;
-    size_t dev_index = sched_default(rc->env->sched);
-    struct staging_port *port = sched_staging(rc->env->sched, dev_index);
+    size_t dev_index = sched_default(sched);
+    struct staging_port *port = sched_staging(sched, dev_index);
     size_t size = staging_buf_size(port), count = staging_count(port);
     size_t nbufs = (size_t)((len + size - 1) / size);
     if (len < size / RPC_PIN_MIN_SHARE || nbufs > count - count / 4)
         return 0;
     size_t rest_len = msg_len - off - (size_t)len;
-    if (h2_call_hold(rc->h2, rest_len, NULL, 0) != 0)
+    if (h2_call_hold(call, rest_len, NULL, 0) != 0)
         return 0;   /* read whole, and refused with the limit's name */
     struct rpc_pin *pin = calloc(1, sizeof *pin);
     if (pin)
@@ -80,51 +81,39 @@ size_t rpc_bulk_pin_start(struct rpc_call *rc, const ProtobufCFieldDescriptor *b
         pin->dev_index = dev_index;
     if (!pin || !pin->rx.field) {
         rpc_bulk_pin_free(pin);
-        h2_call_hold(rc->h2, 0, NULL, 0);
+        h2_call_hold(call, 0, NULL, 0);
         return 0;
     }
     pin->port = port;
     pin->nbufs = nbufs;
     pin->rx.len = (size_t)len;
     pin->rx.rest_len = rest_len;
-    rc->pin = pin;
+    *out = pin;
     return off;
 }
 
-/* The message is whole: decode what follows the field. A later occurrence
- * of the field wins, as in protobuf-c: the run is not needed then. */
-static void rpc_bulk_pin_whole(struct rpc_call *rc)
+bool rpc_bulk_pin_piece(struct rpc_pin *pin, const uint8_t *data, size_t n)
 {
-    struct rpc_pin *pin = rc->pin;
+    field_rx_piece(&pin->rx, data, n);
+    return field_rx_whole(&pin->rx);
+}
+
+uint8_t *rpc_bulk_pin_rest(struct rpc_pin *pin, size_t *len)
+{
     uint8_t *rest = pin->rx.rest;
     pin->rx.rest = NULL;
-    char err[STATUS_MSG_MAX];
-    enum status_code code = rpc_decode_bulk(rc, rest, pin->rx.rest_len, pin->rx.rest_len, err,
-                                            sizeof err);
-    if (code == STATUS_OK && rc->bulk) {
-        rpc_bulk_pin_free(pin);
-        rc->pin = NULL;
-    }
-    if (code != STATUS_OK)
-        rpc_fail(rc, code, "%s", err);
+    *len = pin->rx.rest_len;
+    return rest;
 }
 
-size_t rpc_bulk_pin_piece(struct rpc_call *rc, const uint8_t *data, size_t n)
+uint8_t *rpc_bulk_pin_dest(struct rpc_pin *pin, size_t *room)
 {
-    field_rx_piece(&rc->pin->rx, data, n);
-    if (field_rx_whole(&rc->pin->rx))
-        rpc_bulk_pin_whole(rc);
-    return n;
+    return pin ? field_rx_dest(&pin->rx, room) : NULL;
 }
 
-uint8_t *rpc_bulk_pin_dest(struct rpc_call *rc, size_t *room)
+bool rpc_bulk_pin_give(struct rpc_pin **slot, struct job *job)
 {
-    return rc->pin ? field_rx_dest(&rc->pin->rx, room) : NULL;
-}
-
-bool rpc_bulk_pin_give(struct rpc_call *rc, struct job *job)
-{
-    struct rpc_pin *pin = rc->pin;
+    struct rpc_pin *pin = *slot;
     if (!pin)
         return false;
     job->in = pin->rx.field;
@@ -133,6 +122,6 @@ bool rpc_bulk_pin_give(struct rpc_call *rc, struct job *job)
     job->in_mem_len = 0;   /* the staging pool's, not the client's budget */
     job->in_mem_free = rpc_bulk_pin_free;
     job->in_pinned_dev = (int)pin->dev_index;
-    rc->pin = NULL;
+    *slot = NULL;
     return true;
 }

@@ -30,23 +30,29 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct rpc_call;
-struct rpc_pin;
+struct h2_call;
 struct job;
+struct rpc_pin;
+struct sched_port;
 
-/* piece_start() for a unary call of a method whose bulk field is bulk:
- * the offset of the field's bytes in the message, or 0 to read it whole. */
-size_t rpc_bulk_pin_start(struct rpc_call *rc, const ProtobufCFieldDescriptor *bulk,
-                          const uint8_t *head, size_t msg_len);
+/* piece_start() for a unary call (h2 call) of a method whose bulk field is
+ * bulk, on a loop whose scheduler port is sched: the offset of the field's
+ * bytes in the message, with *out the pinned run they go to; or 0 (*out
+ * untouched) to read the message whole. */
+size_t rpc_bulk_pin_start(struct rpc_pin **out, struct sched_port *sched, struct h2_call *call,
+                          const ProtobufCFieldDescriptor *bulk, const uint8_t *head,
+                          size_t msg_len);
 
-/* piece() and piece_dest() for it. The last piece decodes the request
- * (rc->req) or fails the call. */
-size_t rpc_bulk_pin_piece(struct rpc_call *rc, const uint8_t *data, size_t n);
-uint8_t *rpc_bulk_pin_dest(struct rpc_call *rc, size_t *room);
+/* piece() and piece_dest() for it. piece returns true once the message is
+ * whole: the caller then decodes what follows the field, taken with
+ * rpc_bulk_pin_rest (malloc'd, *len bytes, now the caller's). */
+bool rpc_bulk_pin_piece(struct rpc_pin *pin, const uint8_t *data, size_t n);
+uint8_t *rpc_bulk_pin_rest(struct rpc_pin *pin, size_t *len);
+uint8_t *rpc_bulk_pin_dest(struct rpc_pin *pin, size_t *room);
 
-/* Makes rc's pinned bulk bytes the job's input (job->in_mem, freed with
- * rpc_bulk_pin_free). False when rc has none. */
-bool rpc_bulk_pin_give(struct rpc_call *rc, struct job *job);
+/* Makes the pinned bulk bytes in *slot the job's input (job->in_mem, freed
+ * with rpc_bulk_pin_free) and empties the slot. False when it holds none. */
+bool rpc_bulk_pin_give(struct rpc_pin **slot, struct job *job);
 
 /* Returns the run and frees the rest; NULL is a no-op. Any thread. */
 void rpc_bulk_pin_free(void *pin);

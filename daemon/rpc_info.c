@@ -16,7 +16,7 @@
 #include "call_class.h"
 #include "conn_limit.h"
 #include "sched.h"
-#include "stage.h"
+#include "stage_latency.h"
 #include "staging.h"
 #include "tenant_stats.h"
 
@@ -135,10 +135,10 @@ void rpc_status(struct rpc_call *rc, ProtobufCMessage *req)
     Amp__V1__StageLatency stages[STAGE_COUNT], *stage_ptrs[STAGE_COUNT];
     uint64_t buckets[STAGE_COUNT][STAGE_BUCKETS];
     for (int g = 0; rc->env->stages && g < STAGE_COUNT; g++) {
-        const struct stage_stats *s = rc->env->stages;
+        const struct stage_latency *s = rc->env->stages;
         Amp__V1__StageLatency *l = &stages[g];
         amp__v1__stage_latency__init(l);
-        l->stage = (char *)stage_name((enum stage)g);
+        l->stage = (char *)stage_latency_name((enum stage)g);
         l->calls = atomic_load_explicit(&s->calls[g], memory_order_relaxed);
         l->sum_us = atomic_load_explicit(&s->sum_us[g], memory_order_relaxed);
         for (int b = 0; b < STAGE_BUCKETS; b++)

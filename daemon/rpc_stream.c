@@ -42,7 +42,7 @@
 #include "rpc_params.h"
 #include "rpc_reply_bound.h"
 #include "sched.h"
-#include "stage.h"
+#include "stage_latency.h"
 #include "staging.h"
 #include "amp_wire.h"
 
@@ -103,7 +103,7 @@ struct rpc_stream {
     unsigned cap;
     unsigned tasks;               /* submitted and not yet done */
     uint64_t device_ns;           /* its tasks' device time so far (tenant_stats.h) */
-    uint64_t device_end;          /* when the last task done so far ended (stage_now_ns) */
+    uint64_t device_end;          /* when the last task done so far ended (stage_latency_now_ns) */
 };
 
 struct rpc_stream_task {
@@ -655,7 +655,7 @@ static enum status_code rpc_stream_header(struct rpc_stream *st, Amp__V1__JobHea
     code = rpc_job_share(st->rc, st->job, err, errlen);   /* given back when the call closes */
     if (code != STATUS_OK)
         return code;
-    st->job->t_submit = stage_now_ns();
+    st->job->t_submit = stage_latency_now_ns();
     code = sched_stream_begin(st->sched, st->job, &st->dev, err, errlen);
     if (code != STATUS_OK)
         return code;
@@ -853,7 +853,7 @@ static void rpc_stream_closed(struct rpc_call *rc)
     st->rc = NULL;
     rc->stream = NULL;
     if (!st->failed && st->phase == RS_CLOSING)   /* answered OK: its time counts */
-        stage_record(rc->env->stages, STAGE_STREAM, rc->t_start, stage_now_ns());
+        stage_latency_record(rc->env->stages, STAGE_STREAM, rc->t_start, stage_latency_now_ns());
     if (!st->failed && st->phase != RS_CLOSING)
         rpc_stream_fail(st, STATUS_CANCELLED, "the client went away");
     rpc_stream_wind_down(st);

@@ -35,7 +35,7 @@
 #include "runner.h"
 #include "sat.h"
 #include "split.h"
-#include "stage.h"
+#include "stage_latency.h"
 #include "staging.h"
 #include "tenant_stats.h"
 
@@ -421,7 +421,7 @@ static void sched_push_done(struct sched_port *p, struct task *t)
 static void sched_on_complete(struct task *t, void *ctx)
 {
     (void)ctx;
-    t->t_end = stage_now_ns();
+    t->t_end = stage_latency_now_ns();
     sched_push_done(t->home, t);
 }
 

@@ -52,7 +52,7 @@
 #include "region_sock.h"
 #include "rpc.h"
 #include "sched.h"
-#include "stage.h"
+#include "stage_latency.h"
 #include "tls.h"
 #include "traffic.h"
 
@@ -74,7 +74,7 @@ struct server {
     pthread_mutex_t budget_lock; /* budget's: every I/O loop takes and gives */
     struct conn_limit conn_limit;
     struct status_counts status_counts; /* calls answered, by status */
-    struct stage_stats stages;          /* unary job calls' stage latencies */
+    struct stage_latency stages;          /* unary job calls' stage latencies */
     struct traffic traffic;             /* calls by method and status, bytes (traffic.h) */
     struct sched *sched;
     struct io_loop **loops;    /* nloops, loops[0] on this loop */

@@ -46,7 +46,7 @@ struct task {
     struct task *next;            /* queue link; owned by whichever queue holds the task */
     uint64_t fq_step, fq_seq;     /* fairq.c's charge over weight, and push order, while
                                    * queued there */
-    uint64_t t_begin, t_end;      /* stage_now_ns(): the runner started it, handed it back
+    uint64_t t_begin, t_end;      /* stage_latency_now_ns(): the runner started it, handed it back
                                    * (a stream's device time, tenant_stats.h) */
 };
 

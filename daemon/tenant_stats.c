@@ -50,7 +50,7 @@ static void tenant_stats_add(struct tenant_hist *h, uint64_t ns)
     uint64_t us = ns / TENANT_STATS_NS_PER_US;
     h->count++;
     h->sum_us += us;
-    h->buckets[stage_bucket(us)]++;
+    h->buckets[stage_latency_bucket(us)]++;
 }
 
 /* Under the lock: client's row, made if there is room, else "other". */

@@ -8,7 +8,7 @@
  * a stream's, the time any of its tasks was on the device). sched.c
  * records each job as its completion reaches the loop, and each stream
  * as rpc_stream.c ends it; metrics_render.c and Status (rpc_info.c)
- * read a snapshot. Histograms use stage.h's power-of-two microsecond
+ * read a snapshot. Histograms use stage_latency.h's power-of-two microsecond
  * buckets, so every latency figure the daemon reports reads the same
  * way.
  *
@@ -26,7 +26,7 @@
 #include <stdint.h>
 
 #include "job.h"
-#include "stage.h"
+#include "stage_latency.h"
 
 /* Distinct clients with rows of their own; the rest share "other". */
 #define TENANT_STATS_CLIENTS 32
@@ -38,7 +38,7 @@
 #define TENANT_STATS_ROWS (TENANT_STATS_CLIENTS + 2)
 
 /* One histogram: count jobs, their summed microseconds, and buckets[i]
- * the jobs in [2^(i-1), 2^i) us (stage.h's buckets). */
+ * the jobs in [2^(i-1), 2^i) us (stage_latency.h's buckets). */
 struct tenant_hist {
     uint64_t count;
     uint64_t sum_us;

@@ -154,7 +154,7 @@ static void fuzz_device_job(struct task *t, uint64_t device_memory)
             return;
         }
         if (data != in && job->out) {
-            /* Results go into out one after another, as dev.c puts them. */
+            /* Results go into out one after another, as dev_run.c puts them. */
             if (len > job->out_cap - job->out_used) {
                 free(data);
                 fuzz_device_fail(t, STATUS_OUT_OF_RANGE, "fuzz: a result does not fit in out");

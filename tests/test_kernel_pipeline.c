@@ -148,7 +148,7 @@ START_TEST(bad_later_step_fails_whole_job)
 }
 END_TEST
 
-/* GPUs run jobs of histograms and one transform in chunks (dev.c,
+/* GPUs run jobs of histograms and one transform in chunks (dev_run.c,
  * dev_chunked): small chunks here, with the GPU kernels, so that a sub-range
  * and histograms before and after the transform cross chunk edges. */
 START_TEST(chunked_histograms_around_a_transform)

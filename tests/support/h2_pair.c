@@ -15,25 +15,6 @@ static enum status_code pair_start(struct h2_call *call, const char *path, enum 
     return rpc_h2_start(call, path, kind, msg, msglen, &p->env, NULL);
 }
 
-static enum status_code pair_message(struct h2_call *call, const uint8_t *msg, size_t len,
-                                     char *err, size_t errlen, void *ctx)
-{
-    struct h2_pair *p = ctx;
-    return rpc_h2_message(call, msg, len, err, errlen, &p->env);
-}
-
-static void pair_end(struct h2_call *call, void *ctx)
-{
-    struct h2_pair *p = ctx;
-    rpc_h2_end(call, &p->env);
-}
-
-static void pair_closed(struct h2_call *call, void *ctx)
-{
-    struct h2_pair *p = ctx;
-    rpc_h2_closed(call, &p->env);
-}
-
 static void pair_want_write(void *ctx)
 {
     struct h2_pair *p = ctx;
@@ -42,9 +23,9 @@ static void pair_want_write(void *ctx)
 
 static const struct h2_handlers pair_handlers = {
     .start = pair_start,
-    .message = pair_message,
-    .end = pair_end,
-    .closed = pair_closed,
+    .message = rpc_h2_message,
+    .end = rpc_h2_end,
+    .closed = rpc_h2_closed,
     .want_write = pair_want_write,
 };
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* stage.c: stage latency histograms (stage.h). */
-#include "stage.h"
+/* stage_latency.c: stage latency histograms (stage_latency.h). */
+#include "stage_latency.h"
 
 #include "monotonic.h"
 
@@ -10,17 +10,17 @@ static const char *const stage_names[STAGE_COUNT] = {
     [STAGE_STREAM] = "stream",
 };
 
-uint64_t stage_now_ns(void)
+uint64_t stage_latency_now_ns(void)
 {
     return monotonic_ns();
 }
 
-const char *stage_name(enum stage st)
+const char *stage_latency_name(enum stage st)
 {
     return (unsigned)st < STAGE_COUNT ? stage_names[st] : "unknown";
 }
 
-unsigned stage_bucket(uint64_t us)
+unsigned stage_latency_bucket(uint64_t us)
 {
     unsigned b = 0;
     while (b + 1 < STAGE_BUCKETS && us >= ((uint64_t)1 << b))
@@ -28,12 +28,12 @@ unsigned stage_bucket(uint64_t us)
     return b;
 }
 
-void stage_record(struct stage_stats *s, enum stage st, uint64_t from, uint64_t to)
+void stage_latency_record(struct stage_latency *s, enum stage st, uint64_t from, uint64_t to)
 {
     if (!s || (unsigned)st >= STAGE_COUNT)
         return;
     uint64_t us = to > from ? (to - from) / 1000 : 0;
-    unsigned b = stage_bucket(us);
+    unsigned b = stage_latency_bucket(us);
     atomic_fetch_add_explicit(&s->calls[st], 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&s->sum_us[st], us, memory_order_relaxed);
     atomic_fetch_add_explicit(&s->buckets[st][b], 1, memory_order_relaxed);

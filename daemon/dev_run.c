@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* dev.c: running a job's steps on one device (dev_run, see dev.h).
+/* dev_run.c: running a job's steps on one device (dev_run, see dev.h).
  *
  * A job larger than a piece runs in pieces (dev_piece.c). Otherwise the
  * input is copied in once; each data step writes a new device buffer

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* stage.h: where a unary job call's time goes, as latency histograms, and
+/* stage_latency.h: where a unary job call's time goes, as latency histograms, and
  * how long Stream calls take.
  *
  * A call is stamped as it passes each stage (rpc.c, sched.c, the runner's
@@ -11,8 +11,8 @@
  * counters (relaxed: totals, no order between threads). Status reports
  * them, so the next slowdown is found by reading them, not by guessing.
  */
-#ifndef AMPD_STAGE_H
-#define AMPD_STAGE_H
+#ifndef AMPD_STAGE_LATENCY_H
+#define AMPD_STAGE_LATENCY_H
 
 #include <stdatomic.h>
 #include <stdint.h>
@@ -32,23 +32,23 @@ enum stage {
  * last holds everything longer. */
 #define STAGE_BUCKETS 24
 
-struct stage_stats {
+struct stage_latency {
     atomic_uint_least64_t calls[STAGE_COUNT];
     atomic_uint_least64_t sum_us[STAGE_COUNT];
     atomic_uint_least64_t buckets[STAGE_COUNT][STAGE_BUCKETS];
 };
 
 /* The bucket a time of us microseconds falls in. */
-unsigned stage_bucket(uint64_t us);
+unsigned stage_latency_bucket(uint64_t us);
 
 /* Nanoseconds on CLOCK_MONOTONIC. */
-uint64_t stage_now_ns(void);
+uint64_t stage_latency_now_ns(void);
 
 /* The stage's name in Status ("request", "queue", ...). */
-const char *stage_name(enum stage st);
+const char *stage_latency_name(enum stage st);
 
 /* Counts one call's time in st: to - from nanoseconds (0 if to < from).
  * s may be NULL (not counted). */
-void stage_record(struct stage_stats *s, enum stage st, uint64_t from, uint64_t to);
+void stage_latency_record(struct stage_latency *s, enum stage st, uint64_t from, uint64_t to);
 
 #endif
