@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* stream.c: the streamed path of ampctl's data commands (transform,
  * reverse, hist, pipeline): input from an io_input, output to a file
- * descriptor, a progress bar on a terminal, over amp_stream().
+ * descriptor, a progress bar on a terminal, over amp_stream_run().
  *
  * The callbacks keep local I/O failures apart from the daemon's, so a
  * full disk exits 4 (local I/O) and not 3 (connection).
@@ -84,8 +84,12 @@ int stream_job(struct ampctl *ctx, struct io_input *in, const struct job_spec *j
         return rc;
     term_out_init(&s.term, has_output ? output : "-");
     progress_start(&s.bar, !ctx->no_progress, total);
-    int r = amp_stream(ctx->conn, &ctx->opts, j->steps, j->nsteps, total, stream_read, &s,
-                       has_output ? stream_write : NULL, &s, j->hists, j->nhists);
+    const amp_stream_args a = {
+        .size = sizeof a, .steps = j->steps, .nsteps = j->nsteps, .total_length = total,
+        .in = stream_read, .in_ctx = &s, .out = has_output ? stream_write : NULL, .out_ctx = &s,
+        .hists = j->hists, .nhists = j->nhists,
+    };
+    int r = amp_stream_run(ctx->conn, &ctx->opts, &a);
     progress_end(&s.bar, in->taken, r == 0);
     if (s.term.refused)
         rc = AMPCTL_EUSAGE;

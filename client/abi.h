@@ -21,6 +21,7 @@
 #define ABI_STEP_MIN ABI_END(amp_step, fill)
 #define ABI_SLICE_MIN ABI_END(amp_slice, length)
 #define ABI_STATUS_MIN ABI_END(amp_daemon_status, calls)
+#define ABI_STREAM_ARGS_MIN ABI_END(amp_stream_args, nhists)
 #define ABI_HAS(p, type, field) ((p)->size >= ABI_END(type, field))
 
 /* AMP_EINVAL with a message naming what ("opts", "steps[2]") unless size

@@ -20,6 +20,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "abi.h"
 #include "amp.pb-c.h"
 #include "call.h"
 #include "conn.h"
@@ -427,17 +428,32 @@ int amp_stream_mem_into(amp_conn *c, const amp_opts *o, const amp_step *steps, s
     return rc;
 }
 
+int amp_stream_run(amp_conn *c, const amp_opts *o, const amp_stream_args *a)
+{
+    if (!c)
+        return AMP_EINVAL;
+    if (!a)
+        return conn_fail(c, AMP_EINVAL, "amp_stream_run: no arguments (a is NULL)");
+    int rc = abi_check_size(c, "amp_stream_args", a->size, ABI_STREAM_ARGS_MIN);
+    if (rc != 0)
+        return rc;
+    struct stream st = {
+        .c = c, .in = a->in, .in_ctx = a->in_ctx, .out = a->out, .out_ctx = a->out_ctx,
+        .hists = a->hists, .nhists = a->nhists, .in_done = a->in == NULL,
+    };
+    return stream_job(&st, o, a->steps, a->nsteps, a->total_length);
+}
+
 int amp_stream(amp_conn *c, const amp_opts *o, const amp_step *steps, size_t nsteps,
                uint64_t total_length, amp_read_cb in, void *in_ctx, amp_write_cb out,
                void *out_ctx, amp_hist *hists, size_t nhists)
 {
-    if (!c)
-        return AMP_EINVAL;
-    struct stream st = {
-        .c = c, .in = in, .in_ctx = in_ctx, .out = out, .out_ctx = out_ctx,
-        .hists = hists, .nhists = nhists, .in_done = in == NULL,
+    const amp_stream_args a = {
+        .size = sizeof a, .steps = steps, .nsteps = nsteps, .total_length = total_length,
+        .in = in, .in_ctx = in_ctx, .out = out, .out_ctx = out_ctx, .hists = hists,
+        .nhists = nhists,
     };
-    return stream_job(&st, o, steps, nsteps, total_length);
+    return amp_stream_run(c, o, &a);
 }
 
 /* --- over file descriptors ------------------------------------------------------ */

@@ -8,7 +8,7 @@
 # Refuses to run where any of them is installed already: it would remove it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PKGS=(ampd ampctl libampclient0 libampclient-dev)
+PKGS=(ampd ampctl libampclient0.1 libampclient-dev)
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
 
@@ -33,7 +33,7 @@ $SUDO dpkg -i "$out"/debs/*.deb >&2
 
 fail() { echo "deb-test: $*" >&2; exit 1; }
 getent group ampd >/dev/null || fail "no ampd group after installing (sysusers.d)"
-dpkg-query -W -f='${Conffiles}' ampd | grep -q "/etc/ampd/ampd.conf " || fail "ampd.conf is no conffile"
+dpkg-query -W -f='${Conffiles}' ampd | grep "/etc/ampd/ampd.conf " >/dev/null || fail "ampd.conf is no conffile"
 grep -q "^ExecStart=/usr/sbin/ampd --config /etc/ampd/ampd.conf$" /lib/systemd/system/ampd.service ||
   fail "ampd.service does not name /usr/sbin/ampd and /etc/ampd/ampd.conf"
 [ -e /lib/systemd/system/ampd.socket ] || fail "no ampd.socket"
@@ -55,7 +55,10 @@ got=$(/usr/bin/ampctl -a "unix:$sock" reverse -o - packaged)
 # A program on the installed library alone (pkg-config from the -dev package).
 cc -std=c11 -Wall -Wextra -Werror tests/install/consumer.c -o "$out/consumer" \
    $(pkg-config --cflags --libs ampclient)
-ldd "$out/consumer" | grep -Eq "libampclient\.so\.0 => (/usr)?/lib/" || fail "consumer not on libampclient0"
+# grep reads all of it: with -q it could exit first and, under pipefail,
+# ldd's SIGPIPE fail the check.
+ldd "$out/consumer" | grep -E "libampclient\.so\.0\.1 => (/usr)?/lib/" >/dev/null ||
+  fail "consumer not on libampclient0.1: $(ldd "$out/consumer" | grep ampclient)"
 "$out/consumer" "unix:$sock" >&2
 
 kill -TERM "$ampd_pid"

@@ -4,7 +4,7 @@
 # and travel with the .debs of the libraries they load.
 #
 #   device_prepare DIR BINARY...   here: copies the binaries (and
-#       libampclient.so.0) to DIR/bin and downloads to DIR/debs the
+#       libampclient.so.0.1) to DIR/bin and downloads to DIR/debs the
 #       package of every library they load (ldd, then dpkg -S; libc6 is
 #       there already). DIR is git-ignored and carried to the machine.
 #   device_setup DIR               there: unpacks DIR/debs into a folder
@@ -17,11 +17,11 @@ device_step() { echo "== $(date -u +%H:%M:%S) $*"; }
 device_prepare() {
   local dir=$1 b
   shift
-  for b in "$@" build/client/libampclient.so.0; do
+  for b in "$@" build/client/libampclient.so.0.1; do
     [ -e "$b" ] || { echo "missing $b: run scripts/build.sh build first" >&2; return 2; }
   done
   rm -rf "${dir:?}/debs" "${dir:?}/bin" && mkdir -p "$dir/debs" "$dir/bin" || return 2
-  cp "$@" "$dir/bin/" && cp -L build/client/libampclient.so.0 "$dir/bin/" || return 2
+  cp "$@" "$dir/bin/" && cp -L build/client/libampclient.so.0.1 "$dir/bin/" || return 2
   local pkgs
   mapfile -t pkgs < <(for l in $(ldd "$@" | awk '/=> \//{print $3}' | sort -u); do
            dpkg -S "$l" 2>/dev/null || dpkg -S "$(readlink -f "$l")" 2>/dev/null || true

@@ -8,7 +8,7 @@
 #   scripts/build.sh build && cp build/ampd build/ampctl build/bench/bench_stream \
 #     build/tests/test_stream_tasks build/tests/test_client_stream build/tests/test_stream_flow \
 #     build/tests/test_client_pipeline build/tests/test_runner build-dev/bin/ &&
-#   cp -L build/libampclient.so.0 build-dev/bin/
+#   cp -L build/libampclient.so.0.1 build-dev/bin/
 # Arguments go to bench_stream (e.g. --size 4G).
 set -x
 dir=${DIR:-build-dev}

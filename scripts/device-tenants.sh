@@ -11,7 +11,7 @@
 # Two steps:
 #   1. here (the build machine), from the repo root:
 #        scripts/build.sh build && scripts/device-tenants.sh prepare
-#      puts ampd, ampctl, bench_tenants, libampclient.so.0 and the .debs of
+#      puts ampd, ampctl, bench_tenants, libampclient.so.0.1 and the .debs of
 #      every library they load (found with ldd and dpkg -S, libc6 left out)
 #      under $DIR (default build-dev, git-ignored);
 #   2. on the device machine, carrying $DIR:

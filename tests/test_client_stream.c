@@ -17,6 +17,7 @@
  * caller's buffer): the same, a buffer too small, and its arguments.
  */
 #include <check.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -652,6 +653,29 @@ START_TEST(bad_arguments_refused_locally)
 }
 END_TEST
 
+/* The options-struct form runs the same job; a struct it cannot read is
+ * refused before anything is sent. */
+START_TEST(args_struct_form)
+{
+    amp_step st = { .size = sizeof(amp_step), .kind = AMP_STEP_TRANSFORM,
+                    .transform = { .op = AMP_OP_XOR, .value = 0xff } };
+    const uint8_t in[5] = { 0, 1, 2, 3, 0xf0 }, want[5] = { 0xff, 0xfe, 0xfd, 0xfc, 0x0f };
+    struct src s = { .data = in, .len = sizeof in };
+    struct sink k = { .want = want, .want_len = sizeof want };
+    amp_stream_args a = { .size = sizeof a, .steps = &st, .nsteps = 1, .total_length = sizeof in,
+                          .in = src_read, .in_ctx = &s, .out = sink_write, .out_ctx = &k };
+    CLIENT_CHECK_OK(amp_stream_run(client_conn, NULL, &a));
+    expect_sink(&k);
+    a.size = offsetof(amp_stream_args, hists);
+    ck_assert_int_eq(amp_stream_run(client_conn, NULL, &a), AMP_EINVAL);
+    ck_assert_msg(strstr(amp_last_message(client_conn), "amp_stream_args.size"), "'%s'",
+                  amp_last_message(client_conn));
+    ck_assert_int_eq(amp_stream_run(client_conn, NULL, NULL), AMP_EINVAL);
+    ck_assert_int_eq(amp_stream_run(NULL, NULL, &a), AMP_EINVAL);
+    expect_conn_usable();
+}
+END_TEST
+
 int main(void)
 {
     static const char *const args[] = { "--staging-bytes", "4M", "--chunk-bytes", "1M", NULL };
@@ -671,6 +695,7 @@ int main(void)
         reverse_unknown_length,
         total_length_mismatch,
         bad_arguments_refused_locally,
+        args_struct_form,
         from_memory,
         into_memory,
         NULL,

@@ -384,8 +384,9 @@ typedef long (*amp_read_cb)(void *ctx, void *buf, size_t cap);
  * code to abort the stream. */
 typedef int (*amp_write_cb)(void *ctx, const void *buf, size_t len);
 
-/* Runs steps over an input of any size in chunks (the Stream call), with
- * bounded memory on both sides.
+/* What a Stream call runs over what (amp_stream_run): set size to
+ * sizeof(amp_stream_args) (see the top of this file).
+ * steps, nsteps: the job, as for amp_pipeline.
  * total_length: input bytes that will follow (0: unknown: with a reverse
  * step, the daemon then takes at most its --max-unknown-length, 256 MiB by
  * default; it refuses a count different from one given).
@@ -394,14 +395,32 @@ typedef int (*amp_write_cb)(void *ctx, const void *buf, size_t len);
  * step; NULL discards it.
  * hists: room for one amp_hist per histogram step, filled in step order;
  * nhists must equal the number of histogram steps. On success the caller
- * frees each with amp_hist_free(); on failure they are left zeroed.
- * Input is read only as fast as the daemon takes it (HTTP/2 flow control)
- * and output is delivered as it arrives. An abort from in or out resets
- * the stream and returns that code; the connection stays usable.
- * o->timeout_ms bounds the whole stream.
- * Returns 0, a call error (AMP_EINVAL also for steps the library refuses,
- * nhists not the number of histogram steps), or the code in or out
- * aborted with; output already handed to out stays delivered. */
+ * frees each with amp_hist_free(); on failure they are left zeroed. */
+typedef struct amp_stream_args {
+    size_t size;
+    const amp_step *steps;
+    size_t nsteps;
+    uint64_t total_length;
+    amp_read_cb in;
+    void *in_ctx;
+    amp_write_cb out;
+    void *out_ctx;
+    amp_hist *hists;
+    size_t nhists;
+} amp_stream_args;
+
+/* Runs a's steps over an input of any size in chunks (the Stream call),
+ * with bounded memory on both sides. Input is read only as fast as the
+ * daemon takes it (HTTP/2 flow control) and output is delivered as it
+ * arrives. An abort from a->in or a->out resets the stream and returns that
+ * code; the connection stays usable. o->timeout_ms bounds the whole stream.
+ * Returns 0, a call error (AMP_EINVAL also for a NULL a, a->size too small,
+ * steps the library refuses, nhists not the number of histogram steps), or
+ * the code in or out aborted with; output already handed to out stays
+ * delivered. */
+AMP_EXTERN int amp_stream_run(amp_conn *c, const amp_opts *o, const amp_stream_args *a);
+
+/* amp_stream_run with the arguments one by one, as before amp_stream_args. */
 AMP_EXTERN int amp_stream(amp_conn *c, const amp_opts *o, const amp_step *steps, size_t nsteps,
                           uint64_t total_length, amp_read_cb in, void *in_ctx,
                           amp_write_cb out, void *out_ctx, amp_hist *hists, size_t nhists);
@@ -561,6 +580,7 @@ typedef struct amp_device_load {
     uint32_t jobs_queued;
     uint64_t memory_in_use;   /* device bytes reserved by running jobs */
     uint64_t memory_capacity; /* the most it admits at once (ampd --max-device-memory) */
+    uint64_t reserved[2];     /* zeroed by the library */
 } amp_device_load;
 
 typedef struct amp_device {
@@ -575,7 +595,7 @@ typedef struct amp_device {
     uint32_t compute_units;
     int is_default;
     amp_device_load load;   /* when the list was made */
-    uint64_t reserved[1];   /* zeroed by the library */
+    uint64_t reserved[8];   /* zeroed by the library: room for what a device may report later */
 } amp_device;
 
 /* Lists the daemon's devices into *list (*n entries, caller frees with
