@@ -266,7 +266,10 @@ static void config_usage(void)
            "                            option names; the command line overrides them\n");
     for (size_t i = 0; i < CONFIG_NOPTS; i++)
         config_usage_opt(&config_opts[i], &d);
-    printf("  --help                    show this help\n"
+    printf("  --check-config            check the options, the config file and the files\n"
+           "                            they name (tokens, TLS), open no device, bind\n"
+           "                            nothing; exit 0 if they would start, else 2\n"
+           "  --help                    show this help\n"
            "  --version                 show the version\n"
            "Sizes (N) take a K, M, G or T suffix, or KiB, MiB, GiB, TiB (powers of 1024),\n"
            "or KB, MB, GB, TB (powers of 1000). Durations (S) are seconds, or take a\n"
@@ -753,15 +756,24 @@ static int config_arg_value(int argc, char **argv, int *i, const char **value, c
     return 0;
 }
 
+/* The one option that takes no value and is no setting. */
+#define CONFIG_CHECK_FLAG "--check-config"
+
 static bool config_flag(const char *arg, const char *name)
 {
     return strcmp(arg, name) == 0;
 }
 
-/* Handles --help/--version and finds --config before anything else. */
-static enum config_result config_prescan(int argc, char **argv, const char **file)
+/* Handles --help/--version and finds --config and --check-config before
+ * anything else. */
+static enum config_result config_prescan(int argc, char **argv, const char **file,
+                                         bool *check_only)
 {
     for (int i = 1; i < argc; i++) {
+        if (config_flag(argv[i], CONFIG_CHECK_FLAG)) {
+            *check_only = true;
+            continue;
+        }
         if (config_flag(argv[i], "--help") || config_flag(argv[i], "-h")) {
             config_usage();
             return CONFIG_EXIT;
@@ -784,6 +796,8 @@ static int config_argv(struct config *cfg, int argc, char **argv, char *err, siz
     for (int i = 1; i < argc; i++) {
         const char *name, *value;
         size_t namelen;
+        if (config_flag(argv[i], CONFIG_CHECK_FLAG))
+            continue;   /* config_prescan's */
         if (config_arg_name(argv[i], &name, &namelen, err, errlen) != 0)
             return -1;
         bool is_config = namelen == strlen("config") && strncmp(name, "config", namelen) == 0;
@@ -887,7 +901,7 @@ enum config_result config_load(struct config *cfg, int argc, char **argv, char *
     cfg->argc = argc;
     cfg->argv = argv;
     const char *file = NULL;
-    if (config_prescan(argc, argv, &file) == CONFIG_EXIT)
+    if (config_prescan(argc, argv, &file, &cfg->check_only) == CONFIG_EXIT)
         return CONFIG_EXIT;
     if (file && config_file(cfg, file, err, errlen) != 0)
         return CONFIG_ERROR;

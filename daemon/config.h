@@ -8,6 +8,7 @@
 #ifndef AMPD_CONFIG_H
 #define AMPD_CONFIG_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -179,6 +180,7 @@ struct config {
     uint32_t log_level;                /* enum log_level (log.h) */
     char metrics_listen[AMPD_ADDRESS_MAX]; /* HOST:PORT of the metrics listener; "": none */
     uint32_t metrics_allow_remote;     /* 1: metrics_listen may be other than loopback */
+    bool check_only;                   /* --check-config: validate, report, exit */
     int argc;                          /* config_load()'s arguments, for SIGHUP to load */
     char **argv;                       /* them again; main()'s, so they live as long */
 };

@@ -71,6 +71,12 @@ int main(int argc, char **argv)
         return MAIN_EXIT_USAGE;
     }
     log_set_level((enum log_level)cfg.log_level);
+    if (cfg.check_only) {
+        if (server_check(&cfg) != 0)
+            return MAIN_EXIT_USAGE;
+        printf("ampd: configuration ok\n");
+        return 0;
+    }
     /* A client that vanishes mid-write must not kill the daemon, nor a
      * SIGHUP (systemctl reload) that comes while kernels build, before the
      * server's loop handles it (server.c reloads then). */

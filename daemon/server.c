@@ -584,11 +584,10 @@ static int server_metrics(struct server *srv)
 }
 
 /* Who may call: the token file and the allow-lists, before any listener. */
-static int server_auth(struct server *srv)
+/* The admission rules cfg sets (auth.h). */
+static struct auth_rules server_auth_rules(const struct config *cfg)
 {
-    char err[512];
-    const struct config *cfg = srv->cfg;
-    struct auth_rules rules = {
+    return (struct auth_rules){
         .token_file = cfg->token_file,
         .tcp_require_token = cfg->tcp_require_token,
         .allow_plaintext_network = cfg->allow_plaintext_network,
@@ -597,6 +596,20 @@ static int server_auth(struct server *srv)
         .uid_weight = &cfg->uid_weight,
         .uid_max_priority = &cfg->uid_max_priority,
     };
+}
+
+/* The TLS files cfg names (tls.h). */
+static struct tls_server_files server_tls_files(const struct config *cfg)
+{
+    return (struct tls_server_files){ .cert = cfg->tls_cert, .key = cfg->tls_key,
+                                      .client_ca = cfg->tls_client_ca };
+}
+
+static int server_auth(struct server *srv)
+{
+    char err[512];
+    const struct config *cfg = srv->cfg;
+    struct auth_rules rules = server_auth_rules(cfg);
     if (auth_new(&rules, &srv->auth, err, sizeof err) != 0) {
         log_msg(LOG_ERROR, "%s", err);
         return -1;
@@ -619,8 +632,7 @@ static int server_tls(struct server *srv)
     char err[512];
     if (!srv->cfg->tls_cert[0])
         return 0;
-    struct tls_server_files files = { .cert = srv->cfg->tls_cert, .key = srv->cfg->tls_key,
-                                      .client_ca = srv->cfg->tls_client_ca };
+    struct tls_server_files files = server_tls_files(srv->cfg);
     if (tls_server_new(&files, &srv->tls, err, sizeof err) != 0) {
         log_msg(LOG_ERROR, "%s", err);
         return -1;
@@ -812,6 +824,25 @@ static int server_start_sockets(struct server *srv)
                    server_metrics(srv) != 0 || server_listen(srv) != 0
                ? -1
                : 0;
+}
+
+int server_check(const struct config *cfg)
+{
+    char err[512];
+    struct tls_server *tls = NULL;
+    struct auth *auth = NULL;
+    struct tls_server_files files = server_tls_files(cfg);
+    struct auth_rules rules = server_auth_rules(cfg);
+    int rc = 0;
+    if (cfg->tls_cert[0] && tls_server_new(&files, &tls, err, sizeof err) != 0)
+        rc = -1;
+    else if (auth_new(&rules, &auth, err, sizeof err) != 0)
+        rc = -1;
+    if (rc != 0)
+        log_msg(LOG_ERROR, "%s", err);
+    tls_server_free(tls);
+    auth_free(auth);
+    return rc;
 }
 
 int server_run(const struct config *cfg, server_open_devices_fn open_devices)

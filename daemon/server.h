@@ -32,6 +32,11 @@ typedef int (*server_open_devices_fn)(const struct config *cfg, struct dev ***de
                                       size_t *ndevs, size_t *default_index, char *err,
                                       size_t errlen);
 
+/* --check-config: loads and lets go of what a start reads before it binds
+ * (the TLS certificate and key, the token file and admission rules),
+ * logging the first error. Opens no device, binds nothing. 0 or -1. */
+int server_check(const struct config *cfg);
+
 /* Runs the daemon; returns the process exit status (0 after a clean drain,
  * 1 when startup failed, the devices' opening too, with the reason on
  * stderr). */
