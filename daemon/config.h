@@ -18,7 +18,7 @@
 #define AMPD_DEFAULT_MAX_MESSAGE_BYTES (64ull * 1024 * 1024)
 #define AMPD_DEFAULT_MAX_CONNECTIONS 256
 #define AMPD_DEFAULT_MAX_JOBS 1024
-#define AMPD_DEFAULT_MAX_STREAMS 32
+#define AMPD_DEFAULT_MAX_STREAMS 100   /* gRPC's usual MAX_CONCURRENT_STREAMS */
 #define AMPD_DEFAULT_MAX_JOB_MEMORY (1024ull * 1024 * 1024)
 #define AMPD_DEFAULT_DRAIN_TIMEOUT_MS 30000
 /* A connection may hold this share of --max-job-memory unless told otherwise. */

@@ -50,7 +50,7 @@ START_TEST(defaults)
     ck_assert_uint_eq(cfg.max_message_bytes, 64ull << 20);
     ck_assert_uint_eq(cfg.max_connections, 256);
     ck_assert_uint_eq(cfg.max_jobs, 1024);
-    ck_assert_uint_eq(cfg.max_streams, 32);
+    ck_assert_uint_eq(cfg.max_streams, 100);
     ck_assert_uint_eq(cfg.max_job_memory, 1ull << 30);
     ck_assert_str_eq(cfg.device, "");
     /* One I/O loop per online CPU, at most AMPD_DEFAULT_IO_THREADS_MAX. */

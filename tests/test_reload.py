@@ -97,7 +97,7 @@ def test_reload():
 
         new = r.reload("max-connections = 2\nlog-level = debug\nmax-streams = 3\n",
                        "SIGHUP: --max-connections 2 (was 1)",
-                       "warn: SIGHUP: --max-streams 3 (was 32) takes effect only at restart")
+                       "warn: SIGHUP: --max-streams 3 (was 100) takes effect only at restart")
         expect("--log-level" not in new and "settings reloaded, 2 changed" in new,
                "unchanged settings reported, or a wrong count: " + new)
         before = len(r.text())
