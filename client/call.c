@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "amp_wire.h"
 #include "call_class.h"
 #include "error.h"
 #include "grpc_frame.h"
@@ -452,6 +453,10 @@ int call_submit(amp_conn *c, struct call *call, const char *path, int timeout_ms
 {
     char timeout[GRPC_TIMEOUT_TEXT];
     grpc_timeout_format(timeout, timeout_ms > 0 ? (uint64_t)timeout_ms * CALL_US_PER_MS : 0);
+    /* The library takes replies of any size gRPC can frame: the daemon then
+     * refuses only what its --max-message-bytes would (amp_wire.h). */
+    char max_reply[24];
+    snprintf(max_reply, sizeof max_reply, "%zu", CALL_MAX_REPLY);
     nghttp2_nv nv[] = {
         CALL_NV(":method", "POST"),
         CALL_NV(":scheme", "http"),
@@ -460,6 +465,7 @@ int call_submit(amp_conn *c, struct call *call, const char *path, int timeout_ms
         CALL_NV("content-type", "application/grpc"),
         CALL_NV("te", "trailers"),
         CALL_NV("user-agent", CALL_USER_AGENT),
+        CALL_NV(AMP_WIRE_MAX_REPLY_HEADER, max_reply),
         CALL_NV("grpc-timeout", timeout),
         CALL_NV("authorization", ""),
         CALL_NV(CALL_CLASS_PRIORITY_HEADER, ""),

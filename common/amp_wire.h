@@ -17,6 +17,15 @@
 #define AMP_WIRE_DATA_REPLY_DATA PB_TAG(1, PB_WIRE_LEN)
 #define AMP_WIRE_DATA_REPLY_DEVICE PB_TAG(2, PB_WIRE_LEN)
 
+/* The metadata a client sends to say how large a reply message it takes
+ * (decimal bytes). A unary reply larger than that, or than
+ * AMP_WIRE_DEFAULT_MAX_REPLY from a client that says nothing (gRPC's
+ * default receive limit in grpc-js, grpc-go, grpc++, grpcio and Ruby), is
+ * refused before any device work with a status that says what to do:
+ * otherwise the client would throw away a reply the daemon worked for. */
+#define AMP_WIRE_MAX_REPLY_HEADER "amp-max-reply-bytes"
+#define AMP_WIRE_DEFAULT_MAX_REPLY ((uint64_t)4 << 20)
+
 /* Steps of one Pipeline or Stream job, at most: each holds a result until
  * the reply. */
 #define AMP_WIRE_MAX_STEPS 64

@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "amp_wire.h"
 #include "budget.h"
 #include "call_class.h"
 #include "data_frame.h"
@@ -63,6 +64,8 @@
 #define H2_MAX_HEADER_LIST (64 * 1024)
 #define H2_FIELD_OVERHEAD 32
 #define H2_US_PER_MS 1000
+/* amp-max-reply-bytes: 19 digits stay below 2^64. */
+#define H2_MAX_REPLY_DIGITS 19
 /* CONTINUATION frames one HEADERS block may span before nghttp2 ends the
  * connection (its default, named here: empty ones add no bytes). */
 #define H2_MAX_CONTINUATIONS 8
@@ -644,6 +647,21 @@ static void h2_call_keep_class(struct h2_call *c, bool is_priority, const uint8_
     k->max_queue_us = us;
 }
 
+/* amp-max-reply-bytes: decimal digits, more than 0; kept for rpc.c,
+ * which refuses a bad one. */
+static void h2_call_keep_max_reply(struct h2_call *c, const uint8_t *value, size_t len)
+{
+    struct h2_call_class *k = &c->cls;
+    uint64_t n = 0;
+    bool bad = len == 0 || len > H2_MAX_REPLY_DIGITS || k->max_reply != 0;
+    for (size_t i = 0; i < len && !bad; i++) {
+        bad = value[i] < '0' || value[i] > '9';
+        n = n * 10 + (uint64_t)(value[i] - '0');
+    }
+    k->max_reply_bad |= bad || n == 0;
+    k->max_reply = n;
+}
+
 uint64_t h2_call_timeout_ms(const struct h2_call *call)
 {
     return call->timeout_ms;
@@ -729,6 +747,8 @@ static int h2_on_header(nghttp2_session *ng, const nghttp2_frame *frame, const u
                h2_name_is(name, namelen, CALL_CLASS_MAX_QUEUE_HEADER)) {
         h2_call_keep_class(c, h2_name_is(name, namelen, CALL_CLASS_PRIORITY_HEADER), value,
                            valuelen);
+    } else if (h2_name_is(name, namelen, AMP_WIRE_MAX_REPLY_HEADER)) {
+        h2_call_keep_max_reply(c, value, valuelen);
     } else if (h2_name_is(name, namelen, "content-type")) {
         size_t n = valuelen < sizeof(c->content_type) - 1 ? valuelen : sizeof(c->content_type) - 1;
         memcpy(c->content_type, value, n);

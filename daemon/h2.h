@@ -267,6 +267,8 @@ struct h2_call_class {
     bool priority_bad;
     uint64_t max_queue_us;  /* amp-max-queue-time (grpc_timeout.h), rounded up; 0: none sent */
     bool max_queue_bad;     /* malformed, zero, or sent twice */
+    uint64_t max_reply;     /* amp-max-reply-bytes (amp_wire.h); 0: none sent */
+    bool max_reply_bad;     /* not a positive decimal, or sent twice */
 };
 const struct h2_call_class *h2_call_class(const struct h2_call *call);
 

@@ -36,6 +36,7 @@
 #include "monotonic.h"
 #include "rpc_bulk.h"
 #include "rpc_bulk_pin.h"
+#include "amp_wire.h"
 #include "sched.h"
 #include "stage_latency.h"
 
@@ -217,6 +218,11 @@ static enum status_code rpc_class(struct rpc_call *rc, const struct auth_conn *w
         snprintf(msg, msglen, "%s: want a duration as grpc-timeout writes it (1 to 8 digits and "
                  "H, M, S, m, u or n; 5m is 5 ms), more than 0, sent once",
                  CALL_CLASS_MAX_QUEUE_HEADER);
+        return STATUS_INVALID_ARGUMENT;
+    }
+    if (hdr->max_reply_bad) {
+        snprintf(msg, msglen, "%s: want the reply bytes your client accepts, a decimal number "
+                 "above 0, sent once", AMP_WIRE_MAX_REPLY_HEADER);
         return STATUS_INVALID_ARGUMENT;
     }
     char name[AUTH_NAME_MAX + LISTEN_PEER_MAX];

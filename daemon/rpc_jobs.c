@@ -77,24 +77,40 @@ static uint64_t rpc_job_output_bytes(const struct job *job)
     return total;
 }
 
-/* A reply the job could make that --max-message-bytes would not let out
- * is refused now, before the device works for nothing (rpc_reply_bound.h):
- * RESOURCE_EXHAUSTED, saying where such output can go instead. */
+/* A reply the job could make that --max-message-bytes would not let out,
+ * or that the client would not take (amp-max-reply-bytes, gRPC's default
+ * 4 MiB when it says nothing: amp_wire.h), is refused now, before the
+ * device works for nothing (rpc_reply_bound.h): RESOURCE_EXHAUSTED, saying
+ * where such output can go instead. */
 static enum status_code rpc_job_reply_fits(struct rpc_call *rc, const struct job *job,
                                            enum rpc_reply_kind kind, char *err)
 {
     uint64_t bound = rpc_reply_bound(job, kind);
     size_t max = rc->env->max_message_bytes;
-    if (bound <= max)
+    uint64_t client = h2_call_class(rc->h2)->max_reply;
+    bool said = client != 0;
+    client = said ? client : AMP_WIRE_DEFAULT_MAX_REPLY;
+    if (bound <= max && bound <= client)
         return STATUS_OK;
     bool data = false;
     for (size_t i = 0; i < job->nsteps; i++)
         data |= job->steps[i].kind != STEP_HISTOGRAM;
-    snprintf(err, STATUS_MSG_MAX,
-             "the reply could take %" PRIu64 " bytes, over --max-message-bytes (%zu): %s", bound,
-             max,
-             data ? "send the job as a Stream call, or name an output_region for its data"
-                  : "ask for fewer histogram bins");
+    const char *instead = data ? "use a Stream call or an output_region"
+                               : "ask for fewer histogram bins";
+    if (bound > max)
+        snprintf(err, STATUS_MSG_MAX,
+                 "the reply could take %" PRIu64 " bytes, over --max-message-bytes (%zu): %s",
+                 bound, max, data ? "send the job as a Stream call, or name an output_region for "
+                                    "its data" : instead);
+    else if (said)
+        snprintf(err, STATUS_MSG_MAX,
+                 "reply up to %" PRIu64 " bytes, over the %" PRIu64 " of %s: %s, or raise "
+                 "the limit", bound, client, AMP_WIRE_MAX_REPLY_HEADER, instead);
+    else
+        snprintf(err, STATUS_MSG_MAX,
+                 "reply up to %" PRIu64 " bytes, over gRPC's default receive limit (%" PRIu64
+                 "): %s, or raise your client's limit and send it as %s", bound, client, instead,
+                 AMP_WIRE_MAX_REPLY_HEADER);
     return STATUS_RESOURCE_EXHAUSTED;
 }
 

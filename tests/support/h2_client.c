@@ -17,6 +17,7 @@
 
 #include "grpc/health/v1/health.pb-c.h"
 #include "grpc_frame.h"
+#include "amp_wire.h"
 
 #define H2C_READ_BUF 65536
 
@@ -43,6 +44,9 @@ struct h2c {
     char goaway_debug[256];
     int pings_acked;
 };
+
+/* amp-max-reply-bytes this client sends: what a gRPC length prefix can frame. */
+#define H2C_MAX_REPLY_TEXT "4294967295"
 
 static struct h2c_stream *h2c_find(const struct h2c *c, int32_t id)
 {
@@ -223,6 +227,9 @@ static int32_t h2c_submit(struct h2c *c, const char *method, const char *path, c
         { (uint8_t *)":path", (uint8_t *)path, 5, strlen(path), 0 },
         { (uint8_t *)"content-type", (uint8_t *)ct, 12, strlen(ct), 0 },
         { (uint8_t *)"te", (uint8_t *)"trailers", 2, 8, 0 },
+        /* This client reads replies of any size (amp_wire.h). */
+        { (uint8_t *)AMP_WIRE_MAX_REPLY_HEADER, (uint8_t *)H2C_MAX_REPLY_TEXT,
+          sizeof AMP_WIRE_MAX_REPLY_HEADER - 1, sizeof H2C_MAX_REPLY_TEXT - 1, 0 },
     };
     nghttp2_nv all[sizeof(nv) / sizeof(nv[0]) + 2];
     size_t nnv = sizeof(nv) / sizeof(nv[0]);

@@ -3,6 +3,7 @@
  * tests (see hostile.h). */
 #define _GNU_SOURCE
 #include "hostile.h"
+#include "amp_wire.h"
 
 #include <arpa/inet.h>
 #include <check.h>
@@ -403,6 +404,8 @@ size_t hostile_request_block(uint8_t *out, size_t cap, const char *path, size_t 
         HOSTILE_NV(":method", "POST"), HOSTILE_NV(":scheme", "http"),
         HOSTILE_NV(":authority", "localhost"), HOSTILE_NV(":path", path ? path : "/"),
         HOSTILE_NV("content-type", "application/grpc"), HOSTILE_NV("te", "trailers"),
+        /* Replies of any size: the tests that leave them unread want big ones. */
+        HOSTILE_NV(AMP_WIRE_MAX_REPLY_HEADER, "4294967295"),
         HOSTILE_NV("x-pad", pad),
     };
     size_t nnv = sizeof nv / sizeof nv[0] - (extra_pad ? 0 : 1);
