@@ -273,7 +273,13 @@ static void config_usage(void)
            "  --version                 show the version\n"
            "Sizes (N) take a K, M, G or T suffix, or KiB, MiB, GiB, TiB (powers of 1024),\n"
            "or KB, MB, GB, TB (powers of 1000). Durations (S) are seconds, or take a\n"
-           "unit: us, ms, s, m or h (500ms, 1.5m).\n");
+           "unit: us, ms, s, m or h (500ms, 1.5m).\n"
+           "\n"
+           "Exit status:\n"
+           "  0  a clean drain; --help, --version; --check-config on a good configuration\n"
+           "  1  cannot start: no OpenCL device, --devices matching none, an address it\n"
+           "     cannot listen on, a token or TLS file it cannot load\n"
+           "  2  a bad option or configuration file (--check-config: any error)\n");
 }
 
 static const struct config_opt *config_find(const char *name, size_t namelen)

@@ -60,6 +60,29 @@ def wrong_defaults(help_txt, man):
     return problems
 
 
+def exit_codes(help_txt):
+    """The codes of --help's "Exit status:" block."""
+    block = help_txt.split("Exit status:")[1] if "Exit status:" in help_txt else ""
+    return re.findall(r"^  ([0-9]+)  ", block, re.M)
+
+
+def wrong_exit_codes(help_txt, man, name):
+    """Codes --help lists that the man page's EXIT STATUS section lacks, and
+    the other way round: both state what the program's exits are."""
+    m = re.search(r"^\.SH EXIT STATUS\n(.*?)(?=^\.SH )", man, re.M | re.S)
+    section = m.group(1) if m else ""
+    ours = set(exit_codes(help_txt))
+    theirs = set(re.findall(r"(?<![\w.-])([0-4])(?![\w.-])", section))
+    problems = []
+    if not ours:
+        problems.append("%s --help lists no exit status" % name)
+    problems += ["%s: exit %s in --help, not in its man page's EXIT STATUS" % (name, c)
+                 for c in sorted(ours - theirs)]
+    problems += ["%s: exit %s in its man page's EXIT STATUS, not in --help" % (name, c)
+                 for c in sorted(theirs - ours)]
+    return problems
+
+
 def main():
     failures = []
     ampd_help = help_text(AMPD)
@@ -71,6 +94,15 @@ def main():
     ctl_opts = sorted(set(re.findall(r"--[a-z][a-z-]*", ctl)))
     commands = re.findall(r"^  ([a-z]+)  ", ctl.split("Commands:")[1].split("Exit status:")[0], re.M)
     failures += ["ampctl.1 lacks " + w for w in missing(ctl_opts + commands, page("ampctl.1"))]
+
+    failures += wrong_exit_codes(ampd_help, page("ampd.8"), "ampd")
+    failures += wrong_exit_codes(ctl, page("ampctl.1"), "ampctl")
+    # The README sends readers to --help for the exit codes: they must be there.
+    with open(os.path.join(SRC, "README.md"), encoding="utf-8") as f:
+        readme = f.read()
+    if "list\nevery option, limit and exit code" in readme or "every option, limit and exit code" in readme:
+        failures += ["README: %s --help lists no exit status" % n
+                     for n, t in (("ampd", ampd_help), ("ampctl", ctl)) if not exit_codes(t)]
 
     checked = len(ampd_opts) + len(ctl_opts) + len(commands)
     if len(ampd_opts) < 10 or len(commands) < 8:
