@@ -104,6 +104,11 @@ int ampctl_usage_error(const char *cmd, const char *fmt, ...)
 
 /* After getopt printed its own complaint: the pointer to --help only. */
 int ampctl_bad_option(const char *cmd);
+/* The same after getopt_long over argv with the long options opts (NULL:
+ * the common ones only) returned '?': first, for a mistyped "--name", the
+ * nearest option of opts or the common ones ("did you mean '--output'?"). */
+struct option;
+int ampctl_bad_option_in(const char *cmd, char *const *argv, const struct option *opts);
 
 /* Parses the options of a command that takes none but --help; its
  * arguments are left at argv[optind..argc). Returns -1 to go on, or an

@@ -330,7 +330,7 @@ static int bench_parse(int argc, char **argv, struct bench_args *a)
                 return ampctl_usage_error("bench", "--count: a number >= 1, not \"%s\"", optarg);
             break;
         case 'h': bench_usage(stdout); return AMPCTL_OK;
-        default: return ampctl_bad_option("bench");
+        default: return ampctl_bad_option_in("bench", argv, bench_options);
         }
     }
     if (optind < argc)

@@ -102,6 +102,8 @@ static int fill_parse(int argc, char **argv, struct fill_args *a)
 {
     int ch;
     while ((ch = getopt_long(argc, argv, fill_short_options, fill_options, NULL)) != -1) {
+        if (ch == '?')
+            return ampctl_bad_option_in("fill", argv, fill_options);
         int rc = fill_option(ch, a);
         if (rc >= 0)
             return rc;

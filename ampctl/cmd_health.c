@@ -67,7 +67,7 @@ static int health_parse(int argc, char **argv, struct health_args *a)
                                                     "or 1m, at most a day", optarg);
             break;
         case 'h': health_usage(stdout); return AMPCTL_OK;
-        default: return ampctl_bad_option("health");
+        default: return ampctl_bad_option_in("health", argv, health_options);
         }
     }
     if (argc - optind > 1)

@@ -84,6 +84,8 @@ static int hist_parse(int argc, char **argv, struct hist_args *a)
     a->p.type = AMP_TYPE_UINT8;
     int ch;
     while ((ch = getopt_long(argc, argv, hist_short_options, hist_options, NULL)) != -1) {
+        if (ch == '?')
+            return ampctl_bad_option_in("hist", argv, hist_options);
         int rc = hist_option(ch, a);
         if (rc >= 0)
             return rc;

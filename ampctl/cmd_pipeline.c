@@ -197,7 +197,7 @@ static int pipeline_parse(int argc, char **argv, struct pipeline_args *a)
         case 'i': a->input = optarg; break;
         case 'o': a->output = optarg; break;
         case 'h': pipeline_usage(stdout); return AMPCTL_OK;
-        default: return ampctl_bad_option("pipeline");
+        default: return ampctl_bad_option_in("pipeline", argv, pipeline_options);
         }
     }
     if (optind >= argc)

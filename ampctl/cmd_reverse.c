@@ -47,7 +47,7 @@ static int reverse_parse(int argc, char **argv, struct reverse_args *a)
         case 'i': a->input = optarg; break;
         case 'o': a->output = optarg; break;
         case 'h': reverse_usage(stdout); return AMPCTL_OK;
-        default: return ampctl_bad_option("reverse");
+        default: return ampctl_bad_option_in("reverse", argv, reverse_options);
         }
     }
     if (argc - optind > 1)

@@ -75,7 +75,7 @@ static int top_parse(int argc, char **argv, struct top_args *a)
                                           optarg, TOP_COUNT_MAX);
             break;
         case 'h': top_usage(stdout); return AMPCTL_OK;
-        default: return ampctl_bad_option("top");
+        default: return ampctl_bad_option_in("top", argv, top_options);
         }
     }
     if (optind < argc)

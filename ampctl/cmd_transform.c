@@ -108,6 +108,8 @@ static int transform_parse(int argc, char **argv, struct transform_args *a)
 {
     int ch;
     while ((ch = getopt_long(argc, argv, transform_short_options, transform_options, NULL)) != -1) {
+        if (ch == '?')
+            return ampctl_bad_option_in("transform", argv, transform_options);
         int rc = transform_option(ch, a);
         if (rc >= 0)
             return rc;

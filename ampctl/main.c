@@ -19,6 +19,9 @@
 #define AMPCTL_ENV_TOKEN_FILE "AMP_TOKEN_FILE"
 #define AMPCTL_PROG "ampctl"
 #define AMPCTL_ARGV0_MAX 64
+/* Bounds of the option names a mistyped one is compared with (suggest.c). */
+#define AMPCTL_OPTION_NAME_MAX 64
+#define AMPCTL_OPTIONS_MAX 96
 /* --max-queue-time's limit: amp_connect_opts.max_queue_us is an unsigned
  * count of microseconds. */
 #define AMPCTL_US_PER_MS 1000u
@@ -171,6 +174,38 @@ int ampctl_usage_error(const char *cmd, const char *fmt, ...)
     return ampctl_bad_option(cmd);
 }
 
+/* The long option of opts, or of the common ones, nearest to a mistyped
+ * "--name[=value]" (suggest.c), or NULL: none is close, or it is one (a
+ * known option that getopt refused for its value). */
+static const char *ampctl_option_near(const char *arg, const struct option *opts)
+{
+    char name[AMPCTL_OPTION_NAME_MAX];
+    size_t len = strcspn(arg, "=");
+    if (len >= sizeof name)
+        return NULL;
+    memcpy(name, arg, len);
+    name[len] = '\0';
+    const char *names[AMPCTL_OPTIONS_MAX];
+    size_t n = 0;
+    const struct option *tables[] = { opts, ampctl_options };
+    for (size_t t = 0; t < sizeof tables / sizeof tables[0]; t++)
+        for (const struct option *o = tables[t]; o && o->name && n < AMPCTL_OPTIONS_MAX; o++) {
+            if (strcmp(o->name, name) == 0)
+                return NULL;
+            names[n++] = o->name;
+        }
+    return suggest_nearest(name, names, n);
+}
+
+int ampctl_bad_option_in(const char *cmd, char *const *argv, const struct option *opts)
+{
+    const char *arg = optind > 0 ? argv[optind - 1] : NULL;
+    const char *near = arg && strncmp(arg, "--", 2) == 0 ? ampctl_option_near(arg + 2, opts) : NULL;
+    if (near)
+        fprintf(stderr, AMPCTL_PROG ": did you mean '--%s'?\n", near);
+    return ampctl_bad_option(cmd);
+}
+
 int ampctl_bad_option(const char *cmd)
 {
     if (cmd)
@@ -187,7 +222,7 @@ int ampctl_parse_help(const struct ampctl_cmd *cmd, int argc, char **argv)
         cmd->usage(stdout);
         return AMPCTL_OK;
     }
-    return ch == -1 ? -1 : ampctl_bad_option(cmd->name);
+    return ch == -1 ? -1 : ampctl_bad_option_in(cmd->name, argv, ampctl_help_options);
 }
 
 int ampctl_parse_none(const struct ampctl_cmd *cmd, int argc, char **argv)
@@ -355,7 +390,7 @@ static int ampctl_parse_common(struct ampctl *ctx, int argc, char **argv)
             break;
         case 'h': ampctl_usage(stdout); return AMPCTL_OK;
         case 'V': printf(AMPCTL_PROG " %s\n", AMP_VERSION); return AMPCTL_OK;
-        default: return ampctl_bad_option(NULL);
+        default: return ampctl_bad_option_in(NULL, argv, NULL);
         }
     }
     return -1;

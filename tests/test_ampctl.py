@@ -817,6 +817,22 @@ def test_mistyped_command_suggests():
     expect("unknown command 'zzzzzz'" in err and "did you mean" not in err, "stderr %s" % err)
 
 
+def test_mistyped_option_suggests():
+    for args, want in ((["reverse", "--ouput", "x", "ab"], "--output"),
+                       (["--adress", "unix:/x", "health"], "--address"),
+                       (["fill", "--formt", "binary"], "--format"),
+                       (["status", "--jsn"], "--json"),
+                       (["devices", "--timout", "1s"], "--timeout")):
+        rc, out, err = run(args)
+        expect_rc(rc, EXIT_USAGE, err)
+        expect("did you mean '%s'?" % want in err, "%s: stderr %s" % (args, err))
+    # Far from every option, or a known one short of its value: no guess.
+    for args in (["reverse", "--zzzzzz", "ab"], ["reverse", "--output"]):
+        rc, out, err = run(args)
+        expect_rc(rc, EXIT_USAGE, err)
+        expect("did you mean" not in err, "%s: stderr %s" % (args, err))
+
+
 def test_timeout_durations():
     for value in ("500ms", "2s", "1m", "1.5s", "3000", "0"):
         rc, out, err = run(["--timeout", value, "reverse", "ab"])
