@@ -2,13 +2,14 @@
 # SPDX-License-Identifier: MIT
 # Builds the Debian packages (scripts/deb.sh), installs them on this
 # machine, runs jobs through the installed ampctl and a program built on the
-# installed libampclient-dev against the installed ampd (started by hand:
+# installed libampclient-dev and one on the installed python3-ampclient
+# against the installed ampd (started by hand:
 # CI has no systemd as PID 1), checks what the packages set up (the ampd
 # account, ampd.conf as a conffile, the units), then purges them.
 # Refuses to run where any of them is installed already: it would remove it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PKGS=(ampd ampctl libampclient0.1 libampclient-dev)
+PKGS=(ampd ampctl libampclient0.1 libampclient-dev python3-ampclient)
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
 
@@ -60,6 +61,12 @@ cc -std=c11 -Wall -Wextra -Werror tests/install/consumer.c -o "$out/consumer" \
 ldd "$out/consumer" | grep -E "libampclient\.so\.0\.1 => (/usr)?/lib/" >/dev/null ||
   fail "consumer not on libampclient0.1: $(ldd "$out/consumer" | grep ampclient)"
 "$out/consumer" "unix:$sock" >&2
+
+# The installed Python package alone (no PYTHONPATH; run from / so that no
+# checkout's python/ can be picked up).
+got=$(cd / && /usr/bin/python3 -c 'import sys, ampclient
+with ampclient.Client(sys.argv[1]) as c: print(c.reverse(b"packaged").decode())' "unix:$sock")
+[ "$got" = degakcap ] || fail "python3-ampclient reverse: \"$got\""
 
 kill -TERM "$ampd_pid"
 status=0

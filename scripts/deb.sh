@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # Builds the Debian packages of debian/ (ampd, ampctl, libampclient0.1,
-# libampclient-dev) into OUTDIR (default build-deb/): scripts/deb.sh [OUTDIR]
+# libampclient-dev, python3-ampclient) into OUTDIR (default build-deb/):
+# scripts/deb.sh [OUTDIR]
 # The build runs in a scratch copy of the tree, since dpkg-buildpackage
 # writes into the source (debian/tmp, obj-*) and its .debs beside it. The
 # package's own tests are skipped (nocheck): scripts/test.sh runs the suite.

@@ -14,7 +14,7 @@ PACKAGES=(
   libsystemd-dev systemd
   debhelper dpkg-dev
   haproxy python3-yaml
-  python3-numpy
+  python3-numpy dh-python
 )
 
 missing=()
