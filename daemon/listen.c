@@ -39,6 +39,7 @@
  * (its ~208 KiB send buffer), so a 32 MiB request is ~150 reads, not 512.
  * Pages are touched only as far as reads fill them. */
 #define LISTEN_READ_BUF (256 * 1024)
+_Static_assert(LISTEN_READ_BUF <= LISTEN_TURN_BYTES, "a turn ends within one read of its bytes");
 /* A read straight into a call's memory (read_dest: a stream's staging
  * buffer) takes at most this much at once, though the DATA frame would
  * allow up to 1 MiB: on the H100 host 1 GiB transform streams ran 5-11%
@@ -73,6 +74,9 @@ struct listener {
 struct listen_sock {
     union listen_handle h;
     uv_timer_t linger;         /* bounds a graceful close */
+    uv_idle_t resume;          /* restarts reading after a turn's bytes */
+    size_t turn_bytes;         /* read in this turn of the loop */
+    bool turn_over;            /* reading stopped until the next turn */
     uv_shutdown_t shutdown;
     uv_write_t write;
     bool writing;              /* a uv_write of the loop's own is in flight */
@@ -81,7 +85,7 @@ struct listen_sock {
     struct loop_wake writer_done; /* a writer's write finished (initialised with writer) */
     bool closing;              /* listen_sock_close() was called: no read()/eof() */
     bool shutdown_pending;     /* shut down the write side once the write completes */
-    int handles_open;          /* h and linger: freed when both are closed */
+    int handles_open;          /* h, linger and resume: freed when all are closed */
     const struct listen_sock_cbs *cbs;
     void *ctx;
     uint8_t rbuf[LISTEN_READ_BUF];
@@ -110,6 +114,8 @@ static void listen_sock_close_now(struct listen_sock *s)
         uv_close(&s->h.handle, listen_sock_handle_closed);
     if (!uv_is_closing((uv_handle_t *)&s->linger))
         uv_close((uv_handle_t *)&s->linger, listen_sock_handle_closed);
+    if (!uv_is_closing((uv_handle_t *)&s->resume))
+        uv_close((uv_handle_t *)&s->resume, listen_sock_handle_closed);
 }
 
 static void listen_sock_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
@@ -126,9 +132,36 @@ static void listen_sock_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
         *buf = uv_buf_init((char *)s->rbuf, sizeof(s->rbuf));
 }
 
+static void listen_sock_on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf);
+
+/* The loop's next turn: the other connections' reads have had theirs. */
+static void listen_sock_on_resume(uv_idle_t *h)
+{
+    struct listen_sock *s = h->data;
+    uv_idle_stop(h);
+    if (s->turn_over && !s->closing)
+        uv_read_start(&s->h.stream, listen_sock_alloc, listen_sock_on_read);
+    s->turn_over = false;
+}
+
+/* Counts a read into this turn; ends the turn at LISTEN_TURN_BYTES. */
+static void listen_sock_turn(struct listen_sock *s, size_t nread, size_t asked)
+{
+    s->turn_bytes += nread;
+    if (nread < asked) {
+        s->turn_bytes = 0;        /* drained: libuv ends the turn itself */
+        return;
+    }
+    if (s->turn_bytes < LISTEN_TURN_BYTES || s->closing || s->turn_over)
+        return;
+    s->turn_bytes = 0;
+    s->turn_over = true;
+    uv_read_stop(&s->h.stream);
+    uv_idle_start(&s->resume, listen_sock_on_resume);
+}
+
 static void listen_sock_on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 {
-    (void)buf;
     struct listen_sock *s = stream->data;
     if (nread == 0)
         return;
@@ -144,6 +177,7 @@ static void listen_sock_on_read(uv_stream_t *stream, ssize_t nread, const uv_buf
         return;
     }
     s->cbs->read(s->ctx, (const uint8_t *)buf->base, (size_t)nread);
+    listen_sock_turn(s, (size_t)nread, buf->len);
 }
 
 int listen_sock_start(struct listen_sock *s, const struct listen_sock_cbs *cbs, void *ctx)
@@ -365,9 +399,11 @@ static struct listen_sock *listen_sock_new(uv_loop_t *loop, bool is_unix)
         return NULL;
     }
     uv_timer_init(loop, &s->linger);
+    uv_idle_init(loop, &s->resume);
     s->h.handle.data = s;
     s->linger.data = s;
-    s->handles_open = 2;
+    s->resume.data = s;
+    s->handles_open = 3;
     return s;
 }
 
