@@ -11,7 +11,9 @@
  * tables, then every input, 16-byte aligned. One copy takes it to the
  * device, one launch runs a work-group per job, one copy brings every
  * output back, and each job gets its own result and status: a job that
- * fails its checks is not packed, and the others run.
+ * fails its checks is not packed, and the others run. All three go on the
+ * device's batch queue (DEV_Q_BATCH), so a batch runs beside the bulk
+ * pieces already queued, not after them.
  */
 #include "dev_internal.h"
 
@@ -189,7 +191,7 @@ static size_t dev_batch_pack(struct dev_batch_mem *m, struct task **run, size_t 
 static cl_int dev_batch_launch(struct dev *d, struct dev_batch_mem *m, size_t n, size_t up,
                                size_t down)
 {
-    cl_command_queue q = d->q[DEV_Q_KERNEL];
+    cl_command_queue q = d->q[DEV_Q_BATCH];
     cl_event done = NULL;
     size_t global = n * m->wg;
     cl_int rc = clEnqueueWriteBuffer(q, m->dev_up, CL_FALSE, 0, up, m->up, 0, NULL, NULL);

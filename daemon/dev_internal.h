@@ -19,9 +19,12 @@
 #include "hazard.h"
 #include "job.h"
 
-/* The three in-order queues of a device. Copies in, kernels and copies out
- * each get their own so hazard.c can let them overlap. */
-enum dev_queue { DEV_Q_IN, DEV_Q_KERNEL, DEV_Q_OUT, DEV_NQUEUES };
+/* The in-order queues of a device. Copies in, kernels and copies out
+ * each get their own so hazard.c can let them overlap. Batches of tiny
+ * jobs (dev_batch.c) get a fourth: on the kernel queue a batch waited
+ * behind a bulk piece's kernel, which waits for its 4 MiB copy in, so a
+ * client's 16 B call waited for another client's copy. */
+enum dev_queue { DEV_Q_IN, DEV_Q_KERNEL, DEV_Q_OUT, DEV_Q_BATCH, DEV_NQUEUES };
 
 /* Kernel shapes: GPUs get work-groups with local-memory sub-histograms and
  * grid-stride loops; CPU devices (PoCL) get one work-item per large chunk,

@@ -3,10 +3,13 @@
  * default OpenCL device, against host_step.c: every kind the batch takes,
  * lengths around every word boundary and random ones, map tables and
  * sub-ranges, with both work-group shapes; a cancelled and an invalid job
- * inside a batch fail alone; and what a batch must not take. */
+ * inside a batch fail alone; what a batch must not take; and a batch runs
+ * while the bulk queues are held (its own queue, not behind their work). */
 #include <check.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "check_run.h"
 #include "dev_fixture.h"
@@ -216,6 +219,70 @@ START_TEST(takes_only_what_it_can_run)
 }
 END_TEST
 
+/* How long a batch may take beside held queues before the test calls it
+ * stuck: a hang bound, far above any device's time for one batch. */
+#define BATCH_STUCK_S 60
+
+struct batch_beside {
+    struct job **jobs;
+    size_t n;
+    bool done;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+};
+
+static void *batch_beside_run(void *arg)
+{
+    struct batch_beside *b = arg;
+    batch_run_all(b->jobs, b->n);
+    pthread_mutex_lock(&b->lock);
+    b->done = true;
+    pthread_cond_signal(&b->cond);
+    pthread_mutex_unlock(&b->lock);
+    return NULL;
+}
+
+START_TEST(runs_while_bulk_queues_are_held)
+{
+    /* Each of the copy-in, kernel and copy-out queues held by a command
+     * waiting for an event set only at the end, as a bulk piece's kernel
+     * waits for its copy in. */
+    struct dev *d = fixture_dev();
+    cl_int rc;
+    cl_event hold = clCreateUserEvent(d->ctx, &rc);
+    ck_assert_int_eq(rc, CL_SUCCESS);
+    for (int q = DEV_Q_IN; q <= DEV_Q_OUT; q++) {
+        ck_assert_int_eq(clEnqueueMarkerWithWaitList(d->q[q], 1, &hold, NULL), CL_SUCCESS);
+        clFlush(d->q[q]);
+    }
+    uint64_t seed = 7;
+    struct job *jobs[3];
+    for (size_t i = 0; i < 3; i++)
+        jobs[i] = batch_job((enum step_kind)i, 16 + i, &seed);
+    struct batch_beside b = {jobs, 3, false, PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER};
+    pthread_t t;
+    ck_assert_int_eq(pthread_create(&t, NULL, batch_beside_run, &b), 0);
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += BATCH_STUCK_S;
+    pthread_mutex_lock(&b.lock);
+    while (!b.done && pthread_cond_timedwait(&b.cond, &b.lock, &until) == 0)
+        ;
+    bool done = b.done;
+    pthread_mutex_unlock(&b.lock);
+    clSetUserEventStatus(hold, CL_COMPLETE);   /* frees a stuck batch, so the test can end */
+    pthread_join(t, NULL);
+    for (int q = DEV_Q_IN; q <= DEV_Q_OUT; q++)
+        clFinish(d->q[q]);
+    clReleaseEvent(hold);
+    ck_assert_msg(done, "a batch waited behind the held bulk queues");
+    for (size_t i = 0; i < 3; i++) {
+        batch_expect(jobs[i]);
+        job_free(jobs[i]);
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("kernel_batch");
@@ -226,6 +293,7 @@ int main(void)
         a_bad_job_fails_alone,
         output_over_its_input,
         takes_only_what_it_can_run,
+        runs_while_bulk_queues_are_held,
         NULL,
     };
     TCase *tc = check_run_case(s, "batch", tests);
