@@ -41,16 +41,17 @@ static void devices_table(const amp_device *d, size_t n)
         wname = m > wname ? m : wname;
     }
     printf("%-5s %-*s %-*s %10s %4s %-7s %s\n", "INDEX", wtype, "TYPE", wname, "NAME", "MEMORY",
-           "CU", "DEFAULT", "LOAD");
+           "CU", "DEFAULT", "LOAD; KERNELS");
     for (size_t i = 0; i < n; i++) {
         char mem[HUMAN_TEXT_MAX], load[DEVICES_LOAD_TEXT];
         char type[TERM_ESCAPED_MAX(sizeof d[i].type)], name[TERM_ESCAPED_MAX(sizeof d[i].name)];
         human_bytes(mem, sizeof mem, d[i].global_mem_size);
         devices_load_text(load, sizeof load, &d[i].load);
-        printf("%-5" PRIu32 " %-*s %-*s %10s %4" PRIu32 " %-7s %s\n", d[i].index, wtype,
+        char kernels[TERM_ESCAPED_MAX(sizeof d[i].kernels)];
+        printf("%-5" PRIu32 " %-*s %-*s %10s %4" PRIu32 " %-7s %s; %s\n", d[i].index, wtype,
                term_escape(type, sizeof type, d[i].type), wname,
                term_escape(name, sizeof name, d[i].name), mem, d[i].compute_units,
-               d[i].is_default ? "*" : "", load);
+               d[i].is_default ? "*" : "", load, term_escape(kernels, sizeof kernels, d[i].kernels));
     }
 }
 
@@ -70,6 +71,8 @@ static void devices_json_one(const amp_device *d)
            d->global_mem_size, d->max_constant_buffer_size, d->max_work_group_size,
            d->compute_units, d->is_default ? "true" : "false");
     json_device_load(stdout, &d->load);
+    fputs(",\"kernels\":", stdout);
+    json_string(stdout, d->kernels);
     putchar('}');
 }
 

@@ -13,7 +13,8 @@
  * read for histograms. Every result is checked against the CPU reference
  * (tests/support/host_step.c); a mismatch makes the exit status nonzero.
  * Where a family has several GPU kernels (op.h), GPU-shaped devices also
- * get a row for each one the daemon does not choose: "reverse (v1)",
+ * get a row for each one the daemon does not choose (its choice is the
+ * device's tuning at open, dev_tune.c, named in the header): "reverse (v1)",
  * "add (v1)" ... "map (v1)" (or "(v2)"), and for 256-bin histograms two of
  * "(atomic)", "(bytes)" and "(inc)".
  */
@@ -223,11 +224,14 @@ static enum dev_variant *bench_family_variant(struct dev_variants *v, const stru
     return NULL;
 }
 
+/* The kernels the daemon runs on the device: its tuning at open. */
+static struct dev_variants bench_daemon_variants;
+
 /* Whether c's row runs on d: a forced kernel only on GPU-shaped devices,
  * and only when the daemon would not pick it anyway. */
 static bool bench_case_runs(const struct dev *d, const struct bench_case *c)
 {
-    struct dev_variants serving = DEV_VARIANTS_SERVING;
+    struct dev_variants serving = bench_daemon_variants;
     enum dev_variant *f = bench_family_variant(&serving, c);
     if (c->kernel == K_DAEMON || !f)
         return true;
@@ -239,7 +243,7 @@ static bool bench_case_runs(const struct dev *d, const struct bench_case *c)
 /* Makes d run the kernels c asks for: the daemon's, or a forced one. */
 static void bench_variants(struct dev *d, const struct bench_case *c)
 {
-    struct dev_variants v = DEV_VARIANTS_SERVING;
+    struct dev_variants v = bench_daemon_variants;
     enum dev_variant *f = bench_family_variant(&v, c);
     if (f && c->kernel != K_DAEMON)
         *f = bench_forced(c->kernel);
@@ -482,8 +486,11 @@ int main(int argc, char **argv)
         cap = in->max_mem_alloc_size;
         why = "max_mem_alloc_size";
     }
-    printf("# device %u: %s (%s, %s), %u compute units\n", in->index, in->name,
-           dev_type_name(in->type), in->platform, in->compute_units);
+    bench_daemon_variants = d->variants;
+    char kernels[128];
+    dev_tune_describe(d, kernels, sizeof kernels);
+    printf("# device %u: %s (%s, %s), %u compute units; the daemon's kernels: %s\n", in->index,
+           in->name, dev_type_name(in->type), in->platform, in->compute_units, kernels);
     printf("# median of device times; ratio = median over runs of GB/s over the GB/s of a\n"
            "# clEnqueueCopyBuffer of the same size run just before\n");
     printf("%-24s %9s %11s %9s %8s %s\n", "kernel", "size", "time_us", "GB/s", "ratio", "check");

@@ -51,6 +51,7 @@ static void devices_copy_one(amp_device *d, const Amp__V1__Device *s)
     d->max_work_group_size = s->max_work_group_size;
     d->compute_units = s->compute_units;
     d->is_default = s->is_default ? 1 : 0;
+    DEVICES_COPY(d->kernels, s->kernels);
     devices_copy_load(&d->load, s->load);
 }
 

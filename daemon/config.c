@@ -89,6 +89,9 @@ static const struct config_opt config_opts[] = {
       "keep built kernels in DIR; \"none\": off (default\n"
       "                            $CACHE_DIRECTORY, else $XDG_CACHE_HOME/ampd, else\n"
       "                            $HOME/.cache/ampd)" },
+    { "retune", "on|off", CFG_SWITCH, CFG_OFF(retune), 0, 1,
+      "measure each GPU's kernel variants anew at start instead of\n"
+      "                            taking the choice kept in --cache-dir (default off)" },
     { "max-message-bytes", "N", CFG_U64, CFG_OFF(max_message_bytes), 1,
       AMPD_MAX_MESSAGE_BYTES_LIMIT, "largest request or reply message" },
     { "max-connections", "N", CFG_U32, CFG_OFF(max_connections), 1, UINT32_MAX,

@@ -130,6 +130,7 @@ struct config {
     char devices[AMPD_DEVICES_MAX];    /* --devices: which devices open; parses (dev_select.h) */
     char cache_dir[AMPD_PATH_MAX];     /* built kernels (prog_cache.h); "": the default,
                                         * "none": off */
+    uint32_t retune;                   /* measure the kernel variants anew (dev_tune.c) */
     uint64_t max_message_bytes;
     uint32_t max_connections;
     uint32_t max_jobs;

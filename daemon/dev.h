@@ -16,6 +16,9 @@
 
 enum dev_type { DEV_GPU, DEV_CPU, DEV_ACCEL };
 
+/* Room for dev_info.kernels: "reverse v2, transform v2, hist256 v3". */
+#define DEV_KERNELS_TEXT 48
+
 struct dev_info {
     unsigned index;               /* position in the daemon's device list */
     char name[128];
@@ -27,6 +30,7 @@ struct dev_info {
     uint64_t max_work_group_size;
     uint64_t max_mem_alloc_size;
     unsigned compute_units;
+    char kernels[DEV_KERNELS_TEXT];   /* which variants its jobs run (dev_tune_describe) */
 };
 
 /* What one device is doing now, as its runner counts it (runner.h): a
@@ -60,6 +64,9 @@ int dev_open_selected(const char *select, struct dev ***devs, size_t *n, char *e
  * starts. */
 struct prog_cache;
 void dev_use_prog_cache(struct prog_cache *c);
+/* Devices opened from now on measure their kernel variants anew (--retune)
+ * instead of reading the choice kept in the program cache (dev_tune.c). */
+void dev_use_retune(bool again);
 
 /* The list order of n devices of the given types: order[k] is the index in
  * types of the k-th device listed. GPUs, then accelerators, then CPUs;

@@ -29,6 +29,11 @@ void dev_use_prog_cache(struct prog_cache *c)
     dev_cache = c;
 }
 
+struct prog_cache *dev_cache_get(void)
+{
+    return dev_cache;
+}
+
 static void dev_cache_platform(cl_platform_id p, cl_platform_info what, char *buf, size_t len)
 {
     buf[0] = '\0';

@@ -259,6 +259,12 @@ static void dev_release_programs(struct dev *d)
     d->nprograms = 0;
 }
 
+int dev_build_programs(struct dev *d, char *err, size_t errlen)
+{
+    dev_release_programs(d);
+    return dev_build_all(d, err, errlen);
+}
+
 int dev_set_variants_for_test(struct dev *d, const struct dev_variants *v, char *err,
                               size_t errlen)
 {
@@ -266,8 +272,7 @@ int dev_set_variants_for_test(struct dev *d, const struct dev_variants *v, char 
     if (d->all_variants)
         return 0;
     d->all_variants = true;
-    dev_release_programs(d);
-    return dev_build_all(d, err, errlen);
+    return dev_build_programs(d, err, errlen);
 }
 
 static void dev_close(struct dev *d)
@@ -315,8 +320,13 @@ static struct dev *dev_open(const struct dev_candidate *c, bool profiling, char 
             goto fail;
         }
     }
-    if (dev_build_all(d, err, errlen) < 0)
+    /* A GPU not tuned before (or --retune) builds every variant once to
+     * measure them; one tuned before builds, or loads, its choice only. */
+    bool tune = d->shape == DEV_SHAPE_GPU && !dev_tune_load(d);
+    if (tune ? dev_tune_run(d, err, errlen) < 0 : dev_build_all(d, err, errlen) < 0)
         goto fail;
+    dev_tune_describe(d, d->info.kernels, sizeof d->info.kernels);
+    log_msg(LOG_INFO, "%s: %s%s", d->info.name, d->info.kernels, tune ? " (tuned now)" : "");
     return d;
 fail:
     dev_close(d);

@@ -41,7 +41,8 @@ struct dev_kernel {
 
 /* The GPU kernel each family runs where it has more than one (op_*.c say
  * what each does; bench/RESULTS-archive.md "Kernel variants" how they measured).
- * The daemon runs DEV_VARIANTS_SERVING's and builds only those: each
+ * A device starts from DEV_VARIANTS_SERVING's; a GPU's are then its own
+ * tuning's (dev_tune.c), and it builds only those: each
  * kernels/NAME.cl compiles a family's other GPU kernels only under
  * AMP_ALL_VARIANTS, which dev_set_variants_for_test() turns on (for
  * bench_kernels and the kernel tests) when a device is to run another.
@@ -300,5 +301,21 @@ cl_program dev_cache_load(struct dev *d, const char *name, const struct prog_cac
 void dev_cache_store(const struct prog_cache_key *key, cl_program p);
 /* Logs how many of d's programs came from the cache (when on). */
 void dev_cache_report(const struct dev *d, size_t hits, size_t programs);
+/* The cache devices use (dev_use_prog_cache), or NULL. */
+struct prog_cache *dev_cache_get(void);
+
+/* d's programs built (or loaded) anew for its variants and all_variants,
+ * its old ones released (dev_discover.c). 0, or -1 with err. */
+int dev_build_programs(struct dev *d, char *err, size_t errlen);
+
+/* Kernel tuning (dev_tune.c): each family's GPU variant by measurement.
+ * dev_tune_load sets d->variants from the cache's entry for d and says
+ * whether there was one (never under --retune). dev_tune_run measures
+ * them with every variant built, stores the choice and builds d's
+ * programs for it; 0, or -1 with err when a build fails. */
+bool dev_tune_load(struct dev *d);
+int dev_tune_run(struct dev *d, char *err, size_t errlen);
+/* "reverse v2, transform v2, hist256 v3" (or "cpu kernels"), for logs. */
+void dev_tune_describe(const struct dev *d, char *buf, size_t len);
 
 #endif

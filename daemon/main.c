@@ -111,6 +111,7 @@ int main(int argc, char **argv)
         return MAIN_EXIT_USAGE;
     }
     dev_use_prog_cache(cache);
+    dev_use_retune(cfg.retune != 0);
 
     /* Before devices open: their drivers' descriptors then sit below the
      * clients' threshold (fd_reserve.h). */

@@ -65,6 +65,7 @@ void rpc_list_devices(struct rpc_call *rc, ProtobufCMessage *req)
         d->max_work_group_size = di->max_work_group_size;
         d->compute_units = di->compute_units;
         d->is_default = i == sched_default(s);
+        d->kernels = (char *)di->kernels;
         rpc_info_device_load(s, i, &loads[i]);
         d->load = &loads[i];
         ptrs[i] = d;

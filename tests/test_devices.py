@@ -78,6 +78,9 @@ def test_auto_opens_the_cpu_where_there_is_no_gpu():
 def test_cpu_opens_the_cpu():
     devs = listed(["--devices", "cpu"])
     expect([d["type"] for d in devs] == ["cpu"] and devs[0]["default"], "cpu: %r" % devs)
+    # A CPU device runs its one kernel per family; a GPU names its tuned
+    # variants (test_dev_tune covers the choice).
+    expect(devs[0]["kernels"] == "cpu kernels", "kernels: %r" % devs[0].get("kernels"))
 
 
 def test_gpu_fails_the_start_naming_what_exists():

@@ -595,7 +595,9 @@ typedef struct amp_device {
     uint32_t compute_units;
     int is_default;
     amp_device_load load;   /* when the list was made */
-    uint64_t reserved[8];   /* zeroed by the library: room for what a device may report later */
+    char kernels[48];       /* the kernel variants its jobs run, e.g. "reverse v2, transform
+                             * v2, hist256 v3" (tuned on a GPU at its first start) */
+    uint64_t reserved[2];   /* zeroed by the library: room for what a device may report later */
 } amp_device;
 
 /* Lists the daemon's devices into *list (*n entries, caller frees with
