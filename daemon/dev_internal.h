@@ -315,6 +315,8 @@ int dev_build_programs(struct dev *d, char *err, size_t errlen);
  * programs for it; 0, or -1 with err when a build fails. */
 bool dev_tune_load(struct dev *d);
 int dev_tune_run(struct dev *d, char *err, size_t errlen);
+/* Test-only: tune on this many bytes (a CPU device is slow at the real size). */
+void dev_set_tune_bytes_for_test(size_t bytes);
 /* "reverse v2, transform v2, hist256 v3" (or "cpu kernels"), for logs. */
 void dev_tune_describe(const struct dev *d, char *buf, size_t len);
 

@@ -28,9 +28,14 @@
 #include "op.h"
 #include "prog_cache.h"
 
-/* Big enough that a kernel's launch is noise beside its run (64 MiB is
- * ~30 us at the H200's 4 TB/s), small enough for any GPU. */
-#define DEV_TUNE_BYTES ((size_t)64 << 20)
+/* Each timed sample is DEV_TUNE_LAUNCHES runs back to back on up to
+ * DEV_TUNE_BYTES, so that the wait for the device is noise beside them:
+ * on the H200, single runs of 64 MiB timed at a third of the device's
+ * rate and the two reverses came out equal, where at 1 GiB one is 4%
+ * faster. A device with less memory tunes on less (DEV_TUNE_MEM_SHARE). */
+#define DEV_TUNE_BYTES ((size_t)256 << 20)
+#define DEV_TUNE_MEM_SHARE 8              /* in and out: at most 1/8 of memory each */
+#define DEV_TUNE_LAUNCHES 4
 #define DEV_TUNE_REPS 5
 #define DEV_TUNE_MAX_NS (3ull * 1000 * 1000 * 1000)
 /* The cache entry: a text line, versioned so that a new layout misses. */
@@ -38,6 +43,12 @@
 #define DEV_TUNE_ENTRY_MAX 128
 
 static bool dev_tune_again;
+static size_t dev_tune_bytes = DEV_TUNE_BYTES;
+
+void dev_set_tune_bytes_for_test(size_t bytes)
+{
+    dev_tune_bytes = bytes;
+}
 
 void dev_use_retune(bool again)
 {
@@ -120,6 +131,7 @@ bool dev_tune_load(struct dev *d)
 /* Device buffers and the job the measured commands run as. */
 struct dev_tune_run {
     struct dev *d;
+    size_t bytes;
     struct job job;
     struct dev_buf in, out;
     uint64_t slots[OP_HIST_SLOTS(JOB_HIST_BYTE_BINS)];
@@ -132,14 +144,16 @@ static uint64_t dev_tune_once(struct dev_tune_run *r, enum dev_tune_family f)
     r->job.status = STATUS_OK;
     dev_exec_init(&x, r->d, &r->job);
     uint64_t t0 = monotonic_ns();
-    if (f == DEV_TUNE_REVERSE) {
-        op_reverse(&x, &r->in, &r->out);
-    } else if (f == DEV_TUNE_TRANSFORM) {
-        struct transform_params p = {.op = XFORM_XOR, .value = 0x5a, .length = DEV_TUNE_BYTES};
-        op_transform(&x, &p, &r->in, &r->out);
-    } else {
-        struct hist_params p = {.type = ELEM_U8, .bins = JOB_HIST_BYTE_BINS};
-        op_hist(&x, &p, &r->in, r->slots);
+    for (int i = 0; i < DEV_TUNE_LAUNCHES; i++) {
+        if (f == DEV_TUNE_REVERSE) {
+            op_reverse(&x, &r->in, &r->out);
+        } else if (f == DEV_TUNE_TRANSFORM) {
+            struct transform_params p = {.op = XFORM_XOR, .value = 0x5a, .length = r->bytes};
+            op_transform(&x, &p, &r->in, &r->out);
+        } else {
+            struct hist_params p = {.type = ELEM_U8, .bins = JOB_HIST_BYTE_BINS};
+            op_hist(&x, &p, &r->in, r->slots);
+        }
     }
     if (dev_exec_finish(&x) != STATUS_OK)
         return 0;
@@ -174,8 +188,8 @@ static enum dev_variant dev_tune_family(struct dev_tune_run *r, enum dev_tune_fa
             best = (enum dev_variant)v;
         }
         if (at > 0 && (size_t)at < sizeof line)
-            at += snprintf(line + at, sizeof line - (size_t)at, " v%d %.1f GB/s", v,
-                           (double)DEV_TUNE_BYTES / (double)min);
+            at += snprintf(line + at, sizeof line - (size_t)at, " v%d %.0f us", v,
+                           (double)min / 1e3);
     }
     log_msg(LOG_INFO, "%s: tuning %s: v%d", r->d->info.name, line, (int)best);
     *cur = best;
@@ -193,12 +207,17 @@ int dev_tune_run(struct dev *d, char *err, size_t errlen)
         return -1;
     }
     r->d = d;
+    r->bytes = dev_tune_bytes;
+    if (r->bytes > d->info.global_mem_size / DEV_TUNE_MEM_SHARE)
+        r->bytes = d->info.global_mem_size / DEV_TUNE_MEM_SHARE / KERNEL_WORD * KERNEL_WORD;
+    if (r->bytes > d->info.max_mem_alloc_size)
+        r->bytes = d->info.max_mem_alloc_size / KERNEL_WORD * KERNEL_WORD;
     struct dev_exec x;
     dev_exec_init(&x, d, &r->job);
-    dev_buf_create(&x, &r->in, DEV_TUNE_BYTES, "the tuning input");
-    dev_buf_create(&x, &r->out, DEV_TUNE_BYTES, "the tuning output");
+    dev_buf_create(&x, &r->in, r->bytes, "the tuning input");
+    dev_buf_create(&x, &r->out, r->bytes, "the tuning output");
     uint8_t pattern = 0x5a;
-    dev_exec_fill(&x, &r->in, &pattern, 1, 0, DEV_TUNE_BYTES);
+    dev_exec_fill(&x, &r->in, &pattern, 1, 0, r->bytes);
     bool ok = dev_exec_finish(&x) == STATUS_OK;
     if (!ok)
         log_msg(LOG_WARN, "%s: kernel tuning skipped: %s", d->info.name, r->job.msg);

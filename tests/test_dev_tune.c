@@ -20,6 +20,10 @@
 #include "dev_internal.h"
 #include "prog_cache.h"
 
+/* What the tuner runs on here: PoCL on two cores would spend its whole
+ * time bound on one family at the GPU's size. */
+#define TUNE_TEST_BYTES ((size_t)4 << 20)
+
 struct tune_env {
     char dir[64];
     struct prog_cache *cache;
@@ -37,6 +41,7 @@ static struct dev *tune_open(struct tune_env *e)
     ck_assert_msg(dev_open_all(&e->devs, &e->n, err, sizeof err) == 0, "%s", err);
     struct dev *d = e->devs[0];
     dev_set_shape_for_test(d, DEV_SHAPE_GPU);
+    dev_set_tune_bytes_for_test(TUNE_TEST_BYTES);
     return d;
 }
 
