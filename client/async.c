@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /* async.c: many calls in flight on one connection (amp.h: amp_start_*,
- * amp_wait, amp_cancel, amp_call_*).
+ * amp_wait, amp_cancel, amp_call_*, amp_call_on_done).
  *
  * Each started call is a struct call (call.c) on its own HTTP/2 stream. It
  * waits on the connection's `calls` list, which the session callbacks
  * search beside the one blocking call (call_of), so a blocking call or an
  * amp_wait pumping the connection moves every call in flight. A call whose
  * stream ended is moved, with its outcome, to the connection's `done`
- * queue, and amp_wait hands those out oldest first. Request bytes are
+ * queue, and amp_wait hands those out oldest first, or, for a call with a
+ * completion callback, to the `ready` queue whose callbacks amp_process
+ * runs (loop.c). Request bytes are
  * borrowed from the caller (its input must stay put until the call is
  * done), as the blocking calls do. A started call is never sent twice: it
  * is not retried after a reconnection, and the connection is only
@@ -18,11 +20,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "async.h"
 #include "call.h"
 #include "conn.h"
 #include "jobs.h"
-
-enum async_reply { ASYNC_DATA, ASYNC_HIST };
+#include "steps.h"
+#include "stream.h"
 
 /* A refused call is sent again at most this often (async_resubmit). */
 #define ASYNC_RESUBMITS_MAX 3
@@ -43,9 +46,15 @@ struct amp_call {
     void *out;                  /* ASYNC_DATA's bytes until amp_call_data takes them */
     size_t out_len;
     amp_hist hist;              /* ASYNC_HIST's, until amp_call_hist takes it */
+    amp_step_kind *kinds;       /* ASYNC_STEPS: the steps' kinds (nsteps), owned */
+    size_t nsteps;
+    int in_region;              /* ASYNC_STEPS: the output went into a region */
+    amp_step_result *results;   /* ASYNC_STEPS's, until amp_call_results takes them */
+    struct stream *st;          /* ASYNC_STREAM: owned until the call finished */
     int taken;
     void *user;
-    struct amp_call *done_next; /* c->done queue link */
+    amp_done_cb cb;             /* NULL: amp_wait hands the call out */
+    struct amp_call *done_next; /* link of c->done or c->ready, whichever holds it */
 };
 
 /* c->calls holds struct call pointers; each is the first member of its amp_call. */
@@ -66,34 +75,78 @@ static void async_unlink(amp_conn *c, struct amp_call *a)
     a->in_flight = 0;
 }
 
+/* Appends a to the queue at *head. */
+static void async_enqueue(struct amp_call **head, struct amp_call *a)
+{
+    a->done_next = NULL;
+    while (*head)
+        head = &(*head)->done_next;
+    *head = a;
+}
+
+/* Takes a off the queue at *head, if it is there. */
+static void async_dequeue(struct amp_call **head, struct amp_call *a)
+{
+    for (; *head; head = &(*head)->done_next) {
+        if (*head == a) {
+            *head = a->done_next;
+            a->done_next = NULL;
+            return;
+        }
+    }
+}
+
+/* Decodes a's reply by its kind. Returns 0 or an AMP_E* code. */
+static int async_decode(amp_conn *c, struct amp_call *a)
+{
+    switch (a->reply) {
+    case ASYNC_DATA: {
+        int rc = jobs_data_reply(c, a->call.reply, a->call.reply_len, &a->out, &a->out_len);
+        a->call.reply = NULL;   /* taken over */
+        return rc;
+    }
+    case ASYNC_HIST:
+        return jobs_hist_reply(c, a->call.reply, a->call.reply_len, &a->hist);
+    case ASYNC_STEPS:
+        return pipeline_reply(c, a->kinds, a->nsteps, a->in_region, a->call.reply,
+                              a->call.reply_len, &a->results);
+    case ASYNC_STREAM:
+        return 0;
+    }
+    return conn_fail(c, AMP_EPROTO, "a call of no known kind");
+}
+
 /* a's outcome is known (rc, or its stream's end): off the in-flight list,
- * its reply decoded, onto the done queue. */
+ * its reply decoded, onto the done queue, or the callbacks' (then the
+ * loop is woken unless amp_process is running: it runs them). */
 static void async_finish(amp_conn *c, struct amp_call *a, int rc)
 {
     async_unlink(c, a);
-    conn_begin(c);
-    if (rc == 0)
+    if (rc == 0) {
+        conn_begin(c);   /* a failure given here keeps the message that came with it */
         rc = call_outcome(c, &a->call);
-    if (rc == 0 && a->reply == ASYNC_DATA) {
-        rc = jobs_data_reply(c, a->call.reply, a->call.reply_len, &a->out, &a->out_len);
-        a->call.reply = NULL;   /* taken over */
-    } else if (rc == 0) {
-        rc = jobs_hist_reply(c, a->call.reply, a->call.reply_len, &a->hist);
+    }
+    if (rc == 0)
+        rc = async_decode(c, a);
+    if (a->call.stream_id > 0 && !a->call.closed && !c->broken)
+        nghttp2_submit_rst_stream(c->h2, NGHTTP2_FLAG_NONE, a->call.stream_id, NGHTTP2_CANCEL);
+    conn_own_output(c);   /* a DATA frame may still point into its body, or a stream's buffers */
+    call_release(&a->call);
+    if (a->st) {
+        rc = stream_end(a->st, rc);
+        a->st = NULL;
     }
     a->rc = rc;
     snprintf(a->message, sizeof a->message, "%s", rc == 0 ? "" : c->message);
     snprintf(a->device, sizeof a->device, "%s", rc == 0 ? c->device : "");
-    if (a->call.stream_id > 0 && !a->call.closed && !c->broken)
-        nghttp2_submit_rst_stream(c->h2, NGHTTP2_FLAG_NONE, a->call.stream_id, NGHTTP2_CANCEL);
-    conn_own_output(c);   /* a DATA frame may still point into its body */
-    call_release(&a->call);
     a->done = 1;
     a->queued = 1;
-    a->done_next = NULL;
-    struct amp_call **pp = (struct amp_call **)&c->done;
-    while (*pp)
-        pp = &(*pp)->done_next;
-    *pp = a;
+    if (a->cb) {
+        async_enqueue(&c->ready, a);
+        loop_wake(c);
+    } else {
+        async_enqueue(&c->done, a);
+    }
 }
 
 /* A call the daemon refused unprocessed (REFUSED_STREAM: more streams
@@ -110,8 +163,7 @@ static bool async_resubmit(amp_conn *c, struct amp_call *a)
     return call_submit(c, &a->call, a->path, a->timeout_ms) == 0;
 }
 
-/* Moves every call whose stream ended to the done queue. */
-static void async_collect(amp_conn *c)
+void async_collect(amp_conn *c)
 {
     for (struct call *call = c->calls, *next; call; call = next) {
         next = call->next;
@@ -120,17 +172,16 @@ static void async_collect(amp_conn *c)
     }
 }
 
-/* The connection failed with rc: every call in flight ends with it. */
-static void async_fail_all(amp_conn *c, int rc)
+void async_fail_all(amp_conn *c, int rc)
 {
     while (c->calls)
         async_finish(c, async_of(c->calls), rc);
 }
 
-/* Starts the call of r: a new stream, its request queued and flushed. */
-static int async_start(amp_conn *c, const struct jobs_req *r, enum async_reply reply,
-                       int timeout_ms, amp_call **out)
+int async_new(amp_conn *c, enum async_reply reply, amp_call **out)
 {
+    if (c->closing)
+        return conn_fail(c, AMP_EINVAL, "the connection is closing: no call can start on it");
     int rc = c->calls ? 0 : conn_ready(c);   /* never reopen under calls in flight */
     if (rc == 0 && c->broken)
         rc = conn_fail(c, AMP_EIO, "the connection to the daemon broke; finish its calls first");
@@ -143,26 +194,78 @@ static int async_start(amp_conn *c, const struct jobs_req *r, enum async_reply r
     a->call.no_copy = 1;   /* borrows the caller's input until the call is done */
     a->c = c;
     a->reply = reply;
-    a->path = r->path;
+    *out = a;
+    return 0;
+}
+
+struct call *async_call(amp_call *a)
+{
+    return &a->call;
+}
+
+int async_set_steps(amp_conn *c, amp_call *a, const amp_step *steps, size_t n, int in_region)
+{
+    a->kinds = malloc(n * sizeof *a->kinds);
+    if (!a->kinds)
+        return conn_fail(c, AMP_ENOMEM, "out of memory for %zu steps", n);
+    for (size_t i = 0; i < n; i++)
+        a->kinds[i] = steps_kind(steps, i);
+    a->nsteps = n;
+    a->in_region = in_region;
+    return 0;
+}
+
+void async_set_stream(amp_call *a, struct stream *st)
+{
+    a->st = st;
+}
+
+/* Also for a call the caller frees (amp_call_free): what it holds goes. */
+void async_drop(struct amp_call *a)
+{
+    call_release(&a->call);
+    stream_free(a->st);
+    amp_free(a->out);
+    amp_hist_free(&a->hist);
+    amp_step_results_free(a->results, a->nsteps);
+    free(a->kinds);
+    free(a);
+}
+
+int async_submit(amp_conn *c, amp_call *a, const char *path, const ProtobufCMessage *msg,
+                 int timeout_ms, amp_call **out)
+{
+    a->path = path;
     a->timeout_ms = timeout_ms;
-    rc = body_encode(&a->call.body, r->msg);
+    int rc = msg ? body_encode(&a->call.body, msg) : 0;
     if (rc == -2)
         rc = conn_fail(c, AMP_EINVAL, "request exceeds gRPC's 4 GiB message limit");
     else if (rc != 0)
         rc = conn_fail(c, AMP_ENOMEM, "out of memory encoding the request");
     if (rc == 0)
-        rc = call_submit(c, &a->call, r->path, timeout_ms);
+        rc = call_submit(c, &a->call, path, timeout_ms);
     if (rc != 0) {
-        call_release(&a->call);
-        free(a);
+        async_drop(a);
         return rc;
     }
     a->call.next = c->calls;
     c->calls = &a->call;
     a->in_flight = 1;
     conn_flush_nowait(c);
+    if (a->st)
+        loop_wake(c);   /* amp_process feeds its input once the header has gone */
+    loop_watch(c);
     *out = a;
     return 0;
+}
+
+/* Starts the call of r. */
+static int async_start(amp_conn *c, const struct jobs_req *r, enum async_reply reply,
+                       int timeout_ms, amp_call **out)
+{
+    amp_call *a;
+    int rc = async_new(c, reply, &a);
+    return rc != 0 ? rc : async_submit(c, a, r->path, r->msg, timeout_ms, out);
 }
 
 int amp_start_reverse(amp_conn *c, const amp_opts *o, const void *in, size_t len,
@@ -208,6 +311,8 @@ size_t amp_in_flight(const amp_conn *c)
         n++;
     for (const struct amp_call *a = c ? c->done : NULL; a; a = a->done_next)
         n++;
+    for (const struct amp_call *a = c ? c->ready : NULL; a; a = a->done_next)
+        n++;
     return n;
 }
 
@@ -220,6 +325,7 @@ int amp_wait(amp_conn *c, int timeout_ms, amp_call **done)
     long long deadline = timeout_ms > 0 ? conn_now_ms() + timeout_ms : 0;
     const int not_yet = 0;
     for (;;) {
+        async_feed(c);
         async_collect(c);
         struct amp_call *a = c->done;
         if (a) {
@@ -328,29 +434,89 @@ void amp_call_set_user(amp_call *a, void *user)
         a->user = user;
 }
 
+int amp_call_results(amp_call *a, amp_step_result **results, size_t *n)
+{
+    if (!results || !n)
+        return AMP_EINVAL;
+    *results = NULL;
+    *n = 0;
+    int rc = async_result(a, ASYNC_STEPS);
+    if (rc != 0)
+        return rc;
+    *results = a->results;
+    *n = a->nsteps;
+    a->results = NULL;
+    a->taken = 1;
+    return 0;
+}
+
+int amp_call_on_done(amp_call *a, amp_done_cb cb, void *user)
+{
+    if (!a || !a->c)
+        return AMP_EINVAL;   /* handed out already: nothing is left to call back */
+    a->cb = cb;
+    a->user = user;
+    amp_conn *c = a->c;
+    if (!a->queued)
+        return 0;   /* still running */
+    /* Finished and queued: onto the queue its callback (or none) says. */
+    async_dequeue(&c->done, a);
+    async_dequeue(&c->ready, a);
+    if (cb) {
+        async_enqueue(&c->ready, a);
+        loop_wake(c);
+    } else {
+        async_enqueue(&c->done, a);
+    }
+    return 0;
+}
+
 void amp_call_free(amp_call *a)
 {
     if (!a)
         return;
+    a->cb = NULL;   /* given up: no callback */
     if (!a->done && a->c)
         amp_cancel(a);
     amp_conn *c = a->c;
-    if (c && a->queued) {   /* finished but never waited for: off the queue */
-        for (struct amp_call **pp = (struct amp_call **)&c->done; *pp; pp = &(*pp)->done_next) {
-            if (*pp == a) {
-                *pp = a->done_next;
-                break;
-            }
-        }
+    if (c && a->queued) {   /* finished but never handed out: off its queue */
+        async_dequeue(&c->done, a);
+        async_dequeue(&c->ready, a);
     }
-    amp_free(a->out);
-    amp_hist_free(&a->hist);
-    free(a);
+    async_drop(a);
+}
+
+void async_feed(amp_conn *c)
+{
+    for (struct call *call = c->calls, *next; call; call = next) {
+        next = call->next;
+        struct amp_call *a = async_of(call);
+        int rc = a->st && !call->done ? stream_feed(a->st) : 0;
+        if (rc != 0)
+            async_finish(c, a, rc);
+    }
+}
+
+void async_fire(amp_conn *c)
+{
+    /* Only the calls due now: a callback may start calls that finish later. */
+    struct amp_call *due = c->ready;
+    c->ready = NULL;
+    while (due) {
+        struct amp_call *a = due;
+        due = a->done_next;
+        a->done_next = NULL;
+        a->queued = 0;
+        a->c = NULL;   /* handed out: nothing of c is needed any more */
+        a->cb(a, a->user);   /* may free a */
+    }
 }
 
 void async_close(amp_conn *c)
 {
+    c->closing = 1;
     async_fail_all(c, conn_fail(c, AMP_EIO, "the connection was closed"));
+    async_fire(c);
     for (struct amp_call *a = c->done; a; a = a->done_next)
         a->c = NULL;
     c->done = NULL;

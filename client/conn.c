@@ -53,6 +53,9 @@ _Static_assert(CONN_OUTS == SOCK_WRITER_QUEUE, "a set for each batch the writer 
 
 #define CONN_OUT_BATCH (1024 * 1024)     /* stop pulling frames from nghttp2 past this */
 #define CONN_OUT_INITIAL (64 * 1024)
+/* A deadline (CLOCK_MONOTONIC ms) that passed long ago: conn_pump_once()
+ * with it polls without waiting. */
+#define CONN_LONG_PAST 1
 /* Receive windows: large, so a big reply streams without waiting for a
  * WINDOW_UPDATE round trip every 64 KiB. Memory stays bounded because
  * nghttp2 hands data to call.c as it arrives. */
@@ -260,6 +263,7 @@ static void conn_shut(amp_conn *c)
         nghttp2_session_terminate_session(c->h2, NGHTTP2_NO_ERROR);
         conn_flush_nowait(c);
     }
+    loop_forget(c);                /* amp_fd() stops watching what closes here */
     conn_writer_end(&c->writer);   /* before the socket it writes to closes */
     nghttp2_session_del(c->h2);
     c->h2 = NULL;
@@ -329,6 +333,7 @@ int amp_connect_with(const char *address, const amp_connect_opts *o, amp_conn **
         return AMP_ENOMEM;
     c->fd = -1;
     c->grpc_status = -1;
+    c->loop = (struct conn_loop){ .epfd = -1, .wake = -1, .sock = -1, .writer = -1 };
     c->in = malloc(CONN_READ_CHUNK);
     c->address = strdup(address ? address : AMP_DEFAULT_ADDRESS);
     int rc = !c->in || !c->address ? AMP_ENOMEM : 0;
@@ -379,6 +384,7 @@ void amp_close(amp_conn *c)
         return;
     async_close(c);
     conn_shut(c);
+    loop_close(c);
     tls_client_opts_free(&c->tls_opts);
     free(c->authorization);
     for (int i = 0; i < CONN_OUTS; i++)
@@ -833,6 +839,21 @@ int conn_pump_once(amp_conn *c, long long deadline_ms, const int *done)
     if (rc == 0 && (pfd[0].revents & (POLLIN | POLLHUP | POLLERR)))
         rc = conn_read_some(c);
     return rc;
+}
+
+int conn_pump_nowait(amp_conn *c)
+{
+    static const int not_done = 0;
+    return conn_pump_once(c, CONN_LONG_PAST, &not_done);
+}
+
+int conn_wants_write(const amp_conn *c)
+{
+    if (c->broken || c->fd < 0)
+        return 0;
+    if (c->tls)
+        return tls_pipe_pending(c->tls) > 0 || conn_out_pending(&c->outs[c->out_first]);
+    return !conn_writer_handed(&c->writer) && conn_out_pending(&c->outs[c->out_first]);
 }
 
 uint64_t conn_sent_mark(const amp_conn *c)

@@ -33,6 +33,21 @@
 struct call;
 struct region_link;
 
+/* amp_fd(): an epoll descriptor that stands for the connection in the
+ * application's loop (loop.c). It watches the socket (for reading, and
+ * for writing while output waits), the writer thread's eventfd, and wake,
+ * an eventfd raised when work is due that no descriptor shows (a
+ * callback due, a stream's next input). Level-triggered throughout. */
+struct conn_loop {
+    int epfd;              /* -1 until amp_fd() first asks; owned */
+    int wake;              /* eventfd, owned with epfd; raised: woken is set */
+    int woken;
+    int processing;        /* amp_process runs: it does the due work itself */
+    int sock;              /* the socket as registered (-1: none), its events, */
+    uint32_t sock_events;
+    int writer;            /* and the writer's eventfd (-1: none) */
+};
+
 /* One set of output (amp_conn.outs): bytes copied from nghttp2
  * (buf[pos..len)), then perhaps a DATA frame of a no_copy call (call.h):
  * its header (copied to frame_hd) and body bytes still in the call's
@@ -77,6 +92,9 @@ struct amp_conn {
     struct call *calls;    /* calls started without waiting and not yet done (async.c),
                             * linked through call->next; owned by their amp_call */
     struct amp_call *done; /* of those, done and not yet handed out by amp_wait, oldest first */
+    struct amp_call *ready; /* done, with a callback amp_process has not run yet, oldest first */
+    int closing;           /* amp_close runs: no call may start */
+    struct conn_loop loop; /* amp_fd's descriptor and what it watches (loop.c) */
     /* What nghttp2 produced and is not yet written, in sets, oldest at
      * outs[out_first]: those handed to the writer thread (plain
      * connections, conn_writer.h), then the one being filled. A set the
@@ -155,6 +173,23 @@ void conn_own_output(amp_conn *c);
  * closes: they complete with AMP_EIO, and later amp_call_* calls on them
  * no longer touch c. */
 void async_close(amp_conn *c);
+
+/* One non-blocking round of conn_pump_once(): AMP_EDEADLINE when
+ * nothing was ready to move (amp_process). */
+int conn_pump_nowait(amp_conn *c);
+
+/* Whether c has output waiting for room in the socket (not counting
+ * what the writer thread holds). */
+int conn_wants_write(const amp_conn *c);
+
+/* loop.c: brings amp_fd()'s watch list up to date with c's socket, its
+ * output and its writer (a no-op until amp_fd() was asked for); raises
+ * the wake-up when amp_process is not running; forgets the socket and
+ * writer that conn_shut() closes; and closes the descriptors (amp_close). */
+void loop_watch(amp_conn *c);
+void loop_wake(amp_conn *c);
+void loop_forget(amp_conn *c);
+void loop_close(amp_conn *c);
 
 /* Now on CLOCK_MONOTONIC, in ms. */
 long long conn_now_ms(void);

@@ -14,6 +14,7 @@
 
 #include "abi.h"
 #include "amp.pb-c.h"
+#include "async.h"
 #include "call.h"
 #include "conn.h"
 #include "field_rx.h"
@@ -480,17 +481,46 @@ int jobs_fill_params(amp_conn *c, const char *where, const amp_fill_params *p,
     return 0;
 }
 
+/* The Fill request over *fp, checked. */
+static int jobs_fill_req(amp_conn *c, const amp_opts *o, const amp_fill_params *p,
+                         Amp__V1__FillParams *fp, Amp__V1__FillRequest *req)
+{
+    amp__v1__fill_params__init(fp);
+    int rc = jobs_fill_params(c, "params", p, fp);
+    if (rc != 0)
+        return rc;
+    amp__v1__fill_request__init(req);
+    req->params = fp;
+    req->device = jobs_device(o);
+    return 0;
+}
+
 int amp_fill(amp_conn *c, const amp_opts *o, const amp_fill_params *p, void **out,
              size_t *out_len)
 {
     int rc = jobs_data_begin(c, o, NULL, 0, out, out_len);
     if (rc != 0)
         return rc;
-    Amp__V1__FillParams fp = AMP__V1__FILL_PARAMS__INIT;
-    if ((rc = jobs_fill_params(c, "params", p, &fp)) != 0)
+    Amp__V1__FillParams fp;
+    Amp__V1__FillRequest req;
+    if ((rc = jobs_fill_req(c, o, p, &fp, &req)) != 0)
         return rc;
-    Amp__V1__FillRequest req = AMP__V1__FILL_REQUEST__INIT;
-    req.params = &fp;
-    req.device = jobs_device(o);
     return jobs_data_call(c, JOBS_PATH_FILL, &req.base, jobs_timeout(o), out, out_len);
+}
+
+int amp_start_fill(amp_conn *c, const amp_opts *o, const amp_fill_params *p, amp_call **call)
+{
+    if (!c || !call)
+        return AMP_EINVAL;
+    conn_begin(c);
+    *call = NULL;
+    Amp__V1__FillParams fp;
+    Amp__V1__FillRequest req;
+    int rc = jobs_check_opts(c, o);
+    if (rc == 0)
+        rc = jobs_fill_req(c, o, p, &fp, &req);
+    amp_call *a;
+    if (rc == 0)
+        rc = async_new(c, ASYNC_DATA, &a);
+    return rc != 0 ? rc : async_submit(c, a, JOBS_PATH_FILL, &req.base, jobs_timeout(o), call);
 }

@@ -268,6 +268,30 @@ static int region_slice(amp_conn *c, const char *what, const amp_slice *s,
     return 1;
 }
 
+/* amp_run_region's checks, and its request's slices (in *in_pb and
+ * *out_pb, which req points at). */
+static int region_req(amp_conn *c, const amp_opts *o, const amp_step *steps, size_t nsteps,
+                      const amp_slice *in, const amp_slice *out, Amp__V1__PipelineRequest *req,
+                      Amp__V1__RegionSlice *in_pb, Amp__V1__RegionSlice *out_pb)
+{
+    int rc = jobs_check_opts(c, o);
+    if (rc != 0)
+        return rc;
+    amp__v1__pipeline_request__init(req);
+    int has_in = region_slice(c, "in", in, in_pb);
+    int has_out = has_in < 0 ? 0 : region_slice(c, "out", out, out_pb);
+    if (has_in < 0 || has_out < 0)
+        return AMP_EINVAL;
+    req->input_region = has_in ? in_pb : NULL;
+    req->output_region = has_out ? out_pb : NULL;
+    if (steps && nsteps && abi_check_size(c, "steps[0]", steps[0].size, ABI_STEP_MIN) != 0)
+        return AMP_EINVAL;
+    for (size_t i = 0; i < nsteps && steps && !has_out; i++)
+        if (abi_step(steps, i)->kind != AMP_STEP_HISTOGRAM)
+            return conn_fail(c, AMP_EINVAL, "steps[%zu] writes data: out must name a region", i);
+    return 0;
+}
+
 int amp_run_region(amp_conn *c, const amp_opts *o, const amp_step *steps, size_t nsteps,
                    const amp_slice *in, const amp_slice *out, amp_step_result **results)
 {
@@ -277,21 +301,21 @@ int amp_run_region(amp_conn *c, const amp_opts *o, const amp_step *steps, size_t
     if (!results)
         return conn_fail(c, AMP_EINVAL, "results must not be NULL");
     *results = NULL;
-    int rc = jobs_check_opts(c, o);
-    if (rc != 0)
-        return rc;
-    Amp__V1__PipelineRequest req = AMP__V1__PIPELINE_REQUEST__INIT;
+    Amp__V1__PipelineRequest req;
     Amp__V1__RegionSlice in_pb, out_pb;
-    int has_in = region_slice(c, "in", in, &in_pb);
-    int has_out = has_in < 0 ? 0 : region_slice(c, "out", out, &out_pb);
-    if (has_in < 0 || has_out < 0)
+    int rc = region_req(c, o, steps, nsteps, in, out, &req, &in_pb, &out_pb);
+    return rc != 0 ? rc : pipeline_call(c, o, steps, nsteps, &req, results);
+}
+
+int amp_start_region(amp_conn *c, const amp_opts *o, const amp_step *steps, size_t nsteps,
+                     const amp_slice *in, const amp_slice *out, amp_call **call)
+{
+    if (!c || !call)
         return AMP_EINVAL;
-    req.input_region = has_in ? &in_pb : NULL;
-    req.output_region = has_out ? &out_pb : NULL;
-    if (steps && nsteps && abi_check_size(c, "steps[0]", steps[0].size, ABI_STEP_MIN) != 0)
-        return AMP_EINVAL;
-    for (size_t i = 0; i < nsteps && steps && !has_out; i++)
-        if (abi_step(steps, i)->kind != AMP_STEP_HISTOGRAM)
-            return conn_fail(c, AMP_EINVAL, "steps[%zu] writes data: out must name a region", i);
-    return pipeline_call(c, o, steps, nsteps, &req, results);
+    conn_begin(c);
+    *call = NULL;
+    Amp__V1__PipelineRequest req;
+    Amp__V1__RegionSlice in_pb, out_pb;
+    int rc = region_req(c, o, steps, nsteps, in, out, &req, &in_pb, &out_pb);
+    return rc != 0 ? rc : pipeline_start(c, o, steps, nsteps, &req, call);
 }

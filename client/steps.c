@@ -103,3 +103,8 @@ size_t steps_count_hist(const amp_step *steps, size_t n)
         k += abi_step(steps, i)->kind == AMP_STEP_HISTOGRAM;
     return k;
 }
+
+amp_step_kind steps_kind(const amp_step *steps, size_t i)
+{
+    return abi_step(steps, i)->kind;
+}

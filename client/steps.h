@@ -31,6 +31,20 @@ void steps_free(struct steps_pb *pb);
 int pipeline_call(amp_conn *c, const amp_opts *o, const amp_step *steps, size_t nsteps,
                   Amp__V1__PipelineRequest *req, amp_step_result **results);
 
+/* pipeline_call() started without waiting (amp_start_pipeline,
+ * amp_start_region): 0 with *call, or an AMP_E* code. */
+int pipeline_start(amp_conn *c, const amp_opts *o, const amp_step *steps, size_t nsteps,
+                   Amp__V1__PipelineRequest *req, amp_call **call);
+
+/* Decodes a PipelineReply of len bytes at msg (the caller's) into
+ * *results, by the kinds of its nsteps steps; in_region: the data went
+ * into the output region. Returns 0 or AMP_EPROTO / AMP_ENOMEM. */
+int pipeline_reply(amp_conn *c, const amp_step_kind *kinds, size_t nsteps, int in_region,
+                   const uint8_t *msg, size_t len, amp_step_result **results);
+
+/* The kind of step i of an array (steps[0].size apart). */
+amp_step_kind steps_kind(const amp_step *steps, size_t i);
+
 /* Number of histogram steps among n. */
 size_t steps_count_hist(const amp_step *steps, size_t n);
 

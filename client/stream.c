@@ -22,11 +22,13 @@
 
 #include "abi.h"
 #include "amp.pb-c.h"
+#include "async.h"
 #include "call.h"
 #include "conn.h"
 #include "jobs.h"
 #include "pb_wire.h"
 #include "steps.h"
+#include "stream.h"
 #include "amp_wire.h"
 
 #define STREAM_PATH "/amp.v1.Amp/Stream"
@@ -40,7 +42,8 @@
 
 struct stream {
     amp_conn *c;
-    struct call call;
+    struct call *call;       /* own, or a started call's (async.c) */
+    struct call own;         /* a blocking stream's call */
     amp_read_cb in;          /* NULL: no input */
     void *in_ctx;
     amp_write_cb out;        /* NULL: output discarded */
@@ -231,12 +234,12 @@ static int stream_next_mem(struct stream *st)
         n = AMP_STREAM_CHUNK;
     st->in_done = st->mem_pos + n == st->mem_len;
     if (n == 0) {
-        call_set_body(st->c, &st->call, NULL, 0, 0);
+        call_set_body(st->c, st->call, NULL, 0, 0);
         return 0;
     }
     uint8_t *head = st->heads[st->next];
     size_t head_len = stream_prefix(head, n);
-    int rc = call_set_body2(st->c, &st->call, head, head_len, st->mem + st->mem_pos, n,
+    int rc = call_set_body2(st->c, st->call, head, head_len, st->mem + st->mem_pos, n,
                             !st->in_done);
     st->mem_pos += n;
     st->next = (st->next + 1) % STREAM_BODIES;
@@ -267,13 +270,13 @@ static int stream_next_chunk(struct stream *st)
         have += (size_t)n;
     }
     if (have == 0) {
-        call_set_body(st->c, &st->call, NULL, 0, 0);
+        call_set_body(st->c, st->call, NULL, 0, 0);
         return 0;
     }
     /* StreamRequest{data = chunk}: tag, length, bytes. */
     uint8_t *p = chunk - (GRPC_FRAME_HEADER + 1 + pb_varint_len(have));
     stream_prefix(p, have);
-    call_set_body(st->c, &st->call, p, (size_t)(chunk + have - p), !st->in_done);
+    call_set_body(st->c, st->call, p, (size_t)(chunk + have - p), !st->in_done);
     st->next = (st->next + 1) % STREAM_BODIES;
     return 0;
 }
@@ -282,22 +285,27 @@ static int stream_next_chunk(struct stream *st)
 static int stream_window_open(const struct stream *st)
 {
     nghttp2_session *h2 = st->c->h2;
-    return nghttp2_session_get_stream_remote_window_size(h2, st->call.stream_id) > 0 &&
+    return nghttp2_session_get_stream_remote_window_size(h2, st->call->stream_id) > 0 &&
            nghttp2_session_get_remote_window_size(h2) > 0;
+}
+
+int stream_feed(struct stream *st)
+{
+    struct call *call = st->call;
+    if (st->in_done || call->err || !call_body_drained(call) || !stream_window_open(st))
+        return 0;
+    return stream_next_chunk(st);
 }
 
 /* Sends and receives until the reply ends. */
 static int stream_pump(struct stream *st)
 {
     long long deadline = st->deadline;
-    struct call *call = &st->call;
+    struct call *call = st->call;
     while (!call->done) {
-        if (!st->in_done && !call->err && call_body_drained(call) && stream_window_open(st)) {
-            int rc = stream_next_chunk(st);
-            if (rc != 0)
-                return rc;
-        }
-        int rc = conn_pump_once(st->c, deadline, &call->done);
+        int rc = stream_feed(st);
+        if (rc == 0)
+            rc = conn_pump_once(st->c, deadline, &call->done);
         if (rc != 0)
             return rc;
     }
@@ -321,43 +329,83 @@ static int stream_check(amp_conn *c, const amp_opts *o, const amp_step *steps, s
     return 0;
 }
 
-static int stream_run(struct stream *st, const amp_opts *o, const struct steps_pb *pb,
-                      uint64_t total_length)
+/* Checks st's job and encodes its header; buffers for a read input. */
+static int stream_prepare(struct stream *st, const amp_opts *o, const amp_step *steps,
+                          size_t nsteps, uint64_t total_length)
 {
     amp_conn *c = st->c;
-    int rc = conn_ready(c);   /* a stream is never sent twice: its input is read once */
+    if (st->hists)
+        memset(st->hists, 0, st->nhists * sizeof *st->hists);
+    struct steps_pb pb;
+    int rc = steps_encode(c, steps, nsteps, &pb);
     if (rc == 0)
-        rc = stream_encode_header(st, pb, o, total_length);
-    if (rc == 0 && st->in) {
-        for (int i = 0; i < STREAM_BODIES && rc == 0; i++)
-            if (!(st->frames[i] = malloc(STREAM_FRAME_MAX)))
-                rc = conn_fail(c, AMP_ENOMEM, "out of memory for stream buffers");
-    }
-    if (rc != 0)
-        return rc;
-    call_init(&st->call);
-    st->call.no_copy = 1;   /* bodies: the header and the frames, kept as call.h asks */
-    st->call.on_message = stream_on_message;
-    st->call.on_piece_start = stream_piece_start;
-    st->call.on_piece = stream_piece;
-    st->call.on_piece_dest = stream_piece_dest;
-    st->call.on_message_ctx = st;
-    body_borrow(&st->call.body, st->header, st->header_len);
-    st->call.body_open = !st->in_done;
+        rc = stream_check(c, o, steps, nsteps, st->hists, st->nhists);
+    if (rc == 0)
+        rc = stream_encode_header(st, &pb, o, total_length);
+    steps_free(&pb);
+    for (int i = 0; i < STREAM_BODIES && rc == 0 && st->in; i++)
+        if (!(st->frames[i] = malloc(STREAM_FRAME_MAX)))
+            rc = conn_fail(c, AMP_ENOMEM, "out of memory for stream buffers");
+    return rc;
+}
+
+/* Makes call (initialised) st's Stream call: its handlers, the header as
+ * its first body, the deadline. Returns the timeout to send. */
+static int stream_bind(struct stream *st, struct call *call, const amp_opts *o)
+{
+    st->call = call;
+    call->no_copy = 1;   /* bodies: the header and the frames, kept as call.h asks */
+    call->on_message = stream_on_message;
+    call->on_piece_start = stream_piece_start;
+    call->on_piece = stream_piece;
+    call->on_piece_dest = stream_piece_dest;
+    call->on_message_ctx = st;
+    body_borrow(&call->body, st->header, st->header_len);
+    call->body_open = !st->in_done;
     int timeout = jobs_timeout(o);
     st->deadline = timeout > 0 ? conn_now_ms() + timeout : 0;
-    rc = call_submit(c, &st->call, STREAM_PATH, timeout);
-    if (rc == 0) {
-        c->call = &st->call;
-        rc = stream_pump(st);
-        call_abandon(c, &st->call);
-    }
-    if (rc == 0)
-        rc = call_outcome(c, &st->call);
+    return timeout;
+}
+
+/* The stream's outcome from the call's rc: its results counted, its
+ * buffers freed, and on failure its histograms. */
+static int stream_finish(struct stream *st, int rc)
+{
+    amp_conn *c = st->c;
     if (rc == 0 && st->nresults != st->nhists)
         rc = conn_fail(c, AMP_EPROTO, "stream reply has %zu results for %zu histogram steps",
                        st->nresults, st->nhists);
-    call_release(&st->call);
+    free(st->header);
+    st->header = NULL;
+    for (int i = 0; i < STREAM_BODIES; i++) {
+        free(st->frames[i]);
+        st->frames[i] = NULL;
+    }
+    if (rc != 0) {
+        for (size_t i = 0; st->hists && i < st->nhists; i++)
+            amp_hist_free(&st->hists[i]);
+        c->device[0] = '\0';
+    }
+    return rc;
+}
+
+static int stream_run(struct stream *st, const amp_opts *o)
+{
+    amp_conn *c = st->c;
+    int rc = conn_ready(c);   /* a stream is never sent twice: its input is read once */
+    if (rc != 0)
+        return rc;
+    call_init(&st->own);
+    int timeout = stream_bind(st, &st->own, o);
+    rc = call_submit(c, st->call, STREAM_PATH, timeout);
+    if (rc == 0) {
+        c->call = st->call;
+        rc = stream_pump(st);
+        call_abandon(c, st->call);
+    }
+    if (rc == 0)
+        rc = call_outcome(c, st->call);
+    call_release(st->call);
     return rc;
 }
 
@@ -365,28 +413,28 @@ static int stream_run(struct stream *st, const amp_opts *o, const struct steps_p
 static int stream_job(struct stream *st, const amp_opts *o, const amp_step *steps, size_t nsteps,
                       uint64_t total_length)
 {
-    amp_conn *c = st->c;
-    amp_hist *hists = st->hists;
-    size_t nhists = st->nhists;
-    conn_begin(c);
-    if (hists)
-        memset(hists, 0, nhists * sizeof *hists);
-    struct steps_pb pb;
-    int rc = steps_encode(c, steps, nsteps, &pb);
+    conn_begin(st->c);
+    int rc = stream_prepare(st, o, steps, nsteps, total_length);
     if (rc == 0)
-        rc = stream_check(c, o, steps, nsteps, hists, nhists);
-    if (rc == 0)
-        rc = stream_run(st, o, &pb, total_length);
-    free(st->header);
-    for (int i = 0; i < STREAM_BODIES; i++)
-        free(st->frames[i]);
-    steps_free(&pb);
-    if (rc != 0) {
-        for (size_t i = 0; hists && i < nhists; i++)
-            amp_hist_free(&hists[i]);
-        c->device[0] = '\0';
-    }
+        rc = stream_run(st, o);
+    return stream_finish(st, rc);
+}
+
+int stream_end(struct stream *st, int rc)
+{
+    rc = stream_finish(st, rc);
+    if (rc == 0 && st->device[0])
+        jobs_set_device(st->c, st->device);
+    free(st);
     return rc;
+}
+
+void stream_free(struct stream *st)
+{
+    if (!st)
+        return;
+    stream_finish(st, AMP_ECANCELLED);
+    free(st);
 }
 
 int amp_stream_mem(amp_conn *c, const amp_opts *o, const amp_step *steps, size_t nsteps,
@@ -428,20 +476,56 @@ int amp_stream_mem_into(amp_conn *c, const amp_opts *o, const amp_step *steps, s
     return rc;
 }
 
+/* The stream that a describes (its size checked), on c. */
+static int stream_args(amp_conn *c, const amp_stream_args *a, struct stream *st)
+{
+    if (!a)
+        return conn_fail(c, AMP_EINVAL, "no stream arguments (a is NULL)");
+    int rc = abi_check_size(c, "amp_stream_args", a->size, ABI_STREAM_ARGS_MIN);
+    if (rc != 0)
+        return rc;
+    *st = (struct stream){
+        .c = c, .in = a->in, .in_ctx = a->in_ctx, .out = a->out, .out_ctx = a->out_ctx,
+        .hists = a->hists, .nhists = a->nhists, .in_done = a->in == NULL,
+    };
+    return 0;
+}
+
 int amp_stream_run(amp_conn *c, const amp_opts *o, const amp_stream_args *a)
 {
     if (!c)
         return AMP_EINVAL;
-    if (!a)
-        return conn_fail(c, AMP_EINVAL, "amp_stream_run: no arguments (a is NULL)");
-    int rc = abi_check_size(c, "amp_stream_args", a->size, ABI_STREAM_ARGS_MIN);
-    if (rc != 0)
+    conn_begin(c);
+    struct stream st;
+    int rc = stream_args(c, a, &st);
+    return rc != 0 ? rc : stream_job(&st, o, a->steps, a->nsteps, a->total_length);
+}
+
+int amp_start_stream(amp_conn *c, const amp_opts *o, const amp_stream_args *a, amp_call **call)
+{
+    if (!c || !call)
+        return AMP_EINVAL;
+    conn_begin(c);
+    *call = NULL;
+    struct stream *st = malloc(sizeof *st);
+    if (!st)
+        return conn_fail(c, AMP_ENOMEM, "out of memory for a stream");
+    int rc = stream_args(c, a, st);
+    if (rc != 0) {
+        free(st);
         return rc;
-    struct stream st = {
-        .c = c, .in = a->in, .in_ctx = a->in_ctx, .out = a->out, .out_ctx = a->out_ctx,
-        .hists = a->hists, .nhists = a->nhists, .in_done = a->in == NULL,
-    };
-    return stream_job(&st, o, a->steps, a->nsteps, a->total_length);
+    }
+    rc = stream_prepare(st, o, a->steps, a->nsteps, a->total_length);
+    amp_call *ac = NULL;
+    if (rc == 0)
+        rc = async_new(c, ASYNC_STREAM, &ac);
+    if (rc != 0) {
+        stream_free(st);
+        return rc;
+    }
+    int timeout = stream_bind(st, async_call(ac), o);
+    async_set_stream(ac, st);   /* the call owns it now */
+    return async_submit(c, ac, STREAM_PATH, NULL, timeout, call);
 }
 
 int amp_stream(amp_conn *c, const amp_opts *o, const amp_step *steps, size_t nsteps,

@@ -8,8 +8,13 @@
  *   with a failure, amp_last_message() returns it.
  * - Buffers returned through `void **out` are malloc'd by the library and
  *   owned by the caller, who releases them with amp_free().
- * - An amp_conn is not thread-safe: use one per thread, or serialise calls.
- *   Different connections are independent. A connection that is not TLS
+ * - Threads: a connection, its calls and its regions belong to one thread
+ *   at a time (serialise calls, or use one connection per thread);
+ *   different connections are independent. Completion callbacks
+ *   (amp_call_on_done) run on the thread in amp_process() or amp_close().
+ *   Nothing else is shared between connections but process-wide caches,
+ *   which are thread-safe. docs/event-loop.md has the event-loop rules.
+ *   A connection that is not TLS
  *   writes the bulk of large requests on a thread of its own, started
  *   on the first and joined by amp_close(); it blocks every signal and
  *   does nothing but write to the connection's socket.
@@ -569,6 +574,88 @@ typedef struct amp_slice {
 AMP_EXTERN int amp_run_region(amp_conn *c, const amp_opts *o, const amp_step *steps,
                               size_t nsteps, const amp_slice *in, const amp_slice *out,
                               amp_step_result **results);
+
+/* --- more calls in flight ------------------------------------------------- */
+
+/* Start the other jobs without waiting, as amp_start_reverse does: a fill
+ * (result by amp_call_data), a pipeline and a region job (results by
+ * amp_call_results), and a stream. Arguments, checks and codes as for
+ * amp_fill, amp_pipeline, amp_run_region and amp_stream_run, and as for
+ * amp_start_reverse for call. The steps array is read here only; what a
+ * job reads later (the input, a stream's a->hists and the contexts of its
+ * callbacks) is borrowed until the call has finished.
+ * A started stream reads its input (a->in) and hands its output (a->out)
+ * from amp_process() and amp_wait(), as the daemon takes and sends it:
+ * its callbacks must not block the loop for long (a blocking call on c
+ * moves its replies but not its next input). a->hists is filled as the
+ * results arrive; once the call finished with 0 the caller frees each
+ * with amp_hist_free(), on failure they are zeroed. */
+AMP_EXTERN int amp_start_fill(amp_conn *c, const amp_opts *o, const amp_fill_params *p,
+                              amp_call **call);
+AMP_EXTERN int amp_start_pipeline(amp_conn *c, const amp_opts *o, const amp_step *steps,
+                                  size_t nsteps, const void *in, size_t len, amp_call **call);
+AMP_EXTERN int amp_start_region(amp_conn *c, const amp_opts *o, const amp_step *steps,
+                                size_t nsteps, const amp_slice *in, const amp_slice *out,
+                                amp_call **call);
+AMP_EXTERN int amp_start_stream(amp_conn *c, const amp_opts *o, const amp_stream_args *a,
+                                amp_call **call);
+
+/* Take a finished pipeline's or region job's results (once), as
+ * amp_pipeline and amp_run_region return them: *results has *n entries
+ * (the steps started), released with amp_step_results_free(*results, *n).
+ * Returns 0 or the call's status; AMP_EPENDING while it runs; AMP_EINVAL
+ * for a NULL argument, a call of another kind, or results taken already.
+ * On failure *results is NULL and *n 0 (when given). */
+AMP_EXTERN int amp_call_results(amp_call *call, amp_step_result **results, size_t *n);
+
+/* --- in any event loop ------------------------------------------------------ */
+
+/* docs/event-loop.md has the design and a libuv example
+ * (examples/libuv_many.c). Three pieces, as libcurl's multi interface,
+ * hiredis' async context and c-ares have them:
+ * - amp_fd(c): one descriptor for the application's loop to watch for
+ *   reading (POLLIN, EPOLLIN, libuv's UV_READABLE; level-triggered).
+ * - amp_process(c): when it is readable, advances c without blocking.
+ * - amp_call_on_done(): a callback per started call, run by amp_process()
+ *   when the call finished (or by amp_close()).
+ * The loop never writes to c's socket itself and needs no timer: the
+ * descriptor also becomes readable when c has output waiting for room in
+ * the socket, a writer thread's batch ended, or a finished call's
+ * callback is due. */
+
+/* A started call finished: call is the caller's, as amp_wait() would have
+ * handed it (amp_call_status() and the results are final); user is what
+ * amp_call_on_done() was given. The callback may take the results, free
+ * call, start calls on c and cancel others; it must not call
+ * amp_process(), amp_wait(), amp_close() or a blocking call on c. */
+typedef void (*amp_done_cb)(amp_call *call, void *user);
+
+/* Has cb (NULL: none again) called when call finishes, exactly once,
+ * from amp_process() (or amp_close(), with AMP_EIO); such a call is never
+ * handed out by amp_wait(). One that finished already (a cancel, a
+ * blocking call on c that moved it) gets its callback at the next
+ * amp_process(). user is also amp_call_user()'s. A call freed with
+ * amp_call_free() before it finished gets no callback. Returns 0, or
+ * AMP_EINVAL for call NULL or a call handed out already (by amp_wait, a
+ * callback, or amp_close). */
+AMP_EXTERN int amp_call_on_done(amp_call *call, amp_done_cb cb, void *user);
+
+/* The descriptor to watch for reading: the same for the life of c,
+ * across reconnections (an epoll descriptor over the connection's socket
+ * and its wake-ups). The library owns it: never read, write or close it.
+ * Returns it (>= 0), or AMP_EINVAL for NULL, AMP_ENOMEM or AMP_EIO when
+ * it cannot be made (amp_last_message() says why). */
+AMP_EXTERN int amp_fd(amp_conn *c);
+
+/* Advances c without blocking: writes what the socket takes, reads and
+ * decodes what arrived, feeds started streams their next input, and
+ * calls the callbacks of the calls that finished. Does a bounded amount
+ * of work per call (the descriptor stays readable when more is left), so
+ * one busy connection does not starve the rest of the loop. Returns 0;
+ * AMP_EINVAL for NULL; or the error that broke the connection (AMP_EIO,
+ * AMP_EPROTO, ...), every call in flight having finished with it; the
+ * next call started on c reconnects. */
+AMP_EXTERN int amp_process(amp_conn *c);
 
 /* --- devices ---------------------------------------------------------------- */
 
