@@ -38,6 +38,7 @@ dpkg-query -W -f='${Conffiles}' ampd | grep "/etc/ampd/ampd.conf " >/dev/null ||
 grep -q "^ExecStart=/usr/sbin/ampd --config /etc/ampd/ampd.conf$" /lib/systemd/system/ampd.service ||
   fail "ampd.service does not name /usr/sbin/ampd and /etc/ampd/ampd.conf"
 [ -e /lib/systemd/system/ampd.socket ] || fail "no ampd.socket"
+[ -e /usr/share/man/man3/amp_process.3.gz ] || fail "libampclient-dev has no amp_process(3)"
 
 sock="$out/ampd.sock"
 /usr/sbin/ampd --config /etc/ampd/ampd.conf --listen "unix:$sock" 2>"$out/ampd.log" &

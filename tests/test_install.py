@@ -113,6 +113,8 @@ def main():
         with open(completion, encoding="utf-8") as f:
             assert "complete -o default -F _ampctl ampctl" in f.read(), completion
         find(prefix, "amp_version.h")
+        for page in ("libampclient.3", "amp_process.3"):
+            assert "/share/man/man3/" in find(prefix, page), page
         check_service_files(prefix)
         flags = sanitizer_flags()
         pc_exe = os.path.join(work, "consumer-pc")
