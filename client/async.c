@@ -38,7 +38,7 @@ struct amp_call {
     int timeout_ms;
     int resubmits;              /* times refused unprocessed and sent again */
     int in_flight;              /* on c->calls */
-    int queued;                 /* on c->done, not yet handed out by amp_wait */
+    int queued;                 /* on c->done or c->ready: not yet handed out */
     int done;                   /* outcome below is final */
     int rc;                     /* 0 or AMP_E* */
     char message[CONN_MESSAGE_MAX];
@@ -316,10 +316,9 @@ size_t amp_in_flight(const amp_conn *c)
     return n;
 }
 
-int amp_wait(amp_conn *c, int timeout_ms, amp_call **done)
+/* amp_wait's work; amp_wait then brings amp_fd's watch up to date. */
+static int async_wait(amp_conn *c, int timeout_ms, amp_call **done)
 {
-    if (!c || !done)
-        return AMP_EINVAL;
     conn_begin(c);
     *done = NULL;
     long long deadline = timeout_ms > 0 ? conn_now_ms() + timeout_ms : 0;
@@ -353,6 +352,15 @@ int amp_wait(amp_conn *c, int timeout_ms, amp_call **done)
     }
 }
 
+int amp_wait(amp_conn *c, int timeout_ms, amp_call **done)
+{
+    if (!c || !done)
+        return AMP_EINVAL;
+    int rc = async_wait(c, timeout_ms, done);
+    loop_watch(c);   /* output it left waiting for room in the socket */
+    return rc;
+}
+
 int amp_cancel(amp_call *a)
 {
     if (!a)
@@ -363,6 +371,7 @@ int amp_cancel(amp_call *a)
     conn_fail(c, AMP_ECANCELLED, "the call was cancelled");
     async_finish(c, a, AMP_ECANCELLED);
     conn_flush_nowait(c);
+    loop_watch(c);   /* the reset may wait for room in the socket */
     return 0;
 }
 
@@ -499,12 +508,15 @@ void async_feed(amp_conn *c)
 
 void async_fire(amp_conn *c)
 {
-    /* Only the calls due now: a callback may start calls that finish later. */
-    struct amp_call *due = c->ready;
-    c->ready = NULL;
-    while (due) {
-        struct amp_call *a = due;
-        due = a->done_next;
+    /* The calls due now, taken one at a time off the queue: a callback may
+     * free another call that is due (it leaves the queue) or cancel one
+     * (it joins the queue, for the next amp_process). */
+    size_t due = 0;
+    for (const struct amp_call *a = c->ready; a; a = a->done_next)
+        due++;
+    while (due-- > 0 && c->ready) {
+        struct amp_call *a = c->ready;
+        c->ready = a->done_next;
         a->done_next = NULL;
         a->queued = 0;
         a->c = NULL;   /* handed out: nothing of c is needed any more */

@@ -599,6 +599,9 @@ void call_abandon(amp_conn *c, struct call *call)
         nghttp2_submit_rst_stream(c->h2, NGHTTP2_FLAG_NONE, call->stream_id, NGHTTP2_CANCEL);
         conn_flush_nowait(c);
     }
+    /* A blocking call may leave output behind (its own, or calls started
+     * without waiting): an event loop on amp_fd must see it wait. */
+    loop_watch(c);
 }
 
 /* Drives the submitted call to its end; gives up on the stream on failure. */

@@ -6,9 +6,11 @@
  * a stream of several chunks each way) finishes through its callback with
  * the right result; 256 calls in flight kept full for 2,048; a cancel and
  * a blocking call's completions make the descriptor readable and their
- * callbacks run at the next amp_process; a stream whose input callback
- * aborts fails alone; amp_close runs the callbacks still due, once each.
- * The daemon must exit 0 at the end (under ASan: nothing leaked). */
+ * callbacks run at the next amp_process, and one may free another that is
+ * due; a stream whose input callback aborts fails alone; amp_close runs
+ * the callbacks still due, once each; the descriptor stays the same when
+ * a daemon restart makes the connection reopen. The daemon must exit 0 at
+ * the end (under ASan: nothing leaked). */
 #include <check.h>
 #include <poll.h>
 #include <stdio.h>
@@ -17,6 +19,7 @@
 
 #include "check_run.h"
 #include "client_fixture.h"
+#include "daemon_proc.h"
 
 #define LOOP_WAIT_MS 60000   /* a bound for a broken test, never reached when it works */
 
@@ -309,6 +312,36 @@ START_TEST(completions_outside_process_raise_the_fd)
 }
 END_TEST
 
+/* A callback that frees another call whose callback is due: that one is
+ * gone (no callback), and nothing touches it after (ASan would see it). */
+static amp_call *victim;
+
+static void free_the_other(amp_call *call, void *user)
+{
+    on_done(call, user);
+    amp_call_free(victim);
+    victim = NULL;
+}
+
+START_TEST(a_callback_frees_another_due)
+{
+    amp_call *a;
+    struct seen sa = { 0 }, sv = { 0 };
+    CLIENT_CHECK_OK(amp_start_reverse(client_conn, NULL, "ab", 2, &a));
+    CLIENT_CHECK_OK(amp_start_reverse(client_conn, NULL, "cd", 2, &victim));
+    ck_assert_int_eq(amp_call_on_done(a, free_the_other, &sa), 0);
+    ck_assert_int_eq(amp_call_on_done(victim, on_done, &sv), 0);
+    ck_assert_int_eq(amp_cancel(a), 0);
+    ck_assert_int_eq(amp_cancel(victim), 0);
+    ck_assert_int_eq(amp_process(client_conn), 0);
+    ck_assert_int_eq(sa.calls, 1);
+    ck_assert_int_eq(sv.calls, 0);
+    ck_assert_ptr_null(victim);
+    ck_assert_uint_eq(amp_in_flight(client_conn), 0);
+    amp_call_free(a);
+}
+END_TEST
+
 /* A stream whose input aborts fails alone with the code it gave; a call
  * beside it and the connection carry on. */
 START_TEST(stream_input_abort_fails_alone)
@@ -373,6 +406,45 @@ START_TEST(close_runs_the_callbacks_due)
 }
 END_TEST
 
+/* The daemon restarts under an idle connection in a loop: its end makes
+ * the descriptor readable, amp_process takes it in without an error (and
+ * the descriptor goes quiet: no busy loop on a dead socket), and the next
+ * call reconnects under the same descriptor. Its own daemon, to restart. */
+START_TEST(same_fd_across_a_daemon_restart)
+{
+    struct daemon_proc d;
+    ck_assert_int_eq(daemon_start(&d, NULL), 0);
+    char address[300];
+    snprintf(address, sizeof address, "unix:%s", d.sock_path);
+    amp_conn *c;
+    ck_assert_int_eq(amp_connect(address, &c), 0);
+    int fd = amp_fd(c);
+    ck_assert_int_ge(fd, 0);
+    for (int round = 0; round < 2; round++) {
+        amp_call *call;
+        struct seen s = { 0 };
+        ck_assert_int_eq(amp_start_reverse(c, NULL, "abc", 3, &call), 0);
+        ck_assert_int_eq(amp_call_on_done(call, count_down, &s), 0);
+        pending = 1;
+        loop_until(c, &pending);
+        ck_assert_int_eq(s.status, 0);
+        amp_call_free(call);
+        ck_assert_int_eq(amp_fd(c), fd);
+        if (round == 1)
+            break;
+        ck_assert_int_ge(daemon_restart(&d, NULL), 0);   /* the old one exited: its end waits */
+        struct pollfd p = { fd, POLLIN, 0 };
+        ck_assert_int_eq(poll(&p, 1, LOOP_WAIT_MS), 1);
+        int rounds = 0;
+        while (poll(&p, 1, 0) == 1 && rounds++ < 100)
+            ck_assert_int_eq(amp_process(c), 0);
+        ck_assert_int_eq(poll(&p, 1, 0), 0);
+    }
+    amp_close(c);
+    ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
 START_TEST(argument_checks)
 {
     ck_assert_int_eq(amp_fd(NULL), AMP_EINVAL);
@@ -403,8 +475,10 @@ int main(void)
         every_operation_by_callback,
         many_in_flight_refilled_from_callbacks,
         completions_outside_process_raise_the_fd,
+        a_callback_frees_another_due,
         stream_input_abort_fails_alone,
         close_runs_the_callbacks_due,
+        same_fd_across_a_daemon_restart,
         argument_checks,
         NULL,
     };

@@ -5,8 +5,11 @@
  * see the new one, a connection already open keeps going, a file that
  * does not load leaves the old one in place), and a connection the daemon
  * closed when idle reopening with a new handshake from the options it was
- * made with. The daemon exits 0 after each (no leak at exit under ASan). */
+ * made with; and the event-loop interface over TLS (amp_fd, amp_process,
+ * callbacks): 256 reverses in flight and a stream of several chunks. The
+ * daemon exits 0 after each (no leak at exit under ASan). */
 #include <check.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -196,6 +199,88 @@ START_TEST(reconnect_handshakes_again)
 }
 END_TEST
 
+/* --- the event loop over TLS ------------------------------------------- */
+
+#define LOOP_CALLS 256
+#define LOOP_LEN 1000
+
+static int loop_pending;
+
+static void loop_done(amp_call *call, void *user)
+{
+    (void)call;
+    (void)user;
+    loop_pending--;
+}
+
+static long loop_read(void *ctx, void *buf, size_t cap)
+{
+    size_t *left = ctx;
+    size_t n = *left < cap ? *left : cap;
+    memset(buf, 0x21, n);
+    *left -= n;
+    return (long)n;
+}
+
+static int loop_write(void *ctx, const void *buf, size_t len)
+{
+    size_t *got = ctx;
+    for (size_t i = 0; i < len; i++)
+        if (((const uint8_t *)buf)[i] != (0x21 ^ 0x5a))
+            return AMP_EINVAL;
+    *got += len;
+    return 0;
+}
+
+START_TEST(event_loop_over_tls)
+{
+    struct daemon_proc d;
+    int port;
+    tls_fixture_start(&d, NULL, NULL, NULL, &port);
+    amp_conn *c;
+    ck_assert_int_eq(tls_fixture_connect(port, "ca.pem", NULL, NULL, &c), 0);
+    static uint8_t in[LOOP_CALLS][LOOP_LEN];
+    amp_call *calls[LOOP_CALLS + 1];
+    for (int i = 0; i < LOOP_CALLS; i++) {
+        memset(in[i], i, LOOP_LEN);
+        in[i][0] = 0xff;
+        ck_assert_int_eq(amp_start_reverse(c, &call_opts, in[i], LOOP_LEN, &calls[i]), 0);
+        ck_assert_int_eq(amp_call_on_done(calls[i], loop_done, NULL), 0);
+    }
+    amp_step xor = { .size = sizeof xor, .kind = AMP_STEP_TRANSFORM,
+                     .transform = { .op = AMP_OP_XOR, .value = 0x5a } };
+    size_t left = STREAM_BYTES, got = 0;
+    amp_stream_args a = { .size = sizeof a, .steps = &xor, .nsteps = 1,
+                          .total_length = STREAM_BYTES, .in = loop_read, .in_ctx = &left,
+                          .out = loop_write, .out_ctx = &got };
+    ck_assert_int_eq(amp_start_stream(c, &call_opts, &a, &calls[LOOP_CALLS]), 0);
+    ck_assert_int_eq(amp_call_on_done(calls[LOOP_CALLS], loop_done, NULL), 0);
+    loop_pending = LOOP_CALLS + 1;
+    int fd = amp_fd(c);
+    while (loop_pending > 0) {
+        struct pollfd p = { fd, POLLIN, 0 };
+        ck_assert_int_eq(poll(&p, 1, CALL_MS), 1);
+        ck_assert_int_eq(amp_process(c), 0);
+    }
+    for (int i = 0; i < LOOP_CALLS; i++) {
+        void *out;
+        size_t n;
+        ck_assert_int_eq(amp_call_data(calls[i], &out, &n), 0);
+        ck_assert_uint_eq(n, LOOP_LEN);
+        ck_assert_uint_eq(((uint8_t *)out)[LOOP_LEN - 1], 0xff);
+        ck_assert_uint_eq(((uint8_t *)out)[0], (uint8_t)i);
+        amp_free(out);
+        amp_call_free(calls[i]);
+    }
+    ck_assert_msg(amp_call_status(calls[LOOP_CALLS]) == 0, "%s",
+                  amp_call_message(calls[LOOP_CALLS]));
+    ck_assert_uint_eq(got, STREAM_BYTES);
+    amp_call_free(calls[LOOP_CALLS]);
+    amp_close(c);
+    ck_assert_int_eq(daemon_stop(&d), 0);
+}
+END_TEST
+
 int main(void)
 {
     if (tls_fixture_init() != 0)
@@ -206,6 +291,7 @@ int main(void)
         stream_transform_and_hist,
         sighup_reloads_certificate,
         reconnect_handshakes_again,
+        event_loop_over_tls,
         NULL,
     };
     TCase *tc = check_run_case(s, "daemon", tests);
