@@ -356,6 +356,10 @@ int amp_wait(amp_conn *c, int timeout_ms, amp_call **done)
 {
     if (!c || !done)
         return AMP_EINVAL;
+    if (c->loop.firing) {
+        *done = NULL;
+        return conn_fail(c, AMP_EINVAL, "amp_wait from a completion callback");
+    }
     int rc = async_wait(c, timeout_ms, done);
     loop_watch(c);   /* output it left waiting for room in the socket */
     return rc;
@@ -514,6 +518,7 @@ void async_fire(amp_conn *c)
     size_t due = 0;
     for (const struct amp_call *a = c->ready; a; a = a->done_next)
         due++;
+    c->loop.firing++;
     while (due-- > 0 && c->ready) {
         struct amp_call *a = c->ready;
         c->ready = a->done_next;
@@ -522,6 +527,7 @@ void async_fire(amp_conn *c)
         a->c = NULL;   /* handed out: nothing of c is needed any more */
         a->cb(a, a->user);   /* may free a */
     }
+    c->loop.firing--;
 }
 
 void async_close(amp_conn *c)

@@ -43,6 +43,7 @@ struct conn_loop {
     int wake;              /* eventfd, owned with epfd; raised: woken is set */
     int woken;
     int processing;        /* amp_process runs: it does the due work itself */
+    int firing;            /* completion callbacks run: amp_process and amp_wait refuse */
     int sock;              /* the socket as registered (-1: none), its events, */
     uint32_t sock_events;
     int writer;            /* and the writer's eventfd (-1: none) */

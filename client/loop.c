@@ -161,8 +161,10 @@ int amp_process(amp_conn *c)
 {
     if (!c)
         return AMP_EINVAL;
-    conn_begin(c);
     struct conn_loop *l = &c->loop;
+    if (l->firing)
+        return conn_fail(c, AMP_EINVAL, "amp_process from a completion callback");
+    conn_begin(c);
     if (l->epfd >= 0)
         loop_unwake(c);
     l->processing = 1;

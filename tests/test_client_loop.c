@@ -313,12 +313,17 @@ START_TEST(completions_outside_process_raise_the_fd)
 END_TEST
 
 /* A callback that frees another call whose callback is due: that one is
- * gone (no callback), and nothing touches it after (ASan would see it). */
+ * gone (no callback), and nothing touches it after (ASan would see it).
+ * amp_process and amp_wait refuse to run from inside a callback. */
 static amp_call *victim;
 
 static void free_the_other(amp_call *call, void *user)
 {
     on_done(call, user);
+    amp_call *none = (amp_call *)1;   /* no nesting: the loop is running this */
+    ck_assert_int_eq(amp_process(client_conn), AMP_EINVAL);
+    ck_assert_int_eq(amp_wait(client_conn, 0, &none), AMP_EINVAL);
+    ck_assert_ptr_null(none);
     amp_call_free(victim);
     victim = NULL;
 }

@@ -627,7 +627,8 @@ AMP_EXTERN int amp_call_results(amp_call *call, amp_step_result **results, size_
  * handed it (amp_call_status() and the results are final); user is what
  * amp_call_on_done() was given. The callback may take the results, free
  * call, start calls on c and cancel others; it must not call
- * amp_process(), amp_wait(), amp_close() or a blocking call on c. */
+ * amp_process(), amp_wait(), amp_close() or a blocking call on c
+ * (amp_process and amp_wait refuse with AMP_EINVAL). */
 typedef void (*amp_done_cb)(amp_call *call, void *user);
 
 /* Has cb (NULL: none again) called when call finishes, exactly once,
@@ -654,7 +655,8 @@ AMP_EXTERN int amp_fd(amp_conn *c);
  * one busy connection does not starve the rest of the loop. Returns 0;
  * AMP_EINVAL for NULL; or the error that broke the connection (AMP_EIO,
  * AMP_EPROTO, ...), every call in flight having finished with it; the
- * next call started on c reconnects. */
+ * next call started on c reconnects. AMP_EINVAL also from inside a
+ * completion callback. */
 AMP_EXTERN int amp_process(amp_conn *c);
 
 /* --- devices ---------------------------------------------------------------- */
