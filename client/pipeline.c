@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "abi.h"
 #include "amp.pb-c.h"
 #include "async.h"
 #include "call.h"
