@@ -2,13 +2,21 @@
 # SPDX-License-Identifier: MIT
 # Installs dependencies, builds, and runs the whole suite twice: a plain
 # build and one under AddressSanitizer + UndefinedBehaviorSanitizer.
-# Set AMP_TEST_SANITIZE=0 to skip the sanitizer pass. Between the two, the
-# Debian packages are built, installed, serve a job and are purged
-# (scripts/deb-test.sh; AMP_TEST_DEB=0 skips it). Then each libFuzzer
-# harness (fuzz/) runs over its corpus for AMP_FUZZ_SECONDS (default 20; 0
-# skips).
+# Set AMP_TEST_SANITIZE=0 to skip the sanitizer pass. With AMP_TEST_DEB=1
+# (CI's .ci/run sets it), between the two the Debian packages are built,
+# installed system-wide, serve a job and are purged (scripts/deb-test.sh).
+# Then each libFuzzer harness (fuzz/) runs over its corpus for
+# AMP_FUZZ_SECONDS (default 20; 0 skips).
+#
+# What it does to this host, said before it starts: installs build
+# dependencies with apt (scripts/deps.sh), writes build/, build-asan/ and
+# build-fuzz/ here; with AMP_TEST_DEB=1 also installs and purges ampd's
+# own packages, which leave the ampd system account behind.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+deb=${AMP_TEST_DEB:-0}
+echo "test.sh: installs build dependencies (scripts/deps.sh, apt), builds in build/," \
+     "build-asan/ and build-fuzz/$( [ "$deb" = 1 ] && echo ", installs and purges ampd's .debs system-wide (the ampd account stays)")" >&2
 scripts/deps.sh
 
 export CTEST_OUTPUT_ON_FAILURE=1
@@ -17,7 +25,7 @@ jobs=$(nproc)
 scripts/build.sh build
 (cd build && ctest -j"$jobs" --timeout 900)
 
-if [ "${AMP_TEST_DEB:-1}" != 0 ]; then
+if [ "$deb" = 1 ]; then
   scripts/deb-test.sh
 fi
 
