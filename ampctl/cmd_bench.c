@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "ampctl.h"
+#include "choice.h"
 #include "monotonic.h"
 #include "size_text.h"
 
@@ -33,7 +34,7 @@
 
 enum bench_kind { BENCH_REVERSE, BENCH_TRANSFORM, BENCH_HIST, BENCH_FILL };
 
-static const char *const bench_kind_names[] = { "reverse", "transform", "hist", "fill" };
+_Static_assert(BENCH_FILL == 3, "choice_kind's words follow enum bench_kind");
 
 static void bench_usage(FILE *f)
 {
@@ -295,13 +296,12 @@ static int bench_parse(int argc, char **argv, struct bench_args *a)
     while ((ch = getopt_long(argc, argv, bench_short_options, bench_options, NULL)) != -1) {
         switch (ch) {
         case 'k': {
-            size_t k = 0;
-            while (k < sizeof bench_kind_names / sizeof bench_kind_names[0] &&
-                   strcmp(optarg, bench_kind_names[k]) != 0)
-                k++;
-            if (k == sizeof bench_kind_names / sizeof bench_kind_names[0])
-                return ampctl_usage_error("bench", "--kind: reverse, transform, hist or fill, "
-                                                   "not \"%s\"", optarg);
+            int k = choice_find(&choice_kind, optarg);
+            if (k < 0) {
+                char words[CHOICE_TEXT_MAX];
+                choice_text(&choice_kind, words, sizeof words);
+                return ampctl_usage_error("bench", "--kind: %s, not \"%s\"", words, optarg);
+            }
             a->kind = (enum bench_kind)k;
             break;
         }
@@ -354,7 +354,7 @@ static void bench_report(const struct ampctl *ctx, const struct bench_args *a,
     if (ctx->json) {
         printf("{\"kind\":\"%s\",\"size\":%" PRIu64 ",\"connections\":%u,\"in_flight\":%u,"
                "\"device\":",
-               bench_kind_names[a->kind], a->size, a->connections, a->in_flight);
+               choice_word(&choice_kind, a->kind), a->size, a->connections, a->in_flight);
         json_string(stdout, device);
         printf(",\"seconds\":%.3f,\"calls\":%zu,\"calls_per_s\":%.1f,\"latency_us\":{", secs, n,
                rate);
@@ -375,7 +375,7 @@ static void bench_report(const struct ampctl *ctx, const struct bench_args *a,
     }
     printf("%s of %" PRIu64 " bytes, %u connection%s x %u in flight, device %s: %zu calls in "
            "%.2f s\n",
-           bench_kind_names[a->kind], a->size, a->connections, a->connections == 1 ? "" : "s",
+           choice_word(&choice_kind, a->kind), a->size, a->connections, a->connections == 1 ? "" : "s",
            a->in_flight, *device ? device : "(daemon's choice)", n, secs);
     printf("%-12s %12.0f\n", "calls/s", rate);
     char t[HUMAN_TEXT_MAX];

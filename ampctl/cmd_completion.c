@@ -3,12 +3,14 @@
  * script made from ampctl's own tables (main.c's commands and options,
  * each command's options), so it cannot fall behind them. The build runs
  * it and cmake --install puts the script where bash-completion finds it.
- * Options that take a value complete file names (bash's default), since
- * most values are files or free text.
+ * An option whose value is one of a fixed set (choice.h) completes those
+ * words; other values complete file names (bash's default), since most
+ * are files or free text.
  */
 #include <string.h>
 
 #include "ampctl.h"
+#include "choice.h"
 
 #define COMPLETION_SHELL "bash"
 
@@ -37,13 +39,35 @@ static void completion_words(FILE *f, const struct option *opts, const char *sho
             fprintf(f, " -%c", *p);
 }
 
+/* A case of $prev for each option of opts whose values are a set:
+ * "--name|-x) vals=\"w1 w2\" ;;". */
+static void completion_values(FILE *f, const struct option *opts, const char *shorts,
+                              const char *indent)
+{
+    for (const struct option *o = opts; o->name; o++) {
+        const struct choice_set *set = o->has_arg == required_argument ? choice_of(o->name) : NULL;
+        if (!set)
+            continue;
+        fprintf(f, "%s--%s", indent, o->name);
+        const char *p = o->val > 0 && o->val < 128 ? strchr(shorts, o->val) : NULL;
+        if (p && p[1] == ':')
+            fprintf(f, "|-%c", o->val);
+        fprintf(f, ") vals=\"");
+        for (size_t i = 0; i < set->n; i++)
+            fprintf(f, "%s%s", i ? " " : "", choice_word(set, i));
+        fprintf(f, "\" ;;\n");
+    }
+}
+
 static void completion_command_case(FILE *f, const struct ampctl_cmd *c)
 {
     fprintf(f, "        %s)\n            opts=\"", c->name);
     completion_words(f, c->options, c->short_options, 0);
     fprintf(f, "\"\n            valued=\"$valued");
     completion_words(f, c->options, c->short_options, 1);
-    fprintf(f, "\" ;;\n");
+    fprintf(f, "\"\n            case $prev in\n");
+    completion_values(f, c->options, c->short_options, "            ");
+    fprintf(f, "            esac ;;\n");
 }
 
 static void completion_bash(FILE *f)
@@ -66,13 +90,21 @@ static void completion_bash(FILE *f)
                "        [[ $w == -- ]] && break\n"
                "        if [[ \" $commands \" == *\" $w \"* ]]; then cmd=$w; break; fi\n"
                "    done\n"
-               "    local opts=\n"
+               "    local opts= vals=\n"
+               "    case $prev in\n");
+    completion_values(f, ampctl_options, ampctl_short_options, "        ");
+    fprintf(f, "    esac\n"
                "    case $cmd in\n");
     for (size_t i = 0; i < ampctl_ncmds; i++)
         completion_command_case(f, ampctl_cmds[i]);
     fprintf(f, "    esac\n"
                "    COMPREPLY=()\n"
-               "    # a value: file names, bash's default (complete -o default)\n"
+               "    # a value of a fixed set: its words\n"
+               "    if [[ -n $vals ]]; then\n"
+               "        COMPREPLY=($(compgen -W \"$vals\" -- \"$cur\"))\n"
+               "        return\n"
+               "    fi\n"
+               "    # another value: file names, bash's default (complete -o default)\n"
                "    [[ -n $prev && \" $valued \" == *\" $prev \"* ]] && return\n"
                "    if [[ $cur == -* ]]; then\n"
                "        COMPREPLY=($(compgen -W \"$opts $common\" -- \"$cur\"))\n"

@@ -11,10 +11,11 @@
 #include <string.h>
 
 #include "ampctl.h"
+#include "choice.h"
 
 #define FILL_FLOAT_DIGITS 9 /* %.9g prints every float32 so that it reads back exactly */
 
-enum fill_format { FILL_AUTO, FILL_BINARY, FILL_TEXT };
+enum fill_format { FILL_AUTO, FILL_BINARY, FILL_TEXT };   /* past AUTO: choice_format's words */
 
 static void fill_usage(FILE *f)
 {
@@ -58,13 +59,16 @@ static int fill_option(int ch, struct fill_args *a)
             return ampctl_usage_error("fill", "--tile: '%s' is not a number", optarg);
         return -1;
     case 'f':
-        if (strcmp(optarg, "binary") == 0)
-            a->format = FILL_BINARY;
-        else if (strcmp(optarg, "text") == 0)
-            a->format = FILL_TEXT;
-        else
-            return ampctl_usage_error("fill", "--format: '%s' is not binary or text", optarg);
+    {
+        int f = choice_find(&choice_format, optarg);
+        if (f < 0) {
+            char words[CHOICE_TEXT_MAX];
+            choice_text(&choice_format, words, sizeof words);
+            return ampctl_usage_error("fill", "--format: '%s' is not %s", optarg, words);
+        }
+        a->format = (enum fill_format)(FILL_BINARY + f);   /* choice_format's order */
         return -1;
+    }
     case 'o': a->output = optarg; return -1;
     case 'h': fill_usage(stdout); return AMPCTL_OK;
     default: return ampctl_bad_option("fill");

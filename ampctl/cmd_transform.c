@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "ampctl.h"
+#include "choice.h"
 
 #define TRANSFORM_VALUE_MAX 255
 
@@ -43,8 +44,9 @@ static int transform_parse_op(const char *text, amp_op *op)
 {
     if (parse_op(text, op) == 0)
         return 0;
-    return ampctl_usage_error("transform", "--op: '%s' is not add, xor, and, or, set or map",
-                              text);
+    char words[CHOICE_TEXT_MAX];
+    choice_text(&choice_op, words, sizeof words);
+    return ampctl_usage_error("transform", "--op: '%s' is not %s", text, words);
 }
 
 /* Handles one option; returns -1 to go on, or an exit code. */

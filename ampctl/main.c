@@ -13,6 +13,7 @@
 #include "address.h"
 #include "ampctl.h"
 #include "call_class.h"
+#include "choice.h"
 #include "size_text.h"
 
 #define AMPCTL_ENV_ADDRESS "AMP_ADDRESS"
@@ -351,17 +352,16 @@ static int ampctl_parse_common(struct ampctl *ctx, int argc, char **argv)
                                           "(e.g. 16M)", optarg);
             break;
         case AMPCTL_OPT_NO_PROGRESS: ctx->no_progress = 1; break;
-        case AMPCTL_OPT_TRANSPORT:
-            if (strcmp(optarg, "auto") == 0)
-                ctx->transport = AMPCTL_TRANSPORT_AUTO;
-            else if (strcmp(optarg, "shm") == 0)
-                ctx->transport = AMPCTL_TRANSPORT_SHM;
-            else if (strcmp(optarg, "socket") == 0)
-                ctx->transport = AMPCTL_TRANSPORT_SOCKET;
-            else
-                return ampctl_usage_error(NULL, "--transport: '%s' is not auto, shm or socket",
-                                          optarg);
+        case AMPCTL_OPT_TRANSPORT: {
+            int t = choice_find(&choice_transport, optarg);
+            if (t < 0) {
+                char words[CHOICE_TEXT_MAX];
+                choice_text(&choice_transport, words, sizeof words);
+                return ampctl_usage_error(NULL, "--transport: '%s' is not %s", optarg, words);
+            }
+            ctx->transport = (enum ampctl_transport)t;
             break;
+        }
         case AMPCTL_OPT_TLS: ctx->connect.tls = 1; break;
         case AMPCTL_OPT_TLS_CA: ctx->connect.tls_ca = optarg; break;
         case AMPCTL_OPT_TLS_CERT: ctx->connect.tls_cert = optarg; break;

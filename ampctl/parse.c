@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "ampctl.h"
+#include "choice.h"
 #include "duration_text.h"
 
 #define PARSE_US_PER_MS 1000
@@ -107,6 +108,8 @@ static const struct {
     { "int64", AMP_TYPE_INT64, 8 },
 };
 
+const struct choice_set choice_type = CHOICE_SET("type", parse_types);
+
 int parse_type(const char *text, amp_type *out)
 {
     for (size_t i = 0; i < sizeof parse_types / sizeof parse_types[0]; i++) {
@@ -141,6 +144,8 @@ static const struct {
     { "add", AMP_OP_ADD }, { "xor", AMP_OP_XOR }, { "and", AMP_OP_AND },
     { "or", AMP_OP_OR },   { "set", AMP_OP_SET }, { "map", AMP_OP_MAP },
 };
+
+const struct choice_set choice_op = CHOICE_SET("op", parse_ops);
 
 int parse_op(const char *text, amp_op *out)
 {

@@ -1001,6 +1001,31 @@ def test_bash_completion_from_the_tables():
                 expect(opt in offered, "%s --help names %s, completion lacks it" % (cmd, opt))
 
 
+def test_bash_completion_of_values():
+    """Options whose value is one of a set complete its words (the parser's
+    own table, ampctl/choice.h); other values stay file names."""
+    cases = {
+        "ampctl transform --op ": ["add", "xor", "and", "or", "set", "map"],
+        "ampctl transform --op x": ["xor"],
+        "ampctl --transport ": ["auto", "shm", "socket"],
+        "ampctl --priority h": ["high"],
+        "ampctl reverse --priority n": ["normal"],
+        "ampctl bench -k ": ["reverse", "transform", "hist", "fill"],
+        "ampctl bench --kind f": ["fill"],
+        "ampctl fill --format t": ["text"],
+        "ampctl hist --type u": ["uint8", "uint32"],
+        "ampctl fill --type f": ["float32"],
+    }
+    for line, want in cases.items():
+        got = bash_complete(line)
+        expect(sorted(got) == sorted(want), "%r: %r, not %r" % (line, got, want))
+    expect(bash_complete("ampctl hist -i u") == [], "a file comes after -i")
+    # Each word the completion offers is one the parser takes.
+    for op in bash_complete("ampctl transform --op "):
+        rc, _, err = run(["transform", "--op", op, "--help"], address=False)
+        expect_rc(rc, EXIT_OK, err)
+
+
 # --- -o FILE appears whole or not at all ----------------------------------------
 
 def leftovers(name):
