@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# Builds the Debian packages (scripts/deb.sh), installs them on this
+# Builds the Debian packages (scripts/deb.sh), checks them with lintian
+# (no error or warning), installs them on this
 # machine, runs jobs through the installed ampctl and a program built on the
 # installed libampclient-dev and one on the installed python3-ampclient
 # against the installed ampd (started by hand:
@@ -30,9 +31,13 @@ cleanup() {
 trap cleanup EXIT
 
 scripts/deb.sh "$out/debs" >/dev/null
-$SUDO dpkg -i "$out"/debs/*.deb >&2
 
 fail() { echo "deb-test: $*" >&2; exit 1; }
+
+# Debian's own checks: no error or warning on any package.
+lintian --fail-on error,warning "$out"/debs/*.deb >&2 || fail "lintian found problems (above)"
+
+$SUDO dpkg -i "$out"/debs/*.deb >&2
 getent group ampd >/dev/null || fail "no ampd group after installing (sysusers.d)"
 dpkg-query -W -f='${Conffiles}' ampd | grep "/etc/ampd/ampd.conf " >/dev/null || fail "ampd.conf is no conffile"
 grep -q "^ExecStart=/usr/sbin/ampd --config /etc/ampd/ampd.conf$" /lib/systemd/system/ampd.service ||

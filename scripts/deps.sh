@@ -12,7 +12,7 @@ PACKAGES=(
   clang libclang-rt-14-dev
   python3-grpcio python3-protobuf protobuf-compiler grpc-proto python3-prometheus-client
   libsystemd-dev systemd
-  debhelper dpkg-dev
+  debhelper dpkg-dev lintian
   haproxy python3-yaml
   python3-numpy dh-python
 )
