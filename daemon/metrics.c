@@ -19,6 +19,11 @@
 #include "time_units.h"
 
 #define METRICS_PATH "/metrics"
+/* Probes for load balancers and orchestrators: /ready is 200 while the
+ * daemon serves jobs (health SERVING) and 503 while it starts or drains;
+ * /live is 200 while the process answers. */
+#define METRICS_READY_PATH "/ready"
+#define METRICS_LIVE_PATH "/live"
 #define METRICS_CONTENT_TYPE "text/plain; version=0.0.4; charset=utf-8"
 /* Scrapers are few, but slow clients from many addresses must not fill
  * the pool: room for 16 addresses at their cap. Each costs libmicrohttpd's
@@ -37,6 +42,7 @@ struct metrics {
     struct MHD_Daemon *mhd;
     struct metrics_sources src;          /* all but sched, which is: */
     _Atomic(struct sched *) sched;       /* src's, or metrics_set_sched()'s */
+    atomic_bool ready;                   /* metrics_set_ready(): /ready's answer */
     struct metrics_deadline *deadline;
     char address[METRICS_ADDRESS_MAX];   /* as bound: "HOST:PORT" */
 };
@@ -70,11 +76,23 @@ static enum MHD_Result metrics_on_request(void *cls, struct MHD_Connection *conn
     (void)req_cls;
     struct metrics *m = cls;
     metrics_deadline_renew(m->deadline, conn);
-    static char not_found[] = "not found: ampd serves only " METRICS_PATH "\n";
+    static char not_found[] = "not found: ampd serves " METRICS_PATH ", " METRICS_READY_PATH
+                              " and " METRICS_LIVE_PATH "\n";
     static char bad_method[] = "method not allowed: GET " METRICS_PATH "\n";
+    static char ready[] = "ready\n", not_ready[] = "not ready: starting or draining\n";
+    static char live[] = "live\n";
     if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
         return metrics_answer(conn, MHD_HTTP_METHOD_NOT_ALLOWED, "text/plain", bad_method,
                               strlen(bad_method), MHD_RESPMEM_PERSISTENT);
+    if (strcmp(url, METRICS_READY_PATH) == 0) {
+        bool is = atomic_load(&m->ready);
+        return metrics_answer(conn, is ? MHD_HTTP_OK : MHD_HTTP_SERVICE_UNAVAILABLE,
+                              "text/plain", is ? ready : not_ready,
+                              strlen(is ? ready : not_ready), MHD_RESPMEM_PERSISTENT);
+    }
+    if (strcmp(url, METRICS_LIVE_PATH) == 0)
+        return metrics_answer(conn, MHD_HTTP_OK, "text/plain", live, strlen(live),
+                              MHD_RESPMEM_PERSISTENT);
     if (strcmp(url, METRICS_PATH) != 0)
         return metrics_answer(conn, MHD_HTTP_NOT_FOUND, "text/plain", not_found,
                               strlen(not_found), MHD_RESPMEM_PERSISTENT);
@@ -176,6 +194,12 @@ void metrics_set_sched(struct metrics *m, struct sched *sched)
 {
     if (m)
         atomic_store(&m->sched, sched);
+}
+
+void metrics_set_ready(struct metrics *m, bool ready)
+{
+    if (m)
+        atomic_store(&m->ready, ready);
 }
 
 void metrics_stop(struct metrics *m)

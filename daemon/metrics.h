@@ -60,6 +60,11 @@ void metrics_stop(struct metrics *m);
  * they are). Any thread; m may be NULL. sched must outlive metrics_stop(). */
 void metrics_set_sched(struct metrics *m, struct sched *sched);
 
+/* What /ready answers from now on: 200 when ready (the daemon serves
+ * jobs: health SERVING), else 503 (starting, or draining). Any thread; m
+ * may be NULL. */
+void metrics_set_ready(struct metrics *m, bool ready);
+
 /* The page a scrape gets, NUL-terminated, malloc'd (the caller frees it);
  * NULL when out of memory. For tests, and the listener. */
 char *metrics_render(const struct metrics_sources *src, size_t *len);

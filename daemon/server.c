@@ -415,6 +415,7 @@ static void server_ready(struct server *srv)
     snprintf(state, sizeof state, "READY=1\nSTATUS=serving %zu sockets on %zu I/O loops",
              srv->nlisteners, srv->nloops);
     server_notify(state);
+    metrics_set_ready(srv->metrics, true);
     log_msg(LOG_INFO, "serving on %zu I/O loops: devices ready", srv->nloops);
 }
 
@@ -466,6 +467,7 @@ static void server_on_signal(uv_signal_t *h, int signum)
     log_msg(LOG_INFO, "signal %d: draining", signum);
     server_notify("STOPPING=1\nSTATUS=draining: no new calls, those running finish");
     srv->draining = true;
+    metrics_set_ready(srv->metrics, false);
     server_close_listeners(srv);   /* before any loop sends its GOAWAY */
     uv_timer_start(&srv->drain_timer, server_on_drain_timeout, srv->loaded.drain_timeout_ms, 0);
     for (size_t i = 0; i < srv->nloops; i++)

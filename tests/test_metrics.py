@@ -20,6 +20,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -34,6 +35,7 @@ from daemon_proc import Daemon  # noqa: E402
 CALL_TIMEOUT_S = 120
 HTTP_TIMEOUT_S = 30
 STARTUP_TIMEOUT_S = 300
+POLL_S = 0.05
 EXIT_USAGE = 2
 REVERSE = "/amp.v1.Amp/Reverse"
 
@@ -220,11 +222,58 @@ def test_http_refusals():
         for path in ("/", "/metric", "/metrics/x", "/nope"):
             status, _, body = http(base + path)
             expect(status == 404, "GET %s: HTTP %d, want 404" % (path, status))
-            expect("/metrics" in body, "404 body %r does not say where metrics are" % body)
+            expect("/metrics" in body and "/ready" in body, "404 body %r does not say what is served" % body)
         status, _, _ = http(m.url, "POST")
         expect(status == 405, "POST /metrics: HTTP %d, want 405" % status)
         status, _, _ = http(m.url, "HEAD")
         expect(status == 200, "HEAD /metrics: HTTP %d" % status)
+
+
+def test_ready_and_live():
+    """/live answers 200 while ampd runs; /ready 200 while it serves jobs
+    and 503 from the start of a drain (a held stream keeps the drain, and
+    so the listener, going while it is probed)."""
+    sys.path.insert(0, os.environ["AMP_PYTHON_DIR"])
+    import ampclient
+    with Metrics() as m:
+        base = m.url[:-len("/metrics")]
+        expect(http(base + "/live")[::2] == (200, "live\n"), "/live: %r" % (http(base + "/live"),))
+        expect(http(base + "/ready")[::2] == (200, "ready\n"), "/ready when serving")
+        expect(http(base + "/ready", "HEAD")[0] == 200, "HEAD /ready")
+        gate = threading.Event()
+
+        def source():
+            yield b"0123456789abcdef"
+            gate.wait(HTTP_TIMEOUT_S * 4)
+            yield b"ghijklmnopqrstuv"
+
+        c = ampclient.Client(m.daemon.address)
+        call = c.stream([ampclient.ReverseStep()], source(), total_length=32)
+        got = []
+        reader = threading.Thread(target=lambda: got.extend(call))
+        reader.start()
+        try:
+            for _ in range(int(STARTUP_TIMEOUT_S / POLL_S)):
+                samples, _ = scrape(m)
+                if sum(v for (n, _), v in samples.items() if n == "ampd_device_jobs_running"):
+                    break
+                time.sleep(POLL_S)
+            else:
+                raise AssertionError("the stream never ran")
+            m.daemon.proc.send_signal(signal.SIGTERM)
+            for _ in range(int(STARTUP_TIMEOUT_S / POLL_S)):
+                status, _, body = http(base + "/ready")
+                if status != 200:
+                    break
+                time.sleep(POLL_S)
+            expect(status == 503 and "draining" in body, "/ready while draining: %d %r"
+                   % (status, body))
+            expect(http(base + "/live")[0] == 200, "/live while draining")
+        finally:
+            gate.set()
+            reader.join()
+            c.close()
+        expect(b"".join(got) == b"vutsrqponmlkjihgfedcba9876543210", "the held stream: %r" % got)
 
 
 def run_ampd(args):
