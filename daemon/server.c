@@ -52,6 +52,7 @@
 #include "region_sock.h"
 #include "rpc.h"
 #include "sched.h"
+#include "secret_watch.h"
 #include "stage_latency.h"
 #include "tls.h"
 #include "traffic.h"
@@ -107,6 +108,7 @@ struct server {
     struct auth *auth;         /* who may call; freed after the loops */
     struct client_share *shares; /* per-client limits; NULL: none set; freed after the loops */
     uv_signal_t sigterm, sigint, sighup;
+    struct secret_watch *secrets; /* the token and TLS files' directories, watched */
     uv_timer_t drain_timer;
     struct heap_trim heap_trim;  /* gives freed memory back once quiet */
     bool draining;
@@ -360,6 +362,8 @@ static void server_finish(struct server *srv)
     uv_close((uv_handle_t *)&srv->sigterm, NULL);
     uv_close((uv_handle_t *)&srv->sigint, NULL);
     uv_close((uv_handle_t *)&srv->sighup, NULL);
+    secret_watch_stop(srv->secrets);
+    srv->secrets = NULL;
     uv_close((uv_handle_t *)&srv->drain_timer, NULL);
     heap_trim_close(&srv->heap_trim);
     uv_close((uv_handle_t *)&srv->wake, NULL);
@@ -524,6 +528,43 @@ void server_signals_hold(void)
     server_signals_mask(SIG_BLOCK);
 }
 
+/* Re-reads the TLS files and the token file (why: what asked, for the
+ * log); a file that does not load keeps what was loaded before. */
+static void server_reload_secrets(struct server *srv, const char *why)
+{
+    char err[512];
+    if (!srv->tls)
+        log_msg(LOG_INFO, "%s: no TLS files to reload", why);
+    else if (tls_server_reload(srv->tls, err, sizeof err) != 0)
+        log_msg(LOG_ERROR, "%s: keeping the TLS files loaded before: %s", why, err);
+    else
+        log_msg(LOG_INFO, "%s: TLS files reloaded for new connections", why);
+    int rv = auth_reload(srv->auth, err, sizeof err);
+    if (rv < 0)
+        log_msg(LOG_ERROR, "%s: keeping the tokens loaded before: %s", why, err);
+    else if (rv == 0)
+        log_msg(LOG_INFO, "%s: %s, for calls from now on", why, err);
+}
+
+/* A secret's file changed (secret_watch.h): read them again, as SIGHUP
+ * does, with no signal. */
+static void server_on_secrets_changed(void *ctx)
+{
+    server_reload_secrets(ctx, "secret files changed");
+}
+
+/* Watches the token and TLS files given at start; one that cannot be
+ * watched is logged, and SIGHUP still reloads. */
+static void server_watch_secrets(struct server *srv)
+{
+    const struct config *c = srv->cfg;
+    const char *paths[] = {c->token_file, c->tls_cert, c->tls_key, c->tls_client_ca};
+    char err[512];
+    if (secret_watch_start(&srv->loop, paths, sizeof paths / sizeof paths[0],
+                           server_on_secrets_changed, srv, &srv->secrets, err, sizeof err) != 0)
+        log_msg(LOG_WARN, "%s: SIGHUP still reloads them", err);
+}
+
 /* SIGHUP reloads the settings (the config file and the same command
  * line) and puts the live ones in force, then re-reads the TLS files and
  * the token file. A
@@ -544,17 +585,7 @@ static void server_on_sighup(uv_signal_t *h, int signum)
         srv->loaded = now;
         log_msg(LOG_INFO, "SIGHUP: settings reloaded, %zu changed", changed);
     }
-    if (!srv->tls)
-        log_msg(LOG_INFO, "SIGHUP: no TLS files to reload");
-    else if (tls_server_reload(srv->tls, err, sizeof err) != 0)
-        log_msg(LOG_ERROR, "SIGHUP: keeping the TLS files loaded before: %s", err);
-    else
-        log_msg(LOG_INFO, "SIGHUP: TLS files reloaded for new connections");
-    int rv = auth_reload(srv->auth, err, sizeof err);
-    if (rv < 0)
-        log_msg(LOG_ERROR, "SIGHUP: keeping the tokens loaded before: %s", err);
-    else if (rv == 0)
-        log_msg(LOG_INFO, "SIGHUP: %s, for calls from now on", err);
+    server_reload_secrets(srv, "SIGHUP");
 }
 
 /* The metrics listener (--metrics-listen), once the counters it reads
@@ -871,6 +902,7 @@ int server_run(const struct config *cfg, server_open_devices_fn open_devices)
         uv_signal_start(&srv->sigterm, server_on_signal, SIGTERM);
         uv_signal_start(&srv->sigint, server_on_signal, SIGINT);
         uv_signal_start(&srv->sighup, server_on_sighup, SIGHUP);
+        server_watch_secrets(srv);
         server_signals_mask(SIG_UNBLOCK);   /* held since main(): one sent already comes now */
         server_notify("STATUS=listening; opening the devices and building the kernels");
         log_msg(LOG_INFO, "listening on %zu sockets; opening the devices", srv->nlisteners);
