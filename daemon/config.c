@@ -185,6 +185,11 @@ static const struct config_opt config_opts[] = {
       "I/O loops, host workers and runners poll for work for US\n"
       "                            microseconds after their last, instead of\n"
       "                            sleeping: fewer wake-ups, more CPU; 0: off" },
+    { "drain-delay", "S", CFG_SECONDS, CFG_OFF(drain_delay_ms), 0,
+      UINT32_MAX / TIME_MS_PER_S,
+      "on SIGTERM, first say not ready at /ready for S seconds while\n"
+      "                            still serving, so a balancer's checks take\n"
+      "                            ampd out of rotation before the drain (default 0)" },
     { "drain-timeout", "S", CFG_SECONDS, CFG_OFF(drain_timeout_ms), 0,
       UINT32_MAX / TIME_MS_PER_S, "on SIGTERM, wait at most S seconds for calls" },
     { "log-level", "LEVEL", CFG_LOG_LEVEL, CFG_OFF(log_level), 0, 0,

@@ -150,6 +150,7 @@ struct config {
     uint32_t socket_mode;              /* Unix socket files' permission bits */
     char socket_group[AMPD_GROUP_MAX]; /* Unix socket files' group; "": the daemon's */
     uint32_t drain_timeout_ms;
+    uint32_t drain_delay_ms;           /* SIGTERM: /ready 503 this long before the drain */
     uint32_t idle_timeout_ms;          /* 0: idle connections stay open */
     uint32_t regions;                  /* 1: region sockets beside Unix listeners */
     uint32_t max_regions;              /* per region client */

@@ -108,6 +108,7 @@ struct server {
     struct auth *auth;         /* who may call; freed after the loops */
     struct client_share *shares; /* per-client limits; NULL: none set; freed after the loops */
     uv_signal_t sigterm, sigint, sighup;
+    bool drain_delayed;        /* a signal came and --drain-delay runs (drain_timer) */
     struct secret_watch *secrets; /* the token and TLS files' directories, watched */
     uv_timer_t drain_timer;
     struct heap_trim heap_trim;  /* gives freed memory back once quiet */
@@ -460,6 +461,16 @@ static void server_on_drain_timeout(uv_timer_t *t)
         io_loop_fail(srv->loops[i], msg);
 }
 
+static void server_drain(struct server *srv);
+
+/* --drain-delay passed: drain now. */
+static void server_on_drain_delay(uv_timer_t *t)
+{
+    struct server *srv = t->data;
+    if (!srv->draining)
+        server_drain(srv);
+}
+
 static void server_on_signal(uv_signal_t *h, int signum)
 {
     struct server *srv = h->data;
@@ -468,10 +479,25 @@ static void server_on_signal(uv_signal_t *h, int signum)
         server_stop(srv);
         return;
     }
+    metrics_set_ready(srv->metrics, false);
+    if (srv->ready && !srv->drain_delayed && srv->loaded.drain_delay_ms) {
+        srv->drain_delayed = true;
+        log_msg(LOG_INFO, "signal %d: /ready says 503; serving %u ms more, then draining",
+                signum, srv->loaded.drain_delay_ms);
+        server_notify("STATUS=leaving: /ready says 503, calls still served (--drain-delay)");
+        uv_timer_start(&srv->drain_timer, server_on_drain_delay, srv->loaded.drain_delay_ms, 0);
+        return;
+    }
     log_msg(LOG_INFO, "signal %d: draining", signum);
+    server_drain(srv);
+}
+
+/* Closes the listeners and ends the loops' calls: no new calls, those
+ * running finish within --drain-timeout. */
+static void server_drain(struct server *srv)
+{
     server_notify("STOPPING=1\nSTATUS=draining: no new calls, those running finish");
     srv->draining = true;
-    metrics_set_ready(srv->metrics, false);
     server_close_listeners(srv);   /* before any loop sends its GOAWAY */
     uv_timer_start(&srv->drain_timer, server_on_drain_timeout, srv->loaded.drain_timeout_ms, 0);
     for (size_t i = 0; i < srv->nloops; i++)
@@ -485,7 +511,8 @@ static void server_on_signal(uv_signal_t *h, int signum)
  * restart. Region sockets keep the connection limits they started with. */
 static const char *const server_live[] = {
     "log-level", "max-jobs", "max-connections", "max-peer-connections",
-    "max-unauthenticated-connections", "drain-timeout", "uid-weight", "uid-max-priority",
+    "max-unauthenticated-connections", "drain-timeout", "drain-delay", "uid-weight",
+    "uid-max-priority",
 };
 
 static void server_apply(struct server *srv, const struct config *now)
@@ -496,6 +523,7 @@ static void server_apply(struct server *srv, const struct config *now)
     conn_limit_set(&srv->conn_limit, now->max_connections, now->max_peer_connections,
                    config_max_unauth(now));
     srv->loaded.drain_timeout_ms = now->drain_timeout_ms;   /* read from loaded when draining */
+    srv->loaded.drain_delay_ms = now->drain_delay_ms;
     auth_set_uid_rules(srv->auth, &now->uid_weight, &now->uid_max_priority);
 }
 
