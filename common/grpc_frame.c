@@ -82,9 +82,9 @@ static int grpc_frame_start_body(struct grpc_frame_reader *r)
     const uint8_t *h = r->hdr;
     r->msg_len = ((size_t)h[1] << 24) | ((size_t)h[2] << 16) | ((size_t)h[3] << 8) | h[4];
     r->msg_have = 0;
-    if (h[0] == GRPC_FLAG_COMPRESSED)
+    if (h[0] == GRPC_FLAG_COMPRESSED && !r->compressed_ok)
         return GRPC_FRAME_COMPRESSED;
-    if (h[0] != GRPC_FLAG_UNCOMPRESSED)
+    if (h[0] != GRPC_FLAG_UNCOMPRESSED && h[0] != GRPC_FLAG_COMPRESSED)
         return GRPC_FRAME_BAD_FLAG;
     if (r->msg_len > r->max_len)
         return GRPC_FRAME_TOO_LARGE;
@@ -195,4 +195,9 @@ void grpc_frame_skip_body(struct grpc_frame_reader *r)
     r->hdr_have = 0;
     r->msg_len = 0;
     r->msg_have = 0;
+}
+
+bool grpc_frame_compressed(const struct grpc_frame_reader *r)
+{
+    return r->hdr[0] == GRPC_FLAG_COMPRESSED;
 }

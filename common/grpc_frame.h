@@ -8,6 +8,7 @@
 #ifndef AMP_GRPC_FRAME_H
 #define AMP_GRPC_FRAME_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -16,7 +17,7 @@
 enum grpc_frame_err {
     GRPC_FRAME_OK = 0,
     GRPC_FRAME_TOO_LARGE = -1,   /* declared length over the reader's limit */
-    GRPC_FRAME_COMPRESSED = -2,  /* compressed flag set: we offer no encodings */
+    GRPC_FRAME_COMPRESSED = -2,  /* compressed flag set and compressed_ok false */
     GRPC_FRAME_BAD_FLAG = -3,    /* flag byte other than 0 or 1 */
     GRPC_FRAME_NOMEM = -4,
     GRPC_FRAME_REFUSED = -5,     /* the reserve hook refused a larger buffer */
@@ -57,6 +58,10 @@ struct grpc_frame_reader {
     void *(*take)(void *ctx, size_t n, size_t *cap);
     void *take_ctx;
     uint8_t *delivering;  /* the message being handed to the callback, NULL once taken */
+    /* Messages with the compressed flag are delivered as they are (the
+     * owner inflates them; grpc_frame_compressed() tells which) rather
+     * than refused with GRPC_FRAME_COMPRESSED. */
+    bool compressed_ok;
 };
 
 /* What a message body buffer starts at before its bytes arrive. */
@@ -87,6 +92,10 @@ int grpc_frame_pending(const struct grpc_frame_reader *r);
  * is kept as the spare if keep_max allows. What it reserved is the owner's
  * to give back, as always. */
 void grpc_frame_skip_body(struct grpc_frame_reader *r);
+
+/* True when the message whose prefix was read last (the one being read,
+ * or inside the callback the one delivered) has the compressed flag. */
+bool grpc_frame_compressed(const struct grpc_frame_reader *r);
 
 /* Writes the 5-byte prefix for a len-byte uncompressed message. */
 void grpc_frame_header(uint8_t out[GRPC_FRAME_HEADER], size_t len);

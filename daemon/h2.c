@@ -166,6 +166,7 @@ static struct h2_call *h2_call_new(struct h2_session *s, int32_t stream_id)
     grpc_frame_reader_init(&c->reader, s->cfg.max_message_bytes);
     c->reader.reserve = h2_call_reserve;
     c->reader.reserve_ctx = c;
+    c->reader.compressed_ok = true;   /* h2_call_inflate judges grpc-encoding */
     c->next = s->calls;
     if (s->calls)
         s->calls->prev = c;
@@ -194,6 +195,7 @@ static void h2_call_release(struct h2_call *c)
         c->next->prev = c->prev;
     s->ncalls--;
     free(c->authorization);
+    free(c->inflated);
     grpc_frame_reader_free(&c->reader);
     free(c->held);
     h2_give(c, c->held_reserved);
@@ -209,7 +211,8 @@ uint8_t *h2_call_take_message(struct h2_call *call, uint64_t *held)
 {
     if (call->kind != H2_UNARY)
         return NULL;
-    uint8_t *msg = grpc_frame_take(&call->reader);
+    uint8_t *msg = call->inflated ? call->inflated : grpc_frame_take(&call->reader);
+    call->inflated = NULL;
     if (msg) {
         *held = call->reserved;
         call->handler_held += call->reserved;
@@ -267,6 +270,7 @@ int h2_call_answer_status(struct h2_call *c, const char *http_status, enum statu
     nghttp2_nv nv[] = {
         H2_NV(":status", http_status),
         H2_NV("content-type", GRPC_CONTENT_TYPE),
+        H2_NV("grpc-accept-encoding", H2_ACCEPT_ENCODING),
         H2_NV("grpc-status", status),
         H2_NV("grpc-message", encoded),
     };
@@ -335,6 +339,12 @@ static void h2_call_headers_done(struct h2_call *c)
     if (c->timeout_bad) {
         h2_call_fail(c, STATUS_INTERNAL,
                      "malformed grpc-timeout: want 1 to 8 digits and a unit (H, M, S, m, u or n)");
+        return;
+    }
+    if (c->encoding == H2_ENCODING_UNKNOWN) {
+        h2_call_fail(c, STATUS_UNIMPLEMENTED,
+                     "grpc-encoding is not one ampd takes (grpc-accept-encoding: "
+                     H2_ACCEPT_ENCODING ")");
         return;
     }
     if (c->timeout_expired) {
@@ -407,9 +417,45 @@ static void h2_call_remote_end(struct h2_call *c)
     c->s->h->end(c, c->s->ctx);
 }
 
-static int h2_on_message(const uint8_t *msg, size_t len, void *ctx)
+/* A compressed message (flag 1): inflates it into c->inflated, in the
+ * call's budget and under --max-message-bytes. False with feed_status set. */
+static bool h2_call_inflate(struct h2_call *c, const uint8_t *msg, size_t len, size_t *out_len)
 {
-    struct h2_call *c = ctx;
+    if (c->encoding == H2_ENCODING_IDENTITY) {
+        c->feed_status = STATUS_INTERNAL;
+        snprintf(c->feed_msg, sizeof(c->feed_msg),
+                 "compressed message flag set without a grpc-encoding");
+        return false;
+    }
+    size_t max = c->s->cfg.max_message_bytes;
+    int rv = h2_inflate(c->encoding, msg, len, max, h2_call_reserve, c, &c->inflated, out_len);
+    switch (rv) {
+    case H2_INFLATE_OK:
+        return true;
+    case H2_INFLATE_TOO_LARGE:
+        c->feed_status = STATUS_RESOURCE_EXHAUSTED;
+        snprintf(c->feed_msg, sizeof(c->feed_msg),
+                 "request message inflates past --max-message-bytes (%zu)", max);
+        return false;
+    case H2_INFLATE_CORRUPT:
+        c->feed_status = STATUS_INTERNAL;
+        snprintf(c->feed_msg, sizeof(c->feed_msg),
+                 "request message is not valid %s data",
+                 c->encoding == H2_ENCODING_GZIP ? "gzip" : "deflate");
+        return false;
+    case H2_INFLATE_REFUSED:
+        c->feed_status = STATUS_RESOURCE_EXHAUSTED;   /* h2_call_reserve wrote why */
+        return false;
+    default:
+        c->feed_status = STATUS_RESOURCE_EXHAUSTED;
+        snprintf(c->feed_msg, sizeof(c->feed_msg), "out of memory inflating the request message");
+        return false;
+    }
+}
+
+/* Hands one message on: to the stream, or to the unary handler. */
+static int h2_on_plain_message(struct h2_call *c, const uint8_t *msg, size_t len)
+{
     struct h2_session *s = c->s;
     if (c->kind == H2_STREAM)
         return h2_stream_message(c, msg, len);
@@ -428,6 +474,22 @@ static int h2_on_message(const uint8_t *msg, size_t len, void *ctx)
     return c->feed_status != STATUS_OK;
 }
 
+static int h2_on_message(const uint8_t *msg, size_t len, void *ctx)
+{
+    struct h2_call *c = ctx;
+    if (!grpc_frame_compressed(&c->reader))
+        return h2_on_plain_message(c, msg, len);
+    size_t n = 0;
+    if (!h2_call_inflate(c, msg, len, &n)) {
+        h2_call_unreserve(c);
+        return 1;
+    }
+    int rv = h2_on_plain_message(c, c->inflated, n);
+    free(c->inflated);   /* NULL if the handler took it */
+    c->inflated = NULL;
+    return rv;
+}
+
 /* Turns a grpc_frame_feed() error into the call's status (gRPC's status
  * code table: oversize is RESOURCE_EXHAUSTED, an unsupported compression
  * UNIMPLEMENTED, a broken prefix INTERNAL). */
@@ -444,10 +506,6 @@ static void h2_call_feed_error(struct h2_call *c, int err)
         h2_call_failf(c, STATUS_RESOURCE_EXHAUSTED,
                       "request message of %zu bytes exceeds --max-message-bytes (%zu)",
                       c->reader.msg_len, max);
-        break;
-    case GRPC_FRAME_COMPRESSED:
-        h2_call_fail(c, STATUS_UNIMPLEMENTED,
-                     "compressed messages are not supported (grpc-accept-encoding: identity)");
         break;
     case GRPC_FRAME_BAD_FLAG:
         h2_call_failf(c, STATUS_INTERNAL, "invalid message flag byte 0x%02x", c->reader.hdr[0]);
@@ -489,7 +547,7 @@ static size_t h2_call_piece_start(struct h2_call *c, const uint8_t *data, size_t
     struct grpc_frame_reader *r = &c->reader;
     const struct h2_handlers *h = c->s->h;
     if (!h->piece_start || r->hdr_have < GRPC_FRAME_HEADER || r->msg_have != 0 ||
-        r->msg_len <= H2_PIECE_HEAD || len < H2_PIECE_HEAD ||
+        r->msg_len <= H2_PIECE_HEAD || len < H2_PIECE_HEAD || grpc_frame_compressed(r) ||
         (c->kind == H2_UNARY && c->nmessages != 0))
         return 0;   /* a head split across DATA frames goes the usual way too */
     size_t off = h->piece_start(c, data, r->msg_len, c->s->ctx);
@@ -749,6 +807,8 @@ static int h2_on_header(nghttp2_session *ng, const nghttp2_frame *frame, const u
                            valuelen);
     } else if (h2_name_is(name, namelen, AMP_WIRE_MAX_REPLY_HEADER)) {
         h2_call_keep_max_reply(c, value, valuelen);
+    } else if (h2_name_is(name, namelen, "grpc-encoding")) {
+        c->encoding = h2_inflate_encoding(value, valuelen);
     } else if (h2_name_is(name, namelen, "content-type")) {
         size_t n = valuelen < sizeof(c->content_type) - 1 ? valuelen : sizeof(c->content_type) - 1;
         memcpy(c->content_type, value, n);

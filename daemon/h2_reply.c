@@ -211,7 +211,7 @@ static int h2_reply_queue(struct h2_call *call, struct h2_out *o)
         nghttp2_nv nv[] = {
             H2_NV(":status", HTTP_STATUS_OK),
             H2_NV("content-type", GRPC_CONTENT_TYPE),
-            H2_NV("grpc-accept-encoding", "identity"),
+            H2_NV("grpc-accept-encoding", H2_ACCEPT_ENCODING),
         };
         nghttp2_data_provider dp = { .source.ptr = call, .read_callback = h2_reply_read };
         if (nghttp2_submit_response(call->s->ng, call->stream_id, nv, sizeof(nv) / sizeof(nv[0]),

@@ -7,6 +7,7 @@ set -euo pipefail
 PACKAGES=(
   build-essential cmake pkg-config
   libuv1-dev libnghttp2-dev libmicrohttpd-dev libprotobuf-c-dev protobuf-c-compiler libssl-dev openssl
+  zlib1g-dev
   ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo
   check libsubunit-dev
   clang libclang-rt-14-dev

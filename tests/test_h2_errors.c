@@ -2,8 +2,8 @@
 /* test_h2_errors.c: every way a request can be wrong at the HTTP/2 + gRPC
  * layer, and the status the daemon answers with (gRPC's status code table:
  * unknown method and request cardinality UNIMPLEMENTED, undecodable request
- * INTERNAL, oversize RESOURCE_EXHAUSTED, unsupported compression
- * UNIMPLEMENTED). In memory, against the real h2 + rpc layers. */
+ * INTERNAL, oversize RESOURCE_EXHAUSTED, a compressed message without
+ * grpc-encoding INTERNAL). In memory, against the real h2 + rpc layers. */
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>
@@ -229,7 +229,8 @@ START_TEST(compressed_message)
 {
     uint8_t body[] = { 1, 0, 0, 0, 1, 0 };
     const struct h2c_result *r = raw("/amp.v1.Amp/Status", NULL, body, sizeof(body));
-    ck_assert_int_eq(r->grpc_status, STATUS_UNIMPLEMENTED);
+    ck_assert_int_eq(r->grpc_status, STATUS_INTERNAL);   /* flag 1, no grpc-encoding */
+    ck_assert_ptr_nonnull(strstr(r->grpc_message, "grpc-encoding"));
     body[0] = 2;
     r = raw("/amp.v1.Amp/Status", NULL, body, sizeof(body));
     ck_assert_int_eq(r->grpc_status, STATUS_INTERNAL);
