@@ -201,3 +201,8 @@ bool grpc_frame_compressed(const struct grpc_frame_reader *r)
 {
     return r->hdr[0] == GRPC_FLAG_COMPRESSED;
 }
+
+void grpc_frame_mark_compressed(uint8_t out[GRPC_FRAME_HEADER])
+{
+    out[0] = GRPC_FLAG_COMPRESSED;
+}

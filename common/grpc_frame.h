@@ -100,4 +100,7 @@ bool grpc_frame_compressed(const struct grpc_frame_reader *r);
 /* Writes the 5-byte prefix for a len-byte uncompressed message. */
 void grpc_frame_header(uint8_t out[GRPC_FRAME_HEADER], size_t len);
 
+/* Sets the compressed flag of a prefix grpc_frame_header() wrote. */
+void grpc_frame_mark_compressed(uint8_t out[GRPC_FRAME_HEADER]);
+
 #endif

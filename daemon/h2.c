@@ -807,6 +807,8 @@ static int h2_on_header(nghttp2_session *ng, const nghttp2_frame *frame, const u
                            valuelen);
     } else if (h2_name_is(name, namelen, AMP_WIRE_MAX_REPLY_HEADER)) {
         h2_call_keep_max_reply(c, value, valuelen);
+    } else if (h2_name_is(name, namelen, "grpc-accept-encoding")) {
+        c->reply_encoding = h2_deflate_choose(value, valuelen);
     } else if (h2_name_is(name, namelen, "grpc-encoding")) {
         c->encoding = h2_inflate_encoding(value, valuelen);
     } else if (h2_name_is(name, namelen, "content-type")) {

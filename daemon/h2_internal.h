@@ -20,6 +20,7 @@
 
 #include "grpc_frame.h"
 #include "h2.h"
+#include "h2_deflate.h"
 #include "h2_inflate.h"
 #include "h2_request.h"
 
@@ -70,6 +71,7 @@ struct h2_call {
     bool timeout_expired;    /* grpc-timeout of zero: the deadline passed before it came */
     char *authorization;     /* malloc'd value, NUL-terminated; NULL when absent or bad */
     enum h2_encoding encoding; /* grpc-encoding of its request messages */
+    enum h2_encoding reply_encoding; /* of its replies (h2_deflate.h's rule) */
     uint8_t *inflated;       /* the message being delivered, inflated (h2_on_message) */
     struct h2_call_class cls; /* amp-priority and amp-max-queue-time, as received */
     size_t authorization_len;

@@ -208,14 +208,18 @@ static int h2_reply_queue(struct h2_call *call, struct h2_out *o)
     call->out_tail = o;
     call->unsent += o->body.len;
     if (!call->headers_sent) {
+        const char *encoding = h2_deflate_name(call->reply_encoding);
         nghttp2_nv nv[] = {
             H2_NV(":status", HTTP_STATUS_OK),
             H2_NV("content-type", GRPC_CONTENT_TYPE),
             H2_NV("grpc-accept-encoding", H2_ACCEPT_ENCODING),
+            H2_NV("grpc-encoding", encoding),
         };
+        size_t nnv = sizeof(nv) / sizeof(nv[0]);
+        if (call->reply_encoding == H2_ENCODING_IDENTITY)
+            nnv--;   /* no grpc-encoding: every message goes uncompressed */
         nghttp2_data_provider dp = { .source.ptr = call, .read_callback = h2_reply_read };
-        if (nghttp2_submit_response(call->s->ng, call->stream_id, nv, sizeof(nv) / sizeof(nv[0]),
-                                    &dp)
+        if (nghttp2_submit_response(call->s->ng, call->stream_id, nv, nnv, &dp)
             != 0) {
             /* No way to send a status: reset the stream instead. */
             nghttp2_submit_rst_stream(call->s->ng, NGHTTP2_FLAG_NONE, call->stream_id,
@@ -288,6 +292,34 @@ static int h2_reply_answer(struct h2_call *call, struct h2_out *o)
     return h2_reply_queue(call, o);
 }
 
+/* Writes buf's prefix, first compressing its len message bytes by the
+ * rule in h2_deflate.h; *buf and *len may change (the old buffer freed).
+ * The compressor's output is held in the budget while both exist. */
+static void h2_reply_pack(struct h2_call *call, uint8_t **buf, size_t *len)
+{
+    char why[STATUS_MSG_MAX];
+    uint8_t *out = NULL;
+    size_t n = 0, cap = *len - 1;   /* it must come out smaller */
+    bool packed = call->reply_encoding != H2_ENCODING_IDENTITY && *len >= H2_DEFLATE_MIN_BYTES &&
+                  h2_take(call, GRPC_FRAME_HEADER + cap, why, sizeof(why));
+    if (packed) {
+        out = malloc(GRPC_FRAME_HEADER + cap);
+        packed = out && h2_deflate(call->reply_encoding, *buf + GRPC_FRAME_HEADER, *len,
+                                   out + GRPC_FRAME_HEADER, cap, &n) == 0;
+        h2_give(call, GRPC_FRAME_HEADER + cap);
+    }
+    if (!packed) {
+        free(out);   /* not worth it, or no room: the message goes as it is */
+        grpc_frame_header(*buf, *len);
+        return;
+    }
+    free(*buf);
+    *buf = out;
+    *len = n;
+    grpc_frame_header(out, n);
+    grpc_frame_mark_compressed(out);
+}
+
 int h2_call_reply(struct h2_call *call, uint8_t *buf, size_t len)
 {
     struct h2_out *o = NULL;
@@ -295,7 +327,7 @@ int h2_call_reply(struct h2_call *call, uint8_t *buf, size_t len)
         free(buf);
         return -1;
     }
-    grpc_frame_header(buf, len);
+    h2_reply_pack(call, &buf, &len);
     body_adopt(&o->body, buf, len + GRPC_FRAME_HEADER);
     return h2_reply_answer(call, o);
 }
@@ -325,7 +357,7 @@ int h2_call_send(struct h2_call *call, uint8_t *buf, size_t len)
         free(buf);
         return -1;
     }
-    grpc_frame_header(buf, len);
+    h2_reply_pack(call, &buf, &len);
     body_adopt(&o->body, buf, len + GRPC_FRAME_HEADER);
     return h2_reply_queue(call, o);
 }

@@ -6,7 +6,9 @@
  * that is not gzip, a cut one, and a flag 1 without grpc-encoding get
  * INTERNAL; a decompression bomb (16 MiB of zeros in 16 KiB) stops at
  * --max-message-bytes with RESOURCE_EXHAUSTED, and the daemon's memory
- * comes back. */
+ * comes back. Replies: a 1 KiB+ histogram reply to a client whose
+ * grpc-accept-encoding lists gzip (or only deflate) comes compressed and
+ * inflates to the very reply an identity client gets. */
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,15 +61,21 @@ static size_t reverse_request(uint8_t *out, uint8_t *data)
     return 3 + PLAIN_LEN;
 }
 
-static int32_t call(struct h2c *c, const char *encoding, const uint8_t *body, size_t len)
+static int32_t call_to(struct h2c *c, const char *path, const char *name, const char *value,
+                       const uint8_t *body, size_t len)
 {
     const char *fields[] = {
-        ":method", "POST", ":scheme", "http", ":path", "/amp.v1.Amp/Reverse",
+        ":method", "POST", ":scheme", "http", ":path", path,
         ":authority", "localhost", "content-type", "application/grpc", "te", "trailers",
-        "grpc-encoding", encoding,
+        name, value,
     };
     size_t n = sizeof fields / sizeof fields[0] / 2;   /* pairs */
-    return h2c_request_fields(c, fields, encoding ? n : n - 1, body, len);
+    return h2c_request_fields(c, fields, value ? n : n - 1, body, len);
+}
+
+static int32_t call(struct h2c *c, const char *encoding, const uint8_t *body, size_t len)
+{
+    return call_to(c, "/amp.v1.Amp/Reverse", "grpc-encoding", encoding, body, len);
 }
 
 static void expect_status(struct h2c *c, int32_t id, int status, const char *message)
@@ -145,11 +153,92 @@ START_TEST(compressed_requests_answered)
 }
 END_TEST
 
+#define HIST_BINS 1024   /* one count each: a reply of over 1 KiB */
+
+/* Histogram of int32 0..HIST_BINS-1 into HIST_BINS bins over [0, HIST_BINS). */
+static size_t hist_request(uint8_t *out)
+{
+    size_t o = GRPC_FRAME_HEADER;
+    out[o++] = 0x0a;   /* data: HIST_BINS * 4 bytes */
+    out[o++] = (uint8_t)((HIST_BINS * 4) & 0x7f) | 0x80;
+    out[o++] = (uint8_t)((HIST_BINS * 4) >> 7);
+    for (int32_t v = 0; v < HIST_BINS; v++, o += 4)
+        memcpy(out + o, &v, 4);   /* little-endian, as the host */
+    double hi = HIST_BINS;
+    uint8_t params[] = { 0x08, 3, 0x10, (uint8_t)(HIST_BINS & 0x7f) | 0x80,
+                         (uint8_t)(HIST_BINS >> 7), 0x21 };   /* INT32, bins, hi: */
+    out[o++] = 0x12;
+    out[o++] = (uint8_t)(sizeof params + sizeof hi);
+    memcpy(out + o, params, sizeof params);
+    memcpy(out + o + sizeof params, &hi, sizeof hi);
+    o += sizeof params + sizeof hi;
+    grpc_frame_header(out, o - GRPC_FRAME_HEADER);
+    return o;
+}
+
+/* The reply of result r, inflated with wbits when it is compressed. */
+static size_t reply_of(const struct h2c_result *r, int wbits, uint8_t *out, size_t cap)
+{
+    ck_assert_int_eq(r->grpc_status, STATUS_OK);
+    ck_assert_uint_ge(r->body_len, GRPC_FRAME_HEADER);
+    size_t len = r->body_len - GRPC_FRAME_HEADER;
+    if (!wbits) {
+        ck_assert_uint_eq(r->body[0], 0);
+        ck_assert_uint_le(len, cap);
+        memcpy(out, r->body + GRPC_FRAME_HEADER, len);
+        return len;
+    }
+    ck_assert_uint_eq(r->body[0], 1);
+    z_stream z;
+    memset(&z, 0, sizeof z);
+    ck_assert_int_eq(inflateInit2(&z, wbits), Z_OK);
+    z.next_in = r->body + GRPC_FRAME_HEADER;
+    z.avail_in = (uInt)len;
+    z.next_out = out;
+    z.avail_out = (uInt)cap;
+    ck_assert_int_eq(inflate(&z, Z_FINISH), Z_STREAM_END);
+    size_t n = z.total_out;
+    inflateEnd(&z);
+    ck_assert_uint_lt(len, n);   /* it was worth it */
+    return n;
+}
+
+START_TEST(replies_compressed_as_accepted)
+{
+    long base = hostile_start(&ampd, NULL);
+    int fd = hostile_connect_unix(ampd.sock_path);
+    ck_assert_int_ge(fd, 0);
+    static uint8_t req[GRPC_FRAME_HEADER + HIST_BINS * 4 + 64];
+    size_t req_len = hist_request(req);
+    const char *path = "/amp.v1.Amp/Histogram", *accept = "grpc-accept-encoding";
+    struct h2c *c = h2c_new();
+    int32_t plain = call_to(c, path, accept, NULL, req, req_len);
+    int32_t identity = call_to(c, path, accept, "identity", req, req_len);
+    int32_t gzip = call_to(c, path, accept, "identity, deflate, gzip", req, req_len);
+    int32_t deflate = call_to(c, path, accept, "identity,deflate", req, req_len);
+    ck_assert_int_eq(h2c_run_fd(c, fd, HOSTILE_IO_MS), 0);
+    static uint8_t want[4 * HIST_BINS], got[4 * HIST_BINS];
+    size_t n = reply_of(h2c_result(c, plain), 0, want, sizeof want);
+    ck_assert_uint_ge(n, HIST_BINS);
+    ck_assert_uint_eq(reply_of(h2c_result(c, identity), 0, got, sizeof got), n);
+    ck_assert_uint_eq(reply_of(h2c_result(c, gzip), WBITS_GZIP, got, sizeof got), n);
+    ck_assert_mem_eq(got, want, n);
+    ck_assert_uint_eq(reply_of(h2c_result(c, deflate), WBITS_ZLIB, got, sizeof got), n);
+    ck_assert_mem_eq(got, want, n);
+    close(fd);
+    h2c_free(c);
+    ck_assert(hostile_wait_quiet(ampd.address, 1, HOSTILE_IO_MS));
+    hostile_assert_rss_back(&ampd, base);
+    ck_assert_int_eq(daemon_stop(&ampd), 0);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("hostile_compression");
     const TTest *const tests[] = {
         compressed_requests_answered,
+        replies_compressed_as_accepted,
         NULL,
     };
     TCase *tc = check_run_case(s, "daemon", tests);
