@@ -16,6 +16,7 @@ PACKAGES=(
   debhelper dpkg-dev lintian
   haproxy python3-yaml
   python3-numpy dh-python
+  golang-goprotobuf-dev
 )
 
 missing=()
