@@ -17,6 +17,7 @@ PACKAGES=(
   haproxy python3-yaml
   python3-numpy dh-python
   golang-goprotobuf-dev
+  golang-go golang-google-grpc-dev golang-google-protobuf-dev golang-golang-x-sys-dev
 )
 
 missing=()
