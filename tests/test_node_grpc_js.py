@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""test_node_grpc_js.py: stock @grpc/grpc-js (from npm) with gzip and
-deflate compression on, against a real ampd (tests/node/compression.js:
-every call checked). The first run installs tests/node's locked packages
+"""test_node_grpc_js.py: examples/node/example.js on stock @grpc/grpc-js
+(from npm) against a real ampd, with no compression, then gzip and
+deflate compression on (every call checked by the example). The first
+run installs examples/node's locked packages
 into BUILD/node with `npm ci` (later runs find them there, offline); with
 no node or npm, or no registry to install from, it exits 77 (skipped, the
 reason printed). Ends with ampd exiting 0."""
@@ -15,13 +16,14 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "sup
 from daemon_proc import Daemon  # noqa: E402
 
 SKIPPED = 77
-HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "node")
+HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples", "node")
+ENCODINGS = ("identity", "gzip", "deflate")
 INSTALL_TIMEOUT_S = 300
 RUN_TIMEOUT_S = 120
 
 
 def node_modules():
-    """BUILD/node with tests/node's packages installed, or a reason why not."""
+    """BUILD/node with examples/node's packages installed, or a reason why not."""
     if not shutil.which("node") or not shutil.which("npm"):
         return None, "node or npm is not installed (scripts/deps.sh installs nodejs and npm)"
     where = os.path.join(os.path.dirname(os.path.abspath(os.environ["AMPD_BIN"])), "node")
@@ -47,10 +49,12 @@ def main():
     d = Daemon()
     try:
         env = dict(os.environ, NODE_PATH=os.path.join(where, "node_modules"))
-        p = subprocess.run(["node", os.path.join(HERE, "compression.js"), d.address], env=env,
-                           capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
-        print(p.stdout + p.stderr, end="")
-        failed = p.returncode != 0
+        failed = False
+        for enc in ENCODINGS:
+            p = subprocess.run(["node", os.path.join(HERE, "example.js"), d.address, enc],
+                               env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
+            print(p.stdout + p.stderr, end="")
+            failed |= p.returncode != 0
     finally:
         status = d.stop()
     if status != 0:
