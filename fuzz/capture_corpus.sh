@@ -101,6 +101,8 @@ capture_stdin stream-reverse-pipe "$tmp/in3k" --stream-threshold 0 reverse
 capture_stdin stream-hist-pipe "$tmp/in20k" --stream-threshold 0 hist
 capture_grpcio reflection-v1alpha reflection
 capture_grpcio health-watch-cancel watch
+capture_grpcio reverse-hist-gzip gzip
+capture_grpcio reverse-hist-deflate deflate
 # fuzz_requests' seeds: the request messages of these connections.
 python3 fuzz/corpus_requests.py "$out" fuzz/corpus/fuzz_requests
 
