@@ -349,6 +349,8 @@ static void server_close_listeners(struct server *srv)
 /* Every loop is empty, so every call is gone: stop the runners (streams
  * still holding device state get their CLOSE then), let each loop deliver
  * what is owed and close, and close the rest. */
+static void server_signals_mask(int how);
+
 static void server_finish(struct server *srv)
 {
     if (srv->finished || srv->opening)
@@ -360,6 +362,10 @@ static void server_finish(struct server *srv)
         sched_stop(srv->sched);
     for (size_t i = 0; i < srv->nloops; i++)
         io_loop_finish(srv->loops[i]);
+    /* Closing the handles gives the signals back their default action
+     * (to end the process): one that comes during the rest of the exit
+     * would cut it short, exit 143 instead of 0. Held, it never lands. */
+    server_signals_mask(SIG_BLOCK);
     uv_close((uv_handle_t *)&srv->sigterm, NULL);
     uv_close((uv_handle_t *)&srv->sigint, NULL);
     uv_close((uv_handle_t *)&srv->sighup, NULL);
@@ -548,6 +554,7 @@ static void server_signals_mask(int how)
     sigemptyset(&stop);
     sigaddset(&stop, SIGTERM);
     sigaddset(&stop, SIGINT);
+    sigaddset(&stop, SIGHUP);
     pthread_sigmask(how, &stop, NULL);
 }
 
