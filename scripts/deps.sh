@@ -16,6 +16,7 @@ PACKAGES=(
   debhelper dpkg-dev lintian
   haproxy python3-yaml
   python3-numpy dh-python
+  podman buildah mmdebstrap runc
   golang-goprotobuf-dev
   golang-go golang-google-grpc-dev golang-google-protobuf-dev golang-golang-x-sys-dev
 )
