@@ -15,35 +15,25 @@ import sys
 
 import yaml
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "support"))
+from npm_dir import npm_dir  # noqa: E402
+
 SKIPPED = 77
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE = os.environ.get("AMP_SOURCE_DIR", os.path.join(HERE, ".."))
 VALIDATE = os.path.join(SOURCE, "deploy", "k8s", "validate")
 MANIFEST = os.path.join(SOURCE, "deploy", "k8s", "ampd.yaml")
-INSTALL_TIMEOUT_S = 300
 RUN_TIMEOUT_S = 120
 
 
 def installed():
     """BUILD/k8s-validate with the validator and its packages, or a reason why not."""
-    if not shutil.which("node") or not shutil.which("npm"):
-        return None, "node or npm is not installed (scripts/deps.sh installs nodejs and npm)"
-    where = os.path.join(os.path.dirname(os.path.abspath(os.environ["AMPD_BIN"])), "k8s-validate")
-    os.makedirs(where, exist_ok=True)
-    # ES modules resolve their imports beside themselves: the script goes
-    # where node_modules is.
-    shutil.copy(os.path.join(VALIDATE, "validate.mjs"), where)
-    stamp = os.path.join(where, "node_modules", ".package-lock.json")
-    lock = os.path.join(VALIDATE, "package-lock.json")
-    if os.path.exists(stamp) and os.path.getmtime(stamp) >= os.path.getmtime(lock):
-        return where, None
-    for f in ("package.json", "package-lock.json"):
-        shutil.copy(os.path.join(VALIDATE, f), where)
-    p = subprocess.run(["npm", "ci", "--no-audit", "--no-fund", "--ignore-scripts"], cwd=where,
-                       capture_output=True, text=True, timeout=INSTALL_TIMEOUT_S)
-    if p.returncode != 0:
-        return None, "npm ci failed (no registry?): %s" % p.stderr.strip()[-500:]
-    return where, None
+    where, why = npm_dir(VALIDATE, "k8s-validate")
+    if where:
+        # ES modules resolve their imports beside themselves: the script
+        # goes where node_modules is.
+        shutil.copy(os.path.join(VALIDATE, "validate.mjs"), where)
+    return where, why
 
 
 def main():
