@@ -115,8 +115,8 @@ bool dev_tune_load(struct dev *d)
     memcpy(text, bytes, len < sizeof text - 1 ? len : sizeof text - 1);
     free(bytes);
     int v[DEV_TUNE_FAMILIES], end = 0;
-    if (sscanf(text, "ampd-tune 1 reverse=%d transform=%d hist256=%d\n%n", &v[0], &v[1], &v[2],
-               &end) != 3 || (size_t)end != len)
+    if (sscanf(text, DEV_TUNE_FORMAT "%n", &v[0], &v[1], &v[2], &end) != 3 ||
+        (size_t)end != len)
         return false;
     struct dev_variants got = d->variants;
     for (int f = 0; f < DEV_TUNE_FAMILIES; f++) {
