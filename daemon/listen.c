@@ -74,9 +74,9 @@ struct listener {
 struct listen_sock {
     union listen_handle h;
     uv_timer_t linger;         /* bounds a graceful close */
-    uv_idle_t resume;          /* restarts reading after a turn's bytes */
+    uv_idle_t resume;          /* restarts reading after a turn's bytes; active while the
+                                * turn is over */
     size_t turn_bytes;         /* read in this turn of the loop */
-    bool turn_over;            /* reading stopped until the next turn */
     uv_shutdown_t shutdown;
     uv_write_t write;
     bool writing;              /* a uv_write of the loop's own is in flight */
@@ -139,9 +139,8 @@ static void listen_sock_on_resume(uv_idle_t *h)
 {
     struct listen_sock *s = h->data;
     uv_idle_stop(h);
-    if (s->turn_over && !s->closing)
+    if (!s->closing)
         uv_read_start(&s->h.stream, listen_sock_alloc, listen_sock_on_read);
-    s->turn_over = false;
 }
 
 /* Counts a read into this turn; ends the turn at LISTEN_TURN_BYTES. */
@@ -152,10 +151,10 @@ static void listen_sock_turn(struct listen_sock *s, size_t nread, size_t asked)
         s->turn_bytes = 0;        /* drained: libuv ends the turn itself */
         return;
     }
-    if (s->turn_bytes < LISTEN_TURN_BYTES || s->closing || s->turn_over)
+    if (s->turn_bytes < LISTEN_TURN_BYTES || s->closing ||
+        uv_is_active((uv_handle_t *)&s->resume))
         return;
     s->turn_bytes = 0;
-    s->turn_over = true;
     uv_read_stop(&s->h.stream);
     uv_idle_start(&s->resume, listen_sock_on_resume);
 }
