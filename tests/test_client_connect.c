@@ -3,6 +3,7 @@
  * port nobody listens on, malformed and unresolvable addresses. Each
  * returns its code at once, leaves *out NULL, and explains itself through
  * amp_last_message(NULL). */
+#include "hostile.h"
 #include <check.h>
 #include <netinet/in.h>
 #include <stdio.h>
@@ -38,23 +39,10 @@ START_TEST(missing_unix_socket)
 }
 END_TEST
 
-/* A loopback port that was just free: bind to port 0, read it, close. */
-static int free_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    ck_assert_int_ge(fd, 0);
-    struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-    ck_assert_int_eq(bind(fd, (struct sockaddr *)&sa, sizeof sa), 0);
-    socklen_t len = sizeof sa;
-    ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&sa, &len), 0);
-    close(fd);
-    return ntohs(sa.sin_port);
-}
-
 START_TEST(refused_tcp_port)
 {
     char address[64];
-    snprintf(address, sizeof address, "127.0.0.1:%d", free_port());
+    snprintf(address, sizeof address, "127.0.0.1:%d", hostile_free_port());
     expect_connect(address, AMP_ECONNECT, "refused");
 }
 END_TEST

@@ -5,6 +5,7 @@
  * is removed on exit. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
+#include "hostile.h"
 #include <check.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -66,18 +67,6 @@ static bool ready(const char *path, pid_t pid)
     return false;
 }
 
-/* A free loopback TCP port (bound and released; a small race we accept). */
-static int free_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-    ck_assert_int_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-    socklen_t len = sizeof(sa);
-    getsockname(fd, (struct sockaddr *)&sa, &len);
-    close(fd);
-    return ntohs(sa.sin_port);
-}
-
 static int status_call(int fd)
 {
     struct h2c *c = h2c_new();
@@ -102,7 +91,7 @@ START_TEST(stale_socket_replaced_and_tcp_served)
     struct stat st;
     ck_assert_int_eq(stat(path, &st), 0);
 
-    int port = free_port();
+    int port = hostile_free_port();
     snprintf(unix_addr, sizeof(unix_addr), "unix:%s", path);
     snprintf(tcp_addr, sizeof(tcp_addr), "127.0.0.1:%d", port);
     const char *args[] = { "--listen", unix_addr, "--listen", tcp_addr, "--tcp-require-token", "off",

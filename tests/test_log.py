@@ -15,7 +15,6 @@ Prints one line per check and a closing "N passed, M failed".
 """
 import os
 import re
-import socket
 import subprocess
 import sys
 import tempfile
@@ -25,7 +24,7 @@ import grpc
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "support"))
 from cases import expect, module_cases, run_cases  # noqa: E402
-from daemon_proc import Daemon  # noqa: E402
+from daemon_proc import Daemon, free_port  # noqa: E402
 
 CALL_TIMEOUT_S = 120
 EXIT_USAGE = 2
@@ -90,11 +89,7 @@ def test_default_level():
 
 
 def test_debug_and_tcp():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    tcp = "127.0.0.1:%d" % port
+    tcp = "127.0.0.1:%d" % free_port()
     d = Logged(("--log-level", "debug", "--listen", tcp, "--tcp-require-token", "off"), target=tcp)
     try:
         expect(d.call(STATUS) == grpc.StatusCode.OK, "Status over TCP")

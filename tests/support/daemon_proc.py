@@ -10,6 +10,7 @@ ASan), and stops it with SIGTERM, returning its exit status (nonzero when
 LeakSanitizer found a leak at exit).
 """
 import os
+import random
 import select
 import shutil
 import signal
@@ -38,13 +39,25 @@ def vm_rss(pid):
     raise RuntimeError("no VmRSS")
 
 
+# Ports the kernel hands out for connect() and port 0 lie in
+# ip_local_port_range (32768-60999 by default): a port taken there and
+# released is soon another test's source port. One below that range, free on
+# every address, is not (support/hostile.h draws from the same range).
+PORT_LOW, PORT_HIGH = 20000, 32768
+
+
 def free_port():
-    """A 127.0.0.1 port that was free a moment ago, for a listener of a test's own."""
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+    """A TCP port free on every address a moment ago, for a test's own listener."""
+    rng = random.Random(os.getpid() ^ time.time_ns())
+    for _ in range(1000):
+        port = rng.randrange(PORT_LOW, PORT_HIGH)
+        with socket.socket() as s:
+            try:
+                s.bind(("0.0.0.0", port))
+            except OSError:
+                continue
+        return port
+    raise RuntimeError("no free port in %d-%d" % (PORT_LOW, PORT_HIGH - 1))
 
 
 class Daemon:

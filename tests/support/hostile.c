@@ -330,16 +330,28 @@ int hostile_connect_tcp(const char *src, int port)
     return fd;
 }
 
+/* Ports the kernel hands out for connect() and port 0 lie in
+ * ip_local_port_range (32768-60999 by default): a port taken there and
+ * released is soon another test's source port. A random port below that
+ * range, free on every address, is not. */
 int hostile_free_port(void)
 {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    ck_assert_int_ge(fd, 0);
-    struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-    ck_assert_int_eq(bind(fd, (struct sockaddr *)&sa, sizeof sa), 0);
-    socklen_t len = sizeof sa;
-    ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&sa, &len), 0);
-    close(fd);
-    return ntohs(sa.sin_port);
+    static unsigned seed;
+    if (!seed)
+        seed = (unsigned)getpid() * 2654435761u ^ (unsigned)time(NULL);
+    for (int tries = 0; tries < 1000; tries++) {
+        int port = HOSTILE_PORT_LOW + (int)(rand_r(&seed) % (HOSTILE_PORT_HIGH - HOSTILE_PORT_LOW));
+        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        ck_assert_int_ge(fd, 0);
+        struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+                                  .sin_addr.s_addr = htonl(INADDR_ANY) };
+        int ok = bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0;
+        close(fd);
+        if (ok)
+            return port;
+    }
+    ck_abort_msg("no free port in %d-%d", HOSTILE_PORT_LOW, HOSTILE_PORT_HIGH - 1);
+    return -1;
 }
 
 int hostile_send(int fd, const void *p, size_t n)

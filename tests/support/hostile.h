@@ -121,7 +121,11 @@ int hostile_connect_unix(const char *path);
  * choice), or -1 with errno saying why. */
 int hostile_connect_tcp(const char *src, int port);
 
-/* A free loopback TCP port (bound and released: a small race accepted). */
+/* A TCP port free on every address a moment ago, below the kernel's
+ * ephemeral range so that no connect() takes it meanwhile (the Python
+ * tests' free_port draws from the same range). */
+#define HOSTILE_PORT_LOW 20000
+#define HOSTILE_PORT_HIGH 32768
 int hostile_free_port(void);
 
 /* Sends all of p (MSG_NOSIGNAL). 0, or -1 once the peer is gone. */
