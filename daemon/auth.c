@@ -392,6 +392,13 @@ enum status_code auth_call(struct auth *a, const struct auth_conn *who, const ch
     if (grant)
         *grant = (struct auth_grant){ .weight = JOB_WEIGHT_DEFAULT,
                                       .max_priority = JOB_PRIORITY_NORMAL };
+    /* Before any token: a health listener is plaintext, maybe beyond
+     * loopback, so nothing else may pass there. */
+    if (who && who->health_only && !auth_path_open(path)) {
+        snprintf(msg, msglen, "this listener (--health-listen) serves grpc.health.v1.Health only: "
+                              "call %s on a --listen address", path);
+        return STATUS_UNIMPLEMENTED;
+    }
     if (!a || !who)
         return STATUS_OK;
     if (who->denied) {

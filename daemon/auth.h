@@ -114,6 +114,7 @@ struct auth_conn {
     long uid;          /* Unix socket: the peer's uid (SO_PEERCRED); -1 on TCP or unknown */
     bool need_token;   /* a TCP connection under --tcp-require-token on */
     bool denied;       /* a Unix peer in neither --allow-uid nor --allow-gid */
+    bool health_only;  /* from a --health-listen listener (set by conn_admit) */
     const char *peer;  /* "uid 1000", "address 10.0.0.7": for log lines; owned by the
                         * connection, valid while it is */
 };
@@ -128,8 +129,9 @@ void auth_admit(const struct auth *a, int fd, bool is_unix, struct auth_conn *ou
  * (grant NULL: not asked; a or who NULL: the defaults); or UNAUTHENTICATED (no token where one is
  * needed, a wrong one, a malformed or oversized header: the message does
  * not say which of the first two) or PERMISSION_DENIED (a Unix peer outside
- * the allow-lists), with the message for the client in msg. a NULL or who
- * NULL: STATUS_OK. */
+ * the allow-lists) or UNIMPLEMENTED (anything but Health on a
+ * --health-listen connection), with the message for the client in msg. a
+ * NULL or who NULL: STATUS_OK but for the last. */
 enum status_code auth_call(struct auth *a, const struct auth_conn *who, const char *path,
                            enum h2_authorization hdr, const char *value, size_t len,
                            char *client, size_t clientlen, struct auth_grant *grant, char *msg,

@@ -57,6 +57,10 @@ static const struct config_opt config_opts[] = {
     { "listen", "ADDR", CFG_LISTEN, CFG_OFF(listen), 0, 0,
       "listen on ADDR: unix:/path, HOST:PORT (\":PORT\" is loopback), or\n"
       "                            tls:HOST:PORT for TLS; repeatable (default " AMPD_DEFAULT_LISTEN ")" },
+    { "health-listen", "HOST:PORT", CFG_HOST_PORT, CFG_OFF(health_listen), 0, 0,
+      "serve grpc.health.v1.Health only, in plaintext and without a\n"
+      "                            token, on HOST:PORT (any address): for probes that\n"
+      "                            cannot speak TLS, such as Kubernetes' (default: off)" },
     { "tls-cert", "FILE", CFG_PATH, CFG_OFF(tls_cert), 0, 0,
       "PEM certificate (then its chain) of tls: listeners; re-read on SIGHUP" },
     { "tls-key", "FILE", CFG_PATH, CFG_OFF(tls_key), 0, 0,
@@ -496,7 +500,7 @@ static int config_set(struct config *cfg, const struct config_opt *o, const char
             snprintf(err, errlen, "--%s %s: %s", o->name, value, why);
             return -1;
         }
-        if (addr.kind != ADDRESS_TCP || addr.tls) {   /* metrics speak plain HTTP */
+        if (addr.kind != ADDRESS_TCP || addr.tls) {   /* metrics and health: plaintext */
             snprintf(err, errlen, "--%s %s: want HOST:PORT (plain TCP)", o->name, value);
             return -1;
         }

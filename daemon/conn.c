@@ -342,13 +342,14 @@ static const struct listen_sock_cbs conn_sock_cbs = {
 
 /* --- accept and drain ----------------------------------------------------- */
 
-void conn_admit(struct conn_limit *limit, const struct auth *auth, int fd, bool is_unix,
+void conn_admit(struct conn_limit *limit, const struct auth *auth, int fd, struct listen_kind kind,
                 struct conn_admission *out)
 {
-    listen_fd_peer(fd, is_unix, out->peer, sizeof(out->peer));
-    auth_admit(auth, fd, is_unix, &out->who);
+    listen_fd_peer(fd, kind.is_unix, out->peer, sizeof(out->peer));
+    auth_admit(auth, fd, kind.is_unix, &out->who);
+    out->who.health_only = kind.health_only;
     /* A Unix-socket peer is known by its credentials from the start. */
-    out->authenticated = is_unix && !out->who.denied;
+    out->authenticated = kind.is_unix && !out->who.denied;
     out->verdict = conn_limit_admit(limit, out->peer, out->authenticated, &out->marked);
 }
 

@@ -78,7 +78,7 @@ struct conn_admission {
  * socket's peer) --max-unauthenticated-connections (daemon-wide,
  * conn_limit.h), and judges who it
  * is (auth_admit; auth NULL: anyone). Any thread. */
-void conn_admit(struct conn_limit *limit, const struct auth *auth, int fd, bool is_unix,
+void conn_admit(struct conn_limit *limit, const struct auth *auth, int fd, struct listen_kind kind,
                 struct conn_admission *out);
 
 /* An admitted fd that never became a connection (no memory for it) gives

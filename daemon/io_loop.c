@@ -48,8 +48,7 @@ enum io_loop_cmd {
 
 struct io_loop_fd {
     int fd;
-    bool is_unix;
-    bool tls;                          /* from a tls: listener */
+    struct listen_kind kind;           /* of the listener that took it */
     struct conn_admission admission;   /* made by the acceptor, in accept order */
 };
 
@@ -89,8 +88,8 @@ struct io_loop {
 static void io_loop_take(struct io_loop *l, const struct io_loop_fd *f)
 {
     struct listen_sock *sock;
-    if (listen_sock_open(l->loop, f->fd, f->is_unix, &sock) == 0) {
-        conn_accept(&l->conns, sock, &f->admission, f->tls);
+    if (listen_sock_open(l->loop, f->fd, f->kind.is_unix, &sock) == 0) {
+        conn_accept(&l->conns, sock, &f->admission, f->kind.tls);
     } else {
         conn_unadmit(l->conns.limit, &f->admission);
         atomic_fetch_sub(l->conns.live, 1);
@@ -271,13 +270,13 @@ void io_loop_evict(struct io_loop *l)
     io_loop_post(l, IO_LOOP_EVICT, NULL);
 }
 
-bool io_loop_accept(struct io_loop *l, int fd, bool is_unix, bool tls)
+bool io_loop_accept(struct io_loop *l, int fd, struct listen_kind kind)
 {
     /* Counted from here to its close, in one count: the acceptor's next
      * pick sees it whether or not the loop has taken it yet. */
     atomic_fetch_add(l->conns.live, 1);
-    struct io_loop_fd f = { .fd = fd, .is_unix = is_unix, .tls = tls };
-    conn_admit(l->conns.limit, l->conns.auth, fd, is_unix, &f.admission);
+    struct io_loop_fd f = { .fd = fd, .kind = kind };
+    conn_admit(l->conns.limit, l->conns.auth, fd, kind, &f.admission);
     bool marked = f.admission.marked;
     if (!l->threaded) {
         io_loop_take(l, &f);   /* the acceptor's own loop */

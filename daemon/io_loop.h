@@ -25,6 +25,7 @@
 #include <uv.h>
 
 #include "config.h"
+#include "listen.h"
 #include "status.h"
 
 struct budget;
@@ -83,11 +84,11 @@ void io_loop_run(struct io_loop *l);
 /* Hands the loop an accepted connection fd (listen.h), which it serves or
  * refuses. The acceptor's thread: the fd is admitted against the
  * connection limits here, in accept order (conn_admit); on loop 0 it is
- * taken at once, on the others once the loop wakes. tls: it came through
- * a tls: listener (conn_accept). Returns whether admitting it marked an
+ * taken at once, on the others once the loop wakes. kind: the listener's
+ * (a tls: one's speak TLS: conn_accept). Returns whether admitting it marked an
  * unauthenticated connection, on any loop, to give its place
  * (conn_limit.h): the caller then calls io_loop_evict() on every loop. */
-bool io_loop_accept(struct io_loop *l, int fd, bool is_unix, bool tls);
+bool io_loop_accept(struct io_loop *l, int fd, struct listen_kind kind);
 
 /* The loop closes its connections marked to give their place (conn_evict)
  * when it next wakes. Any thread. */

@@ -65,8 +65,7 @@ struct listener {
     int fd;                    /* the listening socket; closed by listen_close() */
     int handles_open;          /* poll and retry: freed when both are closed */
     char unix_path[ADDRESS_PATH_MAX]; /* removed on close; "": TCP, or a passed socket's */
-    bool is_unix;
-    bool tls;                  /* a tls: address: told to the accept callback */
+    struct listen_kind kind;   /* told to the accept callback */
     listen_accept_cb accept;
     void *ctx;
 };
@@ -443,7 +442,7 @@ static void listen_on_readable(uv_poll_t *h, int status, int events)
     for (;;) {
         int fd = accept4(l->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd >= 0) {
-            l->accept(fd, l->is_unix, l->tls, l->ctx);
+            l->accept(fd, l->kind, l->ctx);
             continue;
         }
         if (errno == EINTR || errno == ECONNABORTED)
@@ -662,9 +661,9 @@ int listen_open(uv_loop_t *loop, const struct address *addr, const struct listen
     struct listener *l = listen_new(cb, ctx, err, errlen);
     if (!l)
         return -1;
-    l->is_unix = addr->kind == ADDRESS_UNIX;
-    l->tls = addr->kind == ADDRESS_TCP && addr->tls;
-    int rv = l->is_unix ? listen_bind_unix(l, addr->path, access, err, errlen)
+    l->kind.is_unix = addr->kind == ADDRESS_UNIX;
+    l->kind.tls = addr->kind == ADDRESS_TCP && addr->tls;
+    int rv = l->kind.is_unix ? listen_bind_unix(l, addr->path, access, err, errlen)
                         : listen_tcp_fd(addr, &l->fd, err, errlen);
     if (rv != 0) {
         free(l);
@@ -682,15 +681,20 @@ int listen_adopt(uv_loop_t *loop, int fd, bool is_unix, listen_accept_cb cb, voi
         return -1;
     }
     l->fd = fd;
-    l->is_unix = is_unix;
+    l->kind.is_unix = is_unix;
     return listen_start(loop, l, out, err, errlen);
+}
+
+void listen_serve_health_only(struct listener *l)
+{
+    l->kind.health_only = true;
 }
 
 bool listen_loopback(const struct listener *l)
 {
     struct sockaddr_storage sa;
     socklen_t len = sizeof sa;
-    if (l->is_unix || getsockname(l->fd, (struct sockaddr *)&sa, &len) != 0)
+    if (l->kind.is_unix || getsockname(l->fd, (struct sockaddr *)&sa, &len) != 0)
         return false;
     if (sa.ss_family == AF_INET)
         return (ntohl(((struct sockaddr_in *)&sa)->sin_addr.s_addr) >> 24) == 127;

@@ -23,11 +23,17 @@
 struct listener;
 struct listen_sock;
 
+/* What the listener that took a connection is. */
+struct listen_kind {
+    bool is_unix;
+    bool tls;           /* a tls: address: the socket carries TLS, which conn.c speaks */
+    bool health_only;   /* --health-listen: its calls may reach grpc.health.v1 only */
+};
+
 /* Called with a freshly accepted, non-blocking connection fd, which the
- * callee owns from then on (listen_sock_open() or close()); is_unix says
- * which kind of listener took it, tls whether it was a tls: address (the
- * socket carries TLS, which conn.c speaks, not this file). */
-typedef void (*listen_accept_cb)(int fd, bool is_unix, bool tls, void *ctx);
+ * callee owns from then on (listen_sock_open() or close()), and the kind
+ * of listener that took it. */
+typedef void (*listen_accept_cb)(int fd, struct listen_kind kind, void *ctx);
 
 struct listen_sock_cbs {
     void (*read)(void *ctx, const uint8_t *data, size_t len); /* bytes from the peer */
@@ -89,6 +95,10 @@ int listen_fd_cred(int fd, bool is_unix, long *uid, long *gid);
 
 /* True when the TCP listener l is bound to a loopback address (127/8,
  * ::1, or ::ffff:127/104); false for Unix listeners. */
+/* Marks l as a --health-listen listener (struct listen_kind), before
+ * its loop runs. */
+void listen_serve_health_only(struct listener *l);
+
 bool listen_loopback(const struct listener *l);
 
 /* Stops accepting, removes a Unix socket file, and frees the listener once

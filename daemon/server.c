@@ -83,7 +83,7 @@ struct server {
     atomic_uint *loop_conns;   /* connections on each loop (--io-threads of them) */
     atomic_size_t loops_empty; /* loops that reported empty() */
     uv_async_t wake;           /* an I/O loop -> here: one reported empty */
-    struct listener *listeners[AMPD_MAX_LISTEN];
+    struct listener *listeners[AMPD_MAX_LISTEN + 1];   /* + --health-listen */
     size_t nlisteners;
     server_open_devices_fn open_devices; /* main.c's, run on opener */
     uv_thread_t opener;        /* opens the devices while the loops serve */
@@ -129,7 +129,7 @@ static void server_notify(const char *state)
 }
 
 /* The acceptor: the loop with the fewest connections takes it. */
-static void server_on_accept(int fd, bool is_unix, bool tls, void *ctx)
+static void server_on_accept(int fd, struct listen_kind kind, void *ctx)
 {
     struct server *srv = ctx;
     if (!fd_reserve_admit(fd)) {
@@ -145,7 +145,7 @@ static void server_on_accept(int fd, bool is_unix, bool tls, void *ctx)
             best_load = load;
         }
     }
-    if (io_loop_accept(best, fd, is_unix, tls))
+    if (io_loop_accept(best, fd, kind))
         for (size_t i = 0; i < srv->nloops; i++)
             io_loop_evict(srv->loops[i]);
 }
@@ -320,6 +320,27 @@ static int server_listen_passed(struct server *srv, struct activate_socket *pass
     return rv;
 }
 
+/* --health-listen, beside --listen or the passed sockets. Plaintext and
+ * on any address without --allow-plaintext-network: its connections reach
+ * Health alone (auth_call), which carries no token and no data. */
+static int server_listen_health(struct server *srv)
+{
+    const char *text = srv->cfg->health_listen;
+    struct address addr;
+    char err[256];
+    if (!text[0])
+        return 0;
+    if (address_parse(text, &addr, err, sizeof err) != 0
+        || listen_open(&srv->loop, &addr, NULL, server_on_accept, srv,
+                       &srv->listeners[srv->nlisteners], err, sizeof err) != 0) {
+        log_msg(LOG_ERROR, "--health-listen %s: %s", text, err);
+        return -1;
+    }
+    listen_serve_health_only(srv->listeners[srv->nlisteners++]);
+    log_msg(LOG_INFO, "health on %s (grpc.health.v1 only)", text);
+    return 0;
+}
+
 static int server_listen(struct server *srv)
 {
     struct activate_socket passed[AMPD_MAX_LISTEN];
@@ -329,10 +350,14 @@ static int server_listen(struct server *srv)
         log_msg(LOG_ERROR, "socket activation: %s", err);
         return -1;
     }
-    if (n == 0)
-        return server_listen_config(srv);
-    log_msg(LOG_INFO, "socket-activated: serving the %zu sockets passed, not --listen", n);
-    return server_listen_passed(srv, passed, n);
+    int rv;
+    if (n == 0) {
+        rv = server_listen_config(srv);
+    } else {
+        log_msg(LOG_INFO, "socket-activated: serving the %zu sockets passed, not --listen", n);
+        rv = server_listen_passed(srv, passed, n);
+    }
+    return rv == 0 ? server_listen_health(srv) : rv;
 }
 
 static void server_close_listeners(struct server *srv)

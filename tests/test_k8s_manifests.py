@@ -3,12 +3,12 @@
 
 kubeconform is not in Debian 12, so the manifests are parsed with
 python3-yaml and the fields that make them work are checked by hand: the
-Deployment asks for a GPU, its probes are gRPC probes on the container's
-port, its grace period outlasts ampd's --drain-delay and --drain-timeout,
+Deployment asks for a GPU, clients get a tls: listener, its probes are
+gRPC probes on the --health-listen port (the kubelet's cannot speak TLS), its grace period outlasts ampd's --drain-delay and --drain-timeout,
 it meets the restricted Pod Security Standard, every ampd option it passes
 is one `ampd --help` lists, and `ampd --check-config` takes the container's
-exact arguments (its mounts made as temporary directories, the Secret's
-token file as the operator would give it); Prometheus' annotations name
+exact arguments (its mounts made as temporary directories, the Secrets'
+token file and certificate as the operator would give them); Prometheus' annotations name
 the metrics port ampd listens on; the autoscaler's metric is one a real
 ampd exports; the Services and the disruption budget select the
 Deployment's pods. Prints one line per check (support/cases.py).
@@ -69,16 +69,26 @@ def test_deployment(docs):
     expect(c["image"], "no image")
 
 
-def test_probes_are_grpc_on_the_port(docs):
-    _, c = container(docs)
-    listen = arg_value(c["args"], "--listen")
-    port = int(listen.rsplit(":", 1)[1])
-    expect(listen.rsplit(":", 1)[0] in ("0.0.0.0", "[::]", ""), "--listen %s is not on every "
-           "interface: the kubelet and the Service could not reach it" % listen)
+def every_interface_port(c, flag, prefix=""):
+    """The port of c's flag HOST:PORT, which must be on every interface,
+    with a containerPort."""
+    value = arg_value(c["args"], flag)
+    expect(value.startswith(prefix), "%s %s is not %s..." % (flag, value, prefix))
+    host, port = value[len(prefix):].rsplit(":", 1)
+    expect(host in ("0.0.0.0", "[::]"), "%s %s is not on every interface: the kubelet and the "
+           "Service could not reach it" % (flag, value))
     ports = {p["name"]: p["containerPort"] for p in c["ports"]}
-    expect(port in ports.values(), "containerPort %r lacks %d" % (ports, port))
+    expect(int(port) in ports.values(), "containerPort %r lacks %s" % (ports, port))
+    return int(port)
+
+
+def test_tls_for_clients_grpc_probes_on_health(docs):
+    _, c = container(docs)
+    every_interface_port(c, "--listen", "tls:")
+    expect("--allow-plaintext-network" not in c["args"], "plaintext allowed on the pod network")
+    health = every_interface_port(c, "--health-listen")
     for probe in ("readinessProbe", "livenessProbe", "startupProbe"):
-        expect(c[probe]["grpc"]["port"] == port, "%s is not a gRPC probe on %d" % (probe, port))
+        expect(c[probe]["grpc"]["port"] == health, "%s is not a gRPC probe on %d" % (probe, health))
 
 
 def test_grace_outlasts_the_drain(docs):
@@ -126,6 +136,12 @@ def test_check_config_takes_the_args(docs):
                 with open(path, "w") as f:
                     f.write("k8s-client k8s-token-0123456789abcdef\n")
                 os.chmod(path, secret["defaultMode"])
+            if secret and secret["secretName"] == "ampd-tls":   # a kubernetes.io/tls Secret
+                subprocess.run(["sh", os.path.join(HERE, "support", "tls_certs.sh"), tmp],
+                               check=True)
+                for src, name in (("server.pem", "tls.crt"), ("server.key", "tls.key")):
+                    os.rename(os.path.join(tmp, src), os.path.join(d, name))
+                    os.chmod(os.path.join(d, name), secret["defaultMode"])
         args = []
         for a in map(str, c["args"]):
             for mount, d in where.items():
