@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
-"""test_secret_rotation.py: a rotated token file is read without a signal
-(daemon/secret_watch.c; issue 39).
+"""test_secret_rotation.py: a rotated token file or TLS certificate is read
+without a signal (daemon/secret_watch.c; issue 39).
 
 ampd on a TCP listener with --token-file. The file is replaced as tools
 and Kubernetes do it, and no SIGHUP is sent: renamed over from a
@@ -9,9 +9,12 @@ way, the file a symlink through the directory's ..data, which a new
 ..data symlink is renamed over. Each time the new token is taken (polled:
 the reload follows the change by the watch's settling time) and the old
 one is then refused UNAUTHENTICATED; the log says why it reloaded; ampd
-exits 0.
+exits 0. A kubernetes.io/tls Secret (tls.crt, tls.key) swapped the same
+way: new TLS handshakes show the new certificate.
 """
 import os
+import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -21,6 +24,9 @@ import grpc
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "support"))
 from cases import expect, module_cases, run_cases  # noqa: E402
 from daemon_proc import Daemon, free_port  # noqa: E402
+from tls_daemon import serves_cert  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
 
 CALL_TIMEOUT_S = 30
 RELOAD_WAIT_S = 60
@@ -84,23 +90,60 @@ def test_renamed_over():
         finish(d, ch, log)
 
 
+def secret_volume(where, version, files):
+    """Kubelet's atomic writer: the files in a timestamped directory, ..data
+    pointing at it, each name a symlink through ..data. A later version is
+    a new directory and ..data renamed over."""
+    os.mkdir(os.path.join(where, version))
+    for name, write_it in files.items():
+        write_it(os.path.join(where, version, name))
+    if os.path.lexists(os.path.join(where, "..data")):
+        os.symlink(version, os.path.join(where, "..data_tmp"))
+        os.rename(os.path.join(where, "..data_tmp"), os.path.join(where, "..data"))
+        return
+    os.symlink(version, os.path.join(where, "..data"))
+    for name in files:
+        os.symlink("..data/" + name, os.path.join(where, name))
+
+
 def test_kubernetes_symlink_swap():
     with tempfile.TemporaryDirectory() as tmp, tempfile.TemporaryFile("w+") as log:
-        # What kubelet's atomic writer makes: a timestamped directory, ..data
-        # pointing at it, and the file a symlink through ..data.
-        os.mkdir(os.path.join(tmp, "..v1"))
-        write(os.path.join(tmp, "..v1", "tokens"), "me %s\n" % token(3))
-        os.symlink("..v1", os.path.join(tmp, "..data"))
-        os.symlink("..data/tokens", os.path.join(tmp, "tokens"))
+        secret_volume(tmp, "..v1", {"tokens": lambda p: write(p, "me %s\n" % token(3))})
         d, ch = rotation_daemon(os.path.join(tmp, "tokens"), log)
         expect(call(ch, token(3)) == grpc.StatusCode.OK, "the first token")
-        os.mkdir(os.path.join(tmp, "..v2"))
-        write(os.path.join(tmp, "..v2", "tokens"), "me %s\n" % token(4))
-        os.symlink("..v2", os.path.join(tmp, "..data_tmp"))
-        os.rename(os.path.join(tmp, "..data_tmp"), os.path.join(tmp, "..data"))
+        secret_volume(tmp, "..v2", {"tokens": lambda p: write(p, "me %s\n" % token(4))})
         wait_taken(ch, token(4))
         expect(call(ch, token(3)) == grpc.StatusCode.UNAUTHENTICATED, "the old token after")
         finish(d, ch, log)
+
+
+def test_kubernetes_tls_secret_swap():
+    with tempfile.TemporaryDirectory() as tmp, tempfile.TemporaryFile("w+") as log:
+        certs, vol = os.path.join(tmp, "certs"), os.path.join(tmp, "tls")
+        os.mkdir(vol)
+        subprocess.run(["sh", os.path.join(HERE, "support", "tls_certs.sh"), certs], check=True)
+
+        def pair(stem):
+            return {"tls.crt": lambda p: shutil.copy(os.path.join(certs, stem + ".pem"), p),
+                    "tls.key": lambda p: shutil.copy(os.path.join(certs, stem + ".key"), p)}
+        secret_volume(vol, "..v1", pair("server"))
+        port = free_port()
+        d = Daemon(("--listen", "tls:127.0.0.1:%d" % port, "--tcp-require-token", "off",
+                    "--tls-cert", os.path.join(vol, "tls.crt"),
+                    "--tls-key", os.path.join(vol, "tls.key")), stderr=log)
+        expect(serves_cert(port, os.path.join(certs, "server.pem")), "the first certificate")
+        secret_volume(vol, "..v2", pair("other-server"))
+        for _ in range(int(RELOAD_WAIT_S / POLL_S)):
+            if serves_cert(port, os.path.join(certs, "other-server.pem")):
+                break
+            time.sleep(POLL_S)
+        else:
+            raise AssertionError("the new certificate was never served (no reload)")
+        status = d.stop()
+        log.seek(0)
+        text = log.read()
+        expect("secret files changed" in text, "no reload in the log:\n" + text[-2000:])
+        expect(status == 0, "ampd exited %d" % status)
 
 
 if __name__ == "__main__":
