@@ -2,8 +2,10 @@
 # SPDX-License-Identifier: MIT
 """test_go_example.py: examples/go builds with Debian's Go packages alone
 (GOPATH mode on /usr/share/gocode: no module proxy) and runs against a real
-ampd: every job kind, a Stream, and a Reverse through a shared-memory
-region over SCM_RIGHTS, each result checked by the example itself. With no
+ampd: every job kind, a Stream, 64 calls at once from goroutines, a call
+past its deadline and a cancelled one, and a Reverse through a
+shared-memory region over SCM_RIGHTS, each result checked by the example
+itself; then all but the region again over TLS with a bearer token. With no
 go toolchain or Debian's grpc-go it exits 77 (skipped, the reason printed).
 Ends with ampd exiting 0."""
 import os
@@ -12,11 +14,12 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "support"))
-from daemon_proc import Daemon  # noqa: E402
+from tls_daemon import TlsDaemon  # noqa: E402
 
 SKIPPED = 77
 SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples", "go", "main.go")
 GOCODE = "/usr/share/gocode"
+TOKEN = "go-example-token-0123456789"
 NEEDS = ("google.golang.org/grpc", "google.golang.org/protobuf", "golang.org/x/sys/unix")
 BUILD_TIMEOUT_S = 300
 RUN_TIMEOUT_S = 120
@@ -38,11 +41,16 @@ def main():
     if p.returncode != 0:
         print("FAIL go build: %s" % p.stderr)
         return 1
-    d = Daemon()
+    d = TlsDaemon(token=TOKEN)   # its Unix socket too
+    env = dict(os.environ, AMP_TLS_CA=d.file("ca.pem"), AMP_TOKEN=TOKEN)
+    failed = False
     try:
-        p = subprocess.run([exe, d.address], capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
-        print(p.stdout + p.stderr, end="")
-        failed = p.returncode != 0 or "ok   region" not in p.stdout
+        for address, last in ((d.daemon.address, "ok   region"),
+                              ("tls:localhost:%d" % d.port, "ok   deadline and cancel")):
+            p = subprocess.run([exe, address], capture_output=True, text=True, env=env,
+                               timeout=RUN_TIMEOUT_S)
+            print("%s:\n%s" % (address, p.stdout + p.stderr), end="")
+            failed |= p.returncode != 0 or last not in p.stdout
     finally:
         status = d.stop()
     if status != 0:

@@ -2,7 +2,9 @@
 # SPDX-License-Identifier: MIT
 """test_node_grpc_js.py: examples/node/example.js on stock @grpc/grpc-js
 (from npm) against a real ampd, with no compression, then gzip and
-deflate compression on (every call checked by the example). The first
+deflate compression on (every call checked by the example, a call past
+its deadline and a cancelled one too), then over TLS with a bearer
+token. The first
 run installs examples/node's locked packages
 into BUILD/node with `npm ci` (later runs find them there, offline); with
 no node or npm, or no registry to install from, it exits 77 (skipped, the
@@ -12,13 +14,14 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "support"))
-from daemon_proc import Daemon  # noqa: E402
+from tls_daemon import TlsDaemon  # noqa: E402
 from npm_dir import npm_dir  # noqa: E402
 
 SKIPPED = 77
 HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples", "node")
 ENCODINGS = ("identity", "gzip", "deflate")
 RUN_TIMEOUT_S = 120
+TOKEN = "node-example-token-0123456789"
 
 
 def main():
@@ -26,14 +29,17 @@ def main():
     if why:
         print("SKIP %s" % why)
         return SKIPPED
-    d = Daemon()
+    d = TlsDaemon(token=TOKEN)   # its Unix socket too
     try:
-        env = dict(os.environ, NODE_PATH=os.path.join(where, "node_modules"))
+        env = dict(os.environ, NODE_PATH=os.path.join(where, "node_modules"),
+                   AMP_TLS_CA=d.file("ca.pem"), AMP_TOKEN=TOKEN)
         failed = False
-        for enc in ENCODINGS:
-            p = subprocess.run(["node", os.path.join(HERE, "example.js"), d.address, enc],
+        runs = [(d.daemon.address, enc) for enc in ENCODINGS]
+        runs.append(("tls:localhost:%d" % d.port, "identity"))
+        for address, enc in runs:
+            p = subprocess.run(["node", os.path.join(HERE, "example.js"), address, enc],
                                env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
-            print(p.stdout + p.stderr, end="")
+            print("%s: %s" % (address, p.stdout + p.stderr), end="")
             failed |= p.returncode != 0
     finally:
         status = d.stop()

@@ -6,9 +6,13 @@
 //	GO111MODULE=off GOPATH=/usr/share/gocode go run examples/go/main.go unix:/run/ampd/ampd.sock
 //
 // It runs every job kind (Reverse, Transform, Histogram, Fill, Pipeline),
-// a Stream, and a Reverse whose input and output are a shared-memory region
-// registered over SCM_RIGHTS (docs/regions.md), checking each result
-// against a computation here; it exits 1 at the first difference. Messages
+// a Stream, many calls at once from goroutines, a call that outlives its
+// deadline and one cancelled, and a Reverse whose input and output are a
+// shared-memory region registered over SCM_RIGHTS (docs/regions.md),
+// checking each result against a computation here; it exits 1 at the
+// first difference. For tls:HOST:PORT, $AMP_TLS_CA names the CA file that
+// signed the daemon's certificate and $AMP_TOKEN the bearer token every
+// call sends (ampd wants one on TCP). Messages
 // are encoded with protowire, field by field from proto/amp.proto, so the
 // example needs no generated code: a program of your own would generate
 // it with protoc --go_out from /usr/share/ampd/proto (go_package is set).
@@ -28,7 +32,10 @@ import (
 
 	"golang.org/x/sys/unix"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/encoding"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protowire"
 )
 
@@ -44,6 +51,8 @@ const (
 	fillCount  = 5000
 	codecName  = "proto" // replaces grpc-go's codec: messages go as bytes
 	regionsExt = ".regions"
+	inFlight   = 64                     // calls at once from goroutines
+	shortTime  = 300 * time.Millisecond // a deadline the call outlives
 )
 
 // rawCodec sends and receives already-encoded protobuf bytes.
@@ -219,6 +228,88 @@ func stream(conn *grpc.ClientConn) {
 	must(bytes.Equal(out, xored(d, 0x33)), fmt.Sprintf("stream of %d bytes", streamLen))
 }
 
+// many runs inFlight Reverse calls at once, one goroutine each, on the
+// one connection: grpc-go's way to keep calls in flight.
+func many(conn *grpc.ClientConn) {
+	errs := make(chan string, inFlight)
+	for i := 0; i < inFlight; i++ {
+		go func(i int) {
+			ctx, cancel := context.WithTimeout(context.Background(), callTime)
+			defer cancel()
+			d := dataOf(4096+i, i)
+			req, reply := bytesField(1, d), []byte(nil)
+			if err := conn.Invoke(ctx, service+"Reverse", &req, &reply); err != nil {
+				errs <- fmt.Sprintf("call %d: %v", i, err)
+			} else if !bytes.Equal(first(fields(reply), 1), reversed(d)) {
+				errs <- fmt.Sprintf("call %d: wrong reply", i)
+			} else {
+				errs <- ""
+			}
+		}(i)
+	}
+	for i := 0; i < inFlight; i++ {
+		e := <-errs
+		must(e == "", e)
+	}
+}
+
+// openStream starts a Stream job (xor) whose input never ends: the daemon
+// waits for it until the call's deadline passes or the client cancels.
+func openStream(ctx context.Context, conn *grpc.ClientConn) grpc.ClientStream {
+	desc := &grpc.StreamDesc{StreamName: "Stream", ClientStreams: true, ServerStreams: true}
+	s, err := conn.NewStream(ctx, desc, service+"Stream")
+	must(err == nil, fmt.Sprintf("Stream: %v", err))
+	msg := bytesField(1, bytesField(1, bytesField(2, xorParams(1))))
+	must(s.SendMsg(&msg) == nil, "stream header")
+	return s
+}
+
+// deadlineAndCancel: a call past its deadline ends DEADLINE_EXCEEDED, a
+// cancelled one CANCELLED, and the connection serves on.
+func deadlineAndCancel(conn *grpc.ClientConn) {
+	ctx, cancel := context.WithTimeout(context.Background(), shortTime)
+	defer cancel()
+	var reply []byte
+	err := openStream(ctx, conn).RecvMsg(&reply)
+	must(status.Code(err) == codes.DeadlineExceeded, fmt.Sprintf("past its deadline: %v", err))
+
+	ctx, cancel = context.WithCancel(context.Background())
+	s := openStream(ctx, conn)
+	time.AfterFunc(shortTime, cancel)
+	err = s.RecvMsg(&reply)
+	must(status.Code(err) == codes.Canceled, fmt.Sprintf("cancelled: %v", err))
+	d := dataOf(10, 1)
+	r := fields(unary(conn, "Reverse", bytesField(1, d)))
+	must(bytes.Equal(first(r, 1), reversed(d)), "a call after them")
+}
+
+// tokenAuth sends the bearer token with every call (over TLS only, as
+// grpc-go requires of per-call credentials).
+type tokenAuth string
+
+func (t tokenAuth) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
+	return map[string]string{"authorization": "Bearer " + string(t)}, nil
+}
+func (tokenAuth) RequireTransportSecurity() bool { return true }
+
+// dialOptions: how to reach address (unix:PATH, HOST:PORT or tls:HOST:PORT).
+func dialOptions(address string) (string, []grpc.DialOption) {
+	switch {
+	case strings.HasPrefix(address, "unix:"): // Debian's grpc-go 1.33 has no unix: resolver
+		path := strings.TrimPrefix(address, "unix:")
+		return "passthrough:///" + path, []grpc.DialOption{grpc.WithInsecure(),
+			grpc.WithAuthority("localhost"), grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
+				return (&net.Dialer{}).DialContext(ctx, "unix", path)
+			})}
+	case strings.HasPrefix(address, "tls:"):
+		creds, err := credentials.NewClientTLSFromFile(os.Getenv("AMP_TLS_CA"), "")
+		must(err == nil, fmt.Sprintf("$AMP_TLS_CA: %v", err))
+		return strings.TrimPrefix(address, "tls:"), []grpc.DialOption{grpc.WithTransportCredentials(creds),
+			grpc.WithPerRPCCredentials(tokenAuth(os.Getenv("AMP_TOKEN")))}
+	}
+	return address, []grpc.DialOption{grpc.WithInsecure()}
+}
+
 // register shares a sealed memfd with the daemon; returns its id and the
 // region-socket connection, which must stay open while the region is used.
 func register(sockPath string, fd int) (uint64, *net.UnixConn) {
@@ -264,16 +355,9 @@ func region(conn *grpc.ClientConn, sockPath string) {
 }
 
 func main() {
-	must(len(os.Args) == 2, "usage: main ADDRESS (unix:PATH or HOST:PORT)")
+	must(len(os.Args) == 2, "usage: main ADDRESS (unix:PATH, HOST:PORT or tls:HOST:PORT)")
 	encoding.RegisterCodec(rawCodec{})
-	target, opts := os.Args[1], []grpc.DialOption{grpc.WithInsecure()}
-	if strings.HasPrefix(target, "unix:") { // Debian's grpc-go 1.33 has no unix: resolver
-		path := strings.TrimPrefix(target, "unix:")
-		target = "passthrough:///" + path
-		opts = append(opts, grpc.WithAuthority("localhost"), grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
-			return (&net.Dialer{}).DialContext(ctx, "unix", path)
-		}))
-	}
+	target, opts := dialOptions(os.Args[1])
 	conn, err := grpc.Dial(target, opts...)
 	must(err == nil, fmt.Sprintf("dial: %v", err))
 	defer conn.Close()
@@ -281,6 +365,10 @@ func main() {
 	fmt.Println("ok   reverse, transform, histogram, fill, pipeline")
 	stream(conn)
 	fmt.Println("ok   stream")
+	many(conn)
+	fmt.Printf("ok   %d calls at once\n", inFlight)
+	deadlineAndCancel(conn)
+	fmt.Println("ok   deadline and cancel")
 	if strings.HasPrefix(os.Args[1], "unix:") { // regions are for Unix-socket clients
 		region(conn, strings.TrimPrefix(os.Args[1], "unix:"))
 		fmt.Println("ok   region")

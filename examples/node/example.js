@@ -3,11 +3,14 @@
 // @grpc/grpc-js (npm install in this folder; package-lock.json pins it).
 // Runs Reverse at several sizes, Transform, Fill, a 1024-bin Histogram (a
 // reply large enough that ampd compresses it back when asked), Pipeline
-// and a Stream, every result against a computation here; with gzip or
+// and a Stream, every result against a computation here, then a call past
+// its deadline and a cancelled one; with gzip or
 // deflate, every request message goes compressed
 // ('grpc.default_compression_algorithm', as grpc-js users turn it on).
 // Messages are encoded by hand (no proto-loader): the few fields these
-// calls use. Exits 0 when all pass, 1 with the first difference.
+// calls use. Exits 0 when all pass, 1 with the first difference. For
+// tls:HOST:PORT, $AMP_TLS_CA names the CA file that signed the daemon's
+// certificate and $AMP_TOKEN the bearer token every call sends.
 //
 // Regions (docs/regions.md) are not here: Node's core cannot make a
 // memfd, map it, or pass a descriptor with SCM_RIGHTS (net.Socket has no
@@ -24,6 +27,7 @@ const CHUNK = 256 << 10;
 const HIST_BINS = 1024;
 const XOR = 2;  // TRANSFORM_OP_XOR
 const INT32 = 3;  // ELEMENT_TYPE_INT32
+const SHORT_MS = 300;  // a deadline the call outlives
 
 function varint(n) {
   const out = [];
@@ -119,15 +123,50 @@ function checkStream(client, name) {
   });
 }
 
+// A Stream job (xor) whose input never ends: the daemon waits for it
+// until the deadline passes or the client cancels. Resolves with the
+// status code the call ended with.
+function openStream(client, options) {
+  return new Promise((resolve) => {
+    const call = client.makeBidiStreamRequest(SERVICE + 'Stream', id, id, new grpc.Metadata(), options);
+    call.on('data', () => {});
+    call.on('error', (e) => resolve(e.code));
+    call.on('end', () => resolve(grpc.status.OK));
+    call.write(field(1, field(1, field(2, Buffer.concat([uint(1, XOR), uint(2, 1)])))));
+    if (!options.deadline) setTimeout(() => call.cancel(), SHORT_MS);
+  });
+}
+
+async function checkDeadlineAndCancel(client, name) {
+  const late = await openStream(client, { deadline: Date.now() + SHORT_MS });
+  assert.strictEqual(late, grpc.status.DEADLINE_EXCEEDED, `${name}: a call past its deadline`);
+  const cancelled = await openStream(client, {});
+  assert.strictEqual(cancelled, grpc.status.CANCELLED, `${name}: a cancelled call`);
+}
+
+// The channel credentials for address: TLS with a token for tls:HOST:PORT.
+function credentialsFor(address) {
+  if (!address.startsWith('tls:')) return [address, grpc.credentials.createInsecure()];
+  const ca = require('fs').readFileSync(process.env.AMP_TLS_CA);
+  const token = grpc.credentials.createFromMetadataGenerator((_, done) => {
+    const md = new grpc.Metadata();
+    md.add('authorization', 'Bearer ' + process.env.AMP_TOKEN);
+    done(null, md);
+  });
+  return [address.slice(4), grpc.credentials.combineChannelCredentials(grpc.credentials.createSsl(ca), token)];
+}
+
 async function main() {
   const [address, name = 'identity'] = process.argv.slice(2);
   assert(address && name in ALGORITHMS, 'usage: example.js ADDRESS [identity|gzip|deflate]');
-  const client = new grpc.Client(address, grpc.credentials.createInsecure(),
-                                 { 'grpc.default_compression_algorithm': ALGORITHMS[name] });
+  const [target, creds] = credentialsFor(address);
+  const client = new grpc.Client(target, creds, { 'grpc.default_compression_algorithm': ALGORITHMS[name] });
   try {
     await checkUnary(client, name);
     await checkStream(client, name);
     console.log(`ok   ${name}: reverse, transform, fill, histogram, pipeline, stream`);
+    await checkDeadlineAndCancel(client, name);
+    console.log(`ok   ${name}: deadline and cancel`);
   } finally {
     client.close();
   }

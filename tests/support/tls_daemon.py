@@ -34,13 +34,21 @@ def serves_cert(port, cert_path):
 class TlsDaemon:
     """certs: the directory of tls_certs.sh's files; port: the tls: port."""
 
-    def __init__(self, extra_args=(), client_ca=False, stderr=None):
+    def __init__(self, extra_args=(), client_ca=False, stderr=None, token=None):
         """client_ca: ask for client certificates signed by these files' CA;
-        stderr: as Daemon's."""
+        stderr: as Daemon's; token: calls must carry this bearer token
+        (None: no token needed)."""
         self.certs = tempfile.mkdtemp(prefix="ampd-tls-")
         subprocess.run(["sh", os.path.join(HERE, "tls_certs.sh"), self.certs], check=True)
         if client_ca:
             extra_args = (*extra_args, "--tls-client-ca", self.file("ca.pem"))
+        if token:
+            with open(self.file("tokens"), "w") as f:
+                f.write("tls-client %s\n" % token)
+            os.chmod(self.file("tokens"), 0o600)
+            extra_args = (*extra_args, "--token-file", self.file("tokens"))
+        else:
+            extra_args = (*extra_args, "--tcp-require-token", "off")
         # A free port can be taken by another test's connection before ampd
         # binds it (ampd then exits just after its Unix socket looked ready).
         for _ in range(PORT_TRIES):
@@ -48,8 +56,7 @@ class TlsDaemon:
             try:
                 self.daemon = Daemon(("--listen", "tls:127.0.0.1:%d" % self.port,
                                       "--tls-cert", self.file("server.pem"),
-                                      "--tls-key", self.file("server.key"),
-                                      "--tcp-require-token", "off", *extra_args),
+                                      "--tls-key", self.file("server.key"), *extra_args),
                                      stderr=stderr)
             except RuntimeError:
                 continue
