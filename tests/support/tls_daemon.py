@@ -46,9 +46,9 @@ class TlsDaemon:
             with open(self.file("tokens"), "w") as f:
                 f.write("tls-client %s\n" % token)
             os.chmod(self.file("tokens"), 0o600)
-            extra_args = (*extra_args, "--token-file", self.file("tokens"))
-        else:
-            extra_args = (*extra_args, "--tcp-require-token", "off")
+            extra_args = ("--token-file", self.file("tokens"), *extra_args)
+        else:   # first, so that extra_args may turn it on again
+            extra_args = ("--tcp-require-token", "off", *extra_args)
         # A free port can be taken by another test's connection before ampd
         # binds it (ampd then exits just after its Unix socket looked ready).
         for _ in range(PORT_TRIES):
