@@ -10,9 +10,10 @@ one ampd this program starts (tests/support/daemon_proc.py), same bytes.
            --only region on the same ampd binary, run by this program
            (issue 38's target: Python >= 0.8 of C)
   stream   a transform (xor) of a SIZE file into a file: ampclient's
-           Client.stream(...).write_to() against `ampctl transform -i -o`
-           (which streams inputs of 16 MiB or more), alternately (target
-           >= 0.7 of ampctl)
+           Client.stream_file() (on the Unix socket: chunks through two
+           regions) and its gRPC Stream call (Client.stream(...).write_to())
+           against `ampctl transform -i -o` (which streams inputs of 16 MiB
+           or more), in turns (target: stream_file >= 0.7 of ampctl)
   tiny     CALLS 16-byte Reverse calls one after another: p50 and p99 of
            ampclient's Client.reverse beside grpcio's raw stub
            (channel.unary_unary with the message classes' own
@@ -119,7 +120,14 @@ def stream_rates(c, amp, build, address, size, reps):
             assert f.read(1 << 20) == want_head, "stream output"
         os.unlink(dst)
 
-    def python():
+    def python_file():
+        t0 = time.perf_counter()
+        c.stream_file([amp.TransformStep("xor", XOR)], src, dst)
+        t = time.perf_counter() - t0
+        check()
+        return t
+
+    def python_stream():
         t0 = time.perf_counter()
         with open(dst, "wb") as out:
             c.stream([amp.TransformStep("xor", XOR)], src).write_to(out)
@@ -136,12 +144,13 @@ def stream_rates(c, amp, build, address, size, reps):
         check()
         return t
     try:
-        python(), ampctl()  # warm-up
-        tp, tc = [], []
-        for _ in range(reps):  # alternately, so that drift hits both
-            tp.append(python())
+        python_file(), python_stream(), ampctl()  # warm-up
+        tf, ts, tc = [], [], []
+        for _ in range(reps):  # in turns, so that drift hits all three
+            tf.append(python_file())
+            ts.append(python_stream())
             tc.append(ampctl())
-        return size / statistics.median(tp), size / statistics.median(tc)
+        return tuple(size / statistics.median(t) for t in (tf, ts, tc))
     finally:
         os.unlink(src)
         os.rmdir(tmp)
@@ -203,9 +212,11 @@ def main():
                 print("region histogram  python %6.2f GB/s  C %6.2f GB/s  ratio %.2f (target >= 0.8)"
                       % (ph / 1e9, ch / 1e9, ph / ch))
             if "stream" in only:
-                ps, cs = stream_rates(c, amp, build, d.address, a.size, a.reps)
-                print("stream file->file python %6.2f GB/s  ampctl %6.2f GB/s  ratio %.2f "
-                      "(target >= 0.7)" % (ps / 1e9, cs / 1e9, ps / cs))
+                pf, ps, cs = stream_rates(c, amp, build, d.address, a.size, a.reps)
+                print("file->file stream_file (regions) %6.2f GB/s  ampctl %6.2f GB/s  ratio %.2f "
+                      "(target >= 0.7)" % (pf / 1e9, cs / 1e9, pf / cs))
+                print("file->file stream (gRPC)         %6.2f GB/s  ampctl %6.2f GB/s  ratio %.2f"
+                      % (ps / 1e9, cs / 1e9, ps / cs))
             if "tiny" in only:
                 (p50, p99), (s50, s99) = tiny_latencies(c, amp, a.calls)
                 print("tiny reverse x%d  ampclient p50 %.0f us p99 %.0f us; grpcio raw stub p50 "

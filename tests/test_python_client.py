@@ -5,7 +5,8 @@ Every job kind (reverse, each transform op and a sub-range, byte and
 element histograms with clamp, below/above and NaN, fill of each type,
 pipelines) from bytes, through the Stream call (bytes, a path, a file
 object, a generator; results larger than gRPC's 4 MiB default limit, which
-the client streams by itself), through shared-memory regions (every job
+the client streams by itself), stream_file (through regions chunk by chunk,
+or a Stream call where the steps or the limits need one), through shared-memory regions (every job
 kind, in place, zero-copy views and numpy arrays), and many calls started at
 once; every result against a computation here. Then the bad paths: an
 unknown op (refused before sending), a value the daemon refuses (naming the
@@ -149,6 +150,58 @@ def test_stream_sources(t):
             r = t.c.stream([amp.ReverseStep()], f.name).write_to(out)
             out.seek(0)
             expect(out.read() == d[::-1] and r.data is None, "stream file to file")
+
+
+def test_stream_file(t):
+    """Client.stream_file: chunk by chunk through two regions on the Unix
+    socket (no Stream call), else a Stream call: same bytes and counts."""
+    from ampclient import _file_regions
+    calls = []
+    stream = t.c.stream
+    t.c.stream = lambda *a, **k: calls.append(a) or stream(*a, **k)
+    chunk, _file_regions.CHUNK_BYTES = _file_regions.CHUNK_BYTES, 1 << 20
+    d = data_of((5 << 20) + 4320, 9)   # five chunks and a short sixth
+    want = ref_transform(ref_transform(d, "xor", 0x5A), "add", 3)
+    steps = [amp.TransformStep("xor", 0x5A), amp.TransformStep("add", 3), amp.HistogramStep()]
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            src, dst = os.path.join(tmp, "in"), os.path.join(tmp, "out")
+            with open(src, "wb") as f:
+                f.write(d)
+            r = t.c.stream_file(steps, src, dst)
+            with open(dst, "rb") as f:
+                expect(f.read() == want, "two transforms, path to path")
+            expect(r.data is None and r.histograms[0].counts == ref_byte_hist(want) and r.device,
+                   "the chunks' histograms add up: %r" % r)
+            with open(src, "rb") as fin, tempfile.TemporaryFile() as fout:
+                t.c.stream_file([amp.TransformStep("or", 1)], fin, fout)
+                fout.seek(0)
+                expect(fout.read() == ref_transform(d, "or", 1), "file objects")
+            r = t.c.stream_file([amp.HistogramStep("uint32", 8, 0, 1 << 32)], src)
+            expect(sum(r.histograms[0].counts) == len(d) // 4, "uint32 counts: %r" % r)
+            expect(not calls, "a Stream call was made: %r" % calls)
+            # Through a Stream call: a reverse (not per byte), a sub-range,
+            # an empty file, chunks past --max-client-region-bytes.
+            t.c.stream_file([amp.ReverseStep()], src, dst)
+            with open(dst, "rb") as f:
+                expect(f.read() == d[::-1], "reverse")
+            t.c.stream_file([amp.TransformStep("add", 1, offset=10, length=100)], src, dst)
+            with open(dst, "rb") as f:
+                expect(f.read() == ref_transform(d, "add", 1, offset=10, length=100), "a sub-range")
+            open(src, "wb").close()
+            r = t.c.stream_file([amp.HistogramStep()], src)
+            expect(r.histograms[0].counts == [0] * 256, "an empty file: %r" % r)
+            expect(len(calls) == 3, "%d Stream calls, want 3" % len(calls))
+            with open(src, "wb") as f:
+                f.write(d)
+            _file_regions.CHUNK_BYTES = MAX_CLIENT_REGION_BYTES
+            t.c.stream_file([amp.TransformStep("xor", 1)], src, dst)
+            with open(dst, "rb") as f:
+                expect(f.read() == ref_transform(d, "xor", 1), "regions too large for the uid")
+            expect(len(calls) == 4, "the job the regions were refused for was no Stream call")
+    finally:
+        _file_regions.CHUNK_BYTES = chunk
+        t.c.stream = stream
 
 
 def failing_source():

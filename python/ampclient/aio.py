@@ -145,11 +145,11 @@ class Client:
             it = iter(requests)
         return StreamCall(fn(it, **self._kw(timeout, priority)), requests)
 
-    async def region(self, size, *, data=None, file=None):
+    async def region(self, size, *, data=None, file=None, populate=False):
         """A Region (ampclient.Client.region), set up in a worker thread."""
         if self._rsock is None:
             self._rsock = RegionSocket(region_socket_path(self.address))
-        return await asyncio.to_thread(Region, self._rsock, size, data, file)
+        return await asyncio.to_thread(Region, self._rsock, size, data, file, populate)
 
     async def devices(self, *, timeout=None):
         return list((await self._call(_proto.SERVICE + "ListDevices", _proto.ListDevicesRequest(),

@@ -9,7 +9,7 @@ takes one request at a time).
 """
 import grpc
 
-from . import _jobs, _proto
+from . import _file_regions, _jobs, _proto
 from ._channel import CHANNEL_OPTIONS, Target
 from .errors import error, from_rpc_error
 from .regions import Region, RegionSocket, region_socket_path
@@ -92,6 +92,34 @@ class StreamCall:
 
     def cancel(self):
         self._responses.cancel()
+
+
+class _Unopened:
+    """A file object the caller opened: used as is, left open."""
+
+    def __init__(self, f):
+        self.f = f
+
+    def __enter__(self):
+        return self.f
+
+    def __exit__(self, *exc):
+        return False
+
+
+def _opened(file, mode):
+    """A context giving a binary file object for a path (opened here and
+    closed after), a file object (as is) or None."""
+    if file is None or hasattr(file, "read" if "r" in mode else "write"):
+        return _Unopened(file)
+    return open(file, mode)
+
+
+def _drained(call):
+    """Runs a StreamCall to its end, dropping its data: its Result."""
+    for _ in call:
+        pass
+    return _jobs.Result(None, call.histograms, call.device)
 
 
 class Client:
@@ -208,15 +236,37 @@ class Client:
         requests = _jobs.SourceError(_jobs.stream_requests(steps, source, device, total_length))
         return StreamCall(fn(iter(requests), **self._kw(timeout, priority)), requests)
 
+    def stream_file(self, steps, src, dst=None, *, device="", timeout=None, priority=None):
+        """Runs steps over the file src (a path or binary file object) and
+        writes the last data step's output to dst (a path or binary file
+        object; None when every step is a histogram): a Result with the
+        histograms and no data.
+
+        On a unix: address, per-byte steps (transforms over the whole
+        input, histograms) go chunk by chunk through two shared-memory
+        regions, a job per 16 MiB, which grpcio's Stream call cannot
+        match (_file_regions.py); anything else is stream(...).write_to().
+        timeout then bounds each chunk's job."""
+        steps = _jobs.check_steps(steps)
+        with _opened(src, "rb") as fin, _opened(dst, "wb") as fout:
+            if self.address.startswith("unix:") and _file_regions.chunk_local(steps):
+                kw = {"device": device, "timeout": timeout, "priority": priority}
+                result = _file_regions.run(self, steps, fin, fout, kw)
+                if result is not None:
+                    return result
+            call = self.stream(steps, fin, device=device, timeout=timeout, priority=priority)
+            return call.write_to(fout) if fout is not None else _drained(call)
+
     # --- regions --------------------------------------------------------------------------
 
-    def region(self, size, *, data=None, file=None):
+    def region(self, size, *, data=None, file=None, populate=False):
         """A Region of size bytes shared with the daemon (a unix: address
         only), data or the start of file (a path or binary file object)
-        copied in first."""
+        copied in first. populate: commit all its memory now, much faster
+        than page by page as it is first written (by either side)."""
         if self._rsock is None:
             self._rsock = RegionSocket(region_socket_path(self.address))
-        return Region(self._rsock, size, data, file)
+        return Region(self._rsock, size, data, file, populate)
 
     # --- the daemon -----------------------------------------------------------------------
 

