@@ -3,7 +3,8 @@
 """test_go_example.py: examples/go builds with Debian's Go packages alone
 (GOPATH mode on /usr/share/gocode: no module proxy) and runs against a real
 ampd: every job kind, a Stream, 64 calls at once from goroutines, a call
-past its deadline and a cancelled one, and a Reverse through a
+past its deadline and a cancelled one, a 5 MiB reply refused first with a
+status saying what to do (grpc-go's default limit is 4 MiB), and a Reverse through a
 shared-memory region over SCM_RIGHTS, each result checked by the example
 itself; then all but the region again over TLS with a bearer token. With no
 go toolchain or Debian's grpc-go it exits 77 (skipped, the reason printed).

@@ -3,7 +3,8 @@
 """test_node_grpc_js.py: examples/node/example.js on stock @grpc/grpc-js
 (from npm) against a real ampd, with no compression, then gzip and
 deflate compression on (every call checked by the example, a call past
-its deadline and a cancelled one too), then over TLS with a bearer
+its deadline and a cancelled one too, and a 5 MiB reply refused first
+with a status saying what to do), then over TLS with a bearer
 token. The first
 run installs examples/node's locked packages
 into BUILD/node with `npm ci` (later runs find them there, offline); with

@@ -264,6 +264,19 @@ func openStream(ctx context.Context, conn *grpc.ClientConn) grpc.ClientStream {
 	return s
 }
 
+// tooLarge: a reply over grpc-go's default 4 MiB receive limit is refused
+// before any device work, with a status saying what to do instead
+// (amp-max-reply-bytes, a Stream or a region), not thrown away here.
+func tooLarge(conn *grpc.ClientConn) {
+	ctx, cancel := context.WithTimeout(context.Background(), callTime)
+	defer cancel()
+	req, reply := bytesField(1, make([]byte, 5<<20)), []byte(nil)
+	err := conn.Invoke(ctx, service+"Reverse", &req, &reply)
+	st := status.Convert(err)
+	must(st.Code() == codes.ResourceExhausted && strings.Contains(st.Message(), "amp-max-reply-bytes"),
+		fmt.Sprintf("a 5 MiB reply: %v", err))
+}
+
 // deadlineAndCancel: a call past its deadline ends DEADLINE_EXCEEDED, a
 // cancelled one CANCELLED, and the connection serves on.
 func deadlineAndCancel(conn *grpc.ClientConn) {
@@ -369,6 +382,8 @@ func main() {
 	fmt.Printf("ok   %d calls at once\n", inFlight)
 	deadlineAndCancel(conn)
 	fmt.Println("ok   deadline and cancel")
+	tooLarge(conn)
+	fmt.Println("ok   a reply past 4 MiB refused first, saying what to do")
 	if strings.HasPrefix(os.Args[1], "unix:") { // regions are for Unix-socket clients
 		region(conn, strings.TrimPrefix(os.Args[1], "unix:"))
 		fmt.Println("ok   region")

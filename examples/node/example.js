@@ -137,6 +137,20 @@ function openStream(client, options) {
   });
 }
 
+// A reply over grpc-js's default 4 MiB receive limit is refused before any
+// device work, with a status saying what to do (amp-max-reply-bytes, a
+// Stream or a region), not thrown away here.
+async function checkTooLarge(client, name) {
+  try {
+    await unary(client, 'Reverse', field(1, Buffer.alloc(5 << 20)));
+  } catch (e) {
+    assert(e.code === grpc.status.RESOURCE_EXHAUSTED && e.details.includes('amp-max-reply-bytes'),
+           `${name}: a 5 MiB reply: ${e.code} ${e.details}`);
+    return;
+  }
+  assert.fail(`${name}: a 5 MiB reply came back`);
+}
+
 async function checkDeadlineAndCancel(client, name) {
   const late = await openStream(client, { deadline: Date.now() + SHORT_MS });
   assert.strictEqual(late, grpc.status.DEADLINE_EXCEEDED, `${name}: a call past its deadline`);
@@ -167,6 +181,8 @@ async function main() {
     console.log(`ok   ${name}: reverse, transform, fill, histogram, pipeline, stream`);
     await checkDeadlineAndCancel(client, name);
     console.log(`ok   ${name}: deadline and cancel`);
+    await checkTooLarge(client, name);
+    console.log(`ok   ${name}: a reply past 4 MiB refused first, saying what to do`);
   } finally {
     client.close();
   }
