@@ -15,6 +15,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "support"))
+from program_runs import run_programs  # noqa: E402
 from tls_daemon import TlsDaemon  # noqa: E402
 
 SKIPPED = 77
@@ -44,21 +45,11 @@ def main():
         return 1
     d = TlsDaemon(token=TOKEN)   # its Unix socket too
     env = dict(os.environ, AMP_TLS_CA=d.file("ca.pem"), AMP_TOKEN=TOKEN)
-    failed = False
-    try:
-        for address, last in ((d.daemon.address, "ok   region"),
-                              ("tls:localhost:%d" % d.port, "ok   deadline and cancel")):
-            p = subprocess.run([exe, address], capture_output=True, text=True, env=env,
-                               timeout=RUN_TIMEOUT_S)
-            print("%s:\n%s" % (address, p.stdout + p.stderr), end="")
-            failed |= p.returncode != 0 or last not in p.stdout
-    finally:
-        status = d.stop()
-    if status != 0:
-        print("FAIL ampd exited with status %d" % status)
-        failed = True
-    return 1 if failed else 0
-
+    runs = [(address, [exe, address], env,
+             lambda p, last=last: p.returncode == 0 and last in p.stdout)
+            for address, last in ((d.daemon.address, "ok   region"),
+                                  ("tls:localhost:%d" % d.port, "ok   deadline and cancel"))]
+    return run_programs(d, runs, RUN_TIMEOUT_S)
 
 if __name__ == "__main__":
     sys.exit(main())

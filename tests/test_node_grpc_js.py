@@ -11,10 +11,10 @@ into BUILD/node with `npm ci` (later runs find them there, offline); with
 no node or npm, or no registry to install from, it exits 77 (skipped, the
 reason printed). Ends with ampd exiting 0."""
 import os
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "support"))
+from program_runs import run_programs  # noqa: E402
 from tls_daemon import TlsDaemon  # noqa: E402
 from npm_dir import npm_dir  # noqa: E402
 
@@ -31,24 +31,13 @@ def main():
         print("SKIP %s" % why)
         return SKIPPED
     d = TlsDaemon(token=TOKEN)   # its Unix socket too
-    try:
-        env = dict(os.environ, NODE_PATH=os.path.join(where, "node_modules"),
-                   AMP_TLS_CA=d.file("ca.pem"), AMP_TOKEN=TOKEN)
-        failed = False
-        runs = [(d.daemon.address, enc) for enc in ENCODINGS]
-        runs.append(("tls:localhost:%d" % d.port, "identity"))
-        for address, enc in runs:
-            p = subprocess.run(["node", os.path.join(HERE, "example.js"), address, enc],
-                               env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
-            print("%s: %s" % (address, p.stdout + p.stderr), end="")
-            failed |= p.returncode != 0
-    finally:
-        status = d.stop()
-    if status != 0:
-        print("FAIL ampd exited with status %d" % status)
-        failed = True
-    return 1 if failed else 0
-
+    env = dict(os.environ, NODE_PATH=os.path.join(where, "node_modules"),
+               AMP_TLS_CA=d.file("ca.pem"), AMP_TOKEN=TOKEN)
+    runs = [(d.daemon.address, enc) for enc in ENCODINGS]
+    runs.append(("tls:localhost:%d" % d.port, "identity"))
+    return run_programs(d, [("%s %s" % (address, enc),
+                             ["node", os.path.join(HERE, "example.js"), address, enc], env, None)
+                            for address, enc in runs], RUN_TIMEOUT_S)
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -7,11 +7,11 @@ right bytes (issue 38's target; at 32 streams a Connect-ES burst lost
 alone; without node it exits 77 (skipped, the reason printed)."""
 import os
 import shutil
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "support"))
 from daemon_proc import Daemon, free_port  # noqa: E402
+from program_runs import run_programs  # noqa: E402
 
 SKIPPED = 77
 SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "node_burst.js")
@@ -25,20 +25,9 @@ def main():
         return SKIPPED
     port = free_port()
     d = Daemon(["--listen", "127.0.0.1:%d" % port, "--tcp-require-token", "off"])
-    failed = False
-    try:
-        for address in (d.address, "127.0.0.1:%d" % port):
-            p = subprocess.run(["node", SCRIPT, address, str(CALLS), str(BYTES)],
-                               capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
-            print("%s: %s" % (address, (p.stdout + p.stderr).strip()))
-            failed |= p.returncode != 0
-    finally:
-        status = d.stop()
-    if status != 0:
-        print("FAIL ampd exited with status %d" % status)
-        failed = True
-    return 1 if failed else 0
-
+    runs = [(address, ["node", SCRIPT, address, str(CALLS), str(BYTES)], None, None)
+            for address in (d.address, "127.0.0.1:%d" % port)]
+    return run_programs(d, runs, RUN_TIMEOUT_S)
 
 if __name__ == "__main__":
     sys.exit(main())
