@@ -49,6 +49,15 @@ class Reloading:
         with open(self.log.name, encoding="utf-8", errors="replace") as f:
             return f.read()
 
+    def logged_since(self, start, line):
+        """The log from start once it holds line (a call's line is written
+        as the call ends, a moment after its client has the reply), or
+        after LOG_WAIT_S."""
+        deadline = time.monotonic() + LOG_WAIT_S
+        while line not in self.text()[start:] and time.monotonic() < deadline:
+            time.sleep(POLL_S)
+        return self.text()[start:]
+
     def reload(self, text, *lines):
         """Writes the file, sends SIGHUP, waits until the log has lines."""
         self.write(text)
@@ -102,8 +111,9 @@ def test_reload():
                "unchanged settings reported, or a wrong count: " + new)
         before = len(r.text())
         expect(r.status_call() == grpc.StatusCode.OK, "a call under --max-connections 2 failed")
-        expect('debug: call "%s" from uid %d: OK' % (STATUS, os.getuid()) in r.text()[before:],
-               "--log-level debug is not in force:\n" + r.text()[before:])
+        line = 'debug: call "%s" from uid %d: OK' % (STATUS, os.getuid())
+        new = r.logged_since(before, line)
+        expect(line in new, "--log-level debug is not in force:\n" + new)
     finally:
         status = r.close()
     expect(status == 0, "ampd exited with status %d" % status)
