@@ -19,8 +19,9 @@ void conn_refusal_note(struct conn_refusals *r, enum conn_refusal why, const cha
 {
     if ((unsigned)why >= CONN_REFUSAL_COUNT)
         return;
-    atomic_fetch_add(&r->count[why], 1);
+    /* The line first: whoever sees the count (a scrape, a test) finds it. */
     log_call(LOG_INFO, "%s: connection refused (%s): %s", peer, conn_refusal_label(why), what);
+    atomic_fetch_add(&r->count[why], 1);
 }
 
 uint64_t conn_refusal_count(const struct conn_refusals *r, enum conn_refusal why)

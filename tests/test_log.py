@@ -64,10 +64,15 @@ class Logged:
             return e.code()
 
     def close(self):
+        """Stops the daemon; the whole log, read once it has exited (a
+        call's line is written as the call ends, a moment after its client
+        has the reply)."""
         self.channel.close()
         status = self.daemon.stop()
+        text = self.text()
         self.log.close()
         expect(status == 0, "ampd exited with %d" % status)
+        return text
 
 
 def test_default_level():
@@ -76,9 +81,8 @@ def test_default_level():
         expect(d.call(REVERSE, BAD_DEVICE) == grpc.StatusCode.INVALID_ARGUMENT, "bad device")
         expect(d.call("/amp.v1.Amp/Nope") == grpc.StatusCode.UNIMPLEMENTED, "unknown method")
         expect(d.call(STATUS) == grpc.StatusCode.OK, "Status")
-        text = d.text()
     finally:
-        d.close()
+        text = d.close()
     uid = os.getuid()
     line = r'ampd: warn: call "%s" from uid %d: INVALID_ARGUMENT: .*device' % (REVERSE, uid)
     expect(re.search(line, text), "no refusal line like %r in:\n%s" % (line, text))
@@ -94,9 +98,8 @@ def test_debug_and_tcp():
     try:
         expect(d.call(STATUS) == grpc.StatusCode.OK, "Status over TCP")
         expect(d.call(REVERSE, BAD_DEVICE) == grpc.StatusCode.INVALID_ARGUMENT, "bad device")
-        text = d.text()
     finally:
-        d.close()
+        text = d.close()
     expect(re.search(r'ampd: debug: call "%s" from address 127\.0\.0\.1: OK' % STATUS, text),
            "no debug line for the OK call in:\n" + text)
     expect(re.search(r'ampd: warn: call "%s" from address 127\.0\.0\.1: INVALID_ARGUMENT' % REVERSE,
@@ -107,9 +110,8 @@ def test_error_level():
     d = Logged(("--log-level", "error"))
     try:
         expect(d.call(REVERSE, BAD_DEVICE) == grpc.StatusCode.INVALID_ARGUMENT, "bad device")
-        text = d.text()
     finally:
-        d.close()
+        text = d.close()
     expect(text == "", "--log-level error printed:\n" + text)
 
 
@@ -129,19 +131,15 @@ def test_journal_priorities():
     d = Logged(env=journal_of)
     try:
         expect(d.call(REVERSE, BAD_DEVICE) == grpc.StatusCode.INVALID_ARGUMENT, "bad device")
-        lines = d.text().splitlines()
     finally:
-        d.close()
+        lines = d.close().splitlines()
     expect(lines and all(re.match(r"<[3467]>ampd: ", l) for l in lines),
            "lines without a priority: %r" % lines)
     expect(any(l.startswith("<6>ampd: listening on") for l in lines), "no <6> info line")
     expect(any(l.startswith("<4>ampd: warn: call ") for l in lines), "no <4> refusal line")
 
     other = Logged(env=lambda log: {"JOURNAL_STREAM": "1:1"})
-    try:
-        lines = other.text().splitlines()
-    finally:
-        other.close()
+    lines = other.close().splitlines()
     expect(lines and all(re.match(STAMPED, l) for l in lines),
            "priorities, or no time, with another file as the journal: %r" % lines)
 
@@ -153,9 +151,8 @@ def test_rate_limit():
             d.call("/amp.v1.Amp/Flood")
         time.sleep(REFILL_S)
         d.call("/amp.v1.Amp/Flood")
-        text = d.text()
     finally:
-        d.close()
+        text = d.close()
     logged = len(re.findall(r'call "/amp.v1.Amp/Flood"', text))
     said = [int(n) for n in re.findall(r"warn: (\d+) call lines not logged", text)]
     expect(said, "no line says how many were not logged:\n" + text[-2000:])
