@@ -19,7 +19,7 @@ PACKAGES=(
   podman buildah mmdebstrap runc
   golang-goprotobuf-dev
   golang-go golang-google-grpc-dev golang-google-protobuf-dev golang-golang-x-sys-dev
-  ruby ruby-grpc
+  ruby ruby-grpc libgrpc++-dev
 )
 
 missing=()
