@@ -5,7 +5,8 @@
 (grpcio: "Received message larger than max"), after ampd did the work.
 ampd now refuses such a call first, with a status that says what to do,
 unless the client says it takes more (amp-max-reply-bytes); libampclient
-says so on every call."""
+says so on every call. Reverse, Transform, Fill (a small request) and
+Pipeline alike."""
 import os
 import subprocess
 import sys
@@ -60,6 +61,32 @@ def expect_refused(code, want, **kw):
 def test_default_client_gets_a_clear_status():
     expect_refused(grpc.StatusCode.RESOURCE_EXHAUSTED,
                    [str(DEFAULT_LIMIT), HEADER, "Stream", "output_region"])
+
+
+def field(num, data):
+    return pb_len(num << 3 | 2) + pb_len(len(data)) + data
+
+
+def varint_field(num, value):
+    return pb_len(num << 3) + pb_len(value)
+
+
+def test_every_job_method_refused_first():
+    """A Fill's small request with a large reply too; each refused the same."""
+    xor_1 = field(2, varint_field(1, 2) + varint_field(2, 1))   # TransformParams
+    requests = {
+        "Transform": field(1, bytes(BIG)) + xor_1,
+        "Fill": field(1, varint_field(1, 3) + varint_field(2, BIG // 4)),   # int32 x BIG/4
+        "Pipeline": field(1, bytes(BIG)) + field(2, field(1, b"")),        # one reverse step
+    }
+    with grpc.insecure_channel(Ctx.daemon.address) as ch:
+        for method, req in requests.items():
+            try:
+                ch.unary_unary("/amp.v1.Amp/" + method)(req, timeout=TIMEOUT_S)
+                raise AssertionError("%s with a %d-byte reply succeeded" % (method, BIG))
+            except grpc.RpcError as e:
+                expect(e.code() == grpc.StatusCode.RESOURCE_EXHAUSTED and HEADER in e.details(),
+                       "%s: %s %s" % (method, e.code(), e.details()))
 
 
 def test_small_replies_need_nothing():
