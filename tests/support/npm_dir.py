@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 """npm_dir.py: a package.json and package-lock.json of the source tree
 installed under the build tree with `npm ci`, for the tests that run Node
-programs (test_node_grpc_js, test_k8s_schemas). Installed once: a later run
+programs (test_node_grpc_js, test_node_burst, test_k8s_schemas). Installed once: a later run
 finds node_modules newer than the lock and installs nothing (offline)."""
 import os
 import shutil

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// node_burst.js ADDRESS CALLS BYTES: CALLS unary Reverse calls of BYTES
+// node_http2_burst.js ADDRESS CALLS BYTES: CALLS unary Reverse calls of BYTES
 // each, all started at once on one HTTP/2 session of Node's own http2
 // module, as Connect-ES's gRPC transport makes them (issue 38: a burst of
 // 200 x 64 KiB lost 21-33 calls to NGHTTP2_ENHANCE_YOUR_CALM when ampd
