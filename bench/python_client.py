@@ -121,32 +121,27 @@ def stream_rates(c, amp, build, address, size, reps):
             assert f.read(1 << 20) == want_head, "stream output"
         os.unlink(dst)
 
-    def python_file():
+    def timed(run):
         os.sync()  # the last run's output written back: none starts behind another's
         t0 = time.perf_counter()
-        c.stream_file([amp.TransformStep("xor", XOR)], src, dst)
+        run()
         t = time.perf_counter() - t0
         check()
         return t
+
+    def python_file():
+        return timed(lambda: c.stream_file([amp.TransformStep("xor", XOR)], src, dst))
 
     def python_stream():
-        os.sync()  # the last run's output written back: none starts behind another's
-        t0 = time.perf_counter()
-        with open(dst, "wb") as out:
-            c.stream([amp.TransformStep("xor", XOR)], src).write_to(out)
-        t = time.perf_counter() - t0
-        check()
-        return t
+        def run():
+            with open(dst, "wb") as out:
+                c.stream([amp.TransformStep("xor", XOR)], src).write_to(out)
+        return timed(run)
 
     def ampctl():
-        os.sync()  # the last run's output written back: none starts behind another's
-        t0 = time.perf_counter()
-        subprocess.run([os.path.join(build, "ampctl"), "--address", address, "--no-progress",
-                        "transform", "--op", "xor", "--value", str(XOR), "-i", src, "-o", dst],
-                       check=True)
-        t = time.perf_counter() - t0
-        check()
-        return t
+        return timed(lambda: subprocess.run(
+            [os.path.join(build, "ampctl"), "--address", address, "--no-progress", "transform",
+             "--op", "xor", "--value", str(XOR), "-i", src, "-o", dst], check=True))
     try:
         python_file(), ampctl()  # warm-up
         tf, tc = [], []
