@@ -111,8 +111,6 @@ def run(client, steps, fin, fout, kw):
     finally:
         for c in chunks:
             c.abandon()
-    if device:
-        for h in hists:
-            if h is not None:
-                h.device = device
-    return Result(None, [h for h in hists if h is not None], device)
+    # At least one job ran: every histogram is summed, named for its first
+    # chunk's device as the Result is.
+    return Result(None, hists, device)
