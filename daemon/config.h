@@ -180,8 +180,8 @@ struct config {
     struct config_uid_rules uid_max_priority; /* --uid-max-priority (auth.h) */
     uint64_t max_queue_us[AMPD_PRIORITIES];   /* --max-queue-time, by priority; 0: none */
     uint32_t log_level;                /* enum log_level (log.h) */
-    char metrics_listen[AMPD_ADDRESS_MAX]; /* HOST:PORT of the metrics listener; "": none */
     char health_listen[AMPD_ADDRESS_MAX];  /* HOST:PORT serving Health only; "": none */
+    char metrics_listen[AMPD_ADDRESS_MAX]; /* HOST:PORT of the metrics listener; "": none */
     uint32_t metrics_allow_remote;     /* 1: metrics_listen may be other than loopback */
     bool check_only;                   /* --check-config: validate, report, exit */
     int argc;                          /* config_load()'s arguments, for SIGHUP to load */
