@@ -15,8 +15,10 @@
  * Where a family has several GPU kernels (op.h), GPU-shaped devices also
  * get a row for each one the daemon does not choose (its choice is the
  * device's tuning at open, dev_tune.c, named in the header): "reverse (v1)",
- * "add (v1)" ... "map (v1)" (or "(v2)"), and for 256-bin histograms two of
- * "(atomic)", "(bytes)" and "(inc)".
+ * "add (v1)" ... (or "(v2)"), two of "map (v1)", "(v2)" and "(v3)", for
+ * 256-bin histograms two of "(atomic)", "(bytes)" and "(inc)", and for N
+ * bins "(local)" or "(inc)". --build-options measures a kernel's
+ * compile-time knobs (those hist.cl lets -D set: its unroll, its atomic).
  */
 #include <math.h>
 #include <stdio.h>
@@ -39,7 +41,7 @@
 #define BENCH_MAX_SIZE_DEFAULT (1ull << 30)
 #define BENCH_SIZE_FACTOR 4
 #define BENCH_EQUAL_BYTE 0x41
-#define BENCH_NBINS 1024
+#define BENCH_NBINS 1024                 /* N-bin histograms, unless --bins */
 #define BENCH_TILE_MAX UINT32_MAX        /* the fill kernel's largest work-group */
 
 enum bench_kind { B_REVERSE, B_TRANSFORM, B_HIST, B_FILL };
@@ -66,6 +68,13 @@ struct bench_case {
     {NAME, B_TRANSFORM, BYTES_RW, false, OP, 0, 0, K_DAEMON},                     \
     {NAME " (v2)", B_TRANSFORM, BYTES_RW, false, OP, 0, 0, K_V2},                 \
     {NAME " (v1)", B_TRANSFORM, BYTES_RW, false, OP, 0, 0, K_V1}
+#define MAP_CASES(NAME)                                                           \
+    XFORM_CASES(NAME, XFORM_MAP),                                                 \
+    {NAME " (v3)", B_TRANSFORM, BYTES_RW, false, XFORM_MAP, 0, 0, K_V3}
+#define HISTN_CASES(NAME, EQUAL)                                                  \
+    {NAME, B_HIST, BYTES_READ, EQUAL, 0, ELEM_U32, 0, K_DAEMON},                  \
+    {NAME " (local)", B_HIST, BYTES_READ, EQUAL, 0, ELEM_U32, 0, K_V1},           \
+    {NAME " (inc)", B_HIST, BYTES_READ, EQUAL, 0, ELEM_U32, 0, K_V2}
 #define HIST256_CASES(NAME, EQUAL)                                                \
     {NAME, B_HIST, BYTES_READ, EQUAL, 0, ELEM_U8, 0, K_DAEMON},                   \
     {NAME " (bytes)", B_HIST, BYTES_READ, EQUAL, 0, ELEM_U8, 0, K_V2},            \
@@ -81,11 +90,11 @@ static const struct bench_case bench_cases[] = {
     XFORM_CASES("and", XFORM_AND),
     XFORM_CASES("or", XFORM_OR),
     XFORM_CASES("set", XFORM_SET),
-    XFORM_CASES("map", XFORM_MAP),
+    MAP_CASES("map"),
     HIST256_CASES("hist256 random", false),
     HIST256_CASES("hist256 equal", true),
-    {"histN u32 random", B_HIST, BYTES_READ, false, 0, ELEM_U32, 0, K_DAEMON},
-    {"histN u32 equal", B_HIST, BYTES_READ, true, 0, ELEM_U32, 0, K_DAEMON},
+    HISTN_CASES("histN u32 random", false),
+    HISTN_CASES("histN u32 equal", true),
     {"fill i32", B_FILL, BYTES_WRITE, false, 0, ELEM_I32, 0, K_DAEMON},
     {"fill u32", B_FILL, BYTES_WRITE, false, 0, ELEM_U32, 0, K_DAEMON},
     {"fill i64", B_FILL, BYTES_WRITE, false, 0, ELEM_I64, 0, K_DAEMON},
@@ -99,8 +108,11 @@ struct bench_opts {
     uint64_t min_size, max_size;
     unsigned device;
     int reps;                    /* 0: from BENCH_REP_BYTES */
-    const char *only;            /* run only cases whose name contains this */
+    const char *only;            /* run only cases whose name contains one of these (a,b) */
     const char *shape;           /* "gpu"/"cpu": kernel shape forced (checks only) */
+    const char *build_options;   /* appended to the kernels' build options */
+    int hist_groups;             /* histograms' groups per compute unit; -1: tuned */
+    unsigned hist_copies;        /* op_set_hist_copies_for_bench; 0: the default */
 };
 
 /* One size's buffers on the device and their host copies. */
@@ -188,11 +200,13 @@ static struct transform_params bench_xform(enum transform_op op, size_t size)
     return p;
 }
 
+static uint32_t bench_nbins = BENCH_NBINS;
+
 static struct hist_params bench_hist(enum elem_type t)
 {
     if (t == ELEM_U8)
         return (struct hist_params){.type = ELEM_U8, .bins = 256};
-    return (struct hist_params){.type = t, .bins = BENCH_NBINS, .lo = 0, .hi = 4294967296.0};
+    return (struct hist_params){.type = t, .bins = bench_nbins, .lo = 0, .hi = 4294967296.0};
 }
 
 static struct fill_params bench_fill(const struct bench *b, const struct bench_case *c)
@@ -218,9 +232,9 @@ static enum dev_variant *bench_family_variant(struct dev_variants *v, const stru
     if (c->kind == B_REVERSE)
         return &v->reverse;
     if (c->kind == B_TRANSFORM)
-        return &v->transform;
-    if (c->kind == B_HIST && c->type == ELEM_U8)
-        return &v->hist256;
+        return c->op == XFORM_MAP ? &v->map : &v->transform;
+    if (c->kind == B_HIST)
+        return c->type == ELEM_U8 ? &v->hist256 : &v->histn;
     return NULL;
 }
 
@@ -245,8 +259,10 @@ static void bench_variants(struct dev *d, const struct bench_case *c)
 {
     struct dev_variants v = bench_daemon_variants;
     enum dev_variant *f = bench_family_variant(&v, c);
-    if (f && c->kernel != K_DAEMON)
+    if (f && c->kernel != K_DAEMON) {
         *f = bench_forced(c->kernel);
+        v.map_min = 0;   /* a forced map row runs its kernel at every size */
+    }
     char err[512];
     if (memcmp(&v, &d->variants, sizeof v) != 0 &&
         dev_set_variants_for_test(d, &v, err, sizeof err) != 0) {
@@ -364,6 +380,21 @@ static bool bench_check_hist(struct bench *b, const struct bench_case *c, const 
     return ok;
 }
 
+/* Whether name contains one of only's comma-separated parts (no only: all). */
+static bool bench_only(const char *only, const char *name)
+{
+    if (!only)
+        return true;
+    for (const char *p = only; *p;) {
+        size_t n = strcspn(p, ",");
+        for (const char *q = name; n && strlen(q) >= n; q++)
+            if (strncmp(q, p, n) == 0)
+                return true;
+        p += n + (p[n] == ',');
+    }
+    return false;
+}
+
 /* Checks the output of the run on input rep against the CPU reference. */
 static bool bench_check(struct bench *b, const struct bench_case *c, int rep,
                         const uint64_t *slots)
@@ -395,7 +426,7 @@ static void bench_size(struct bench_opts *o, struct dev *d, size_t size, int *fa
     struct bench b;
     bench_setup(&b, d, size);
     int reps = bench_reps(o, size);
-    uint64_t *slots = bench_malloc(OP_HIST_SLOTS(BENCH_NBINS) * sizeof(uint64_t));
+    uint64_t *slots = bench_malloc(OP_HIST_SLOTS(bench_nbins) * sizeof(uint64_t));
     char label[32];
     bench_size_label(size, label, sizeof label, false);
     uint64_t copy_ns = bench_case_median(&b, NULL, reps, NULL, NULL);
@@ -404,7 +435,7 @@ static void bench_size(struct bench_opts *o, struct dev *d, size_t size, int *fa
            "-");
     for (size_t i = 0; i < BENCH_NCASES; i++) {
         const struct bench_case *c = &bench_cases[i];
-        if ((o->only && !strstr(c->name, o->only)) || !bench_case_runs(d, c))
+        if (!bench_only(o->only, c->name) || !bench_case_runs(d, c))
             continue;
         double ratio = 0;
         uint64_t ns = bench_case_median(&b, c, reps, slots, &ratio);
@@ -424,12 +455,20 @@ static void bench_size(struct bench_opts *o, struct dev *d, size_t size, int *fa
 static void bench_usage(void)
 {
     fprintf(stderr, "usage: bench_kernels [--min-size N] [--max-size N] [--device I] [--reps N]\n"
-                    "                     [--only NAME] [--shape gpu|cpu]\n"
+                    "                     [--only NAME[,NAME]...] [--shape gpu|cpu]\n"
+                    "                     [--build-options S] [--hist-groups N]\n"
+                    "                     [--hist-copies N] [--bins N]\n"
                     "  sizes take K, M or G suffixes; defaults 1K .. 1G (capped by device\n"
                     "  memory and max_mem_alloc_size); --only runs the kernels whose name\n"
-                    "  contains NAME (copy always runs); --shape runs the kernels written\n"
+                    "  contains a NAME (copy always runs); --shape runs the kernels written\n"
                     "  for the other device type (to check them, e.g. GPU kernels on PoCL;\n"
-                    "  their times there say nothing of a GPU)\n");
+                    "  their times there say nothing of a GPU); --build-options appends S\n"
+                    "  (-DNAME=VALUE) to the kernels' build options, to measure a kernel\n"
+                    "  file's compile-time knobs; --hist-groups launches the histograms\n"
+                    "  that count in local memory with N groups per compute unit (0: as\n"
+                    "  many as fit; default: the device's tuning);\n"
+                    "  --hist-copies caps the local copies of an N-bin histogram (default 8),\n"
+                    "  --bins sets N (default 1024)\n");
     exit(2);
 }
 
@@ -452,21 +491,31 @@ static void bench_parse(int argc, char **argv, struct bench_opts *o)
             o->only = argv[++i];
         else if (strcmp(argv[i], "--shape") == 0)
             o->shape = argv[++i];
+        else if (strcmp(argv[i], "--build-options") == 0)
+            o->build_options = argv[++i];
+        else if (strcmp(argv[i], "--hist-groups") == 0)
+            o->hist_groups = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--hist-copies") == 0)
+            o->hist_copies = (unsigned)atoi(argv[++i]);
+        else if (strcmp(argv[i], "--bins") == 0)
+            bench_nbins = (uint32_t)atoi(argv[++i]);
         else
             bench_usage();
     }
-    if (o->min_size == 0 || o->max_size < o->min_size || o->reps < 0 ||
+    if (o->min_size == 0 || o->max_size < o->min_size || o->reps < 0 || bench_nbins == 0 ||
         (o->shape && strcmp(o->shape, "gpu") != 0 && strcmp(o->shape, "cpu") != 0))
         bench_usage();
 }
 
 int main(int argc, char **argv)
 {
-    struct bench_opts o = {0};
+    struct bench_opts o = {.hist_groups = -1};
     bench_parse(argc, argv, &o);
     struct dev **devs;
     size_t ndevs;
     char err[512];
+    dev_set_build_options_for_bench(o.build_options);
+    op_set_hist_copies_for_bench(o.hist_copies);
     if (dev_open_all_profiled(&devs, &ndevs, err, sizeof err) < 0) {
         fprintf(stderr, "bench_kernels: %s\n", err);
         return 2;
@@ -487,7 +536,10 @@ int main(int argc, char **argv)
         why = "max_mem_alloc_size";
     }
     bench_daemon_variants = d->variants;
-    char kernels[128];
+    if (o.hist_groups >= 0)
+        bench_daemon_variants.hist256_groups = bench_daemon_variants.histn_groups =
+            (unsigned)o.hist_groups;
+    char kernels[160];
     dev_tune_describe(d, kernels, sizeof kernels);
     printf("# device %u: %s (%s, %s), %u compute units; the daemon's kernels: %s\n", in->index,
            in->name, dev_type_name(in->type), in->platform, in->compute_units, kernels);

@@ -145,6 +145,14 @@ static int dev_fill_info(struct dev *d, char *err, size_t errlen)
     return 0;
 }
 
+/* Options appended to every build (dev_set_build_options_for_bench). */
+static char dev_extra_options[256];
+
+void dev_set_build_options_for_bench(const char *options)
+{
+    snprintf(dev_extra_options, sizeof dev_extra_options, "%s", options ? options : "");
+}
+
 /* The build options: the language version, and the host's codes that
  * kernels read from their arguments (job.h's step kinds and transform
  * ops) as macros, so each code has one definition. */
@@ -155,10 +163,12 @@ static void dev_build_options(const struct dev *d, char *buf, size_t len)
              DEV_CL_STD " -DSTEP_REVERSE=%d -DSTEP_TRANSFORM=%d -DSTEP_HISTOGRAM=%d"
                         " -DXFORM_ADD=%d -DXFORM_XOR=%d -DXFORM_AND=%d -DXFORM_OR=%d"
                         " -DXFORM_SET=%d -DXFORM_MAP=%d -DBATCH_ITEM_WORDS=%d"
-                        " -DREVERSE_GPU=%d -DXFORM_GPU=%d -DHIST256_GPU=%d -DAMP_ALL_VARIANTS=%d",
+                        " -DREVERSE_GPU=%d -DXFORM_GPU=%d -DHIST256_GPU=%d -DMAP_GPU=%d"
+                        " -DHISTN_GPU=%d -DAMP_ALL_VARIANTS=%d%s%s",
              STEP_REVERSE, STEP_TRANSFORM, STEP_HISTOGRAM, XFORM_ADD, XFORM_XOR, XFORM_AND,
              XFORM_OR, XFORM_SET, XFORM_MAP, DEV_BATCH_ITEM_WORDS, (int)v->reverse,
-             (int)v->transform, (int)v->hist256, d->all_variants);
+             (int)v->transform, (int)v->hist256, (int)v->map, (int)v->histn, d->all_variants,
+             dev_extra_options[0] ? " " : "", dev_extra_options);
 }
 
 /* Builds kernels/<name>.cl for d, or takes it from the program cache
@@ -167,7 +177,7 @@ static void dev_build_options(const struct dev *d, char *buf, size_t len)
 static int dev_build_program(struct dev *d, const struct kernel_source *ks, cl_program *out,
                              size_t *hits, char *err, size_t errlen)
 {
-    char options[512];
+    char options[1024];
     dev_build_options(d, options, sizeof options);
     struct prog_cache_key key;
     dev_cache_key(d, ks->source, options, &key);

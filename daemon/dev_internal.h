@@ -50,12 +50,19 @@ struct dev_kernel {
 enum dev_variant { DEV_VARIANT_V1 = 1, DEV_VARIANT_V2, DEV_VARIANT_V3 };
 struct dev_variants {
     enum dev_variant reverse;    /* reverse_bytes, reverse_bytes_v2 */
-    enum dev_variant transform;  /* transform_OP, transform_OP_v2 */
+    enum dev_variant transform;  /* transform_OP, transform_OP_v2 (not map) */
     enum dev_variant hist256;    /* hist256_local, hist256_bytes, hist256_inc */
-    size_t map_v2_min;           /* map runs v2 from this many bytes (v1 below) */
+    enum dev_variant map;        /* transform_map, transform_map_v2, transform_map_v3 */
+    enum dev_variant histn;      /* histn_local_T, histn_inc_T (N bins in local memory) */
+    size_t map_min;              /* map runs its variant from this many bytes (v1 below) */
+    /* Work-groups per compute unit of the histogram kernels that count in
+     * local memory (grid-stride over what is launched at once); 0: as
+     * many as their local memory lets one hold (op_resident_cap). */
+    unsigned hist256_groups, histn_groups;
 };
 #define DEV_VARIANTS_SERVING                                                                   \
-    ((struct dev_variants){DEV_VARIANT_V2, DEV_VARIANT_V2, DEV_VARIANT_V3, (size_t)128 << 20})
+    ((struct dev_variants){DEV_VARIANT_V2, DEV_VARIANT_V2, DEV_VARIANT_V3, DEV_VARIANT_V2,     \
+                           DEV_VARIANT_V1, (size_t)128 << 20, 0, 0})
 
 /* Blocks a device keeps (dev_const.c): this many, each of at most
  * DEV_CONST_MAX_BYTES (a transform's parameter block is 264 bytes; the
@@ -140,6 +147,11 @@ void dev_set_shape_for_test(struct dev *d, enum dev_shape shape);
  * -1 with the build's error in err. */
 int dev_set_variants_for_test(struct dev *d, const struct dev_variants *v, char *err,
                               size_t errlen);
+/* bench_kernels only: options (-DNAME=VALUE) appended to the kernels'
+ * build options of every device opened from now on, so that a kernel's
+ * compile-time knobs (hist.cl's unroll and the like) can be measured without
+ * editing it; they are part of the program cache's key. */
+void dev_set_build_options_for_bench(const char *options);
 /* Test-only: every kernel launch on d fails with err from now on (0: none
  * does), so a test sees what a device that breaks mid-job does. */
 void dev_set_launch_fault_for_test(struct dev *d, cl_int err);

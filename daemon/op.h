@@ -24,6 +24,20 @@ size_t op_wg(const struct dev *d, cl_kernel k);
  * kernel's occupancy), capped by d->launch_items_max (the kernel strides
  * over tiles for the rest). */
 struct dev_grid op_tile_grid(const struct dev *d, uint64_t units, size_t wg, uint64_t per_item);
+/* A grid-stride launch of global items in groups of wg, cut to groups
+ * work-groups per compute unit, or where groups is 0 to as many as hold
+ * local bytes of __local memory each at once. Every group of such a
+ * launch does the same work, so more groups than are resident run a
+ * last, partly empty wave as long as a full one (N-bin histograms with 8
+ * copies ran at 0.67 of copy on the H100 that way); fewer than fit can
+ * be faster still (hist256_inc on the H200: 0.89 of copy at 3 groups of
+ * 32 KiB per multiprocessor, 0.83 at 6), which is why groups is tuned
+ * (dev_tune.c). */
+size_t op_resident_cap(const struct dev *d, size_t global, size_t wg, uint64_t local,
+                       unsigned groups);
+/* bench_kernels only: the most local copies an N-bin histogram's work-group
+ * counts into (0: the default). */
+void op_set_hist_copies_for_bench(unsigned copies);
 
 
 /* dst = reverse of src; dst->size == src->size. */

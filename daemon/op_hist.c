@@ -22,6 +22,13 @@
 #define OP_HIST_LAUNCH_MAX (1ull << 31)  /* elements per launch: fits a uint counter */
 #define OP_HIST_ITEM_ELEMS 16            /* elements per item, for the launch cap */
 #define OP_HIST_MAX_COPIES 8             /* local copies per work-group (N bins) */
+
+static cl_uint op_hist_max_copies = OP_HIST_MAX_COPIES;
+
+void op_set_hist_copies_for_bench(unsigned copies)
+{
+    op_hist_max_copies = copies ? copies : OP_HIST_MAX_COPIES;
+}
 /* hist256_local's __local array: its copies of 256 counters. */
 #define OP_HIST256_LOCAL_BYTES (KERNEL_HIST256_COPIES * 256 * sizeof(cl_uint))
 /* hist256_bytes: work-groups of exactly this size (reqd_work_group_size),
@@ -32,13 +39,10 @@
  * local atomics, runs of equal bytes added at once), hist256_bytes (v2:
  * per-work-item 8-bit counters, plain loads and stores, flushed every 240
  * bytes) or hist256_inc (v3: v1's copies, one atomic increment per byte,
- * no run test), as the device's variants say (dev_internal.h). */
+ * no run test), as the device's variants say (dev_internal.h); N bins
+ * in local memory with histn_local_T (v1: runs of equal slots) or
+ * histn_inc_T (v2: one atomic increment per element). */
 
-/* Local memory one GPU multiprocessor shares among its resident work-groups
- * (Hopper has 228 KiB; less elsewhere, costing only speed), and the most
- * groups per multiprocessor a launch needs. */
-#define OP_HIST_CU_LOCAL_BYTES (192u << 10)
-#define OP_HIST_GROUPS_PER_CU_MAX 8
 #define OP_HIST_PARTIALS_BUDGET (64ull << 20)
 /* hist_reduce: groups of up to KERNEL_HIST_REDUCE_WG items, each covering
  * KERNEL_HIST_REDUCE_LANES bins or fewer when smaller. */
@@ -106,21 +110,7 @@ static cl_uint op_hist_copies(const struct dev *d, cl_uint width)
 {
     uint64_t avail = d->local_mem_size / 4 * 3;
     uint64_t fit = avail / ((uint64_t)width * sizeof(cl_uint));
-    return (cl_uint)(fit < OP_HIST_MAX_COPIES ? fit : OP_HIST_MAX_COPIES);
-}
-
-/* Work-groups of local bytes each that a GPU holds at once. Every group of
- * a grid-stride launch does the same work, so a launch of more groups than
- * that runs a last, partly empty wave as long as a full one (N-bin
- * histograms with 8 copies ran at 0.67 of copy on the H100 that way). */
-static size_t op_hist_resident_groups(const struct dev *d, uint64_t local)
-{
-    uint64_t per_cu = local ? OP_HIST_CU_LOCAL_BYTES / local : OP_HIST_GROUPS_PER_CU_MAX;
-    if (per_cu > OP_HIST_GROUPS_PER_CU_MAX)
-        per_cu = OP_HIST_GROUPS_PER_CU_MAX;
-    if (per_cu == 0)
-        per_cu = 1;
-    return (size_t)(per_cu * d->info.compute_units);
+    return (cl_uint)(fit < op_hist_max_copies ? fit : op_hist_max_copies);
 }
 
 /* Picks the kernel, the launch geometry and the number of partial rows. */
@@ -177,7 +167,10 @@ static void op_hist_plan(struct op_hist_run *h)
             snprintf(h->kname, sizeof h->kname, "%s",
                      variant == DEV_VARIANT_V3 ? "hist256_inc" : "hist256_local");
         else
-            snprintf(h->kname, sizeof h->kname, "histn_%s_%s", h->copies ? "local" : "global",
+            snprintf(h->kname, sizeof h->kname, "histn_%s_%s",
+                     !h->copies                          ? "global"
+                     : d->variants.histn == DEV_VARIANT_V2 ? "inc"
+                                                         : "local",
                      op_hist_suffix(h->p->type));
         h->k = dev_kernel(d, h->kname);
         h->wg = op_wg(d, h->k);
@@ -187,11 +180,9 @@ static void op_hist_plan(struct op_hist_run *h)
     h->global = dev_grid_size(d, (launch + per_unit - 1) / per_unit, h->wg);
     if (h->shape == OP_HIST_LOCAL && h->global / h->wg > max_rows)
         h->global = (size_t)(max_rows * h->wg);
-    if (h->shape == OP_HIST_LOCAL) {
-        size_t resident = op_hist_resident_groups(d, local);
-        if (h->global / h->wg > resident)
-            h->global = resident * h->wg;
-    }
+    if (h->shape == OP_HIST_LOCAL)
+        h->global = op_resident_cap(d, h->global, h->wg, local,
+                                    bytes ? d->variants.hist256_groups : d->variants.histn_groups);
     h->rows = h->shape == OP_HIST_LOCAL ? (cl_uint)(h->global / h->wg) : 1;
 }
 

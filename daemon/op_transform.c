@@ -24,9 +24,11 @@
 /* GPUs run transform_OP (v1: grid-stride, 4 words in flight per
  * work-item) or transform_OP_v2 (a group's tile of 8 x 256 consecutive
  * words, 8 in flight, no per-word tests inside the range, one group per
- * tile: op_tile_grid), as the device's variants say (dev_internal.h);
- * a map smaller than variants.map_v2_min runs v1 either way, since v2
- * first fills an 8 KiB table per group. */
+ * tile: op_tile_grid), as the device's variants say (dev_internal.h).
+ * Map has its own: transform_map (v1's loop, a 256-byte table),
+ * transform_map_v2 (v2's tiles, several per group, a table per bank) and
+ * transform_map_v3 (v2's tiles, one per group, v1's table); a map smaller
+ * than variants.map_min runs v1 whatever the variant. */
 
 /* transform_OP_v2's tiles per group for map (KERNEL_XFORM_V2_WORDS words
  * per work-item): map's groups take several tiles each, since each first
@@ -35,15 +37,17 @@
 #define OP_XFORM_V2_MAP_GROUPS_PER_CU 8
 /* transform_OP and transform_OP_v2 on GPUs, transform_OP_chunk on CPU
  * devices (transform.cl). */
-enum { OP_XFORM_GPU_V1, OP_XFORM_GPU_V2, OP_XFORM_CPU };
-static const char *const op_xform_kernels[][3] = {
-    [XFORM_ADD] = {"transform_add", "transform_add_v2", "transform_add_chunk"},
-    [XFORM_XOR] = {"transform_xor", "transform_xor_v2", "transform_xor_chunk"},
-    [XFORM_AND] = {"transform_and", "transform_and_v2", "transform_and_chunk"},
-    [XFORM_OR] = {"transform_or", "transform_or_v2", "transform_or_chunk"},
-    [XFORM_SET] = {"transform_set", "transform_set_v2", "transform_set_chunk"},
-    [XFORM_MAP] = {"transform_map", "transform_map_v2", "transform_map_chunk"},
+enum { OP_XFORM_GPU_V1, OP_XFORM_GPU_V2, OP_XFORM_GPU_V3, OP_XFORM_CPU };
+static const char *const op_xform_kernels[][4] = {
+    [XFORM_ADD] = {"transform_add", "transform_add_v2", NULL, "transform_add_chunk"},
+    [XFORM_XOR] = {"transform_xor", "transform_xor_v2", NULL, "transform_xor_chunk"},
+    [XFORM_AND] = {"transform_and", "transform_and_v2", NULL, "transform_and_chunk"},
+    [XFORM_OR] = {"transform_or", "transform_or_v2", NULL, "transform_or_chunk"},
+    [XFORM_SET] = {"transform_set", "transform_set_v2", NULL, "transform_set_chunk"},
+    [XFORM_MAP] = {"transform_map", "transform_map_v2", "transform_map_v3",
+                   "transform_map_chunk"},
 };
+
 
 /* transform_OP_v2's tiles per work-group: one, but map's groups take up
  * to OP_XFORM_V2_MAP_TILES while that still leaves
@@ -119,10 +123,13 @@ enum status_code op_transform(struct dev_exec *x, const struct transform_params 
                               struct dev_buf *src, struct dev_buf *dst)
 {
     const struct dev_variants *v = &x->d->variants;
-    bool v2 = v->transform == DEV_VARIANT_V2 && (p->op != XFORM_MAP || src->size >= v->map_v2_min);
-    int which = x->d->shape == DEV_SHAPE_CPU ? OP_XFORM_CPU
-                : v2                         ? OP_XFORM_GPU_V2
-                                             : OP_XFORM_GPU_V1;
+    enum dev_variant variant = p->op != XFORM_MAP      ? v->transform
+                               : src->size >= v->map_min ? v->map
+                                                         : DEV_VARIANT_V1;
+    int which = x->d->shape == DEV_SHAPE_CPU   ? OP_XFORM_CPU
+                : variant == DEV_VARIANT_V3    ? OP_XFORM_GPU_V3
+                : variant == DEV_VARIANT_V2    ? OP_XFORM_GPU_V2
+                                               : OP_XFORM_GPU_V1;
     const char *name = op_xform_kernels[p->op][which];
     cl_kernel k = dev_kernel(x->d, name);
     bool in_place = src == dst;
@@ -141,6 +148,8 @@ enum status_code op_transform(struct dev_exec *x, const struct transform_params 
     if (which == OP_XFORM_GPU_V2)
         g = op_tile_grid(x->d, w1 - w0, g.local,
                          KERNEL_XFORM_V2_WORDS * op_xform_tiles_per_group(x->d, p, w1 - w0, g.local));
+    if (which == OP_XFORM_GPU_V3)
+        g = op_tile_grid(x->d, w1 - w0, g.local, KERNEL_XFORM_V2_WORDS);
     const cl_ulong args[] = {n, lo, hi, w0, w1, g.chunk};
     dev_exec_arg(x, k, name, 0, sizeof(cl_mem), &src->mem);
     dev_exec_arg(x, k, name, 1, sizeof(cl_mem), &dst->mem);

@@ -13,6 +13,8 @@
  *    no atomics while counting) and hist256_inc (hist256_local without
  *    the run test: one atomic per byte); the device's variants choose
  *    (daemon/dev_internal.h).
+ *    N bins in local memory have histn_local (runs, as above) and
+ *    histn_inc (one atomic increment per element, slots four at a time).
  *  - histn_global (GPUs, bins too many for local memory): global atomics
  *    into one row.
  *  - *_private / histn_rows (CPU devices): one work-item per contiguous
@@ -35,7 +37,9 @@
  */
 #pragma OPENCL FP_CONTRACT OFF
 
-#define HIST_UNROLL 4        /* 16-byte words in flight per work-item on GPUs */
+#ifndef HIST_UNROLL          /* a knob: bench_kernels --build-options -DHIST_UNROLL=8 */
+#define HIST_UNROLL 4        /* 16-byte words (4-element vectors) in flight per work-item on GPUs */
+#endif
 
 /* Adds one value to a run; flushes the previous run with FLUSH(slot, n). */
 #define RUN_ADD(x, FLUSH)                                                       \
@@ -135,7 +139,11 @@ __kernel void hist256_local(__global const uchar *src, ulong first, ulong count,
  * copy is at byte b * 128 + mine: the byte of x shifted straight to
  * b * 128, masked and or-ed with mine, two instructions per byte before
  * the atomic where indexing h[] took four. */
+#if HIST256_INC_ADD   /* a knob (bench_kernels --build-options): atomic_add(p, 1) instead */
+#define INC_AT(b128) atomic_add((__local uint *)(hb + ((b128) | mine)), 1u)
+#else
 #define INC_AT(b128) atomic_inc((__local uint *)(hb + ((b128) | mine)))
+#endif
 __kernel void hist256_inc(__global const uchar *src, ulong first, ulong count,
                           __global uint *partials)
 {
@@ -403,52 +411,59 @@ static inline uint slot_f32(float x, HISTN_PARAMS)
     return bin_index(x, lo_f, scale_f, bins_f, bins);
 }
 
-/* The same bins for 16 elements at once, lane for lane equal to the scalar
- * functions above (float conversions round the same way, select() keeps
- * their order of tests); CPU devices run these as SIMD instructions.
+/* The same bins for N elements at once (N = 16 on CPU devices, which run
+ * them as SIMD instructions; 4 in histn_inc on GPUs, where the selects
+ * are cheaper than the scalar functions' 64-bit compares and branches),
+ * lane for lane equal to the scalar functions above (float conversions
+ * round the same way, select() keeps their order of tests).
  * The conversion needs no saturation: only lanes with 0 < t < bins_f <=
- * 2^32 keep it, and (uint)t is exact there. */
-static inline uint16 bin_index16(float16 x, float lo_f, float scale_f, float bins_f, uint bins)
-{
-    const float16 t = (x - lo_f) * scale_f;
-    uint16 i = select((uint16)(bins - 1), convert_uint16(t), t < bins_f);
-    i = select((uint16)0, i, t > 0.0f);
-    return min(i, (uint16)(bins - 1));
-}
-
-/* Integer elements are compared in 32 bits against lo_t and hi_t clamped
+ * 2^32 keep it, and (uint)t is exact there.
+ * Integer elements are compared in 32 bits against lo_t and hi_t clamped
  * to their type's range (x < lo_t iff x < lo or lo_t is above the range;
  * x >= hi_t iff x >= hi and hi_t is not above it): widening 16 lanes to
  * 64 bits for the compares was half of the binning's instructions. */
-static inline uint16 slot16_u32(uint16 x, HISTN_PARAMS)
-{
-    const uint lo = (uint)clamp(lo_t, 0L, (long)UINT_MAX);
-    const uint hi = (uint)clamp(hi_t, 0L, (long)UINT_MAX);
-    const int16 below_all = (int16)(lo_t > UINT_MAX ? -1 : 0);
-    const int16 above_none = (int16)(hi_t > UINT_MAX ? -1 : 0);
-    uint16 s = bin_index16(convert_float16(x), lo_f, scale_f, bins_f, bins);
-    s = select(s, (uint16)KERNEL_HIST_SLOT_ABOVE(bins), (x >= hi) & ~above_none);
-    return select(s, (uint16)KERNEL_HIST_SLOT_BELOW(bins), (x < lo) | below_all);
+#define HISTN_SLOTS_VEC(N)                                                      \
+static inline uint##N bin_index##N(float##N x, float lo_f, float scale_f, float bins_f, \
+                                   uint bins)                                   \
+{                                                                               \
+    const float##N t = (x - lo_f) * scale_f;                                    \
+    uint##N i = select((uint##N)(bins - 1), convert_uint##N(t), t < bins_f);    \
+    i = select((uint##N)0, i, t > 0.0f);                                        \
+    return min(i, (uint##N)(bins - 1));                                         \
+}                                                                               \
+                                                                                \
+static inline uint##N slot##N##_u32(uint##N x, HISTN_PARAMS)                    \
+{                                                                               \
+    const uint lo = (uint)clamp(lo_t, 0L, (long)UINT_MAX);                      \
+    const uint hi = (uint)clamp(hi_t, 0L, (long)UINT_MAX);                      \
+    const int##N below_all = (int##N)(lo_t > UINT_MAX ? -1 : 0);                \
+    const int##N above_none = (int##N)(hi_t > UINT_MAX ? -1 : 0);               \
+    uint##N s = bin_index##N(convert_float##N(x), lo_f, scale_f, bins_f, bins); \
+    s = select(s, (uint##N)KERNEL_HIST_SLOT_ABOVE(bins), (x >= hi) & ~above_none); \
+    return select(s, (uint##N)KERNEL_HIST_SLOT_BELOW(bins), (x < lo) | below_all); \
+}                                                                               \
+                                                                                \
+static inline uint##N slot##N##_i32(int##N x, HISTN_PARAMS)                     \
+{                                                                               \
+    const int lo = (int)clamp(lo_t, (long)INT_MIN, (long)INT_MAX);              \
+    const int hi = (int)clamp(hi_t, (long)INT_MIN, (long)INT_MAX);              \
+    const int##N below_all = (int##N)(lo_t > INT_MAX ? -1 : 0);                 \
+    const int##N above_none = (int##N)(hi_t > INT_MAX ? -1 : 0);                \
+    uint##N s = bin_index##N(convert_float##N(x), lo_f, scale_f, bins_f, bins); \
+    s = select(s, (uint##N)KERNEL_HIST_SLOT_ABOVE(bins), (x >= hi) & ~above_none); \
+    return select(s, (uint##N)KERNEL_HIST_SLOT_BELOW(bins), (x < lo) | below_all); \
+}                                                                               \
+                                                                                \
+static inline uint##N slot##N##_f32(float##N x, HISTN_PARAMS)                   \
+{                                                                               \
+    uint##N s = bin_index##N(x, lo_f, scale_f, bins_f, bins);                   \
+    s = select(s, (uint##N)KERNEL_HIST_SLOT_ABOVE(bins), x >= hi_c);            \
+    s = select(s, (uint##N)KERNEL_HIST_SLOT_BELOW(bins), x < lo_c);             \
+    return select(s, (uint##N)KERNEL_HIST_SLOT_NAN(bins), isnan(x));            \
 }
 
-static inline uint16 slot16_i32(int16 x, HISTN_PARAMS)
-{
-    const int lo = (int)clamp(lo_t, (long)INT_MIN, (long)INT_MAX);
-    const int hi = (int)clamp(hi_t, (long)INT_MIN, (long)INT_MAX);
-    const int16 below_all = (int16)(lo_t > INT_MAX ? -1 : 0);
-    const int16 above_none = (int16)(hi_t > INT_MAX ? -1 : 0);
-    uint16 s = bin_index16(convert_float16(x), lo_f, scale_f, bins_f, bins);
-    s = select(s, (uint16)KERNEL_HIST_SLOT_ABOVE(bins), (x >= hi) & ~above_none);
-    return select(s, (uint16)KERNEL_HIST_SLOT_BELOW(bins), (x < lo) | below_all);
-}
-
-static inline uint16 slot16_f32(float16 x, HISTN_PARAMS)
-{
-    uint16 s = bin_index16(x, lo_f, scale_f, bins_f, bins);
-    s = select(s, (uint16)KERNEL_HIST_SLOT_ABOVE(bins), x >= hi_c);
-    s = select(s, (uint16)KERNEL_HIST_SLOT_BELOW(bins), x < lo_c);
-    return select(s, (uint16)KERNEL_HIST_SLOT_NAN(bins), isnan(x));
-}
+HISTN_SLOTS_VEC(16)
+HISTN_SLOTS_VEC(4)
 
 /* Runs over 16 slots computed at once. Plain increments of the 16 slots
  * instead ran 6x slower on PoCL (LLVM 15). */
@@ -507,9 +522,82 @@ static inline void histn_count16(__global uint *row, const uint *p)
 #define FLUSH_GLOBALN(s, n) atomic_add(&counts[(s)], (n))
 #define FLUSH_ROWN(s, n) (row[(s)] += (n))
 
+/* row[s] = the sum of slot s's copies (h[s * copies + c]), staggered as
+ * in hist256_copies_out. */
+static inline void histn_copies_out(__local const uint *h, uint width, uint copies,
+                                    __global uint *row)
+{
+    for (uint s = get_local_id(0); s < width; s += get_local_size(0)) {
+        uint sum = 0;
+        for (uint c = 0; c < copies; c++)
+            sum += h[s * copies + (c + s) % copies];
+        row[s] = sum;
+    }
+}
+
 /* src + first is 16-byte aligned (the host splits at multiples of 4
- * elements); h holds copies * (bins + 3) counters. */
+ * elements); h holds copies * (bins + 3) counters.
+ * histn_local (GPUs, variant 1) counts runs of equal slots (RUN_ADD);
+ * histn_inc (variant 2) one atomic increment per element, its four slots
+ * computed at once by slot4_T (selects, 32-bit compares, 32-bit indices:
+ * a launch holds at most 2^31 elements, op_hist.c), and the HIST_UNROLL
+ * vectors of a pass in one block, without a test for each, where all lie
+ * in range. On the H200
+ * histn_local ran at 0.60-0.63 of copy on random data, at the H100's
+ * absolute rate: bound by its instructions (the run test, 64-bit compares
+ * and branches per element), not by memory. All-equal input costs
+ * histn_inc the lanes that share a copy (32 / copies) queueing on one
+ * counter. */
+#if AMP_ALL_VARIANTS || HISTN_GPU == 2
+/* Counts the four elements of e (a T4). */
+#define HISTN_INC4(e, SUF)                                                      \
+    do {                                                                        \
+        const uint4 at = slot4_##SUF((e), HISTN_PASS) * copies + copy;          \
+        atomic_inc(&h[at.x]);                                                   \
+        atomic_inc(&h[at.y]);                                                   \
+        atomic_inc(&h[at.z]);                                                   \
+        atomic_inc(&h[at.w]);                                                   \
+    } while (0)
+#define HISTN_INC_KERNEL(SUF, T, T4)                                            \
+__kernel void histn_inc_##SUF(__global const T *src, ulong first, ulong count,  \
+                              HISTN_PARAMS, __local uint *h, uint copies,       \
+                              __global uint *partials)                          \
+{                                                                               \
+    const uint lid = get_local_id(0), lsz = get_local_size(0);                  \
+    const uint width = bins + 3, copy = lid % copies;                           \
+    for (uint i = lid; i < copies * width; i += lsz)                            \
+        h[i] = 0;                                                               \
+    barrier(CLK_LOCAL_MEM_FENCE);                                               \
+    __global const T4 *s4 = (__global const T4 *)(src + first);                 \
+    const uint nq = (uint)(count / 4), g = (uint)get_global_size(0);            \
+    for (uint q = (uint)get_global_id(0); q < nq; q += HIST_UNROLL * g) {       \
+        T4 v[HIST_UNROLL];                                                      \
+        if (q + (HIST_UNROLL - 1) * g < nq) { /* all in range: one block */     \
+            _Pragma("unroll") for (uint k = 0; k < HIST_UNROLL; k++)            \
+                v[k] = s4[q + k * g];                                           \
+            _Pragma("unroll") for (uint k = 0; k < HIST_UNROLL; k++)            \
+                HISTN_INC4(v[k], SUF);                                          \
+        } else {                                                                \
+            _Pragma("unroll") for (uint k = 0; k < HIST_UNROLL; k++)            \
+                if (q + k * g < nq)                                             \
+                    v[k] = s4[q + k * g];                                       \
+            _Pragma("unroll") for (uint k = 0; k < HIST_UNROLL; k++)            \
+                if (q + k * g < nq)                                             \
+                    HISTN_INC4(v[k], SUF);                                      \
+        }                                                                       \
+    }                                                                           \
+    if (get_global_id(0) == 0)                                                  \
+        for (ulong i = (ulong)nq * 4; i < count; i++)                           \
+            atomic_inc(&h[slot_##SUF(src[first + i], HISTN_PASS) * copies + copy]); \
+    barrier(CLK_LOCAL_MEM_FENCE);                                               \
+    histn_copies_out(h, width, copies, partials + (ulong)get_group_id(0) * width); \
+}
+#else
+#define HISTN_INC_KERNEL(SUF, T, T4)
+#endif
+
 #define HISTN_KERNELS(SUF, T, T4, SLOT)                                         \
+HISTN_INC_KERNEL(SUF, T, T4)                                                    \
 __kernel void histn_local_##SUF(__global const T *src, ulong first, ulong count, \
                                 HISTN_PARAMS, __local uint *h, uint copies,     \
                                 __global uint *partials)                        \
@@ -537,13 +625,7 @@ __kernel void histn_local_##SUF(__global const T *src, ulong first, ulong count,
     if (run)                                                                    \
         FLUSH_LOCALN(last, run);                                                \
     barrier(CLK_LOCAL_MEM_FENCE);                                               \
-    __global uint *row = partials + (ulong)get_group_id(0) * width;             \
-    for (uint s = lid; s < width; s += lsz) {                                   \
-        uint sum = 0;                                                           \
-        for (uint c = 0; c < copies; c++) /* staggered, as hist256_copies_out */ \
-            sum += h[s * copies + (c + s) % copies];                            \
-        row[s] = sum;                                                           \
-    }                                                                           \
+    histn_copies_out(h, width, copies, partials + (ulong)get_group_id(0) * width); \
 }                                                                               \
                                                                                 \
 __kernel void histn_global_##SUF(__global const T *src, ulong first, ulong count, \

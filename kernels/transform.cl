@@ -130,8 +130,10 @@ static inline uint4 swar_add(uint4 a, uint4 b)
  * launch is many short waves rather than one resident wave. The loops over
  * v[] are unrolled by force: map's body is long enough that NVIDIA's
  * compiler otherwise kept v[] in (off-chip) local memory, a 128-byte
- * stack frame, and ran at 0.64 of copy. */
-#define XFORM_TILE(OPW, OPS)                                                          \
+ * stack frame, and ran at 0.64 of copy. READY runs once, after the first
+ * tile's loads are issued: map fills its table there, so that a group's
+ * first loads are not held up behind it (groups of one tile each pay it). */
+#define XFORM_TILE(OPW, OPS, READY)                                                   \
     const uchar val = params[0];                                                      \
     const uint4 val4 = (uint4)(val * 0x01010101u);                                    \
     __global const uint4 *s16 = (__global const uint4 *)src;                          \
@@ -141,12 +143,24 @@ static inline uint4 swar_add(uint4 a, uint4 b)
     /* Words [in0, in1) lie wholly inside [lo, hi) and [0, n). */                     \
     const ulong in0 = (lo + KERNEL_WORD - 1) / KERNEL_WORD, in1 = min(full, hi / KERNEL_WORD);             \
     const ulong stride = get_num_groups(0) * tile;                                    \
-    for (ulong t0 = w0 + get_group_id(0) * tile; t0 < w1; t0 += stride) {             \
+    ulong t0 = w0 + get_group_id(0) * tile;                                           \
+    uint4 v[KERNEL_XFORM_V2_WORDS];                                                           \
+    /* The first tile's loads go out before READY (map's table fill): they */         \
+    /* need nothing from it. */                                                       \
+    bool loaded = t0 < w1 && t0 >= in0 && t0 + tile <= in1;                           \
+    if (loaded) {                                                                     \
+        _Pragma("unroll") for (uint k = 0; k < KERNEL_XFORM_V2_WORDS; k++)                    \
+            v[k] = s16[t0 + get_local_id(0) + k * lsz];                               \
+    }                                                                                 \
+    READY                                                                             \
+    for (; t0 < w1; t0 += stride) {                                                   \
         const ulong w = t0 + get_local_id(0);                                         \
-        uint4 v[KERNEL_XFORM_V2_WORDS];                                                       \
         if (t0 >= in0 && t0 + tile <= in1) {                                          \
-            _Pragma("unroll") for (uint k = 0; k < KERNEL_XFORM_V2_WORDS; k++)                \
-                v[k] = s16[w + k * lsz];                                              \
+            if (!loaded) {                                                            \
+                _Pragma("unroll") for (uint k = 0; k < KERNEL_XFORM_V2_WORDS; k++)            \
+                    v[k] = s16[w + k * lsz];                                          \
+            }                                                                         \
+            loaded = false;                                                           \
             _Pragma("unroll") for (uint k = 0; k < KERNEL_XFORM_V2_WORDS; k++)                \
                 d16[w + k * lsz] = OPW(v[k]);                                         \
         } else {                                                                      \
@@ -174,7 +188,7 @@ static inline uint4 swar_add(uint4 a, uint4 b)
 #endif
 #if AMP_ALL_VARIANTS || XFORM_GPU == 2
 #define XFORM_KERNEL_V2(NAME, OPW, OPS)                                               \
-    __kernel void transform_##NAME##_v2(XFORM_ARGS) { XFORM_TILE(OPW, OPS) }
+    __kernel void transform_##NAME##_v2(XFORM_ARGS) { XFORM_TILE(OPW, OPS, ) }
 #else
 #define XFORM_KERNEL_V2(NAME, OPW, OPS)
 #endif
@@ -201,8 +215,8 @@ __kernel void transform_map(XFORM_ARGS)
     XFORM_GRID(OPW_MAP, OPS_MAP)
 }
 
-#if AMP_ALL_VARIANTS || XFORM_GPU == 2
-/* The table once per bank: entry b for lane l is byte
+#if AMP_ALL_VARIANTS || MAP_GPU == 2
+/* GPUs, map's second kernel (variant 2): the table once per bank: entry b for lane l is byte
  * (b & ~3) * 32 + 4 * l + (b & 3) of tabr, in bank l whatever b, so a
  * warp's 32 lookups are one conflict-free access (a single 256-byte table
  * spreads its 64 words over the 32 banks two deep: random bytes cost about
@@ -212,19 +226,42 @@ __kernel void transform_map(XFORM_ARGS)
 #define OPW_MAPR(v) MAP_UINT4(v, TABR)
 #define OPS_MAPR(b) TABR((uint)(b))
 
+#define MAP_V2_READY                                                                  \
+    for (uint i = get_local_id(0); i < 64 * 32; i += get_local_size(0)) {             \
+        __constant const uchar *e = params + KERNEL_XFORM_TABLE_AT + 4 * (i / 32);    \
+        tabr[i] = (uint)e[0] | (uint)e[1] << 8 | (uint)e[2] << 16 | (uint)e[3] << 24; \
+    }                                                                                 \
+    barrier(CLK_LOCAL_MEM_FENCE);
+
 __kernel void transform_map_v2(XFORM_ARGS)
 {
     __local uint tabr[64 * 32];
     __local const uchar *tabr8 = (__local const uchar *)tabr;
-    for (uint i = get_local_id(0); i < 64 * 32; i += get_local_size(0)) {
-        __constant const uchar *e = params + KERNEL_XFORM_TABLE_AT + 4 * (i / 32);
-        tabr[i] = (uint)e[0] | (uint)e[1] << 8 | (uint)e[2] << 16 | (uint)e[3] << 24;
-    }
-#endif
-    barrier(CLK_LOCAL_MEM_FENCE);
     const uint lane4 = (get_local_id(0) % 32) * 4;
-    XFORM_TILE(OPW_MAPR, OPS_MAPR)
+    XFORM_TILE(OPW_MAPR, OPS_MAPR, MAP_V2_READY)
 }
+#endif
+
+#if AMP_ALL_VARIANTS || MAP_GPU == 3
+/* GPUs, map's third kernel (variant 3): v2's tiles (one per group, as the
+ * other transforms' v2) with v1's single 256-byte table, which a group
+ * fills in one step. On the H200 v1 and v2 both ran at 0.90 of copy where
+ * xor's v2 runs at 0.98: map needs 7 lookups per cycle and multiprocessor
+ * there, far below what even v1's two-way bank conflicts allow, so what
+ * it lacks is loads in flight while it looks up, which the short waves of
+ * one-tile groups give. (A conflict-free table of 32-bit words, 32 KiB
+ * per group, grid-stride, ran at 0.68.) */
+#define MAP_V3_READY                                                                  \
+    for (uint i = get_local_id(0); i < 256; i += get_local_size(0))                   \
+        tab[i] = params[KERNEL_XFORM_TABLE_AT + i];                                   \
+    barrier(CLK_LOCAL_MEM_FENCE);
+
+__kernel void transform_map_v3(XFORM_ARGS)
+{
+    __local uchar tab[256];
+    XFORM_TILE(OPW_MAP, OPS_MAP, MAP_V3_READY)
+}
+#endif
 
 /* CPU devices: where the kernel compiler targets AVX-512BW (PoCL on x86
  * builds for its CPU, e.g. "skylake-avx512"), 64 bytes at a time through

@@ -10,6 +10,7 @@
 #include <check.h>
 #include <dirent.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,6 +64,12 @@ static void tune_expect_valid(const struct dev_variants *v)
     ck_assert_int_le(v->transform, DEV_VARIANT_V2);
     ck_assert_int_ge(v->hist256, DEV_VARIANT_V1);
     ck_assert_int_le(v->hist256, DEV_VARIANT_V3);
+    ck_assert_int_ge(v->map, DEV_VARIANT_V1);
+    ck_assert_int_le(v->map, DEV_VARIANT_V3);
+    ck_assert_int_ge(v->histn, DEV_VARIANT_V1);
+    ck_assert_int_le(v->histn, DEV_VARIANT_V2);
+    ck_assert_uint_le(v->hist256_groups, 4);   /* one of 0 (as fit), 3, 4 */
+    ck_assert_uint_le(v->histn_groups, 4);
 }
 
 /* Overwrites every file in dir with garbage of its own length. */
@@ -104,10 +111,15 @@ START_TEST(measures_keeps_and_reads_the_choice)
     /* A later start: whatever it had, it reads the kept choice. */
     d->variants.reverse = chosen.reverse == DEV_VARIANT_V1 ? DEV_VARIANT_V2 : DEV_VARIANT_V1;
     d->variants.hist256 = chosen.hist256 == DEV_VARIANT_V3 ? DEV_VARIANT_V1 : DEV_VARIANT_V3;
+    d->variants.hist256_groups = chosen.hist256_groups + 1;
     ck_assert(dev_tune_load(d));
     ck_assert_int_eq(d->variants.reverse, chosen.reverse);
     ck_assert_int_eq(d->variants.transform, chosen.transform);
     ck_assert_int_eq(d->variants.hist256, chosen.hist256);
+    ck_assert_int_eq(d->variants.map, chosen.map);
+    ck_assert_int_eq(d->variants.histn, chosen.histn);
+    ck_assert_uint_eq(d->variants.hist256_groups, chosen.hist256_groups);
+    ck_assert_uint_eq(d->variants.histn_groups, chosen.histn_groups);
 
     /* --retune: the kept choice is not read. */
     dev_use_retune(true);
@@ -120,6 +132,39 @@ START_TEST(measures_keeps_and_reads_the_choice)
     d->variants.reverse = chosen.reverse == DEV_VARIANT_V1 ? DEV_VARIANT_V2 : DEV_VARIANT_V1;
     ck_assert(!dev_tune_load(d));
     ck_assert_int_ne(d->variants.reverse, chosen.reverse);   /* left alone */
+    tune_close(&e);
+}
+END_TEST
+
+/* Every choice the tuner can make builds alone (the serving build, not
+ * every variant: a kernel file's #if around one variant once swallowed
+ * code of another) and holds the kernel its jobs run. */
+START_TEST(every_choice_builds)
+{
+    struct tune_env e;
+    struct dev *d = tune_open(&e);
+    static const struct {
+        size_t field;        /* offsetof the family in struct dev_variants */
+        enum dev_variant v;
+        const char *kernel;
+    } choices[] = {
+        {offsetof(struct dev_variants, reverse), DEV_VARIANT_V1, "reverse_bytes"},
+        {offsetof(struct dev_variants, transform), DEV_VARIANT_V1, "transform_xor"},
+        {offsetof(struct dev_variants, hist256), DEV_VARIANT_V1, "hist256_local"},
+        {offsetof(struct dev_variants, hist256), DEV_VARIANT_V2, "hist256_bytes"},
+        {offsetof(struct dev_variants, map), DEV_VARIANT_V3, "transform_map_v3"},
+        {offsetof(struct dev_variants, histn), DEV_VARIANT_V2, "histn_inc_u32"},
+    };
+    for (size_t i = 0; i < sizeof choices / sizeof choices[0]; i++) {
+        struct dev_variants v = DEV_VARIANTS_SERVING;
+        *(enum dev_variant *)((char *)&v + choices[i].field) = choices[i].v;
+        d->variants = v;
+        d->all_variants = false;
+        char err[512] = "";
+        ck_assert_msg(dev_build_programs(d, err, sizeof err) == 0, "%s v%d: %s",
+                      choices[i].kernel, (int)choices[i].v, err);
+        ck_assert_msg(dev_kernel(d, choices[i].kernel), "%s not built", choices[i].kernel);
+    }
     tune_close(&e);
 }
 END_TEST
@@ -141,8 +186,8 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("dev_tune");
-    const TTest *const tests[] = {measures_keeps_and_reads_the_choice, cache_off_still_tunes,
-                                  NULL};
+    const TTest *const tests[] = {measures_keeps_and_reads_the_choice, every_choice_builds,
+                                  cache_off_still_tunes, NULL};
     TCase *tc = check_run_case(s, "tune", tests);
     tcase_set_timeout(tc, 300);
     return check_run(s, CK_FORK_GETENV);

@@ -68,15 +68,16 @@ static void expect_hist(const struct hist_result *got, const struct hist_result 
 }
 
 /* The kernels a shape runs: for bytes, the GPU shape has three (the
- * device's variants), all checked whichever is the daemon's. */
+ * device's variants), for N bins two (histn_local, histn_inc, where the
+ * bins fit local memory), all checked whichever is the daemon's. */
 static const struct {
     enum dev_shape shape;
     enum dev_variant kernel;
     const char *name;
 } configs[] = {
     {DEV_SHAPE_CPU, DEV_VARIANT_V1, "cpu shape"},
-    {DEV_SHAPE_GPU, DEV_VARIANT_V1, "gpu shape, hist256_local"},
-    {DEV_SHAPE_GPU, DEV_VARIANT_V2, "gpu shape, hist256_bytes"},
+    {DEV_SHAPE_GPU, DEV_VARIANT_V1, "gpu shape, hist256_local / histn_local"},
+    {DEV_SHAPE_GPU, DEV_VARIANT_V2, "gpu shape, hist256_bytes / histn_inc"},
     {DEV_SHAPE_GPU, DEV_VARIANT_V3, "gpu shape, hist256_inc"},
 };
 
@@ -90,11 +91,15 @@ static void check_hist(const struct hist_params *p, const void *data, size_t len
     enum dev_shape own = d->shape;
     struct dev_variants own_kernels = d->variants, v = d->variants;
     for (size_t c = 0; c < sizeof configs / sizeof configs[0]; c++) {
-        /* Other types have one GPU kernel: V2.. would repeat V1. */
-        if (configs[c].kernel != DEV_VARIANT_V1 && p->type != ELEM_U8)
+        /* Other types have two GPU kernels: V3 would repeat V1. */
+        if (configs[c].kernel == DEV_VARIANT_V3 && p->type != ELEM_U8)
             continue;
         dev_set_shape_for_test(d, configs[c].shape);
         v.hist256 = configs[c].kernel;
+        v.histn = configs[c].kernel == DEV_VARIANT_V2 ? DEV_VARIANT_V2 : DEV_VARIANT_V1;
+        /* Every other config launches one group per compute unit (tuned
+         * devices may launch fewer than fit): the groups stride further. */
+        v.hist256_groups = v.histn_groups = c % 2;
         fixture_variants(v);
         struct job *job = run_hist(p, data, len);
         char label[160];

@@ -155,13 +155,16 @@ START_TEST(both_access_patterns)
     struct dev *d = fixture_dev();
     enum dev_shape own = d->shape;
     struct dev_variants own_kernels = d->variants, v = d->variants;
-    v.map_v2_min = 0;   /* small maps reach v2 too */
-    /* Both GPU kernels (the device's variants), then CPU. */
-    const enum dev_shape shapes[] = {DEV_SHAPE_GPU, DEV_SHAPE_GPU, DEV_SHAPE_CPU};
-    const enum dev_variant kernels[] = {DEV_VARIANT_V1, DEV_VARIANT_V2, DEV_VARIANT_V1};
+    v.map_min = 0;   /* small maps reach v2 and v3 too */
+    /* Every GPU kernel (the device's variants: transforms have two, map
+     * three), then CPU. */
+    const enum dev_shape shapes[] = {DEV_SHAPE_GPU, DEV_SHAPE_GPU, DEV_SHAPE_GPU, DEV_SHAPE_CPU};
+    const enum dev_variant kernels[] = {DEV_VARIANT_V1, DEV_VARIANT_V2, DEV_VARIANT_V3,
+                                        DEV_VARIANT_V1};
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
         dev_set_shape_for_test(d, shapes[s]);
-        v.transform = kernels[s];
+        v.transform = kernels[s] == DEV_VARIANT_V3 ? DEV_VARIANT_V2 : kernels[s];
+        v.map = kernels[s];
         fixture_variants(v);
         for (size_t o = 0; o < NOPS; o++) {
             struct transform_params p = params(all_ops[o], 0x77, 13, 300000);
