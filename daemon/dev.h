@@ -17,7 +17,7 @@
 enum dev_type { DEV_GPU, DEV_CPU, DEV_ACCEL };
 
 /* Room for dev_info.kernels: "reverse v2, transform v2, hist256 v3". */
-#define DEV_KERNELS_TEXT 96
+#define DEV_KERNELS_TEXT 48
 
 struct dev_info {
     unsigned index;               /* position in the daemon's device list */

@@ -117,14 +117,15 @@ void dev_tune_describe(const struct dev *d, char *buf, size_t len)
         return;
     }
     const struct dev_variants *v = &d->variants;
-    char g256[16] = "fit", gn[16] = "fit";   /* groups per compute unit; 0: as many as fit */
+    /* Short enough for amp_device.kernels (47 characters): "/N" is N
+     * work-groups per compute unit, none as many as fit. */
+    char g256[16] = "", gn[16] = "";
     if (v->hist256_groups)
-        snprintf(g256, sizeof g256, "%u/cu", v->hist256_groups);
+        snprintf(g256, sizeof g256, "/%u", v->hist256_groups);
     if (v->histn_groups)
-        snprintf(gn, sizeof gn, "%u/cu", v->histn_groups);
-    snprintf(buf, len, "reverse v%d, transform v%d, hist256 v%d %s, map v%d, histn v%d %s",
-             (int)v->reverse, (int)v->transform, (int)v->hist256, g256, (int)v->map,
-             (int)v->histn, gn);
+        snprintf(gn, sizeof gn, "/%u", v->histn_groups);
+    snprintf(buf, len, "rev v%d, xform v%d, map v%d, h256 v%d%s, hN v%d%s", (int)v->reverse,
+             (int)v->transform, (int)v->map, (int)v->hist256, g256, (int)v->histn, gn);
 }
 
 bool dev_tune_load(struct dev *d)

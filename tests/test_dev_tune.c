@@ -169,6 +169,26 @@ START_TEST(every_choice_builds)
 }
 END_TEST
 
+/* The text "ampctl devices" shows fits amp_device.kernels (DEV_KERNELS_TEXT,
+ * 48 bytes with its NUL) whatever the choice, the longest included. */
+START_TEST(description_fits)
+{
+    struct tune_env e;
+    struct dev *d = tune_open(&e);
+    struct dev_variants keep = d->variants;
+    d->variants.reverse = d->variants.transform = DEV_VARIANT_V2;
+    d->variants.map = d->variants.hist256 = DEV_VARIANT_V3;
+    d->variants.histn = DEV_VARIANT_V2;
+    d->variants.hist256_groups = d->variants.histn_groups = 64;   /* the cache's bound */
+    char text[256];
+    dev_tune_describe(d, text, sizeof text);
+    ck_assert_msg(strlen(text) < DEV_KERNELS_TEXT, "\"%s\": %zu characters", text, strlen(text));
+    ck_assert_msg(strstr(text, "h256 v3/64") && strstr(text, "map v3"), "%s", text);
+    d->variants = keep;
+    tune_close(&e);
+}
+END_TEST
+
 START_TEST(cache_off_still_tunes)
 {
     struct tune_env e;
@@ -187,7 +207,7 @@ int main(void)
 {
     Suite *s = suite_create("dev_tune");
     const TTest *const tests[] = {measures_keeps_and_reads_the_choice, every_choice_builds,
-                                  cache_off_still_tunes, NULL};
+                                  description_fits, cache_off_still_tunes, NULL};
     TCase *tc = check_run_case(s, "tune", tests);
     tcase_set_timeout(tc, 300);
     return check_run(s, CK_FORK_GETENV);

@@ -684,8 +684,9 @@ typedef struct amp_device {
     uint32_t compute_units;
     int is_default;
     amp_device_load load;   /* when the list was made */
-    char kernels[48];       /* the kernel variants its jobs run, e.g. "reverse v2, transform
-                             * v2, hist256 v3" (tuned on a GPU at its first start) */
+    char kernels[48];       /* the kernel variants its jobs run, e.g. "rev v2, xform v2, map
+                             * v3, h256 v3/3, hN v2/3" (tuned on a GPU at its first start;
+                             * /N: N work-groups per compute unit) or "cpu kernels" */
     uint64_t reserved[2];   /* zeroed by the library: room for what a device may report later */
 } amp_device;
 
