@@ -12,6 +12,7 @@
 #include "dev_internal.h"
 
 #include <stdio.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,6 +20,7 @@
 #include "dev_select.h"
 #include "kernels.h"
 #include "log.h"
+#include "monotonic.h"
 #include "prog_cache.h"
 
 /* OpenCL C 1.2 everywhere: NVIDIA's driver offers no more to C kernels. */
@@ -156,9 +158,8 @@ void dev_set_build_options_for_bench(const char *options)
 /* The build options: the language version, and the host's codes that
  * kernels read from their arguments (job.h's step kinds and transform
  * ops) as macros, so each code has one definition. */
-static void dev_build_options(const struct dev *d, char *buf, size_t len)
+static void dev_build_options(const struct dev_variants *v, bool all, char *buf, size_t len)
 {
-    const struct dev_variants *v = &d->variants;
     snprintf(buf, len,
              DEV_CL_STD " -DSTEP_REVERSE=%d -DSTEP_TRANSFORM=%d -DSTEP_HISTOGRAM=%d"
                         " -DXFORM_ADD=%d -DXFORM_XOR=%d -DXFORM_AND=%d -DXFORM_OR=%d"
@@ -167,18 +168,20 @@ static void dev_build_options(const struct dev *d, char *buf, size_t len)
                         " -DHISTN_GPU=%d -DAMP_ALL_VARIANTS=%d%s%s",
              STEP_REVERSE, STEP_TRANSFORM, STEP_HISTOGRAM, XFORM_ADD, XFORM_XOR, XFORM_AND,
              XFORM_OR, XFORM_SET, XFORM_MAP, DEV_BATCH_ITEM_WORDS, (int)v->reverse,
-             (int)v->transform, (int)v->hist256, (int)v->map, (int)v->histn, d->all_variants,
+             (int)v->transform, (int)v->hist256, (int)v->map, (int)v->histn, all,
              dev_extra_options[0] ? " " : "", dev_extra_options);
 }
 
-/* Builds kernels/<name>.cl for d, or takes it from the program cache
- * (dev_cache.c; *hits counts those); on failure err holds the build log's
- * head. What is built from source is kept in the cache. */
-static int dev_build_program(struct dev *d, const struct kernel_source *ks, cl_program *out,
+/* Builds kernels/<name>.cl for d with variants v (all: every variant),
+ * or takes it from the program cache (dev_cache.c; *hits counts those);
+ * on failure err holds the build log's head. What is built from source is
+ * kept in the cache. */
+static int dev_build_program(struct dev *d, const struct kernel_source *ks,
+                             const struct dev_variants *v, bool all, cl_program *out,
                              size_t *hits, char *err, size_t errlen)
 {
     char options[1024];
-    dev_build_options(d, options, sizeof options);
+    dev_build_options(v, all, options, sizeof options);
     struct prog_cache_key key;
     dev_cache_key(d, ks->source, options, &key);
     if ((*out = dev_cache_load(d, ks->name, &key, options))) {
@@ -245,14 +248,69 @@ static int dev_build_all(struct dev *d, char *err, size_t errlen)
     }
     size_t hits = 0;
     for (size_t i = 0; i < n; i++) {
-        if (dev_build_program(d, &kernel_sources[i], &d->programs[i], &hits, err, errlen) < 0)
+        if (dev_build_program(d, &kernel_sources[i], &d->variants, d->all_variants,
+                              &d->programs[i], &hits, err, errlen) < 0)
             return -1;
         d->nprograms++;
         if (dev_add_kernels(d, d->programs[i], err, errlen) < 0)
             return -1;
     }
     dev_cache_report(d, hits, n);
+    d->cache_hits = hits;
     return 0;
+}
+
+/* What the serving build's thread reads: d's identity and context, which
+ * do not change while d is open, and its own copy of the choice. */
+struct dev_serving_build {
+    struct dev *d;
+    struct dev_variants v;
+};
+
+static void *dev_serving_build_main(void *arg)
+{
+    struct dev_serving_build *b = arg;
+    uint64_t t0 = monotonic_ns();
+    size_t hits = 0, i;
+    char err[512] = "";
+    for (i = 0; kernel_sources[i].name; i++) {
+        cl_program p;
+        if (dev_build_program(b->d, &kernel_sources[i], &b->v, false, &p, &hits, err,
+                              sizeof err) < 0)
+            break;
+        clReleaseProgram(p);
+    }
+    if (kernel_sources[i].name)
+        log_msg(LOG_WARN, "%s: building the chosen kernels for the next start: %s",
+                b->d->info.name, err);
+    else
+        log_msg(LOG_INFO, "%s: the chosen kernels built for the next start in %.1f s",
+                b->d->info.name, (double)(monotonic_ns() - t0) / 1e9);
+    free(b);
+    return NULL;
+}
+
+void dev_serving_build_start(struct dev *d)
+{
+    struct dev_serving_build *b;
+    if (!dev_cache_get() || d->serving_building || !(b = malloc(sizeof *b)))
+        return;
+    b->d = d;
+    b->v = d->variants;
+    if (pthread_create(&d->serving_build, NULL, dev_serving_build_main, b) != 0) {
+        log_msg(LOG_WARN, "%s: no thread to build the chosen kernels for the next start",
+                d->info.name);
+        free(b);
+        return;
+    }
+    d->serving_building = true;
+}
+
+void dev_serving_build_wait(struct dev *d)
+{
+    if (d->serving_building)
+        pthread_join(d->serving_build, NULL);
+    d->serving_building = false;
 }
 
 /* Releases d's kernels and programs (closing it, or building anew). */
@@ -289,6 +347,7 @@ static void dev_close(struct dev *d)
 {
     if (!d)
         return;
+    dev_serving_build_wait(d);
     dev_release_programs(d);
     dev_const_free(d);
     for (int q = 0; q < DEV_NQUEUES; q++)

@@ -113,6 +113,11 @@ struct dev {
     struct dev_batch_mem *batch;      /* dev_batch.c's buffers, made at the first batch;
                                        * the runner thread only */
     struct dev_const consts;          /* dev_const.c's kept blocks */
+    /* The build of the chosen variants' programs for the cache, after a
+     * tuning (dev_serving_build_start); joined when d closes. */
+    pthread_t serving_build;
+    bool serving_building;
+    size_t cache_hits;                /* programs its last build took from the cache */
 };
 
 /* A read-only buffer holding size bytes: one d made before for the same
@@ -319,12 +324,20 @@ struct prog_cache *dev_cache_get(void);
 /* d's programs built (or loaded) anew for its variants and all_variants,
  * its old ones released (dev_discover.c). 0, or -1 with err. */
 int dev_build_programs(struct dev *d, char *err, size_t errlen);
+/* After a tuning, d serves from the programs that hold every variant; a
+ * thread builds the chosen ones alone meanwhile, only to keep them in the
+ * program cache for the next start (nothing without a cache). The first
+ * start then compiles once before it is ready, not twice. */
+void dev_serving_build_start(struct dev *d);
+/* Waits for that build (test-only; closing d waits too). */
+void dev_serving_build_wait(struct dev *d);
 
 /* Kernel tuning (dev_tune.c): each family's GPU variant by measurement.
  * dev_tune_load sets d->variants from the cache's entry for d and says
  * whether there was one (never under --retune). dev_tune_run measures
- * them with every variant built, stores the choice and builds d's
- * programs for it; 0, or -1 with err when a build fails. */
+ * them with every variant built, stores the choice, and leaves d serving
+ * from those programs while the chosen ones are built for the cache
+ * (dev_serving_build_start); 0, or -1 with err when a build fails. */
 bool dev_tune_load(struct dev *d);
 int dev_tune_run(struct dev *d, char *err, size_t errlen);
 /* Test-only: tune on this many bytes (a CPU device is slow at the real size). */

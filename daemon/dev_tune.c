@@ -15,8 +15,11 @@
  * new driver or kernel source misses the key and tunes again, and
  * --retune on measures anew. CPU-shaped devices have one kernel per family
  * and are not tuned. The runs are bounded by DEV_TUNE_MAX_NS (a family
- * not reached in time keeps the default); building every variant first
- * is the other cost, one compile more than a start without tuning.
+ * not reached in time keeps the default). Building every variant is the
+ * other cost: the device then serves from those programs, and the chosen
+ * ones alone are built in the background for the cache (a second compile
+ * the first start no longer waits for: 13.9-17.3 s to SERVING on the H200
+ * with it in line).
  */
 #include "dev_internal.h"
 
@@ -318,6 +321,8 @@ int dev_tune_run(struct dev *d, char *err, size_t errlen)
                          v->histn_groups);
         prog_cache_store(c, &key, (const unsigned char *)text, (size_t)n);
     }
-    d->all_variants = false;
-    return dev_build_programs(d, err, errlen);
+    /* d serves from every variant's programs, built already; the chosen
+     * ones alone are built for the cache, for the next start. */
+    dev_serving_build_start(d);
+    return 0;
 }
