@@ -421,7 +421,20 @@ static inline uint slot_f32(float x, HISTN_PARAMS)
  * Integer elements are compared in 32 bits against lo_t and hi_t clamped
  * to their type's range (x < lo_t iff x < lo or lo_t is above the range;
  * x >= hi_t iff x >= hi and hi_t is not above it): widening 16 lanes to
- * 64 bits for the compares was half of the binning's instructions. */
+ * 64 bits for the compares was half of the binning's instructions:
+ * HISTN_SLOT_INT makes slotN_SUF for the integers T in [TMIN, TMAX]. */
+#define HISTN_SLOT_INT(N, SUF, T, TMIN, TMAX)                                   \
+static inline uint##N slot##N##_##SUF(T##N x, HISTN_PARAMS)                     \
+{                                                                               \
+    const T lo = (T)clamp(lo_t, TMIN, TMAX);                                    \
+    const T hi = (T)clamp(hi_t, TMIN, TMAX);                                    \
+    const int##N below_all = (int##N)(lo_t > TMAX ? -1 : 0);                    \
+    const int##N above_none = (int##N)(hi_t > TMAX ? -1 : 0);                   \
+    uint##N s = bin_index##N(convert_float##N(x), lo_f, scale_f, bins_f, bins); \
+    s = select(s, (uint##N)KERNEL_HIST_SLOT_ABOVE(bins), (x >= hi) & ~above_none); \
+    return select(s, (uint##N)KERNEL_HIST_SLOT_BELOW(bins), (x < lo) | below_all); \
+}
+
 #define HISTN_SLOTS_VEC(N)                                                      \
 static inline uint##N bin_index##N(float##N x, float lo_f, float scale_f, float bins_f, \
                                    uint bins)                                   \
@@ -432,27 +445,8 @@ static inline uint##N bin_index##N(float##N x, float lo_f, float scale_f, float 
     return min(i, (uint##N)(bins - 1));                                         \
 }                                                                               \
                                                                                 \
-static inline uint##N slot##N##_u32(uint##N x, HISTN_PARAMS)                    \
-{                                                                               \
-    const uint lo = (uint)clamp(lo_t, 0L, (long)UINT_MAX);                      \
-    const uint hi = (uint)clamp(hi_t, 0L, (long)UINT_MAX);                      \
-    const int##N below_all = (int##N)(lo_t > UINT_MAX ? -1 : 0);                \
-    const int##N above_none = (int##N)(hi_t > UINT_MAX ? -1 : 0);               \
-    uint##N s = bin_index##N(convert_float##N(x), lo_f, scale_f, bins_f, bins); \
-    s = select(s, (uint##N)KERNEL_HIST_SLOT_ABOVE(bins), (x >= hi) & ~above_none); \
-    return select(s, (uint##N)KERNEL_HIST_SLOT_BELOW(bins), (x < lo) | below_all); \
-}                                                                               \
-                                                                                \
-static inline uint##N slot##N##_i32(int##N x, HISTN_PARAMS)                     \
-{                                                                               \
-    const int lo = (int)clamp(lo_t, (long)INT_MIN, (long)INT_MAX);              \
-    const int hi = (int)clamp(hi_t, (long)INT_MIN, (long)INT_MAX);              \
-    const int##N below_all = (int##N)(lo_t > INT_MAX ? -1 : 0);                 \
-    const int##N above_none = (int##N)(hi_t > INT_MAX ? -1 : 0);                \
-    uint##N s = bin_index##N(convert_float##N(x), lo_f, scale_f, bins_f, bins); \
-    s = select(s, (uint##N)KERNEL_HIST_SLOT_ABOVE(bins), (x >= hi) & ~above_none); \
-    return select(s, (uint##N)KERNEL_HIST_SLOT_BELOW(bins), (x < lo) | below_all); \
-}                                                                               \
+HISTN_SLOT_INT(N, u32, uint, 0L, (long)UINT_MAX)                                \
+HISTN_SLOT_INT(N, i32, int, (long)INT_MIN, (long)INT_MAX)                       \
                                                                                 \
 static inline uint##N slot##N##_f32(float##N x, HISTN_PARAMS)                   \
 {                                                                               \
@@ -522,6 +516,14 @@ static inline void histn_count16(__global uint *row, const uint *p)
 #define FLUSH_GLOBALN(s, n) atomic_add(&counts[(s)], (n))
 #define FLUSH_ROWN(s, n) (row[(s)] += (n))
 
+/* Clears the group's copies of width counters, before any is counted. */
+static inline void histn_copies_zero(__local uint *h, uint width, uint copies)
+{
+    for (uint i = get_local_id(0); i < copies * width; i += get_local_size(0))
+        h[i] = 0;
+    barrier(CLK_LOCAL_MEM_FENCE);
+}
+
 /* row[s] = the sum of slot s's copies (h[s * copies + c]), staggered as
  * in hist256_copies_out. */
 static inline void histn_copies_out(__local const uint *h, uint width, uint copies,
@@ -563,11 +565,8 @@ __kernel void histn_inc_##SUF(__global const T *src, ulong first, ulong count,  
                               HISTN_PARAMS, __local uint *h, uint copies,       \
                               __global uint *partials)                          \
 {                                                                               \
-    const uint lid = get_local_id(0), lsz = get_local_size(0);                  \
-    const uint width = bins + 3, copy = lid % copies;                           \
-    for (uint i = lid; i < copies * width; i += lsz)                            \
-        h[i] = 0;                                                               \
-    barrier(CLK_LOCAL_MEM_FENCE);                                               \
+    const uint width = bins + 3, copy = get_local_id(0) % copies;               \
+    histn_copies_zero(h, width, copies);                                        \
     __global const T4 *s4 = (__global const T4 *)(src + first);                 \
     const uint nq = (uint)(count / 4), g = (uint)get_global_size(0);            \
     for (uint q = (uint)get_global_id(0); q < nq; q += HIST_UNROLL * g) {       \
@@ -602,11 +601,8 @@ __kernel void histn_local_##SUF(__global const T *src, ulong first, ulong count,
                                 HISTN_PARAMS, __local uint *h, uint copies,     \
                                 __global uint *partials)                        \
 {                                                                               \
-    const uint lid = get_local_id(0), lsz = get_local_size(0);                  \
-    const uint width = bins + 3, copy = lid % copies;                           \
-    for (uint i = lid; i < copies * width; i += lsz)                            \
-        h[i] = 0;                                                               \
-    barrier(CLK_LOCAL_MEM_FENCE);                                               \
+    const uint width = bins + 3, copy = get_local_id(0) % copies;               \
+    histn_copies_zero(h, width, copies);                                        \
     __global const T4 *s4 = (__global const T4 *)(src + first);                 \
     const ulong nq = count / 4, g = get_global_size(0);                         \
     uint last = 0, run = 0;                                                     \
