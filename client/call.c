@@ -117,6 +117,10 @@ static int call_on_header(nghttp2_session *s, const nghttp2_frame *frame, const 
                                   (int)(valuelen > 32 ? 32 : valuelen), (const char *)value);
     } else if (call_name_is(name, namelen, "grpc-message")) {
         call_percent_decode(call->grpc_message, sizeof call->grpc_message, value, valuelen);
+    } else if (call_name_is(name, namelen, "server-timing")) {
+        size_t n = valuelen < sizeof call->server_timing ? valuelen : 0;   /* longer: dropped */
+        memcpy(call->server_timing, value, n);
+        call->server_timing[n] = '\0';
     } else if (call_name_is(name, namelen, "content-type")) {
         static const char grpc_type[] = "application/grpc";
         size_t n = sizeof grpc_type - 1;
@@ -470,14 +474,17 @@ int call_submit(amp_conn *c, struct call *call, const char *path, int timeout_ms
         CALL_NV("authorization", ""),
         CALL_NV(CALL_CLASS_PRIORITY_HEADER, ""),
         CALL_NV(CALL_CLASS_MAX_QUEUE_HEADER, ""),
+        CALL_NV(AMP_WIRE_SERVER_TIMING_HEADER, "1"),
     };
-    size_t nnv = sizeof nv / sizeof nv[0] - 4;
+    size_t nnv = sizeof nv / sizeof nv[0] - 5;
     if (timeout_ms > 0)
         nnv++;
     if (c->priority)
         nv[nnv++] = (nghttp2_nv)CALL_NV(CALL_CLASS_PRIORITY_HEADER, c->priority);
     if (c->max_queue[0])
         nv[nnv++] = (nghttp2_nv)CALL_NV(CALL_CLASS_MAX_QUEUE_HEADER, c->max_queue);
+    if (c->ask_server_timing)
+        nv[nnv++] = (nghttp2_nv)CALL_NV(AMP_WIRE_SERVER_TIMING_HEADER, "1");
     if (c->authorization) {
         /* A secret: never in HPACK's table (RFC 7541 7.1.3). */
         nv[nnv] = (nghttp2_nv)CALL_NV("authorization", c->authorization);
@@ -497,6 +504,7 @@ int call_submit(amp_conn *c, struct call *call, const char *path, int timeout_ms
 
 int call_outcome(amp_conn *c, struct call *call)
 {
+    snprintf(c->server_timing, sizeof c->server_timing, "%s", call->server_timing);
     if (call->err)
         return call->err;
     c->grpc_status = call->grpc_status;
@@ -577,6 +585,7 @@ void call_restart(struct call *call)
     call->content_type_ok = 0;
     call->err = 0;
     call->grpc_message[0] = '\0';
+    call->server_timing[0] = '\0';
 }
 
 void call_release(struct call *call)

@@ -304,8 +304,8 @@ static int conn_token_set(amp_conn *c, const amp_connect_opts *o)
     return 0;
 }
 
-/* amp_connect_opts.priority and max_queue_us, kept as the metadata every
- * call sends (call_submit). */
+/* amp_connect_opts.priority, max_queue_us and server_timing, kept as the
+ * metadata every call sends (call_submit). */
 static int conn_class_set(amp_conn *c, const amp_connect_opts *o)
 {
     const char *priority = o && ABI_HAS(o, amp_connect_opts, priority) ? o->priority : NULL;
@@ -317,6 +317,7 @@ static int conn_class_set(amp_conn *c, const amp_connect_opts *o)
     }
     if (o && ABI_HAS(o, amp_connect_opts, max_queue_us) && o->max_queue_us)
         grpc_timeout_format(c->max_queue, o->max_queue_us);
+    c->ask_server_timing = o && ABI_HAS(o, amp_connect_opts, server_timing) && o->server_timing;
     return 0;
 }
 
@@ -407,6 +408,11 @@ const char *amp_last_message(const amp_conn *c)
 const char *amp_last_device(const amp_conn *c)
 {
     return c ? c->device : "";
+}
+
+const char *amp_last_server_timing(const amp_conn *c)
+{
+    return c ? c->server_timing : "";
 }
 
 void amp_free(void *p)

@@ -22,6 +22,7 @@
 
 #define CONN_MESSAGE_MAX 512 /* longest kept detail message, NUL included */
 #define CONN_DEVICE_MAX 128  /* longest kept device name, NUL included */
+#define CONN_SERVER_TIMING_MAX 160   /* longest kept server-timing trailer, NUL included */
 #define CONN_READ_CHUNK (256 * 1024) /* bytes read from the socket at once */
 #define CONN_FRAME_IOV 16            /* iovecs of one borrowed DATA frame, header included */
 #define CONN_OUT_IOV (CONN_FRAME_IOV + 1) /* one set's output: its bytes, then the frame */
@@ -75,6 +76,7 @@ struct amp_conn {
     struct tls_client_opts tls_opts; /* amp_connect_opts.tls*, copied: each (re)open uses them */
     char *authorization;   /* "Bearer TOKEN" from amp_connect_opts.token, owned; NULL: none */
     const char *priority;  /* amp_connect_opts.priority as a static name; NULL: none sent */
+    int ask_server_timing; /* amp_connect_opts.server_timing: every call sends the header */
     char max_queue[GRPC_TIMEOUT_TEXT]; /* amp_connect_opts.max_queue_us as amp-max-queue-time's
                                            value; "": none sent */
     struct tls_pipe *tls;  /* TLS connections: what the socket carries is its ciphertext; owned */
@@ -113,6 +115,7 @@ struct amp_conn {
     size_t data_left;
     char message[CONN_MESSAGE_MAX]; /* amp_last_message() */
     char device[CONN_DEVICE_MAX];   /* amp_last_device() */
+    char server_timing[CONN_SERVER_TIMING_MAX]; /* amp_last_server_timing() */
     char region_path[108];          /* the daemon's region socket (Unix connections), or "" */
     struct region_link *regions;    /* region.c: the region socket once used, or NULL */
 };

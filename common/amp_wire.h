@@ -26,6 +26,12 @@
 #define AMP_WIRE_MAX_REPLY_HEADER "amp-max-reply-bytes"
 #define AMP_WIRE_DEFAULT_MAX_REPLY ((uint64_t)4 << 20)
 
+/* The metadata a client sends ("1") to have a unary job call's reply end
+ * with a server-timing trailer: where the call's time in the daemon went
+ * (ampd(8) SCHEDULING). Asked for, not sent to all: it costs every tiny
+ * call a few hundred bytes of HPACK work each way. */
+#define AMP_WIRE_SERVER_TIMING_HEADER "amp-server-timing"
+
 /* Steps of one Pipeline or Stream job, at most: each holds a result until
  * the reply. */
 #define AMP_WIRE_MAX_STEPS 64

@@ -230,6 +230,16 @@ void h2_call_set_user(struct h2_call *call, void *user)
 {
     call->user = user;
 }
+
+void h2_call_set_server_timing(struct h2_call *call, const char *text)
+{
+    size_t n = strlen(text);
+    if (n >= sizeof call->server_timing)
+        n = 0;
+    memcpy(call->server_timing, text, n);
+    call->server_timing[n] = '\0';
+}
+
 size_t h2_percent_encode(const char *msg, char *out, size_t outlen)
 {
     static const char hex[] = "0123456789ABCDEF";
@@ -807,6 +817,9 @@ static int h2_on_header(nghttp2_session *ng, const nghttp2_frame *frame, const u
                            valuelen);
     } else if (h2_name_is(name, namelen, AMP_WIRE_MAX_REPLY_HEADER)) {
         h2_call_keep_max_reply(c, value, valuelen);
+    } else if (h2_name_is(name, namelen, AMP_WIRE_SERVER_TIMING_HEADER)) {
+        c->cls.server_timing_bad |= c->cls.server_timing || valuelen != 1 || value[0] != '1';
+        c->cls.server_timing = true;
     } else if (h2_name_is(name, namelen, "grpc-accept-encoding")) {
         c->reply_encoding = h2_deflate_choose(value, valuelen);
     } else if (h2_name_is(name, namelen, "grpc-encoding")) {

@@ -269,6 +269,8 @@ struct h2_call_class {
     bool max_queue_bad;     /* malformed, zero, or sent twice */
     uint64_t max_reply;     /* amp-max-reply-bytes (amp_wire.h); 0: none sent */
     bool max_reply_bad;     /* not a positive decimal, or sent twice */
+    bool server_timing;     /* amp-server-timing: 1 */
+    bool server_timing_bad; /* another value, or sent twice */
 };
 const struct h2_call_class *h2_call_class(const struct h2_call *call);
 
@@ -295,6 +297,12 @@ uint8_t *h2_call_take_message(struct h2_call *call, uint64_t *held);
  * several clients), and given back to it just before closed(). share must
  * stay valid until then. */
 void h2_call_share(struct h2_call *call, struct budget *share);
+
+/* The server-timing trailer a call's reply ends with (W3C Server-Timing
+ * syntax: "queue;dur=0.012, run;dur=0.034"), at most this long; text
+ * longer is not sent. Set before the reply's last bytes go out. */
+#define H2_SERVER_TIMING_MAX 160
+void h2_call_set_server_timing(struct h2_call *call, const char *text);
 
 /* Per-call slot for the handler's state; NULL until set. */
 void *h2_call_user(const struct h2_call *call);

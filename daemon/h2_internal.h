@@ -102,6 +102,7 @@ struct h2_call {
     size_t unsent;           /* sum of len - pos over the queue */
     enum status_code trailer_code;
     char *trailer_msg;       /* malloc'd, percent-encoded grpc-message, or NULL */
+    char server_timing[H2_SERVER_TIMING_MAX];   /* the server-timing trailer; "" none */
 };
 
 /* Writes the owner may hold at once: a stream's next reply frame is

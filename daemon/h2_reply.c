@@ -188,11 +188,12 @@ static ssize_t h2_reply_read(nghttp2_session *ng, int32_t stream_id, uint8_t *bu
     *flags |= NGHTTP2_DATA_FLAG_EOF | NGHTTP2_DATA_FLAG_NO_END_STREAM;
     char status[16];
     snprintf(status, sizeof(status), "%d", (int)c->trailer_code);
-    nghttp2_nv trailers[] = {
-        H2_NV("grpc-status", status),
-        H2_NV("grpc-message", c->trailer_msg ? c->trailer_msg : ""),
-    };
-    size_t nt = c->trailer_msg && c->trailer_msg[0] ? 2 : 1;
+    nghttp2_nv trailers[3] = {H2_NV("grpc-status", status)};
+    size_t nt = 1;
+    if (c->trailer_msg && c->trailer_msg[0])
+        trailers[nt++] = (nghttp2_nv)H2_NV("grpc-message", c->trailer_msg);
+    if (c->server_timing[0])
+        trailers[nt++] = (nghttp2_nv)H2_NV("server-timing", c->server_timing);
     if (nghttp2_submit_trailer(ng, stream_id, trailers, nt) != 0)
         return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
     return (ssize_t)n;

@@ -225,6 +225,10 @@ static enum status_code rpc_class(struct rpc_call *rc, const struct auth_conn *w
                  "above 0, sent once", AMP_WIRE_MAX_REPLY_HEADER);
         return STATUS_INVALID_ARGUMENT;
     }
+    if (hdr->server_timing_bad) {
+        snprintf(msg, msglen, "%s: want 1, sent once", AMP_WIRE_SERVER_TIMING_HEADER);
+        return STATUS_INVALID_ARGUMENT;
+    }
     char name[AUTH_NAME_MAX + LISTEN_PEER_MAX];
     rpc_client_name(rc, who, name, sizeof name);
     /* A call that asks for none runs at normal, or at its cap below that. */
@@ -634,6 +638,26 @@ enum status_code rpc_job_share(struct rpc_call *rc, struct job *job, char *msg, 
     return code;
 }
 
+/* ns between two stamps, in ms; 0 when either is missing. */
+static double rpc_ms(uint64_t from, uint64_t to)
+{
+    return from && to > from ? (double)(to - from) / 1e6 : 0;
+}
+
+/* The reply's server-timing trailer, for a call that asked for it
+ * (amp_wire.h): where its time in the daemon went until its reply was
+ * ready, so that a client can tell the daemon's time from the rest (the
+ * sockets, the hosts). */
+static void rpc_server_timing(struct rpc_call *rc)
+{
+    char text[H2_SERVER_TIMING_MAX];
+    snprintf(text, sizeof text, "request;dur=%.3f, queue;dur=%.3f, run;dur=%.3f, "
+             "deliver;dur=%.3f, total;dur=%.3f", rpc_ms(rc->t_start, rc->t_request),
+             rpc_ms(rc->t_submit, rc->t_run), rpc_ms(rc->t_run, rc->t_done),
+             rpc_ms(rc->t_done, rc->t_delivered), rpc_ms(rc->t_start, rc->t_delivered));
+    h2_call_set_server_timing(rc->h2, text);
+}
+
 struct rpc_call *rpc_job_call(struct job *job)
 {
     struct rpc_call *rc = job->owner;
@@ -649,6 +673,8 @@ struct rpc_call *rpc_job_call(struct job *job)
     rc->t_run = job->t_start;
     rc->t_done = job->t_done;
     rc->t_delivered = stage_latency_now_ns();
+    if (h2_call_class(rc->h2)->server_timing)
+        rpc_server_timing(rc);
     job_drop_input(job);   /* the results are all the reply needs */
     if (job->status != STATUS_OK) {
         enum status_code code = job->status;

@@ -85,6 +85,47 @@ START_TEST(explicit_device_and_deadline)
 }
 END_TEST
 
+/* The duration of name in a server-timing text, in ms; -1 when absent. */
+static double timing_dur(const char *timing, const char *name)
+{
+    char key[32];
+    snprintf(key, sizeof key, "%s;dur=", name);
+    const char *p = strstr(timing, key);
+    return p && (p == timing || p[-1] == ' ') ? strtod(p + strlen(key), NULL) : -1;
+}
+
+/* A connection that asks gets, with each job call's reply, where its
+ * time in the daemon went: every stage there, none longer than the whole;
+ * a failed call says nothing, nor does a connection that did not ask. */
+START_TEST(server_timing)
+{
+    void *out;
+    size_t n;
+    CLIENT_CHECK_OK(amp_reverse(client_conn, NULL, "abc", 3, &out, &n));
+    amp_free(out);
+    ck_assert_str_eq(amp_last_server_timing(client_conn), "");
+    amp_close(client_conn);
+    amp_connect_opts co = {.size = sizeof co, .server_timing = 1};
+    CLIENT_CHECK_OK(amp_connect_with(client_fixture_address(), &co, &client_conn));
+    CLIENT_CHECK_OK(amp_reverse(client_conn, NULL, "abc", 3, &out, &n));
+    amp_free(out);
+    const char *t = amp_last_server_timing(client_conn);
+    double total = timing_dur(t, "total"), sum = 0;
+    static const char *const stages[] = {"request", "queue", "run", "deliver"};
+    for (size_t i = 0; i < sizeof stages / sizeof stages[0]; i++) {
+        double d = timing_dur(t, stages[i]);
+        ck_assert_msg(d >= 0, "no %s in \"%s\"", stages[i], t);
+        sum += d;
+    }
+    ck_assert_msg(total > 0 && sum <= total + 0.004, "stages %.3f ms, total %.3f in \"%s\"", sum,
+                  total, t);
+    amp_opts bad = {.size = sizeof bad, .device = "no-such-device"};
+    ck_assert_int_ne(amp_reverse(client_conn, &bad, "abc", 3, &out, &n), 0);
+    ck_assert_str_eq(amp_last_server_timing(client_conn), "");
+    ck_assert_str_eq(amp_last_server_timing(NULL), "");
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("client_reverse");
@@ -93,6 +134,7 @@ int main(void)
         few_mib_with_odd_tail,
         text_and_device_name,
         explicit_device_and_deadline,
+        server_timing,
         NULL,
     };
     TCase *tc = check_run_case(s, "reverse", tests);

@@ -11,7 +11,8 @@ refused normal, and a token's own max-priority= wins over its uid's. A
 SIGHUP that re-reads the token file gives alice her grant. Malformed
 amp-priority and amp-max-queue-time are INVALID_ARGUMENT naming them;
 a Health call ignores them. Bad token-file fields and uid options stop
-the start with file:line or the option.
+the start with file:line or the option. amp-server-timing 1 has a job's
+reply end with a server-timing trailer, which is sent only when asked.
 
 Queue time: a resident Stream holds most of the CPU device's
 --max-device-memory, so a unary job on that device is parked until the
@@ -195,6 +196,33 @@ def test_bad_metadata_refused():
                                                         metadata=md(priority="urgent"))
 
 
+def test_server_timing_when_asked():
+    """amp-server-timing 1: the reply's trailers say where the call's time
+    in the daemon went; not asked, they do not; another value or twice is
+    refused naming it."""
+    call = None
+    with grpc.insecure_channel(Ctx.tcp) as ch:
+        rpc = ch.unary_unary("/amp.v1.Amp/Reverse")
+        for ask in (False, True):
+            m = md(ALICE) + ([("amp-server-timing", "1")] if ask else [])
+            _, call = rpc.with_call(reverse_request(b"abc"), timeout=CALL_TIMEOUT_S, metadata=m)
+            timing = dict(call.trailing_metadata()).get("server-timing")
+            if not ask:
+                expect(timing is None, "server-timing %r not asked for" % timing)
+                continue
+            durs = {}
+            for entry in (timing or "").split(", "):
+                name, _, dur = entry.partition(";dur=")
+                durs[name] = float(dur)
+            stages = ["request", "queue", "run", "deliver"]
+            expect(sorted(durs) == sorted(stages + ["total"]), "entries of %r" % timing)
+            expect(sum(durs[s] for s in stages) <= durs["total"] + 0.004, "sum > total: %r" % timing)
+        for bad in (["yes"], ["1", "1"]):
+            m = md(ALICE) + [("amp-server-timing", v) for v in bad]
+            refused(lambda: rpc(reverse_request(b"abc"), timeout=CALL_TIMEOUT_S, metadata=m),
+                    grpc.StatusCode.INVALID_ARGUMENT, "amp-server-timing", "want 1")
+
+
 def refused_start(args, *words):
     """ampd with args must stop at start-up, saying each of words."""
     p = subprocess.run([AMPD, *args], capture_output=True, timeout=START_TIMEOUT_S)
@@ -332,7 +360,7 @@ def test_priority_passes_parked():
 TESTS = [test_priority_over_cap_refused, test_uid_cap_and_token_wins,
          test_sighup_rereads_grants, test_ampctl_sends_the_class, test_bad_metadata_refused,
          test_bad_token_fields_and_options_stop_the_start, test_queue_time_limit,
-         test_priority_passes_parked]
+         test_priority_passes_parked, test_server_timing_when_asked]
 
 
 def main():

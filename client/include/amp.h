@@ -160,6 +160,10 @@ typedef struct amp_connect_opts {
      * default for the priority). */
     const char *priority;
     unsigned max_queue_us;
+    /* Appended: nonzero asks the daemon to say, with each unary job call's
+     * reply, where the call's time in it went (amp_last_server_timing);
+     * 0: not asked, which saves tiny calls a few hundred bytes each. */
+    int server_timing;
 } amp_connect_opts;
 
 /* amp_connect_opts.busy_poll_us's default and limit, and the largest
@@ -248,6 +252,16 @@ AMP_EXTERN int amp_last_grpc_status(const amp_conn *c);
 /* Name of the device that ran the last successful job on c ("" if none).
  * Valid until the next call on c. */
 AMP_EXTERN const char *amp_last_device(const amp_conn *c);
+
+/* Where the last call's time in the daemon went, on a connection made
+ * with amp_connect_opts.server_timing, as the daemon's reply said in its
+ * server-timing trailer (W3C Server-Timing syntax, durations in
+ * milliseconds): "request;dur=0.012, queue;dur=0.003, run;dur=0.041,
+ * deliver;dur=0.002, total;dur=0.061" for a unary job, from its headers
+ * read to its reply ready. A call's latency less total is the sockets'
+ * and the hosts' part. "" when the daemon sent none (not asked, a failed
+ * call, a stream, an older daemon). Valid until the next call on c. */
+AMP_EXTERN const char *amp_last_server_timing(const amp_conn *c);
 
 /* Frees memory the library returned. NULL is a no-op. A buffer of 1 MiB or
  * more may be kept (four at most, 256 MiB in all, for the life of the
