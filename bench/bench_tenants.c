@@ -49,6 +49,7 @@
 
 #include "amp.h"
 #include "bench_daemon.h"
+#include "bench_sched.h"
 #include "bench_util.h"
 
 #define BT_BULK_BYTES_DEFAULT (1ull << 30)
@@ -74,6 +75,7 @@
 #define BT_IDLE_WAIT_S 120          /* for a daemon to finish a phase's jobs */
 #define BT_WEIGHT_HEAVY 3           /* the weights phase's two clients (token file weight=) */
 #define BT_WEIGHT_LIGHT 1
+#define BT_SAMPLE_US 1000           /* --sched-stats: A's ampd's I/O loops sampled this often */
 
 /* BENCH_AMPD_DEFAULT, the ampd binary when neither --ampd nor $AMPD_BIN
  * names one, comes from CMake: the build's own ampd. */
@@ -97,6 +99,10 @@ struct bt_opts {
     const char *token[C_COUNT];  /* with --address: each client's token (enum bt_client); the
                                   * weights phase runs when both weighted ones are given */
     bool no_floor;
+    unsigned shapes;             /* bit s: B's shape s runs (--shapes) */
+    bool sched_stats;            /* --sched-stats: where A's slowest calls waited */
+    bool unix_socket;            /* --unix: the clients on the ampds' Unix sockets, not TCP */
+    int a_busy_poll_us;          /* A's amp_connect_opts.busy_poll_us (--a-busy-poll-us) */
     const char *const *ampd_args; /* after "--": to every ampd it starts */
 };
 
@@ -105,9 +111,12 @@ struct bt_target {
     const char *address;
     const char *token;    /* NULL: none (a Unix socket: the uid is the client) */
     const char *priority; /* amp-priority of every call; NULL: none sent (normal) */
+    int busy_poll_us;     /* amp_connect_opts.busy_poll_us (0: the library's default) */
+    bool server_timing;   /* amp_connect_opts.server_timing (--sched-stats, A's calls) */
 };
 
 static atomic_int bt_failures;   /* wrong results, from any thread */
+static pid_t bt_ampd_pid;        /* A's ampd when this run started it; 0: not known */
 
 static void bt_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void bt_fail(const char *fmt, ...)
@@ -123,7 +132,8 @@ static void bt_fail(const char *fmt, ...)
 
 static amp_conn *bt_connect(const struct bt_target *t)
 {
-    amp_connect_opts co = {.size = sizeof co, .token = t->token, .priority = t->priority};
+    amp_connect_opts co = {.size = sizeof co, .token = t->token, .priority = t->priority,
+                           .busy_poll_us = t->busy_poll_us, .server_timing = t->server_timing};
     amp_conn *c;
     if (amp_connect_with(t->address, &co, &c) != 0)
         bench_die("connect to %s: %s", t->address, amp_last_message(NULL));
@@ -145,11 +155,28 @@ static const struct {
     [M_HOST_REVERSE] = {"16 B reverse, host path", BT_REVERSE_BYTES, false, true},
 };
 
+/* The daemon's server-timing entries A's slow calls are summed by. */
+enum bt_timing { T_TOTAL, T_QUEUE, T_RUN, BT_TIMING_COUNT };
+static const char *const bt_timing_names[BT_TIMING_COUNT] = {"total", "queue", "run"};
+
 struct bt_lat {
     bool done;
     uint64_t calls;          /* calls made (the schedule's, less those A fell behind on) */
     double rate;             /* calls/s over the schedule's span */
     double p50, p99, p999;   /* microseconds from when each call was due */
+    /* --sched-stats: the calls at or above p99, their mean latency and
+     * the mean time A's own thread waited for a CPU during them; the
+     * host's busy CPU share and A's ampd's threads' waits for a CPU (ms
+     * per second, all threads together) over the measure. */
+    double slow_lat, slow_wait, cpu_busy, cpu_steal, ampd_wait;
+    /* --sched-stats: those calls' mean time in the daemon, from the replies'
+     * server-timing (amp_last_server_timing): headers to reply ready, and
+     * of it queued and run, us */
+    double slow_daemon[BT_TIMING_COUNT];
+    double ampd_faults, own_faults, tlb;   /* per second: minor faults of A's ampd and of
+                                            * this process, the host's TLB shootdowns */
+    char ampd_cpus[256];   /* A's ampd's threads by kind: "ampd-io x16 0.41, ..." CPUs */
+    char loops[512];       /* A's ampd's I/O loops sampled: running, or asleep where */
 };
 
 /* A's input and the results it must get back. */
@@ -205,6 +232,75 @@ static double bt_percentile(const double *sorted, size_t n, double q)
     return sorted[i ? i - 1 : 0];
 }
 
+/* The calls made whose latency is at least p99: their mean latency,
+ * mean wait for a CPU and mean daemon times (daemon[i][call] us) into r. */
+static void bt_slow_calls(const double *lat, const double *wait,
+                          double *const daemon[BT_TIMING_COUNT], size_t n, double p99,
+                          struct bt_lat *r)
+{
+    double sum_lat = 0, sum_wait = 0, sum_daemon[BT_TIMING_COUNT] = {0};
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (lat[i] >= p99) {
+            sum_lat += lat[i];
+            sum_wait += wait[i];
+            for (int g = 0; g < BT_TIMING_COUNT; g++)
+                sum_daemon[g] += daemon[g][i];
+            k++;
+        }
+    double div = k ? (double)k : 1;
+    r->slow_lat = sum_lat / div;
+    r->slow_wait = sum_wait / div;
+    for (int g = 0; g < BT_TIMING_COUNT; g++)
+        r->slow_daemon[g] = sum_daemon[g] / div;
+}
+
+/* The daemon's times of the last call on c (its server-timing), us; 0
+ * where it sent none. */
+static void bt_server_timing(const amp_conn *c, double *const daemon[BT_TIMING_COUNT], size_t i)
+{
+    const char *text = amp_last_server_timing(c);
+    for (int t = 0; t < BT_TIMING_COUNT; t++) {
+        char key[32];
+        snprintf(key, sizeof key, "%s;dur=", bt_timing_names[t]);
+        const char *p = strstr(text, key);
+        daemon[t][i] = p ? strtod(p + strlen(key), NULL) * 1e3 : 0;
+    }
+}
+
+/* A's ampd's threads by kind since `from`, as CPUs busy over secs, into
+ * text: "ampd-io x16 0.41, ampd-runner x1 0.95, ...". Returns their waits
+ * for a CPU since then, all together, in ms per second. */
+static double bt_ampd_cpus(const struct bench_sched_kinds *from, double secs, char *text,
+                           size_t len)
+{
+    static struct bench_sched_kinds now;
+    bench_sched_process_kinds(bt_ampd_pid, &now);
+    size_t at = 0;
+    double wait_ms = 0;
+    text[0] = '\0';
+    for (size_t i = 0; i < now.n; i++) {
+        uint64_t run0 = 0, wait0 = 0;
+        for (size_t k = 0; k < from->n; k++)
+            if (strcmp(from->kind[k].name, now.kind[i].name) == 0) {
+                run0 = from->kind[k].run_ns;
+                wait0 = from->kind[k].wait_ns;
+            }
+        /* A kind whose threads ended since may have less than before. */
+        if (now.kind[i].wait_ns > wait0)
+            wait_ms += (double)(now.kind[i].wait_ns - wait0) / 1e6;
+        double cpus = now.kind[i].run_ns > run0 ? (double)(now.kind[i].run_ns - run0) / 1e9 / secs
+                                                : 0;
+        if (cpus < 0.005 || at >= len)
+            continue;
+        int w = snprintf(text + at, len - at, "%s%s x%u %.2f", at ? ", " : "",
+                         now.kind[i].name[0] ? now.kind[i].name : "(unnamed)",
+                         now.kind[i].threads, cpus);
+        at += w > 0 ? (size_t)w : 0;
+    }
+    return wait_ms / secs;
+}
+
 /* A's measure m for --seconds: a call due every --period-us from the
  * first; one that is late starts at once, and its latency still counts
  * from when it was due. No call starts after --seconds: a call due by
@@ -219,15 +315,56 @@ static struct bt_lat bt_a_measure(const struct bt_target *t, const struct bt_opt
     double period = o->period_us / 1e6;
     size_t due_n = (size_t)ceil(o->seconds / period), made = 0;
     double *lat = bench_alloc_touched(due_n * sizeof *lat);
+    double *wait = o->sched_stats ? bench_alloc_touched(due_n * sizeof *wait) : NULL;
+    double *daemon[BT_TIMING_COUNT];
+    for (int g = 0; g < BT_TIMING_COUNT; g++)
+        daemon[g] = wait ? bench_alloc_touched(due_n * sizeof *daemon[g]) : NULL;
+    struct bench_sched_thread self = {-1};
+    if (wait)
+        bench_sched_thread_open(&self);
+    struct bench_sched_cpu cpu0 = bench_sched_cpu_now();
+    uint64_t faults0[2] = {bt_ampd_pid ? bench_sched_minor_faults(bt_ampd_pid) : 0,
+                           bench_sched_minor_faults(0)};
+    uint64_t tlb0 = bench_sched_tlb_shootdowns();
+    static struct bench_sched_kinds kinds0;
+    static struct bench_sched_sampler loops;
+    static const char *const loop_names[] = {"ampd-io", NULL};
+    bool sampling = wait && bt_ampd_pid &&
+                    bench_sched_sampler_start(&loops, bt_ampd_pid, loop_names, BT_SAMPLE_US) == 0;
+    if (wait && bt_ampd_pid)
+        bench_sched_process_kinds(bt_ampd_pid, &kinds0);
     double start = bench_now(), stop = start + o->seconds, end = start;
     for (; made < due_n && rc == 0 && end < stop; made++) {
         double due = start + (double)made * period;
         if (end < due)
             bt_sleep_until(due);
+        uint64_t w0 = wait ? bench_sched_thread_wait_ns(&self) : 0;
         rc = bt_a_call(c, &ao, m, d);
         end = bench_now();
         lat[made] = (end - due) * 1e6;
+        if (wait) {
+            wait[made] = (double)(bench_sched_thread_wait_ns(&self) - w0) / 1e3;
+            bt_server_timing(c, daemon, made);
+        }
     }
+    struct bt_lat r = {.done = true, .calls = made};
+    if (wait) {
+        struct bench_sched_cpu cpu1 = bench_sched_cpu_now();
+        r.cpu_busy = bench_sched_cpu_busy(cpu0, cpu1);
+        r.cpu_steal = bench_sched_cpu_steal(cpu0, cpu1);
+        double span_s = bench_now() - start;
+        r.own_faults = (double)(bench_sched_minor_faults(0) - faults0[1]) / span_s;
+        r.tlb = (double)(bench_sched_tlb_shootdowns() - tlb0) / span_s;
+        if (bt_ampd_pid)
+            r.ampd_faults = (double)(bench_sched_minor_faults(bt_ampd_pid) - faults0[0]) / span_s;
+        if (bt_ampd_pid) {
+            double secs = bench_now() - start;
+            r.ampd_wait = bt_ampd_cpus(&kinds0, secs, r.ampd_cpus, sizeof r.ampd_cpus);
+        }
+        bench_sched_thread_close(&self);
+    }
+    if (sampling)
+        bench_sched_sampler_stop(&loops, r.loops, sizeof r.loops);
     if (rc != 0)
         bench_die("A's %s: %s (%s)", bt_measures[m].name, amp_strerror(rc), amp_last_message(c));
     amp_close(c);
@@ -236,11 +373,19 @@ static struct bt_lat bt_a_measure(const struct bt_target *t, const struct bt_opt
     /* Calls made over the schedule's span, or longer when the last one
      * ended late: at most one call per period. */
     double span = end > stop ? end - start : o->seconds;
-    qsort(lat, due_n, sizeof *lat, bench_cmp_double);
-    struct bt_lat r = {.done = true, .calls = made, .rate = (double)made / span,
-                       .p50 = bt_percentile(lat, due_n, 0.5),
-                       .p99 = bt_percentile(lat, due_n, 0.99),
-                       .p999 = bt_percentile(lat, due_n, 0.999)};
+    double *sorted = bench_alloc_touched(due_n * sizeof *sorted);
+    memcpy(sorted, lat, due_n * sizeof *lat);
+    qsort(sorted, due_n, sizeof *sorted, bench_cmp_double);
+    r.rate = (double)made / span;
+    r.p50 = bt_percentile(sorted, due_n, 0.5);
+    r.p99 = bt_percentile(sorted, due_n, 0.99);
+    r.p999 = bt_percentile(sorted, due_n, 0.999);
+    if (wait)
+        bt_slow_calls(lat, wait, daemon, made, r.p99, &r);
+    for (int g = 0; g < BT_TIMING_COUNT; g++)
+        free(daemon[g]);
+    free(sorted);
+    free(wait);
     free(lat);
     return r;
 }
@@ -645,6 +790,81 @@ static void bt_a_row(const char *beside, const struct bt_lat *r, const struct bt
     printf("\n");
 }
 
+static void bt_sched_row(const char *call, const char *beside, const struct bt_lat *r)
+{
+    if (!r->done)
+        return;
+    printf("| %s | %s | %.1f | %.1f | %.1f / %.1f / %.1f | %.1f | %.2f / %.3f | %.0f / %.0f | "
+           "%.0f |", call, beside, r->p99, r->slow_lat, r->slow_daemon[T_TOTAL],
+           r->slow_daemon[T_QUEUE], r->slow_daemon[T_RUN], r->slow_wait, r->cpu_busy,
+           r->cpu_steal, r->ampd_faults, r->own_faults, r->tlb);
+    if (bt_ampd_pid)
+        printf(" %.1f | %s |\n", r->ampd_wait, r->ampd_cpus);
+    else
+        printf(" - | - |\n");
+}
+
+/* --sched-stats: whether A's slowest calls waited for a CPU (the host's
+ * doing) or for the daemon. */
+static void bt_print_sched(const struct bt_results *r, const char *const beside[S_COUNT][P_COUNT])
+{
+    printf("\n# where A's slowest 1%% went (--sched-stats): the calls at or above p99, their "
+           "time in ampd (its replies' server-timing), and how "
+           "long A's own thread waited runnable for a CPU during them; over each measure, the "
+           "host's busy CPU share (and the share its hypervisor took), A's ampd's threads' "
+           "waits for a CPU (all together) and the CPUs its threads kept busy, by kind; the page "
+           "faults of A's ampd and of this process (A's and B's clients), and the host's TLB "
+           "shootdowns\n");
+    printf("| A's call | beside | p99 us | slowest 1%%, mean us | of it in ampd (headers to reply "
+           "ready) / queued / run, mean us | A's thread waiting for a CPU in them, mean us | host CPUs busy / stolen | minor faults/s, ampd / bench | "
+           "TLB shootdowns/s | ampd's threads waiting, ms/s | ampd's threads busy, CPUs |\n");
+    printf("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
+    for (int m = 0; m < M_COUNT; m++) {
+        bt_sched_row(bt_measures[m].name, "nothing (alone)", &r->a_alone[m]);
+        for (int s = 0; s < S_COUNT; s++)
+            for (int p = P_SAME; p < P_COUNT; p++)
+                bt_sched_row(bt_measures[m].name, beside[s][p], &r->a[s][p][m]);
+    }
+    bt_sched_row("16 B reverse, device, high", "A's unary at low", &r->high[M_DEV_REVERSE]);
+}
+
+/* --sched-stats: the daemon's own account of each client's jobs over
+ * the whole run (amp_status): time queued and on the device. */
+static void bt_print_client_times(const struct bt_target *t, const struct bt_results *r_sched)
+{
+    amp_conn *c = bt_connect(t);
+    static amp_daemon_status st;
+    st.size = sizeof st;
+    int rc = amp_status(c, NULL, &st);
+    if (rc != 0)
+        bench_die("status of %s: %s (%s)", t->address, amp_strerror(rc), amp_last_message(c));
+    amp_close(c);
+    printf("\n# A's ampd's I/O loops (ampd-io*), sampled every %d us during each measure\n",
+           BT_SAMPLE_US);
+    printf("| A's call | beside | loops: running, or asleep where (wchan) |\n|---|---|---|\n");
+    for (int m = 0; m < M_COUNT; m++) {
+        if (r_sched->a_alone[m].done)
+            printf("| %s | nothing (alone) | %s |\n", bt_measures[m].name, r_sched->a_alone[m].loops);
+        for (int s = 0; s < S_COUNT; s++)
+            if (r_sched->a[s][P_SAME][m].done)
+                printf("| %s | B %s, same ampd | %s |\n", bt_measures[m].name, bt_shape_names[s],
+                       r_sched->a[s][P_SAME][m].loops);
+    }
+    if (r_sched->high[M_DEV_REVERSE].done)
+        printf("| 16 B reverse, device, high | A's unary at low | %s |\n",
+               r_sched->high[M_DEV_REVERSE].loops);
+    printf("\n# the daemon's times of each client's jobs over the whole run (amp_status; "
+           "power-of-two buckets' upper edges)\n");
+    printf("| client | priority | jobs | queued p50 / p99 us | on the device p50 / p99 us |\n"
+           "|---|---|---:|---:|---:|\n");
+    for (size_t i = 0; i < st.nclient_times; i++) {
+        const amp_client_times *ct = &st.client_times[i];
+        printf("| %s | %s | %" PRIu64 " | %" PRIu64 " / %" PRIu64 " | %" PRIu64 " / %" PRIu64
+               " |\n", ct->client, ct->priority, ct->jobs, ct->queue_p50_us, ct->queue_p99_us,
+               ct->device_p50_us, ct->device_p99_us);
+    }
+}
+
 static void bt_print(const struct bt_results *r, const struct bt_opts *o)
 {
     char bulk[32], unary[32];
@@ -698,6 +918,8 @@ static void bt_print(const struct bt_results *r, const struct bt_opts *o)
     bt_ratio(h->p50, alone->p50);
     bt_ratio(h->p99, alone->p99);
     printf(" %.3f |\n", r->low);
+    if (o->sched_stats)
+        bt_print_sched(r, beside);
 }
 
 /* --- the targets -------------------------------------------------------------------------- */
@@ -842,6 +1064,8 @@ static void bt_usage(void)
             "usage: bench_tenants [--bulk-bytes 1G] [--streams 4] [--unary-bytes 32M]\n"
             "                     [--unary-calls 16] [--seconds 3] [--warmup 1]\n"
             "                     [--period-us 1000] [--device 0] [--device-b D] [--no-floor]\n"
+            "                     [--shapes streams,unary] [--sched-stats] [--a-busy-poll-us N]\n"
+            "                     [--unix]\n"
             "                     [--ampd PATH | --address ADDR [--floor-address ADDR]\n"
             "                      [--token-a T] [--token-b T] [--token-w3 T --token-w1 T]]\n"
             "                     [-- AMPD-OPTIONS]\n");
@@ -874,6 +1098,35 @@ static int bt_count_arg(const char *s, int max)
     return (int)v;
 }
 
+/* A comma-separated list of B's shapes, as a mask. */
+static unsigned bt_shapes_arg(const char *s)
+{
+    unsigned mask = 0;
+    while (*s) {
+        size_t n = strcspn(s, ",");
+        int k = 0;
+        while (k < S_COUNT && !(strlen(bt_shape_names[k]) == n && !strncmp(s, bt_shape_names[k], n)))
+            k++;
+        if (k == S_COUNT)
+            bt_usage();
+        mask |= 1u << k;
+        s += n + (s[n] == ',');
+    }
+    if (!mask)
+        bt_usage();
+    return mask;
+}
+
+/* amp_connect_opts.busy_poll_us: < 0 never polls, 0 the default. */
+static int bt_busy_poll_arg(const char *s)
+{
+    char *end;
+    long v = strtol(s, &end, 10);
+    if (*end || v < -1 || v > AMP_BUSY_POLL_MAX_US)
+        bt_usage();
+    return (int)v;
+}
+
 static void bt_parse(int argc, char **argv, struct bt_opts *o)
 {
     static const char *const none[] = {NULL};
@@ -881,7 +1134,7 @@ static void bt_parse(int argc, char **argv, struct bt_opts *o)
                           .unary_bytes = BT_UNARY_BYTES_DEFAULT,
                           .unary_calls = BT_UNARY_CALLS_DEFAULT, .seconds = BT_SECONDS_DEFAULT,
                           .warmup = BT_WARMUP_DEFAULT, .period_us = BT_PERIOD_US_DEFAULT,
-                          .device = "0", .ampd_args = none};
+                          .device = "0", .shapes = (1u << S_COUNT) - 1, .ampd_args = none};
     o->ampd = getenv("AMPD_BIN") ? getenv("AMPD_BIN") : BENCH_AMPD_DEFAULT;
     int i = 1;
     for (; i < argc; i++) {
@@ -890,8 +1143,12 @@ static void bt_parse(int argc, char **argv, struct bt_opts *o)
             o->ampd_args = (const char *const *)&argv[i + 1];
             break;
         }
-        if (strcmp(a, "--no-floor") == 0) {
-            o->no_floor = true;
+        bool *flag = !strcmp(a, "--no-floor")      ? &o->no_floor
+                     : !strcmp(a, "--sched-stats") ? &o->sched_stats
+                     : !strcmp(a, "--unix")        ? &o->unix_socket
+                                                   : NULL;
+        if (flag) {
+            *flag = true;
             continue;
         }
         i++;
@@ -909,6 +1166,10 @@ static void bt_parse(int argc, char **argv, struct bt_opts *o)
             o->warmup = bt_seconds_arg(v, 0);
         else if (strcmp(a, "--period-us") == 0)
             o->period_us = bt_count_arg(v, 1000000);
+        else if (strcmp(a, "--shapes") == 0 && v)
+            o->shapes = bt_shapes_arg(v);
+        else if (strcmp(a, "--a-busy-poll-us") == 0 && v)
+            o->a_busy_poll_us = bt_busy_poll_arg(v);
         else if (strcmp(a, "--device") == 0 && v)
             o->device = v;
         else if (strcmp(a, "--device-b") == 0 && v)
@@ -954,15 +1215,17 @@ int main(int argc, char **argv)
             bt_daemon_start(ds, i, &o);
         for (int i = 0; i < C_COUNT; i++)
             tok[i] = ds->token[i];
-        addr = ds->tcp[0];
-        floor_addr = ds->tcp[1];
+        addr = o.unix_socket ? ds->dm[0].address : ds->tcp[0];
+        floor_addr = o.unix_socket ? ds->dm[1].address : ds->tcp[1];
+        bt_ampd_pid = ds->dm[0].pid;
     }
     /* A, B on A's ampd, B on the floor's; A at high priority and its own
      * load at low; the two weighted clients. */
-    struct bt_target a = {addr, tok[C_A], NULL}, b = {addr, tok[C_B], NULL},
-                     fb = {floor_addr, tok[C_B], NULL}, a_high = {addr, tok[C_A], "high"},
-                     a_low = {addr, tok[C_A], "low"},
-                     w[2] = {{addr, tok[C_HEAVY], NULL}, {addr, tok[C_LIGHT], NULL}};
+    struct bt_target a = {addr, tok[C_A], NULL, o.a_busy_poll_us, o.sched_stats},
+                     b = {addr, tok[C_B], NULL, 0, false}, fb = {floor_addr, tok[C_B], NULL, 0, false},
+                     a_high = {addr, tok[C_A], "high", o.a_busy_poll_us, o.sched_stats},
+                     a_low = {addr, tok[C_A], "low", 0, false},
+                     w[2] = {{addr, tok[C_HEAVY], NULL, 0, false}, {addr, tok[C_LIGHT], NULL, 0, false}};
     bool has_weights = tok[C_HEAVY] && tok[C_LIGHT];
     printf("# clients: A and B as two tokens of %s%s; weights %d:%d as two more%s\n", a.address,
            has_floor ? "; the floor: B on a second ampd" : "; no floor", BT_WEIGHT_HEAVY,
@@ -978,6 +1241,8 @@ int main(int argc, char **argv)
     bt_a_all(&a, &o, &d, BT_ALL_MEASURES, r.a_alone);
     for (int s = 0; s < S_COUNT; s++) {
         enum bt_shape shape = (enum bt_shape)s;
+        if (!(o.shapes & 1u << s))
+            continue;
         bt_phase(shape, &b, NULL, 0, &o, in, &d, NULL, &r.b[s][P_ALONE]);
         bt_phase(shape, &b, &a, BT_ALL_MEASURES, &o, in, &d, r.a[s][P_SAME], &r.b[s][P_SAME]);
         if (has_floor)
@@ -990,6 +1255,8 @@ int main(int argc, char **argv)
      * high must go first. */
     bt_phase(S_UNARY, &a_low, &a_high, 1u << M_DEV_REVERSE, &o, in, &d, r.high, &r.low);
     bt_print(&r, &o);
+    if (o.sched_stats)
+        bt_print_client_times(&a, &r);
     bt_targets(&r, bt_device_is_gpu(&a, o.device));
     free(in);
     int daemon_rc = bt_daemons_stop(ds);

@@ -23,10 +23,13 @@
 #      before each load); each step has a timeout, at most 7.7 minutes
 #      together (nvidia-smi 30 s, ampd's start 100 s, devices 30 s,
 #      bench_tenants 300 s), within the device tool's 8.
-# Writes $OUT/bench_tenants.txt (the table), $OUT/bench_tenants.err and
-# $OUT/env.txt (GPU, driver, devices ampd sees); with REPEAT=N, N runs
-# (bench_tenants-2.txt ...) and each target's min / median / max over them
-# (about 3 minutes a run: REPEAT=2 fits one device call, with --seconds 2).
+# Writes $OUT/bench_tenants-1-1.txt (the table), its .err and $OUT/env.txt
+# (GPU, driver, devices ampd sees); with REPEAT=N, N runs of each set of
+# $RUNS (bench_tenants-J-K.txt) and each target's min / median / max over
+# a set's runs (about 3 minutes a run: REPEAT=2 fits one device call, with
+# --seconds 2; `--shapes unary --no-floor` about a minute), e.g.
+#   REPEAT=2 RUNS=";--a-busy-poll-us -1 -- --busy-poll 0" \
+#     scripts/device-tenants.sh --shapes unary --no-floor --sched-stats
 set -u
 dir=${DIR:-build-dev}
 . "$(dirname "$0")/device-common.sh"
@@ -54,23 +57,31 @@ kill $p; wait $p; echo "ampd exit $?"; rm -rf "$d"
 
 # The issue's shapes; the GPU is device "gpu" for A's device measures and
 # B's load; the floor's second ampd shares the host and the GPU with A's.
-# REPEAT=N runs it N times (bench_tenants.txt, then bench_tenants-2.txt ...)
-# and ends with each target's spread over the runs: a tail measured over
-# a few seconds moves by several times between runs minutes apart.
+# Each set of $RUNS (';' between sets, default one empty set) adds its
+# arguments after the command line's (an ampd option goes after "--" in
+# its set), and runs REPEAT times: bench_tenants-J-K.txt is set J's run K.
+# With more than one run, each set ends with each target's spread over
+# its runs: a tail measured over a few seconds moves by several times
+# between runs minutes apart.
 rc=0
-for k in $(seq "${REPEAT:-1}"); do
-  f=bench_tenants$([ "$k" = 1 ] || echo "-$k")
-  step "bench_tenants, run $k of ${REPEAT:-1} (the table is printed at the end)"
-  timeout 300 ./bench_tenants --ampd ./ampd --device gpu --bulk-bytes 1G --streams 4 \
-      --unary-bytes 32M --unary-calls 16 --seconds 3 --warmup 2 "$@" \
-      >"$OUT/$f.txt" 2>"$OUT/$f.err"
-  r=$?
-  [ $rc = 0 ] && rc=$r
-  cat "$OUT/$f.txt"; tail -20 "$OUT/$f.err"
-  step "bench_tenants exit $r (0 ok, 1 a wrong result, 2 could not run, 124 timed out)"
-done
-if [ "${REPEAT:-1}" -gt 1 ]; then
-  echo "# issue 34's targets over ${REPEAT} runs: the measured value's min / median / max"
+IFS=';' read -r -a runs <<<"${RUNS:-}"
+[ ${#runs[@]} -gt 0 ] || runs=("")
+for j in "${!runs[@]}"; do
+  set_args=${runs[$j]}
+  for k in $(seq "${REPEAT:-1}"); do
+    f=bench_tenants-$((j + 1))-$k
+    step "bench_tenants, set $((j + 1)) of ${#runs[@]} (${set_args:-no arguments}), run $k of ${REPEAT:-1}"
+    # shellcheck disable=SC2086 # a set's arguments are words
+    timeout 300 ./bench_tenants --ampd ./ampd --device gpu --bulk-bytes 1G --streams 4 \
+        --unary-bytes 32M --unary-calls 16 --seconds 3 --warmup 2 "$@" $set_args \
+        >"$OUT/$f.txt" 2>"$OUT/$f.err"
+    r=$?
+    [ $rc = 0 ] && rc=$r
+    cat "$OUT/$f.txt"; tail -20 "$OUT/$f.err"
+    step "bench_tenants exit $r (0 ok, 1 a wrong result, 2 could not run, 124 timed out)"
+  done
+  [ "${REPEAT:-1}" -gt 1 ] || continue
+  echo "# issue 34's targets over ${REPEAT} runs of set $((j + 1)) (${set_args:-no arguments}): the measured value's min / median / max"
   echo "| target | bound | min | median | max | met in |"
   echo "|---|---|---:|---:|---:|---:|"
   awk -F'|' '/^# issue 34.s targets/ { on = 1; next } /^# / { on = 0 }
@@ -81,6 +92,6 @@ if [ "${REPEAT:-1}" -gt 1 ]; then
             for (p = 1; p <= c; p++) for (q = p + 1; q <= c; q++) if (x[q] < x[p]) { s = x[p]; x[p] = x[q]; x[q] = s }
             med = c % 2 ? x[(c + 1) / 2] : (x[c / 2] + x[c / 2 + 1]) / 2
             printf "| %s |%s| %.2f | %.2f | %.2f | %d of %d |\n", t, b[t], x[1], med, x[c], m[t], n[t] } }' \
-    "$OUT"/bench_tenants*.txt
-fi
+    "$OUT"/bench_tenants-$((j + 1))-*.txt
+done
 exit $rc
