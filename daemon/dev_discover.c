@@ -3,7 +3,8 @@
  *
  * Every device of every platform that --devices picks (dev_select.h; all
  * of them for dev_open_all) is opened: a context, three in-order queues
- * (dev_internal.h) and every program of kernels/NAME.cl built for it.
+ * (dev_internal.h) and every program of kernels/NAME.cl built for it,
+ * every device at once, each on a thread of its own (dev_open_each).
  * The list is ordered GPUs, then accelerators, then CPUs, whatever order the
  * ICD loader reports platforms in (on a GPU host PoCL may come first). A
  * device that cannot be opened is skipped with a warning; dev_run.c and op_*.c
@@ -402,6 +403,50 @@ fail:
     return NULL;
 }
 
+/* One candidate's opening, on a thread of its own (dev_open_each). */
+struct dev_opening {
+    const struct dev_candidate *cand;
+    bool profiling;
+    pthread_t thread;
+    bool threaded;          /* thread was started (else it ran on the caller's) */
+    struct dev *d;          /* the device, or NULL with why */
+    char why[2400];
+};
+
+static void *dev_opening_main(void *arg)
+{
+    struct dev_opening *o = arg;
+    o->d = dev_open(o->cand, o->profiling, o->why, sizeof o->why);
+    return NULL;
+}
+
+/* Opens every candidate at once, each on a thread of its own: a device's
+ * programs load from the cache in 0.13-0.17 s on an H200, and a host's
+ * four GPUs took 0.6 s of a 1.33 s start one after another
+ * (bench/RESULTS.md, "Start-up and footprint"). Each device has its own
+ * context, queues and programs; the program cache writes each entry
+ * through a file of its own (prog_cache.c), so two GPUs of one model that
+ * build the same entry at once leave one whole. One candidate opens on
+ * the caller's thread, as does any whose thread cannot start. */
+static struct dev_opening *dev_open_each(const struct dev_candidate *cands, size_t n,
+                                         bool profiling)
+{
+    struct dev_opening *o = calloc(n ? n : 1, sizeof(*o));
+    if (!o)
+        return NULL;
+    for (size_t i = 0; i < n; i++) {
+        o[i] = (struct dev_opening){.cand = &cands[i], .profiling = profiling};
+        o[i].threaded = n > 1 && pthread_create(&o[i].thread, NULL, dev_opening_main, &o[i]) == 0;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (o[i].threaded)
+            pthread_join(o[i].thread, NULL);
+        else
+            dev_opening_main(&o[i]);
+    }
+    return o;
+}
+
 /* Appends every device of every platform to *cands (malloc'd). */
 static int dev_list_candidates(struct dev_candidate **cands, size_t *n, char *err, size_t errlen)
 {
@@ -534,24 +579,28 @@ static int dev_open_list(struct dev ***devs, size_t *n, const char *select, bool
         return -1;
     }
     struct dev **list = calloc(ncands ? ncands : 1, sizeof(*list));
-    if (!list) {
+    struct dev_opening *each = list ? dev_open_each(cands, ncands, profiling) : NULL;
+    if (!each) {
+        free(list);
         free(cands);
         snprintf(err, errlen, "out of memory");
         return -1;
     }
+    /* In the candidates' order, whichever finished first: an index names
+     * the same device at every start. */
     size_t opened = 0;
     for (size_t i = 0; i < ncands; i++) {
-        char why[2400];
-        struct dev *d = dev_open(&cands[i], profiling, why, sizeof why);
+        struct dev *d = each[i].d;
         if (!d) {
             char name[128];
             dev_get_string(cands[i].id, CL_DEVICE_NAME, name, sizeof name);
-            log_msg(LOG_WARN, "skipping OpenCL device '%s': %s", name, why);
+            log_msg(LOG_WARN, "skipping OpenCL device '%s': %s", name, each[i].why);
             continue;
         }
         d->info.index = (unsigned)opened;
         list[opened++] = d;
     }
+    free(each);
     free(cands);
     if (opened == 0) {
         free(list);
