@@ -32,7 +32,7 @@
 enum { AMPCTL_OPT_THRESHOLD = 256, AMPCTL_OPT_NO_PROGRESS, AMPCTL_OPT_TRANSPORT, AMPCTL_OPT_TLS,
        AMPCTL_OPT_TLS_CA, AMPCTL_OPT_TLS_CERT, AMPCTL_OPT_TLS_KEY, AMPCTL_OPT_TLS_NAME,
        AMPCTL_OPT_TOKEN_FILE, AMPCTL_OPT_BUSY_POLL, AMPCTL_OPT_PRIORITY,
-       AMPCTL_OPT_MAX_QUEUE };
+       AMPCTL_OPT_MAX_QUEUE, AMPCTL_OPT_SERVER_TIMING };
 
 const struct ampctl_cmd *const ampctl_cmds[] = {
     &cmd_reverse, &cmd_transform, &cmd_hist,   &cmd_fill,       &cmd_pipeline,
@@ -60,6 +60,7 @@ const struct option ampctl_options[] = {
     { "busy-poll", required_argument, NULL, AMPCTL_OPT_BUSY_POLL },
     { "priority", required_argument, NULL, AMPCTL_OPT_PRIORITY },
     { "max-queue-time", required_argument, NULL, AMPCTL_OPT_MAX_QUEUE },
+    { "server-timing", no_argument, NULL, AMPCTL_OPT_SERVER_TIMING },
     { NULL, 0, NULL, 0 },
 };
 
@@ -110,6 +111,8 @@ static void ampctl_usage(FILE *f)
             "                      fail a job that cannot start within DUR (500ms, 2s;\n"
             "                      amp-max-queue-time) instead of waiting (default: the\n"
             "                      daemon's for the priority, at most %u ms)\n"
+            "      --server-timing after a job, print where its time in the daemon went\n"
+            "                      (its reply's server-timing trailer, ms) to stderr\n"
             "  -j, --json          machine-readable output (devices, hist, status, health,\n"
             "                      pipeline, bench; other commands refuse it)\n"
             "      --stream-threshold SIZE\n"
@@ -388,6 +391,7 @@ static int ampctl_parse_common(struct ampctl *ctx, int argc, char **argv)
                                           optarg, AMPCTL_MAX_QUEUE_MS);
             ctx->connect.max_queue_us = ms * AMPCTL_US_PER_MS;
             break;
+        case AMPCTL_OPT_SERVER_TIMING: ctx->connect.server_timing = 1; break;
         case 'h': ampctl_usage(stdout); return AMPCTL_OK;
         case 'V': printf(AMPCTL_PROG " %s\n", AMP_VERSION); return AMPCTL_OK;
         default: return ampctl_bad_option_in(NULL, argv, NULL);
@@ -488,6 +492,9 @@ int main(int argc, char **argv)
     if (optind >= argc)
         return ampctl_usage_error(NULL, "no command given");
     rc = ampctl_run(&ctx, argc - optind, argv + optind);
+    /* The last call's: a unary job's (a stream, or a failed call, has none). */
+    if (ctx.connect.server_timing && ctx.conn && *amp_last_server_timing(ctx.conn))
+        fprintf(stderr, AMPCTL_PROG ": server-timing: %s\n", amp_last_server_timing(ctx.conn));
     amp_close(ctx.conn);
     return rc;
 }

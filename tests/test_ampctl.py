@@ -146,6 +146,21 @@ def test_busy_poll_option():
         expect("--busy-poll" in err, "the usage error names the option: " + err)
 
 
+def test_server_timing_option():
+    """--server-timing: the job's own stage times from the daemon on
+    stderr, the result unchanged; without it, nothing of them."""
+    rc, out, err = run(["--server-timing", "reverse", "stressed"])
+    expect_rc(rc, EXIT_OK, err)
+    expect(out == b"desserts", "stdout %r" % out)
+    line = [l for l in err.splitlines() if "server-timing:" in l]
+    expect(len(line) == 1, "one server-timing line on stderr: %r" % err)
+    for stage in ("request", "queue", "run", "deliver", "total"):
+        expect(stage + ";dur=" in line[0], "no %s in %r" % (stage, line[0]))
+    rc, out, err = run(["reverse", "stressed"])
+    expect_rc(rc, EXIT_OK, err)
+    expect("server-timing" not in err, "not asked, yet: %r" % err)
+
+
 def test_reverse_file_to_file():
     data = pattern(100003) + b"\0tail"
     src, dst = tmpfile("in.bin", data), tmpfile("out.bin")
