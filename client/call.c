@@ -117,7 +117,7 @@ static int call_on_header(nghttp2_session *s, const nghttp2_frame *frame, const 
                                   (int)(valuelen > 32 ? 32 : valuelen), (const char *)value);
     } else if (call_name_is(name, namelen, "grpc-message")) {
         call_percent_decode(call->grpc_message, sizeof call->grpc_message, value, valuelen);
-    } else if (call_name_is(name, namelen, "server-timing")) {
+    } else if (call_name_is(name, namelen, AMP_WIRE_SERVER_TIMING_TRAILER)) {
         size_t n = valuelen < sizeof call->server_timing ? valuelen : 0;   /* longer: dropped */
         memcpy(call->server_timing, value, n);
         call->server_timing[n] = '\0';

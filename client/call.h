@@ -78,7 +78,7 @@ struct call {
     int content_type_ok;        /* content-type was application/grpc[+...] */
     int err;                    /* a local failure inside a callback (AMP_E*), or 0 */
     char grpc_message[CONN_MESSAGE_MAX]; /* percent-decoded grpc-message */
-    char server_timing[CONN_SERVER_TIMING_MAX]; /* the server-timing trailer, or "" */
+    char server_timing[AMP_WIRE_SERVER_TIMING_MAX]; /* the server-timing trailer, or "" */
 };
 
 /* Makes a call that was refused before the daemon processed it ready to

@@ -16,13 +16,13 @@
 
 #include "address.h"
 #include "amp.h"
+#include "amp_wire.h"
 #include "conn_writer.h"
 #include "grpc_timeout.h"
 #include "tls.h"
 
 #define CONN_MESSAGE_MAX 512 /* longest kept detail message, NUL included */
 #define CONN_DEVICE_MAX 128  /* longest kept device name, NUL included */
-#define CONN_SERVER_TIMING_MAX 160   /* longest kept server-timing trailer, NUL included */
 #define CONN_READ_CHUNK (256 * 1024) /* bytes read from the socket at once */
 #define CONN_FRAME_IOV 16            /* iovecs of one borrowed DATA frame, header included */
 #define CONN_OUT_IOV (CONN_FRAME_IOV + 1) /* one set's output: its bytes, then the frame */
@@ -115,7 +115,7 @@ struct amp_conn {
     size_t data_left;
     char message[CONN_MESSAGE_MAX]; /* amp_last_message() */
     char device[CONN_DEVICE_MAX];   /* amp_last_device() */
-    char server_timing[CONN_SERVER_TIMING_MAX]; /* amp_last_server_timing() */
+    char server_timing[AMP_WIRE_SERVER_TIMING_MAX]; /* amp_last_server_timing() */
     char region_path[108];          /* the daemon's region socket (Unix connections), or "" */
     struct region_link *regions;    /* region.c: the region socket once used, or NULL */
 };

@@ -31,6 +31,10 @@
  * (ampd(8) SCHEDULING). Asked for, not sent to all: it costs every tiny
  * call a few hundred bytes of HPACK work each way. */
 #define AMP_WIRE_SERVER_TIMING_HEADER "amp-server-timing"
+/* The trailer it asks for (W3C Server-Timing syntax), and its longest text,
+ * NUL included: the daemon sends no longer one, the client keeps none. */
+#define AMP_WIRE_SERVER_TIMING_TRAILER "server-timing"
+#define AMP_WIRE_SERVER_TIMING_MAX 160
 
 /* Steps of one Pipeline or Stream job, at most: each holds a result until
  * the reply. */

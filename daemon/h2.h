@@ -299,9 +299,9 @@ uint8_t *h2_call_take_message(struct h2_call *call, uint64_t *held);
 void h2_call_share(struct h2_call *call, struct budget *share);
 
 /* The server-timing trailer a call's reply ends with (W3C Server-Timing
- * syntax: "queue;dur=0.012, run;dur=0.034"), at most this long; text
- * longer is not sent. Set before the reply's last bytes go out. */
-#define H2_SERVER_TIMING_MAX 160
+ * syntax: "queue;dur=0.012, run;dur=0.034"); text of
+ * AMP_WIRE_SERVER_TIMING_MAX or longer is not sent. Set before the reply's
+ * last bytes go out. */
 void h2_call_set_server_timing(struct h2_call *call, const char *text);
 
 /* Per-call slot for the handler's state; NULL until set. */

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/uio.h>
 
+#include "amp_wire.h"
 #include "grpc_frame.h"
 #include "h2.h"
 #include "h2_deflate.h"
@@ -102,7 +103,7 @@ struct h2_call {
     size_t unsent;           /* sum of len - pos over the queue */
     enum status_code trailer_code;
     char *trailer_msg;       /* malloc'd, percent-encoded grpc-message, or NULL */
-    char server_timing[H2_SERVER_TIMING_MAX];   /* the server-timing trailer; "" none */
+    char server_timing[AMP_WIRE_SERVER_TIMING_MAX];   /* the server-timing trailer; "" none */
 };
 
 /* Writes the owner may hold at once: a stream's next reply frame is

@@ -193,7 +193,7 @@ static ssize_t h2_reply_read(nghttp2_session *ng, int32_t stream_id, uint8_t *bu
     if (c->trailer_msg && c->trailer_msg[0])
         trailers[nt++] = (nghttp2_nv)H2_NV("grpc-message", c->trailer_msg);
     if (c->server_timing[0])
-        trailers[nt++] = (nghttp2_nv)H2_NV("server-timing", c->server_timing);
+        trailers[nt++] = (nghttp2_nv)H2_NV(AMP_WIRE_SERVER_TIMING_TRAILER, c->server_timing);
     if (nghttp2_submit_trailer(ng, stream_id, trailers, nt) != 0)
         return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
     return (ssize_t)n;

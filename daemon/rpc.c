@@ -452,16 +452,29 @@ void rpc_h2_sent(struct h2_call *call, void *ctx)
         rc->method->streaming->sent(rc);
 }
 
+/* A unary job call's stage g (STAGE_REQUEST to STAGE_TOTAL) as its
+ * stamps say, the reply's stages ending at end: the one account that the
+ * histograms and the server-timing trailer both read. */
+static void rpc_stage_span(const struct rpc_call *rc, enum stage g, uint64_t end,
+                           uint64_t *from, uint64_t *to)
+{
+    const uint64_t span[][2] = {
+        [STAGE_REQUEST] = {rc->t_start, rc->t_request}, [STAGE_QUEUE] = {rc->t_submit, rc->t_run},
+        [STAGE_RUN] = {rc->t_run, rc->t_done},          [STAGE_DELIVER] = {rc->t_done, rc->t_delivered},
+        [STAGE_REPLY] = {rc->t_delivered, end},         [STAGE_TOTAL] = {rc->t_start, end},
+    };
+    *from = span[g][0];
+    *to = span[g][1];
+}
+
 /* A call whose job was delivered: each stage's time (stage_latency.h). */
 static void rpc_count_stages(const struct rpc_call *rc, struct stage_latency *s)
 {
-    uint64_t now = stage_latency_now_ns();
-    stage_latency_record(s, STAGE_REQUEST, rc->t_start, rc->t_request);
-    stage_latency_record(s, STAGE_QUEUE, rc->t_submit, rc->t_run);
-    stage_latency_record(s, STAGE_RUN, rc->t_run, rc->t_done);
-    stage_latency_record(s, STAGE_DELIVER, rc->t_done, rc->t_delivered);
-    stage_latency_record(s, STAGE_REPLY, rc->t_delivered, now);
-    stage_latency_record(s, STAGE_TOTAL, rc->t_start, now);
+    uint64_t now = stage_latency_now_ns(), from, to;
+    for (enum stage g = STAGE_REQUEST; g <= STAGE_TOTAL; g++) {
+        rpc_stage_span(rc, g, now, &from, &to);
+        stage_latency_record(s, g, from, to);
+    }
 }
 
 /* rc's job, counted by rpc_job_share, no longer counts for its client: it
@@ -638,23 +651,24 @@ enum status_code rpc_job_share(struct rpc_call *rc, struct job *job, char *msg, 
     return code;
 }
 
-/* ns between two stamps, in ms; 0 when either is missing. */
-static double rpc_ms(uint64_t from, uint64_t to)
-{
-    return from && to > from ? (double)(to - from) / 1e6 : 0;
-}
-
 /* The reply's server-timing trailer, for a call that asked for it
  * (amp_wire.h): where its time in the daemon went until its reply was
- * ready, so that a client can tell the daemon's time from the rest (the
- * sockets, the hosts). */
+ * ready (the stages to deliver, and total to then), so that a client can
+ * tell the daemon's time from the rest (the sockets, the hosts). */
 static void rpc_server_timing(struct rpc_call *rc)
 {
-    char text[H2_SERVER_TIMING_MAX];
-    snprintf(text, sizeof text, "request;dur=%.3f, queue;dur=%.3f, run;dur=%.3f, "
-             "deliver;dur=%.3f, total;dur=%.3f", rpc_ms(rc->t_start, rc->t_request),
-             rpc_ms(rc->t_submit, rc->t_run), rpc_ms(rc->t_run, rc->t_done),
-             rpc_ms(rc->t_done, rc->t_delivered), rpc_ms(rc->t_start, rc->t_delivered));
+    char text[AMP_WIRE_SERVER_TIMING_MAX];
+    size_t at = 0;
+    for (enum stage g = STAGE_REQUEST; g <= STAGE_TOTAL && at < sizeof text; g++) {
+        uint64_t from, to;
+        if (g == STAGE_REPLY)
+            continue;   /* it starts when the reply is ready */
+        rpc_stage_span(rc, g, rc->t_delivered, &from, &to);
+        double ms = from && to > from ? (double)(to - from) / 1e6 : 0;
+        int n = snprintf(text + at, sizeof text - at, "%s%s;dur=%.3f", at ? ", " : "",
+                         stage_latency_name(g), ms);
+        at += n > 0 ? (size_t)n : 0;
+    }
     h2_call_set_server_timing(rc->h2, text);
 }
 
