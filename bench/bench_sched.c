@@ -1,24 +1,30 @@
 /* SPDX-License-Identifier: MIT */
-/* bench_sched.c: a thread's and a process's waits for a CPU, and the host's
- * busy share (bench_sched.h). */
+/* bench_sched.c: what the host's scheduler did while a benchmark ran
+ * (bench_sched.h). */
 #define _GNU_SOURCE
 #include "bench_sched.h"
 
 #include <dirent.h>
-#include <time.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 /* schedstat is "time on a CPU, time waiting for one, timeslices", in ns. */
-static uint64_t bench_sched_parse_wait(const char *text)
+static bool bench_sched_parse(const char *text, uint64_t *run, uint64_t *wait)
 {
-    uint64_t run, wait;
-    return sscanf(text, "%" SCNu64 " %" SCNu64, &run, &wait) == 2 ? wait : 0;
+    return sscanf(text, "%" SCNu64 " %" SCNu64, run, wait) == 2;
+}
+
+/* /proc/PID/task/TID/FILE into path. */
+static void bench_sched_task_path(char *path, size_t len, pid_t pid, const char *tid,
+                                  const char *file)
+{
+    snprintf(path, len, "/proc/%d/task/%.16s/%s", (int)pid, tid, file);
 }
 
 void bench_sched_thread_open(struct bench_sched_thread *t)
@@ -37,10 +43,11 @@ uint64_t bench_sched_thread_wait_ns(const struct bench_sched_thread *t)
 {
     char buf[128];
     ssize_t n = t->fd >= 0 ? pread(t->fd, buf, sizeof buf - 1, 0) : -1;
+    uint64_t run, wait;
     if (n <= 0)
         return 0;
     buf[n] = '\0';
-    return bench_sched_parse_wait(buf);
+    return bench_sched_parse(buf, &run, &wait) ? wait : 0;
 }
 
 /* Thread tid of pid: its time on a CPU and waiting for one so far, ns;
@@ -48,12 +55,11 @@ uint64_t bench_sched_thread_wait_ns(const struct bench_sched_thread *t)
 static bool bench_sched_task_times(pid_t pid, const char *tid, uint64_t *run, uint64_t *wait)
 {
     char path[64], buf[128];
-    snprintf(path, sizeof path, "/proc/%d/task/%.16s/schedstat", (int)pid, tid);
+    bench_sched_task_path(path, sizeof path, pid, tid, "schedstat");
     FILE *f = fopen(path, "re");
     if (!f)
         return false;
-    bool ok = fgets(buf, sizeof buf, f) &&
-              sscanf(buf, "%" SCNu64 " %" SCNu64, run, wait) == 2;
+    bool ok = fgets(buf, sizeof buf, f) && bench_sched_parse(buf, run, wait);
     fclose(f);
     return ok;
 }
@@ -62,7 +68,7 @@ static bool bench_sched_task_times(pid_t pid, const char *tid, uint64_t *run, ui
 static void bench_sched_comm(pid_t pid, const char *tid, char *name, size_t len)
 {
     char path[64];
-    snprintf(path, sizeof path, "/proc/%d/task/%.16s/comm", (int)pid, tid);
+    bench_sched_task_path(path, sizeof path, pid, tid, "comm");
     FILE *f = fopen(path, "re");
     name[0] = '\0';
     if (f) {
@@ -235,7 +241,7 @@ static void *bench_sched_sampler_main(void *arg)
 static int bench_sched_open_task(pid_t pid, const char *tid, const char *file)
 {
     char path[64];
-    snprintf(path, sizeof path, "/proc/%d/task/%.16s/%s", (int)pid, tid, file);
+    bench_sched_task_path(path, sizeof path, pid, tid, file);
     return open(path, O_RDONLY | O_CLOEXEC);
 }
 
@@ -243,7 +249,6 @@ int bench_sched_sampler_start(struct bench_sched_sampler *s, pid_t pid,
                               const char *const *prefixes, int period_us)
 {
     memset(s, 0, sizeof *s);
-    s->pid = pid;
     s->period_us = period_us;
     char path[64], name[16];
     snprintf(path, sizeof path, "/proc/%d/task", (int)pid);

@@ -61,7 +61,6 @@ void bench_sched_process_kinds(pid_t pid, struct bench_sched_kinds *out);
 #define BENCH_SCHED_WCHANS 32    /* distinct wchans counted */
 
 struct bench_sched_sampler {
-    pid_t pid;
     int period_us;
     size_t nthreads;
     int stat_fd[BENCH_SCHED_SAMPLED], wchan_fd[BENCH_SCHED_SAMPLED];

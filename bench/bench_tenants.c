@@ -352,13 +352,11 @@ static struct bt_lat bt_a_measure(const struct bt_target *t, const struct bt_opt
         struct bench_sched_cpu cpu1 = bench_sched_cpu_now();
         r.cpu_busy = bench_sched_cpu_busy(cpu0, cpu1);
         r.cpu_steal = bench_sched_cpu_steal(cpu0, cpu1);
-        double span_s = bench_now() - start;
-        r.own_faults = (double)(bench_sched_minor_faults(0) - faults0[1]) / span_s;
-        r.tlb = (double)(bench_sched_tlb_shootdowns() - tlb0) / span_s;
-        if (bt_ampd_pid)
-            r.ampd_faults = (double)(bench_sched_minor_faults(bt_ampd_pid) - faults0[0]) / span_s;
+        double secs = bench_now() - start;
+        r.own_faults = (double)(bench_sched_minor_faults(0) - faults0[1]) / secs;
+        r.tlb = (double)(bench_sched_tlb_shootdowns() - tlb0) / secs;
         if (bt_ampd_pid) {
-            double secs = bench_now() - start;
+            r.ampd_faults = (double)(bench_sched_minor_faults(bt_ampd_pid) - faults0[0]) / secs;
             r.ampd_wait = bt_ampd_cpus(&kinds0, secs, r.ampd_cpus, sizeof r.ampd_cpus);
         }
         bench_sched_thread_close(&self);
@@ -790,10 +788,16 @@ static void bt_a_row(const char *beside, const struct bt_lat *r, const struct bt
     printf("\n");
 }
 
-static void bt_sched_row(const char *call, const char *beside, const struct bt_lat *r)
+/* Its row of --sched-stats' first table, or of its loops' second. */
+static void bt_sched_row(const char *call, const char *beside, const struct bt_lat *r, bool loops)
 {
     if (!r->done)
         return;
+    if (loops) {
+        if (bt_ampd_pid)
+            printf("| %s | %s | %s |\n", call, beside, r->loops);
+        return;
+    }
     printf("| %s | %s | %.1f | %.1f | %.1f / %.1f / %.1f | %.1f | %.2f / %.3f | %.0f / %.0f | "
            "%.0f |", call, beside, r->p99, r->slow_lat, r->slow_daemon[T_TOTAL],
            r->slow_daemon[T_QUEUE], r->slow_daemon[T_RUN], r->slow_wait, r->cpu_busy,
@@ -802,6 +806,21 @@ static void bt_sched_row(const char *call, const char *beside, const struct bt_l
         printf(" %.1f | %s |\n", r->ampd_wait, r->ampd_cpus);
     else
         printf(" - | - |\n");
+}
+
+/* Every measured row of r, in the first table's order. */
+static void bt_sched_rows(const struct bt_results *r, const char *const beside[S_COUNT][P_COUNT],
+                          bool loops)
+{
+    char high[64];
+    snprintf(high, sizeof high, "%s, high", bt_measures[M_DEV_REVERSE].name);
+    for (int m = 0; m < M_COUNT; m++) {
+        bt_sched_row(bt_measures[m].name, "nothing (alone)", &r->a_alone[m], loops);
+        for (int s = 0; s < S_COUNT; s++)
+            for (int p = P_SAME; p < P_COUNT; p++)
+                bt_sched_row(bt_measures[m].name, beside[s][p], &r->a[s][p][m], loops);
+    }
+    bt_sched_row(high, "A's unary at low", &r->high[M_DEV_REVERSE], loops);
 }
 
 /* --sched-stats: whether A's slowest calls waited for a CPU (the host's
@@ -819,18 +838,16 @@ static void bt_print_sched(const struct bt_results *r, const char *const beside[
            "ready) / queued / run, mean us | A's thread waiting for a CPU in them, mean us | host CPUs busy / stolen | minor faults/s, ampd / bench | "
            "TLB shootdowns/s | ampd's threads waiting, ms/s | ampd's threads busy, CPUs |\n");
     printf("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
-    for (int m = 0; m < M_COUNT; m++) {
-        bt_sched_row(bt_measures[m].name, "nothing (alone)", &r->a_alone[m]);
-        for (int s = 0; s < S_COUNT; s++)
-            for (int p = P_SAME; p < P_COUNT; p++)
-                bt_sched_row(bt_measures[m].name, beside[s][p], &r->a[s][p][m]);
-    }
-    bt_sched_row("16 B reverse, device, high", "A's unary at low", &r->high[M_DEV_REVERSE]);
+    bt_sched_rows(r, beside, false);
+    printf("\n# A's ampd's I/O loops (ampd-io*), sampled every %d us during each measure "
+           "(A's own ampd only)\n", BT_SAMPLE_US);
+    printf("| A's call | beside | loops: running, or asleep where (wchan) |\n|---|---|---|\n");
+    bt_sched_rows(r, beside, true);
 }
 
 /* --sched-stats: the daemon's own account of each client's jobs over
  * the whole run (amp_status): time queued and on the device. */
-static void bt_print_client_times(const struct bt_target *t, const struct bt_results *r_sched)
+static void bt_print_client_times(const struct bt_target *t)
 {
     amp_conn *c = bt_connect(t);
     static amp_daemon_status st;
@@ -839,20 +856,6 @@ static void bt_print_client_times(const struct bt_target *t, const struct bt_res
     if (rc != 0)
         bench_die("status of %s: %s (%s)", t->address, amp_strerror(rc), amp_last_message(c));
     amp_close(c);
-    printf("\n# A's ampd's I/O loops (ampd-io*), sampled every %d us during each measure\n",
-           BT_SAMPLE_US);
-    printf("| A's call | beside | loops: running, or asleep where (wchan) |\n|---|---|---|\n");
-    for (int m = 0; m < M_COUNT; m++) {
-        if (r_sched->a_alone[m].done)
-            printf("| %s | nothing (alone) | %s |\n", bt_measures[m].name, r_sched->a_alone[m].loops);
-        for (int s = 0; s < S_COUNT; s++)
-            if (r_sched->a[s][P_SAME][m].done)
-                printf("| %s | B %s, same ampd | %s |\n", bt_measures[m].name, bt_shape_names[s],
-                       r_sched->a[s][P_SAME][m].loops);
-    }
-    if (r_sched->high[M_DEV_REVERSE].done)
-        printf("| 16 B reverse, device, high | A's unary at low | %s |\n",
-               r_sched->high[M_DEV_REVERSE].loops);
     printf("\n# the daemon's times of each client's jobs over the whole run (amp_status; "
            "power-of-two buckets' upper edges)\n");
     printf("| client | priority | jobs | queued p50 / p99 us | on the device p50 / p99 us |\n"
@@ -1256,7 +1259,7 @@ int main(int argc, char **argv)
     bt_phase(S_UNARY, &a_low, &a_high, 1u << M_DEV_REVERSE, &o, in, &d, r.high, &r.low);
     bt_print(&r, &o);
     if (o.sched_stats)
-        bt_print_client_times(&a, &r);
+        bt_print_client_times(&a);
     bt_targets(&r, bt_device_is_gpu(&a, o.device));
     free(in);
     int daemon_rc = bt_daemons_stop(ds);
