@@ -65,6 +65,22 @@ static void status_clients(const amp_daemon_status *st)
     }
 }
 
+static void status_stage_json(const amp_stage_latency *l)
+{
+    printf("{\"calls\":%" PRIu64 ",\"sum_us\":%" PRIu64 ",\"p50_us\":%" PRIu64
+           ",\"p90_us\":%" PRIu64 ",\"p99_us\":%" PRIu64 "}",
+           l->calls, l->sum_us, l->p50_us, l->p90_us, l->p99_us);
+}
+
+static void status_stage_row(const amp_stage_latency *l)
+{
+    char stage[TERM_ESCAPED_MAX(sizeof l->stage)];
+    printf("%-10s %10" PRIu64 " %10.1f %10" PRIu64 " %10" PRIu64 " %10" PRIu64 "\n",
+           term_escape(stage, sizeof stage, l->stage), l->calls,
+           l->calls ? (double)l->sum_us / (double)l->calls : 0.0, l->p50_us, l->p90_us,
+           l->p99_us);
+}
+
 static void status_print(const amp_daemon_status *st, int json)
 {
     if (json) {
@@ -89,14 +105,14 @@ static void status_print(const amp_daemon_status *st, int json)
         }
         printf("},\"staging_bytes_in_use\":%" PRIu64 ",\"stages\":{", st->staging_bytes_in_use);
         for (size_t i = 0; i < st->nstages; i++) {
-            const amp_stage_latency *l = &st->stages[i];
             printf("%s", i ? "," : "");
-            json_string(stdout, l->stage);
-            printf(":{\"calls\":%" PRIu64 ",\"sum_us\":%" PRIu64 ",\"p50_us\":%" PRIu64
-                   ",\"p90_us\":%" PRIu64 ",\"p99_us\":%" PRIu64 "}",
-                   l->calls, l->sum_us, l->p50_us, l->p90_us, l->p99_us);
+            json_string(stdout, st->stages[i].stage);
+            putchar(':');
+            status_stage_json(&st->stages[i]);
         }
-        fputs("},\"devices\":[", stdout);
+        fputs("},\"loop_turns\":", stdout);
+        status_stage_json(&st->loop_turns);
+        fputs(",\"devices\":[", stdout);
         for (size_t i = 0; i < st->ndevices; i++) {
             printf("%s", i ? "," : "");
             json_device_load(stdout, &st->devices[i]);
@@ -141,14 +157,10 @@ static void status_print(const amp_daemon_status *st, int json)
         return;
     printf("%-10s %10s %10s %10s %10s %10s\n", "stage", "calls", "mean us", "p50 <us",
            "p90 <us", "p99 <us");
-    for (size_t i = 0; i < st->nstages; i++) {
-        const amp_stage_latency *l = &st->stages[i];
-        char stage[TERM_ESCAPED_MAX(sizeof l->stage)];
-        printf("%-10s %10" PRIu64 " %10.1f %10" PRIu64 " %10" PRIu64 " %10" PRIu64 "\n",
-               term_escape(stage, sizeof stage, l->stage),
-               l->calls, l->calls ? (double)l->sum_us / (double)l->calls : 0.0, l->p50_us,
-               l->p90_us, l->p99_us);
-    }
+    for (size_t i = 0; i < st->nstages; i++)
+        status_stage_row(&st->stages[i]);
+    if (st->loop_turns.calls)
+        status_stage_row(&st->loop_turns);   /* "calls" are the loops' turns */
 }
 
 static int status_run(struct ampctl *ctx, int argc, char **argv)

@@ -7,6 +7,7 @@
 
 #include "abi.h"
 #include "amp.pb-c.h"
+#include "amp_wire.h"
 #include "call.h"
 #include "conn.h"
 #include "error.h"
@@ -151,8 +152,17 @@ int amp_status(amp_conn *c, const amp_opts *o, amp_daemon_status *st)
             if (strcmp(r->calls_by_status[i]->code, error_grpc_name(code)) == 0)
                 full.calls[code] = r->calls_by_status[i]->calls;
     full.staging_bytes_in_use = r->staging_bytes_in_use;
-    for (size_t i = 0; i < r->n_stages && full.nstages < AMP_STAGES; i++)
-        devices_stage(&full.stages[full.nstages++], r->stages[i]);
+    for (size_t i = 0; i < r->n_stages; i++) {
+        const Amp__V1__StageLatency *l = r->stages[i];
+        if (strcmp(l->stage, AMP_WIRE_LOOP_TURN_STAGE) == 0) {
+            devices_stage(&full.loop_turns, l);
+            for (size_t b = 0; b < l->n_buckets; b++)
+                full.loop_turn_buckets[b < AMP_LATENCY_BUCKETS ? b : AMP_LATENCY_BUCKETS - 1] +=
+                    l->buckets[b];
+        } else if (full.nstages < AMP_STAGES) {
+            devices_stage(&full.stages[full.nstages++], l);
+        }
+    }
     for (size_t i = 0; i < r->n_device_loads && full.ndevices < AMP_STATUS_DEVICES; i++)
         devices_copy_load(&full.devices[full.ndevices++], r->device_loads[i]);
     for (size_t i = 0; i < r->n_loop_connections && full.nloops < AMP_STATUS_LOOPS; i++)

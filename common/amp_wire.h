@@ -36,6 +36,10 @@
 #define AMP_WIRE_SERVER_TIMING_TRAILER "server-timing"
 #define AMP_WIRE_SERVER_TIMING_MAX 160
 
+/* Status.stages' entry for the daemon's I/O loops' turns, which is not a
+ * stage of a call (libampclient's amp_daemon_status.loop_turns). */
+#define AMP_WIRE_LOOP_TURN_STAGE "loop_turn"
+
 /* Steps of one Pipeline or Stream job, at most: each holds a result until
  * the reply. */
 #define AMP_WIRE_MAX_STEPS 64

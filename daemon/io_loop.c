@@ -30,6 +30,7 @@
 #include "monotonic.h"
 #include "rpc.h"
 #include "sched.h"
+#include "stage_latency.h"
 
 /* The sweep runs a few times per timeout, at least every second, so a
  * timeout is enforced within a quarter of itself (or a second). */
@@ -50,6 +51,26 @@ struct io_loop_fd {
     int fd;
     struct listen_kind kind;           /* of the listener that took it */
     struct conn_admission admission;   /* made by the acceptor, in accept order */
+};
+
+/* A loop adds its turns to the daemon's histogram every this many turns,
+ * and at least every IO_LOOP_TURNS_FLUSH_NS: one set of atomic adds per
+ * batch, not per turn, on a histogram every loop shares. */
+#define IO_LOOP_TURNS_FLUSH 1024
+#define IO_LOOP_TURNS_FLUSH_NS 100000000ull
+
+/* The loop's turns (STAGE_LOOP_TURN): how long it ran from one wait for
+ * events ending to the next wait (its callbacks, timers, and with
+ * --busy-poll its yields), the time a call arriving meanwhile waits
+ * before the loop reads it. Measured before each wait (a prepare handle)
+ * as the time since the last one less libuv's idle time in between. */
+struct io_loop_turns {
+    uv_prepare_t prepare;
+    uint64_t last_ns, last_idle_ns, flushed_ns;
+    uint32_t n;
+    uint64_t sum_us;
+    uint32_t buckets[STAGE_BUCKETS];
+    struct stage_latency *to;
 };
 
 /* "ampd-io3": what top -H and gdb show for a loop's thread. */
@@ -76,6 +97,7 @@ struct io_loop {
     struct rpc_env env;
     struct sched_port *port;      /* NULL: no devices */
     uv_timer_t sweep;             /* --request-timeout's and --idle-timeout's sweep */
+    struct io_loop_turns turns;
     const struct config *cfg;
     void (*empty)(void *ctx);
     void (*attached)(void *ctx, bool ok);
@@ -135,6 +157,48 @@ static void io_loop_start_sweep(struct io_loop *l)
     uv_timer_start(&l->sweep, io_loop_on_sweep, every, every);
 }
 
+/* --- turns ------------------------------------------------------------------ */
+
+static void io_loop_turns_flush(struct io_loop_turns *t, uint64_t now)
+{
+    stage_latency_add(t->to, STAGE_LOOP_TURN, t->n, t->sum_us, t->buckets);
+    t->n = 0;
+    t->sum_us = 0;
+    memset(t->buckets, 0, sizeof t->buckets);
+    t->flushed_ns = now;
+}
+
+static void io_loop_on_prepare(uv_prepare_t *h)
+{
+    struct io_loop_turns *t = h->data;
+    uint64_t now = monotonic_ns(), idle = uv_metrics_idle_time(h->loop);
+    uint64_t span = now - t->last_ns, slept = idle - t->last_idle_ns;
+    uint64_t us = (span > slept ? span - slept : 0) / 1000;
+    t->last_ns = now;
+    t->last_idle_ns = idle;
+    t->n++;
+    t->sum_us += us;
+    t->buckets[stage_latency_bucket(us)]++;
+    if (t->n >= IO_LOOP_TURNS_FLUSH || now - t->flushed_ns >= IO_LOOP_TURNS_FLUSH_NS)
+        io_loop_turns_flush(t, now);
+}
+
+/* Counts the loop's turns into to (NULL: not counted). The prepare
+ * handle does not keep the loop running. */
+static void io_loop_turns_start(struct io_loop *l, struct stage_latency *to)
+{
+    struct io_loop_turns *t = &l->turns;
+    uv_prepare_init(l->loop, &t->prepare);
+    t->prepare.data = t;
+    t->to = to;
+    if (!to || uv_loop_configure(l->loop, UV_METRICS_IDLE_TIME) != 0)
+        return;
+    t->last_ns = t->flushed_ns = monotonic_ns();
+    t->last_idle_ns = uv_metrics_idle_time(l->loop);
+    uv_prepare_start(&t->prepare, io_loop_on_prepare);
+    uv_unref((uv_handle_t *)&t->prepare);
+}
+
 /* --- commands, on the loop -------------------------------------------------- */
 
 /* The devices are open: this loop's port is made here, on its own thread,
@@ -182,7 +246,9 @@ static void io_loop_do_finish(struct io_loop *l)
         l->port = NULL;
         l->env.sched = NULL;
     }
-    uv_close((uv_handle_t *)&l->sweep, NULL);   /* both live in l, freed by io_loop_free */
+    io_loop_turns_flush(&l->turns, monotonic_ns());
+    uv_close((uv_handle_t *)&l->turns.prepare, NULL);
+    uv_close((uv_handle_t *)&l->sweep, NULL);   /* all live in l, freed by io_loop_free */
     uv_close((uv_handle_t *)&l->ctl, NULL);
 }
 
@@ -385,6 +451,7 @@ int io_loop_new(const struct io_loop_shared *sh, unsigned index, uv_loop_t *main
     l->ctl.data = l->sweep.data = l;
     io_loop_init_conns(l, sh, index);
     io_loop_start_sweep(l);
+    io_loop_turns_start(l, sh->stages);
     *out = l;
     return 0;
 }

@@ -119,6 +119,31 @@ static void metrics_calls(struct metrics_buf *b, const struct traffic *t)
                    (unsigned long long)atomic_load(&t->bytes_out));
 }
 
+/* Stage g's histogram as series of family name; label: `stage="run"`,
+ * or "" (a family of one histogram). */
+static void metrics_stage_hist(struct metrics_buf *b, const char *name, const char *label,
+                               const struct stage_latency *s, enum stage g)
+{
+    const char *comma = label[0] ? "," : "";
+    uint64_t cum = 0;
+    for (int i = 0; i < STAGE_BUCKETS - 1; i++) {
+        cum += atomic_load_explicit(&s->buckets[g][i], memory_order_relaxed);
+        metrics_printf(b, "%s_bucket{%s%sle=\"%.7g\"} %llu\n", name, label, comma,
+                       (double)(1ull << i) / METRICS_US_PER_S, (unsigned long long)cum);
+    }
+    uint64_t sum_us = atomic_load_explicit(&s->sum_us[g], memory_order_relaxed);
+    /* The count is the +Inf bucket's, as the format wants; stage_latency.h's
+     * calls counter is bumped apart from the buckets and may differ
+     * for a moment. */
+    cum += atomic_load_explicit(&s->buckets[g][STAGE_BUCKETS - 1], memory_order_relaxed);
+    metrics_printf(b, "%s_bucket{%s%sle=\"+Inf\"} %llu\n", name, label, comma,
+                   (unsigned long long)cum);
+    const char *open = label[0] ? "{" : "", *close = label[0] ? "}" : "";
+    metrics_printf(b, "%s_sum%s%s%s %.6f\n", name, open, label, close,
+                   (double)sum_us / METRICS_US_PER_S);
+    metrics_printf(b, "%s_count%s%s%s %llu\n", name, open, label, close, (unsigned long long)cum);
+}
+
 static void metrics_stages(struct metrics_buf *b, const struct stage_latency *s)
 {
     const char *name = "ampd_call_stage_duration_seconds";
@@ -126,25 +151,17 @@ static void metrics_stages(struct metrics_buf *b, const struct stage_latency *s)
                    "time unary job calls spent in each stage (request, queue, run, deliver, "
                    "reply) and in all (total)");
     for (int g = 0; g < STAGE_COUNT; g++) {
-        uint64_t cum = 0;
-        for (int i = 0; i < STAGE_BUCKETS - 1; i++) {
-            cum += atomic_load_explicit(&s->buckets[g][i], memory_order_relaxed);
-            metrics_printf(b, "%s_bucket{stage=\"%s\",le=\"%.7g\"} %llu\n", name,
-                           stage_latency_name((enum stage)g), (double)(1ull << i) / METRICS_US_PER_S,
-                           (unsigned long long)cum);
-        }
-        uint64_t sum_us = atomic_load_explicit(&s->sum_us[g], memory_order_relaxed);
-        /* The count is the +Inf bucket's, as the format wants; stage_latency.h's
-         * calls counter is bumped apart from the buckets and may differ
-         * for a moment. */
-        cum += atomic_load_explicit(&s->buckets[g][STAGE_BUCKETS - 1], memory_order_relaxed);
-        metrics_printf(b, "%s_bucket{stage=\"%s\",le=\"+Inf\"} %llu\n", name,
-                       stage_latency_name((enum stage)g), (unsigned long long)cum);
-        metrics_printf(b, "%s_sum{stage=\"%s\"} %.6f\n", name, stage_latency_name((enum stage)g),
-                       (double)sum_us / METRICS_US_PER_S);
-        metrics_printf(b, "%s_count{stage=\"%s\"} %llu\n", name, stage_latency_name((enum stage)g),
-                       (unsigned long long)cum);
+        if (g == STAGE_LOOP_TURN)
+            continue;   /* not a call's: its own family, below */
+        char label[64];
+        snprintf(label, sizeof label, "stage=\"%s\"", stage_latency_name((enum stage)g));
+        metrics_stage_hist(b, name, label, s, (enum stage)g);
     }
+    name = "ampd_loop_turn_duration_seconds";
+    metrics_family(b, name, "histogram",
+                   "how long I/O loops ran from one wait for events to the next: a call "
+                   "arriving on a loop meanwhile waits for its turn to end");
+    metrics_stage_hist(b, name, "", s, STAGE_LOOP_TURN);
 }
 
 static void metrics_jobs(struct metrics_buf *b, struct sched *s)

@@ -25,6 +25,8 @@ enum stage {
     STAGE_REPLY,    /* the reply encoded and written, the call closed */
     STAGE_TOTAL,    /* headers to close */
     STAGE_STREAM,   /* a Stream call that succeeded: headers to close (not in TOTAL) */
+    STAGE_LOOP_TURN,/* not a call's: an I/O loop's turn, its wait for events ending to the
+                     * next (io_loop.c), which every call on that loop waits behind */
     STAGE_COUNT
 };
 
@@ -50,5 +52,10 @@ const char *stage_latency_name(enum stage st);
 /* Counts one call's time in st: to - from nanoseconds (0 if to < from).
  * s may be NULL (not counted). */
 void stage_latency_record(struct stage_latency *s, enum stage st, uint64_t from, uint64_t to);
+
+/* Adds n times of stage st, summing sum_us, buckets[i] of them in bucket
+ * i: a histogram counted apart, on one thread, added at once. */
+void stage_latency_add(struct stage_latency *s, enum stage st, uint64_t n, uint64_t sum_us,
+                       const uint32_t buckets[STAGE_BUCKETS]);
 
 #endif

@@ -22,6 +22,8 @@
 #define THREAD_CALLS 40
 #define THREAD_LEN (64 * 1024 + 7)
 #define GONE_DEADLINE_MS 60000 /* backstop only: a broken connection must fail before */
+#define TURNS_WAIT_TRIES 100     /* amp_status every TURNS_WAIT_US until turns show */
+#define TURNS_WAIT_US 50000
 
 static amp_conn *connect_ok(const char *address)
 {
@@ -160,6 +162,21 @@ START_TEST(devices_status_health)
     reverse_ok(c, 1);
     ck_assert_int_eq(amp_status(c, NULL, &after), 0);
     ck_assert_uint_gt(after.jobs_completed, before.jobs_completed);
+    /* The loops' turns: added to the daemon's count every 100 ms of them,
+     * a loop woken at least once a second. */
+    for (int i = 0; i < TURNS_WAIT_TRIES && !after.loop_turns.calls; i++) {
+        usleep(TURNS_WAIT_US);
+        ck_assert_int_eq(amp_status(c, NULL, &after), 0);
+    }
+    ck_assert_str_eq(after.loop_turns.stage, "loop_turn");
+    ck_assert_uint_gt(after.loop_turns.calls, 0);
+    ck_assert_uint_le(after.loop_turns.p50_us, after.loop_turns.p99_us);
+    uint64_t turns = 0;
+    for (int i = 0; i < AMP_LATENCY_BUCKETS; i++)
+        turns += after.loop_turn_buckets[i];
+    ck_assert_uint_gt(turns, 0);
+    for (size_t i = 0; i < after.nstages; i++)
+        ck_assert_str_ne(after.stages[i].stage, "loop_turn");
 
     int serving = -1;
     ck_assert_int_eq(amp_health(c, NULL, "", &serving), 0);

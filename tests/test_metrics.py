@@ -193,6 +193,37 @@ def test_stream_latency():
     expect(moved(hist + "_count", stage="total") == 0, "a stream counted as a unary call")
 
 
+def test_loop_turns():
+    """The I/O loops count their turns (a loop's run from one wait for
+    events to the next) in ampd_loop_turn_duration_seconds: calls move its
+    count, its buckets are cumulative and end at the count, and no call
+    stage is named after it."""
+    hist = "ampd_loop_turn_duration_seconds"
+    with Metrics() as m:
+        before, families = scrape(m)
+        expect(families[hist].type == "histogram", "%s is a %s" % (hist, families[hist].type))
+        for _ in range(20):
+            call(m, REVERSE, pb_bytes(1, b"turns"))
+        # A loop adds its turns every 100 ms of them, and its sweep wakes
+        # it at least once a second.
+        deadline = time.monotonic() + 10
+        while True:
+            after, _ = scrape(m)
+            if value(after, hist + "_count") > value(before, hist + "_count") + 20:
+                break
+            expect(time.monotonic() < deadline, "turns %s -> %s" %
+                   (value(before, hist + "_count"), value(after, hist + "_count")))
+            time.sleep(POLL_S)
+    buckets = sorted((float(dict(k[1])["le"]), v) for k, v in after.items()
+                     if k[0] == hist + "_bucket")
+    expect(len(buckets) > 2 and all(a[1] <= b[1] for a, b in zip(buckets, buckets[1:])),
+           "buckets %r" % buckets)
+    expect(buckets[-1] == (float("inf"), value(after, hist + "_count")), "+Inf != count")
+    stages = {dict(k[1]).get("stage") for k in after
+              if k[0].startswith("ampd_call_stage_duration_seconds")}
+    expect("loop_turn" not in stages, "loop turns among call stages %r" % stages)
+
+
 def test_process_series():
     """process_* as Prometheus' client libraries name them, matching what
     /proc says of the daemon."""

@@ -728,6 +728,10 @@ AMP_EXTERN int amp_devices(amp_conn *c, const amp_opts *o, amp_device **list, si
  * thread), "reply" (encoded and written) and "total". */
 #define AMP_STAGES 6
 
+/* The daemon's latency histograms' buckets: bucket i holds times of
+ * [2^(i-1), 2^i) microseconds, bucket 0 under 1 us, the last the rest. */
+#define AMP_LATENCY_BUCKETS 24
+
 /* One stage's times since the daemon started. The percentiles are the
  * upper edges of the power-of-two microsecond buckets the daemon keeps
  * (p50_us 64: half the calls took under 64 us). */
@@ -777,6 +781,14 @@ typedef struct amp_daemon_status {
     uint32_t loop_connections[AMP_STATUS_LOOPS]; /* connections I/O loop i serves now */
     size_t nclient_times;              /* entries of client_times the daemon reported */
     amp_client_times client_times[AMP_STATUS_CLIENT_TIMES]; /* first-come clients' order */
+    /* Appended: the daemon's I/O loops' turns since it started (stage
+     * "loop_turn", calls counting turns): a turn is a loop's run from one
+     * wait for events to the next, and a call that arrives on the loop
+     * meanwhile waits for it to end. loop_turn_buckets[i]: turns of
+     * [2^(i-1), 2^i) us (0: under 1 us; the last: that or longer), so that
+     * two calls' difference is a histogram of what came between. */
+    amp_stage_latency loop_turns;
+    uint64_t loop_turn_buckets[AMP_LATENCY_BUCKETS];
 } amp_daemon_status;
 
 /* The name of gRPC status code ("RESOURCE_EXHAUSTED" for 8); "UNKNOWN"
