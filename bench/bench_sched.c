@@ -39,15 +39,17 @@ void bench_sched_thread_close(struct bench_sched_thread *t)
     t->fd = -1;
 }
 
-uint64_t bench_sched_thread_wait_ns(const struct bench_sched_thread *t)
+void bench_sched_thread_times(const struct bench_sched_thread *t, uint64_t *run_ns,
+                              uint64_t *wait_ns)
 {
     char buf[128];
     ssize_t n = t->fd >= 0 ? pread(t->fd, buf, sizeof buf - 1, 0) : -1;
-    uint64_t run, wait;
+    *run_ns = *wait_ns = 0;
     if (n <= 0)
-        return 0;
+        return;
     buf[n] = '\0';
-    return bench_sched_parse(buf, &run, &wait) ? wait : 0;
+    if (!bench_sched_parse(buf, run_ns, wait_ns))
+        *run_ns = *wait_ns = 0;
 }
 
 /* Thread tid of pid: its time on a CPU and waiting for one so far, ns;

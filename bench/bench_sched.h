@@ -21,9 +21,12 @@ struct bench_sched_thread {
 void bench_sched_thread_open(struct bench_sched_thread *t);
 void bench_sched_thread_close(struct bench_sched_thread *t);
 
-/* Nanoseconds the thread has waited runnable for a CPU so far; 0 when not
- * available. */
-uint64_t bench_sched_thread_wait_ns(const struct bench_sched_thread *t);
+/* Nanoseconds the thread has been on a CPU, and has waited runnable for
+ * one, so far; 0 when not available. In a virtual machine a vCPU its host
+ * takes away counts as on a CPU: a tiny call's thread that runs for
+ * milliseconds lost them there. */
+void bench_sched_thread_times(const struct bench_sched_thread *t, uint64_t *run_ns,
+                              uint64_t *wait_ns);
 
 /* Minor page faults of process pid so far (0: this process); 0 when not
  * available. A buffer mapped fresh faults every page in, zeroed. */

@@ -15,7 +15,9 @@
  *   - B's shapes: --streams Stream transforms of --bulk-bytes each, and
  *     --unary-calls concurrent unary transforms of --unary-bytes, each
  *     call on its own connection, started again as soon as it ends, on
- *     A's device or on --device-b (two tenants on two GPUs);
+ *     A's device or on --device-b (two tenants on two GPUs), from a
+ *     process of B's own, as a second program's would be
+ *     (--b-in-process: threads of this one);
  *   - each A measure alone, beside each B shape on the same ampd, and
  *     beside the same B load sent to a second ampd that shares only the
  *     host (CPU, and on one device the device) with A's: the floor, what
@@ -43,7 +45,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/random.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -76,6 +80,8 @@
 #define BT_WEIGHT_HEAVY 3           /* the weights phase's two clients (token file weight=) */
 #define BT_WEIGHT_LIGHT 1
 #define BT_SAMPLE_US 1000           /* --sched-stats: A's ampd's I/O loops sampled this often */
+#define BT_EXIT_WRONG 3              /* B's process: a result was wrong (bt_fail said which) */
+#define BT_LONG_TURN_BUCKET 11       /* loop turns counted long: bucket 11 on, 1,024 us or more */
 
 /* BENCH_AMPD_DEFAULT, the ampd binary when neither --ampd nor $AMPD_BIN
  * names one, comes from CMake: the build's own ampd. */
@@ -103,6 +109,7 @@ struct bt_opts {
     bool sched_stats;            /* --sched-stats: where A's slowest calls waited */
     bool unix_socket;            /* --unix: the clients on the ampds' Unix sockets, not TCP */
     int a_busy_poll_us;          /* A's amp_connect_opts.busy_poll_us (--a-busy-poll-us) */
+    bool b_in_process;           /* --b-in-process: B's threads in this process, not its own */
     const char *const *ampd_args; /* after "--": to every ampd it starts */
 };
 
@@ -169,6 +176,7 @@ struct bt_lat {
      * host's busy CPU share and A's ampd's threads' waits for a CPU (ms
      * per second, all threads together) over the measure. */
     double slow_lat, slow_wait, cpu_busy, cpu_steal, ampd_wait;
+    double slow_run;   /* A's own thread on a CPU during those calls, mean us */
     /* --sched-stats: those calls' mean time in the daemon, from the replies'
      * server-timing (amp_last_server_timing): headers to reply ready, and
      * of it queued and run, us */
@@ -177,6 +185,11 @@ struct bt_lat {
                                             * this process, the host's TLB shootdowns */
     char ampd_cpus[256];   /* A's ampd's threads by kind: "ampd-io x16 0.41, ..." CPUs */
     char loops[512];       /* A's ampd's I/O loops sampled: running, or asleep where */
+    /* --sched-stats: A's ampd's loop turns over the measure (amp_status's
+     * loop_turn_buckets): per second, those of 1 ms or longer per second,
+     * and the longest bucket's upper edge, us */
+    double turns, long_turns;
+    uint64_t longest_turn_us;
 };
 
 /* A's input and the results it must get back. */
@@ -234,16 +247,17 @@ static double bt_percentile(const double *sorted, size_t n, double q)
 
 /* The calls made whose latency is at least p99: their mean latency,
  * mean wait for a CPU and mean daemon times (daemon[i][call] us) into r. */
-static void bt_slow_calls(const double *lat, const double *wait,
+static void bt_slow_calls(const double *lat, const double *wait, const double *run,
                           double *const daemon[BT_TIMING_COUNT], size_t n, double p99,
                           struct bt_lat *r)
 {
-    double sum_lat = 0, sum_wait = 0, sum_daemon[BT_TIMING_COUNT] = {0};
+    double sum_lat = 0, sum_wait = 0, sum_run = 0, sum_daemon[BT_TIMING_COUNT] = {0};
     size_t k = 0;
     for (size_t i = 0; i < n; i++)
         if (lat[i] >= p99) {
             sum_lat += lat[i];
             sum_wait += wait[i];
+            sum_run += run[i];
             for (int g = 0; g < BT_TIMING_COUNT; g++)
                 sum_daemon[g] += daemon[g][i];
             k++;
@@ -251,6 +265,7 @@ static void bt_slow_calls(const double *lat, const double *wait,
     double div = k ? (double)k : 1;
     r->slow_lat = sum_lat / div;
     r->slow_wait = sum_wait / div;
+    r->slow_run = sum_run / div;
     for (int g = 0; g < BT_TIMING_COUNT; g++)
         r->slow_daemon[g] = sum_daemon[g] / div;
 }
@@ -301,6 +316,38 @@ static double bt_ampd_cpus(const struct bench_sched_kinds *from, double secs, ch
     return wait_ms / secs;
 }
 
+/* The loop turns A's ampd at t has counted so far, by bucket. */
+static void bt_loop_turns(const struct bt_target *t, uint64_t buckets[AMP_LATENCY_BUCKETS])
+{
+    static amp_daemon_status st;
+    st.size = sizeof st;
+    amp_conn *c = bt_connect(t);
+    int rc = amp_status(c, NULL, &st);
+    if (rc != 0)
+        bench_die("status of %s: %s (%s)", t->address, amp_strerror(rc), amp_last_message(c));
+    amp_close(c);
+    memcpy(buckets, st.loop_turn_buckets, sizeof st.loop_turn_buckets);
+}
+
+/* The turns between two bt_loop_turns() over secs into r. */
+static void bt_loop_turns_between(const uint64_t from[AMP_LATENCY_BUCKETS],
+                                  const uint64_t to[AMP_LATENCY_BUCKETS], double secs,
+                                  struct bt_lat *r)
+{
+    uint64_t all = 0, lng = 0;
+    r->longest_turn_us = 0;
+    for (unsigned i = 0; i < AMP_LATENCY_BUCKETS; i++) {
+        uint64_t n = to[i] - from[i];
+        all += n;
+        if (i >= BT_LONG_TURN_BUCKET)
+            lng += n;
+        if (n)
+            r->longest_turn_us = (uint64_t)1 << i;
+    }
+    r->turns = (double)all / secs;
+    r->long_turns = (double)lng / secs;
+}
+
 /* A's measure m for --seconds: a call due every --period-us from the
  * first; one that is late starts at once, and its latency still counts
  * from when it was due. No call starts after --seconds: a call due by
@@ -316,6 +363,10 @@ static struct bt_lat bt_a_measure(const struct bt_target *t, const struct bt_opt
     size_t due_n = (size_t)ceil(o->seconds / period), made = 0;
     double *lat = bench_alloc_touched(due_n * sizeof *lat);
     double *wait = o->sched_stats ? bench_alloc_touched(due_n * sizeof *wait) : NULL;
+    double *run = wait ? bench_alloc_touched(due_n * sizeof *run) : NULL;
+    static uint64_t turns0[AMP_LATENCY_BUCKETS], turns1[AMP_LATENCY_BUCKETS];
+    if (wait)
+        bt_loop_turns(t, turns0);
     double *daemon[BT_TIMING_COUNT];
     for (int g = 0; g < BT_TIMING_COUNT; g++)
         daemon[g] = wait ? bench_alloc_touched(due_n * sizeof *daemon[g]) : NULL;
@@ -338,12 +389,16 @@ static struct bt_lat bt_a_measure(const struct bt_target *t, const struct bt_opt
         double due = start + (double)made * period;
         if (end < due)
             bt_sleep_until(due);
-        uint64_t w0 = wait ? bench_sched_thread_wait_ns(&self) : 0;
+        uint64_t r0 = 0, w0 = 0, r1, w1;
+        if (wait)
+            bench_sched_thread_times(&self, &r0, &w0);
         rc = bt_a_call(c, &ao, m, d);
         end = bench_now();
         lat[made] = (end - due) * 1e6;
         if (wait) {
-            wait[made] = (double)(bench_sched_thread_wait_ns(&self) - w0) / 1e3;
+            bench_sched_thread_times(&self, &r1, &w1);
+            wait[made] = (double)(w1 - w0) / 1e3;
+            run[made] = (double)(r1 - r0) / 1e3;
             bt_server_timing(c, daemon, made);
         }
     }
@@ -360,6 +415,8 @@ static struct bt_lat bt_a_measure(const struct bt_target *t, const struct bt_opt
             r.ampd_wait = bt_ampd_cpus(&kinds0, secs, r.ampd_cpus, sizeof r.ampd_cpus);
         }
         bench_sched_thread_close(&self);
+        bt_loop_turns(t, turns1);
+        bt_loop_turns_between(turns0, turns1, secs, &r);
     }
     if (sampling)
         bench_sched_sampler_stop(&loops, r.loops, sizeof r.loops);
@@ -379,16 +436,17 @@ static struct bt_lat bt_a_measure(const struct bt_target *t, const struct bt_opt
     r.p99 = bt_percentile(sorted, due_n, 0.99);
     r.p999 = bt_percentile(sorted, due_n, 0.999);
     if (wait)
-        bt_slow_calls(lat, wait, daemon, made, r.p99, &r);
+        bt_slow_calls(lat, wait, run, daemon, made, r.p99, &r);
     for (int g = 0; g < BT_TIMING_COUNT; g++)
         free(daemon[g]);
     free(sorted);
+    free(run);
     free(wait);
     free(lat);
     return r;
 }
 
-/* --- B: bulk work on its own threads ---------------------------------------------------- */
+/* --- B: bulk work on its own threads, in a process of its own ---------------------------- */
 
 enum bt_shape { S_STREAMS, S_UNARY, S_COUNT };
 
@@ -402,8 +460,12 @@ struct bt_worker {
     bool warm;         /* it has delivered output once (counted in l->warm) */
 };
 
-/* B's load: workers that each run its calls again and again until told to stop. */
+/* B's load: workers that each run its calls again and again until told to
+ * stop. It lives in memory shared with B's process (bt_load_new), where
+ * the workers run unless --b-in-process: A's calls then share no address
+ * space, allocator or library lock with B's, as two programs' would not. */
 struct bt_load {
+    pid_t pid;                       /* B's process; 0: B's threads run in this one */
     enum bt_shape shape;
     const struct bt_opts *o;
     const struct bt_target *t;
@@ -508,6 +570,37 @@ static void *bt_worker_main(void *arg)
     return NULL;
 }
 
+/* A bt_load in memory shared with the processes forked after. */
+static struct bt_load *bt_load_new(void)
+{
+    void *p = mmap(NULL, sizeof(struct bt_load), PROT_READ | PROT_WRITE,
+                   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        bench_die("mmap: %s", strerror(errno));
+    return p;
+}
+
+/* B's workers: each on its own connection and thread. */
+static void bt_load_run(struct bt_load *l)
+{
+    for (int i = 0; i < l->nworkers; i++) {
+        l->w[i].l = l;
+        l->w[i].c = bt_connect(l->t);
+        int e = pthread_create(&l->w[i].thread, NULL, bt_worker_main, &l->w[i]);
+        if (e != 0)
+            bench_die("pthread_create: %s", strerror(e));
+    }
+}
+
+/* Joins B's workers once told to stop, and closes their connections. */
+static void bt_load_join(struct bt_load *l)
+{
+    for (int i = 0; i < l->nworkers; i++) {
+        pthread_join(l->w[i].thread, NULL);
+        amp_close(l->w[i].c);
+    }
+}
+
 static void bt_load_start(struct bt_load *l, enum bt_shape shape, const struct bt_opts *o,
                           const struct bt_target *t, const uint8_t *in)
 {
@@ -517,14 +610,25 @@ static void bt_load_start(struct bt_load *l, enum bt_shape shape, const struct b
     l->t = t;
     l->in = in;
     l->nworkers = shape == S_STREAMS ? o->streams : o->unary_calls;
-    pthread_mutex_init(&l->lock, NULL);
-    for (int i = 0; i < l->nworkers; i++) {
-        l->w[i].l = l;
-        l->w[i].c = bt_connect(t);
-        int e = pthread_create(&l->w[i].thread, NULL, bt_worker_main, &l->w[i]);
-        if (e != 0)
-            bench_die("pthread_create: %s", strerror(e));
+    pthread_mutexattr_t attr;
+    pthread_mutexattr_init(&attr);
+    pthread_mutexattr_setpshared(&attr, PTHREAD_PROCESS_SHARED);
+    pthread_mutex_init(&l->lock, &attr);
+    pthread_mutexattr_destroy(&attr);
+    if (o->b_in_process) {
+        bt_load_run(l);
+        return;
     }
+    fflush(NULL);   /* or the child writes this process's buffered output again */
+    pid_t pid = fork();   /* l is shared: only this process writes its pid there */
+    if (pid < 0)
+        bench_die("fork: %s", strerror(errno));
+    if (pid == 0) {
+        bt_load_run(l);
+        bt_load_join(l);
+        _exit(atomic_load(&bt_failures) ? BT_EXIT_WRONG : 0);
+    }
+    l->pid = pid;
 }
 
 /* Until every worker has delivered output (a unary call ended; a stream's
@@ -548,9 +652,17 @@ static uint64_t bt_load_bytes(struct bt_load *l)
 static void bt_load_stop(struct bt_load *l)
 {
     atomic_store(&l->stop, true);
-    for (int i = 0; i < l->nworkers; i++) {
-        pthread_join(l->w[i].thread, NULL);
-        amp_close(l->w[i].c);
+    if (!l->pid) {
+        bt_load_join(l);
+    } else {
+        int status;
+        while (waitpid(l->pid, &status, 0) < 0 && errno == EINTR) {
+        }
+        /* It said why on stderr: a wrong result, or bench_die's reason. */
+        if (!WIFEXITED(status) || WEXITSTATUS(status) == BT_EXIT_WRONG)
+            bt_fail("B's process ended with status %#x", status);
+        else if (WEXITSTATUS(status) != 0)
+            bench_die("B's process could not run");
     }
     pthread_mutex_destroy(&l->lock);
     if (atomic_load(&l->wrong))
@@ -613,19 +725,22 @@ static void bt_phase(enum bt_shape shape, const struct bt_target *b, const struc
                      unsigned measures, const struct bt_opts *o, const uint8_t *in,
                      const struct bt_a_data *d, struct bt_lat *a_out, double *b_out)
 {
-    static struct bt_load l;
+    static struct bt_load *lp;
+    if (!lp)
+        lp = bt_load_new();
+    struct bt_load *l = lp;
     double start = bench_now();
-    bt_load_start(&l, shape, o, b, in);
-    bt_load_warm_up(&l);
-    uint64_t b0 = bt_load_bytes(&l);
+    bt_load_start(l, shape, o, b, in);
+    bt_load_warm_up(l);
+    uint64_t b0 = bt_load_bytes(l);
     double t0 = bench_now();
     if (a)
         bt_a_all(a, o, d, measures, a_out);
     else
         bench_sleep_ms((int)(o->seconds * M_COUNT * 1000));
     double t1 = bench_now();
-    *b_out = (double)(bt_load_bytes(&l) - b0) / (t1 - t0) / 1e9;
-    bt_load_stop(&l);
+    *b_out = (double)(bt_load_bytes(l) - b0) / (t1 - t0) / 1e9;
+    bt_load_stop(l);
     bt_wait_idle(b);
     fprintf(stderr, "bench_tenants: B %s on %s%s: %.1f s warm-up, %.1f s measured, %.1f s "
             "to stop\n", bt_shape_names[shape], b->address, a ? " beside A" : " alone",
@@ -637,19 +752,22 @@ static void bt_phase(enum bt_shape shape, const struct bt_target *b, const struc
 static void bt_weights_phase(const struct bt_target w[2], const struct bt_opts *o,
                              const uint8_t *in, double gbs[2])
 {
-    static struct bt_load l[2];
+    static struct bt_load *l[2];
+    for (int i = 0; i < 2; i++) {
+        if (!l[i])
+            l[i] = bt_load_new();
+        bt_load_start(l[i], S_STREAMS, o, &w[i], in);
+    }
     for (int i = 0; i < 2; i++)
-        bt_load_start(&l[i], S_STREAMS, o, &w[i], in);
-    for (int i = 0; i < 2; i++)
-        bt_load_warm_up(&l[i]);
-    uint64_t b0[2] = {bt_load_bytes(&l[0]), bt_load_bytes(&l[1])};
+        bt_load_warm_up(l[i]);
+    uint64_t b0[2] = {bt_load_bytes(l[0]), bt_load_bytes(l[1])};
     double t0 = bench_now();
     bench_sleep_ms((int)(o->seconds * M_COUNT * 1000));
     double t1 = bench_now();
     for (int i = 0; i < 2; i++)
-        gbs[i] = (double)(bt_load_bytes(&l[i]) - b0[i]) / (t1 - t0) / 1e9;
+        gbs[i] = (double)(bt_load_bytes(l[i]) - b0[i]) / (t1 - t0) / 1e9;
     for (int i = 0; i < 2; i++)
-        bt_load_stop(&l[i]);
+        bt_load_stop(l[i]);
     bt_wait_idle(&w[0]);
     fprintf(stderr, "bench_tenants: weights %d and %d on %s: %.1f s measured\n", BT_WEIGHT_HEAVY,
             BT_WEIGHT_LIGHT, w[0].address, t1 - t0);
@@ -760,9 +878,12 @@ static int bt_daemons_stop(struct bt_daemons *ds)
 static struct bt_daemons bt_daemons;
 
 /* A run that dies (bench_die) still stops the ampds it started. */
+static pid_t bt_main_pid;   /* this process, not B's (which leaves the daemons alone) */
+
 static void bt_daemons_atexit(void)
 {
-    bt_daemons_stop(&bt_daemons);
+    if (getpid() == bt_main_pid)
+        bt_daemons_stop(&bt_daemons);
 }
 
 /* --- the table --------------------------------------------------------------------------- */
@@ -794,13 +915,13 @@ static void bt_sched_row(const char *call, const char *beside, const struct bt_l
     if (!r->done)
         return;
     if (loops) {
-        if (bt_ampd_pid)
-            printf("| %s | %s | %s |\n", call, beside, r->loops);
+        printf("| %s | %s | %.0f | %.1f | %" PRIu64 " | %s |\n", call, beside, r->turns,
+               r->long_turns, r->longest_turn_us, bt_ampd_pid ? r->loops : "-");
         return;
     }
-    printf("| %s | %s | %.1f | %.1f | %.1f / %.1f / %.1f | %.1f | %.2f / %.3f | %.0f / %.0f | "
-           "%.0f |", call, beside, r->p99, r->slow_lat, r->slow_daemon[T_TOTAL],
-           r->slow_daemon[T_QUEUE], r->slow_daemon[T_RUN], r->slow_wait, r->cpu_busy,
+    printf("| %s | %s | %.1f | %.1f | %.1f / %.1f / %.1f | %.1f / %.1f | %.2f / %.3f | "
+           "%.0f / %.0f | %.0f |", call, beside, r->p99, r->slow_lat, r->slow_daemon[T_TOTAL],
+           r->slow_daemon[T_QUEUE], r->slow_daemon[T_RUN], r->slow_run, r->slow_wait, r->cpu_busy,
            r->cpu_steal, r->ampd_faults, r->own_faults, r->tlb);
     if (bt_ampd_pid)
         printf(" %.1f | %s |\n", r->ampd_wait, r->ampd_cpus);
@@ -829,19 +950,25 @@ static void bt_print_sched(const struct bt_results *r, const char *const beside[
 {
     printf("\n# where A's slowest 1%% went (--sched-stats): the calls at or above p99, their "
            "time in ampd (its replies' server-timing), and how "
-           "long A's own thread waited runnable for a CPU during them; over each measure, the "
+           "long A's own thread ran, and waited runnable for a CPU, during them; over each "
+           "measure, the "
            "host's busy CPU share (and the share its hypervisor took), A's ampd's threads' "
            "waits for a CPU (all together) and the CPUs its threads kept busy, by kind; the page "
            "faults of A's ampd and of this process (A's and B's clients), and the host's TLB "
            "shootdowns\n");
     printf("| A's call | beside | p99 us | slowest 1%%, mean us | of it in ampd (headers to reply "
-           "ready) / queued / run, mean us | A's thread waiting for a CPU in them, mean us | host CPUs busy / stolen | minor faults/s, ampd / bench | "
+           "ready) / queued / run, mean us | A's thread on a CPU / waiting for one in them, mean us | "
+           "host CPUs busy / stolen | minor faults/s, ampd / bench | "
            "TLB shootdowns/s | ampd's threads waiting, ms/s | ampd's threads busy, CPUs |\n");
     printf("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
     bt_sched_rows(r, beside, false);
-    printf("\n# A's ampd's I/O loops (ampd-io*), sampled every %d us during each measure "
-           "(A's own ampd only)\n", BT_SAMPLE_US);
-    printf("| A's call | beside | loops: running, or asleep where (wchan) |\n|---|---|---|\n");
+    printf("\n# A's ampd's I/O loops during each measure: their turns (amp_status: a loop's run "
+           "from one wait for events to the next, which a call arriving meanwhile waits "
+           "behind), and the loops (ampd-io*; A's own ampd only) sampled every %d us\n",
+           BT_SAMPLE_US);
+    printf("| A's call | beside | loop turns/s | of %u us or longer, /s | longest, us (<=) | "
+           "loops: running, or asleep where (wchan) |\n|---|---|---:|---:|---:|---|\n",
+           1u << (BT_LONG_TURN_BUCKET - 1));
     bt_sched_rows(r, beside, true);
 }
 
@@ -1068,7 +1195,7 @@ static void bt_usage(void)
             "                     [--unary-calls 16] [--seconds 3] [--warmup 1]\n"
             "                     [--period-us 1000] [--device 0] [--device-b D] [--no-floor]\n"
             "                     [--shapes streams,unary] [--sched-stats] [--a-busy-poll-us N]\n"
-            "                     [--unix]\n"
+            "                     [--unix] [--b-in-process]\n"
             "                     [--ampd PATH | --address ADDR [--floor-address ADDR]\n"
             "                      [--token-a T] [--token-b T] [--token-w3 T --token-w1 T]]\n"
             "                     [-- AMPD-OPTIONS]\n");
@@ -1149,6 +1276,7 @@ static void bt_parse(int argc, char **argv, struct bt_opts *o)
         bool *flag = !strcmp(a, "--no-floor")      ? &o->no_floor
                      : !strcmp(a, "--sched-stats") ? &o->sched_stats
                      : !strcmp(a, "--unix")        ? &o->unix_socket
+                     : !strcmp(a, "--b-in-process") ? &o->b_in_process
                                                    : NULL;
         if (flag) {
             *flag = true;
@@ -1203,6 +1331,7 @@ int main(int argc, char **argv)
     struct bt_opts o;
     bt_parse(argc, argv, &o);
     struct bt_daemons *ds = &bt_daemons;
+    bt_main_pid = getpid();
     atexit(bt_daemons_atexit);
     const char *tok[C_COUNT];
     const char *addr, *floor_addr;
