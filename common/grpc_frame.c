@@ -55,23 +55,29 @@ void grpc_frame_header(uint8_t out[GRPC_FRAME_HEADER], size_t len)
 }
 
 /* Makes room at msg for at least need bytes (need <= msg_len + 1): doubles,
- * so a body that arrives in many pieces is copied O(1) times per byte. */
+ * so a body that arrives in many pieces is copied O(1) times per byte;
+ * a body of whole_min or more is allocated whole the first time, and only
+ * its charge doubles. */
 static int grpc_frame_grow(struct grpc_frame_reader *r, size_t need)
 {
-    if (need <= r->msg_cap)
+    if (need <= r->msg_charged)
         return GRPC_FRAME_OK;
-    size_t cap = r->msg_cap ? 2 * r->msg_cap : GRPC_FRAME_FIRST_CAP;
+    size_t cap = r->msg_charged ? 2 * r->msg_charged : GRPC_FRAME_FIRST_CAP;
     if (cap < need)
         cap = need;
     if (cap > r->msg_len + 1)
         cap = r->msg_len + 1;
-    if (r->reserve && r->reserve(r->reserve_ctx, cap - r->msg_cap) != 0)
+    if (r->reserve && r->reserve(r->reserve_ctx, cap - r->msg_charged) != 0)
         return GRPC_FRAME_REFUSED;
-    uint8_t *p = realloc(r->msg, cap);
-    if (!p)
-        return GRPC_FRAME_NOMEM;
-    r->msg = p;
-    r->msg_cap = cap;
+    r->msg_charged = cap;
+    size_t alloc = r->whole_min && r->msg_len >= r->whole_min ? r->msg_len + 1 : cap;
+    if (alloc > r->msg_cap) {
+        uint8_t *p = realloc(r->msg, alloc);
+        if (!p)
+            return GRPC_FRAME_NOMEM;
+        r->msg = p;
+        r->msg_cap = alloc;
+    }
     return GRPC_FRAME_OK;
 }
 
@@ -92,7 +98,7 @@ static int grpc_frame_start_body(struct grpc_frame_reader *r)
         if (r->reserve && r->reserve(r->reserve_ctx, r->spare_cap) != 0)
             return GRPC_FRAME_REFUSED;
         r->msg = r->spare;
-        r->msg_cap = r->spare_cap;
+        r->msg_cap = r->msg_charged = r->spare_cap;
         r->spare = NULL;
         r->spare_cap = 0;
         return GRPC_FRAME_OK;
@@ -101,7 +107,7 @@ static int grpc_frame_start_body(struct grpc_frame_reader *r)
      * still gets a non-NULL buffer): a prefix that declares 64 MiB and
      * sends nothing more holds 64 KiB, unless the owner trusts its peer
      * with prealloc_max. */
-    r->msg_cap = 0;
+    r->msg_cap = r->msg_charged = 0;
     if (r->msg_len < GRPC_FRAME_FIRST_CAP || r->msg_len <= r->prealloc_max) {
         size_t cap = 0;
         uint8_t *p = r->take ? r->take(r->take_ctx, r->msg_len + 1, &cap) : NULL;
@@ -111,7 +117,7 @@ static int grpc_frame_start_body(struct grpc_frame_reader *r)
         }
         if (p) {
             r->msg = p;
-            r->msg_cap = cap;
+            r->msg_cap = r->msg_charged = cap;
             return GRPC_FRAME_OK;
         }
         return grpc_frame_grow(r, r->msg_len + 1);
@@ -191,7 +197,7 @@ void grpc_frame_skip_body(struct grpc_frame_reader *r)
     }
     free(r->msg);
     r->msg = NULL;
-    r->msg_cap = 0;
+    r->msg_cap = r->msg_charged = 0;
     r->hdr_have = 0;
     r->msg_len = 0;
     r->msg_have = 0;

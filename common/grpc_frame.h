@@ -30,6 +30,8 @@ struct grpc_frame_reader {
     uint8_t *msg;         /* malloc'd body of the message being read */
     size_t msg_cap;       /* bytes allocated at msg: > msg_have, and <= msg_len + 1 unless
                            * it was the spare */
+    size_t msg_charged;   /* of them offered to reserve() so far: msg_cap, or less for a
+                           * whole buffer (whole_min) whose bytes are still arriving */
     size_t msg_len;       /* declared length of that message */
     size_t msg_have;      /* msg_have <= msg_len */
     /* A delivered message's buffer kept for the next one (streams carry
@@ -52,6 +54,13 @@ struct grpc_frame_reader {
      * once more on its way in. 0 (the default) grows as bytes arrive, as
      * the daemon wants (its budget holds what a client actually sent). */
     size_t prealloc_max;
+    /* A message declared at least whole_min bytes long (0: none) also
+     * gets its whole buffer at once, but is offered to reserve() as bytes
+     * arrive, as if it grew: growth by realloc copies the body so far, the
+     * last doubling half of it in one go (16 MiB of a 32 MiB request: a
+     * stall of milliseconds for everything else on the reader's thread).
+     * The untouched rest is address space, not memory, until bytes come. */
+    size_t whole_min;
     /* Where such a whole buffer comes from: take(take_ctx, n, &cap) returns
      * malloc'd memory of cap >= n bytes (a buffer used before, whose pages
      * are already mapped), or NULL for a fresh malloc. May be NULL. */

@@ -61,6 +61,12 @@
  * would still decode the rest of the block. So does a block whose own
  * bytes pass it, before they are decoded: a sane encoder's fields decode
  * to more than they take on the wire. */
+/* A request message declared this long or longer gets its whole buffer
+ * at once, charged to the budget as its bytes arrive (grpc_frame.h's
+ * whole_min): grown by doubling, a 32 MiB one's last realloc copied 16 MiB
+ * in one turn of its loop, which every other call there waited behind. */
+#define H2_WHOLE_MIN (1024 * 1024)
+
 #define H2_MAX_HEADER_LIST (64 * 1024)
 #define H2_FIELD_OVERHEAD 32
 #define H2_US_PER_MS 1000
@@ -166,6 +172,7 @@ static struct h2_call *h2_call_new(struct h2_session *s, int32_t stream_id)
     grpc_frame_reader_init(&c->reader, s->cfg.max_message_bytes);
     c->reader.reserve = h2_call_reserve;
     c->reader.reserve_ctx = c;
+    c->reader.whole_min = H2_WHOLE_MIN;
     c->reader.compressed_ok = true;   /* h2_call_inflate judges grpc-encoding */
     c->next = s->calls;
     if (s->calls)

@@ -254,6 +254,57 @@ START_TEST(prealloc_up_to_the_trusted_length)
 }
 END_TEST
 
+/* A message of whole_min or more is read into one buffer, never moved,
+ * while its charge doubles as its bytes come, as a grown one's would. */
+START_TEST(whole_buffer_charged_as_bytes_arrive)
+{
+    const size_t body = 3 * GRPC_FRAME_FIRST_CAP * 8 + 5, piece = GRPC_FRAME_FIRST_CAP / 2;
+    uint8_t *msg = malloc(GRPC_FRAME_HEADER + body);
+    ck_assert_ptr_nonnull(msg);
+    msg[0] = 0;
+    msg[1] = (uint8_t)(body >> 24);
+    msg[2] = (uint8_t)(body >> 16);
+    msg[3] = (uint8_t)(body >> 8);
+    msg[4] = (uint8_t)body;
+    for (size_t i = 0; i < body; i++)
+        msg[GRPC_FRAME_HEADER + i] = (uint8_t)(i * 7);
+    for (int at_once = 0; at_once <= 1; at_once++) {
+        struct grpc_frame_reader r;
+        size_t reserved = 0, fed = 0;
+        grpc_frame_reader_init(&r, body);
+        r.reserve = count_reserve;
+        r.reserve_ctx = &reserved;
+        r.whole_min = at_once ? body : 0;
+        struct sink s = { 0 };
+        ck_assert_int_eq(grpc_frame_feed(&r, msg, GRPC_FRAME_HEADER, sink_cb, &s), 0);
+        ck_assert_uint_eq(reserved, GRPC_FRAME_FIRST_CAP);
+        ck_assert_uint_eq(r.msg_cap, at_once ? body + 1 : GRPC_FRAME_FIRST_CAP);
+        const uint8_t *buf = r.msg;
+        bool moved = false;
+        while (fed < body) {
+            size_t n = body - fed < piece ? body - fed : piece;
+            ck_assert_int_eq(grpc_frame_feed(&r, msg + GRPC_FRAME_HEADER + fed, n, sink_cb, &s),
+                             0);
+            fed += n;
+            if (fed < body) {
+                /* Charged: what came, at most doubled, never the rest. */
+                ck_assert_uint_ge(reserved, fed + 1);
+                ck_assert_uint_le(reserved, 2 * fed + GRPC_FRAME_FIRST_CAP);
+                moved |= r.msg != buf;
+            }
+        }
+        ck_assert_msg(!at_once || !moved, "the whole buffer moved");
+        ck_assert_uint_eq(s.n, 1);
+        ck_assert_uint_eq(s.lens[0], body);
+        ck_assert_int_eq(memcmp(s.msgs[0], msg + GRPC_FRAME_HEADER, body), 0);
+        ck_assert_uint_eq(reserved, body + 1);
+        sink_free(&s);
+        grpc_frame_reader_free(&r);
+    }
+    free(msg);
+}
+END_TEST
+
 /* A callback that takes the message's buffer (grpc_frame_take). */
 struct taker {
     uint8_t *got[MAX_MSGS];
@@ -321,6 +372,7 @@ int main(void)
         pending_detects_truncation,
         callback_stops_feed,
         prealloc_up_to_the_trusted_length,
+        whole_buffer_charged_as_bytes_arrive,
         take_hands_the_buffer_over,
         header_bytes,
         NULL,
