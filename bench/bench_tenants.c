@@ -23,8 +23,10 @@
  *     host (CPU, and on one device the device) with A's: the floor, what
  *     sharing the machine costs before any scheduling in ampd does;
  *   - B's throughput alone, beside A, and on the second ampd beside A;
- *   - two bulk clients of weights 3 and 1 (token file weight=) running
- *     B's streams at once, and their throughput split;
+ *   - two bulk clients of weights 3 and 1 (token file weight=) at once,
+ *     each keeping --streams region transforms of --unary-bytes in flight
+ *     on the Unix socket (streams where there is none: those are bound by
+ *     their sockets, not the device), and their throughput split;
  *   - A's 16-byte device Reverse at priority high beside B's unary load
  *     sent by the same client (A's token) at priority low.
  *
@@ -466,6 +468,7 @@ struct bt_worker {
  * space, allocator or library lock with B's, as two programs' would not. */
 struct bt_load {
     pid_t pid;                       /* B's process; 0: B's threads run in this one */
+    bool regions;                    /* region transforms instead of the shape's calls */
     enum bt_shape shape;
     const struct bt_opts *o;
     const struct bt_target *t;
@@ -554,6 +557,36 @@ static void bt_worker_unary(struct bt_worker *w, const amp_opts *ao, const amp_s
     amp_free(out);
 }
 
+/* Region transforms of --unary-bytes until told to stop: the weights
+ * phase's load, whose bytes cross no socket, so that the device is what
+ * the two clients share (their streams are bound by their sockets). */
+static void bt_worker_regions(struct bt_worker *w, const amp_opts *ao, const amp_step *st)
+{
+    struct bt_load *l = w->l;
+    size_t len = l->o->unary_bytes;
+    amp_region *in = NULL, *out = NULL;
+    int rc = amp_region_create(w->c, len, &in);
+    if (rc == 0)
+        rc = amp_region_create(w->c, len, &out);
+    if (rc == 0) {
+        memcpy(amp_region_data(in), l->in, len);
+        amp_slice si = {.size = sizeof si, .region = in, .length = len};
+        amp_slice so = {.size = sizeof so, .region = out, .length = len};
+        while (rc == 0 && !atomic_load(&l->stop)) {
+            amp_step_result *res = NULL;
+            if ((rc = amp_run_region(w->c, ao, st, 1, &si, &so, &res)) != 0)
+                break;
+            amp_step_results_free(res, 1);
+            bt_load_check(l, amp_region_data(out), 0, len);
+            bt_worker_count(w, len);
+        }
+    }
+    if (rc != 0)
+        bt_load_error(l, "B's region transform", rc, w->c);
+    amp_region_release(in);
+    amp_region_release(out);
+}
+
 static void *bt_worker_main(void *arg)
 {
     struct bt_worker *w = arg;
@@ -561,6 +594,10 @@ static void *bt_worker_main(void *arg)
     amp_opts ao = {.size = sizeof ao, .device = l->o->device_b};
     amp_step st = {.size = sizeof st, .kind = AMP_STEP_TRANSFORM,
                    .transform = {.op = AMP_OP_ADD, .value = BT_ADD_VALUE}};
+    if (l->regions) {
+        bt_worker_regions(w, &ao, &st);
+        return NULL;
+    }
     while (!atomic_load(&l->stop)) {
         if (l->shape == S_STREAMS)
             bt_worker_stream(w, &ao, &st);
@@ -601,11 +638,12 @@ static void bt_load_join(struct bt_load *l)
     }
 }
 
-static void bt_load_start(struct bt_load *l, enum bt_shape shape, const struct bt_opts *o,
-                          const struct bt_target *t, const uint8_t *in)
+static void bt_load_start(struct bt_load *l, enum bt_shape shape, bool regions,
+                          const struct bt_opts *o, const struct bt_target *t, const uint8_t *in)
 {
     memset(l, 0, sizeof *l);
     l->shape = shape;
+    l->regions = regions;
     l->o = o;
     l->t = t;
     l->in = in;
@@ -703,6 +741,7 @@ struct bt_results {
     struct bt_lat a[S_COUNT][P_COUNT][M_COUNT];   /* [shape][P_SAME or P_FLOOR][measure] */
     double b[S_COUNT][P_COUNT];                   /* B's GB/s; 0: not measured */
     double weighted[2];                           /* GB/s of the heavy and light clients */
+    bool weighted_regions;                        /* theirs were region transforms, not streams */
     struct bt_lat high[M_COUNT];                  /* A at high beside its own low load */
     double low;                                   /* that low load's GB/s */
 };
@@ -730,7 +769,7 @@ static void bt_phase(enum bt_shape shape, const struct bt_target *b, const struc
         lp = bt_load_new();
     struct bt_load *l = lp;
     double start = bench_now();
-    bt_load_start(l, shape, o, b, in);
+    bt_load_start(l, shape, false, o, b, in);
     bt_load_warm_up(l);
     uint64_t b0 = bt_load_bytes(l);
     double t0 = bench_now();
@@ -747,16 +786,17 @@ static void bt_phase(enum bt_shape shape, const struct bt_target *b, const struc
             t0 - start, t1 - t0, bench_now() - t1);
 }
 
-/* Two bulk clients at once, each running B's streams shape: w[i]'s GB/s
- * into gbs[i], over as long as A's three measures take. */
-static void bt_weights_phase(const struct bt_target w[2], const struct bt_opts *o,
+/* Two bulk clients at once, each running B's streams shape (regions:
+ * as many region transforms of --unary-bytes instead): w[i]'s GB/s into
+ * gbs[i], over as long as A's three measures take. */
+static void bt_weights_phase(const struct bt_target w[2], bool regions, const struct bt_opts *o,
                              const uint8_t *in, double gbs[2])
 {
     static struct bt_load *l[2];
     for (int i = 0; i < 2; i++) {
         if (!l[i])
             l[i] = bt_load_new();
-        bt_load_start(l[i], S_STREAMS, o, &w[i], in);
+        bt_load_start(l[i], S_STREAMS, regions, o, &w[i], in);
     }
     for (int i = 0; i < 2; i++)
         bt_load_warm_up(l[i]);
@@ -1033,7 +1073,12 @@ static void bt_print(const struct bt_results *r, const struct bt_opts *o)
         bt_ratio(r->b[s][P_FLOOR], r->b[s][P_ALONE]);
         printf("\n");
     }
-    printf("\n# weights: two clients each running B's streams at once\n");
+    if (r->weighted_regions)
+        printf("\n# weights: two clients each keeping %d region transforms of %" PRIu64 " bytes in "
+               "flight at once (Unix socket: their bytes cross no socket)\n", o->streams,
+               o->unary_bytes);
+    else
+        printf("\n# weights: two clients each running B's streams at once\n");
     printf("| client | weight | GB/s | share |\n|---|---:|---:|---:|\n");
     double all = r->weighted[0] + r->weighted[1];
     for (int i = 0; i < 2; i++)
@@ -1333,6 +1378,7 @@ int main(int argc, char **argv)
     struct bt_daemons *ds = &bt_daemons;
     bt_main_pid = getpid();
     atexit(bt_daemons_atexit);
+    static struct bt_results r;
     const char *tok[C_COUNT];
     const char *addr, *floor_addr;
     bool has_floor = !o.no_floor;
@@ -1359,6 +1405,13 @@ int main(int argc, char **argv)
                      a_low = {addr, tok[C_A], "low", 0, false},
                      w[2] = {{addr, tok[C_HEAVY], NULL, 0, false}, {addr, tok[C_LIGHT], NULL, 0, false}};
     bool has_weights = tok[C_HEAVY] && tok[C_LIGHT];
+    /* The weighted clients keep region transforms in flight where they
+     * can (a Unix socket: the ampd started here has one), else streams. */
+    const char *unix_addr = o.address ? (strncmp(o.address, "unix:", 5) == 0 ? o.address : NULL)
+                                      : ds->dm[0].address;
+    r.weighted_regions = unix_addr != NULL;
+    if (unix_addr)
+        w[0].address = w[1].address = unix_addr;
     printf("# clients: A and B as two tokens of %s%s; weights %d:%d as two more%s\n", a.address,
            has_floor ? "; the floor: B on a second ampd" : "; no floor", BT_WEIGHT_HEAVY,
            BT_WEIGHT_LIGHT, has_weights ? "" : " (no tokens given: not run)");
@@ -1369,7 +1422,6 @@ int main(int argc, char **argv)
     uint8_t *in = bench_alloc_touched(in_len);
     bench_random(in, in_len, BT_SEED_B);
 
-    static struct bt_results r;
     bt_a_all(&a, &o, &d, BT_ALL_MEASURES, r.a_alone);
     for (int s = 0; s < S_COUNT; s++) {
         enum bt_shape shape = (enum bt_shape)s;
@@ -1382,7 +1434,7 @@ int main(int argc, char **argv)
                      &r.b[s][P_FLOOR]);
     }
     if (has_weights)
-        bt_weights_phase(w, &o, in, r.weighted);
+        bt_weights_phase(w, r.weighted_regions, &o, in, r.weighted);
     /* A's own unary load at low saturates the device; A's tiny calls at
      * high must go first. */
     bt_phase(S_UNARY, &a_low, &a_high, 1u << M_DEV_REVERSE, &o, in, &d, r.high, &r.low);
