@@ -261,11 +261,7 @@ START_TEST(whole_buffer_charged_as_bytes_arrive)
     const size_t body = 3 * GRPC_FRAME_FIRST_CAP * 8 + 5, piece = GRPC_FRAME_FIRST_CAP / 2;
     uint8_t *msg = malloc(GRPC_FRAME_HEADER + body);
     ck_assert_ptr_nonnull(msg);
-    msg[0] = 0;
-    msg[1] = (uint8_t)(body >> 24);
-    msg[2] = (uint8_t)(body >> 16);
-    msg[3] = (uint8_t)(body >> 8);
-    msg[4] = (uint8_t)body;
+    grpc_frame_header(msg, body);
     for (size_t i = 0; i < body; i++)
         msg[GRPC_FRAME_HEADER + i] = (uint8_t)(i * 7);
     for (int at_once = 0; at_once <= 1; at_once++) {
