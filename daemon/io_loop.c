@@ -174,8 +174,11 @@ static void io_loop_on_prepare(uv_prepare_t *h)
     uint64_t now = monotonic_ns(), idle = uv_metrics_idle_time(h->loop);
     uint64_t span = now - t->last_ns, slept = idle - t->last_idle_ns;
     uint64_t us = (span > slept ? span - slept : 0) / 1000;
+    bool first = !t->last_ns;   /* since the loop was made, not a turn */
     t->last_ns = now;
     t->last_idle_ns = idle;
+    if (first)
+        return;
     t->n++;
     t->sum_us += us;
     t->buckets[stage_latency_bucket(us)]++;
@@ -193,8 +196,7 @@ static void io_loop_turns_start(struct io_loop *l, struct stage_latency *to)
     t->to = to;
     if (!to || uv_loop_configure(l->loop, UV_METRICS_IDLE_TIME) != 0)
         return;
-    t->last_ns = t->flushed_ns = monotonic_ns();
-    t->last_idle_ns = uv_metrics_idle_time(l->loop);
+    t->flushed_ns = monotonic_ns();
     uv_prepare_start(&t->prepare, io_loop_on_prepare);
     uv_unref((uv_handle_t *)&t->prepare);
 }
