@@ -318,8 +318,9 @@ static double bt_ampd_cpus(const struct bench_sched_kinds *from, double secs, ch
     return wait_ms / secs;
 }
 
-/* The loop turns A's ampd at t has counted so far, by bucket. */
-static void bt_loop_turns(const struct bt_target *t, uint64_t buckets[AMP_LATENCY_BUCKETS])
+/* The ampd at t's Status, on a connection of its own; valid until the
+ * next call. Dies when it cannot be had. */
+static const amp_daemon_status *bt_status(const struct bt_target *t)
 {
     static amp_daemon_status st;
     st.size = sizeof st;
@@ -328,7 +329,14 @@ static void bt_loop_turns(const struct bt_target *t, uint64_t buckets[AMP_LATENC
     if (rc != 0)
         bench_die("status of %s: %s (%s)", t->address, amp_strerror(rc), amp_last_message(c));
     amp_close(c);
-    memcpy(buckets, st.loop_turn_buckets, sizeof st.loop_turn_buckets);
+    return &st;
+}
+
+/* The loop turns A's ampd at t has counted so far, by bucket. */
+static void bt_loop_turns(const struct bt_target *t, uint64_t buckets[AMP_LATENCY_BUCKETS])
+{
+    const amp_daemon_status *st = bt_status(t);
+    memcpy(buckets, st->loop_turn_buckets, sizeof st->loop_turn_buckets);
 }
 
 /* The turns between two bt_loop_turns() over secs into r. */
@@ -1016,19 +1024,13 @@ static void bt_print_sched(const struct bt_results *r, const char *const beside[
  * the whole run (amp_status): time queued and on the device. */
 static void bt_print_client_times(const struct bt_target *t)
 {
-    amp_conn *c = bt_connect(t);
-    static amp_daemon_status st;
-    st.size = sizeof st;
-    int rc = amp_status(c, NULL, &st);
-    if (rc != 0)
-        bench_die("status of %s: %s (%s)", t->address, amp_strerror(rc), amp_last_message(c));
-    amp_close(c);
+    const amp_daemon_status *st = bt_status(t);
     printf("\n# the daemon's times of each client's jobs over the whole run (amp_status; "
            "power-of-two buckets' upper edges)\n");
     printf("| client | priority | jobs | queued p50 / p99 us | on the device p50 / p99 us |\n"
            "|---|---|---:|---:|---:|\n");
-    for (size_t i = 0; i < st.nclient_times; i++) {
-        const amp_client_times *ct = &st.client_times[i];
+    for (size_t i = 0; i < st->nclient_times; i++) {
+        const amp_client_times *ct = &st->client_times[i];
         printf("| %s | %s | %" PRIu64 " | %" PRIu64 " / %" PRIu64 " | %" PRIu64 " / %" PRIu64
                " |\n", ct->client, ct->priority, ct->jobs, ct->queue_p50_us, ct->queue_p99_us,
                ct->device_p50_us, ct->device_p99_us);
