@@ -52,7 +52,8 @@
  * one on each of the device's queues (copy in of one, kernels of the
  * next, copy out of the third). A task queued now waits behind at most
  * that much device work, where it waited behind eight whole tasks (eight
- * 32 MiB jobs) before. */
+ * 32 MiB jobs) before. A batch of small jobs takes no room: it starts
+ * whenever it is next in the queue (runner_can_start). */
 #define RUNNER_FLIGHT_PIECES 3
 /* Slots for pieces in flight: the bound above in bytes is what limits
  * them; this only sizes the array for many tiny ones (a stream's small
@@ -399,12 +400,22 @@ static bool runner_has_room(const struct runner *r)
     return r->nflight < RUNNER_FLIGHT_SLOTS && r->flight_cost < r->flight_max;
 }
 
-/* Something to do: a task to start (with room in flight), or a command
- * finished so the oldest task may be done. Called with the lock held. */
+/* Whether the task runner_next() would give may start now: with room in
+ * flight, any; without, one that runs in a batch (dev_batch.c), which
+ * takes none: the runner waits for it on the device's batch queue, beside
+ * the pieces in flight, so a tiny job at the head of the queue need not
+ * wait for a bulk piece to end first. Called with the lock held. */
+static bool runner_can_start(const struct runner *r)
+{
+    const struct task *t = r->retry_parked && r->parked ? r->parked : fairq_peek(r->queue);
+    return t && (runner_has_room(r) || dev_batch_takes(t));
+}
+
+/* Something to do: a task to start, or a command finished so the oldest
+ * task may be done. Called with the lock held. */
 static bool runner_has_work(const struct runner *r)
 {
-    bool queued = fairq_len(r->queue) || (r->retry_parked && r->parked);
-    return r->stopping || (queued && runner_has_room(r)) || (r->kicked && r->nflight);
+    return r->stopping || runner_can_start(r) || (r->kicked && r->nflight);
 }
 
 /* Waits up to spin_ns for a submit or a kick after `seen` (news read
@@ -455,7 +466,7 @@ static void *runner_main(void *arg)
             break;
         r->kicked = false;
         bool retried = false;
-        struct task *t = runner_has_room(r) ? runner_next(r, &retried) : NULL;
+        struct task *t = runner_can_start(r) ? runner_next(r, &retried) : NULL;
         pthread_mutex_unlock(&r->lock);
         if (t && dev_batch_takes(t))
             runner_batch(r, t, retried);
@@ -542,6 +553,14 @@ void runner_dev_load(struct runner *r, struct dev_load *out)
 struct dev *runner_dev(struct runner *r)
 {
     return r->dev;
+}
+
+bool runner_flight_full(struct runner *r)
+{
+    pthread_mutex_lock(&r->lock);
+    bool full = r->flight_cost >= r->flight_max;
+    pthread_mutex_unlock(&r->lock);
+    return full;
 }
 
 void runner_stop_begin(struct runner *r)

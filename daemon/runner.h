@@ -10,6 +10,7 @@
 #ifndef AMPD_RUNNER_H
 #define AMPD_RUNNER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "dev.h"
@@ -38,6 +39,10 @@ size_t runner_load(struct runner *r);
 void runner_dev_load(struct runner *r, struct dev_load *out);
 
 struct dev *runner_dev(struct runner *r);
+
+/* Whether what is in flight leaves no room for another piece (tests: a
+ * tiny job's batch must start all the same). Thread-safe. */
+bool runner_flight_full(struct runner *r);
 
 /* Asks r to stop without waiting for it: it finishes the tasks in flight
  * and completes queued ones with STATUS_CANCELLED (a CLOSE still frees its

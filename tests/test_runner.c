@@ -5,15 +5,19 @@
  * and running jobs, stopping completes queued jobs with STATUS_CANCELLED,
  * and so does a job cancelled before it ran. Between clients the queue is
  * fair (fairq.c): another client's job queued behind a flood goes next,
- * a higher priority first; a job whose queue time ran out ends
+ * a higher priority first; a tiny job's batch starts while a bulk job's
+ * pieces fill what may be in flight; a job whose queue time ran out ends
  * UNAVAILABLE, one the loop expired first is skipped. */
 #include <check.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "check_run.h"
 #include "dev_fixture.h"
+#include "dev_internal.h"
 #include "monotonic.h"
 #include "runner.h"
 
@@ -61,6 +65,21 @@ static void completions_wait(struct completions *c, size_t n)
     while (c->n < n)
         pthread_cond_wait(&c->cond, &c->lock);
     pthread_mutex_unlock(&c->lock);
+}
+
+/* Waits up to secs for n completions; false if they did not all come
+ * (a job that can never start would otherwise hang the test). */
+static bool completions_wait_for(struct completions *c, size_t n, int secs)
+{
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += secs;
+    pthread_mutex_lock(&c->lock);
+    while (c->n < n && pthread_cond_timedwait(&c->cond, &c->lock, &until) == 0)
+        ;
+    bool all = c->n >= n;
+    pthread_mutex_unlock(&c->lock);
+    return all;
 }
 
 static struct job *reverse_job(uint8_t tag)
@@ -253,6 +272,71 @@ START_TEST(other_client_passes_a_flood)
 }
 END_TEST
 
+/* A bulk job's pieces fill the flight and cannot end (the device's piece
+ * queues wait on a user event; a second bulk job keeps its client busy
+ * in the queue); another client's tiny job, queued next, still runs, as
+ * a batch on the batch queue, and completes first. */
+START_TEST(batch_passes_a_full_flight)
+{
+    enum { CHUNK = 4096, BULK = 256 * 1024, NBULK = 2 };   /* above a batch's most */
+    struct dev *d = fixture_dev();
+    dev_set_chunk_bytes_for_test(d, CHUNK);
+    /* Held in a first tiny job's completion (its batch made the batch's
+     * buffers before the gate), so both bulk jobs are queued before any
+     * piece starts: the queue never empties, and no tie of tags lets a
+     * bulk piece go before the tiny job (fairq_pop). */
+    struct completions c;
+    struct job *warm;
+    struct runner *r = held_runner(&c, &warm, spins_ns[_i]);
+    cl_int err;
+    cl_event gate = clCreateUserEvent(d->ctx, &err);
+    ck_assert_int_eq(err, CL_SUCCESS);
+    for (int q = DEV_Q_IN; q <= DEV_Q_OUT; q++)
+        ck_assert_int_eq(clEnqueueBarrierWithWaitList(d->q[q], 1, &gate, NULL), CL_SUCCESS);
+    uint8_t *in = malloc(BULK);
+    ck_assert_ptr_nonnull(in);
+    fixture_random(in, BULK, 5);
+    struct job *bulk[NBULK];
+    for (int i = 0; i < NBULK; i++) {
+        bulk[i] = fixture_job(1, in, BULK);
+        bulk[i]->steps[0].kind = STEP_TRANSFORM;
+        bulk[i]->steps[0].u.transform =
+            (struct transform_params){.op = XFORM_XOR, .value = 0x5a, .length = BULK};
+        bulk[i]->task = (struct task){.kind = TASK_JOB, .job = bulk[i]};
+        bulk[i]->cls.flow = 1;
+        runner_submit(r, &bulk[i]->task);
+    }
+    release(&c);
+    while (!runner_flight_full(r))
+        sched_yield();
+    struct job *tiny = reverse_job(1);
+    tiny->cls.flow = 2;
+    runner_submit(r, &tiny->task);
+    bool passed = completions_wait_for(&c, 2, 60);
+    ck_assert_int_eq(clSetUserEventStatus(gate, CL_COMPLETE), CL_SUCCESS);
+    completions_wait(&c, 2 + NBULK);
+    runner_stop(r);
+    clReleaseEvent(gate);
+    dev_set_chunk_bytes_for_test(d, 0);
+    ck_assert_msg(passed, "the tiny job waited for the bulk pieces in flight");
+    ck_assert_ptr_eq(c.order[1], tiny);
+    ck_assert_int_eq(tiny->status, STATUS_OK);
+    ck_assert_uint_eq(tiny->results[0].data[0], 2);   /* {1, 1, 2} reversed */
+    for (size_t i = 0; i < BULK; i++)
+        in[i] ^= 0x5a;
+    for (int i = 0; i < NBULK; i++) {
+        ck_assert_ptr_eq(c.order[2 + i], bulk[i]);
+        ck_assert_int_eq(bulk[i]->status, STATUS_OK);
+        ck_assert_uint_eq(bulk[i]->results[0].len, BULK);
+        ck_assert_mem_eq(bulk[i]->results[0].data, in, BULK);
+        job_free(bulk[i]);
+    }
+    free(in);
+    job_free(warm);
+    job_free(tiny);
+}
+END_TEST
+
 /* A job queued past its queue time ends UNAVAILABLE without running, and
  * says why; one the loop's timer expired first (its call already ended)
  * is skipped; jobs with time left run. */
@@ -309,6 +393,7 @@ int main(void)
         lone_jobs_one_after_another,
         stop_idle_runner,
         other_client_passes_a_flood,
+        batch_passes_a_full_flight,
         queue_time_runs_out,
         NULL,
     };
