@@ -68,6 +68,12 @@ void dev_set_launch_fault_for_test(struct dev *d, cl_int err)
     d->launch_fault = err;
 }
 
+void dev_set_pageable_step_for_test(struct dev *d, size_t step)
+{
+    d->pageable_holds = step || d->info.type != DEV_CPU;
+    d->pageable_step = step ? step : DEV_PAGEABLE_STEP;
+}
+
 static enum dev_type dev_type_of(cl_device_type t)
 {
     if (t & CL_DEVICE_TYPE_GPU)
@@ -144,6 +150,7 @@ static int dev_fill_info(struct dev *d, char *err, size_t errlen)
     d->shape = in->type == DEV_CPU ? DEV_SHAPE_CPU : DEV_SHAPE_GPU;
     d->launch_items_max = DEV_LAUNCH_ITEMS_DEFAULT;
     d->chunk_bytes = (size_t)AMPD_DEFAULT_CHUNK_BYTES;
+    dev_set_pageable_step_for_test(d, 0);   /* a CPU device's copies are memcpys */
     d->mem_capacity = in->global_mem_size / 10 * DEV_MEM_CAPACITY_TENTHS;
     return 0;
 }

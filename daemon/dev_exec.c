@@ -332,26 +332,45 @@ static enum status_code dev_cmd_done(struct dev_exec *x, struct dev_cmd *c, cl_i
 #define DEV_WAITS(c) (c).nwaits, ((c).nwaits ? (c).waits : NULL)
 
 /* A copy between host memory and b: in (DEV_Q_IN) writes b, out
- * (DEV_Q_OUT) reads it. */
+ * (DEV_Q_OUT) reads it. One of pageable memory on a GPU returns only once
+ * done (779c45e: a kernel behind a pending one deadlocked NVIDIA's
+ * driver), so it holds the runner's thread; it goes in steps with the
+ * runner's yield between them, when nothing of it is pending. Only the
+ * first step waits for the command's hazards: the queue is in order. */
 static enum status_code dev_exec_copy(struct dev_exec *x, struct dev_buf *b, size_t off,
                                       void *host, size_t len, enum dev_queue q,
                                       enum dev_host where)
 {
     bool in = q == DEV_Q_IN;
+    const char *what = in ? "copying input to the device" : "copying a result from the device";
+    struct dev *d = x->d;
     struct dev_cmd c;
     enum status_code st;
     if (!dev_cmd_begin(x, &c, q, &(struct dev_access){b, in ? HAZARD_WRITE : HAZARD_READ}, 1,
                        len, &st))
         return st;
-    /* A CPU device's copies are memcpys: nothing is staged. */
-    cl_bool wait = where == DEV_HOST_PAGEABLE && x->d->info.type != DEV_CPU;
+    cl_bool hold = where == DEV_HOST_PAGEABLE && d->pageable_holds;
+    size_t step = hold ? d->pageable_step : len;
     cl_event ev = NULL;
-    cl_int rc = in ? clEnqueueWriteBuffer(x->d->q[q], b->mem, wait, off, len, host,
-                                          DEV_WAITS(c), &ev)
-                   : clEnqueueReadBuffer(x->d->q[q], b->mem, wait, off, len, host,
-                                         DEV_WAITS(c), &ev);
-    return dev_cmd_done(x, &c, rc, ev,
-                        in ? "copying input to the device" : "copying a result from the device");
+    for (size_t done = 0; done < len; done += step) {
+        size_t n = len - done < step ? len - done : step;
+        if (done) {
+            clReleaseEvent(ev);   /* that step is done: it held us */
+            ev = NULL;
+            if (d->yield)
+                d->yield->fn(d->yield->arg);
+        }
+        cl_uint nwaits = done ? 0 : c.nwaits;
+        const cl_event *waits = nwaits ? c.waits : NULL;
+        uint8_t *at = (uint8_t *)host + done;
+        cl_int rc = in ? clEnqueueWriteBuffer(d->q[q], b->mem, hold, off + done, n, at, nwaits,
+                                              waits, &ev)
+                       : clEnqueueReadBuffer(d->q[q], b->mem, hold, off + done, n, at, nwaits,
+                                             waits, &ev);
+        if (rc != CL_SUCCESS)
+            return dev_cmd_done(x, &c, rc, NULL, what);
+    }
+    return dev_cmd_done(x, &c, CL_SUCCESS, ev, what);
 }
 
 enum status_code dev_exec_write(struct dev_exec *x, struct dev_buf *b, const void *host,

@@ -110,6 +110,12 @@ struct dev {
     struct dev_stream *streams;       /* streams open on it (dev_stream.c), that thread only */
     cl_int launch_fault;              /* test-only: nonzero makes every kernel launch fail
                                        * with it, as a broken device would */
+    /* A copy of pageable memory holds its thread until done (a GPU's:
+     * dev_exec.c says why), in steps of pageable_step bytes with yield
+     * (dev_task_set_yield) called between them. */
+    bool pageable_holds;
+    size_t pageable_step;
+    const struct dev_notify *yield;
     struct dev_batch_mem *batch;      /* dev_batch.c's buffers, made at the first batch;
                                        * the runner thread only */
     struct dev_const consts;          /* dev_const.c's kept blocks */
@@ -127,6 +133,11 @@ cl_mem dev_const_get(struct dev *d, const void *bytes, size_t size, cl_int *rc);
 /* Opening and closing d. */
 void dev_const_init(struct dev *d);
 void dev_const_free(struct dev *d);
+
+/* The step of a copy of pageable memory that holds its thread: a small
+ * job queued meanwhile waits for one step (on the H200 ~0.15 ms), not a
+ * whole piece's copy. */
+#define DEV_PAGEABLE_STEP ((size_t)1 << 20)
 
 /* A batch item's words in kernels/batch.cl (a build option there). */
 #define DEV_BATCH_ITEM_WORDS 8
@@ -160,6 +171,10 @@ void dev_set_build_options_for_bench(const char *options);
 /* Test-only: every kernel launch on d fails with err from now on (0: none
  * does), so a test sees what a device that breaks mid-job does. */
 void dev_set_launch_fault_for_test(struct dev *d, cl_int err);
+/* Test-only: d's copies of pageable memory hold their thread, in steps of
+ * step bytes, as a GPU's do (a CPU device's are memcpys that do not);
+ * 0: as d's type has it again. */
+void dev_set_pageable_step_for_test(struct dev *d, size_t step);
 
 /* The kernel called name in d's programs, or NULL. */
 cl_kernel dev_kernel(const struct dev *d, const char *name);

@@ -89,6 +89,8 @@ struct runner {
     uint32_t jobs_running;          /* jobs with job->dev_running set */
     bool stopping;
     bool kicked;                    /* a device command finished since the last look */
+    struct dev_notify yield;        /* runner_yield, for the device (dev_task_set_yield) */
+    bool yielding;                  /* in runner_yield: the runner thread only */
     atomic_uint news;               /* submits and kicks: what a polling runner watches */
     uint64_t spin_ns;               /* --busy-poll */
     size_t callbacks;               /* event callbacks owed: r lives until they are 0 */
@@ -400,6 +402,13 @@ static bool runner_has_room(const struct runner *r)
     return r->nflight < RUNNER_FLIGHT_SLOTS && r->flight_cost < r->flight_max;
 }
 
+/* The task runner_next() would give, left where it is; NULL when none.
+ * Called with the lock held. */
+static const struct task *runner_peek(const struct runner *r)
+{
+    return r->retry_parked && r->parked ? r->parked : fairq_peek(r->queue);
+}
+
 /* Whether the task runner_next() would give may start now: with room in
  * flight, any; without, one that runs in a batch (dev_batch.c), which
  * takes none: the runner waits for it on the device's batch queue, beside
@@ -407,8 +416,32 @@ static bool runner_has_room(const struct runner *r)
  * wait for a bulk piece to end first. Called with the lock held. */
 static bool runner_can_start(const struct runner *r)
 {
-    const struct task *t = r->retry_parked && r->parked ? r->parked : fairq_peek(r->queue);
+    const struct task *t = runner_peek(r);
     return t && (runner_has_room(r) || dev_batch_takes(t));
+}
+
+/* Between the steps of a copy that holds the runner's thread (a GPU's
+ * copy of pageable memory, dev_exec.c): small jobs at the head of the
+ * queue run now, as batches, not after the piece being started. On the
+ * runner's own thread only, and not within itself (a batch whose jobs
+ * fall back to running one by one copies too). */
+static void runner_yield(void *arg)
+{
+    struct runner *r = arg;
+    if (r->yielding || !pthread_equal(pthread_self(), r->thread))
+        return;
+    r->yielding = true;
+    for (;;) {
+        bool retried = false;
+        pthread_mutex_lock(&r->lock);
+        const struct task *head = runner_peek(r);
+        struct task *t = head && dev_batch_takes(head) ? runner_next(r, &retried) : NULL;
+        pthread_mutex_unlock(&r->lock);
+        if (!t)
+            break;
+        runner_batch(r, t, retried);
+    }
+    r->yielding = false;
 }
 
 /* Something to do: a task to start, or a command finished so the oldest
@@ -509,7 +542,10 @@ struct runner *runner_start(struct dev *d, uint64_t spin_ns, runner_complete_cb 
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);   /* runner_sleep: monotonic_ns() */
     pthread_cond_init(&r->wake, &ca);
     pthread_condattr_destroy(&ca);
+    r->yield = (struct dev_notify){runner_yield, r};
+    dev_task_set_yield(d, &r->yield);   /* before the thread: it reads it */
     if (pthread_create(&r->thread, NULL, runner_main, r) != 0) {
+        dev_task_set_yield(d, NULL);
         pthread_cond_destroy(&r->wake);
         pthread_mutex_destroy(&r->lock);
         fairq_free(r->queue);
@@ -577,6 +613,7 @@ void runner_stop(struct runner *r)
         return;
     runner_stop_begin(r);
     pthread_join(r->thread, NULL);
+    dev_task_set_yield(r->dev, NULL);
     /* Every task is finished, but drivers may still be inside callbacks. */
     pthread_mutex_lock(&r->lock);
     while (r->callbacks)

@@ -6,7 +6,8 @@
  * and so does a job cancelled before it ran. Between clients the queue is
  * fair (fairq.c): another client's job queued behind a flood goes next,
  * a higher priority first; a tiny job's batch starts while a bulk job's
- * pieces fill what may be in flight; a job whose queue time ran out ends
+ * pieces fill what may be in flight, and between the steps of a bulk
+ * copy that holds the runner; a job whose queue time ran out ends
  * UNAVAILABLE, one the loop expired first is skipped. */
 #include <check.h>
 #include <pthread.h>
@@ -337,6 +338,63 @@ START_TEST(batch_passes_a_full_flight)
 }
 END_TEST
 
+/* A bulk job's copies hold the runner, as a GPU's of pageable memory do
+ * (here in 4 KiB steps), and its kernels cannot run (their queue waits on
+ * a user event), so the copy out of its first piece holds the runner
+ * until the gate opens; another client's tiny job, queued right behind
+ * it, still runs first: between the steps of the copy in. */
+START_TEST(batch_runs_between_copy_steps)
+{
+    enum { CHUNK = 64 * 1024, STEP = 4096, BULK = 256 * 1024 };
+    struct dev *d = fixture_dev();
+    dev_set_chunk_bytes_for_test(d, CHUNK);
+    dev_set_pageable_step_for_test(d, STEP);
+    struct completions c;
+    struct job *warm;
+    struct runner *r = held_runner(&c, &warm, spins_ns[_i]);
+    cl_int err;
+    cl_event gate = clCreateUserEvent(d->ctx, &err);
+    ck_assert_int_eq(err, CL_SUCCESS);
+    ck_assert_int_eq(clEnqueueBarrierWithWaitList(d->q[DEV_Q_KERNEL], 1, &gate, NULL),
+                     CL_SUCCESS);
+    uint8_t *in = malloc(BULK);
+    ck_assert_ptr_nonnull(in);
+    fixture_random(in, BULK, 6);
+    struct job *bulk = fixture_job(1, in, BULK);
+    bulk->steps[0].kind = STEP_TRANSFORM;
+    bulk->steps[0].u.transform =
+        (struct transform_params){.op = XFORM_ADD, .value = 3, .length = BULK};
+    bulk->task = (struct task){.kind = TASK_JOB, .job = bulk};
+    bulk->cls.flow = 1;
+    runner_submit(r, &bulk->task);   /* first: the tags tie, the earlier goes */
+    struct job *tiny = reverse_job(1);
+    tiny->cls.flow = 2;
+    runner_submit(r, &tiny->task);
+    release(&c);
+    bool passed = completions_wait_for(&c, 2, 60);
+    ck_assert_int_eq(clSetUserEventStatus(gate, CL_COMPLETE), CL_SUCCESS);
+    completions_wait(&c, 3);
+    runner_stop(r);
+    clReleaseEvent(gate);
+    dev_set_pageable_step_for_test(d, 0);
+    dev_set_chunk_bytes_for_test(d, 0);
+    ck_assert_msg(passed, "the tiny job waited for the bulk copies");
+    ck_assert_ptr_eq(c.order[1], tiny);
+    ck_assert_ptr_eq(c.order[2], bulk);
+    ck_assert_int_eq(tiny->status, STATUS_OK);
+    ck_assert_uint_eq(tiny->results[0].data[0], 2);   /* {1, 1, 2} reversed */
+    ck_assert_int_eq(bulk->status, STATUS_OK);
+    ck_assert_uint_eq(bulk->results[0].len, BULK);
+    for (size_t i = 0; i < BULK; i++)
+        in[i] = (uint8_t)(in[i] + 3);
+    ck_assert_mem_eq(bulk->results[0].data, in, BULK);
+    free(in);
+    job_free(warm);
+    job_free(bulk);
+    job_free(tiny);
+}
+END_TEST
+
 /* A job queued past its queue time ends UNAVAILABLE without running, and
  * says why; one the loop's timer expired first (its call already ended)
  * is skipped; jobs with time left run. */
@@ -394,6 +452,7 @@ int main(void)
         stop_idle_runner,
         other_client_passes_a_flood,
         batch_passes_a_full_flight,
+        batch_runs_between_copy_steps,
         queue_time_runs_out,
         NULL,
     };
