@@ -273,6 +273,41 @@ START_TEST(other_client_passes_a_flood)
 }
 END_TEST
 
+/* A user event that d's queues first..last wait on from now: what is
+ * enqueued there later runs once the test sets it (clSetUserEventStatus). */
+static cl_event gate_queues(struct dev *d, enum dev_queue first, enum dev_queue last)
+{
+    cl_int err;
+    cl_event gate = clCreateUserEvent(d->ctx, &err);
+    ck_assert_int_eq(err, CL_SUCCESS);
+    for (unsigned q = first; q <= last; q++)
+        ck_assert_int_eq(clEnqueueBarrierWithWaitList(d->q[q], 1, &gate, NULL), CL_SUCCESS);
+    return gate;
+}
+
+/* Client flow's job adding value to each of the len bytes at in. */
+static struct job *add_job(const uint8_t *in, size_t len, uint8_t value, uint64_t flow)
+{
+    struct job *job = fixture_job(1, in, len);
+    job->steps[0].kind = STEP_TRANSFORM;
+    job->steps[0].u.transform =
+        (struct transform_params){.op = XFORM_ADD, .value = value, .length = len};
+    job->task = (struct task){.kind = TASK_JOB, .job = job};
+    job->cls.flow = flow;
+    return job;
+}
+
+/* Checks that job ended well with its input plus value, byte by byte. */
+static void check_added(const struct job *job, const uint8_t *in, size_t len, uint8_t value)
+{
+    ck_assert_int_eq(job->status, STATUS_OK);
+    ck_assert_uint_eq(job->results[0].len, len);
+    for (size_t i = 0; i < len; i++)
+        if (job->results[0].data[i] != (uint8_t)(in[i] + value))
+            ck_abort_msg("byte %zu: %u, not %u", i, job->results[0].data[i],
+                         (uint8_t)(in[i] + value));
+}
+
 /* A bulk job's pieces fill the flight and cannot end (the device's piece
  * queues wait on a user event; a second bulk job keeps its client busy
  * in the queue); another client's tiny job, queued next, still runs, as
@@ -289,22 +324,13 @@ START_TEST(batch_passes_a_full_flight)
     struct completions c;
     struct job *warm;
     struct runner *r = held_runner(&c, &warm, spins_ns[_i]);
-    cl_int err;
-    cl_event gate = clCreateUserEvent(d->ctx, &err);
-    ck_assert_int_eq(err, CL_SUCCESS);
-    for (int q = DEV_Q_IN; q <= DEV_Q_OUT; q++)
-        ck_assert_int_eq(clEnqueueBarrierWithWaitList(d->q[q], 1, &gate, NULL), CL_SUCCESS);
+    cl_event gate = gate_queues(d, DEV_Q_IN, DEV_Q_OUT);
     uint8_t *in = malloc(BULK);
     ck_assert_ptr_nonnull(in);
     fixture_random(in, BULK, 5);
     struct job *bulk[NBULK];
     for (int i = 0; i < NBULK; i++) {
-        bulk[i] = fixture_job(1, in, BULK);
-        bulk[i]->steps[0].kind = STEP_TRANSFORM;
-        bulk[i]->steps[0].u.transform =
-            (struct transform_params){.op = XFORM_XOR, .value = 0x5a, .length = BULK};
-        bulk[i]->task = (struct task){.kind = TASK_JOB, .job = bulk[i]};
-        bulk[i]->cls.flow = 1;
+        bulk[i] = add_job(in, BULK, 0x5a, 1);
         runner_submit(r, &bulk[i]->task);
     }
     release(&c);
@@ -323,13 +349,9 @@ START_TEST(batch_passes_a_full_flight)
     ck_assert_ptr_eq(c.order[1], tiny);
     ck_assert_int_eq(tiny->status, STATUS_OK);
     ck_assert_uint_eq(tiny->results[0].data[0], 2);   /* {1, 1, 2} reversed */
-    for (size_t i = 0; i < BULK; i++)
-        in[i] ^= 0x5a;
     for (int i = 0; i < NBULK; i++) {
         ck_assert_ptr_eq(c.order[2 + i], bulk[i]);
-        ck_assert_int_eq(bulk[i]->status, STATUS_OK);
-        ck_assert_uint_eq(bulk[i]->results[0].len, BULK);
-        ck_assert_mem_eq(bulk[i]->results[0].data, in, BULK);
+        check_added(bulk[i], in, BULK, 0x5a);
         job_free(bulk[i]);
     }
     free(in);
@@ -352,20 +374,11 @@ START_TEST(batch_runs_between_copy_steps)
     struct completions c;
     struct job *warm;
     struct runner *r = held_runner(&c, &warm, spins_ns[_i]);
-    cl_int err;
-    cl_event gate = clCreateUserEvent(d->ctx, &err);
-    ck_assert_int_eq(err, CL_SUCCESS);
-    ck_assert_int_eq(clEnqueueBarrierWithWaitList(d->q[DEV_Q_KERNEL], 1, &gate, NULL),
-                     CL_SUCCESS);
+    cl_event gate = gate_queues(d, DEV_Q_KERNEL, DEV_Q_KERNEL);
     uint8_t *in = malloc(BULK);
     ck_assert_ptr_nonnull(in);
     fixture_random(in, BULK, 6);
-    struct job *bulk = fixture_job(1, in, BULK);
-    bulk->steps[0].kind = STEP_TRANSFORM;
-    bulk->steps[0].u.transform =
-        (struct transform_params){.op = XFORM_ADD, .value = 3, .length = BULK};
-    bulk->task = (struct task){.kind = TASK_JOB, .job = bulk};
-    bulk->cls.flow = 1;
+    struct job *bulk = add_job(in, BULK, 3, 1);
     runner_submit(r, &bulk->task);   /* first: the tags tie, the earlier goes */
     struct job *tiny = reverse_job(1);
     tiny->cls.flow = 2;
@@ -383,11 +396,7 @@ START_TEST(batch_runs_between_copy_steps)
     ck_assert_ptr_eq(c.order[2], bulk);
     ck_assert_int_eq(tiny->status, STATUS_OK);
     ck_assert_uint_eq(tiny->results[0].data[0], 2);   /* {1, 1, 2} reversed */
-    ck_assert_int_eq(bulk->status, STATUS_OK);
-    ck_assert_uint_eq(bulk->results[0].len, BULK);
-    for (size_t i = 0; i < BULK; i++)
-        in[i] = (uint8_t)(in[i] + 3);
-    ck_assert_mem_eq(bulk->results[0].data, in, BULK);
+    check_added(bulk, in, BULK, 3);
     free(in);
     job_free(warm);
     job_free(bulk);
