@@ -68,10 +68,18 @@ void dev_set_launch_fault_for_test(struct dev *d, cl_int err)
     d->launch_fault = err;
 }
 
-void dev_set_pageable_step_for_test(struct dev *d, size_t step)
+/* How d's copies of pageable memory go (dev_exec_copy): a GPU's hold
+ * their thread, in DEV_PAGEABLE_STEP steps; a CPU device's are memcpys
+ * that do not. A step given holds them in steps of that many bytes. */
+static void dev_pageable(struct dev *d, size_t step)
 {
     d->pageable_holds = step || d->info.type != DEV_CPU;
     d->pageable_step = step ? step : DEV_PAGEABLE_STEP;
+}
+
+void dev_set_pageable_step_for_test(struct dev *d, size_t step)
+{
+    dev_pageable(d, step);
 }
 
 static enum dev_type dev_type_of(cl_device_type t)
@@ -150,7 +158,7 @@ static int dev_fill_info(struct dev *d, char *err, size_t errlen)
     d->shape = in->type == DEV_CPU ? DEV_SHAPE_CPU : DEV_SHAPE_GPU;
     d->launch_items_max = DEV_LAUNCH_ITEMS_DEFAULT;
     d->chunk_bytes = (size_t)AMPD_DEFAULT_CHUNK_BYTES;
-    dev_set_pageable_step_for_test(d, 0);   /* a CPU device's copies are memcpys */
+    dev_pageable(d, 0);
     d->mem_capacity = in->global_mem_size / 10 * DEV_MEM_CAPACITY_TENTHS;
     return 0;
 }
