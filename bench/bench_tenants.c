@@ -165,8 +165,9 @@ static const struct {
 };
 
 /* The daemon's server-timing entries A's slow calls are summed by. */
-enum bt_timing { T_TOTAL, T_QUEUE, T_RUN, BT_TIMING_COUNT };
-static const char *const bt_timing_names[BT_TIMING_COUNT] = {"total", "queue", "run"};
+enum bt_timing { T_TOTAL, T_REQUEST, T_QUEUE, T_RUN, T_DELIVER, BT_TIMING_COUNT };
+static const char *const bt_timing_names[BT_TIMING_COUNT] = {"total", "request", "queue", "run",
+                                                             "deliver"};
 
 struct bt_lat {
     bool done;
@@ -967,9 +968,10 @@ static void bt_sched_row(const char *call, const char *beside, const struct bt_l
                r->long_turns, r->longest_turn_us, bt_ampd_pid ? r->loops : "-");
         return;
     }
-    printf("| %s | %s | %.1f | %.1f | %.1f / %.1f / %.1f | %.1f / %.1f | %.2f / %.3f | "
-           "%.0f / %.0f | %.0f |", call, beside, r->p99, r->slow_lat, r->slow_daemon[T_TOTAL],
-           r->slow_daemon[T_QUEUE], r->slow_daemon[T_RUN], r->slow_run, r->slow_wait, r->cpu_busy,
+    printf("| %s | %s | %.1f | %.1f | %.1f / %.1f / %.1f / %.1f / %.1f | %.1f / %.1f | "
+           "%.2f / %.3f | %.0f / %.0f | %.0f |", call, beside, r->p99, r->slow_lat,
+           r->slow_daemon[T_TOTAL], r->slow_daemon[T_REQUEST], r->slow_daemon[T_QUEUE],
+           r->slow_daemon[T_RUN], r->slow_daemon[T_DELIVER], r->slow_run, r->slow_wait, r->cpu_busy,
            r->cpu_steal, r->ampd_faults, r->own_faults, r->tlb);
     if (bt_ampd_pid)
         printf(" %.1f | %s |\n", r->ampd_wait, r->ampd_cpus);
@@ -1005,7 +1007,7 @@ static void bt_print_sched(const struct bt_results *r, const char *const beside[
            "faults of A's ampd and of this process (A's and B's clients), and the host's TLB "
            "shootdowns\n");
     printf("| A's call | beside | p99 us | slowest 1%%, mean us | of it in ampd (headers to reply "
-           "ready) / queued / run, mean us | A's thread on a CPU / waiting for one in them, mean us | "
+           "ready) / request / queued / run / delivered, mean us | A's thread on a CPU / waiting for one in them, mean us | "
            "host CPUs busy / stolen | minor faults/s, ampd / bench | "
            "TLB shootdowns/s | ampd's threads waiting, ms/s | ampd's threads busy, CPUs |\n");
     printf("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
