@@ -34,7 +34,7 @@ int conn_writer_hand(struct conn_writer *w, int fd, const struct iovec *iov, int
         w->done_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK | EFD_SEMAPHORE);
         if (w->done_fd < 0)
             return -1;
-        w->thread = sock_writer_new("amp-writer", conn_writer_done, w);
+        w->thread = sock_writer_new("amp-writer", 0, conn_writer_done, w);
         if (!w->thread) {
             close(w->done_fd);
             w->done_fd = -1;

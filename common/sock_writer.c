@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "iov_send.h"
@@ -29,6 +30,7 @@ struct sock_writer_job {
 
 struct sock_writer {
     char name[16];
+    int nice;
     sock_writer_done_cb done;
     void *ctx;
     int stop_fd;               /* eventfd: readable while sock_writer_stop() waits */
@@ -46,6 +48,14 @@ static void *sock_writer_main(void *arg)
 {
     struct sock_writer *w = arg;
     pthread_setname_np(pthread_self(), w->name);
+    if (w->nice) {
+        /* Linux's niceness is a thread's own; raising it cannot fail for
+         * want of privilege, and at worst the thread runs as before. */
+        errno = 0;
+        int now = getpriority(PRIO_PROCESS, 0);
+        if (errno == 0)
+            (void)setpriority(PRIO_PROCESS, 0, now + w->nice);
+    }
     pthread_mutex_lock(&w->lock);
     for (;;) {
         while (w->ended == w->queued && !w->quit)
@@ -72,12 +82,14 @@ static void *sock_writer_main(void *arg)
     return NULL;
 }
 
-struct sock_writer *sock_writer_new(const char *name, sock_writer_done_cb done, void *ctx)
+struct sock_writer *sock_writer_new(const char *name, int nice, sock_writer_done_cb done,
+                                    void *ctx)
 {
     struct sock_writer *w = calloc(1, sizeof(*w));
     if (!w)
         return NULL;
     snprintf(w->name, sizeof(w->name), "%s", name);
+    w->nice = nice;
     w->done = done;
     w->ctx = ctx;
     w->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);

@@ -43,8 +43,12 @@ typedef void (*sock_writer_done_cb)(void *ctx);
 
 /* A writer thread named name (top -H shows it; at most 15 characters),
  * or NULL (out of memory or threads). It blocks every signal: a library's
- * thread must not take the application's. */
-struct sock_writer *sock_writer_new(const char *name, sock_writer_done_cb done, void *ctx);
+ * thread must not take the application's. It runs nice more than the
+ * process (setpriority: 0 leaves it as it is), so that where CPUs are
+ * short, the bulk bytes it carries wait for the threads that serve its
+ * owner's other calls, not the reverse. */
+struct sock_writer *sock_writer_new(const char *name, int nice, sock_writer_done_cb done,
+                                    void *ctx);
 
 /* Hands a write of the n (1..SOCK_WRITER_IOV) pieces of iov to fd (the
  * array is copied; the bytes are not), after those handed before it.

@@ -5,16 +5,19 @@
  * behind it follows it and each has its own result, a vanished peer is an
  * error (not SIGPIPE), stopping a write the peer never reads returns what
  * went out (and ends the one behind it unwritten) and leaves the writer
- * ready for the next, and freeing the writer in the middle of such a
- * write returns. */
+ * ready for the next, freeing the writer in the middle of such a write
+ * returns, and the thread runs as much nicer as it was asked. */
 #include <check.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdio.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -72,7 +75,7 @@ static void flow_start(struct flow *f, unsigned mul)
     ck_assert_ptr_nonnull(f->got);
     for (size_t i = 0; i < WRITER_BYTES; i++)
         f->src[i] = (uint8_t)(i * mul + (i >> 12));
-    f->w = sock_writer_new("test-writer", writer_done, &f->efd);
+    f->w = sock_writer_new("test-writer", 0, writer_done, &f->efd);
     ck_assert_ptr_nonnull(f->w);
 }
 
@@ -154,7 +157,7 @@ START_TEST(vanished_peer_is_an_error)
     close(sv[1]);
     uint8_t *src = calloc(1, WRITER_BYTES);
     ck_assert_ptr_nonnull(src);
-    struct sock_writer *w = sock_writer_new("test-writer", writer_done, &efd);
+    struct sock_writer *w = sock_writer_new("test-writer", 0, writer_done, &efd);
     ck_assert_ptr_nonnull(w);
     sock_writer_start(w, sv[0], &(struct iovec){ src, WRITER_BYTES }, 1);
     ck_assert_int_eq(writer_wait_done(efd, 10000), 1);
@@ -180,7 +183,7 @@ static void stalled_start(struct stalled *t)
     writer_pair(t->sv);
     t->src = calloc(1, WRITER_BYTES);
     ck_assert_ptr_nonnull(t->src);
-    t->w = sock_writer_new("test-writer", writer_done, &t->efd);
+    t->w = sock_writer_new("test-writer", 0, writer_done, &t->efd);
     ck_assert_ptr_nonnull(t->w);
     sock_writer_start(t->w, t->sv[0], &(struct iovec){ t->src, WRITER_BYTES }, 1);
     ck_assert_int_eq(writer_wait_done(t->efd, 200), 0);
@@ -265,6 +268,55 @@ START_TEST(free_mid_write_returns)
 }
 END_TEST
 
+/* The id of this process's thread called name, or 0. */
+static int writer_thread_id(const char *name)
+{
+    DIR *d = opendir("/proc/self/task");
+    ck_assert_ptr_nonnull(d);
+    int id = 0;
+    for (struct dirent *e; !id && (e = readdir(d));) {
+        char path[300], comm[32] = "";
+        snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
+        FILE *f = e->d_name[0] != '.' ? fopen(path, "r") : NULL;
+        if (f && fgets(comm, sizeof comm, f) && !strncmp(comm, name, strlen(name)) &&
+            comm[strlen(name)] == '\n')
+            id = atoi(e->d_name);
+        if (f)
+            fclose(f);
+    }
+    closedir(d);
+    return id;
+}
+
+/* Asked to, the thread runs nicer than the process by that much (the
+ * daemon's writers: bulk bytes wait for the threads serving calls). */
+START_TEST(writer_runs_nicer_when_asked)
+{
+    int sv[2], efd = eventfd(0, EFD_CLOEXEC);
+    writer_pair(sv);
+    errno = 0;
+    int base = getpriority(PRIO_PROCESS, 0);
+    ck_assert_int_eq(errno, 0);
+    struct sock_writer *w = sock_writer_new("test-nicer", 3, writer_done, &efd);
+    ck_assert_ptr_nonnull(w);
+    uint8_t byte = 7, got = 0;
+    sock_writer_start(w, sv[0], &(struct iovec){ &byte, 1 }, 1);
+    ck_assert_int_eq(writer_wait_done(efd, 10000), 1);   /* so it has set its own */
+    ck_assert_int_eq(read(sv[1], &got, 1), 1);
+    ck_assert_int_eq(got, 7);
+    int id = writer_thread_id("test-nicer");
+    ck_assert_int_gt(id, 0);
+    errno = 0;
+    ck_assert_int_eq(getpriority(PRIO_PROCESS, (id_t)id), (base + 3 > 19 ? 19 : base + 3));
+    ck_assert_int_eq(getpriority(PRIO_PROCESS, 0), base);   /* the caller's own is untouched */
+    ck_assert_int_eq(writer_status(w), 0);
+    sock_writer_free(w);
+    close(sv[0]);
+    close(sv[1]);
+    close(efd);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("sock_writer");
@@ -275,6 +327,7 @@ int main(void)
         stop_mid_write_returns_what_went,
         stop_ends_the_write_behind_unwritten,
         free_mid_write_returns,
+        writer_runs_nicer_when_asked,
         NULL,
     };
     check_run_case(s, "writer", tests);
