@@ -55,11 +55,18 @@ static bool fairq_before(uint64_t a, uint64_t b)
 }
 
 /* Flow a's head goes before flow b's: the smaller start tag, then the
- * earlier push. */
+ * smaller finish tag, then the earlier push. Ties are common: when the
+ * queue runs empty v moves to the last finish tag, so a bulk job's next
+ * piece, pushed back as its last one was taken, and a newcomer's tiny job
+ * start level; SFQ leaves ties open, and the one that ends first going
+ * first costs the other its job's time, not the reverse. */
 static bool fairq_flow_before(const struct fairq_flow *a, const struct fairq_flow *b)
 {
     if (a->start != b->start)
         return fairq_before(a->start, b->start);
+    uint64_t fa = a->start + a->head->fq_step, fb = b->start + b->head->fq_step;
+    if (fa != fb)
+        return fairq_before(fa, fb);
     return fairq_before(a->head->fq_seq, b->head->fq_seq);
 }
 

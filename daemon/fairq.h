@@ -9,7 +9,8 @@
  * gets the start tag max(v, F), where v is the start tag of the last task
  * taken at its priority and F the finish tag of its flow's previous task,
  * and its flow's finish tag becomes start + cost / weight; the task with
- * the smallest start tag goes next, ties in push order. So a flow that
+ * the smallest start tag goes next, ties to the smaller finish tag, then
+ * in push order. So a flow that
  * was idle starts at v, behind at most one task of each busy flow (no
  * banked credit: work conserving, an idle client's share goes to the
  * others), and busy flows are served in proportion to their weights

@@ -118,6 +118,23 @@ START_TEST(small_job_passes_a_bulk_queue)
 }
 END_TEST
 
+/* A bulk job alone in the queue: its piece is taken (the queue runs
+ * empty), and its next piece goes back as another client's tiny job comes.
+ * They start level; the tiny one, which ends first, goes first. */
+START_TEST(small_job_passes_a_lone_bulk_piece)
+{
+    struct fairq *q = fresh();
+    struct task *bulk = task_of(1, 1, JOB_PRIORITY_NORMAL);
+    fairq_push(q, bulk, 4 << 20);
+    ck_assert_ptr_eq(fairq_pop(q), bulk);
+    fairq_requeue(q, bulk, 4 << 20);
+    push(q, 2, 1, JOB_PRIORITY_NORMAL, 16);
+    ck_assert_uint_eq(fairq_pop(q)->job->cls.flow, 2);
+    ck_assert_ptr_eq(fairq_pop(q), bulk);
+    fairq_free(q);
+}
+END_TEST
+
 START_TEST(priority_goes_first)
 {
     struct fairq *q = fresh();
@@ -274,6 +291,7 @@ int main(void)
         costs_weigh_not_counts,
         newcomer_goes_next_without_credit,
         small_job_passes_a_bulk_queue,
+        small_job_passes_a_lone_bulk_piece,
         priority_goes_first,
         one_flow_keeps_its_order,
         requeue_keeps_a_jobs_order,
