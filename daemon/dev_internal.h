@@ -135,9 +135,11 @@ void dev_const_init(struct dev *d);
 void dev_const_free(struct dev *d);
 
 /* The step of a copy of pageable memory that holds its thread: a small
- * job queued meanwhile waits for one step (on the H200 ~0.15 ms), not a
- * whole piece's copy. */
-#define DEV_PAGEABLE_STEP ((size_t)1 << 20)
+ * job queued meanwhile waits for one step (on the H200 ~0.07 ms), not a
+ * whole piece's copy. 512 KiB rather than 1 MiB took a 16-byte job's p50
+ * beside sixteen 32 MiB unary calls from 430-496 to 303-306 us (alone
+ * 222-258), the unary calls' own GB/s within their noise. */
+#define DEV_PAGEABLE_STEP ((size_t)512 << 10)
 
 /* A batch item's words in kernels/batch.cl (a build option there). */
 #define DEV_BATCH_ITEM_WORDS 8
