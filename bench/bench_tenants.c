@@ -1007,7 +1007,8 @@ static void bt_print_sched(const struct bt_results *r, const char *const beside[
            "faults of A's ampd and of this process (A's and B's clients), and the host's TLB "
            "shootdowns\n");
     printf("| A's call | beside | p99 us | slowest 1%%, mean us | of it in ampd (headers to reply "
-           "ready) / request / queued / run / delivered, mean us | A's thread on a CPU / waiting for one in them, mean us | "
+           "ready) / request / queued / run / delivered, mean us | "
+           "A's thread on a CPU / waiting for one in them, mean us | "
            "host CPUs busy / stolen | minor faults/s, ampd / bench | "
            "TLB shootdowns/s | ampd's threads waiting, ms/s | ampd's threads busy, CPUs |\n");
     printf("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");

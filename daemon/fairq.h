@@ -10,11 +10,10 @@
  * taken at its priority and F the finish tag of its flow's previous task,
  * and its flow's finish tag becomes start + cost / weight; the task with
  * the smallest start tag goes next, ties to the smaller finish tag, then
- * in push order. So a flow that
- * was idle starts at v, behind at most one task of each busy flow (no
- * banked credit: work conserving, an idle client's share goes to the
- * others), and busy flows are served in proportion to their weights
- * whatever their tasks' sizes. Deficit round robin would give the same
+ * in push order. So a flow that was idle starts at v, behind at most one
+ * task of each busy flow (no banked credit: work conserving, an idle
+ * client's share goes to the others), and busy flows are served in
+ * proportion to their weights whatever their tasks' sizes. Deficit round robin would give the same
  * shares, but a newly busy flow waits for a whole round of quanta; SFQ's
  * tags put a small job next at once.
  *

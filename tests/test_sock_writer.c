@@ -306,7 +306,6 @@ START_TEST(writer_runs_nicer_when_asked)
     ck_assert_int_eq(got, 7);
     int id = writer_thread_id("test-nicer");
     ck_assert_int_gt(id, 0);
-    errno = 0;
     ck_assert_int_eq(getpriority(PRIO_PROCESS, (id_t)id), (base + 3 > 19 ? 19 : base + 3));
     ck_assert_int_eq(getpriority(PRIO_PROCESS, 0), base);   /* the caller's own is untouched */
     ck_assert_int_eq(writer_status(w), 0);
