@@ -14,14 +14,15 @@
 #include "conn_writer.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
 #include "sock_writer.h"
 
-/* sock_writer's done(), on the writer thread under its lock: a caller
- * that sees a batch ended by itself also finds its count in done_fd, and
- * takes exactly that one (conn_writer_take), leaving the next batch's. */
+/* sock_writer's done(), on the writer thread once a batch ended by itself:
+ * one count in done_fd per such batch, which conn_writer_take takes with
+ * it, leaving the next batch's. */
 static void conn_writer_done(void *ctx)
 {
     struct conn_writer *w = ctx;
@@ -63,8 +64,12 @@ int conn_writer_take(struct conn_writer *w, size_t *written, int *err)
         return 0;
     *err = status == -ECANCELED ? 0 : -status;   /* stopped: the caller takes what was written */
     if (status != -ECANCELED) {
+        /* This batch's count, the next's left; the thread raises it just
+         * after letting its lock go, so it may be a moment behind. */
+        struct pollfd pf = {.fd = w->done_fd, .events = POLLIN};
         eventfd_t v;
-        eventfd_read(w->done_fd, &v);   /* this batch's count: the next's stays */
+        while (eventfd_read(w->done_fd, &v) != 0 && (errno == EAGAIN || errno == EINTR))
+            (void)poll(&pf, 1, -1);
     }
     w->handed--;
     return 1;

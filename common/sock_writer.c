@@ -5,19 +5,17 @@
  * on with the next or sleeps again. Handed writes are a ring of
  * SOCK_WRITER_QUEUE: [first, first + queued) in order, of which the first
  * `ended` have ended and wait for the owner to take their results. */
-#define _GNU_SOURCE   /* pthread_setname_np */
 #include "sock_writer.h"
 
 #include <errno.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
+#include "bulk_thread.h"
 #include "iov_send.h"
 
 struct sock_writer_job {
@@ -47,15 +45,7 @@ struct sock_writer {
 static void *sock_writer_main(void *arg)
 {
     struct sock_writer *w = arg;
-    pthread_setname_np(pthread_self(), w->name);
-    if (w->nice) {
-        /* Linux's niceness is a thread's own; raising it cannot fail for
-         * want of privilege, and at worst the thread runs as before. */
-        errno = 0;
-        int now = getpriority(PRIO_PROCESS, 0);
-        if (errno == 0)
-            (void)setpriority(PRIO_PROCESS, 0, now + w->nice);
-    }
+    bulk_thread_enter(w->name, w->nice);
     pthread_mutex_lock(&w->lock);
     for (;;) {
         while (w->ended == w->queued && !w->quit)
@@ -74,9 +64,13 @@ static void *sock_writer_main(void *arg)
         j->status = status;
         w->ended++;
         w->writes++;
-        if (status != -ECANCELED)
-            w->done(w->ctx);
         pthread_cond_broadcast(&w->cond);
+        if (status != -ECANCELED) {
+            /* Told with the lock let go (sock_reader.c says why). */
+            pthread_mutex_unlock(&w->lock);
+            w->done(w->ctx);
+            pthread_mutex_lock(&w->lock);
+        }
     }
     pthread_mutex_unlock(&w->lock);
     return NULL;
@@ -99,12 +93,7 @@ struct sock_writer *sock_writer_new(const char *name, int nice, sock_writer_done
     }
     pthread_mutex_init(&w->lock, NULL);
     pthread_cond_init(&w->cond, NULL);
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);   /* the thread inherits it */
-    int rc = pthread_create(&w->thread, NULL, sock_writer_main, w);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (rc != 0) {
+    if (bulk_thread_start(&w->thread, sock_writer_main, w) != 0) {
         close(w->stop_fd);
         pthread_cond_destroy(&w->cond);
         pthread_mutex_destroy(&w->lock);

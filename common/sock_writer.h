@@ -21,10 +21,13 @@
  * handed and its result not taken, the owner writes nothing else to the
  * socket; the thread touches nothing but the descriptor and the bytes the
  * iovecs point at, which stay valid until the write's result is taken.
- * done() runs on the writer thread, under its lock, each time a write
- * ended by itself (written, or the socket failed), not when
+ * done() runs on the writer thread, with its lock let go, each time a
+ * write ended by itself (written, or the socket failed), not when
  * sock_writer_stop() ended it: it may only signal the owner (an eventfd).
- * Under the lock, an owner that sees a write ended finds it signalled.
+ * It comes just after the write's result can be taken, so an owner may
+ * take a result before its signal and must let a signal find nothing.
+ * (Under the lock, a nice thread that woke its owner kept the owner
+ * waiting on the lock until the scheduler gave it a CPU again.)
  */
 #ifndef AMP_SOCK_WRITER_H
 #define AMP_SOCK_WRITER_H

@@ -108,12 +108,22 @@ static void conn_h2_answered(struct h2_call *call, const char *path, enum status
     traffic_answered(c->set->traffic, path, code, msg, c->peer);
 }
 
+/* A stream gives up the staging buffer the reader thread may be filling
+ * (listen.h); a closing socket has ended its reader already. */
+static void conn_h2_read_settle(void *ctx)
+{
+    struct conn *c = ctx;
+    if (!c->closing)
+        listen_sock_read_settle(c->sock);
+}
+
 static const struct h2_handlers conn_h2_handlers = {
     .start = conn_h2_start,
     .message = rpc_h2_message,
     .piece_start = rpc_h2_piece_start,
     .piece = rpc_h2_piece,
     .piece_dest = rpc_h2_piece_dest,
+    .read_settle = conn_h2_read_settle,
     .end = rpc_h2_end,
     .closed = rpc_h2_closed,
     .sent = rpc_h2_sent,
@@ -453,6 +463,8 @@ void conn_accept(struct conn_set *set, struct listen_sock *sock, const struct co
     set->head = c;
     char reason[CONN_REASON_MAX];
     bool refused = conn_refused(set, c, a, reason, sizeof(reason));
+    if (!c->tls)
+        listen_sock_use_reader(sock);   /* a call's places outlive its reads (rpc_stream.c) */
     if (listen_sock_start(sock, &conn_sock_cbs, c) != 0) {
         conn_close(c, 0);
         return;

@@ -185,6 +185,7 @@ static struct h2_call *h2_call_new(struct h2_session *s, int32_t stream_id)
 static void h2_call_release(struct h2_call *c)
 {
     struct h2_session *s = c->s;
+    h2_call_settle_read(c);   /* before closed() gives up its places */
     h2_call_unreserve(c);
     /* Before closed(): a handler whose job outlives the call takes what the
      * job holds from the daemon's budget alone (rpc.c). */
@@ -1028,7 +1029,18 @@ uint8_t *h2_session_read_dest(struct h2_session *s, size_t *len)
     if (!p || n == 0)
         return NULL;
     *len = n;
+    s->dest_call = c;
     return p;
+}
+
+void h2_call_settle_read(struct h2_call *c)
+{
+    struct h2_session *s = c->s;
+    if (s->dest_call != c)
+        return;
+    s->dest_call = NULL;
+    if (s->h->read_settle)
+        s->h->read_settle(s->ctx);
 }
 
 /* Follows the frame headers in the client's bytes to bound each HEADERS
@@ -1070,6 +1082,7 @@ static bool h2_frames_scan(struct h2_session *s, const uint8_t *p, size_t n)
 
 int h2_session_recv(struct h2_session *s, const uint8_t *data, size_t len)
 {
+    s->dest_call = NULL;   /* what a place was read into comes now, or came */
     if (s->calm)
         return -1;
     if (!h2_frames_scan(s, data, len)) {

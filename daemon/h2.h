@@ -91,6 +91,11 @@ struct h2_handlers {
      * connection may read them from the socket straight to that place
      * (h2_session_read_dest); piece() then gets that very pointer. */
     uint8_t *(*piece_dest)(struct h2_call *call, size_t *room, void *ctx);
+    /* Optional: a place piece_dest gave may still be being filled outside
+     * h2_session_recv() (the owner's reader thread): end that now and keep
+     * its bytes for a later h2_session_recv(). Called before the call is
+     * closed and from h2_call_settle_read(). */
+    void (*read_settle)(void *ctx);
     /* The client half-closed after the right number of messages: the
      * request is complete and the handler should answer (now or later).
      * Stream calls: once, after every message was delivered, unless the call
@@ -157,6 +162,11 @@ void h2_session_free(struct h2_session *s);
  * message). NULL: read into the owner's buffer. Whatever is read there
  * must then go to h2_session_recv() whole, as any read does. */
 uint8_t *h2_session_read_dest(struct h2_session *s, size_t *len);
+
+/* The handler is about to give up the place its piece_dest offered for
+ * call (a stream that failed): if the session's last read_dest was that
+ * place and no bytes came since, read_settle() ends that read first. */
+void h2_call_settle_read(struct h2_call *call);
 
 /* Feeds bytes read from the peer. Returns 0, or -1 when the connection is
  * beyond saving (bad preface, protocol error nghttp2 could not answer,

@@ -167,6 +167,9 @@ struct h2_session {
      * the payload bytes not yet seen (h2_session_read_dest). */
     int32_t data_stream;
     size_t data_left;
+    /* The call whose place h2_session_read_dest gave last, until bytes
+     * come (h2_session_recv) or it is settled (h2_call_settle_read). */
+    struct h2_call *dest_call;
     /* Writes handed to the owner and not yet written (h2_session_sendv,
      * h2_session_written): writes[write_first .. + write_n), a ring; the
      * next is built in the slot after them, h2_write_next(). */

@@ -29,17 +29,18 @@
 
 #include "iov_send.h"
 #include "loop_wake.h"
+#include "sock_reader.h"
 #include "sock_writer.h"
 
 #define LISTEN_BACKLOG 511
-/* A connection's writer thread (sock_writer.h) runs this much nicer than
- * the daemon: it only carries a stream's or a large call's reply bytes,
- * while the I/O loops, runners and host workers serve every call. On the
- * 2-core machine, beside a neighbour's four streams whose writers took a
- * CPU share equal to theirs, a 16-byte job's calls/s went from 61-211 to
- * 227-597 (bench_tenants), the streams' own GB/s unchanged: they still
- * get every CPU the others leave. */
-#define LISTEN_WRITER_NICE 10
+/* A connection's writer and reader threads (sock_writer.h, sock_reader.h)
+ * run this much nicer than the daemon: they only carry a stream's or a
+ * large call's bytes, while the I/O loops, runners and host workers serve
+ * every call. On the 2-core machine, beside a neighbour's four streams
+ * whose writers took a CPU share equal to theirs, a 16-byte job's calls/s
+ * went from 61-211 to 227-597 (bench_tenants), the streams' own GB/s
+ * unchanged: they still get every CPU the others leave. */
+#define LISTEN_BULK_NICE 10
 /* Out of descriptors (or memory) while accepting: stop polling the
  * listener this long, instead of spinning on a backlog it cannot take. */
 #define LISTEN_RETRY_MS 100
@@ -54,6 +55,15 @@ _Static_assert(LISTEN_READ_BUF <= LISTEN_TURN_BYTES, "a turn ends within one rea
  * faster with 128 KiB reads than with reads as large as the frame and the
  * socket's buffer allowed (bench/RESULTS-archive.md, session 11). */
 #define LISTEN_READ_DEST_MAX (128 * 1024)
+/* A read straight into a call's memory of this many bytes or more goes to
+ * the socket's reader thread (common/sock_reader.h), in reads of
+ * LISTEN_READ_DEST_MAX: a stream's 1 MiB DATA frames, a large unary
+ * request's bulk field. */
+#define LISTEN_READER_MIN (256 * 1024)
+/* After the reader's read, the loop's own next read takes at most this
+ * much: the next frame's header and a little of its payload, the rest left
+ * to the reader, instead of a buffer's worth copied on the loop. */
+#define LISTEN_PEEK_BYTES (16 * 1024)
 /* A write of this size or more goes to the socket's writer thread
  * (common/sock_writer.h), whole: a stream's replies, not the small frames
  * of tiny calls, which would only pay a thread hop. */
@@ -90,9 +100,21 @@ struct listen_sock {
     struct sock_writer *writer; /* made for the first large write; NULL before */
     bool writer_failed;        /* it could not be made: the loop writes everything */
     struct loop_wake writer_done; /* a writer's write finished (initialised with writer) */
+    bool use_reader;           /* listen_sock_use_reader() */
+    struct sock_reader *reader; /* made for the first large read; NULL before */
+    bool reader_failed;        /* it could not be made: the loop reads everything */
+    struct loop_wake reader_done; /* the reader's read ended (initialised with reader) */
+    uint8_t *hand;             /* found by alloc for the reader: the read callback hands it */
+    size_t hand_len;
+    uint8_t *reading;          /* the reader's read in flight (NULL: none): its place */
+    size_t reading_len;        /* ... and length */
+    bool peek;                 /* the next read into rbuf takes LISTEN_PEEK_BYTES at most */
+    uint8_t *held;             /* a settled read's bytes (listen_sock_read_settle), for the */
+    size_t held_len;           /* next turn, */
+    bool held_end;             /* then the peer's close or the socket's failure */
     bool closing;              /* listen_sock_close() was called: no read()/eof() */
     bool shutdown_pending;     /* shut down the write side once the write completes */
-    int handles_open;          /* h, linger and resume: freed when all are closed */
+    int handles_open;          /* h, linger, resume and the wakes: freed when all are closed */
     const struct listen_sock_cbs *cbs;
     void *ctx;
     uint8_t rbuf[LISTEN_READ_BUF];
@@ -112,6 +134,14 @@ static void listen_sock_handle_closed(uv_handle_t *h)
 
 static void listen_sock_close_now(struct listen_sock *s)
 {
+    if (s->reader) {
+        sock_reader_free(s->reader);   /* joined: nothing is read into a call's memory after */
+        s->reader = NULL;
+        s->reading = NULL;
+        loop_wake_close(&s->reader_done, listen_sock_handle_closed);
+    }
+    free(s->held);
+    s->held = NULL;
     if (s->writer) {
         sock_writer_free(s->writer);   /* joined: no write touches the bytes after this */
         s->writer = NULL;
@@ -125,29 +155,160 @@ static void listen_sock_close_now(struct listen_sock *s)
         uv_close((uv_handle_t *)&s->resume, listen_sock_handle_closed);
 }
 
+static struct sock_reader *listen_sock_reader(struct listen_sock *s);
+
 static void listen_sock_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
 {
     (void)suggested;
     struct listen_sock *s = h->data;
     size_t len = 0;
     uint8_t *dest = !s->closing && s->cbs->read_dest ? s->cbs->read_dest(s->ctx, &len) : NULL;
+    bool peek = s->peek;
+    s->peek = false;
+    if (dest && len >= LISTEN_READER_MIN && s->use_reader && listen_sock_reader(s)) {
+        s->hand = dest;
+        s->hand_len = len;
+        *buf = uv_buf_init(NULL, 0);   /* the read callback gets UV_ENOBUFS and hands it */
+        return;
+    }
     if (dest && len > LISTEN_READ_DEST_MAX)
         len = LISTEN_READ_DEST_MAX;
     if (dest)
         *buf = uv_buf_init((char *)dest, (unsigned)len);
     else
-        *buf = uv_buf_init((char *)s->rbuf, sizeof(s->rbuf));
+        *buf = uv_buf_init((char *)s->rbuf, peek ? LISTEN_PEEK_BYTES : sizeof(s->rbuf));
 }
 
 static void listen_sock_on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf);
 
-/* The loop's next turn: the other connections' reads have had theirs. */
+/* The loop's next turn: the other connections' reads have had theirs.
+ * A settled read's bytes go first, as the next the peer sent. */
 static void listen_sock_on_resume(uv_idle_t *h)
 {
     struct listen_sock *s = h->data;
     uv_idle_stop(h);
+    uint8_t *held = s->held;
+    size_t n = s->held_len;
+    bool end = s->held_end;
+    s->held = NULL;
+    s->held_len = 0;
+    s->held_end = false;
+    if (n && !s->closing)
+        s->cbs->read(s->ctx, held, n);
+    free(held);
+    if (end && !s->closing) {
+        s->cbs->eof(s->ctx);
+        return;
+    }
     if (!s->closing)
         uv_read_start(&s->h.stream, listen_sock_alloc, listen_sock_on_read);
+}
+
+/* Hands the read alloc found (s->hand) to the reader; the loop reads
+ * nothing from the socket until it ended. */
+static void listen_sock_hand(struct listen_sock *s)
+{
+    uv_os_fd_t fd;
+    uv_read_stop(&s->h.stream);
+    s->reading = s->hand;
+    s->reading_len = s->hand_len;
+    s->hand = NULL;
+    if (uv_fileno(&s->h.handle, &fd) != 0) {   /* an open stream has one: not reached */
+        s->reading = NULL;
+        s->cbs->eof(s->ctx);
+        return;
+    }
+    sock_reader_start(s->reader, fd, s->reading, s->reading_len);
+}
+
+/* The reader's read ended: its bytes go up as a read of the loop's would,
+ * and the loop reads again (first a peek at the next frame). */
+static void listen_sock_on_reader_done(struct loop_wake *w)
+{
+    struct listen_sock *s = w->poll.data;
+    size_t got;
+    int status;
+    if (!s->reader || !s->reading || !sock_reader_take(s->reader, &got, &status))
+        return;
+    uint8_t *dest = s->reading;
+    size_t len = s->reading_len;
+    s->reading = NULL;
+    if (got && !s->closing)
+        s->cbs->read(s->ctx, dest, got);
+    if (s->closing)
+        return;
+    if (got < len) {   /* the peer closed, or the socket failed */
+        s->cbs->eof(s->ctx);
+        return;
+    }
+    s->peek = true;
+    uv_read_start(&s->h.stream, listen_sock_alloc, listen_sock_on_read);
+}
+
+/* Reader thread, under its lock: its read ended. */
+static void listen_sock_reader_signal(void *ctx)
+{
+    struct listen_sock *s = ctx;
+    loop_wake_send(&s->reader_done);
+}
+
+/* s's reader, made on first use; NULL if it cannot be (the loop reads). */
+static struct sock_reader *listen_sock_reader(struct listen_sock *s)
+{
+    if (s->reader || s->reader_failed)
+        return s->reader;
+    if (loop_wake_init(s->h.handle.loop, &s->reader_done, listen_sock_on_reader_done, s) != 0) {
+        s->reader_failed = true;
+        return NULL;
+    }
+    s->handles_open++;
+    s->reader = sock_reader_new("ampd-reader", LISTEN_BULK_NICE, LISTEN_READ_DEST_MAX,
+                                listen_sock_reader_signal, s);
+    if (!s->reader) {
+        s->reader_failed = true;
+        loop_wake_close(&s->reader_done, listen_sock_handle_closed);
+    }
+    return s->reader;
+}
+
+void listen_sock_use_reader(struct listen_sock *s)
+{
+    s->use_reader = true;
+}
+
+/* Ends the reader's read in flight, if any: returns the bytes it got
+ * (*got, into the read's place) and whether the socket ended there. */
+static bool listen_sock_reader_end(struct listen_sock *s, size_t *got)
+{
+    int status = 0;
+    *got = 0;
+    if (!s->reading)
+        return false;
+    sock_reader_stop(s->reader);
+    (void)sock_reader_take(s->reader, got, &status);
+    bool end = *got < s->reading_len && status != -ECANCELED;
+    s->reading = NULL;
+    return end;
+}
+
+void listen_sock_read_settle(struct listen_sock *s)
+{
+    if (!s->reading || s->closing)
+        return;
+    uint8_t *dest = s->reading;
+    size_t got;
+    bool end = listen_sock_reader_end(s, &got);
+    if (got) {
+        s->held = malloc(got);
+        if (s->held) {
+            memcpy(s->held, dest, got);
+            s->held_len = got;
+        } else {
+            end = true;   /* bytes of the stream lost: the connection cannot go on */
+        }
+    }
+    s->held_end = end;
+    uv_idle_start(&s->resume, listen_sock_on_resume);
 }
 
 /* Counts a read into this turn; ends the turn at LISTEN_TURN_BYTES. */
@@ -175,6 +336,10 @@ static void listen_sock_on_read(uv_stream_t *stream, ssize_t nread, const uv_buf
         /* Lingering: drop the peer's bytes until it closes. */
         if (nread < 0)
             listen_sock_close_now(s);
+        return;
+    }
+    if (nread == UV_ENOBUFS && s->hand) {
+        listen_sock_hand(s);
         return;
     }
     if (nread < 0) {
@@ -272,7 +437,7 @@ static struct sock_writer *listen_sock_writer(struct listen_sock *s)
         return NULL;
     }
     s->handles_open++;
-    s->writer = sock_writer_new("ampd-writer", LISTEN_WRITER_NICE, listen_sock_writer_signal, s);
+    s->writer = sock_writer_new("ampd-writer", LISTEN_BULK_NICE, listen_sock_writer_signal, s);
     if (!s->writer) {
         s->writer_failed = true;
         loop_wake_close(&s->writer_done, listen_sock_handle_closed);
@@ -346,6 +511,8 @@ void listen_sock_close(struct listen_sock *s, unsigned linger_ms)
     if (s->closing)
         return;
     s->closing = true;
+    size_t got;
+    (void)listen_sock_reader_end(s, &got);   /* the rest is discarded, as lingering does */
     if (linger_ms == 0 || uv_is_closing(&s->h.handle)) {
         listen_sock_close_now(s);
         return;

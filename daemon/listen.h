@@ -113,6 +113,18 @@ int listen_sock_open(uv_loop_t *loop, int fd, bool is_unix, struct listen_sock *
 /* Starts reading; cbs and ctx must stay valid until closed() ran. */
 int listen_sock_start(struct listen_sock *s, const struct listen_sock_cbs *cbs, void *ctx);
 
+/* Lets read_dest's places of LISTEN_READER_MIN bytes or more be filled by
+ * the socket's reader thread (common/sock_reader.h) while the loop goes
+ * on: the owner promises such a place stays valid until its bytes reached
+ * read() or listen_sock_read_settle() returned. */
+void listen_sock_use_reader(struct listen_sock *s);
+
+/* Before the owner gives up the place of a read it offered: ends the
+ * reader's read into it, if one is in flight, and keeps what it got, which
+ * reaches read() on the loop's next turn (the socket's bytes stay in
+ * order). */
+void listen_sock_read_settle(struct listen_sock *s);
+
 /* Bytes one connection may read in one turn of its loop before the loop's
  * other connections get theirs. libuv reads a readable socket up to 32
  * times in a row, and a TCP peer's bulk upload keeps it readable: 8 MiB,

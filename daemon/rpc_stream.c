@@ -176,6 +176,8 @@ static void rpc_stream_stop(struct rpc_stream *st)
     if (st->pool)
         staging_cancel(st->pool, &st->waiter);
     if (st->fill) {
+        if (st->rc)
+            h2_call_settle_read(st->rc->h2);   /* the socket's reader may be filling it */
         rpc_stream_put(st, st->fill);
         st->fill = NULL;
     }

@@ -8,8 +8,9 @@ reader to notice.
   writes; in daemon/ and common/ also read and write, kept for sockets:
   eventfds use eventfd_read/eventfd_write) only in the files that own sockets:
   daemon/ listen.c and region_sock.c, client/ conn.c, connect.c and
-  region.c, and common/iov_send.c, which the writer thread of both ends
-  (common/sock_writer.c) sends with.
+  region.c, common/iov_send.c, which the writer thread of both ends
+  (common/sock_writer.c) sends with, and common/sock_reader.c, the daemon
+  socket's reader thread.
 - OpenCL (any cl* call, <CL/...>) only in the device layer: daemon/dev*.c
   and op*.c and their private headers.
 - Includes follow the layers: common/ includes nothing of daemon/ or
@@ -34,7 +35,7 @@ SOCKET_CALL = re.compile(
 FD_CALL = re.compile(r"\b(read|readv|write|writev)\s*\(")
 SOCKET_OWNERS = {"daemon/listen.c", "daemon/region_sock.c",
                  "client/conn.c", "client/connect.c", "client/region.c",
-                 "common/iov_send.c"}
+                 "common/iov_send.c", "common/sock_reader.c"}
 
 OPENCL = re.compile(r"\bcl[A-Z][A-Za-z0-9]*\s*\(|#\s*include\s*<CL/")
 DEVICE_PRIVATE = {"dev_internal.h", "op.h"}
