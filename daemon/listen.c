@@ -100,7 +100,6 @@ struct listen_sock {
     struct sock_writer *writer; /* made for the first large write; NULL before */
     bool writer_failed;        /* it could not be made: the loop writes everything */
     struct loop_wake writer_done; /* a writer's write finished (initialised with writer) */
-    bool use_reader;           /* listen_sock_use_reader() */
     struct sock_reader *reader; /* made for the first large read; NULL before */
     bool reader_failed;        /* it could not be made: the loop reads everything */
     struct loop_wake reader_done; /* the reader's read ended (initialised with reader) */
@@ -165,7 +164,8 @@ static void listen_sock_alloc(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
     uint8_t *dest = !s->closing && s->cbs->read_dest ? s->cbs->read_dest(s->ctx, &len) : NULL;
     bool peek = s->peek;
     s->peek = false;
-    if (dest && len >= LISTEN_READER_MIN && s->use_reader && listen_sock_reader(s)) {
+    if (dest && len >= LISTEN_READER_MIN && s->cbs->reader_wanted &&
+        s->cbs->reader_wanted(s->ctx) && listen_sock_reader(s)) {
         s->hand = dest;
         s->hand_len = len;
         *buf = uv_buf_init(NULL, 0);   /* the read callback gets UV_ENOBUFS and hands it */
@@ -269,11 +269,6 @@ static struct sock_reader *listen_sock_reader(struct listen_sock *s)
         loop_wake_close(&s->reader_done, listen_sock_handle_closed);
     }
     return s->reader;
-}
-
-void listen_sock_use_reader(struct listen_sock *s)
-{
-    s->use_reader = true;
 }
 
 /* Ends the reader's read in flight, if any: returns the bytes it got

@@ -40,6 +40,12 @@ struct listen_sock_cbs {
     /* Optional: a place the next read may go instead of the socket's own
      * buffer, and at most how many bytes (*len); NULL for the buffer. */
     uint8_t *(*read_dest)(void *ctx, size_t *len);
+    /* Optional: whether a place of LISTEN_READER_MIN bytes or more that
+     * read_dest gives now goes to the socket's reader thread
+     * (common/sock_reader.h), to be filled while the loop serves its other
+     * sockets. True promises that the place stays valid until its bytes
+     * reached read() or listen_sock_read_settle() returned. */
+    bool (*reader_wanted)(void *ctx);
     void (*eof)(void *ctx);          /* peer closed or the socket failed */
     void (*written)(void *ctx, int status); /* the oldest write in flight finished (0 or error) */
     void (*closed)(void *ctx);       /* the socket is gone; last callback */
@@ -112,12 +118,6 @@ int listen_sock_open(uv_loop_t *loop, int fd, bool is_unix, struct listen_sock *
 
 /* Starts reading; cbs and ctx must stay valid until closed() ran. */
 int listen_sock_start(struct listen_sock *s, const struct listen_sock_cbs *cbs, void *ctx);
-
-/* Lets read_dest's places of LISTEN_READER_MIN bytes or more be filled by
- * the socket's reader thread (common/sock_reader.h) while the loop goes
- * on: the owner promises such a place stays valid until its bytes reached
- * read() or listen_sock_read_settle() returned. */
-void listen_sock_use_reader(struct listen_sock *s);
 
 /* Before the owner gives up the place of a read it offered: ends the
  * reader's read into it, if one is in flight, and keeps what it got, which

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* test_listen_reader.c: reads straight into a call's memory on the
- * socket's reader thread (daemon/listen.c, listen_sock_use_reader). Over
+ * socket's reader thread (daemon/listen.c, the reader_wanted callback). Over
  * loopback TCP, with read_dest offering a 1 MiB place as a stream's
- * staging buffer does:
+ * staging buffer does, and reader_wanted saying yes:
  * - the place is filled by one read larger than the loop's own reads
  *   into a place (LISTEN_READ_DEST_MAX) and reaches read() as that very
  *   pointer; the loop's next read is a peek at the next frame;
@@ -10,7 +10,8 @@
  *   the place can be given up and overwritten at once, and read() still
  *   gets every byte, in order;
  * - a peer closing in the middle of the reader's read is the connection's
- *   end, after read() got what came. */
+ *   end, after read() got what came;
+ * and with reader_wanted saying no, the loop reads the place itself. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <check.h>
@@ -41,6 +42,7 @@ struct peer {
     size_t first_after_place; /* length of the first read() after a read into the place */
     bool after_place;
     bool eof;
+    bool reader;           /* what reader_wanted says */
 };
 
 static uint8_t test_byte(size_t i)
@@ -71,13 +73,14 @@ static void peer_read(void *ctx, const uint8_t *data, size_t len)
     p->got += len;
 }
 
+static bool peer_wants_reader(void *ctx) { return ((struct peer *)ctx)->reader; }
 static void peer_eof(void *ctx) { ((struct peer *)ctx)->eof = true; }
 static void peer_written(void *ctx, int status) { (void)ctx; (void)status; }
 static void peer_closed(void *ctx) { (void)ctx; }
 
 static const struct listen_sock_cbs peer_cbs = {
-    .read = peer_read, .read_dest = peer_dest, .eof = peer_eof, .written = peer_written,
-    .closed = peer_closed,
+    .read = peer_read, .read_dest = peer_dest, .reader_wanted = peer_wants_reader,
+    .eof = peer_eof, .written = peer_written, .closed = peer_closed,
 };
 
 struct rig {
@@ -88,7 +91,7 @@ struct rig {
     uint8_t *data;
 };
 
-static void rig_start(struct rig *r, size_t data_len)
+static void rig_start(struct rig *r, size_t data_len, bool reader)
 {
     r->lfd = socket(AF_INET, SOCK_STREAM, 0);
     int big = SOCK_BUF;
@@ -107,11 +110,11 @@ static void rig_start(struct rig *r, size_t data_len)
     ck_assert_ptr_nonnull(r->data);
     for (size_t i = 0; i < data_len; i++)
         r->data[i] = test_byte(i);
-    r->p = (struct peer){ .place = calloc(1, PLACE_BYTES), .offering = true, .pattern_ok = true };
+    r->p = (struct peer){ .place = calloc(1, PLACE_BYTES), .offering = true, .pattern_ok = true,
+                          .reader = reader };
     ck_assert_ptr_nonnull(r->p.place);
     ck_assert_int_eq(uv_loop_init(&r->loop), 0);
     ck_assert_int_eq(listen_sock_open(&r->loop, r->server, false, &r->sock), 0);
-    listen_sock_use_reader(r->sock);
     ck_assert_int_eq(listen_sock_start(r->sock, &peer_cbs, &r->p), 0);
 }
 
@@ -162,7 +165,7 @@ START_TEST(place_is_filled_by_the_reader)
 {
     struct rig r;
     size_t tail = 100 * 1024;
-    rig_start(&r, PLACE_BYTES + tail);
+    rig_start(&r, PLACE_BYTES + tail, true);
     rig_send(&r, 0, PLACE_BYTES + tail);
     rig_run_until(&r, PLACE_BYTES + tail);
     ck_assert(r.p.pattern_ok);
@@ -176,11 +179,25 @@ START_TEST(place_is_filled_by_the_reader)
 }
 END_TEST
 
+/* Not wanted (a connection alone on its loop): the loop reads the place
+ * itself, in its own reads. */
+START_TEST(place_is_read_on_the_loop_unless_wanted)
+{
+    struct rig r;
+    rig_start(&r, PLACE_BYTES, false);
+    rig_send(&r, 0, PLACE_BYTES);
+    rig_run_until(&r, PLACE_BYTES);
+    ck_assert(r.p.pattern_ok);
+    ck_assert_uint_le(r.p.largest_in_place, 128 * 1024);
+    rig_end(&r);
+}
+END_TEST
+
 START_TEST(settled_bytes_stay_in_order)
 {
     struct rig r;
     size_t part = 300 * 1024 + 5;
-    rig_start(&r, PLACE_BYTES);
+    rig_start(&r, PLACE_BYTES, true);
     /* A first read: a small one into the place starts it (the place is
      * offered whole: the reader takes it). */
     rig_send(&r, 0, part);
@@ -204,7 +221,7 @@ START_TEST(peer_closing_mid_read_is_the_end)
 {
     struct rig r;
     size_t part = 300 * 1024;
-    rig_start(&r, part);
+    rig_start(&r, part, true);
     rig_send(&r, 0, part);
     close(r.client);
     r.client = -1;
@@ -222,8 +239,10 @@ END_TEST
 int main(void)
 {
     Suite *s = suite_create("listen_reader");
-    const TTest *const tests[] = { place_is_filled_by_the_reader, settled_bytes_stay_in_order,
-                                   peer_closing_mid_read_is_the_end, NULL };
+    const TTest *const tests[] = { place_is_filled_by_the_reader,
+                                   place_is_read_on_the_loop_unless_wanted,
+                                   settled_bytes_stay_in_order, peer_closing_mid_read_is_the_end,
+                                   NULL };
     check_run_case(s, "reader", tests);
     return check_run(s, CK_FORK_GETENV);
 }
