@@ -1,31 +1,84 @@
 /* SPDX-License-Identifier: MIT */
-/* bulk_thread.c: starting and setting up a bulk-byte thread (bulk_thread.h). */
+/* bulk_thread.c: a socket's bulk-byte thread's life (bulk_thread.h). */
 #define _GNU_SOURCE   /* pthread_setname_np */
 #include "bulk_thread.h"
 
 #include <errno.h>
 #include <signal.h>
+#include <stdio.h>
+#include <sys/eventfd.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
-int bulk_thread_start(pthread_t *thread, void *(*main)(void *), void *arg)
+int bulk_thread_start(struct bulk_thread *t, const char *name, int nice, void *(*main)(void *),
+                      void *arg)
 {
+    snprintf(t->name, sizeof(t->name), "%s", name);
+    t->nice = nice;
+    t->quit = false;
+    atomic_init(&t->cancel, false);
+    t->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (t->stop_fd < 0)
+        return -1;
+    pthread_mutex_init(&t->lock, NULL);
+    pthread_cond_init(&t->cond, NULL);
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);   /* the thread inherits it */
-    int rc = pthread_create(thread, NULL, main, arg);
+    int rc = pthread_create(&t->thread, NULL, main, arg);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
-    return rc;
+    if (rc != 0) {
+        close(t->stop_fd);
+        pthread_cond_destroy(&t->cond);
+        pthread_mutex_destroy(&t->lock);
+        return -1;
+    }
+    return 0;
 }
 
-void bulk_thread_enter(const char *name, int nice)
+void bulk_thread_enter(struct bulk_thread *t)
 {
-    pthread_setname_np(pthread_self(), name);
-    if (!nice)
+    pthread_setname_np(pthread_self(), t->name);
+    if (!t->nice)
         return;
     /* Linux's niceness is a thread's own; raising it cannot fail for want
      * of privilege, and at worst the thread runs as before. */
     errno = 0;
     int now = getpriority(PRIO_PROCESS, 0);
     if (errno == 0)
-        (void)setpriority(PRIO_PROCESS, 0, now + nice);
+        (void)setpriority(PRIO_PROCESS, 0, now + t->nice);
+}
+
+void bulk_thread_tell(struct bulk_thread *t, void (*done)(void *ctx), void *ctx)
+{
+    pthread_mutex_unlock(&t->lock);
+    done(ctx);
+    pthread_mutex_lock(&t->lock);
+}
+
+void bulk_thread_stop(struct bulk_thread *t, bool (*busy)(void *arg), void *arg)
+{
+    pthread_mutex_lock(&t->lock);
+    if (busy(arg)) {
+        atomic_store(&t->cancel, true);
+        eventfd_write(t->stop_fd, 1);
+        while (busy(arg))
+            pthread_cond_wait(&t->cond, &t->lock);
+        eventfd_t v;
+        eventfd_read(t->stop_fd, &v);   /* the thread no longer looks: nothing left raised */
+        atomic_store(&t->cancel, false);
+    }
+    pthread_mutex_unlock(&t->lock);
+}
+
+void bulk_thread_end(struct bulk_thread *t)
+{
+    pthread_mutex_lock(&t->lock);
+    t->quit = true;
+    pthread_cond_broadcast(&t->cond);
+    pthread_mutex_unlock(&t->lock);
+    pthread_join(t->thread, NULL);
+    close(t->stop_fd);
+    pthread_cond_destroy(&t->cond);
+    pthread_mutex_destroy(&t->lock);
 }

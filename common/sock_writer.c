@@ -9,11 +9,8 @@
 
 #include <errno.h>
 #include <pthread.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
-#include <unistd.h>
 
 #include "bulk_thread.h"
 #include "iov_send.h"
@@ -27,52 +24,41 @@ struct sock_writer_job {
 };
 
 struct sock_writer {
-    char name[16];
-    int nice;
+    struct bulk_thread t;      /* its lock guards what follows; cancel: end the rest unwritten */
     sock_writer_done_cb done;
     void *ctx;
-    int stop_fd;               /* eventfd: readable while sock_writer_stop() waits */
-    pthread_t thread;
-    pthread_mutex_t lock;      /* guards what follows */
-    pthread_cond_t cond;       /* a write came or ended, or quit */
     struct sock_writer_job job[SOCK_WRITER_QUEUE];
     int first, queued, ended;
-    bool cancel;               /* sock_writer_stop(): end the rest unwritten */
-    bool quit;
     uint64_t writes;
 };
 
 static void *sock_writer_main(void *arg)
 {
     struct sock_writer *w = arg;
-    bulk_thread_enter(w->name, w->nice);
-    pthread_mutex_lock(&w->lock);
+    bulk_thread_enter(&w->t);
+    pthread_mutex_lock(&w->t.lock);
     for (;;) {
-        while (w->ended == w->queued && !w->quit)
-            pthread_cond_wait(&w->cond, &w->lock);
-        if (w->quit)
+        while (w->ended == w->queued && !w->t.quit)
+            pthread_cond_wait(&w->t.cond, &w->t.lock);
+        if (w->t.quit)
             break;
         struct sock_writer_job *j = &w->job[(w->first + w->ended) % SOCK_WRITER_QUEUE];
         size_t written = 0;
         int status = -ECANCELED;
-        if (!w->cancel) {
-            pthread_mutex_unlock(&w->lock);
-            status = iov_send_all(j->fd, j->iov, j->n, w->stop_fd, &written);
-            pthread_mutex_lock(&w->lock);
+        if (!atomic_load(&w->t.cancel)) {
+            pthread_mutex_unlock(&w->t.lock);
+            status = iov_send_all(j->fd, j->iov, j->n, w->t.stop_fd, &written);
+            pthread_mutex_lock(&w->t.lock);
         }
         j->written = written;
         j->status = status;
         w->ended++;
         w->writes++;
-        pthread_cond_broadcast(&w->cond);
-        if (status != -ECANCELED) {
-            /* Told with the lock let go (sock_reader.c says why). */
-            pthread_mutex_unlock(&w->lock);
-            w->done(w->ctx);
-            pthread_mutex_lock(&w->lock);
-        }
+        pthread_cond_broadcast(&w->t.cond);
+        if (status != -ECANCELED)
+            bulk_thread_tell(&w->t, w->done, w->ctx);
     }
-    pthread_mutex_unlock(&w->lock);
+    pthread_mutex_unlock(&w->t.lock);
     return NULL;
 }
 
@@ -82,21 +68,9 @@ struct sock_writer *sock_writer_new(const char *name, int nice, sock_writer_done
     struct sock_writer *w = calloc(1, sizeof(*w));
     if (!w)
         return NULL;
-    snprintf(w->name, sizeof(w->name), "%s", name);
-    w->nice = nice;
     w->done = done;
     w->ctx = ctx;
-    w->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    if (w->stop_fd < 0) {
-        free(w);
-        return NULL;
-    }
-    pthread_mutex_init(&w->lock, NULL);
-    pthread_cond_init(&w->cond, NULL);
-    if (bulk_thread_start(&w->thread, sock_writer_main, w) != 0) {
-        close(w->stop_fd);
-        pthread_cond_destroy(&w->cond);
-        pthread_mutex_destroy(&w->lock);
+    if (bulk_thread_start(&w->t, name, nice, sock_writer_main, w) != 0) {
         free(w);
         return NULL;
     }
@@ -105,35 +79,35 @@ struct sock_writer *sock_writer_new(const char *name, int nice, sock_writer_done
 
 void sock_writer_start(struct sock_writer *w, int fd, const struct iovec *iov, int n)
 {
-    pthread_mutex_lock(&w->lock);
+    pthread_mutex_lock(&w->t.lock);
     struct sock_writer_job *j = &w->job[(w->first + w->queued) % SOCK_WRITER_QUEUE];
     memcpy(j->iov, iov, (size_t)n * sizeof(*iov));
     j->n = n;
     j->fd = fd;
     w->queued++;
-    pthread_cond_broadcast(&w->cond);
-    pthread_mutex_unlock(&w->lock);
+    pthread_cond_broadcast(&w->t.cond);
+    pthread_mutex_unlock(&w->t.lock);
 }
 
 int sock_writer_queued(struct sock_writer *w)
 {
-    pthread_mutex_lock(&w->lock);
+    pthread_mutex_lock(&w->t.lock);
     int n = w->queued;
-    pthread_mutex_unlock(&w->lock);
+    pthread_mutex_unlock(&w->t.lock);
     return n;
 }
 
 bool sock_writer_busy(struct sock_writer *w)
 {
-    pthread_mutex_lock(&w->lock);
+    pthread_mutex_lock(&w->t.lock);
     bool busy = w->ended < w->queued;
-    pthread_mutex_unlock(&w->lock);
+    pthread_mutex_unlock(&w->t.lock);
     return busy;
 }
 
 bool sock_writer_take(struct sock_writer *w, size_t *written, int *status)
 {
-    pthread_mutex_lock(&w->lock);
+    pthread_mutex_lock(&w->t.lock);
     bool ended = w->ended > 0;
     if (ended) {
         struct sock_writer_job *j = &w->job[w->first];
@@ -143,30 +117,26 @@ bool sock_writer_take(struct sock_writer *w, size_t *written, int *status)
         w->queued--;
         w->ended--;
     }
-    pthread_mutex_unlock(&w->lock);
+    pthread_mutex_unlock(&w->t.lock);
     return ended;
+}
+
+static bool sock_writer_busy_locked(void *arg)
+{
+    struct sock_writer *w = arg;
+    return w->ended < w->queued;
 }
 
 void sock_writer_stop(struct sock_writer *w)
 {
-    pthread_mutex_lock(&w->lock);
-    if (w->ended < w->queued) {
-        w->cancel = true;
-        eventfd_write(w->stop_fd, 1);
-        while (w->ended < w->queued)
-            pthread_cond_wait(&w->cond, &w->lock);
-        eventfd_t v;
-        eventfd_read(w->stop_fd, &v);   /* the thread no longer looks: nothing left raised */
-        w->cancel = false;
-    }
-    pthread_mutex_unlock(&w->lock);
+    bulk_thread_stop(&w->t, sock_writer_busy_locked, w);
 }
 
 uint64_t sock_writer_writes(struct sock_writer *w)
 {
-    pthread_mutex_lock(&w->lock);
+    pthread_mutex_lock(&w->t.lock);
     uint64_t n = w->writes;
-    pthread_mutex_unlock(&w->lock);
+    pthread_mutex_unlock(&w->t.lock);
     return n;
 }
 
@@ -175,13 +145,6 @@ void sock_writer_free(struct sock_writer *w)
     if (!w)
         return;
     sock_writer_stop(w);
-    pthread_mutex_lock(&w->lock);
-    w->quit = true;
-    pthread_cond_broadcast(&w->cond);
-    pthread_mutex_unlock(&w->lock);
-    pthread_join(w->thread, NULL);
-    close(w->stop_fd);
-    pthread_cond_destroy(&w->cond);
-    pthread_mutex_destroy(&w->lock);
+    bulk_thread_end(&w->t);
     free(w);
 }

@@ -245,7 +245,7 @@ static void listen_sock_on_reader_done(struct loop_wake *w)
     uv_read_start(&s->h.stream, listen_sock_alloc, listen_sock_on_read);
 }
 
-/* Reader thread, under its lock: its read ended. */
+/* Reader thread, its lock let go: its read ended. */
 static void listen_sock_reader_signal(void *ctx)
 {
     struct listen_sock *s = ctx;
@@ -415,7 +415,7 @@ static void listen_sock_on_writer_done(struct loop_wake *w)
         listen_sock_write_done(s, status);
 }
 
-/* Writer thread, under its lock: its write is done. */
+/* Writer thread, its lock let go: its write is done. */
 static void listen_sock_writer_signal(void *ctx)
 {
     struct listen_sock *s = ctx;

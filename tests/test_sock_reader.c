@@ -20,28 +20,12 @@
 #include <unistd.h>
 
 #include "check_run.h"
+#include "done_efd.h"
 #include "sock_reader.h"
 
 #define READER_BYTES ((size_t)8 << 20)
 #define READER_STEP (128 * 1024)
 #define READER_WAIT_MS 10000
-
-/* done(): counts into an eventfd the test thread can wait on. */
-static void reader_done(void *ctx)
-{
-    uint64_t one = 1;
-    ck_assert_int_eq(write(*(int *)ctx, &one, sizeof one), sizeof one);
-}
-
-static int reader_wait_done(int efd, int timeout_ms)
-{
-    struct pollfd p = { efd, POLLIN, 0 };
-    if (poll(&p, 1, timeout_ms) != 1)
-        return 0;
-    uint64_t n = 0;
-    ck_assert_int_eq(read(efd, &n, sizeof n), sizeof n);
-    return (int)n;
-}
 
 static uint8_t reader_byte(size_t i)
 {
@@ -68,7 +52,7 @@ static void flow_start(struct flow *f)
     ck_assert_ptr_nonnull(f->dest);
     for (size_t i = 0; i < READER_BYTES; i++)
         f->src[i] = reader_byte(i);
-    f->r = sock_reader_new("test-reader", 0, READER_STEP, reader_done, &f->efd);
+    f->r = sock_reader_new("test-reader", 0, READER_STEP, done_efd_add, &f->efd);
     ck_assert_ptr_nonnull(f->r);
 }
 
@@ -125,7 +109,7 @@ START_TEST(large_read_is_filled_whole_and_in_order)
     struct slow_writer w = { f.sv[1], f.src, READER_BYTES };
     pthread_t t;
     ck_assert_int_eq(pthread_create(&t, NULL, slow_write_main, &w), 0);
-    ck_assert_int_eq(reader_wait_done(f.efd, READER_WAIT_MS), 1);
+    ck_assert_int_eq(done_efd_wait(f.efd, READER_WAIT_MS), 1);
     pthread_join(t, NULL);
     size_t got;
     int status;
@@ -146,7 +130,7 @@ START_TEST(peer_closing_ends_the_read_with_what_came)
     close(f.sv[1]);
     f.sv[1] = -1;
     sock_reader_start(f.r, f.sv[0], f.dest, READER_BYTES);
-    ck_assert_int_eq(reader_wait_done(f.efd, READER_WAIT_MS), 1);
+    ck_assert_int_eq(done_efd_wait(f.efd, READER_WAIT_MS), 1);
     size_t got;
     int status;
     ck_assert(sock_reader_take(f.r, &got, &status));
@@ -173,12 +157,12 @@ START_TEST(stop_returns_what_came_and_the_reader_goes_on)
     ck_assert_int_eq(status, -ECANCELED);
     ck_assert_uint_eq(got, part);
     ck_assert_mem_eq(f.dest, f.src, part);
-    ck_assert_int_eq(reader_wait_done(f.efd, 100), 0);   /* a stopped read is not told */
+    ck_assert_int_eq(done_efd_wait(f.efd, 100), 0);   /* a stopped read is not told */
     /* The next read starts where the socket is. */
     memset(f.dest, 0, READER_BYTES);
     sock_reader_start(f.r, f.sv[0], f.dest, 1000);
     ck_assert_int_eq(write(f.sv[1], f.src + part, 1000), 1000);
-    ck_assert_int_eq(reader_wait_done(f.efd, READER_WAIT_MS), 1);
+    ck_assert_int_eq(done_efd_wait(f.efd, READER_WAIT_MS), 1);
     ck_assert(sock_reader_take(f.r, &got, &status));
     ck_assert_int_eq(status, 0);
     ck_assert_uint_eq(got, 1000);

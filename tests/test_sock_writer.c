@@ -22,26 +22,10 @@
 #include <unistd.h>
 
 #include "check_run.h"
+#include "done_efd.h"
 #include "sock_writer.h"
 
 #define WRITER_BYTES ((size_t)8 << 20)
-
-/* done(): counts into an eventfd the test thread can wait on. */
-static void writer_done(void *ctx)
-{
-    uint64_t one = 1;
-    ck_assert_int_eq(write(*(int *)ctx, &one, sizeof one), sizeof one);
-}
-
-static int writer_wait_done(int efd, int timeout_ms)
-{
-    struct pollfd p = { efd, POLLIN, 0 };
-    if (poll(&p, 1, timeout_ms) != 1)
-        return 0;
-    uint64_t n = 0;
-    ck_assert_int_eq(read(efd, &n, sizeof n), sizeof n);
-    return (int)n;
-}
 
 static int writer_status(struct sock_writer *w)
 {
@@ -75,7 +59,7 @@ static void flow_start(struct flow *f, unsigned mul)
     ck_assert_ptr_nonnull(f->got);
     for (size_t i = 0; i < WRITER_BYTES; i++)
         f->src[i] = (uint8_t)(i * mul + (i >> 12));
-    f->w = sock_writer_new("test-writer", 0, writer_done, &f->efd);
+    f->w = sock_writer_new("test-writer", 0, done_efd_add, &f->efd);
     ck_assert_ptr_nonnull(f->w);
 }
 
@@ -111,7 +95,7 @@ START_TEST(large_write_arrives_whole_and_in_order)
     sock_writer_start(f.w, f.sv[0], iov, 3);
     memset(iov, 0, sizeof iov);   /* the writer keeps its own copy of the array */
     flow_read_all(&f);
-    ck_assert_int_eq(writer_wait_done(f.efd, 10000), 1);
+    ck_assert_int_eq(done_efd_wait(f.efd, 10000), 1);
     ck_assert_int_eq(writer_status(f.w), 0);
     ck_assert(!sock_writer_busy(f.w));
     ck_assert_uint_eq(sock_writer_writes(f.w), 1);
@@ -132,7 +116,7 @@ START_TEST(second_write_follows_the_first)
     flow_read_all(&f);
     int done = 0;
     while (done < 2) {
-        int k = writer_wait_done(f.efd, 10000);
+        int k = done_efd_wait(f.efd, 10000);
         ck_assert_int_gt(k, 0);
         done += k;
     }
@@ -157,10 +141,10 @@ START_TEST(vanished_peer_is_an_error)
     close(sv[1]);
     uint8_t *src = calloc(1, WRITER_BYTES);
     ck_assert_ptr_nonnull(src);
-    struct sock_writer *w = sock_writer_new("test-writer", 0, writer_done, &efd);
+    struct sock_writer *w = sock_writer_new("test-writer", 0, done_efd_add, &efd);
     ck_assert_ptr_nonnull(w);
     sock_writer_start(w, sv[0], &(struct iovec){ src, WRITER_BYTES }, 1);
-    ck_assert_int_eq(writer_wait_done(efd, 10000), 1);
+    ck_assert_int_eq(done_efd_wait(efd, 10000), 1);
     ck_assert_int_eq(writer_status(w), -EPIPE);
     sock_writer_free(w);
     close(sv[0]);
@@ -183,10 +167,10 @@ static void stalled_start(struct stalled *t)
     writer_pair(t->sv);
     t->src = calloc(1, WRITER_BYTES);
     ck_assert_ptr_nonnull(t->src);
-    t->w = sock_writer_new("test-writer", 0, writer_done, &t->efd);
+    t->w = sock_writer_new("test-writer", 0, done_efd_add, &t->efd);
     ck_assert_ptr_nonnull(t->w);
     sock_writer_start(t->w, t->sv[0], &(struct iovec){ t->src, WRITER_BYTES }, 1);
-    ck_assert_int_eq(writer_wait_done(t->efd, 200), 0);
+    ck_assert_int_eq(done_efd_wait(t->efd, 200), 0);
     ck_assert(sock_writer_busy(t->w));
 }
 
@@ -205,7 +189,7 @@ START_TEST(stop_mid_write_returns_what_went)
     stalled_start(&t);
     sock_writer_stop(t.w);
     ck_assert(!sock_writer_busy(t.w));
-    ck_assert_int_eq(writer_wait_done(t.efd, 0), 0);   /* done() is not called for it */
+    ck_assert_int_eq(done_efd_wait(t.efd, 0), 0);   /* done() is not called for it */
     ck_assert_int_eq(sock_writer_queued(t.w), 1);   /* until its result is taken */
     size_t written;
     int status;
@@ -224,7 +208,7 @@ START_TEST(stop_mid_write_returns_what_went)
         ck_assert_int_gt(k, 0);
         have += (size_t)k;
     }
-    ck_assert_int_eq(writer_wait_done(t.efd, 10000), 1);
+    ck_assert_int_eq(done_efd_wait(t.efd, 10000), 1);
     ck_assert_int_eq(writer_status(t.w), 0);
     ck_assert_uint_eq(sock_writer_writes(t.w), 2);
     sock_writer_free(t.w);
@@ -243,7 +227,7 @@ START_TEST(stop_ends_the_write_behind_unwritten)
     ck_assert_int_eq(sock_writer_queued(t.w), 2);
     sock_writer_stop(t.w);
     ck_assert(!sock_writer_busy(t.w));
-    ck_assert_int_eq(writer_wait_done(t.efd, 0), 0);   /* done() for neither */
+    ck_assert_int_eq(done_efd_wait(t.efd, 0), 0);   /* done() for neither */
     size_t written;
     int status;
     ck_assert(sock_writer_take(t.w, &written, &status));
@@ -263,7 +247,7 @@ START_TEST(free_mid_write_returns)
     struct stalled t;
     stalled_start(&t);
     sock_writer_free(t.w);
-    ck_assert_int_eq(writer_wait_done(t.efd, 0), 0);   /* done() is not called for it */
+    ck_assert_int_eq(done_efd_wait(t.efd, 0), 0);   /* done() is not called for it */
     stalled_end(&t);
 }
 END_TEST
@@ -297,11 +281,11 @@ START_TEST(writer_runs_nicer_when_asked)
     errno = 0;
     int base = getpriority(PRIO_PROCESS, 0);
     ck_assert_int_eq(errno, 0);
-    struct sock_writer *w = sock_writer_new("test-nicer", 3, writer_done, &efd);
+    struct sock_writer *w = sock_writer_new("test-nicer", 3, done_efd_add, &efd);
     ck_assert_ptr_nonnull(w);
     uint8_t byte = 7, got = 0;
     sock_writer_start(w, sv[0], &(struct iovec){ &byte, 1 }, 1);
-    ck_assert_int_eq(writer_wait_done(efd, 10000), 1);   /* so it has set its own */
+    ck_assert_int_eq(done_efd_wait(efd, 10000), 1);   /* so it has set its own */
     ck_assert_int_eq(read(sv[1], &got, 1), 1);
     ck_assert_int_eq(got, 7);
     int id = writer_thread_id("test-nicer");
