@@ -20,34 +20,13 @@
 #include "h2_client.h"
 #include "hostile.h"
 #include "status.h"
+#include "stream_msg.h"
 
 #define DATA_LEN ((size_t)1 << 20)        /* the data field of the one data message */
 #define FIRST_PART (300 * 1024)          /* sent before the deadline */
 #define REVERSE_LEN 3000
 
 static struct daemon_proc ampd;
-
-/* A Stream call's header message (transform xor, length unknown), framed. */
-static size_t header_message(uint8_t *buf)
-{
-    Amp__V1__TransformParams tp = AMP__V1__TRANSFORM_PARAMS__INIT;
-    tp.op = AMP__V1__TRANSFORM_OP__TRANSFORM_OP_XOR;
-    tp.value = 0x5a;
-    Amp__V1__Step step = AMP__V1__STEP__INIT;
-    step.kind_case = AMP__V1__STEP__KIND_TRANSFORM;
-    step.transform = &tp;
-    Amp__V1__Step *steps[] = { &step };
-    Amp__V1__JobHeader h = AMP__V1__JOB_HEADER__INIT;
-    h.n_steps = 1;
-    h.steps = steps;
-    Amp__V1__StreamRequest req = AMP__V1__STREAM_REQUEST__INIT;
-    req.msg_case = AMP__V1__STREAM_REQUEST__MSG_HEADER;
-    req.header = &h;
-    size_t n = protobuf_c_message_get_packed_size(&req.base);
-    grpc_frame_header(buf, n);
-    protobuf_c_message_pack(&req.base, buf + GRPC_FRAME_HEADER);
-    return GRPC_FRAME_HEADER + n;
-}
 
 struct two_ids {
     int32_t a, b;
@@ -76,11 +55,12 @@ START_TEST(deadline_in_the_middle_of_a_frame)
     ck_assert_int_ge(fd, 0);
     struct h2c *c = h2c_new();
 
-    uint8_t head[256];
-    size_t head_len = header_message(head);
+    size_t head_len;
+    uint8_t *head = stream_histogram_header(&head_len);
     h2c_set_timeout(c, "500m");
     int32_t stream = h2c_request_open(c, "/amp.v1.Amp/Stream", head, head_len);
     h2c_set_timeout(c, NULL);
+    free(head);
     ck_assert_int_gt(stream, 0);
 
     /* One DATA frame: StreamRequest{data: DATA_LEN bytes}, framed. */
