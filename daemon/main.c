@@ -26,6 +26,9 @@
 #define MAIN_ERR_MAX 512
 #define MAIN_EXIT_USAGE 2
 #define MAIN_TRIM_THRESHOLD (256 * 1024 * 1024)  /* malloc gives the heap's top back past this */
+/* glibc's largest per-thread heap (HEAP_MAX_SIZE on 64 bits): a heap
+ * this far from its arena's previous one's end is never deleted. */
+#define MAIN_TOP_PAD (64 * 1024 * 1024)
 /* Arenas beyond the I/O loops and host workers: the main thread, device runners, spare. */
 #define MAIN_SPARE_ARENAS 8
 
@@ -91,9 +94,14 @@ int main(int argc, char **argv)
      * ones ~4.5): no mmap() at all (glibc's largest mmap threshold, 32
      * MiB, would still map a 32 MiB result). The heap keeps what it held
      * at its peak, less a free top past MAIN_TRIM_THRESHOLD, until the
-     * daemon goes quiet: heap_trim.c then gives every free page back. What
-     * is live at once is bounded by the limits (--max-job-memory,
-     * --staging-bytes, --max-device-memory).
+     * daemon goes quiet: heap_trim.c then gives every free page back.
+     * A thread's arena grows by heaps of at most 64 MiB: a second 32 MiB
+     * message got one of its own, deleted (munmap) when freed and faulted
+     * in anew by the next, 2-20 ms on an I/O loop each time, its TLB
+     * shootdowns on every CPU the daemon ran on; a top pad as large as a
+     * heap keeps them (glibc's heap_trim deletes a free heap only past
+     * it). What is live at once is bounded by the limits
+     * (--max-job-memory, --staging-bytes, --max-device-memory).
      * Arenas: one per thread that allocates (I/O loops, host workers,
      * runners and the main thread, with room to spare). One arena for all
      * made every call's small allocations queue on its lock: on the H100
@@ -103,6 +111,7 @@ int main(int argc, char **argv)
     mallopt(M_MMAP_MAX, 0);
     mallopt(M_ARENA_MAX, (int)(cfg.io_threads + cfg.host_threads + MAIN_SPARE_ARENAS));
     mallopt(M_TRIM_THRESHOLD, MAIN_TRIM_THRESHOLD);
+    mallopt(M_TOP_PAD, MAIN_TOP_PAD);
 
     /* Before any OpenCL call (it sets the drivers' cache variables). */
     struct prog_cache *cache;
