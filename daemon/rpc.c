@@ -394,15 +394,17 @@ size_t rpc_h2_piece_start(struct h2_call *call, const uint8_t *head, size_t msg_
     return bulk ? rpc_bulk_pin_start(&rc->pin, rc->env->sched, rc->h2, bulk, head, msg_len) : 0;
 }
 
-/* A pinned request is whole: decode what follows the field. A later
- * occurrence of the field wins, as in protobuf-c: the run is not needed
- * then. */
+/* A request taken in pieces is whole: decode what follows the field,
+ * holding the field's bytes too where they are the client's. A later
+ * occurrence of the field wins, as in protobuf-c: the pieces are not
+ * needed then (the hold stays until the job replaces it). */
 static void rpc_pinned_whole(struct rpc_call *rc)
 {
     size_t len;
     uint8_t *rest = rpc_bulk_pin_rest(rc->pin, &len);
     char err[STATUS_MSG_MAX];
-    enum status_code code = rpc_decode_bulk(rc, rest, len, len, err, sizeof err);
+    enum status_code code =
+        rpc_decode_bulk(rc, rest, len, len + rpc_bulk_pin_held(rc->pin), err, sizeof err);
     if (code == STATUS_OK && rc->bulk) {
         rpc_bulk_pin_free(rc->pin);
         rc->pin = NULL;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* rpc_bulk_pin.c: a unary request's bulk bytes in pinned memory
- * (rpc_bulk_pin.h). */
+/* rpc_bulk_pin.c: a unary request's bulk bytes taken in pieces, into
+ * pinned memory where a run is free (rpc_bulk_pin.h). */
 #include "rpc_bulk_pin.h"
 
 #include <limits.h>
@@ -19,11 +19,11 @@
 #define RPC_PIN_MIN_SHARE 4
 
 struct rpc_pin {
-    struct staging_port *port;  /* whose run */
+    struct staging_port *port;  /* whose run; NULL: the field is malloc'd */
     size_t dev_index;           /* the device whose staging that is */
     size_t nbufs;
-    struct field_rx rx;         /* field: the run, nbufs staging buffers in one piece (NULL
-                                 * once given back); rest: malloc'd */
+    struct field_rx rx;         /* field: the run, nbufs staging buffers in one piece, or
+                                 * malloc'd (NULL once given back); rest: malloc'd */
 };
 
 void rpc_bulk_pin_free(void *p)
@@ -31,8 +31,10 @@ void rpc_bulk_pin_free(void *p)
     struct rpc_pin *pin = p;
     if (!pin)
         return;
-    if (pin->rx.field)
+    if (pin->port && pin->rx.field)
         staging_put_run(pin->port, pin->rx.field, pin->nbufs);
+    else
+        free(pin->rx.field);
     free(pin->rx.rest);
     free(pin);
 }
@@ -67,29 +69,33 @@ size_t rpc_bulk_pin_start(struct rpc_pin **out, struct sched_port *sched, struct
     struct staging_port *port = sched_staging(sched, dev_index);
     size_t size = staging_buf_size(port), count = staging_count(port);
     size_t nbufs = (size_t)((len + size - 1) / size);
-    if (len < size / RPC_PIN_MIN_SHARE || nbufs > count - count / 4)
+    if (len < size / RPC_PIN_MIN_SHARE)
         return 0;
-    size_t rest_len = msg_len - off - (size_t)len;
-    if (h2_call_hold(call, rest_len, NULL, 0) != 0)
-        return 0;   /* read whole, and refused with the limit's name */
     struct rpc_pin *pin = calloc(1, sizeof *pin);
-    if (pin)
-        pin->rx.rest = malloc(rest_len ? rest_len : 1);
-    if (pin && pin->rx.rest)
-        pin->rx.field = staging_get_run(port, nbufs);
-    if (pin)
-        pin->dev_index = dev_index;
-    if (!pin || !pin->rx.field) {
+    if (!pin)
+        return 0;
+    pin->dev_index = dev_index;
+    pin->rx.len = (size_t)len;
+    pin->rx.rest_len = msg_len - off - (size_t)len;
+    if (nbufs <= count - count / 4 && (pin->rx.field = staging_get_run(port, nbufs))) {
+        pin->port = port;
+        pin->nbufs = nbufs;
+    }
+    pin->rx.rest = malloc(pin->rx.rest_len ? pin->rx.rest_len : 1);
+    /* A field in host memory is the client's, as a whole message is. */
+    if (!pin->rx.rest || h2_call_hold(call, pin->rx.rest_len + rpc_bulk_pin_held(pin), NULL, 0) != 0 ||
+        (!pin->rx.field && !(pin->rx.field = malloc(pin->rx.len)))) {
         rpc_bulk_pin_free(pin);
         h2_call_hold(call, 0, NULL, 0);
-        return 0;
+        return 0;   /* read whole, and refused with the limit's name */
     }
-    pin->port = port;
-    pin->nbufs = nbufs;
-    pin->rx.len = (size_t)len;
-    pin->rx.rest_len = rest_len;
     *out = pin;
     return off;
+}
+
+uint64_t rpc_bulk_pin_held(const struct rpc_pin *pin)
+{
+    return pin && !pin->port ? pin->rx.len : 0;
 }
 
 bool rpc_bulk_pin_piece(struct rpc_pin *pin, const uint8_t *data, size_t n)
@@ -119,9 +125,9 @@ bool rpc_bulk_pin_give(struct rpc_pin **slot, struct job *job)
     job->in = pin->rx.field;
     job->in_len = pin->rx.len;
     job->in_mem = pin;
-    job->in_mem_len = 0;   /* the staging pool's, not the client's budget */
+    job->in_mem_len = rpc_bulk_pin_held(pin);   /* a run: the staging pool's, not the client's */
     job->in_mem_free = rpc_bulk_pin_free;
-    job->in_pinned_dev = (int)pin->dev_index;
+    job->in_pinned_dev = pin->port ? (int)pin->dev_index : -1;
     *slot = NULL;
     return true;
 }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* rpc_bulk_pin.h: a unary request's bulk bytes received straight into
- * pinned memory.
+/* rpc_bulk_pin.h: a unary request's bulk bytes received in pieces,
+ * straight into pinned memory where it can.
  *
  * A 32 MiB Transform on the H100 spent about a quarter of its time in the
  * device copies of its input and output, made from and to the request's
@@ -16,11 +16,15 @@
  * back). The job then copies from pinned memory, and a job whose one data
  * step keeps the input's length writes its output back into the same run
  * (rpc_jobs.c), from where the reply leaves. A request whose bulk field is
- * small, not first, or finds no free run is read whole, as before.
+ * small or not first is read whole, as before.
  *
  * A run is never more than three quarters of the pool, so streams always
  * find buffers, and never waits: the pool is the daemon's fixed pinned
- * memory, not the client's budget, which holds only the rest.
+ * memory, not the client's budget, which holds only the rest. Where no
+ * run is free the field is taken in pieces all the same, into host memory
+ * counted in the client's budget like a whole message: pieces are what
+ * the socket's reader thread can fill (listen.h), so a neighbour's 32 MiB
+ * request is not copied by the I/O loop that serves a tiny call beside it.
  */
 #ifndef AMPD_RPC_BULK_PIN_H
 #define AMPD_RPC_BULK_PIN_H
@@ -37,11 +41,16 @@ struct sched_port;
 
 /* piece_start() for a unary call (h2 call) of a method whose bulk field is
  * bulk, on a loop whose scheduler port is sched: the offset of the field's
- * bytes in the message, with *out the pinned run they go to; or 0 (*out
- * untouched) to read the message whole. */
+ * bytes in the message, with *out where they go (the call holds the rest's
+ * bytes and rpc_bulk_pin_held's); or 0 (*out untouched) to read the
+ * message whole. */
 size_t rpc_bulk_pin_start(struct rpc_pin **out, struct sched_port *sched, struct h2_call *call,
                           const ProtobufCFieldDescriptor *bulk, const uint8_t *head,
                           size_t msg_len);
+
+/* The field's bytes that count in the client's budget: its length in
+ * host memory, 0 in a pinned run (or for NULL). */
+uint64_t rpc_bulk_pin_held(const struct rpc_pin *pin);
 
 /* piece() and piece_dest() for it. piece returns true once the message is
  * whole: the caller then decodes what follows the field, taken with
@@ -50,7 +59,7 @@ bool rpc_bulk_pin_piece(struct rpc_pin *pin, const uint8_t *data, size_t n);
 uint8_t *rpc_bulk_pin_rest(struct rpc_pin *pin, size_t *len);
 uint8_t *rpc_bulk_pin_dest(struct rpc_pin *pin, size_t *room);
 
-/* Makes the pinned bulk bytes in *slot the job's input (job->in_mem, freed
+/* Makes the bulk bytes in *slot the job's input (job->in_mem, freed
  * with rpc_bulk_pin_free) and empties the slot. False when it holds none. */
 bool rpc_bulk_pin_give(struct rpc_pin **slot, struct job *job);
 

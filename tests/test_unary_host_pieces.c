@@ -1,0 +1,251 @@
+/* SPDX-License-Identifier: MIT */
+/* test_unary_host_pieces.c: a unary request whose bulk field finds no
+ * free pinned run is still taken in pieces, into host memory
+ * (daemon/rpc_bulk_pin.c), so that the socket's reader thread fills it
+ * while the I/O loop serves the other connections (daemon/listen.c). One
+ * I/O loop, two connections on it, a staging pool too small for any run
+ * of the 1 MiB field; the request goes in one DATA frame:
+ *   - sent in two parts: between them the daemon has a reader thread
+ *     (read whole, as before, it made none) and no staging memory in use;
+ *     the reply is the CPU's add, byte for byte;
+ *   - its deadline passes between the parts: DEADLINE_EXCEEDED, and a
+ *     Reverse call behind it on the same connection is answered right
+ *     (the bytes the reader took stayed in order).
+ * The daemon serves on and exits clean (under ASan: nothing leaked or
+ * touched after it was freed). */
+#include <check.h>
+#include <dirent.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "amp.pb-c.h"
+#include "check_run.h"
+#include "grpc_frame.h"
+#include "h2_client.h"
+#include "hostile.h"
+#include "status.h"
+
+#define DATA_LEN ((size_t)1 << 20)   /* the data field */
+#define FIRST_PART (300 * 1024)      /* sent before the pause */
+#define ADD_VALUE 7
+#define REVERSE_LEN 3000
+
+static struct daemon_proc ampd;
+
+/* Staging buffers of 64 KiB, four of them: a run is at most three, so the
+ * 1 MiB field never gets one. */
+static const char *const args[] = { "--io-threads", "1", "--chunk-bytes", "65536",
+                                    "--staging-bytes", "262144", NULL };
+
+static bool frame_allowed(struct h2c *c, void *arg)
+{
+    return h2c_remote_setting(c, 5 /* MAX_FRAME_SIZE */) >= *(const size_t *)arg;
+}
+
+static bool closed(struct h2c *c, void *arg)
+{
+    const int32_t *ids = arg;
+    for (; *ids; ids++)
+        if (!h2c_result(c, *ids)->closed)
+            return false;
+    return true;
+}
+
+/* Whether the daemon has a thread named name. */
+static bool has_thread(pid_t pid, const char *name)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
+    DIR *d = opendir(path);
+    ck_assert_ptr_nonnull(d);
+    bool found = false;
+    for (struct dirent *e; !found && (e = readdir(d));) {
+        char comm_path[sizeof path + sizeof e->d_name + 8], comm[32] = "";
+        snprintf(comm_path, sizeof comm_path, "%s/%s/comm", path, e->d_name);
+        FILE *f = fopen(comm_path, "r");
+        if (!f)
+            continue;
+        if (fgets(comm, sizeof comm, f))
+            comm[strcspn(comm, "\n")] = '\0';
+        fclose(f);
+        found = strcmp(comm, name) == 0;
+    }
+    closedir(d);
+    return found;
+}
+
+static uint64_t staging_in_use(void)
+{
+    uint8_t req[GRPC_FRAME_HEADER];
+    grpc_frame_header(req, 0);
+    int fd = hostile_connect_unix(ampd.sock_path);
+    ck_assert_int_ge(fd, 0);
+    struct h2c *c = h2c_new();
+    int32_t id = h2c_request(c, "/amp.v1.Amp/Status", NULL, req, sizeof req, true);
+    ck_assert_int_eq(h2c_run_fd(c, fd, HOSTILE_IO_MS), 0);
+    close(fd);
+    const uint8_t *msg;
+    size_t len;
+    ck_assert_int_eq(h2c_message(h2c_result(c, id), &msg, &len), 0);
+    Amp__V1__StatusReply *st = amp__v1__status_reply__unpack(NULL, len, msg);
+    ck_assert_ptr_nonnull(st);
+    uint64_t in_use = st->staging_bytes_in_use;
+    amp__v1__status_reply__free_unpacked(st, NULL);
+    h2c_free(c);
+    return in_use;
+}
+
+/* A Transform (add ADD_VALUE) of data as one DATA frame of stream id:
+ * frame header, gRPC prefix, message; *len its bytes. The client's
+ * session ends the stream after it (h2c_append), so that it sees the
+ * stream close. */
+static uint8_t *transform_frame(const uint8_t *data, int32_t id, size_t *len)
+{
+    Amp__V1__TransformParams p = AMP__V1__TRANSFORM_PARAMS__INIT;
+    p.op = AMP__V1__TRANSFORM_OP__TRANSFORM_OP_ADD;
+    p.value = ADD_VALUE;
+    Amp__V1__TransformRequest req = AMP__V1__TRANSFORM_REQUEST__INIT;
+    req.data.data = (uint8_t *)(uintptr_t)data;
+    req.data.len = DATA_LEN;
+    req.params = &p;
+    size_t msg_len = protobuf_c_message_get_packed_size(&req.base);
+    size_t payload = GRPC_FRAME_HEADER + msg_len;
+    uint8_t *frame = malloc(9 + payload);
+    ck_assert_ptr_nonnull(frame);
+    size_t hd = hostile_frame(frame, (uint32_t)payload, HOSTILE_DATA, 0, (uint32_t)id);
+    grpc_frame_header(frame + hd, msg_len);
+    protobuf_c_message_pack(&req.base, frame + hd + GRPC_FRAME_HEADER);
+    *len = hd + payload;
+    return frame;
+}
+
+/* Opens a Transform call on c (its timeout: timeout, or none) and sends
+ * its frame's first FIRST_PART bytes; returns the call's id, the frame in
+ * *frame (*len bytes). */
+static int32_t transform_begin(struct h2c *c, int fd, const uint8_t *data, const char *timeout,
+                               uint8_t **frame, size_t *len)
+{
+    h2c_set_timeout(c, timeout);
+    int32_t id = h2c_request_open(c, "/amp.v1.Amp/Transform", NULL, 0);
+    h2c_set_timeout(c, NULL);
+    ck_assert_int_gt(id, 0);
+    *frame = transform_frame(data, id, len);
+    size_t want = *len - 9;
+    ck_assert_int_eq(h2c_run_until(c, fd, HOSTILE_IO_MS, frame_allowed, &want), 0);
+    ck_assert_int_eq(hostile_send(fd, *frame, FIRST_PART), 0);
+    return id;
+}
+
+static uint8_t *pattern(void)
+{
+    uint8_t *data = malloc(DATA_LEN);
+    ck_assert_ptr_nonnull(data);
+    for (size_t i = 0; i < DATA_LEN; i++)
+        data[i] = (uint8_t)(i * 31 + i / 4099);
+    return data;
+}
+
+START_TEST(field_filled_by_the_reader)
+{
+    hostile_start(&ampd, args);
+    int other = hostile_connect_unix(ampd.sock_path);   /* shares the one loop */
+    int fd = hostile_connect_unix(ampd.sock_path);
+    ck_assert_int_ge(other, 0);
+    ck_assert_int_ge(fd, 0);
+    ck_assert(!has_thread(ampd.pid, "ampd-reader"));
+    uint8_t *data = pattern(), *frame;
+    size_t len;
+    struct h2c *c = h2c_new();
+    int32_t id = transform_begin(c, fd, data, NULL, &frame, &len);
+    bool reader = false;
+    for (int i = 0; i < 100 && !reader; i++) {
+        hostile_sleep_ms(20);
+        reader = has_thread(ampd.pid, "ampd-reader");
+    }
+    ck_assert_msg(reader, "no reader thread took the request's field");
+    ck_assert_uint_eq(staging_in_use(), 0);
+    ck_assert_int_eq(hostile_send(fd, frame + FIRST_PART, len - FIRST_PART), 0);
+    ck_assert_int_eq(h2c_append(c, id, NULL, 0, true), 0);
+    int32_t ids[] = { id, 0 };
+    ck_assert_int_eq(h2c_run_until(c, fd, HOSTILE_IO_MS, closed, ids), 0);
+
+    const struct h2c_result *r = h2c_result(c, id);
+    ck_assert_int_eq(r->grpc_status, STATUS_OK);
+    const uint8_t *out;
+    size_t out_len;
+    ck_assert_int_eq(h2c_message(r, &out, &out_len), 0);
+    Amp__V1__DataReply *resp = amp__v1__data_reply__unpack(NULL, out_len, out);
+    ck_assert_ptr_nonnull(resp);
+    ck_assert_uint_eq(resp->data.len, DATA_LEN);
+    for (size_t i = 0; i < DATA_LEN; i++)
+        ck_assert_uint_eq(resp->data.data[i], (uint8_t)(data[i] + ADD_VALUE));
+    amp__v1__data_reply__free_unpacked(resp, NULL);
+
+    free(frame);
+    free(data);
+    close(fd);
+    close(other);
+    h2c_free(c);
+    hostile_assert_served(ampd.address);
+    ck_assert_int_eq(daemon_stop(&ampd), 0);
+}
+END_TEST
+
+START_TEST(deadline_while_the_reader_fills_it)
+{
+    hostile_start(&ampd, args);
+    int other = hostile_connect_unix(ampd.sock_path);
+    int fd = hostile_connect_unix(ampd.sock_path);
+    ck_assert_int_ge(other, 0);
+    ck_assert_int_ge(fd, 0);
+    uint8_t *data = pattern(), *frame;
+    size_t len;
+    struct h2c *c = h2c_new();
+    int32_t id = transform_begin(c, fd, data, "500m", &frame, &len);
+    hostile_sleep_ms(1500);   /* the deadline passes: the call ends mid-field */
+    ck_assert_int_eq(hostile_send(fd, frame + FIRST_PART, len - FIRST_PART), 0);
+
+    Amp__V1__ReverseRequest req = AMP__V1__REVERSE_REQUEST__INIT;
+    uint8_t rev[REVERSE_LEN], msg[REVERSE_LEN + 16];
+    for (size_t i = 0; i < sizeof rev; i++)
+        rev[i] = (uint8_t)(i * 7);
+    req.data.data = rev;
+    req.data.len = sizeof rev;
+    size_t msg_len = protobuf_c_message_pack(&req.base, msg);
+    int32_t ids[] = { id, h2c_call(c, "/amp.v1.Amp/Reverse", msg, msg_len), 0 };
+    ck_assert_int_eq(h2c_run_until(c, fd, HOSTILE_IO_MS, closed, ids), 0);
+
+    ck_assert_int_eq(h2c_result(c, ids[0])->grpc_status, STATUS_DEADLINE_EXCEEDED);
+    const struct h2c_result *r = h2c_result(c, ids[1]);
+    ck_assert_int_eq(r->grpc_status, STATUS_OK);
+    const uint8_t *out;
+    size_t out_len;
+    ck_assert_int_eq(h2c_message(r, &out, &out_len), 0);
+    Amp__V1__DataReply *resp = amp__v1__data_reply__unpack(NULL, out_len, out);
+    ck_assert_ptr_nonnull(resp);
+    ck_assert_uint_eq(resp->data.len, REVERSE_LEN);
+    for (size_t i = 0; i < REVERSE_LEN; i++)
+        ck_assert_uint_eq(resp->data.data[i], rev[REVERSE_LEN - 1 - i]);
+    amp__v1__data_reply__free_unpacked(resp, NULL);
+
+    free(frame);
+    free(data);
+    close(fd);
+    close(other);
+    h2c_free(c);
+    hostile_assert_served(ampd.address);
+    ck_assert_int_eq(daemon_stop(&ampd), 0);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("unary_host_pieces");
+    const TTest *const tests[] = { field_filled_by_the_reader, deadline_while_the_reader_fills_it,
+                                   NULL };
+    check_run_case(s, "host_pieces", tests);
+    return check_run(s, CK_FORK_GETENV);
+}
