@@ -11,7 +11,9 @@
  *     corrects for coordinated omission: a client that simply waits for
  *     each reply hides its stalls): a 16-byte Reverse and a 64 KiB
  *     Transform on the named device (--device; not the host path), and a
- *     16-byte Reverse on the host path (no device named);
+ *     16-byte Reverse on the host path (no device named); a measure
+ *     during which the hypervisor took CPU time (BT_STEAL_MAX) is taken
+ *     again;
  *   - B's shapes: --streams Stream transforms of --bulk-bytes each, and
  *     --unary-calls concurrent unary transforms of --unary-bytes, each
  *     call on its own connection, started again as soon as it ends, on
@@ -84,6 +86,13 @@
 #define BT_SAMPLE_US 1000           /* --sched-stats: A's ampd's I/O loops sampled this often */
 #define BT_EXIT_WRONG 3              /* B's process: a result was wrong (bt_fail said which) */
 #define BT_LONG_TURN_BUCKET 11       /* loop turns counted long: bucket 11 on, 1,024 us or more */
+/* An A measure during which the hypervisor took more than this share of
+ * the host's CPUs (steal) is taken again, at most BT_MEASURE_TRIES times
+ * in all, and the least stolen kept: on the H200 host a measure with 1%
+ * stolen had its p99 at 2-7x the same measure's without, alone as well as
+ * beside B, which says nothing of ampd either way. */
+#define BT_STEAL_MAX 0.005
+#define BT_MEASURE_TRIES 3
 
 /* BENCH_AMPD_DEFAULT, the ampd binary when neither --ampd nor $AMPD_BIN
  * names one, comes from CMake: the build's own ampd. */
@@ -175,10 +184,12 @@ struct bt_lat {
     double rate;             /* calls/s over the schedule's span */
     double p50, p99, p999;   /* microseconds from when each call was due */
     /* --sched-stats: the calls at or above p99, their mean latency and
-     * the mean time A's own thread waited for a CPU during them; the
-     * host's busy CPU share and A's ampd's threads' waits for a CPU (ms
-     * per second, all threads together) over the measure. */
+     * the mean time A's own thread waited for a CPU during them; A's
+     * ampd's threads' waits for a CPU (ms per second, all threads
+     * together). Always: the host's busy CPU share and the share its
+     * hypervisor took (steal) over the measure. */
     double slow_lat, slow_wait, cpu_busy, cpu_steal, ampd_wait;
+    int tries;         /* measures taken for this one (BT_STEAL_MAX) */
     double slow_run;   /* A's own thread on a CPU during those calls, mean us */
     /* --sched-stats: those calls' mean time in the daemon, from the replies'
      * server-timing (amp_last_server_timing): headers to reply ready, and
@@ -384,7 +395,7 @@ static struct bt_lat bt_a_measure(const struct bt_target *t, const struct bt_opt
     struct bench_sched_thread self = {-1};
     if (wait)
         bench_sched_thread_open(&self);
-    struct bench_sched_cpu cpu0 = bench_sched_cpu_now();
+    struct bench_sched_cpu cpu0 = bench_sched_cpu_now();   /* steal: always */
     uint64_t faults0[2] = {bt_ampd_pid ? bench_sched_minor_faults(bt_ampd_pid) : 0,
                            bench_sched_minor_faults(0)};
     uint64_t tlb0 = bench_sched_tlb_shootdowns();
@@ -413,11 +424,11 @@ static struct bt_lat bt_a_measure(const struct bt_target *t, const struct bt_opt
             bt_server_timing(c, daemon, made);
         }
     }
-    struct bt_lat r = {.done = true, .calls = made};
+    struct bench_sched_cpu cpu1 = bench_sched_cpu_now();
+    struct bt_lat r = {.done = true, .calls = made, .tries = 1,
+                       .cpu_busy = bench_sched_cpu_busy(cpu0, cpu1),
+                       .cpu_steal = bench_sched_cpu_steal(cpu0, cpu1)};
     if (wait) {
-        struct bench_sched_cpu cpu1 = bench_sched_cpu_now();
-        r.cpu_busy = bench_sched_cpu_busy(cpu0, cpu1);
-        r.cpu_steal = bench_sched_cpu_steal(cpu0, cpu1);
         double secs = bench_now() - start;
         r.own_faults = (double)(bench_sched_minor_faults(0) - faults0[1]) / secs;
         r.tlb = (double)(bench_sched_tlb_shootdowns() - tlb0) / secs;
@@ -762,9 +773,21 @@ struct bt_results {
 static void bt_a_all(const struct bt_target *a, const struct bt_opts *o,
                      const struct bt_a_data *d, unsigned measures, struct bt_lat *out)
 {
-    for (int m = 0; m < M_COUNT; m++)
-        if (measures & 1u << m)
-            out[m] = bt_a_measure(a, o, (enum bt_measure)m, d);
+    for (int m = 0; m < M_COUNT; m++) {
+        if (!(measures & 1u << m))
+            continue;
+        for (int k = 1; k <= BT_MEASURE_TRIES; k++) {
+            struct bt_lat l = bt_a_measure(a, o, (enum bt_measure)m, d);
+            if (k == 1 || l.cpu_steal < out[m].cpu_steal)
+                out[m] = l;
+            out[m].tries = k;
+            if (l.cpu_steal <= BT_STEAL_MAX)
+                break;
+            fprintf(stderr, "bench_tenants: A's %s: the host's hypervisor took %.1f%% of its CPUs "
+                    "during it (try %d of %d)\n", bt_measures[m].name, 100 * l.cpu_steal, k,
+                    BT_MEASURE_TRIES);
+        }
+    }
 }
 
 /* B's shape on target b, after its warm-up: alone for as long as A's
@@ -945,6 +968,14 @@ static void bt_ratio(double x, double base)
         printf(" - |");
 }
 
+/* The host's CPU share its hypervisor took during the measure kept, and
+ * how many were taken (BT_STEAL_MAX). */
+static void bt_steal_cell(const struct bt_lat *r)
+{
+    static const char *const nth[BT_MEASURE_TRIES + 1] = {"", "", ", 2nd try", ", 3rd try"};
+    printf(" %.1f%%%s |", 100 * r->cpu_steal, nth[r->tries]);
+}
+
 static void bt_a_row(const char *beside, const struct bt_lat *r, const struct bt_lat *alone,
                      const struct bt_lat *floor_)
 {
@@ -955,6 +986,7 @@ static void bt_a_row(const char *beside, const struct bt_lat *r, const struct bt
     bt_ratio(r->p99, alone->p99);
     bt_ratio(r->p50, floor_ && floor_->done ? floor_->p50 : 0);
     bt_ratio(r->p99, floor_ && floor_->done ? floor_->p99 : 0);
+    bt_steal_cell(r);
     printf("\n");
 }
 
@@ -1053,11 +1085,13 @@ static void bt_print(const struct bt_results *r, const struct bt_opts *o)
            "device %s, the bulk load's %s\n", o->period_us, o->seconds, o->device, o->device_b);
     printf("# B streams: %d x %s Stream transforms; B unary: %d x %s unary transforms at once\n",
            o->streams, bulk, o->unary_calls, unary);
+    printf("# a measure with more than %.1f%% of the host's CPUs stolen by its hypervisor is taken "
+           "again, up to %d times, the least stolen kept\n", 100 * BT_STEAL_MAX, BT_MEASURE_TRIES);
     printf("| A's call | beside | calls/s | p50 us | p99 us | p99.9 us | p50 x alone | "
-           "p99 x alone | p50 x floor | p99 x floor |\n");
-    printf("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+           "p99 x alone | p50 x floor | p99 x floor | stolen |\n");
+    printf("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for (int m = 0; m < M_COUNT; m++) {
-        printf("| %s | | | | | | | | | |\n", bt_measures[m].name);
+        printf("| %s | | | | | | | | | | |\n", bt_measures[m].name);
         bt_a_row("nothing (alone)", &r->a_alone[m], &r->a_alone[m], NULL);
         for (int s = 0; s < S_COUNT; s++)
             for (int p = P_SAME; p < P_COUNT; p++)
@@ -1091,13 +1125,16 @@ static void bt_print(const struct bt_results *r, const struct bt_opts *o)
                bt_clients[C_HEAVY + i].weight, r->weighted[i], all > 0 ? r->weighted[i] / all : 0);
     printf("\n# priority: A's 16 B reverse at high beside A's own unary load at low\n");
     printf("| A's call | beside | calls/s | p50 us | p99 us | p99.9 us | p50 x alone | "
-           "p99 x alone | low load GB/s |\n|---|---|---:|---:|---:|---:|---:|---:|---:|\n");
+           "p99 x alone | low load GB/s | stolen |\n");
+    printf("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     const struct bt_lat *h = &r->high[M_DEV_REVERSE], *alone = &r->a_alone[M_DEV_REVERSE];
     printf("| %s, high | A's unary at low | %.0f | %.1f | %.1f | %.1f |",
            bt_measures[M_DEV_REVERSE].name, h->rate, h->p50, h->p99, h->p999);
     bt_ratio(h->p50, alone->p50);
     bt_ratio(h->p99, alone->p99);
-    printf(" %.3f |\n", r->low);
+    printf(" %.3f |", r->low);
+    bt_steal_cell(h);
+    printf("\n");
     if (o->sched_stats)
         bt_print_sched(r, beside);
 }
