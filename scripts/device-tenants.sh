@@ -26,8 +26,9 @@
 # Writes $OUT/bench_tenants-1-1.txt (the table), its .err and $OUT/env.txt
 # (GPU, driver, devices ampd sees); with REPEAT=N, N runs of each set of
 # $RUNS (bench_tenants-J-K.txt) and each target's min / median / max over
-# a set's runs (about 3 minutes a run: REPEAT=2 fits one device call, with
-# --seconds 2; `--shapes unary --no-floor` about a minute), e.g.
+# a set's runs (with --seconds 2 about 70 s a run on the H200 at 294392b,
+# REPEAT=3 200 s in one device call; more where measures are taken again
+# for the hypervisor's steal), e.g.
 #   REPEAT=2 RUNS=";--a-busy-poll-us -1 -- --busy-poll 0" \
 #     scripts/device-tenants.sh --shapes unary --no-floor --sched-stats
 set -u
