@@ -83,7 +83,8 @@ size_t rpc_bulk_pin_start(struct rpc_pin **out, struct sched_port *sched, struct
     }
     pin->rx.rest = malloc(pin->rx.rest_len ? pin->rx.rest_len : 1);
     /* A field in host memory is the client's, as a whole message is. */
-    if (!pin->rx.rest || h2_call_hold(call, pin->rx.rest_len + rpc_bulk_pin_held(pin), NULL, 0) != 0 ||
+    uint64_t hold = pin->rx.rest_len + rpc_bulk_pin_held(pin);
+    if (!pin->rx.rest || h2_call_hold(call, hold, NULL, 0) != 0 ||
         (!pin->rx.field && !(pin->rx.field = malloc(pin->rx.len)))) {
         rpc_bulk_pin_free(pin);
         h2_call_hold(call, 0, NULL, 0);
