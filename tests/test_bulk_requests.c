@@ -23,6 +23,7 @@
 #include "grpc_frame.h"
 #include "h2_client.h"
 #include "pb_wire.h"
+#include "rpc_calls.h"
 #include "status.h"
 
 #define IO_TIMEOUT_MS 60000
@@ -168,38 +169,16 @@ static void assert_served(void)
  * run of two pinned buffers (daemon/rpc_bulk_pin.c) when it comes first. */
 static const char *const small_chunks[] = { "--chunk-bytes", "65536", NULL };
 
-/* The daemon's staging memory in use, once it comes back to 0 (a run goes
- * back when the reply was written, which the client may see first); the
- * last value seen if it does not within a few seconds. */
-static uint64_t staging_now(void)
-{
-    uint8_t req[GRPC_FRAME_HEADER];
-    grpc_frame_header(req, 0);
-    int fd = h2c_connect_unix(ampd.sock_path);
-    ck_assert_int_ge(fd, 0);
-    struct h2c *c = h2c_new();
-    int32_t id = h2c_request(c, "/amp.v1.Amp/Status", NULL, req, sizeof req, true);
-    ck_assert_int_eq(h2c_run_fd(c, fd, IO_TIMEOUT_MS), 0);
-    close(fd);
-    const struct h2c_result *r = h2c_result(c, id);
-    Amp__V1__StatusReply *st =
-        (Amp__V1__StatusReply *)reply_decode(r, &amp__v1__status_reply__descriptor);
-    uint64_t in_use = st->staging_bytes_in_use;
-    protobuf_c_message_free_unpacked(&st->base, NULL);
-    h2c_free(c);
-    return in_use;
-}
-
 /* Waits a few seconds at most for the daemon's staging memory in use to
  * be want (a run goes back when its reply was written, which the client
  * may see first; it is taken when the data's first bytes were read, which
  * may be after the client sent them); returns the last value seen. */
 static uint64_t staging_wait_for(uint64_t want)
 {
-    uint64_t in_use = staging_now();
+    uint64_t in_use = rpc_calls_staging_in_use(ampd.sock_path);
     for (int tries = 0; tries < 200 && in_use != want; tries++) {
         usleep(20 * 1000);
-        in_use = staging_now();
+        in_use = rpc_calls_staging_in_use(ampd.sock_path);
     }
     return in_use;
 }

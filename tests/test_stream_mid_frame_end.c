@@ -19,6 +19,7 @@
 #include "grpc_frame.h"
 #include "h2_client.h"
 #include "hostile.h"
+#include "rpc_calls.h"
 #include "status.h"
 #include "stream_msg.h"
 
@@ -78,29 +79,13 @@ START_TEST(deadline_in_the_middle_of_a_frame)
     ck_assert_int_eq(hostile_send(fd, frame + hd + FIRST_PART, payload - FIRST_PART), 0);
     free(frame);
 
-    Amp__V1__ReverseRequest req = AMP__V1__REVERSE_REQUEST__INIT;
-    uint8_t data[REVERSE_LEN], msg[REVERSE_LEN + 16];
+    uint8_t data[REVERSE_LEN];
     for (size_t i = 0; i < sizeof data; i++)
         data[i] = (uint8_t)(i * 7);
-    req.data.data = data;
-    req.data.len = sizeof data;
-    size_t len = protobuf_c_message_pack(&req.base, msg);
-    struct two_ids ids = { stream, h2c_call(c, "/amp.v1.Amp/Reverse", msg, len) };
+    struct two_ids ids = { stream, rpc_calls_reverse(c, data, sizeof data) };
     ck_assert_int_eq(h2c_run_until(c, fd, HOSTILE_IO_MS, both_closed, &ids), 0);
-
-    const struct h2c_result *r = h2c_result(c, ids.a);
-    ck_assert_int_eq(r->grpc_status, STATUS_DEADLINE_EXCEEDED);
-    r = h2c_result(c, ids.b);
-    ck_assert_int_eq(r->grpc_status, STATUS_OK);
-    const uint8_t *out;
-    size_t out_len;
-    ck_assert_int_eq(h2c_message(r, &out, &out_len), 0);
-    Amp__V1__DataReply *resp = amp__v1__data_reply__unpack(NULL, out_len, out);
-    ck_assert_ptr_nonnull(resp);
-    ck_assert_uint_eq(resp->data.len, REVERSE_LEN);
-    for (size_t i = 0; i < REVERSE_LEN; i++)
-        ck_assert_uint_eq(resp->data.data[i], data[REVERSE_LEN - 1 - i]);
-    amp__v1__data_reply__free_unpacked(resp, NULL);
+    ck_assert_int_eq(h2c_result(c, ids.a)->grpc_status, STATUS_DEADLINE_EXCEEDED);
+    rpc_calls_expect_reversed(h2c_result(c, ids.b), data, sizeof data);
 
     close(fd);
     close(other);

@@ -26,6 +26,7 @@
 #include "grpc_frame.h"
 #include "h2_client.h"
 #include "hostile.h"
+#include "rpc_calls.h"
 #include "status.h"
 
 #define DATA_LEN ((size_t)1 << 20)   /* the data field */
@@ -75,27 +76,6 @@ static bool has_thread(pid_t pid, const char *name)
     }
     closedir(d);
     return found;
-}
-
-static uint64_t staging_in_use(void)
-{
-    uint8_t req[GRPC_FRAME_HEADER];
-    grpc_frame_header(req, 0);
-    int fd = hostile_connect_unix(ampd.sock_path);
-    ck_assert_int_ge(fd, 0);
-    struct h2c *c = h2c_new();
-    int32_t id = h2c_request(c, "/amp.v1.Amp/Status", NULL, req, sizeof req, true);
-    ck_assert_int_eq(h2c_run_fd(c, fd, HOSTILE_IO_MS), 0);
-    close(fd);
-    const uint8_t *msg;
-    size_t len;
-    ck_assert_int_eq(h2c_message(h2c_result(c, id), &msg, &len), 0);
-    Amp__V1__StatusReply *st = amp__v1__status_reply__unpack(NULL, len, msg);
-    ck_assert_ptr_nonnull(st);
-    uint64_t in_use = st->staging_bytes_in_use;
-    amp__v1__status_reply__free_unpacked(st, NULL);
-    h2c_free(c);
-    return in_use;
 }
 
 /* A Transform (add ADD_VALUE) of data as one DATA frame of stream id:
@@ -148,6 +128,19 @@ static uint8_t *pattern(void)
     return data;
 }
 
+/* Closes the two connections and frees the rest; the daemon serves on
+ * and exits clean. */
+static void finish(struct h2c *c, const int fds[2], uint8_t *frame, uint8_t *data)
+{
+    free(frame);
+    free(data);
+    close(fds[0]);
+    close(fds[1]);
+    h2c_free(c);
+    hostile_assert_served(ampd.address);
+    ck_assert_int_eq(daemon_stop(&ampd), 0);
+}
+
 START_TEST(field_filled_by_the_reader)
 {
     hostile_start(&ampd, args);
@@ -166,7 +159,7 @@ START_TEST(field_filled_by_the_reader)
         reader = has_thread(ampd.pid, "ampd-reader");
     }
     ck_assert_msg(reader, "no reader thread took the request's field");
-    ck_assert_uint_eq(staging_in_use(), 0);
+    ck_assert_uint_eq(rpc_calls_staging_in_use(ampd.sock_path), 0);
     ck_assert_int_eq(hostile_send(fd, frame + FIRST_PART, len - FIRST_PART), 0);
     ck_assert_int_eq(h2c_append(c, id, NULL, 0, true), 0);
     int32_t ids[] = { id, 0 };
@@ -184,13 +177,7 @@ START_TEST(field_filled_by_the_reader)
         ck_assert_uint_eq(resp->data.data[i], (uint8_t)(data[i] + ADD_VALUE));
     amp__v1__data_reply__free_unpacked(resp, NULL);
 
-    free(frame);
-    free(data);
-    close(fd);
-    close(other);
-    h2c_free(c);
-    hostile_assert_served(ampd.address);
-    ck_assert_int_eq(daemon_stop(&ampd), 0);
+    finish(c, (int[]){fd, other}, frame, data);
 }
 END_TEST
 
@@ -208,36 +195,15 @@ START_TEST(deadline_while_the_reader_fills_it)
     hostile_sleep_ms(1500);   /* the deadline passes: the call ends mid-field */
     ck_assert_int_eq(hostile_send(fd, frame + FIRST_PART, len - FIRST_PART), 0);
 
-    Amp__V1__ReverseRequest req = AMP__V1__REVERSE_REQUEST__INIT;
-    uint8_t rev[REVERSE_LEN], msg[REVERSE_LEN + 16];
+    uint8_t rev[REVERSE_LEN];
     for (size_t i = 0; i < sizeof rev; i++)
         rev[i] = (uint8_t)(i * 7);
-    req.data.data = rev;
-    req.data.len = sizeof rev;
-    size_t msg_len = protobuf_c_message_pack(&req.base, msg);
-    int32_t ids[] = { id, h2c_call(c, "/amp.v1.Amp/Reverse", msg, msg_len), 0 };
+    int32_t ids[] = { id, rpc_calls_reverse(c, rev, sizeof rev), 0 };
     ck_assert_int_eq(h2c_run_until(c, fd, HOSTILE_IO_MS, closed, ids), 0);
-
     ck_assert_int_eq(h2c_result(c, ids[0])->grpc_status, STATUS_DEADLINE_EXCEEDED);
-    const struct h2c_result *r = h2c_result(c, ids[1]);
-    ck_assert_int_eq(r->grpc_status, STATUS_OK);
-    const uint8_t *out;
-    size_t out_len;
-    ck_assert_int_eq(h2c_message(r, &out, &out_len), 0);
-    Amp__V1__DataReply *resp = amp__v1__data_reply__unpack(NULL, out_len, out);
-    ck_assert_ptr_nonnull(resp);
-    ck_assert_uint_eq(resp->data.len, REVERSE_LEN);
-    for (size_t i = 0; i < REVERSE_LEN; i++)
-        ck_assert_uint_eq(resp->data.data[i], rev[REVERSE_LEN - 1 - i]);
-    amp__v1__data_reply__free_unpacked(resp, NULL);
+    rpc_calls_expect_reversed(h2c_result(c, ids[1]), rev, sizeof rev);
 
-    free(frame);
-    free(data);
-    close(fd);
-    close(other);
-    h2c_free(c);
-    hostile_assert_served(ampd.address);
-    ck_assert_int_eq(daemon_stop(&ampd), 0);
+    finish(c, (int[]){fd, other}, frame, data);
 }
 END_TEST
 
