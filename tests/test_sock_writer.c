@@ -8,7 +8,6 @@
  * ready for the next, freeing the writer in the middle of such a write
  * returns, and the thread runs as much nicer as it was asked. */
 #include <check.h>
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -23,6 +22,7 @@
 
 #include "check_run.h"
 #include "done_efd.h"
+#include "proc_thread.h"
 #include "sock_writer.h"
 
 #define WRITER_BYTES ((size_t)8 << 20)
@@ -252,26 +252,6 @@ START_TEST(free_mid_write_returns)
 }
 END_TEST
 
-/* The id of this process's thread called name, or 0. */
-static int writer_thread_id(const char *name)
-{
-    DIR *d = opendir("/proc/self/task");
-    ck_assert_ptr_nonnull(d);
-    int id = 0;
-    for (struct dirent *e; !id && (e = readdir(d));) {
-        char path[300], comm[32] = "";
-        snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
-        FILE *f = e->d_name[0] != '.' ? fopen(path, "r") : NULL;
-        if (f && fgets(comm, sizeof comm, f) && !strncmp(comm, name, strlen(name)) &&
-            comm[strlen(name)] == '\n')
-            id = atoi(e->d_name);
-        if (f)
-            fclose(f);
-    }
-    closedir(d);
-    return id;
-}
-
 /* Asked to, the thread runs nicer than the process by that much (the
  * daemon's writers: bulk bytes wait for the threads serving calls). */
 START_TEST(writer_runs_nicer_when_asked)
@@ -288,7 +268,7 @@ START_TEST(writer_runs_nicer_when_asked)
     ck_assert_int_eq(done_efd_wait(efd, 10000), 1);   /* so it has set its own */
     ck_assert_int_eq(read(sv[1], &got, 1), 1);
     ck_assert_int_eq(got, 7);
-    int id = writer_thread_id("test-nicer");
+    int id = proc_thread_find(0, "test-nicer");
     ck_assert_int_gt(id, 0);
     ck_assert_int_eq(getpriority(PRIO_PROCESS, (id_t)id), (base + 3 > 19 ? 19 : base + 3));
     ck_assert_int_eq(getpriority(PRIO_PROCESS, 0), base);   /* the caller's own is untouched */

@@ -33,13 +33,6 @@ struct two_ids {
     int32_t a, b;
 };
 
-/* The server's SETTINGS came (and went back acknowledged): its frame size
- * allows the large frame. */
-static bool frame_allowed(struct h2c *c, void *arg)
-{
-    return h2c_remote_setting(c, 5 /* MAX_FRAME_SIZE */) >= *(const size_t *)arg;
-}
-
 static bool both_closed(struct h2c *c, void *arg)
 {
     const struct two_ids *ids = arg;
@@ -67,7 +60,7 @@ START_TEST(deadline_in_the_middle_of_a_frame)
     /* One DATA frame: StreamRequest{data: DATA_LEN bytes}, framed. */
     uint8_t field[] = { 0x12, 0x80, 0x80, 0x40 };   /* field 2, varint 1 MiB */
     size_t msg_len = sizeof field + DATA_LEN, payload = GRPC_FRAME_HEADER + msg_len;
-    ck_assert_int_eq(h2c_run_until(c, fd, HOSTILE_IO_MS, frame_allowed, &payload), 0);
+    ck_assert_int_eq(h2c_run_until(c, fd, HOSTILE_IO_MS, h2c_frame_allowed, &payload), 0);
     uint8_t *frame = malloc(9 + payload);
     ck_assert_ptr_nonnull(frame);
     size_t hd = hostile_frame(frame, (uint32_t)payload, HOSTILE_DATA, 0, (uint32_t)stream);

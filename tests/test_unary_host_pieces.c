@@ -14,7 +14,6 @@
  * The daemon serves on and exits clean (under ASan: nothing leaked or
  * touched after it was freed). */
 #include <check.h>
-#include <dirent.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +25,7 @@
 #include "grpc_frame.h"
 #include "h2_client.h"
 #include "hostile.h"
+#include "proc_thread.h"
 #include "rpc_calls.h"
 #include "status.h"
 
@@ -41,11 +41,6 @@ static struct daemon_proc ampd;
 static const char *const args[] = { "--io-threads", "1", "--chunk-bytes", "65536",
                                     "--staging-bytes", "262144", NULL };
 
-static bool frame_allowed(struct h2c *c, void *arg)
-{
-    return h2c_remote_setting(c, 5 /* MAX_FRAME_SIZE */) >= *(const size_t *)arg;
-}
-
 static bool closed(struct h2c *c, void *arg)
 {
     const int32_t *ids = arg;
@@ -53,29 +48,6 @@ static bool closed(struct h2c *c, void *arg)
         if (!h2c_result(c, *ids)->closed)
             return false;
     return true;
-}
-
-/* Whether the daemon has a thread named name. */
-static bool has_thread(pid_t pid, const char *name)
-{
-    char path[64];
-    snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
-    DIR *d = opendir(path);
-    ck_assert_ptr_nonnull(d);
-    bool found = false;
-    for (struct dirent *e; !found && (e = readdir(d));) {
-        char comm_path[sizeof path + sizeof e->d_name + 8], comm[32] = "";
-        snprintf(comm_path, sizeof comm_path, "%s/%s/comm", path, e->d_name);
-        FILE *f = fopen(comm_path, "r");
-        if (!f)
-            continue;
-        if (fgets(comm, sizeof comm, f))
-            comm[strcspn(comm, "\n")] = '\0';
-        fclose(f);
-        found = strcmp(comm, name) == 0;
-    }
-    closedir(d);
-    return found;
 }
 
 /* A Transform (add ADD_VALUE) of data as one DATA frame of stream id:
@@ -114,7 +86,7 @@ static int32_t transform_begin(struct h2c *c, int fd, const uint8_t *data, const
     ck_assert_int_gt(id, 0);
     *frame = transform_frame(data, id, len);
     size_t want = *len - 9;
-    ck_assert_int_eq(h2c_run_until(c, fd, HOSTILE_IO_MS, frame_allowed, &want), 0);
+    ck_assert_int_eq(h2c_run_until(c, fd, HOSTILE_IO_MS, h2c_frame_allowed, &want), 0);
     ck_assert_int_eq(hostile_send(fd, *frame, FIRST_PART), 0);
     return id;
 }
@@ -148,7 +120,7 @@ START_TEST(field_filled_by_the_reader)
     int fd = hostile_connect_unix(ampd.sock_path);
     ck_assert_int_ge(other, 0);
     ck_assert_int_ge(fd, 0);
-    ck_assert(!has_thread(ampd.pid, "ampd-reader"));
+    ck_assert(!proc_thread_find(ampd.pid, "ampd-reader") != 0);
     uint8_t *data = pattern(), *frame;
     size_t len;
     struct h2c *c = h2c_new();
@@ -156,7 +128,7 @@ START_TEST(field_filled_by_the_reader)
     bool reader = false;
     for (int i = 0; i < 100 && !reader; i++) {
         hostile_sleep_ms(20);
-        reader = has_thread(ampd.pid, "ampd-reader");
+        reader = proc_thread_find(ampd.pid, "ampd-reader") != 0;
     }
     ck_assert_msg(reader, "no reader thread took the request's field");
     ck_assert_uint_eq(rpc_calls_staging_in_use(ampd.sock_path), 0);
@@ -165,13 +137,7 @@ START_TEST(field_filled_by_the_reader)
     int32_t ids[] = { id, 0 };
     ck_assert_int_eq(h2c_run_until(c, fd, HOSTILE_IO_MS, closed, ids), 0);
 
-    const struct h2c_result *r = h2c_result(c, id);
-    ck_assert_int_eq(r->grpc_status, STATUS_OK);
-    const uint8_t *out;
-    size_t out_len;
-    ck_assert_int_eq(h2c_message(r, &out, &out_len), 0);
-    Amp__V1__DataReply *resp = amp__v1__data_reply__unpack(NULL, out_len, out);
-    ck_assert_ptr_nonnull(resp);
+    Amp__V1__DataReply *resp = rpc_calls_data_reply(h2c_result(c, id));
     ck_assert_uint_eq(resp->data.len, DATA_LEN);
     for (size_t i = 0; i < DATA_LEN; i++)
         ck_assert_uint_eq(resp->data.data[i], (uint8_t)(data[i] + ADD_VALUE));

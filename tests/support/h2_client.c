@@ -384,6 +384,11 @@ uint32_t h2c_remote_setting(const struct h2c *c, int id)
     return nghttp2_session_get_remote_settings(c->ng, (nghttp2_settings_id)id);
 }
 
+bool h2c_frame_allowed(struct h2c *c, void *arg)
+{
+    return h2c_remote_setting(c, NGHTTP2_SETTINGS_MAX_FRAME_SIZE) >= *(const size_t *)arg;
+}
+
 int h2c_message(const struct h2c_result *r, const uint8_t **msg, size_t *len)
 {
     if (r->body_len < GRPC_FRAME_HEADER)

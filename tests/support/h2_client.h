@@ -98,6 +98,11 @@ bool h2c_goaway(const struct h2c *c, uint32_t *code, const char **debug);
 /* A SETTINGS value the server sent (nghttp2_settings_id). */
 uint32_t h2c_remote_setting(const struct h2c *c, int id);
 
+/* For h2c_run_until: true once the server's SETTINGS_MAX_FRAME_SIZE is at
+ * least *(const size_t *)arg (its SETTINGS came), so that a frame that
+ * large may be sent. */
+bool h2c_frame_allowed(struct h2c *c, void *arg);
+
 /* The first gRPC message of a result's body, or -1. */
 int h2c_message(const struct h2c_result *r, const uint8_t **msg, size_t *len);
 

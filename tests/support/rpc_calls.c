@@ -30,7 +30,7 @@ int32_t rpc_calls_reverse(struct h2c *c, const uint8_t *data, size_t len)
     return id;
 }
 
-void rpc_calls_expect_reversed(const struct h2c_result *r, const uint8_t *data, size_t len)
+Amp__V1__DataReply *rpc_calls_data_reply(const struct h2c_result *r)
 {
     ck_assert_int_eq(r->grpc_status, STATUS_OK);
     const uint8_t *out;
@@ -38,6 +38,12 @@ void rpc_calls_expect_reversed(const struct h2c_result *r, const uint8_t *data, 
     ck_assert_int_eq(h2c_message(r, &out, &out_len), 0);
     Amp__V1__DataReply *d = amp__v1__data_reply__unpack(NULL, out_len, out);
     ck_assert_ptr_nonnull(d);
+    return d;
+}
+
+void rpc_calls_expect_reversed(const struct h2c_result *r, const uint8_t *data, size_t len)
+{
+    Amp__V1__DataReply *d = rpc_calls_data_reply(r);
     ck_assert_uint_eq(d->data.len, len);
     for (size_t i = 0; i < len; i++)
         ck_assert_uint_eq(d->data.data[i], data[len - 1 - i]);
