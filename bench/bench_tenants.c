@@ -189,7 +189,7 @@ struct bt_lat {
      * together). Always: the host's busy CPU share and the share its
      * hypervisor took (steal) over the measure. */
     double slow_lat, slow_wait, cpu_busy, cpu_steal, ampd_wait;
-    int tries;         /* measures taken for this one (BT_STEAL_MAX) */
+    int tries;         /* which try of the measure this is (BT_STEAL_MAX) */
     double slow_run;   /* A's own thread on a CPU during those calls, mean us */
     /* --sched-stats: those calls' mean time in the daemon, from the replies'
      * server-timing (amp_last_server_timing): headers to reply ready, and
@@ -778,9 +778,9 @@ static void bt_a_all(const struct bt_target *a, const struct bt_opts *o,
             continue;
         for (int k = 1; k <= BT_MEASURE_TRIES; k++) {
             struct bt_lat l = bt_a_measure(a, o, (enum bt_measure)m, d);
+            l.tries = k;
             if (k == 1 || l.cpu_steal < out[m].cpu_steal)
                 out[m] = l;
-            out[m].tries = k;
             if (l.cpu_steal <= BT_STEAL_MAX)
                 break;
             fprintf(stderr, "bench_tenants: A's %s: the host's hypervisor took %.1f%% of its CPUs "
@@ -969,7 +969,7 @@ static void bt_ratio(double x, double base)
 }
 
 /* The host's CPU share its hypervisor took during the measure kept, and
- * how many were taken (BT_STEAL_MAX). */
+ * which try that was (BT_STEAL_MAX). */
 static void bt_steal_cell(const struct bt_lat *r)
 {
     static const char *const nth[BT_MEASURE_TRIES + 1] = {"", "", ", 2nd try", ", 3rd try"};

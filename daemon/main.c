@@ -26,8 +26,9 @@
 #define MAIN_ERR_MAX 512
 #define MAIN_EXIT_USAGE 2
 #define MAIN_TRIM_THRESHOLD (256 * 1024 * 1024)  /* malloc gives the heap's top back past this */
-/* glibc's largest per-thread heap (HEAP_MAX_SIZE on 64 bits): a heap
- * this far from its arena's previous one's end is never deleted. */
+/* glibc's largest per-thread heap (HEAP_MAX_SIZE on 64 bits): its
+ * heap_trim deletes a free heap only where more than the top pad would
+ * go back, so with this pad it keeps them all. */
 #define MAIN_TOP_PAD (64 * 1024 * 1024)
 /* Arenas beyond the I/O loops and host workers: the main thread, device runners, spare. */
 #define MAIN_SPARE_ARENAS 8
