@@ -4,7 +4,7 @@
  * socket writes them there directly where it can: field_rx_dest), and the
  * few bytes after it into rest, decoded once the message is whole. The
  * daemon takes a request's bulk bytes into staging memory this way
- * (daemon/rpc_bulk_pin.c), the client a long reply's data into the
+ * (daemon/rpc_bulk_rx.c), the client a long reply's data into the
  * caller's buffer (client/jobs.c). The bytes before the field (its tag and
  * length) are the taker's to read; neither buffer is owned here.
  */

@@ -133,7 +133,7 @@ struct job {
                            * region's input or none */
     size_t in_mem_len;    /* bytes at in_mem (job_memory counts them, not in_len) */
     void (*in_mem_free)(void *in_mem); /* how in_mem is freed; NULL: free() (a pinned
-                           * run: rpc_bulk_pin_free, any thread) */
+                           * run: rpc_bulk_rx_free, any thread) */
     int in_pinned_dev;    /* the device whose pinned staging holds in_mem (a pinned run);
                            * -1: none */
     /* Region jobs (region.h): the job holds a reference on each region it

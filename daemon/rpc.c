@@ -35,7 +35,7 @@
 #include "listen.h"
 #include "monotonic.h"
 #include "rpc_bulk.h"
-#include "rpc_bulk_pin.h"
+#include "rpc_bulk_rx.h"
 #include "amp_wire.h"
 #include "sched.h"
 #include "stage_latency.h"
@@ -336,8 +336,8 @@ enum status_code rpc_decode_bulk(struct rpc_call *rc, uint8_t *buf, size_t len, 
 
 void rpc_take_bulk(struct rpc_call *rc, struct job *job)
 {
-    if (rpc_bulk_pin_give(&rc->pin, job)) {
-        free(rc->msg);   /* what followed the pinned bytes: decoded already */
+    if (rpc_bulk_rx_give(&rc->bulk_rx, job)) {
+        free(rc->msg);   /* what followed the field: decoded already */
         rc->msg = NULL;
         return;
     }
@@ -382,7 +382,7 @@ enum status_code rpc_h2_message(struct h2_call *call, const uint8_t *msg, size_t
 }
 
 /* Pieces: a streaming method's own, or a unary request's bulk field
- * received into pinned memory (rpc_bulk_pin.h). */
+ * received in pieces (rpc_bulk_rx.h). */
 size_t rpc_h2_piece_start(struct h2_call *call, const uint8_t *head, size_t msg_len, void *ctx)
 {
     (void)ctx;
@@ -391,23 +391,23 @@ size_t rpc_h2_piece_start(struct h2_call *call, const uint8_t *head, size_t msg_
     if (sm)
         return sm->piece_start ? sm->piece_start(rc, head, msg_len) : 0;
     const ProtobufCFieldDescriptor *bulk = rpc_bulk_field(rc->method->request);
-    return bulk ? rpc_bulk_pin_start(&rc->pin, rc->env->sched, rc->h2, bulk, head, msg_len) : 0;
+    return bulk ? rpc_bulk_rx_start(&rc->bulk_rx, rc->env->sched, rc->h2, bulk, head, msg_len) : 0;
 }
 
 /* A request taken in pieces is whole: decode what follows the field,
  * holding the field's bytes too where they are the client's. A later
  * occurrence of the field wins, as in protobuf-c: the pieces are not
  * needed then (the hold stays until the job replaces it). */
-static void rpc_pinned_whole(struct rpc_call *rc)
+static void rpc_pieces_whole(struct rpc_call *rc)
 {
     size_t len;
-    uint8_t *rest = rpc_bulk_pin_rest(rc->pin, &len);
+    uint8_t *rest = rpc_bulk_rx_rest(rc->bulk_rx, &len);
     char err[STATUS_MSG_MAX];
     enum status_code code =
-        rpc_decode_bulk(rc, rest, len, len + rpc_bulk_pin_held(rc->pin), err, sizeof err);
+        rpc_decode_bulk(rc, rest, len, len + rpc_bulk_rx_held(rc->bulk_rx), err, sizeof err);
     if (code == STATUS_OK && rc->bulk) {
-        rpc_bulk_pin_free(rc->pin);
-        rc->pin = NULL;
+        rpc_bulk_rx_free(rc->bulk_rx);
+        rc->bulk_rx = NULL;
     }
     if (code != STATUS_OK)
         rpc_fail(rc, code, "%s", err);
@@ -419,8 +419,8 @@ size_t rpc_h2_piece(struct h2_call *call, const uint8_t *data, size_t n, void *c
     struct rpc_call *rc = h2_call_user(call);
     if (rc->method->streaming)
         return rc->method->streaming->piece(rc, data, n);
-    if (rpc_bulk_pin_piece(rc->pin, data, n))
-        rpc_pinned_whole(rc);
+    if (rpc_bulk_rx_piece(rc->bulk_rx, data, n))
+        rpc_pieces_whole(rc);
     return n;
 }
 
@@ -431,7 +431,7 @@ uint8_t *rpc_h2_piece_dest(struct h2_call *call, size_t *room, void *ctx)
     const struct rpc_streaming *sm = rc->method->streaming;
     if (sm)
         return sm->piece_dest ? sm->piece_dest(rc, room) : NULL;
-    return rpc_bulk_pin_dest(rc->pin, room);
+    return rpc_bulk_rx_dest(rc->bulk_rx, room);
 }
 
 void rpc_h2_end(struct h2_call *call, void *ctx)
@@ -521,7 +521,7 @@ void rpc_h2_closed(struct h2_call *call, void *ctx)
     if (rc->req)
         protobuf_c_message_free_unpacked(rc->req, NULL);
     free(rc->msg);
-    rpc_bulk_pin_free(rc->pin);
+    rpc_bulk_rx_free(rc->bulk_rx);
     free(rc);
 }
 

@@ -109,10 +109,10 @@ struct rpc_call {
     size_t msg_len;
     const uint8_t *bulk;
     size_t bulk_len;
-    /* Or the bulk bytes arrived in pinned memory (rpc_bulk_pin.h), owned
+    /* Or the bulk bytes arrived in pieces (rpc_bulk_rx.h), owned
      * until a job takes them (rpc_take_bulk); msg then holds only the
      * message's other fields. */
-    struct rpc_pin *pin;
+    struct rpc_bulk_rx *bulk_rx;
     struct job *job;                    /* submitted, not yet completed; job->owner == this */
     uint64_t job_held;                  /* bytes held for job (h2_call_hold) */
     void *stream;                       /* a streaming method's state (rpc_stream.c) */

@@ -79,7 +79,7 @@ struct staging_buf *staging_get(struct staging_port *port);
 void staging_put(struct staging_port *port, struct staging_buf *b);
 
 /* A run of n neighbouring buffers (n * staging_buf_size() bytes in one
- * piece: a unary request's bulk bytes, rpc_bulk_pin.c), or NULL when no
+ * piece: a unary request's bulk bytes, rpc_bulk_rx.c), or NULL when no
  * such run is free, or taking it would leave streams less than a quarter
  * of the pool. Runs never wait: the caller falls back to other memory. */
 void *staging_get_run(struct staging_port *port, size_t n);

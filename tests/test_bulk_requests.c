@@ -166,7 +166,7 @@ static void assert_served(void)
 }
 
 /* Staging buffers of 64 KiB, so that BIG_LEN of data is received into a
- * run of two pinned buffers (daemon/rpc_bulk_pin.c) when it comes first. */
+ * run of two pinned buffers (daemon/rpc_bulk_rx.c) when it comes first. */
 static const char *const small_chunks[] = { "--chunk-bytes", "65536", NULL };
 
 /* Waits a few seconds at most for the daemon's staging memory in use to

@@ -71,7 +71,7 @@ static void stop(void)
 /* A ReverseRequest of data_len bytes, with its gRPC prefix: *len bytes.
  * Its device field ("": the default) comes first, so that the daemon reads
  * it whole, held in the budgets, and not into pinned staging memory
- * (rpc_bulk_pin.h: only a message that begins with its data goes there). */
+ * (rpc_bulk_rx.h: only a message that begins with its data goes there). */
 static uint8_t *reverse_request(size_t data_len, size_t *len)
 {
     uint8_t head[16];

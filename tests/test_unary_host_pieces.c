@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* test_unary_host_pieces.c: a unary request whose bulk field finds no
  * free pinned run is still taken in pieces, into host memory
- * (daemon/rpc_bulk_pin.c), so that the socket's reader thread fills it
+ * (daemon/rpc_bulk_rx.c), so that the socket's reader thread fills it
  * while the I/O loop serves the other connections (daemon/listen.c). One
  * I/O loop, two connections on it, a staging pool too small for any run
  * of the 1 MiB field; the request goes in one DATA frame:

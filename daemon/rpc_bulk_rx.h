@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* rpc_bulk_pin.h: a unary request's bulk bytes received in pieces,
- * straight into pinned memory where it can.
+/* rpc_bulk_rx.h: a unary request's bulk field received in pieces,
+ * straight into pinned memory where a run is free, else into host memory.
  *
  * A 32 MiB Transform on the H100 spent about a quarter of its time in the
  * device copies of its input and output, made from and to the request's
@@ -26,8 +26,8 @@
  * the socket's reader thread can fill (listen.h), so a neighbour's 32 MiB
  * request is not copied by the I/O loop that serves a tiny call beside it.
  */
-#ifndef AMPD_RPC_BULK_PIN_H
-#define AMPD_RPC_BULK_PIN_H
+#ifndef AMPD_RPC_BULK_RX_H
+#define AMPD_RPC_BULK_RX_H
 
 #include <protobuf-c/protobuf-c.h>
 #include <stdbool.h>
@@ -36,34 +36,33 @@
 
 struct h2_call;
 struct job;
-struct rpc_pin;
+struct rpc_bulk_rx;
 struct sched_port;
 
 /* piece_start() for a unary call (h2 call) of a method whose bulk field is
  * bulk, on a loop whose scheduler port is sched: the offset of the field's
  * bytes in the message, with *out where they go (the call holds the rest's
- * bytes and rpc_bulk_pin_held's); or 0 (*out untouched) to read the
+ * bytes and rpc_bulk_rx_held's); or 0 (*out untouched) to read the
  * message whole. */
-size_t rpc_bulk_pin_start(struct rpc_pin **out, struct sched_port *sched, struct h2_call *call,
-                          const ProtobufCFieldDescriptor *bulk, const uint8_t *head,
-                          size_t msg_len);
+size_t rpc_bulk_rx_start(struct rpc_bulk_rx **out, struct sched_port *sched, struct h2_call *call,
+                         const ProtobufCFieldDescriptor *bulk, const uint8_t *head, size_t msg_len);
 
 /* The field's bytes that count in the client's budget: its length in
  * host memory, 0 in a pinned run (or for NULL). */
-uint64_t rpc_bulk_pin_held(const struct rpc_pin *pin);
+uint64_t rpc_bulk_rx_held(const struct rpc_bulk_rx *f);
 
 /* piece() and piece_dest() for it. piece returns true once the message is
  * whole: the caller then decodes what follows the field, taken with
- * rpc_bulk_pin_rest (malloc'd, *len bytes, now the caller's). */
-bool rpc_bulk_pin_piece(struct rpc_pin *pin, const uint8_t *data, size_t n);
-uint8_t *rpc_bulk_pin_rest(struct rpc_pin *pin, size_t *len);
-uint8_t *rpc_bulk_pin_dest(struct rpc_pin *pin, size_t *room);
+ * rpc_bulk_rx_rest (malloc'd, *len bytes, now the caller's). */
+bool rpc_bulk_rx_piece(struct rpc_bulk_rx *f, const uint8_t *data, size_t n);
+uint8_t *rpc_bulk_rx_rest(struct rpc_bulk_rx *f, size_t *len);
+uint8_t *rpc_bulk_rx_dest(struct rpc_bulk_rx *f, size_t *room);
 
 /* Makes the bulk bytes in *slot the job's input (job->in_mem, freed
- * with rpc_bulk_pin_free) and empties the slot. False when it holds none. */
-bool rpc_bulk_pin_give(struct rpc_pin **slot, struct job *job);
+ * with rpc_bulk_rx_free) and empties the slot. False when it holds none. */
+bool rpc_bulk_rx_give(struct rpc_bulk_rx **slot, struct job *job);
 
 /* Returns the run and frees the rest; NULL is a no-op. Any thread. */
-void rpc_bulk_pin_free(void *pin);
+void rpc_bulk_rx_free(void *f);
 
 #endif
