@@ -178,23 +178,27 @@ enum bt_timing { T_TOTAL, T_REQUEST, T_QUEUE, T_RUN, T_DELIVER, BT_TIMING_COUNT 
 static const char *const bt_timing_names[BT_TIMING_COUNT] = {"total", "request", "queue", "run",
                                                              "deliver"};
 
+/* --sched-stats: means over a set of A's calls, us: latency from when due,
+ * duration from its send, A's own thread on a CPU and waiting runnable
+ * for one during them, and the daemon's times (server-timing: headers
+ * to reply ready, and of it request, queued, run, delivered). */
+struct bt_calls {
+    double lat, dur, run, wait;
+    double daemon[BT_TIMING_COUNT];
+};
+
 struct bt_lat {
     bool done;
     uint64_t calls;          /* calls made (the schedule's, less those A fell behind on) */
     double rate;             /* calls/s over the schedule's span */
     double p50, p99, p999;   /* microseconds from when each call was due */
-    /* --sched-stats: the calls at or above p99, their mean latency and
-     * the mean time A's own thread waited for a CPU during them; A's
+    /* --sched-stats: the calls at or above p99, and every call; A's
      * ampd's threads' waits for a CPU (ms per second, all threads
      * together). Always: the host's busy CPU share and the share its
      * hypervisor took (steal) over the measure. */
-    double slow_lat, slow_wait, cpu_busy, cpu_steal, ampd_wait;
-    int tries;         /* which try of the measure this is (BT_STEAL_MAX) */
-    double slow_run;   /* A's own thread on a CPU during those calls, mean us */
-    /* --sched-stats: those calls' mean time in the daemon, from the replies'
-     * server-timing (amp_last_server_timing): headers to reply ready, and
-     * of it queued and run, us */
-    double slow_daemon[BT_TIMING_COUNT];
+    struct bt_calls slow, all;
+    double cpu_busy, cpu_steal, ampd_wait;
+    int tries;   /* which try of the measure this is (BT_STEAL_MAX) */
     double ampd_faults, own_faults, tlb;   /* per second: minor faults of A's ampd and of
                                             * this process, the host's TLB shootdowns */
     char ampd_cpus[256];   /* A's ampd's threads by kind: "ampd-io x16 0.41, ..." CPUs */
@@ -259,41 +263,42 @@ static double bt_percentile(const double *sorted, size_t n, double q)
     return sorted[i ? i - 1 : 0];
 }
 
-/* The calls made whose latency is at least p99: their mean latency,
- * mean wait for a CPU and mean daemon times (daemon[i][call] us) into r. */
-static void bt_slow_calls(const double *lat, const double *wait, const double *run,
-                          double *const daemon[BT_TIMING_COUNT], size_t n, double p99,
-                          struct bt_lat *r)
+/* The means over A's calls whose latency is at least min_lat (us). */
+static struct bt_calls bt_calls_mean(const struct bt_calls *call, size_t n, double min_lat)
 {
-    double sum_lat = 0, sum_wait = 0, sum_run = 0, sum_daemon[BT_TIMING_COUNT] = {0};
+    struct bt_calls sum = {0};
     size_t k = 0;
-    for (size_t i = 0; i < n; i++)
-        if (lat[i] >= p99) {
-            sum_lat += lat[i];
-            sum_wait += wait[i];
-            sum_run += run[i];
-            for (int g = 0; g < BT_TIMING_COUNT; g++)
-                sum_daemon[g] += daemon[g][i];
-            k++;
-        }
+    for (size_t i = 0; i < n; i++) {
+        if (call[i].lat < min_lat)
+            continue;
+        sum.lat += call[i].lat;
+        sum.dur += call[i].dur;
+        sum.run += call[i].run;
+        sum.wait += call[i].wait;
+        for (int g = 0; g < BT_TIMING_COUNT; g++)
+            sum.daemon[g] += call[i].daemon[g];
+        k++;
+    }
     double div = k ? (double)k : 1;
-    r->slow_lat = sum_lat / div;
-    r->slow_wait = sum_wait / div;
-    r->slow_run = sum_run / div;
+    sum.lat /= div;
+    sum.dur /= div;
+    sum.run /= div;
+    sum.wait /= div;
     for (int g = 0; g < BT_TIMING_COUNT; g++)
-        r->slow_daemon[g] = sum_daemon[g] / div;
+        sum.daemon[g] /= div;
+    return sum;
 }
 
 /* The daemon's times of the last call on c (its server-timing), us; 0
  * where it sent none. */
-static void bt_server_timing(const amp_conn *c, double *const daemon[BT_TIMING_COUNT], size_t i)
+static void bt_server_timing(const amp_conn *c, double daemon[BT_TIMING_COUNT])
 {
     const char *text = amp_last_server_timing(c);
     for (int t = 0; t < BT_TIMING_COUNT; t++) {
         char key[32];
         snprintf(key, sizeof key, "%s;dur=", bt_timing_names[t]);
         const char *p = strstr(text, key);
-        daemon[t][i] = p ? strtod(p + strlen(key), NULL) * 1e3 : 0;
+        daemon[t] = p ? strtod(p + strlen(key), NULL) * 1e3 : 0;
     }
 }
 
@@ -384,16 +389,12 @@ static struct bt_lat bt_a_measure(const struct bt_target *t, const struct bt_opt
     double period = o->period_us / 1e6;
     size_t due_n = (size_t)ceil(o->seconds / period), made = 0;
     double *lat = bench_alloc_touched(due_n * sizeof *lat);
-    double *wait = o->sched_stats ? bench_alloc_touched(due_n * sizeof *wait) : NULL;
-    double *run = wait ? bench_alloc_touched(due_n * sizeof *run) : NULL;
+    struct bt_calls *call = o->sched_stats ? bench_alloc_touched(due_n * sizeof *call) : NULL;
     static uint64_t turns0[AMP_LATENCY_BUCKETS], turns1[AMP_LATENCY_BUCKETS];
-    if (wait)
+    if (call)
         bt_loop_turns(t, turns0);
-    double *daemon[BT_TIMING_COUNT];
-    for (int g = 0; g < BT_TIMING_COUNT; g++)
-        daemon[g] = wait ? bench_alloc_touched(due_n * sizeof *daemon[g]) : NULL;
     struct bench_sched_thread self = {-1};
-    if (wait)
+    if (call)
         bench_sched_thread_open(&self);
     struct bench_sched_cpu cpu0 = bench_sched_cpu_now();   /* steal: always */
     uint64_t faults0[2] = {bt_ampd_pid ? bench_sched_minor_faults(bt_ampd_pid) : 0,
@@ -402,9 +403,9 @@ static struct bt_lat bt_a_measure(const struct bt_target *t, const struct bt_opt
     static struct bench_sched_kinds kinds0;
     static struct bench_sched_sampler loops;
     static const char *const loop_names[] = {"ampd-io", NULL};
-    bool sampling = wait && bt_ampd_pid &&
+    bool sampling = call && bt_ampd_pid &&
                     bench_sched_sampler_start(&loops, bt_ampd_pid, loop_names, BT_SAMPLE_US) == 0;
-    if (wait && bt_ampd_pid)
+    if (call && bt_ampd_pid)
         bench_sched_process_kinds(bt_ampd_pid, &kinds0);
     double start = bench_now(), stop = start + o->seconds, end = start;
     for (; made < due_n && rc == 0 && end < stop; made++) {
@@ -412,23 +413,27 @@ static struct bt_lat bt_a_measure(const struct bt_target *t, const struct bt_opt
         if (end < due)
             bt_sleep_until(due);
         uint64_t r0 = 0, w0 = 0, r1, w1;
-        if (wait)
+        if (call)
             bench_sched_thread_times(&self, &r0, &w0);
+        double sent = bench_now();
         rc = bt_a_call(c, &ao, m, d);
         end = bench_now();
         lat[made] = (end - due) * 1e6;
-        if (wait) {
+        if (call) {
             bench_sched_thread_times(&self, &r1, &w1);
-            wait[made] = (double)(w1 - w0) / 1e3;
-            run[made] = (double)(r1 - r0) / 1e3;
-            bt_server_timing(c, daemon, made);
+            struct bt_calls *k = &call[made];
+            k->lat = lat[made];
+            k->dur = (end - sent) * 1e6;
+            k->run = (double)(r1 - r0) / 1e3;
+            k->wait = (double)(w1 - w0) / 1e3;
+            bt_server_timing(c, k->daemon);
         }
     }
     struct bench_sched_cpu cpu1 = bench_sched_cpu_now();
     struct bt_lat r = {.done = true, .calls = made, .tries = 1,
                        .cpu_busy = bench_sched_cpu_busy(cpu0, cpu1),
                        .cpu_steal = bench_sched_cpu_steal(cpu0, cpu1)};
-    if (wait) {
+    if (call) {
         double secs = bench_now() - start;
         r.own_faults = (double)(bench_sched_minor_faults(0) - faults0[1]) / secs;
         r.tlb = (double)(bench_sched_tlb_shootdowns() - tlb0) / secs;
@@ -457,13 +462,12 @@ static struct bt_lat bt_a_measure(const struct bt_target *t, const struct bt_opt
     r.p50 = bt_percentile(sorted, due_n, 0.5);
     r.p99 = bt_percentile(sorted, due_n, 0.99);
     r.p999 = bt_percentile(sorted, due_n, 0.999);
-    if (wait)
-        bt_slow_calls(lat, wait, run, daemon, made, r.p99, &r);
-    for (int g = 0; g < BT_TIMING_COUNT; g++)
-        free(daemon[g]);
+    if (call) {
+        r.slow = bt_calls_mean(call, made, r.p99);
+        r.all = bt_calls_mean(call, made, -INFINITY);
+    }
     free(sorted);
-    free(run);
-    free(wait);
+    free(call);
     free(lat);
     return r;
 }
@@ -990,21 +994,37 @@ static void bt_a_row(const char *beside, const struct bt_lat *r, const struct bt
     printf("\n");
 }
 
-/* Its row of --sched-stats' first table, or of its loops' second. */
-static void bt_sched_row(const char *call, const char *beside, const struct bt_lat *r, bool loops)
+/* The --sched-stats tables, each with a row per measure. */
+enum bt_sched_table { BT_SLOW, BT_ALL, BT_LOOPS };
+
+/* "total / request / queued / run / delivered" of k's daemon times. */
+static void bt_print_daemon(const struct bt_calls *k)
+{
+    printf("%.1f / %.1f / %.1f / %.1f / %.1f", k->daemon[T_TOTAL], k->daemon[T_REQUEST],
+           k->daemon[T_QUEUE], k->daemon[T_RUN], k->daemon[T_DELIVER]);
+}
+
+/* Its row of one of the --sched-stats tables. */
+static void bt_sched_row(const char *call, const char *beside, const struct bt_lat *r,
+                         enum bt_sched_table table)
 {
     if (!r->done)
         return;
-    if (loops) {
+    if (table == BT_LOOPS) {
         printf("| %s | %s | %.0f | %.1f | %" PRIu64 " | %s |\n", call, beside, r->turns,
                r->long_turns, r->longest_turn_us, bt_ampd_pid ? r->loops : "-");
         return;
     }
-    printf("| %s | %s | %.1f | %.1f | %.1f / %.1f / %.1f / %.1f / %.1f | %.1f / %.1f | "
-           "%.2f / %.3f | %.0f / %.0f | %.0f |", call, beside, r->p99, r->slow_lat,
-           r->slow_daemon[T_TOTAL], r->slow_daemon[T_REQUEST], r->slow_daemon[T_QUEUE],
-           r->slow_daemon[T_RUN], r->slow_daemon[T_DELIVER], r->slow_run, r->slow_wait, r->cpu_busy,
-           r->cpu_steal, r->ampd_faults, r->own_faults, r->tlb);
+    if (table == BT_ALL) {
+        printf("| %s | %s | %.0f | %.1f | ", call, beside, r->rate, r->all.dur);
+        bt_print_daemon(&r->all);
+        printf(" | %.1f / %.1f |\n", r->all.run, r->all.wait);
+        return;
+    }
+    printf("| %s | %s | %.1f | %.1f | ", call, beside, r->p99, r->slow.lat);
+    bt_print_daemon(&r->slow);
+    printf(" | %.1f / %.1f | %.2f / %.3f | %.0f / %.0f | %.0f |", r->slow.run, r->slow.wait,
+           r->cpu_busy, r->cpu_steal, r->ampd_faults, r->own_faults, r->tlb);
     if (bt_ampd_pid)
         printf(" %.1f | %s |\n", r->ampd_wait, r->ampd_cpus);
     else
@@ -1013,22 +1033,23 @@ static void bt_sched_row(const char *call, const char *beside, const struct bt_l
 
 /* Every measured row of r, in the first table's order. */
 static void bt_sched_rows(const struct bt_results *r, const char *const beside[S_COUNT][P_COUNT],
-                          bool loops)
+                          enum bt_sched_table table)
 {
     char high[64];
     snprintf(high, sizeof high, "%s, high", bt_measures[M_DEV_REVERSE].name);
     for (int m = 0; m < M_COUNT; m++) {
-        bt_sched_row(bt_measures[m].name, "nothing (alone)", &r->a_alone[m], loops);
+        bt_sched_row(bt_measures[m].name, "nothing (alone)", &r->a_alone[m], table);
         for (int s = 0; s < S_COUNT; s++)
             for (int p = P_SAME; p < P_COUNT; p++)
-                bt_sched_row(bt_measures[m].name, beside[s][p], &r->a[s][p][m], loops);
+                bt_sched_row(bt_measures[m].name, beside[s][p], &r->a[s][p][m], table);
     }
-    bt_sched_row(high, "A's unary at low", &r->high[M_DEV_REVERSE], loops);
+    bt_sched_row(high, "A's unary at low", &r->high[M_DEV_REVERSE], table);
 }
 
 /* --sched-stats: whether A's slowest calls waited for a CPU (the host's
  * doing) or for the daemon. */
-static void bt_print_sched(const struct bt_results *r, const char *const beside[S_COUNT][P_COUNT])
+static void bt_print_sched(const struct bt_results *r, const char *const beside[S_COUNT][P_COUNT],
+                           int period_us)
 {
     printf("\n# where A's slowest 1%% went (--sched-stats): the calls at or above p99, their "
            "time in ampd (its replies' server-timing), and how "
@@ -1044,7 +1065,15 @@ static void bt_print_sched(const struct bt_results *r, const char *const beside[
            "host CPUs busy / stolen | minor faults/s, ampd / bench | "
            "TLB shootdowns/s | ampd's threads waiting, ms/s | ampd's threads busy, CPUs |\n");
     printf("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
-    bt_sched_rows(r, beside, false);
+    bt_sched_rows(r, beside, BT_SLOW);
+    printf("\n# every call of A's: how long it took from its send, on average (above the period, "
+           "%d us, A falls behind its schedule and its latencies hold the backlog), of it in "
+           "ampd, and A's own thread on a CPU and waiting for one during it\n",
+           period_us);
+    printf("| A's call | beside | calls/s | call from its send, mean us | in ampd (headers to "
+           "reply ready) / request / queued / run / delivered, mean us | A's thread on a CPU / "
+           "waiting for one, mean us |\n|---|---|---:|---:|---:|---:|\n");
+    bt_sched_rows(r, beside, BT_ALL);
     printf("\n# A's ampd's I/O loops during each measure: their turns (amp_status: a loop's run "
            "from one wait for events to the next, which a call arriving meanwhile waits "
            "behind), and the loops (ampd-io*; A's own ampd only) sampled every %d us\n",
@@ -1052,7 +1081,7 @@ static void bt_print_sched(const struct bt_results *r, const char *const beside[
     printf("| A's call | beside | loop turns/s | of %u us or longer, /s | longest, us (<=) | "
            "loops: running, or asleep where (wchan) |\n|---|---|---:|---:|---:|---|\n",
            1u << (BT_LONG_TURN_BUCKET - 1));
-    bt_sched_rows(r, beside, true);
+    bt_sched_rows(r, beside, BT_LOOPS);
 }
 
 /* --sched-stats: the daemon's own account of each client's jobs over
@@ -1136,7 +1165,7 @@ static void bt_print(const struct bt_results *r, const struct bt_opts *o)
     bt_steal_cell(h);
     printf("\n");
     if (o->sched_stats)
-        bt_print_sched(r, beside);
+        bt_print_sched(r, beside, o->period_us);
 }
 
 /* --- the targets -------------------------------------------------------------------------- */
