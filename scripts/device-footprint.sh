@@ -9,7 +9,9 @@
 #   2. there, carrying $DIR (default build-dev): scripts/device-footprint.sh
 # LOCAL=1 runs build/'s binaries on this host's devices (PoCL; with
 # POCL_DEVICES="pthread pthread" SELECTIONS="all 0" compares two devices
-# with one). Writes $OUT/footprint.txt (and ampd.log, env.txt there).
+# with one). $AMPD_ARGS: more ampd options for every start (e.g.
+# "--staging-bytes 64M"). Writes $OUT/footprint.txt (and ampd.log, env.txt
+# there).
 set -u
 dir=${DIR:-build-dev}
 . "$(dirname "$0")/device-common.sh"
@@ -36,7 +38,8 @@ footprint_one() {
   local sel=$1 tmp sock pid t0 t1 n rss threads
   tmp=$(mktemp -d) && sock=$tmp/s
   t0=$(date +%s.%N)
-  "$bin/ampd" --listen "unix:$sock" --devices "$sel" 2>>"$OUT/ampd.log" & pid=$!
+  # shellcheck disable=SC2086 # $AMPD_ARGS are words
+  "$bin/ampd" --listen "unix:$sock" --devices "$sel" ${AMPD_ARGS:-} 2>>"$OUT/ampd.log" & pid=$!
   until "$bin/ampctl" -a "unix:$sock" health >/dev/null 2>&1; do
     kill -0 $pid 2>/dev/null || { echo "| $sel | ampd exited | | | |"; return 1; }
     sleep 0.02
