@@ -1,9 +1,18 @@
 /* SPDX-License-Identifier: MIT */
-/* runner.c: one thread per device running its tasks (runner.h).
+/* runner.c: the threads of one device that run its tasks (runner.h).
  *
- * The loop thread submits tasks under a mutex into a fair queue
- * (fairq.h: by priority, then by each client's weighted share); the
- * runner thread takes them in its order and starts each on the device
+ * The loop thread submits tasks under a mutex into one of two fair
+ * queues (fairq.h: by priority, then by each client's weighted share):
+ * small unary jobs into the batch lane's, everything else into the
+ * runner's. The batch lane is a thread of its own that runs the small
+ * jobs queued, as many as fit, as one batch on the device's batch queue
+ * (dev_batch.c) and waits for it: on the runner's thread a small job
+ * waited for whatever the runner was doing (starting a bulk piece, a
+ * pageable copy that holds it), and on 2 CPU cores a 64 KiB job beside
+ * another client's streams spent 403-707 us queued against 170-258 on
+ * an ampd of its own (bench/RESULTS.md, "Where the time goes").
+ *
+ * The runner thread takes its queue's tasks in order and starts each on the device
  * without waiting (dev_task_step), a piece at a time: a task with more
  * pieces to come goes back to the queue, charged its next piece's cost,
  * so a large unary job and the tasks of other clients take turns piece
@@ -19,7 +28,8 @@
  * the oldest itself: the callbacks may come late.
  *
  * Admission: a unary job or a stream's OPEN reserves the device memory it
- * needs first. One that could never fit fails with RESOURCE_EXHAUSTED; one
+ * needs first (not a batch's job: it runs in the buffers the device keeps
+ * for batches). One that could never fit fails with RESOURCE_EXHAUSTED; one
  * that does not fit now is parked, and so is every admission after it of
  * no higher priority (no overtaking within a priority), until a job or
  * stream releases its reservation; then the parked ones are tried again
@@ -52,8 +62,8 @@
  * one on each of the device's queues (copy in of one, kernels of the
  * next, copy out of the third). A task queued now waits behind at most
  * that much device work, where it waited behind eight whole tasks (eight
- * 32 MiB jobs) before. A batch of small jobs takes no room: it starts
- * whenever it is next in the queue (runner_can_start). */
+ * 32 MiB jobs) before. Batches of small jobs are not counted: they run
+ * beside, on the batch queue. */
 #define RUNNER_FLIGHT_PIECES 3
 /* Slots for pieces in flight: the bound above in bytes is what limits
  * them; this only sizes the array for many tiny ones (a stream's small
@@ -81,16 +91,14 @@ struct runner {
     runner_complete_cb complete;
     void *ctx;
     pthread_t thread;
-    pthread_mutex_t lock;           /* guards queue, stopping, kicked, callbacks,
+    pthread_mutex_t lock;           /* guards the queues, stopping, kicked, callbacks,
                                      * jobs_queued, jobs_running, mem_used */
     pthread_cond_t wake;
-    struct fairq *queue;            /* queued tasks */
+    struct fairq *queue;            /* queued tasks, but small jobs */
     uint32_t jobs_queued;           /* JOB and OPEN tasks submitted, not yet admitted */
     uint32_t jobs_running;          /* jobs with job->dev_running set */
     bool stopping;
     bool kicked;                    /* a device command finished since the last look */
-    struct dev_notify yield;        /* runner_yield, for the device (dev_task_set_yield) */
-    bool yielding;                  /* in runner_yield: the runner thread only */
     atomic_uint news;               /* submits and kicks: what a polling runner watches */
     uint64_t spin_ns;               /* --busy-poll */
     size_t callbacks;               /* event callbacks owed: r lives until they are 0 */
@@ -105,6 +113,12 @@ struct runner {
                                      * runner_has_work) */
     uint64_t flight_max;            /* RUNNER_FLIGHT_PIECES full pieces */
     uint64_t mem_used;              /* device bytes reserved: <= capacity; written here only */
+
+    /* The batch lane: small jobs (dev_batch_takes), on a thread of their own. */
+    pthread_t batcher;
+    pthread_cond_t batch_wake;
+    struct fairq *batches;          /* queued small jobs */
+    atomic_uint batch_news;         /* their submits: what a polling lane watches */
 };
 
 /* The tasks that begin a job (a unary job's first piece, or a stream's
@@ -307,34 +321,33 @@ static void runner_begin(struct runner *r, struct task *t, bool retried)
     pthread_mutex_unlock(&r->lock);
 }
 
-/* Small unary jobs: t and those the queue would give next that fit run
- * as one batch (dev_batch.c), each admitted like any job. They are handed
- * back as soon as the batch is done, past tasks still in flight: a unary
- * job's completion is ordered against nothing. */
-static void runner_batch(struct runner *r, struct task *t, bool retried)
+/* Batch lane: t and the small jobs queued behind it that fit run as one
+ * batch (dev_batch.c). Each is admitted without device memory (it runs
+ * in the batch buffers), so past jobs parked for memory it does not take,
+ * unless its queue time ran out. They are handed back as soon as the
+ * batch is done: a unary job's completion is ordered against nothing. */
+static void runner_batch(struct runner *r, struct task *t)
 {
     struct dev_batch b;
     b.n = b.up = b.down = 0;
     while (t) {
         t->status = STATUS_OK;
         t->msg[0] = '\0';
-        if (runner_admit(r, t, retried)) {
-            if (t->status == STATUS_OK)
-                dev_batch_add(&b, t);
-            else
-                runner_hand_back(r, t);   /* could never fit */
-        }
+        bool admitted = !runner_expired(t, true);
+        runner_count_admitted(r, t, admitted);
+        if (admitted)
+            dev_batch_add(&b, t);
+        else
+            runner_hand_back(r, t);
         pthread_mutex_lock(&r->lock);
-        struct task *next = r->retry_parked && r->parked ? r->parked : fairq_peek(r->queue);
-        t = next && dev_batch_fits(&b, next) ? runner_next(r, &retried) : NULL;
+        struct task *next = fairq_peek(r->batches);
+        t = next && dev_batch_fits(&b, next) ? fairq_pop(r->batches) : NULL;
         pthread_mutex_unlock(&r->lock);
     }
     if (b.n)
         dev_batch_run(r->dev, &b);
-    for (size_t i = 0; i < b.n; i++) {
-        runner_release(r, b.tasks[i]->job);
+    for (size_t i = 0; i < b.n; i++)
         runner_hand_back(r, b.tasks[i]);
-    }
 }
 
 /* Finishes the oldest task in flight if it is done (or, with block,
@@ -361,6 +374,20 @@ static bool runner_retire(struct runner *r, bool block)
     return true;
 }
 
+/* On stop: t, queued, is cancelled. */
+static void runner_cancel(struct runner *r, struct task *t)
+{
+    runner_fail(t, STATUS_CANCELLED, "the daemon is shutting down");
+    if (runner_begins_job(t))
+        runner_count_admitted(r, t, false);
+    if (t->kind == TASK_JOB) {
+        /* Between two pieces: its device side goes, its memory too. */
+        dev_task_finish(r->dev, t, NULL, true);
+        runner_release(r, t->job);
+    }
+    runner_hand_back(r, t);
+}
+
 /* On stop: what is in flight finishes; queued and parked tasks are
  * cancelled, except CLOSE, which still frees its stream. */
 static void runner_drain_tasks(struct runner *r)
@@ -378,15 +405,7 @@ static void runner_drain_tasks(struct runner *r)
             runner_retire(r, true);
             continue;
         }
-        runner_fail(t, STATUS_CANCELLED, "the daemon is shutting down");
-        if (runner_begins_job(t))
-            runner_count_admitted(r, t, false);
-        if (t->kind == TASK_JOB) {
-            /* Between two pieces: its device side goes, its memory too. */
-            dev_task_finish(r->dev, t, NULL, true);
-            runner_release(r, t->job);
-        }
-        runner_hand_back(r, t);
+        runner_cancel(r, t);
     }
 }
 
@@ -409,39 +428,11 @@ static const struct task *runner_peek(const struct runner *r)
     return r->retry_parked && r->parked ? r->parked : fairq_peek(r->queue);
 }
 
-/* Whether the task runner_next() would give may start now: with room in
- * flight, any; without, one that runs in a batch (dev_batch.c), which
- * takes none: the runner waits for it on the device's batch queue, beside
- * the pieces in flight, so a tiny job at the head of the queue need not
- * wait for a bulk piece to end first. Called with the lock held. */
+/* Whether the task runner_next() would give may start now: one is
+ * queued and there is room in flight. Called with the lock held. */
 static bool runner_can_start(const struct runner *r)
 {
-    const struct task *t = runner_peek(r);
-    return t && (runner_has_room(r) || dev_batch_takes(t));
-}
-
-/* Between the steps of a copy that holds the runner's thread (a GPU's
- * copy of pageable memory, dev_exec.c): small jobs at the head of the
- * queue run now, as batches, not after the piece being started. On the
- * runner's own thread only, and not within itself (a batch whose jobs
- * fall back to running one by one copies too). */
-static void runner_yield(void *arg)
-{
-    struct runner *r = arg;
-    if (r->yielding || !pthread_equal(pthread_self(), r->thread))
-        return;
-    r->yielding = true;
-    for (;;) {
-        bool retried = false;
-        pthread_mutex_lock(&r->lock);
-        const struct task *head = runner_peek(r);
-        struct task *t = head && dev_batch_takes(head) ? runner_next(r, &retried) : NULL;
-        pthread_mutex_unlock(&r->lock);
-        if (!t)
-            break;
-        runner_batch(r, t, retried);
-    }
-    r->yielding = false;
+    return runner_peek(r) && runner_has_room(r);
 }
 
 /* Something to do: a task to start, or a command finished so the oldest
@@ -451,14 +442,14 @@ static bool runner_has_work(const struct runner *r)
     return r->stopping || runner_can_start(r) || (r->kicked && r->nflight);
 }
 
-/* Waits up to spin_ns for a submit or a kick after `seen` (news read
- * under the lock, when there was no work) without sleeping, so that the
- * next tiny job costs no wake-up (--busy-poll; io_loop_run says why each
- * round yields). Called without the lock. */
-static void runner_poll(struct runner *r, unsigned seen)
+/* Waits up to r->spin_ns for news after `seen` (read under the lock,
+ * when there was no work) without sleeping, so that the next tiny job
+ * costs no wake-up (--busy-poll; io_loop_run says why each round
+ * yields). Called without the lock. */
+static void runner_poll(const struct runner *r, atomic_uint *news, unsigned seen)
 {
     uint64_t end = monotonic_ns() + r->spin_ns;
-    while (atomic_load_explicit(&r->news, memory_order_relaxed) == seen && monotonic_ns() < end)
+    while (atomic_load_explicit(news, memory_order_relaxed) == seen && monotonic_ns() < end)
         sched_yield();
 }
 
@@ -489,7 +480,7 @@ static void *runner_main(void *arg)
         if (spin && r->spin_ns && !runner_has_work(r)) {
             unsigned seen = atomic_load(&r->news);
             pthread_mutex_unlock(&r->lock);
-            runner_poll(r, seen);
+            runner_poll(r, &r->news, seen);
             pthread_mutex_lock(&r->lock);
         }
         bool looked = false;
@@ -501,9 +492,7 @@ static void *runner_main(void *arg)
         bool retried = false;
         struct task *t = runner_can_start(r) ? runner_next(r, &retried) : NULL;
         pthread_mutex_unlock(&r->lock);
-        if (t && dev_batch_takes(t))
-            runner_batch(r, t, retried);
-        else if (t)
+        if (t)
             runner_begin(r, t, retried);
         bool retired = false;
         while (runner_retire(r, false))
@@ -519,6 +508,49 @@ static void *runner_main(void *arg)
     return NULL;
 }
 
+/* The batch lane's thread: a batch of what is queued, then the next;
+ * on stop, what is still queued is cancelled. */
+static void *runner_batch_main(void *arg)
+{
+    struct runner *r = arg;
+    pthread_setname_np(pthread_self(), "ampd-batch");
+    pthread_mutex_lock(&r->lock);
+    for (bool spin = false;;) {
+        if (spin && r->spin_ns && !r->stopping && !fairq_len(r->batches)) {
+            unsigned seen = atomic_load(&r->batch_news);
+            pthread_mutex_unlock(&r->lock);
+            runner_poll(r, &r->batch_news, seen);
+            pthread_mutex_lock(&r->lock);
+        }
+        while (!r->stopping && !fairq_len(r->batches))
+            pthread_cond_wait(&r->batch_wake, &r->lock);
+        if (r->stopping)
+            break;
+        struct task *t = fairq_pop(r->batches);
+        pthread_mutex_unlock(&r->lock);
+        runner_batch(r, t);
+        spin = true;
+        pthread_mutex_lock(&r->lock);
+    }
+    for (struct task *t; (t = fairq_pop(r->batches));) {
+        pthread_mutex_unlock(&r->lock);
+        runner_cancel(r, t);
+        pthread_mutex_lock(&r->lock);
+    }
+    pthread_mutex_unlock(&r->lock);
+    return NULL;
+}
+
+static void runner_free(struct runner *r)
+{
+    pthread_cond_destroy(&r->batch_wake);
+    pthread_cond_destroy(&r->wake);
+    pthread_mutex_destroy(&r->lock);
+    fairq_free(r->batches);
+    fairq_free(r->queue);
+    free(r);
+}
+
 struct runner *runner_start(struct dev *d, uint64_t spin_ns, runner_complete_cb complete,
                             void *ctx)
 {
@@ -532,24 +564,22 @@ struct runner *runner_start(struct dev *d, uint64_t spin_ns, runner_complete_cb 
     r->notify = (struct dev_notify){runner_kick, r};
     r->flight_max = RUNNER_FLIGHT_PIECES * dev_task_piece_cost(d);
     r->queue = fairq_new();
-    if (!r->queue) {
-        free(r);
-        return NULL;
-    }
+    r->batches = fairq_new();
     pthread_mutex_init(&r->lock, NULL);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);   /* runner_sleep: monotonic_ns() */
     pthread_cond_init(&r->wake, &ca);
     pthread_condattr_destroy(&ca);
-    r->yield = (struct dev_notify){runner_yield, r};
-    dev_task_set_yield(d, &r->yield);   /* before the thread: it reads it */
-    if (pthread_create(&r->thread, NULL, runner_main, r) != 0) {
-        dev_task_set_yield(d, NULL);
-        pthread_cond_destroy(&r->wake);
-        pthread_mutex_destroy(&r->lock);
-        fairq_free(r->queue);
-        free(r);
+    pthread_cond_init(&r->batch_wake, NULL);
+    if (!r->queue || !r->batches || pthread_create(&r->thread, NULL, runner_main, r) != 0) {
+        runner_free(r);
+        return NULL;
+    }
+    if (pthread_create(&r->batcher, NULL, runner_batch_main, r) != 0) {
+        runner_stop_begin(r);
+        pthread_join(r->thread, NULL);
+        runner_free(r);
         return NULL;
     }
     return r;
@@ -557,15 +587,16 @@ struct runner *runner_start(struct dev *d, uint64_t spin_ns, runner_complete_cb 
 
 void runner_submit(struct runner *r, struct task *t)
 {
+    bool small = dev_batch_takes(t);
     pthread_mutex_lock(&r->lock);
-    fairq_push(r->queue, t, dev_task_cost(r->dev, t));
+    fairq_push(small ? r->batches : r->queue, t, dev_task_cost(r->dev, t));
     if (runner_begins_job(t))
         r->jobs_queued++;
-    atomic_fetch_add(&r->news, 1);
+    atomic_fetch_add(small ? &r->batch_news : &r->news, 1);
     pthread_mutex_unlock(&r->lock);
-    /* After the unlock: a runner woken under the lock would only wait for
+    /* After the unlock: a thread woken under the lock would only wait for
      * it. The runner outlives this call (sched.c's `life` lock). */
-    pthread_cond_signal(&r->wake);
+    pthread_cond_signal(small ? &r->batch_wake : &r->wake);
 }
 
 size_t runner_load(struct runner *r)
@@ -604,6 +635,7 @@ void runner_stop_begin(struct runner *r)
     pthread_mutex_lock(&r->lock);
     r->stopping = true;
     pthread_cond_signal(&r->wake);
+    pthread_cond_signal(&r->batch_wake);
     pthread_mutex_unlock(&r->lock);
 }
 
@@ -612,15 +644,12 @@ void runner_stop(struct runner *r)
     if (!r)
         return;
     runner_stop_begin(r);
+    pthread_join(r->batcher, NULL);
     pthread_join(r->thread, NULL);
-    dev_task_set_yield(r->dev, NULL);
     /* Every task is finished, but drivers may still be inside callbacks. */
     pthread_mutex_lock(&r->lock);
     while (r->callbacks)
         pthread_cond_wait(&r->wake, &r->lock);
     pthread_mutex_unlock(&r->lock);
-    pthread_cond_destroy(&r->wake);
-    pthread_mutex_destroy(&r->lock);
-    fairq_free(r->queue);
-    free(r);
+    runner_free(r);
 }

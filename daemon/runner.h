@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: MIT */
-/* runner.h: one thread per device that owns it and runs its tasks
- * (task.h: unary jobs and the pieces of streamed ones) in order.
+/* runner.h: the threads of one device that run its tasks (task.h:
+ * unary jobs and the pieces of streamed ones) in order: the runner, which
+ * owns the device, and its batch lane, which runs small unary jobs in
+ * batches beside it.
  *
  * The loop thread submits tasks; the runner thread starts them on the
  * device, admits their device memory, and calls the completion callback,
- * on the runner thread, as each finishes. sched.c turns that into a
- * uv_async wake-up so results are written from the loop thread.
+ * on its own thread (the batch lane on its), as each finishes. sched.c
+ * turns that into a uv_async wake-up so results are written from the
+ * loop thread.
  */
 #ifndef AMPD_RUNNER_H
 #define AMPD_RUNNER_H
@@ -21,10 +24,10 @@ struct runner;
 
 typedef void (*runner_complete_cb)(struct task *t, void *ctx);
 
-/* Starts a thread for d. complete(t, ctx) runs on that thread after each
- * task, in submission order for the tasks of one job. Once it has nothing
- * to do, the thread polls for spin_ns before it sleeps (0: never). Returns
- * NULL on failure. The runner does not own d. */
+/* Starts the threads for d. complete(t, ctx) runs on one of them after
+ * each task, in submission order for the tasks of one job. Once one has
+ * nothing to do, it polls for spin_ns before it sleeps (0: never).
+ * Returns NULL on failure. The runner does not own d. */
 struct runner *runner_start(struct dev *d, uint64_t spin_ns, runner_complete_cb complete,
                             void *ctx);
 
@@ -41,7 +44,7 @@ void runner_dev_load(struct runner *r, struct dev_load *out);
 struct dev *runner_dev(struct runner *r);
 
 /* Whether what is in flight leaves no room for another piece (tests: a
- * tiny job's batch must start all the same). Thread-safe. */
+ * tiny job's batch must run all the same). Thread-safe. */
 bool runner_flight_full(struct runner *r);
 
 /* Asks r to stop without waiting for it: it finishes the tasks in flight

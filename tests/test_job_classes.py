@@ -21,7 +21,8 @@ amp-max-queue-time 1m (1 ms) it ends UNAVAILABLE naming the header and the
 time waited while the stream still holds the device, and so does ampctl's
 with --max-queue-time 1ms (libampclient sends the headers); a job of the low
 priority sending none ends naming --max-queue-time; the daemon serves a
-host-path job meanwhile; a job parked with a generous queue time runs
+host-path job meanwhile, and a small job on the device too (a batch's job
+takes no device memory); a job parked with a generous queue time runs
 once the stream ends.
 Prints one line per check and a closing "N passed, M failed".
 """
@@ -322,6 +323,10 @@ def test_queue_time_limit():
                                   src, "-o", os.devnull)
             expect(rc == 1 and "amp-max-queue-time of 1 ms" in err, "ampctl %d: %s" % (rc, err))
             reverse(ch, queue=PATIENT)   # the host path serves others meanwhile
+            # A small job on the device runs in its batch buffers: it takes
+            # no device memory, so it passes the parked one (parked behind
+            # it, it would end UNAVAILABLE after 10 s).
+            reverse(ch, bytes(range(100)), "cpu", queue="10S")
             expect(not patient.done(), "the patient job ended while the stream held the device")
         finally:
             held.end()

@@ -5,9 +5,9 @@
  * and running jobs, stopping completes queued jobs with STATUS_CANCELLED,
  * and so does a job cancelled before it ran. Between clients the queue is
  * fair (fairq.c): another client's job queued behind a flood goes next,
- * a higher priority first; a tiny job's batch starts while a bulk job's
- * pieces fill what may be in flight, and between the steps of a bulk
- * copy that holds the runner; a job whose queue time ran out ends
+ * a higher priority first; a tiny job's batch runs, on the batch lane,
+ * while a bulk job's pieces fill what may be in flight and while a bulk
+ * copy holds the runner's thread; a job whose queue time ran out ends
  * UNAVAILABLE, one the loop expired first is skipped. */
 #include <check.h>
 #include <pthread.h>
@@ -317,10 +317,8 @@ START_TEST(batch_passes_a_full_flight)
     enum { CHUNK = 4096, BULK = 256 * 1024, NBULK = 2 };   /* above a batch's most */
     struct dev *d = fixture_dev();
     dev_set_chunk_bytes_for_test(d, CHUNK);
-    /* Held in a first tiny job's completion (its batch made the batch's
-     * buffers before the gate), so both bulk jobs are queued before any
-     * piece starts: the queue never empties, and no tie of tags lets a
-     * bulk piece go before the tiny job (fairq_pop). */
+    /* The batch lane held in a first tiny job's completion: its batch
+     * made the batch's buffers before the gate. */
     struct completions c;
     struct job *warm;
     struct runner *r = held_runner(&c, &warm, spins_ns[_i]);
@@ -364,8 +362,8 @@ END_TEST
  * (here in 4 KiB steps), and its kernels cannot run (their queue waits on
  * a user event), so the copy out of its first piece holds the runner
  * until the gate opens; another client's tiny job, queued right behind
- * it, still runs first: between the steps of the copy in. */
-START_TEST(batch_runs_between_copy_steps)
+ * it, still runs first: on the batch lane. */
+START_TEST(batch_passes_a_held_runner)
 {
     enum { CHUNK = 64 * 1024, STEP = 4096, BULK = 256 * 1024 };
     struct dev *d = fixture_dev();
@@ -379,7 +377,7 @@ START_TEST(batch_runs_between_copy_steps)
     ck_assert_ptr_nonnull(in);
     fixture_random(in, BULK, 6);
     struct job *bulk = add_job(in, BULK, 3, 1);
-    runner_submit(r, &bulk->task);   /* first: the tags tie, the earlier goes */
+    runner_submit(r, &bulk->task);
     struct job *tiny = reverse_job(1);
     tiny->cls.flow = 2;
     runner_submit(r, &tiny->task);
@@ -391,7 +389,7 @@ START_TEST(batch_runs_between_copy_steps)
     clReleaseEvent(gate);
     dev_set_pageable_step_for_test(d, 0);
     dev_set_chunk_bytes_for_test(d, 0);
-    ck_assert_msg(passed, "the tiny job waited for the bulk copies");
+    ck_assert_msg(passed, "the tiny job waited for the runner's bulk copy");
     ck_assert_ptr_eq(c.order[1], tiny);
     ck_assert_ptr_eq(c.order[2], bulk);
     ck_assert_int_eq(tiny->status, STATUS_OK);
@@ -461,7 +459,7 @@ int main(void)
         stop_idle_runner,
         other_client_passes_a_flood,
         batch_passes_a_full_flight,
-        batch_runs_between_copy_steps,
+        batch_passes_a_held_runner,
         queue_time_runs_out,
         NULL,
     };

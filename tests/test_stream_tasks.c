@@ -245,8 +245,10 @@ START_TEST(job_waits_for_memory_a_stream_holds)
     dev_set_memory_capacity(d, dev_stream_memory(d, stream) + 1024);
     uint8_t in[4096];
     fixture_random(in, sizeof in, 9);
-    struct job *small = fixture_job(1, in, sizeof in);   /* needs 8 KiB: must wait */
-    small->steps[0].kind = STEP_REVERSE;
+    /* Two steps, so not a batch's (those take no device memory); it needs
+     * 12 KiB: it must wait. */
+    struct job *small = fixture_job(2, in, sizeof in);
+    small->steps[0].kind = small->steps[1].kind = STEP_REVERSE;
     small->task = (struct task){.kind = TASK_JOB, .job = small};
 
     submit(stream, TASK_OPEN, NULL, 0, 0);
@@ -275,8 +277,9 @@ START_TEST(job_that_could_never_fit_is_refused)
     uint64_t saved = dev_memory_capacity(d);
     dev_set_memory_capacity(d, 1000);
     uint8_t in[800] = {0};
-    struct job *big = fixture_job(1, in, sizeof in);   /* in + out = 1600 > 1000 */
-    big->steps[0].kind = STEP_REVERSE;
+    /* Two steps, not a batch's; in + two outputs = 2400 > 1000. */
+    struct job *big = fixture_job(2, in, sizeof in);
+    big->steps[0].kind = big->steps[1].kind = STEP_REVERSE;
     big->task = (struct task){.kind = TASK_JOB, .job = big};
     runner_submit(run, &big->task);
     collector_wait(&col, 1);
