@@ -334,9 +334,9 @@ static enum status_code dev_cmd_done(struct dev_exec *x, struct dev_cmd *c, cl_i
 /* A copy between host memory and b: in (DEV_Q_IN) writes b, out
  * (DEV_Q_OUT) reads it. One of pageable memory on a GPU returns only once
  * done (779c45e: a kernel behind a pending one deadlocked NVIDIA's
- * driver), so it holds the runner's thread; it goes in steps
- * (DEV_PAGEABLE_STEP). Only the first step waits for the command's
- * hazards: the queue is in order. */
+ * driver), so it holds the runner's thread; it goes in steps with the
+ * runner's yield between them, when nothing of it is pending. Only the
+ * first step waits for the command's hazards: the queue is in order. */
 static enum status_code dev_exec_copy(struct dev_exec *x, struct dev_buf *b, size_t off,
                                       void *host, size_t len, enum dev_queue q,
                                       enum dev_host where)
@@ -357,6 +357,8 @@ static enum status_code dev_exec_copy(struct dev_exec *x, struct dev_buf *b, siz
         if (done) {
             clReleaseEvent(ev);   /* that step is done: it held us */
             ev = NULL;
+            if (d->yield)
+                d->yield->fn(d->yield->arg);
         }
         cl_uint nwaits = done ? 0 : c.nwaits;
         const cl_event *waits = nwaits ? c.waits : NULL;

@@ -111,9 +111,11 @@ struct dev {
     cl_int launch_fault;              /* test-only: nonzero makes every kernel launch fail
                                        * with it, as a broken device would */
     /* A copy of pageable memory holds its thread until done (a GPU's:
-     * dev_exec.c says why), in steps of pageable_step bytes. */
+     * dev_exec.c says why), in steps of pageable_step bytes with yield
+     * (dev_task_set_yield) called between them. */
     bool pageable_holds;
     size_t pageable_step;
+    const struct dev_notify *yield;
     struct dev_batch_mem *batch;      /* dev_batch.c's buffers, made at the first batch;
                                        * the runner thread only */
     struct dev_const consts;          /* dev_const.c's kept blocks */
@@ -132,13 +134,11 @@ cl_mem dev_const_get(struct dev *d, const void *bytes, size_t size, cl_int *rc);
 void dev_const_init(struct dev *d);
 void dev_const_free(struct dev *d);
 
-/* The step of a copy of pageable memory that holds its thread: a batch's
- * copy on the batch queue waits for the copy engine one step (on the H200
- * ~0.07 ms), not a whole piece's copy. 512 KiB rather than 1 MiB took a
- * 16-byte job's p50 beside sixteen 32 MiB unary calls from 430-496 to
- * 303-306 us (alone 222-258), the unary calls' own GB/s within their
- * noise, when batches still ran between the steps on the runner's own
- * thread (they have one of their own now: runner.c). */
+/* The step of a copy of pageable memory that holds its thread: a small
+ * job queued meanwhile waits for one step (on the H200 ~0.07 ms), not a
+ * whole piece's copy. 512 KiB rather than 1 MiB took a 16-byte job's p50
+ * beside sixteen 32 MiB unary calls from 430-496 to 303-306 us (alone
+ * 222-258), the unary calls' own GB/s within their noise. */
 #define DEV_PAGEABLE_STEP ((size_t)512 << 10)
 
 /* A batch item's words in kernels/batch.cl (a build option there). */

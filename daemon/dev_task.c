@@ -125,6 +125,11 @@ size_t dev_task_notify(struct dev_exec *x, const struct dev_notify *n)
     return dev_exec_notify(x, n);
 }
 
+void dev_task_set_yield(struct dev *d, const struct dev_notify *n)
+{
+    d->yield = n;
+}
+
 void dev_task_finish(struct dev *d, struct task *t, struct dev_exec *x, bool last)
 {
     if (t->kind != TASK_JOB) {

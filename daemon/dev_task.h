@@ -62,6 +62,13 @@ size_t dev_task_events(const struct dev_exec *x);
  * (fewer than dev_task_events(x) where registering failed). */
 size_t dev_task_notify(struct dev_exec *x, const struct dev_notify *n);
 
+/* n->fn(n->arg) is called between the steps of a copy that holds the
+ * calling thread until it is done (a GPU's copy of pageable memory,
+ * dev_exec.c), so that the runner may let the batch queued meanwhile have
+ * the device first; NULL: none. n must outlive its use; the runner sets
+ * it while it runs. */
+void dev_task_set_yield(struct dev *d, const struct dev_notify *n);
+
 /* Waits for x's commands (x may be NULL) and frees x; after t's last
  * piece (last), sets t's status and results and frees its device side. */
 void dev_task_finish(struct dev *d, struct task *t, struct dev_exec *x, bool last);

@@ -7,7 +7,8 @@
  * fair (fairq.c): another client's job queued behind a flood goes next,
  * a higher priority first; a tiny job's batch runs, on the batch lane,
  * while a bulk job's pieces fill what may be in flight and while a bulk
- * copy holds the runner's thread; a job whose queue time ran out ends
+ * copy holds the runner's thread, and such a copy lets a batch queued
+ * before it go first; a job whose queue time ran out ends
  * UNAVAILABLE, one the loop expired first is skipped. */
 #include <check.h>
 #include <pthread.h>
@@ -402,6 +403,49 @@ START_TEST(batch_passes_a_held_runner)
 }
 END_TEST
 
+/* A bulk copy that holds the runner (4 KiB steps) lets the batch queued
+ * before it have the device first: another client's tiny job is queued
+ * while the batch lane is held, then its batch cannot end (the batch
+ * queue waits on a user event); the bulk job, behind it, must not end
+ * either until the gate opens. Without the wait it ends in milliseconds. */
+START_TEST(stepping_copy_waits_for_a_batch)
+{
+    enum { CHUNK = 64 * 1024, STEP = 4096, BULK = 256 * 1024 };
+    struct dev *d = fixture_dev();
+    dev_set_chunk_bytes_for_test(d, CHUNK);
+    dev_set_pageable_step_for_test(d, STEP);
+    struct completions c;
+    struct job *warm;
+    struct runner *r = held_runner(&c, &warm, spins_ns[_i]);
+    cl_event gate = gate_queues(d, DEV_Q_BATCH, DEV_Q_BATCH);
+    struct job *tiny = reverse_job(1);
+    tiny->cls.flow = 2;
+    runner_submit(r, &tiny->task);
+    uint8_t *in = malloc(BULK);
+    ck_assert_ptr_nonnull(in);
+    fixture_random(in, BULK, 7);
+    struct job *bulk = add_job(in, BULK, 9, 1);
+    runner_submit(r, &bulk->task);
+    release(&c);
+    bool ended = completions_wait_for(&c, 2, 2);
+    ck_assert_int_eq(clSetUserEventStatus(gate, CL_COMPLETE), CL_SUCCESS);
+    completions_wait(&c, 3);
+    runner_stop(r);
+    clReleaseEvent(gate);
+    dev_set_pageable_step_for_test(d, 0);
+    dev_set_chunk_bytes_for_test(d, 0);
+    ck_assert_msg(!ended, "a job ended while the batch queued before the bulk copy could not");
+    ck_assert_ptr_eq(c.order[1], tiny);
+    ck_assert_ptr_eq(c.order[2], bulk);
+    ck_assert_int_eq(tiny->status, STATUS_OK);
+    check_added(bulk, in, BULK, 9);
+    free(in);
+    job_free(warm);
+    job_free(bulk);
+    job_free(tiny);
+}
+END_TEST
+
 /* A job queued past its queue time ends UNAVAILABLE without running, and
  * says why; one the loop's timer expired first (its call already ended)
  * is skipped; jobs with time left run. */
@@ -460,6 +504,7 @@ int main(void)
         other_client_passes_a_flood,
         batch_passes_a_full_flight,
         batch_passes_a_held_runner,
+        stepping_copy_waits_for_a_batch,
         queue_time_runs_out,
         NULL,
     };
