@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* fairq.h: the order in which a device's runner (runner.c) and the host
- * workers (host.c) take queued tasks: by priority, then fair between
- * clients by their weights.
+/* fairq.h: the order in which a device's runner and its batch lane
+ * (runner.c, a queue each) and the host workers (host.c) take queued
+ * tasks: by priority, then fair between clients by their weights.
  *
  * Each (client, priority) is a flow (job->cls: flow, weight, priority).
  * A higher priority always goes first. Within a priority, flows share by
