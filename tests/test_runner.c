@@ -359,90 +359,94 @@ START_TEST(batch_passes_a_full_flight)
 }
 END_TEST
 
-/* A bulk job's copies hold the runner, as a GPU's of pageable memory do
- * (here in 4 KiB steps), and its kernels cannot run (their queue waits on
- * a user event), so the copy out of its first piece holds the runner
- * until the gate opens; another client's tiny job, queued right behind
- * it, still runs first: on the batch lane. */
-START_TEST(batch_passes_a_held_runner)
-{
-    enum { CHUNK = 64 * 1024, STEP = 4096, BULK = 256 * 1024 };
-    struct dev *d = fixture_dev();
-    dev_set_chunk_bytes_for_test(d, CHUNK);
-    dev_set_pageable_step_for_test(d, STEP);
+/* The two tests below: the batch lane held in a warm job's completion,
+ * the device's queue q gated (a user event), then a bulk job of 64 KiB
+ * pieces whose copies hold the runner, as a GPU's of pageable memory do
+ * (here in 4 KiB steps), and another client's tiny job queued (the tiny
+ * one first with tiny_first), then the lane let go. */
+struct gated {
     struct completions c;
-    struct job *warm;
-    struct runner *r = held_runner(&c, &warm, spins_ns[_i]);
-    cl_event gate = gate_queues(d, DEV_Q_KERNEL, DEV_Q_KERNEL);
-    uint8_t *in = malloc(BULK);
-    ck_assert_ptr_nonnull(in);
-    fixture_random(in, BULK, 6);
-    struct job *bulk = add_job(in, BULK, 3, 1);
-    runner_submit(r, &bulk->task);
-    struct job *tiny = reverse_job(1);
-    tiny->cls.flow = 2;
-    runner_submit(r, &tiny->task);
-    release(&c);
-    bool passed = completions_wait_for(&c, 2, 60);
-    ck_assert_int_eq(clSetUserEventStatus(gate, CL_COMPLETE), CL_SUCCESS);
-    completions_wait(&c, 3);
-    runner_stop(r);
-    clReleaseEvent(gate);
+    struct runner *r;
+    cl_event gate;
+    uint8_t *in;
+    uint8_t value;
+    struct job *warm, *bulk, *tiny;
+};
+
+enum { GATED_CHUNK = 64 * 1024, GATED_STEP = 4096, GATED_BULK = 256 * 1024 };
+
+static void gated_start(struct gated *g, enum dev_queue q, bool tiny_first, uint8_t value,
+                        uint64_t spin_ns)
+{
+    struct dev *d = fixture_dev();
+    dev_set_chunk_bytes_for_test(d, GATED_CHUNK);
+    dev_set_pageable_step_for_test(d, GATED_STEP);
+    g->r = held_runner(&g->c, &g->warm, spin_ns);
+    g->gate = gate_queues(d, q, q);
+    g->in = malloc(GATED_BULK);
+    ck_assert_ptr_nonnull(g->in);
+    fixture_random(g->in, GATED_BULK, value);
+    g->value = value;
+    g->bulk = add_job(g->in, GATED_BULK, value, 1);
+    g->tiny = reverse_job(1);
+    g->tiny->cls.flow = 2;
+    runner_submit(g->r, tiny_first ? &g->tiny->task : &g->bulk->task);
+    runner_submit(g->r, tiny_first ? &g->bulk->task : &g->tiny->task);
+    release(&g->c);
+}
+
+/* Opens the gate, waits for both jobs and stops the runner. */
+static void gated_stop(struct gated *g)
+{
+    struct dev *d = fixture_dev();
+    ck_assert_int_eq(clSetUserEventStatus(g->gate, CL_COMPLETE), CL_SUCCESS);
+    completions_wait(&g->c, 3);
+    runner_stop(g->r);
+    clReleaseEvent(g->gate);
     dev_set_pageable_step_for_test(d, 0);
     dev_set_chunk_bytes_for_test(d, 0);
+}
+
+/* Checks that the tiny job ended first, and both well; frees them. */
+static void gated_check(struct gated *g)
+{
+    ck_assert_ptr_eq(g->c.order[1], g->tiny);
+    ck_assert_ptr_eq(g->c.order[2], g->bulk);
+    ck_assert_int_eq(g->tiny->status, STATUS_OK);
+    ck_assert_uint_eq(g->tiny->results[0].data[0], 2);   /* {1, 1, 2} reversed */
+    check_added(g->bulk, g->in, GATED_BULK, g->value);
+    free(g->in);
+    job_free(g->warm);
+    job_free(g->bulk);
+    job_free(g->tiny);
+}
+
+/* The bulk job's kernels cannot run, so the copy out of its first piece
+ * holds the runner until the gate opens; the tiny job, queued right
+ * behind it, still runs first: on the batch lane. */
+START_TEST(batch_passes_a_held_runner)
+{
+    struct gated g;
+    gated_start(&g, DEV_Q_KERNEL, false, 3, spins_ns[_i]);
+    bool passed = completions_wait_for(&g.c, 2, 60);
+    gated_stop(&g);
     ck_assert_msg(passed, "the tiny job waited for the runner's bulk copy");
-    ck_assert_ptr_eq(c.order[1], tiny);
-    ck_assert_ptr_eq(c.order[2], bulk);
-    ck_assert_int_eq(tiny->status, STATUS_OK);
-    ck_assert_uint_eq(tiny->results[0].data[0], 2);   /* {1, 1, 2} reversed */
-    check_added(bulk, in, BULK, 3);
-    free(in);
-    job_free(warm);
-    job_free(bulk);
-    job_free(tiny);
+    gated_check(&g);
 }
 END_TEST
 
-/* A bulk copy that holds the runner (4 KiB steps) lets the batch queued
- * before it have the device first: another client's tiny job is queued
- * while the batch lane is held, then its batch cannot end (the batch
- * queue waits on a user event); the bulk job, behind it, must not end
- * either until the gate opens. Without the wait it ends in milliseconds. */
+/* A bulk copy that holds the runner lets the batch queued before it have
+ * the device first: the tiny job's batch cannot end (the batch queue is
+ * gated), and the bulk job, behind it, must not end either until the
+ * gate opens. Without the wait it ends in milliseconds. */
 START_TEST(stepping_copy_waits_for_a_batch)
 {
-    enum { CHUNK = 64 * 1024, STEP = 4096, BULK = 256 * 1024 };
-    struct dev *d = fixture_dev();
-    dev_set_chunk_bytes_for_test(d, CHUNK);
-    dev_set_pageable_step_for_test(d, STEP);
-    struct completions c;
-    struct job *warm;
-    struct runner *r = held_runner(&c, &warm, spins_ns[_i]);
-    cl_event gate = gate_queues(d, DEV_Q_BATCH, DEV_Q_BATCH);
-    struct job *tiny = reverse_job(1);
-    tiny->cls.flow = 2;
-    runner_submit(r, &tiny->task);
-    uint8_t *in = malloc(BULK);
-    ck_assert_ptr_nonnull(in);
-    fixture_random(in, BULK, 7);
-    struct job *bulk = add_job(in, BULK, 9, 1);
-    runner_submit(r, &bulk->task);
-    release(&c);
-    bool ended = completions_wait_for(&c, 2, 2);
-    ck_assert_int_eq(clSetUserEventStatus(gate, CL_COMPLETE), CL_SUCCESS);
-    completions_wait(&c, 3);
-    runner_stop(r);
-    clReleaseEvent(gate);
-    dev_set_pageable_step_for_test(d, 0);
-    dev_set_chunk_bytes_for_test(d, 0);
+    struct gated g;
+    gated_start(&g, DEV_Q_BATCH, true, 9, spins_ns[_i]);
+    bool ended = completions_wait_for(&g.c, 2, 2);
+    gated_stop(&g);
     ck_assert_msg(!ended, "a job ended while the batch queued before the bulk copy could not");
-    ck_assert_ptr_eq(c.order[1], tiny);
-    ck_assert_ptr_eq(c.order[2], bulk);
-    ck_assert_int_eq(tiny->status, STATUS_OK);
-    check_added(bulk, in, BULK, 9);
-    free(in);
-    job_free(warm);
-    job_free(bulk);
-    job_free(tiny);
+    gated_check(&g);
 }
 END_TEST
 
