@@ -12,15 +12,17 @@
  * another client's streams spent 403-707 us queued against 170-258 on
  * an ampd of its own (bench/RESULTS.md, "Where the time goes"). Between
  * the steps of a copy that holds the runner (a GPU's copy of pageable
- * memory) the runner waits for the batch in flight or queued (runner_yield):
- * a batch beside a stepping copy met each step on the copy engine, and a
- * 16 B job's run beside 32 MiB unary calls took 205 us instead of 45.
+ * memory) the runner waits for the batch in flight or queued
+ * (runner_yield): a batch beside a stepping copy met each step on the
+ * copy engine, and a 16 B job's run beside 32 MiB unary calls took 205
+ * us, 112 with the wait (31-39 when the runner ran batches itself, but
+ * queued 83-87 us, not 29).
  *
- * The runner thread takes its queue's tasks in order and starts each on the device
- * without waiting (dev_task_step), a piece at a time: a task with more
- * pieces to come goes back to the queue, charged its next piece's cost,
- * so a large unary job and the tasks of other clients take turns piece
- * by piece. It starts a piece while what it has in flight costs less
+ * The runner thread takes its queue's tasks in order and starts each on
+ * the device without waiting (dev_task_step), a piece at a time: a task
+ * with more pieces to come goes back to the queue, charged its next
+ * piece's cost, so a large unary job and the tasks of other clients take
+ * turns piece by piece. It starts a piece while what it has in flight costs less
  * than RUNNER_FLIGHT_PIECES full pieces (dev_task_cost), and finishes
  * pieces oldest first. A task is handed to the completion callback once
  * its last piece finished, so a stream's tasks complete in the order
