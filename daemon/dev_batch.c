@@ -4,9 +4,10 @@
  *
  * A 16-byte job's device work takes nanoseconds; what it costs is the
  * commands around it: a copy in, a launch, a copy out and a wait, tens of
- * microseconds on the H100 whatever the size. The runner gathers the small
- * jobs queued for its device (Triton's dynamic batching, without a delay:
- * what is queued while the previous batch runs is the next batch), and
+ * microseconds on the H100 whatever the size. The device's batch lane
+ * (runner.c) gathers the small jobs queued for it (Triton's dynamic
+ * batching, without a delay: what is queued while the previous batch runs
+ * is the next batch), and
  * here they are packed into one pinned buffer: the item table, the map
  * tables, then every input, 16-byte aligned. One copy takes it to the
  * device, one launch runs a work-group per job, one copy brings every
@@ -237,15 +238,11 @@ static void dev_batch_unpack(struct dev_batch_mem *m, struct task *t, size_t off
     op_hist_result(&s->u.hist, slots, &r->hist, job);
 }
 
-void dev_batch_run(struct dev *d, struct dev_batch *b)
+bool dev_batch_run(struct dev *d, struct dev_batch *b)
 {
     struct dev_batch_mem *m = dev_batch_mem(d);
-    if (!m) {
-        /* No batch buffers on this device: each job alone, as before. */
-        for (size_t i = 0; i < b->n; i++)
-            dev_task_run(d, b->tasks[i]);
-        return;
-    }
+    if (!m)
+        return false;
     struct task *run[DEV_BATCH_JOBS];
     size_t down_off[DEV_BATCH_JOBS + 1], n = 0;
     for (size_t i = 0; i < b->n; i++)
@@ -273,4 +270,5 @@ void dev_batch_run(struct dev *d, struct dev_batch *b)
         t->status = job->status;
         snprintf(t->msg, sizeof t->msg, "%s", job->msg);
     }
+    return true;
 }

@@ -102,14 +102,6 @@ struct dev_exec *dev_task_step(struct dev *d, struct task *t, bool *more)
     return NULL;
 }
 
-void dev_task_run(struct dev *d, struct task *t)
-{
-    for (bool more = true; more;) {
-        struct dev_exec *x = dev_task_step(d, t, &more);
-        dev_task_finish(d, t, x, !more);
-    }
-}
-
 bool dev_task_ready(const struct dev_exec *x)
 {
     return dev_exec_ready(x);

@@ -36,9 +36,6 @@ uint64_t dev_task_memory(struct dev *d, struct task *t);
  * its pieces in the order they started. */
 struct dev_exec *dev_task_step(struct dev *d, struct task *t, bool *more);
 
-/* Runs every piece of a unary job's t, one after another, blocking. */
-void dev_task_run(struct dev *d, struct task *t);
-
 /* Bytes t's next piece moves and its kernels touch (the scheduler charges
  * a task this, piece by piece): a copy counts its bytes, a kernel the
  * bytes it reads and writes. */
@@ -91,8 +88,11 @@ bool dev_batch_takes(const struct task *t);
 bool dev_batch_fits(const struct dev_batch *b, const struct task *t);
 void dev_batch_add(struct dev_batch *b, struct task *t);
 /* Runs every task of b to the end on d, blocking: each gets its own status
- * and results, as dev_task_start gives a TASK_JOB. */
-void dev_batch_run(struct dev *d, struct dev_batch *b);
+ * and results, as dev_task_step gives a TASK_JOB. Returns false, having
+ * run none, when d has no batch buffers (they could not be made): the
+ * caller runs them one by one. Uses only the batch queue and kernel, so
+ * it may run beside the thread that runs d's other tasks. */
+bool dev_batch_run(struct dev *d, struct dev_batch *b);
 
 /* A unary job's device buffers at their peak when run whole, counted
  * generously: the input and every step's output alive at once. */

@@ -353,8 +353,18 @@ static void runner_batch(struct runner *r, struct task *t)
         t = next && dev_batch_fits(&b, next) ? fairq_pop(r->batches) : NULL;
         pthread_mutex_unlock(&r->lock);
     }
-    if (b.n)
-        dev_batch_run(r->dev, &b);
+    if (b.n && !dev_batch_run(r->dev, &b)) {
+        /* No batch buffers: the runner runs them one by one, since only
+         * its thread may set the device's other kernels' arguments. They
+         * are admitted already (dev_running), so it takes no memory. */
+        pthread_mutex_lock(&r->lock);
+        for (size_t i = 0; i < b.n; i++)
+            fairq_push(r->queue, b.tasks[i], dev_task_cost(r->dev, b.tasks[i]));
+        atomic_fetch_add(&r->news, 1);
+        pthread_mutex_unlock(&r->lock);
+        pthread_cond_signal(&r->wake);
+        return;
+    }
     for (size_t i = 0; i < b.n; i++)
         runner_hand_back(r, b.tasks[i]);
 }

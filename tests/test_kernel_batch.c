@@ -79,7 +79,7 @@ static void batch_run_all(struct job **jobs, size_t n)
         while (i < n && dev_batch_fits(&b, &jobs[i]->task))
             dev_batch_add(&b, &jobs[i++]->task);
         ck_assert_uint_gt(b.n, 0);
-        dev_batch_run(d, &b);
+        ck_assert(dev_batch_run(d, &b));
         for (size_t k = 0; k < b.n; k++)
             ck_assert_int_eq(b.tasks[k]->status, b.tasks[k]->job->status);
     }
