@@ -9,10 +9,13 @@
  * while a bulk job's pieces fill what may be in flight and while a bulk
  * copy holds the runner's thread, and such a copy lets a batch queued
  * before it go first; a job whose queue time ran out ends
- * UNAVAILABLE, one the loop expired first is skipped. */
+ * UNAVAILABLE, one the loop expired first is skipped; where a device's
+ * batch buffers cannot be made, tiny jobs run on the runner's thread. */
+#define _GNU_SOURCE   /* pthread_getname_np */
 #include <check.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -24,6 +27,23 @@
 #include "runner.h"
 
 #define NJOBS 40
+
+/* Fault injection: the program links with --wrap=dev_pinned_alloc
+ * (tests/CMakeLists.txt), and while refuse_batch_buffers is set the
+ * device's batch buffers (both directions in one pinned allocation,
+ * dev_batch.c) cannot be made. */
+static atomic_bool refuse_batch_buffers;
+static atomic_int batch_buffers_refused;
+void *__real_dev_pinned_alloc(struct dev *d, size_t size, struct dev_pinned **out);
+void *__wrap_dev_pinned_alloc(struct dev *d, size_t size, struct dev_pinned **out);
+void *__wrap_dev_pinned_alloc(struct dev *d, size_t size, struct dev_pinned **out)
+{
+    if (atomic_load(&refuse_batch_buffers) && size == 2 * DEV_BATCH_BYTES) {
+        atomic_fetch_add(&batch_buffers_refused, 1);
+        return NULL;
+    }
+    return __real_dev_pinned_alloc(d, size, out);
+}
 
 struct completions {
     pthread_mutex_t lock;
@@ -483,6 +503,43 @@ START_TEST(queue_time_runs_out)
 }
 END_TEST
 
+/* Without batch buffers the lane hands its tiny jobs to the runner, whose
+ * thread alone may set the arguments of the device's other kernels: they
+ * all complete there, in order and right. */
+START_TEST(batch_without_buffers_runs_on_the_runner)
+{
+    struct dev *d = fixture_dev();
+    dev_batch_free(d);   /* an earlier case's batch made them */
+    atomic_store(&batch_buffers_refused, 0);
+    atomic_store(&refuse_batch_buffers, true);
+    struct completions c;
+    completions_init(&c);
+    struct runner *r = runner_start(d, spins_ns[_i], on_complete, &c);
+    ck_assert_ptr_nonnull(r);
+    struct job *jobs[NJOBS];
+    for (int i = 0; i < NJOBS; i++) {
+        jobs[i] = reverse_job((uint8_t)i);
+        runner_submit(r, &jobs[i]->task);
+    }
+    bool all = completions_wait_for(&c, NJOBS, 60);
+    char name[16] = "";
+    if (all)
+        pthread_getname_np(c.thread, name, sizeof name);   /* still running */
+    runner_stop(r);
+    atomic_store(&refuse_batch_buffers, false);
+    ck_assert_msg(all, "%zu of %d tiny jobs completed", c.n, NJOBS);
+    ck_assert_int_gt(atomic_load(&batch_buffers_refused), 0);
+    ck_assert_str_eq(name, "ampd-runner");
+    ck_assert(!c.other_thread);
+    for (int i = 0; i < NJOBS; i++) {
+        ck_assert_ptr_eq(c.order[i], jobs[i]);
+        ck_assert_int_eq(jobs[i]->status, STATUS_OK);
+        ck_assert_uint_eq(jobs[i]->results[0].data[2], (uint8_t)i);
+        job_free(jobs[i]);
+    }
+}
+END_TEST
+
 START_TEST(stop_idle_runner)
 {
     struct completions c;
@@ -510,6 +567,7 @@ int main(void)
         batch_passes_a_held_runner,
         stepping_copy_waits_for_a_batch,
         queue_time_runs_out,
+        batch_without_buffers_runs_on_the_runner,
         NULL,
     };
     TCase *tc = check_run_loop_case(s, "runner", tests, 0, NSPINS);
