@@ -7,6 +7,11 @@
 #       libampclient.so.0.1) to DIR/bin and downloads to DIR/debs the
 #       package of every library they load (ldd, then dpkg -S; libc6 is
 #       there already). DIR is git-ignored and carried to the machine.
+#   device_baseline DIR REV        here: builds REV's ampd in a scratch
+#       worktree as DIR/bin/ampd-old, the daemon an A/B run compares with,
+#       and names REV in DIR/bin/ampd-old.commit.
+#   device_show_baseline DIR       there: prints that name (or that there
+#       is none), beside the figures it is compared with.
 #   device_setup DIR               there: unpacks DIR/debs into a folder
 #       (not into /), points LD_LIBRARY_PATH at it and at DIR/bin, and
 #       registers NVIDIA's OpenCL driver, installed but not registered
@@ -30,6 +35,29 @@ device_prepare() {
   (cd "$dir/debs" && timeout 300 apt-get download "${pkgs[@]}") || return 2
   du -sh "$dir"
   device_step "prepared $dir: carry it to the device machine"
+}
+
+device_baseline() {
+  local dir=$1 rev wt rc=0
+  rev=$(git rev-parse --verify --quiet "${2:-}^{commit}") || { echo "not a commit: '${2:-}'" >&2; return 2; }
+  [ -d "$dir/bin" ] || { echo "no $dir/bin: prepare it first" >&2; return 2; }
+  wt=$(mktemp -d) && git worktree add --detach --quiet "$wt" "$rev" || return 2
+  device_step "building $(git log -1 --format=%h "$rev")'s ampd"
+  cmake -S "$wt" -B "$wt/build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null &&
+    cmake --build "$wt/build" --target ampd -j"$(nproc)" >/dev/null &&
+    cp "$wt/build/ampd" "$dir/bin/ampd-old" &&
+    git log -1 --format='%h %cs %s' "$rev" >"$dir/bin/ampd-old.commit" || rc=2
+  git worktree remove --force "$wt"
+  [ $rc = 0 ] && device_step "$dir/bin/ampd-old: $(cat "$dir/bin/ampd-old.commit")"
+  return $rc
+}
+
+device_show_baseline() {
+  if [ -e "$1/bin/ampd-old.commit" ]; then
+    echo "ampd-old: $(cat "$1/bin/ampd-old.commit")"
+  elif [ -e "$1/bin/ampd-old" ]; then
+    echo "ampd-old: a build of an unnamed commit (scripts/device-tenants.sh baseline REV names it)"
+  fi
 }
 
 device_setup() {

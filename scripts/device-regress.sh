@@ -8,9 +8,9 @@
 # bench_data_path's rows at 64M and 1G.
 #
 # Two steps:
-#   1. here: scripts/build.sh build && scripts/device-tenants.sh prepare,
-#      then copy the baseline daemon to $DIR/bin/ampd-old (a build of the
-#      commit to compare with) and build/bench/bench_data_path to $DIR/bin;
+#   1. here: scripts/build.sh build && scripts/device-tenants.sh prepare
+#      && scripts/device-tenants.sh baseline REV (REV: the commit to
+#      compare with, built as $DIR/bin/ampd-old);
 #   2. on the device machine, carrying $DIR: scripts/device-regress.sh
 #      [ROUNDS] (default 2). Writes $OUT/regress.txt. $ONLY narrows
 #      bench_data_path's groups (its --only; default all but raw and tls).
@@ -20,6 +20,7 @@ rounds=${1:-2}
 : "${OUT:?set OUT to the folder for the results}"
 . "$(dirname "$0")/device-common.sh"
 device_setup "$dir" || exit 2
+versions=$(git log -1 --format='ampd: %h %cs %s' 2>/dev/null; device_show_baseline "$dir")
 cd "$dir/bin" || exit 2
 for b in ampd ampd-old ampctl bench_data_path; do [ -x ./$b ] || { echo "no $dir/bin/$b" >&2; exit 2; }; done
 
@@ -39,6 +40,7 @@ tiny() {
 }
 
 {
+  echo "$versions"
   echo "binary   shape                       calls/s   p50 us    p99 us"
   for r in $(seq "$rounds"); do tiny ampd-old; tiny ampd; done
   for r in $(seq "$rounds"); do

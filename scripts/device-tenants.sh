@@ -11,9 +11,12 @@
 # Two steps:
 #   1. here (the build machine), from the repo root:
 #        scripts/build.sh build && scripts/device-tenants.sh prepare
-#      puts ampd, ampctl, bench_tenants, libampclient.so.0.1 and the .debs of
-#      every library they load (found with ldd and dpkg -S, libc6 left out)
-#      under $DIR (default build-dev, git-ignored);
+#      puts ampd, ampctl, bench_tenants, bench_data_path, libampclient.so.0.1
+#      and the .debs of every library they load (found with ldd and dpkg -S,
+#      libc6 left out) under $DIR (default build-dev, git-ignored); then,
+#      for an A/B run (RUNS=";--ampd ./ampd-old", device-regress.sh),
+#        scripts/device-tenants.sh baseline REV
+#      builds REV's ampd as $DIR/bin/ampd-old, named in env.txt;
 #   2. on the device machine, carrying $DIR:
 #        scripts/device-tenants.sh [BENCH_TENANTS-OPTIONS]
 #      e.g. --seconds 5; the options are added after the sizes, so
@@ -37,7 +40,10 @@ dir=${DIR:-build-dev}
 step() { device_step "$@"; }
 
 if [ "${1:-}" = prepare ]; then
-  device_prepare "$dir" build/ampd build/ampctl build/bench/bench_tenants
+  device_prepare "$dir" build/ampd build/ampctl build/bench/bench_tenants build/bench/bench_data_path
+  exit
+elif [ "${1:-}" = baseline ]; then
+  device_baseline "$dir" "${2:-}"
   exit
 fi
 
@@ -46,7 +52,8 @@ fi
 step "unpacking the libraries, registering the NVIDIA OpenCL ICD"
 device_setup "$dir" || exit 2
 { timeout 30 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
-  nproc; free -g | head -2; git log -1 --format='commit %h %s' 2>/dev/null; } | tee "$OUT/env.txt"
+  nproc; free -g | head -2; git log -1 --format='commit %h %s' 2>/dev/null
+  device_show_baseline "$dir"; } | tee "$OUT/env.txt"
 
 cd "$dir/bin"
 step "ampd's devices"
