@@ -8,6 +8,7 @@
 #ifndef AMPD_DEV_H
 #define AMPD_DEV_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -44,6 +45,11 @@ struct dev_load {
 };
 
 struct dev;
+
+/* With on, a PoCL basic device beside other CPU devices of its platform is
+ * not listed but runs their batches of small jobs (dev_discover.c says
+ * why): ampd's main sets it where it chose PoCL's drivers itself. */
+void dev_set_pocl_batches(bool on);
 
 /* Finds every OpenCL device of every platform and opens it (context, queues,
  * programs built). *devs is a malloc'd array of *n devices ordered GPUs

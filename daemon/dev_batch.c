@@ -14,7 +14,9 @@
  * output back, and each job gets its own result and status: a job that
  * fails its checks is not packed, and the others run. All three go on the
  * device's batch queue (DEV_Q_BATCH), so a batch runs beside the bulk
- * pieces already queued, not after them.
+ * pieces already queued, not after them; on a PoCL CPU device, on the
+ * queue of its batch device (d->batch_dev: dev_discover.c), which runs
+ * them on the lane's thread while it waits.
  */
 #include "dev_internal.h"
 
@@ -188,11 +190,12 @@ static size_t dev_batch_pack(struct dev_batch_mem *m, struct task **run, size_t 
     return in;
 }
 
-/* One copy in, one launch, one copy out; returns the first CL error. */
-static cl_int dev_batch_launch(struct dev *d, struct dev_batch_mem *m, size_t n, size_t up,
-                               size_t down)
+/* One copy in, one launch, one copy out on bd, where d's batches run;
+ * returns the first CL error. */
+static cl_int dev_batch_launch(const struct dev *d, struct dev *bd, struct dev_batch_mem *m,
+                               size_t n, size_t up, size_t down)
 {
-    cl_command_queue q = d->q[DEV_Q_BATCH];
+    cl_command_queue q = bd->q[DEV_Q_BATCH];
     cl_event done = NULL;
     size_t global = n * m->wg;
     cl_int rc = clEnqueueWriteBuffer(q, m->dev_up, CL_FALSE, 0, up, m->up, 0, NULL, NULL);
@@ -240,7 +243,8 @@ static void dev_batch_unpack(struct dev_batch_mem *m, struct task *t, size_t off
 
 bool dev_batch_run(struct dev *d, struct dev_batch *b)
 {
-    struct dev_batch_mem *m = dev_batch_mem(d);
+    struct dev *bd = d->batch_dev ? d->batch_dev : d;
+    struct dev_batch_mem *m = dev_batch_mem(bd);
     if (!m)
         return false;
     struct task *run[DEV_BATCH_JOBS];
@@ -250,7 +254,7 @@ bool dev_batch_run(struct dev *d, struct dev_batch *b)
             run[n++] = b->tasks[i];
     if (n) {
         size_t up = dev_batch_pack(m, run, n, down_off);
-        cl_int rc = dev_batch_launch(d, m, n, up, down_off[n]);
+        cl_int rc = dev_batch_launch(d, bd, m, n, up, down_off[n]);
         for (size_t i = 0; i < n; i++) {
             if (rc == CL_SUCCESS)
                 dev_batch_unpack(m, run[i], down_off[i]);

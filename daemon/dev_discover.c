@@ -9,6 +9,18 @@
  * ICD loader reports platforms in (on a GPU host PoCL may come first). A
  * device that cannot be opened is skipped with a warning; dev_run.c and op_*.c
  * run jobs on the devices opened here.
+ *
+ * PoCL offers the CPU through two drivers: pthread, whose worker threads
+ * run every queue's commands in one order, and basic, which runs them on
+ * the thread that waits for them. Where the environment names none
+ * (POCL_DEVICES), ampd's main asks for both and dev_set_pocl_batches():
+ * the pthread device is the one listed; the basic device of its platform
+ * is not, and runs its batches of small jobs (batch_dev), so that a small job neither waits
+ * behind bulk commands in the workers' order nor for a worker to wake:
+ * on 2 cores a 16-byte job ran 2.6x as many calls a second alone, and
+ * its run part beside a neighbour's streams fell from 240-800 us to 5-30
+ * (bench/RESULTS.md). Where the platform has only a basic device, or
+ * POCL_DEVICES named the drivers, every device PoCL shows is listed.
  */
 #include "dev_internal.h"
 
@@ -36,6 +48,7 @@ struct dev_candidate {
     cl_platform_id platform;
     cl_device_id id;
     enum dev_type type;
+    cl_device_id batch_id;   /* where its batches run (dev->batch_dev), or NULL */
 };
 
 const struct dev_info *dev_info(const struct dev *d)
@@ -271,8 +284,9 @@ static int dev_build_all(struct dev *d, char *err, size_t errlen)
         if (dev_add_kernels(d, d->programs[i], err, errlen) < 0)
             return -1;
     }
-    dev_cache_report(d, hits, n);
     d->cache_hits = hits;
+    struct dev *b = d->batch_dev;   /* its program counts among d's */
+    dev_cache_report(d, hits + (b ? b->cache_hits : 0), n + (b ? b->nprograms : 0));
     return 0;
 }
 
@@ -363,6 +377,7 @@ static void dev_close(struct dev *d)
 {
     if (!d)
         return;
+    dev_close(d->batch_dev);
     dev_serving_build_wait(d);
     dev_release_programs(d);
     dev_const_free(d);
@@ -374,8 +389,10 @@ static void dev_close(struct dev *d)
     free(d);
 }
 
-static struct dev *dev_open(const struct dev_candidate *c, bool profiling, char *err,
-                            size_t errlen)
+/* Device id of platform, with its context and queues, no programs yet;
+ * NULL with why in err. */
+static struct dev *dev_open_queues(cl_platform_id platform, cl_device_id id, enum dev_type type,
+                                   bool profiling, char *err, size_t errlen)
 {
     struct dev *d = calloc(1, sizeof(*d));
     if (!d) {
@@ -383,16 +400,16 @@ static struct dev *dev_open(const struct dev_candidate *c, bool profiling, char 
         return NULL;
     }
     dev_const_init(d);
-    d->platform = c->platform;
-    d->id = c->id;
-    d->info.type = c->type;
+    d->platform = platform;
+    d->id = id;
+    d->info.type = type;
     d->profiling = profiling;
     d->variants = DEV_VARIANTS_SERVING;
     if (dev_fill_info(d, err, errlen) < 0)
         goto fail;
-    cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)c->platform, 0};
+    cl_context_properties props[] = {CL_CONTEXT_PLATFORM, (cl_context_properties)platform, 0};
     cl_int rc;
-    d->ctx = clCreateContext(props, 1, &c->id, NULL, NULL, &rc);
+    d->ctx = clCreateContext(props, 1, &id, NULL, NULL, &rc);
     if (rc != CL_SUCCESS) {
         snprintf(err, errlen, "clCreateContext: %s", dev_cl_error_name(rc));
         goto fail;
@@ -405,17 +422,58 @@ static struct dev *dev_open(const struct dev_candidate *c, bool profiling, char 
             goto fail;
         }
     }
-    /* A GPU not tuned before (or --retune) builds every variant once to
-     * measure them; one tuned before builds, or loads, its choice only. */
-    bool tune = d->shape == DEV_SHAPE_GPU && !dev_tune_load(d);
-    if (tune ? dev_tune_run(d, err, errlen) < 0 : dev_build_all(d, err, errlen) < 0)
-        goto fail;
-    dev_tune_describe(d, d->info.kernels, sizeof d->info.kernels);
-    log_msg(LOG_INFO, "%s: %s%s", d->info.name, d->info.kernels, tune ? " (tuned now)" : "");
     return d;
 fail:
     dev_close(d);
     return NULL;
+}
+
+/* d's batch device (c->batch_id), with batch.cl's program only; where it
+ * cannot open, d's batches run on d, as on any other device. */
+static void dev_open_batch_dev(struct dev *d, const struct dev_candidate *c)
+{
+    char err[2400] = "";
+    size_t i = 0, hits = 0;
+    while (kernel_sources[i].name && strcmp(kernel_sources[i].name, "batch") != 0)
+        i++;
+    struct dev *b = kernel_sources[i].name ? dev_open_queues(c->platform, c->batch_id, DEV_CPU,
+                                                             d->profiling, err, sizeof err)
+                                           : NULL;
+    if (b && (b->programs = calloc(1, sizeof(*b->programs))) &&
+        dev_build_program(b, &kernel_sources[i], &b->variants, false, &b->programs[0], &hits,
+                          err, sizeof err) == 0) {
+        b->nprograms = 1;
+        b->cache_hits = hits;
+        if (dev_add_kernels(b, b->programs[0], err, sizeof err) == 0) {
+            d->batch_dev = b;
+            log_msg(LOG_INFO, "%s: its batches of small jobs run on %s", d->info.name,
+                    b->info.name);
+            return;
+        }
+    }
+    log_msg(LOG_WARN, "%s: its batches run on it: %s", d->info.name,
+            kernel_sources[i].name ? (err[0] ? err : "out of memory") : "no kernels/batch.cl");
+    dev_close(b);
+}
+
+static struct dev *dev_open(const struct dev_candidate *c, bool profiling, char *err,
+                            size_t errlen)
+{
+    struct dev *d = dev_open_queues(c->platform, c->id, c->type, profiling, err, errlen);
+    if (!d)
+        return NULL;
+    if (c->batch_id)
+        dev_open_batch_dev(d, c);
+    /* A GPU not tuned before (or --retune) builds every variant once to
+     * measure them; one tuned before builds, or loads, its choice only. */
+    bool tune = d->shape == DEV_SHAPE_GPU && !dev_tune_load(d);
+    if (tune ? dev_tune_run(d, err, errlen) < 0 : dev_build_all(d, err, errlen) < 0) {
+        dev_close(d);
+        return NULL;
+    }
+    dev_tune_describe(d, d->info.kernels, sizeof d->info.kernels);
+    log_msg(LOG_INFO, "%s: %s%s", d->info.name, d->info.kernels, tune ? " (tuned now)" : "");
+    return d;
 }
 
 /* One candidate's opening, on a thread of its own (dev_open_each). */
@@ -462,6 +520,22 @@ static struct dev_opening *dev_open_each(const struct dev_candidate *cands, size
     return o;
 }
 
+static bool dev_pocl_batches;
+
+void dev_set_pocl_batches(bool on)
+{
+    dev_pocl_batches = on;
+}
+
+/* Whether id is PoCL's basic CPU device: PoCL names its CPU devices after
+ * the driver ("basic-skylake-avx512-...", "pthread-..."). */
+static bool dev_pocl_basic(cl_device_id id, enum dev_type type)
+{
+    char name[64];
+    dev_get_string(id, CL_DEVICE_NAME, name, sizeof name);
+    return type == DEV_CPU && strncmp(name, "basic-", 6) == 0;
+}
+
 /* Appends every device of every platform to *cands (malloc'd). */
 static int dev_list_candidates(struct dev_candidate **cands, size_t *n, char *err, size_t errlen)
 {
@@ -491,12 +565,27 @@ static int dev_list_candidates(struct dev_candidate **cands, size_t *n, char *er
             continue;
         if (nids > DEV_MAX_DEVICES_PER_PLATFORM)
             nids = DEV_MAX_DEVICES_PER_PLATFORM;
+        size_t first = *n;
+        cl_device_id basic = NULL;
         for (cl_uint i = 0; i < nids; i++) {
             cl_device_type t = 0;
             if (clGetDeviceInfo(ids[i], CL_DEVICE_TYPE, sizeof t, &t, NULL) != CL_SUCCESS)
                 continue;   /* of no known type: nothing can be placed on it */
-            (*cands)[(*n)++] = (struct dev_candidate){plats[p], ids[i], dev_type_of(t)};
+            if (dev_pocl_batches && !basic && dev_pocl_basic(ids[i], dev_type_of(t)))
+                basic = ids[i];
+            else
+                (*cands)[(*n)++] = (struct dev_candidate){plats[p], ids[i], dev_type_of(t), NULL};
         }
+        /* PoCL's basic device runs the batches of its platform's other CPU
+         * devices; with none, it is a device of its own. */
+        bool taken = false;
+        for (size_t i = first; basic && i < *n; i++)
+            if ((*cands)[i].type == DEV_CPU) {
+                (*cands)[i].batch_id = basic;
+                taken = true;
+            }
+        if (basic && !taken)
+            (*cands)[(*n)++] = (struct dev_candidate){plats[p], basic, DEV_CPU, NULL};
     }
     return 0;
 }

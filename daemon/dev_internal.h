@@ -117,7 +117,12 @@ struct dev {
     size_t pageable_step;
     const struct dev_notify *yield;
     struct dev_batch_mem *batch;      /* dev_batch.c's buffers, made at the first batch;
-                                       * the runner thread only */
+                                       * the batch lane's thread only */
+    /* Owned: where d's batches run when not on d, opened with it: on a
+     * PoCL CPU device, PoCL's basic device of its platform, which runs a
+     * queue's commands on the thread that waits for them (dev_discover.c
+     * says why); NULL: on d. It builds batch.cl only. */
+    struct dev *batch_dev;
     struct dev_const consts;          /* dev_const.c's kept blocks */
     /* The build of the chosen variants' programs for the cache, after a
      * tuning (dev_serving_build_start); joined when d closes. */

@@ -86,6 +86,13 @@ int main(int argc, char **argv)
      * server's loop handles it (server.c reloads then). */
     signal(SIGPIPE, SIG_IGN);
     signal(SIGHUP, SIG_IGN);
+    /* PoCL's CPU drivers, read at its first call: pthread's device runs
+     * jobs, basic's runs its batches (dev_discover.c), unless the
+     * environment names the drivers. Before any thread. */
+    if (!getenv("POCL_DEVICES")) {
+        setenv("POCL_DEVICES", "pthread basic", 1);
+        dev_set_pocl_batches(true);
+    }
     server_signals_hold();
     /* Buffers of MiBs come and go with every call: request messages, a
      * unary job's results, stream write buffers, and on CPU devices PoCL's

@@ -2,7 +2,9 @@
 /* test_dev_discover.c: device discovery (daemon/dev_discover.c): the list
  * is ordered GPUs, accelerators, CPUs with indexes 0..n-1 and filled-in
  * limits (also with two devices, as ctest's test_dev_discover_two runs
- * it, and on made-up lists of types no one machine has); with no OpenCL
+ * it, and on made-up lists of types no one machine has); PoCL's basic
+ * device runs the batches of the pthread device beside it and is not
+ * listed, or, alone, is the device (test_dev_discover_basic_*); with no OpenCL
  * platform at all, dev_open_all fails with a
  * message instead of crashing. Each test runs in its own process (the ICD
  * loader reads its configuration once per process). */
@@ -12,7 +14,7 @@
 #include <unistd.h>
 
 #include "check_run.h"
-#include "dev.h"
+#include "dev_internal.h"
 
 static int type_rank(enum dev_type t)
 {
@@ -24,6 +26,11 @@ START_TEST(ordered_and_described)
     struct dev **devs;
     size_t n;
     char err[512] = "";
+    /* $AMP_TEST_POCL_BASIC (CMakeLists.txt): "batches" where PoCL shows
+     * its pthread and basic devices, as ampd asks, "device" where only
+     * basic. */
+    const char *basic = getenv("AMP_TEST_POCL_BASIC");
+    dev_set_pocl_batches(basic != NULL);
     ck_assert_msg(dev_open_all(&devs, &n, err, sizeof err) == 0, "%s", err);
     /* ctest runs this again with PoCL showing two devices (CMakeLists.txt). */
     const char *min = getenv("AMP_TEST_MIN_DEVICES");
@@ -40,6 +47,17 @@ START_TEST(ordered_and_described)
         ck_assert_uint_le(in->max_mem_alloc_size, in->global_mem_size);
         if (i > 0)
             ck_assert_int_le(type_rank(dev_info(devs[i - 1])->type), type_rank(in->type));
+        if (basic && strcmp(basic, "batches") == 0) {
+            ck_assert_msg(strncmp(in->name, "basic-", 6) != 0, "%s is listed", in->name);
+            ck_assert_ptr_nonnull(devs[i]->batch_dev);
+            ck_assert_str_eq(devs[i]->batch_dev->info.platform, in->platform);
+            ck_assert_msg(strncmp(devs[i]->batch_dev->info.name, "basic-", 6) == 0, "%s",
+                          devs[i]->batch_dev->info.name);
+        } else {
+            ck_assert_ptr_null(devs[i]->batch_dev);
+        }
+        if (basic && strcmp(basic, "device") == 0)
+            ck_assert_msg(strncmp(in->name, "basic-", 6) == 0, "%s", in->name);
     }
     dev_close_all(devs, n);
 }

@@ -7,7 +7,9 @@ POCL_DEVICES="basic pthread" makes two that their names tell apart
 open the CPU device, that gpu fails the start naming --devices and the
 devices there are, that an index opens that one of two (ampctl devices
 lists it, numbered 0 among those opened), and that --device must name an
-opened device, said so when it does not.
+opened device, said so when it does not. Where POCL_DEVICES is unset,
+ampd asks PoCL for both drivers itself: only the pthread device is listed,
+and the basic one runs its batches of small jobs, right.
 """
 import json
 import os
@@ -36,7 +38,10 @@ class pocl_devices:
 
     def __enter__(self):
         self.was = os.environ.get("POCL_DEVICES")
-        os.environ["POCL_DEVICES"] = self.value
+        if self.value is None:
+            os.environ.pop("POCL_DEVICES", None)
+        else:
+            os.environ["POCL_DEVICES"] = self.value
 
     def __exit__(self, *exc):
         if self.was is None:
@@ -104,6 +109,28 @@ def test_indices_pick_one_of_two():
         expect(names(second) == [(0, SECOND, "cpu")], "1: %r" % names(second))
         first = listed(["--devices", "0"])
         expect(names(first) == [(0, FIRST, "cpu")], "0: %r" % names(first))
+
+
+def test_pocl_basic_runs_the_batches_unlisted():
+    with pocl_devices(None), tempfile.TemporaryFile("w+") as log:
+        d = Daemon(["--devices", "all"], stderr=log)
+        try:
+            p = subprocess.run([AMPCTL, "--address", d.address, "--json", "devices"],
+                               capture_output=True, timeout=CALL_TIMEOUT_S)
+            devs = json.loads(p.stdout)
+            expect(names(devs) == [(0, SECOND, "cpu")], "listed: %r" % names(devs))
+            for data in (b"", b"x", b"batch", bytes(range(256)) * 8):
+                p = subprocess.run([AMPCTL, "--address", d.address, "--device", "0",
+                                    "reverse", "-i", "-", "-o", "-"], input=data,
+                                   capture_output=True, timeout=CALL_TIMEOUT_S)
+                expect(p.returncode == 0 and p.stdout == data[::-1],
+                       "reverse of %d bytes: %r" % (len(data), p.stderr))
+        finally:
+            status = d.stop()
+        expect(status == 0, "ampd exited %d" % status)
+        log.seek(0)
+        text = log.read()
+        expect("its batches of small jobs run on " + FIRST in text, "log:\n" + text)
 
 
 def test_default_device_must_be_opened():

@@ -3,8 +3,10 @@
  * default OpenCL device, against host_step.c: every kind the batch takes,
  * lengths around every word boundary and random ones, map tables and
  * sub-ranges, with both work-group shapes; a cancelled and an invalid job
- * inside a batch fail alone; what a batch must not take; and a batch runs
- * while the bulk queues are held (its own queue, not behind their work). */
+ * inside a batch fail alone; what a batch must not take; a batch runs
+ * while the bulk queues are held (its own queue, not behind their work);
+ * and where a PoCL basic device runs the batches, they run there
+ * (test_kernel_batch_basic, tests/CMakeLists.txt). */
 #include <check.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -118,9 +120,17 @@ START_TEST(mixed_up_to_the_size_limit)
 }
 END_TEST
 
-START_TEST(both_group_shapes)
+/* Where the default device's batches run: on it, or on its batch device
+ * (dev_discover.c), as $AMP_TEST_POCL_BASIC says (tests/CMakeLists.txt). */
+static struct dev *batch_dev(void)
 {
     struct dev *d = fixture_dev();
+    return d->batch_dev ? d->batch_dev : d;
+}
+
+START_TEST(both_group_shapes)
+{
+    struct dev *d = batch_dev();
     enum dev_shape own = d->shape;
     const enum dev_shape shapes[] = {DEV_SHAPE_GPU, DEV_SHAPE_CPU};
     for (size_t s = 0; s < 2; s++) {
@@ -130,6 +140,23 @@ START_TEST(both_group_shapes)
     }
     dev_set_shape_for_test(d, own);
     dev_batch_free(d);
+}
+END_TEST
+
+/* A batch's buffers are made where it runs: on PoCL's basic device when
+ * the default device has one beside it, else on the device. */
+START_TEST(runs_on_its_batch_device)
+{
+    struct dev *d = fixture_dev();
+    const char *basic = getenv("AMP_TEST_POCL_BASIC");
+    if (basic && strcmp(basic, "batches") == 0)
+        ck_assert_ptr_nonnull(d->batch_dev);
+    dev_batch_free(d);
+    dev_batch_free(batch_dev());
+    batch_mixed(20, 10, 100);
+    ck_assert_ptr_nonnull(batch_dev()->batch);
+    if (d->batch_dev)
+        ck_assert_ptr_null(d->batch);
 }
 END_TEST
 
@@ -294,6 +321,7 @@ int main(void)
         output_over_its_input,
         takes_only_what_it_can_run,
         runs_while_bulk_queues_are_held,
+        runs_on_its_batch_device,
         NULL,
     };
     TCase *tc = check_run_case(s, "batch", tests);

@@ -14,10 +14,20 @@
 static struct dev **fixture_devs;
 static size_t fixture_ndevs;
 
+/* As ampd's main does where it chose PoCL's drivers, when the test's
+ * environment says so (tests/CMakeLists.txt: POCL_DEVICES="pthread
+ * basic" with AMP_TEST_POCL_BASIC=batches). */
+static void fixture_pocl_batches(void)
+{
+    const char *basic = getenv("AMP_TEST_POCL_BASIC");
+    dev_set_pocl_batches(basic && strcmp(basic, "batches") == 0);
+}
+
 struct dev *fixture_dev(void)
 {
     if (!fixture_devs) {
         char err[512] = "";
+        fixture_pocl_batches();
         int rc = dev_open_all(&fixture_devs, &fixture_ndevs, err, sizeof err);
         ck_assert_msg(rc == 0, "dev_open_all: %s", err);
         ck_assert_uint_ge(fixture_ndevs, 1);
@@ -47,6 +57,7 @@ static size_t fixture_split_count(void)
         struct dev **devs;
         size_t n, same = 0;
         char err[512];
+        fixture_pocl_batches();
         if (dev_open_all(&devs, &n, err, sizeof err) != 0) {
             fprintf(stderr, "fixture_split_count: %s\n", err);
             _exit(0);

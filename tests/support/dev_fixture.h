@@ -12,7 +12,9 @@
 #include "dev.h"
 #include "job.h"
 
-/* The default device (index 0); aborts the test if none opens. */
+/* The default device (index 0); aborts the test if none opens. Where
+ * $AMP_TEST_POCL_BASIC is "batches", PoCL's basic device runs its batches
+ * (dev_set_pocl_batches), as in ampd. */
 struct dev *fixture_dev(void);
 /* Makes the default device run the GPU kernels v names (building them if
  * it has only the serving ones) and returns what it ran before. */
