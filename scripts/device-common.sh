@@ -4,14 +4,16 @@
 # and travel with the .debs of the libraries they load.
 #
 #   device_prepare DIR BINARY...   here: copies the binaries (and
-#       libampclient.so.0.1) to DIR/bin and downloads to DIR/debs the
-#       package of every library they load (ldd, then dpkg -S; libc6 is
-#       there already). DIR is git-ignored and carried to the machine.
+#       libampclient.so.0.1) to DIR/bin, names the commit they were built
+#       from in DIR/bin/ampd.commit (the machine's copy of the tree may
+#       hold another history), and downloads to DIR/debs the package of
+#       every library they load (ldd, then dpkg -S; libc6 is there
+#       already). DIR is git-ignored and carried to the machine.
 #   device_baseline DIR REV        here: builds REV's ampd in a scratch
 #       worktree as DIR/bin/ampd-old, the daemon an A/B run compares with,
 #       and names REV in DIR/bin/ampd-old.commit.
-#   device_show_baseline DIR       there: prints that name (or that there
-#       is none), beside the figures it is compared with.
+#   device_show_versions DIR       there: prints both names, beside the
+#       figures they are for.
 #   device_setup DIR               there: unpacks DIR/debs into a folder
 #       (not into /), points LD_LIBRARY_PATH at it and at DIR/bin, and
 #       registers NVIDIA's OpenCL driver, installed but not registered
@@ -27,6 +29,8 @@ device_prepare() {
   done
   rm -rf "${dir:?}/debs" "${dir:?}/bin" && mkdir -p "$dir/debs" "$dir/bin" || return 2
   cp "$@" "$dir/bin/" && cp -L build/client/libampclient.so.0.1 "$dir/bin/" || return 2
+  { git log -1 --format='%h %cs %s' | tr -d '\n'
+    git diff --quiet HEAD -- . ':!build-dev' || printf ' (and changes not committed)'; echo; } >"$dir/bin/ampd.commit"
   local pkgs
   mapfile -t pkgs < <(for l in $(ldd "$@" | awk '/=> \//{print $3}' | sort -u); do
            dpkg -S "$l" 2>/dev/null || dpkg -S "$(readlink -f "$l")" 2>/dev/null || true
@@ -52,7 +56,8 @@ device_baseline() {
   return $rc
 }
 
-device_show_baseline() {
+device_show_versions() {
+  echo "ampd: $(cat "$1/bin/ampd.commit" 2>/dev/null || echo 'a build of an unnamed commit')"
   if [ -e "$1/bin/ampd-old.commit" ]; then
     echo "ampd-old: $(cat "$1/bin/ampd-old.commit")"
   elif [ -e "$1/bin/ampd-old" ]; then

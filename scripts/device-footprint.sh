@@ -30,7 +30,7 @@ else
   device_setup "$dir" || exit 2
   bin=$PWD/$dir/bin
   { nvidia-smi --query-gpu=index,name,driver_version --format=csv; nproc
-    git log -1 --format='commit %h %s' 2>/dev/null; } >"$OUT/env.txt" 2>&1
+    device_show_versions "$dir"; } >"$OUT/env.txt" 2>&1
 fi
 
 # One start of ampd --devices $1: one line of the table.

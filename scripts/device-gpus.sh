@@ -46,7 +46,7 @@ export CK_DEFAULT_TIMEOUT=300
 export BENCH_AMPD_LOG=$OUT/ampd.log   # the benches' daemons log there too
 gpus=${GPUS:-$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')}   # GPUS: a trial on PoCL
 { nvidia-smi --query-gpu=index,name,driver_version,memory.total,pci.bus_id --format=csv
-  nvidia-smi topo -m; nproc; free -g | head -2; git log -1 --format='commit %h %s' 2>/dev/null
+  nvidia-smi topo -m; nproc; free -g | head -2; device_show_versions "$dir"
 } >"$OUT/env.txt" 2>&1
 cat "$OUT/env.txt"
 cd "$dir/bin" || exit 2

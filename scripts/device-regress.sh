@@ -18,31 +18,16 @@ set -u
 dir=${DIR:-build-dev}
 rounds=${1:-2}
 : "${OUT:?set OUT to the folder for the results}"
-. "$(dirname "$0")/device-common.sh"
+scripts=$(cd "$(dirname "$0")" && pwd)
+. "$scripts/device-common.sh"
 device_setup "$dir" || exit 2
-versions=$(git log -1 --format='ampd: %h %cs %s' 2>/dev/null; device_show_baseline "$dir")
+versions=$(device_show_versions "$dir")
 cd "$dir/bin" || exit 2
 for b in ampd ampd-old ampctl bench_data_path; do [ -x ./$b ] || { echo "no $dir/bin/$b" >&2; exit 2; }; done
 
-# One daemon's ampctl bench rows: "BINARY SHAPE calls/s p50 p99".
-tiny() {
-  local bin=$1 d
-  d=$(mktemp -d)
-  ./$bin --listen "unix:$d/s" 2>"$OUT/$bin.log" & local p=$!
-  for _ in $(seq 240); do ./ampctl --address "unix:$d/s" health >/dev/null 2>&1 && break; sleep 0.5; done
-  for shape in "-c 1" "-c 4 -f 64" "--device gpu -c 1" "--device gpu -c 4 -f 64"; do
-    # shellcheck disable=SC2086
-    ./ampctl --address "unix:$d/s" --json bench $shape -d 3 |
-      python3 -c 'import json,sys; r=json.load(sys.stdin); print("%-8s %-24s %10.0f %9.1f %9.1f" % (sys.argv[1], sys.argv[2], r["calls_per_s"], r["latency_us"]["p50"], r["latency_us"]["p99"]))' "$bin" "$shape"
-  done
-  kill $p; wait $p
-  rm -rf "$d"
-}
-
 {
   echo "$versions"
-  echo "binary   shape                       calls/s   p50 us    p99 us"
-  for r in $(seq "$rounds"); do tiny ampd-old; tiny ampd; done
+  LOGS=$OUT ROUNDS=$rounds "$scripts/tiny-jobs.sh" ./ampd-old ./ampd
   for r in $(seq "$rounds"); do
     for bin in ampd-old ampd; do
       echo "== bench_data_path, $bin, round $r"

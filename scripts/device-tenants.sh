@@ -36,7 +36,8 @@
 #     scripts/device-tenants.sh --shapes unary --no-floor --sched-stats
 set -u
 dir=${DIR:-build-dev}
-. "$(dirname "$0")/device-common.sh"
+scripts=$(cd "$(dirname "$0")" && pwd)
+. "$scripts/device-common.sh"
 step() { device_step "$@"; }
 
 if [ "${1:-}" = prepare ]; then
@@ -52,8 +53,7 @@ fi
 step "unpacking the libraries, registering the NVIDIA OpenCL ICD"
 device_setup "$dir" || exit 2
 { timeout 30 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
-  nproc; free -g | head -2; git log -1 --format='commit %h %s' 2>/dev/null
-  device_show_baseline "$dir"; } | tee "$OUT/env.txt"
+  nproc; free -g | head -2; device_show_versions "$dir"; } | tee "$OUT/env.txt"
 
 cd "$dir/bin"
 step "ampd's devices"
@@ -67,16 +67,17 @@ kill $p; wait $p; echo "ampd exit $?"; rm -rf "$d"
 # B's load; the floor's second ampd shares the host and the GPU with A's.
 # Each set of $RUNS (';' between sets, default one empty set) adds its
 # arguments after the command line's (an ampd option goes after "--" in
-# its set), and runs REPEAT times: bench_tenants-J-K.txt is set J's run K.
+# its set), and runs REPEAT times, the sets taking turns (so that an A/B
+# pair meets the same host): bench_tenants-J-K.txt is set J's run K.
 # With more than one run, each set ends with each target's spread over
 # its runs: a tail measured over a few seconds moves by several times
 # between runs minutes apart.
 rc=0
 IFS=';' read -r -a runs <<<"${RUNS:-}"
 [ ${#runs[@]} -gt 0 ] || runs=("")
-for j in "${!runs[@]}"; do
-  set_args=${runs[$j]}
-  for k in $(seq "${REPEAT:-1}"); do
+for k in $(seq "${REPEAT:-1}"); do
+  for j in "${!runs[@]}"; do
+    set_args=${runs[$j]}
     f=bench_tenants-$((j + 1))-$k
     step "bench_tenants, set $((j + 1)) of ${#runs[@]} (${set_args:-no arguments}), run $k of ${REPEAT:-1}"
     # shellcheck disable=SC2086 # a set's arguments are words
@@ -88,18 +89,9 @@ for j in "${!runs[@]}"; do
     cat "$OUT/$f.txt"; tail -20 "$OUT/$f.err"
     step "bench_tenants exit $r (0 ok, 1 a wrong result, 2 could not run, 124 timed out)"
   done
-  [ "${REPEAT:-1}" -gt 1 ] || continue
-  echo "# issue 34's targets over ${REPEAT} runs of set $((j + 1)) (${set_args:-no arguments}): the measured value's min / median / max"
-  echo "| target | bound | min | median | max | met in |"
-  echo "|---|---|---:|---:|---:|---:|"
-  awk -F'|' '/^# issue 34.s targets/ { on = 1; next } /^# / { on = 0 }
-    on && NF >= 5 && $2 !~ /^ *(target|---)/ {
-      t = $2; gsub(/^ +| +$/, "", t); b[t] = $3; v[t] = v[t] " " $4 + 0; n[t]++
-      if ($5 ~ /met/ && $5 !~ /MISSED/) m[t]++; if (!(t in at)) order[++k] = t; at[t] = 1 }
-    END { for (i = 1; i <= k; i++) { t = order[i]; c = split(v[t], x, " ")
-            for (p = 1; p <= c; p++) for (q = p + 1; q <= c; q++) if (x[q] < x[p]) { s = x[p]; x[p] = x[q]; x[q] = s }
-            med = c % 2 ? x[(c + 1) / 2] : (x[c / 2] + x[c / 2 + 1]) / 2
-            printf "| %s |%s| %.2f | %.2f | %.2f | %d of %d |\n", t, b[t], x[1], med, x[c], m[t], n[t] } }' \
-    "$OUT"/bench_tenants-$((j + 1))-*.txt
+done
+[ "${REPEAT:-1}" -gt 1 ] && for j in "${!runs[@]}"; do
+  echo "# issue 34's targets over ${REPEAT} runs of set $((j + 1)) (${runs[$j]:-no arguments}): the measured value's min / median / max"
+  "$scripts/tenants-summary.sh" "$OUT"/bench_tenants-$((j + 1))-*.txt
 done
 exit $rc

@@ -1,0 +1,39 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# bench_tenants with issue 34's sizes for a machine without a GPU (PoCL
+# on the same CPUs as the clients): client A's paced calls beside client
+# B's four 256 MiB Stream transforms and eight 32 MiB unary calls, with
+# --sched-stats. Each daemon named runs REPEAT times (default 3), the
+# daemons taking turns so that an A/B pair meets the same host, then each
+# issue 34 target's spread per daemon (tenants-summary.sh):
+#   scripts/tenants-local.sh OUT AMPD... [-- BENCH_TENANTS-OPTIONS]
+# e.g. scripts/tenants-local.sh /tmp/ab build/ampd /tmp/ampd-base
+# writes OUT/tenants-I-K.txt (daemon I's run K) and its .err. About
+# 2-4 minutes a run on 2 cores.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+out=${1:?usage: $0 OUT AMPD... [-- BENCH_TENANTS-OPTIONS]}
+shift
+bins=()
+while [ $# -gt 0 ] && [ "$1" != -- ]; do bins+=("$1"); shift; done
+[ $# -gt 0 ] && shift
+[ ${#bins[@]} -gt 0 ] || { echo "name at least one ampd" >&2; exit 2; }
+bench=${BENCH_TENANTS:-$here/../build/bench/bench_tenants}
+mkdir -p "$out" || exit 2
+rc=0
+for k in $(seq "${REPEAT:-3}"); do
+  for i in "${!bins[@]}"; do
+    f=$out/tenants-$((i + 1))-$k
+    echo "== $(date -u +%H:%M:%S) ${bins[$i]}, run $k of ${REPEAT:-3}"
+    timeout 900 "$bench" --ampd "${bins[$i]}" --device 0 --bulk-bytes 256M --streams 4 \
+      --unary-bytes 32M --unary-calls 8 --seconds 3 --warmup 1 --sched-stats "$@" >"$f.txt" 2>"$f.err"
+    r=$?
+    [ $rc = 0 ] && rc=$r
+    grep '^# targets' "$f.txt" || tail -3 "$f.err"
+  done
+done
+for i in "${!bins[@]}"; do
+  echo "# ${bins[$i]}: issue 34's targets over ${REPEAT:-3} runs, the measured value's min / median / max"
+  "$here/tenants-summary.sh" "$out"/tenants-$((i + 1))-*.txt
+done
+exit $rc
