@@ -15,12 +15,13 @@
  * the thread that waits for them. Where the environment names none
  * (POCL_DEVICES), ampd's main asks for both and dev_set_pocl_batches():
  * the pthread device is the one listed; the basic device of its platform
- * is not, and runs its batches of small jobs (batch_dev), so that a small job neither waits
- * behind bulk commands in the workers' order nor for a worker to wake:
- * on 2 cores a 16-byte job ran 2.6x as many calls a second alone, and
- * its run part beside a neighbour's streams fell from 240-800 us to 5-30
- * (bench/RESULTS.md). Where the platform has only a basic device, or
- * POCL_DEVICES named the drivers, every device PoCL shows is listed.
+ * is not, and runs its batches of small jobs (batch_dev), so that a small
+ * job neither waits behind bulk commands in the workers' order nor for a
+ * worker to wake: on 2 cores a 16-byte job ran 2.6-3.4x as many calls a
+ * second alone, and its run part beside a neighbour's streams fell from
+ * 240-800 us to 5-30 (bench/RESULTS.md). Where the platform has only a
+ * basic device, or POCL_DEVICES named the drivers, every device PoCL
+ * shows is listed.
  */
 #include "dev_internal.h"
 

@@ -24,12 +24,12 @@ row() {   # BINARY-INDEX BINARY
   for shape in "${shapes[@]}"; do
     # shellcheck disable=SC2086 # a shape's arguments are words
     "$ampctl" --address "unix:$d/s" --json bench $shape -d "${DURATION:-3}" |
-      python3 -c 'import json,sys; r=json.load(sys.stdin); print("%-10s %-36s %10.0f %9.1f %9.1f" % (sys.argv[1], sys.argv[2], r["calls_per_s"], r["latency_us"]["p50"], r["latency_us"]["p99"]))' "$(basename "$2")" "$shape" || rc=1
+      python3 -c 'import json,sys; r=json.load(sys.stdin); print("%-10s %-44s %10.0f %9.1f %9.1f" % (sys.argv[1], sys.argv[2], r["calls_per_s"], r["latency_us"]["p50"], r["latency_us"]["p99"]))' "$(basename "$2")" "$shape" || rc=1
   done
   kill $p; wait $p || rc=1
   rm -rf "$d"
 }
-echo "binary     shape                                   calls/s    p50 us    p99 us"
+echo "binary     shape                                           calls/s    p50 us    p99 us"
 for _ in $(seq "${ROUNDS:-2}"); do
   i=0
   for b in "$@"; do i=$((i + 1)); row $i "$b"; done
