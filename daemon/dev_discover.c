@@ -266,28 +266,45 @@ static int dev_add_kernels(struct dev *d, cl_program p, char *err, size_t errlen
     return 0;
 }
 
-static int dev_build_all(struct dev *d, char *err, size_t errlen)
+/* Builds (or loads from the cache) d's programs: every kernels/NAME.cl,
+ * or only the one named only, and counts d->cache_hits. */
+static int dev_build_sources(struct dev *d, const char *only, char *err, size_t errlen)
 {
     size_t n = 0;
-    while (kernel_sources[n].name)
-        n++;
-    d->programs = calloc(n ? n : 1, sizeof(*d->programs));
+    for (size_t i = 0; kernel_sources[i].name; i++)
+        n += !only || strcmp(kernel_sources[i].name, only) == 0;
+    if (n == 0) {
+        snprintf(err, errlen, "no kernels/%s.cl", only ? only : "*");
+        return -1;
+    }
+    d->programs = calloc(n, sizeof(*d->programs));
     if (!d->programs) {
         snprintf(err, errlen, "out of memory");
         return -1;
     }
     size_t hits = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (dev_build_program(d, &kernel_sources[i], &d->variants, d->all_variants,
-                              &d->programs[i], &hits, err, errlen) < 0)
+    for (size_t i = 0; kernel_sources[i].name; i++) {
+        if (only && strcmp(kernel_sources[i].name, only) != 0)
+            continue;
+        cl_program *p = &d->programs[d->nprograms];
+        if (dev_build_program(d, &kernel_sources[i], &d->variants, d->all_variants, p, &hits,
+                              err, errlen) < 0)
             return -1;
         d->nprograms++;
-        if (dev_add_kernels(d, d->programs[i], err, errlen) < 0)
+        if (dev_add_kernels(d, *p, err, errlen) < 0)
             return -1;
     }
     d->cache_hits = hits;
+    return 0;
+}
+
+static int dev_build_all(struct dev *d, char *err, size_t errlen)
+{
+    if (dev_build_sources(d, NULL, err, errlen) < 0)
+        return -1;
     struct dev *b = d->batch_dev;   /* its program counts among d's */
-    dev_cache_report(d, hits + (b ? b->cache_hits : 0), n + (b ? b->nprograms : 0));
+    dev_cache_report(d, d->cache_hits + (b ? b->cache_hits : 0),
+                     d->nprograms + (b ? b->nprograms : 0));
     return 0;
 }
 
@@ -434,26 +451,14 @@ fail:
 static void dev_open_batch_dev(struct dev *d, const struct dev_candidate *c)
 {
     char err[2400] = "";
-    size_t i = 0, hits = 0;
-    while (kernel_sources[i].name && strcmp(kernel_sources[i].name, "batch") != 0)
-        i++;
-    struct dev *b = kernel_sources[i].name ? dev_open_queues(c->platform, c->batch_id, DEV_CPU,
-                                                             d->profiling, err, sizeof err)
-                                           : NULL;
-    if (b && (b->programs = calloc(1, sizeof(*b->programs))) &&
-        dev_build_program(b, &kernel_sources[i], &b->variants, false, &b->programs[0], &hits,
-                          err, sizeof err) == 0) {
-        b->nprograms = 1;
-        b->cache_hits = hits;
-        if (dev_add_kernels(b, b->programs[0], err, sizeof err) == 0) {
-            d->batch_dev = b;
-            log_msg(LOG_INFO, "%s: its batches of small jobs run on %s", d->info.name,
-                    b->info.name);
-            return;
-        }
+    struct dev *b = dev_open_queues(c->platform, c->batch_id, DEV_CPU, d->profiling, err,
+                                    sizeof err);
+    if (b && dev_build_sources(b, "batch", err, sizeof err) == 0) {
+        d->batch_dev = b;
+        log_msg(LOG_INFO, "%s: its batches of small jobs run on %s", d->info.name, b->info.name);
+        return;
     }
-    log_msg(LOG_WARN, "%s: its batches run on it: %s", d->info.name,
-            kernel_sources[i].name ? (err[0] ? err : "out of memory") : "no kernels/batch.cl");
+    log_msg(LOG_WARN, "%s: its batches run on it: %s", d->info.name, err);
     dev_close(b);
 }
 
