@@ -481,14 +481,8 @@ void conn_accept(struct conn_set *set, struct listen_sock *sock, const struct co
         conn_close(c, 0);
         return;
     }
-    if (refused) {
-        /* The session's SETTINGS in a write of their own, the GOAWAY in
-         * the next: grpcio takes a GOAWAY read together with the server's
-         * SETTINGS for a failed connection attempt, and retries until its
-         * deadline instead of failing the call with UNAVAILABLE. */
-        conn_flush(c);
-        h2_session_refuse(c->h2, reason);
-    }
+    if (refused)
+        h2_session_refuse_acked(c->h2, reason);
     conn_flush(c);
 }
 

@@ -632,6 +632,17 @@ static void h2_session_calm(struct h2_session *s, const char *why)
                           (const uint8_t *)why, strlen(why));
 }
 
+/* Sends h2_session_refuse_acked's GOAWAY, if it waits. */
+static void h2_session_refusal_send(struct h2_session *s)
+{
+    if (!s->refusal)
+        return;
+    h2_session_refuse(s, s->refusal);
+    free(s->refusal);
+    s->refusal = NULL;
+    h2_session_wake(s);
+}
+
 /* A RST_STREAM with code went out: one the client caused (anything but
  * NO_ERROR, sent after an early answer, and CANCEL, ours at a drain) takes
  * a token. False when none was left. */
@@ -669,9 +680,15 @@ static int h2_on_begin_headers(nghttp2_session *ng, const nghttp2_frame *frame, 
             t->header_list_bytes = 0;   /* trailers are a header list of their own */
         return 0;
     }
+    if (s->refusal) {
+        /* A refused connection runs no call: the GOAWAY, last stream 0,
+         * says this one was not processed. */
+        h2_session_refusal_send(s);
+        return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE; /* resets the stream */
+    }
     struct h2_call *c = h2_call_new(s, frame->hd.stream_id);
     if (!c)
-        return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE; /* resets the stream */
+        return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
     nghttp2_session_set_stream_user_data(ng, frame->hd.stream_id, c);
     return 0;
 }
@@ -845,6 +862,8 @@ static int h2_on_frame_recv(nghttp2_session *ng, const nghttp2_frame *frame, voi
     struct h2_session *s = user_data;
     if (frame->hd.type == NGHTTP2_SETTINGS && !(frame->hd.flags & NGHTTP2_FLAG_ACK))
         s->settings_seen = true;
+    if (frame->hd.type == NGHTTP2_SETTINGS && (frame->hd.flags & NGHTTP2_FLAG_ACK))
+        h2_session_refusal_send(s);
     if (frame->hd.type != NGHTTP2_HEADERS && frame->hd.type != NGHTTP2_DATA)
         return 0;
     struct h2_call *c = h2_stream_call(ng, frame->hd.stream_id);
@@ -1010,6 +1029,7 @@ void h2_session_free(struct h2_session *s)
     }
     nghttp2_session_del(s->ng);
     free(s->flat);
+    free(s->refusal);
     free(s);
 }
 
@@ -1246,6 +1266,15 @@ void h2_session_refuse(struct h2_session *s, const char *reason)
                           (const uint8_t *)reason, strlen(reason));
 }
 
+int h2_session_refuse_acked(struct h2_session *s, const char *reason)
+{
+    s->refusal = strdup(reason);
+    if (s->refusal)
+        return 0;
+    h2_session_refuse(s, reason);
+    return -1;
+}
+
 size_t h2_session_calls(const struct h2_session *s)
 {
     return s->ncalls;
@@ -1298,6 +1327,8 @@ static void h2_call_expire(struct h2_call *c, uint64_t now)
 
 int h2_session_expire(struct h2_session *s, uint64_t now)
 {
+    if (s->refusal && now - s->created_ms >= H2_REFUSAL_WAIT_MS)
+        h2_session_refusal_send(s);
     uint64_t limit = s->cfg.request_timeout_ms;
     if (!limit)
         return 0;

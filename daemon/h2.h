@@ -225,6 +225,20 @@ void h2_session_goaway(struct h2_session *s);
  * reason as debug data (e.g. the connection limit). */
 void h2_session_refuse(struct h2_session *s, const char *reason);
 
+/* How long a refusal's GOAWAY waits for the client's acknowledgement:
+ * what a client that never sends one holds (a descriptor, a session) is
+ * held this long, plus up to a sweep, before the GOAWAY and the close. */
+#define H2_REFUSAL_WAIT_MS 250
+
+/* h2_session_refuse for a connection just accepted (reason is copied): the
+ * GOAWAY waits until the client acknowledges the session's SETTINGS, begins
+ * a request (which is not run), or H2_REFUSAL_WAIT_MS pass (h2_session_expire).
+ * grpcio takes a GOAWAY that comes with the SETTINGS as a failed attempt and
+ * connects again at once, thousands of times a second until its call's
+ * deadline; after the acknowledgement its call fails UNAVAILABLE at once.
+ * Returns 0, or -1 out of memory (then the GOAWAY goes at once). */
+int h2_session_refuse_acked(struct h2_session *s, const char *reason);
+
 /* Calls open on this session. */
 size_t h2_session_calls(const struct h2_session *s);
 
@@ -242,7 +256,8 @@ bool h2_session_reply_waiting(const struct h2_session *s);
  * whose request stalled below min_request_rate are answered
  * RESOURCE_EXHAUSTED. Returns -1 when the connection itself stalled (no
  * preface and SETTINGS, or an unfinished HEADERS block, within the
- * timeout): a GOAWAY is queued and the owner should flush and close. */
+ * timeout): a GOAWAY is queued and the owner should flush and close.
+ * Also sends a refusal's GOAWAY that waited H2_REFUSAL_WAIT_MS. */
 int h2_session_expire(struct h2_session *s, uint64_t now);
 
 /* The drain's end: every call not yet answered is answered with code and

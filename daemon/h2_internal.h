@@ -154,6 +154,7 @@ struct h2_session {
     uint64_t active_ms;      /* last useful activity (h2_session_active_ms) */
     bool settings_seen;      /* the client's first SETTINGS arrived */
     bool not_http2;          /* its first bytes were not HTTP/2's connection preface */
+    char *refusal;           /* h2_session_refuse_acked's reason until its GOAWAY goes */
     struct h2_frames frames; /* the client's frame headers, followed (h2_frames_scan) */
     /* Resets ampd sent because of the client (h2_reset_spend): a token
      * bucket of H2_RESET_BURST refilled at H2_RESET_RATE a second. */

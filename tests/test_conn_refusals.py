@@ -9,8 +9,11 @@ metrics listener:
  - a TLS handshake on the plaintext port (tls_on_plaintext_port);
  - HTTP/2's plaintext preface on the tls: port (tls_handshake_failed);
  - a connection past --max-peer-connections (max_peer_connections).
-The daemon serves a call afterwards, and a reason that did not happen
-stays at 0.
+A refused connection's GOAWAY waits for the client's SETTINGS ACK (or
+H2_REFUSAL_WAIT_MS when none comes), so a refused grpcio call fails at
+once instead of reconnecting until its deadline (thousands of refused
+connections a second before). The daemon serves a call afterwards, and a
+reason that did not happen stays at 0.
 """
 import os
 import re
@@ -24,7 +27,7 @@ import urllib.request
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "support"))
 from cases import expect, module_cases, run_cases  # noqa: E402
 from daemon_proc import free_port  # noqa: E402
-from h2_raw import PREFACE, frame  # noqa: E402
+from h2_raw import PREFACE, frame, read_frame  # noqa: E402
 from tls_daemon import TlsDaemon  # noqa: E402
 
 AMPCTL = os.environ.get("AMPCTL_BIN", "ampctl")
@@ -33,6 +36,12 @@ READ_S = 5                # for the daemon to answer or close
 SETTLE_S = 30             # for a count to show: CI once saw none in 10 s on 2 loaded cores
 POLL_S = 0.05
 H2_SETTINGS = 4
+H2_GOAWAY = 7
+H2_ACK = 1
+ENHANCE_YOUR_CALM = 11
+REFUSAL_WAIT_S = 0.25     # H2_REFUSAL_WAIT_MS
+GRPC_CALLS = 10           # refused grpcio calls
+CONNECTIONS_PER_CALL = 4  # refused connections each may make (2 seen; thousands before)
 
 
 class Ctx:
@@ -47,13 +56,18 @@ def log_text():
         return f.read()
 
 
-def refused(reason):
-    """ampd_connections_refused_total{reason}, scraped now."""
+def metric(series):
+    """The value of series (a name and its labels), scraped now."""
     with urllib.request.urlopen(Ctx.metrics_url, timeout=READ_S) as r:
         text = r.read().decode()
-    m = re.search(r'^ampd_connections_refused_total\{reason="%s"\} (\d+)$' % reason, text, re.M)
-    expect(m, "no ampd_connections_refused_total{reason=%r} in the scrape" % reason)
+    m = re.search(r'^%s (\d+)$' % re.escape(series), text, re.M)
+    expect(m, "no %s in the scrape" % series)
     return int(m.group(1))
+
+
+def refused(reason):
+    """ampd_connections_refused_total{reason}, scraped now."""
+    return metric('ampd_connections_refused_total{reason="%s"}' % reason)
 
 
 def until(what, cond):
@@ -116,16 +130,105 @@ def test_plaintext_on_tls_port():
 
 def test_past_max_peer_connections():
     before = refused("max_peer_connections")
-    held = [socket.create_connection(("127.0.0.1", Ctx.plain_port)) for _ in range(PER_PEER)]
+    held = held_connections()
     try:
-        for s in held:
-            s.sendall(PREFACE + frame(H2_SETTINGS, 0, 0))
-            s.settimeout(READ_S)
-            expect(s.recv(9), "a held connection got nothing")   # the daemon's SETTINGS
         with socket.create_connection(("127.0.0.1", Ctx.plain_port)) as extra:
             extra.sendall(PREFACE + frame(H2_SETTINGS, 0, 0))
             drain(extra)
         expect_refusal("max_peer_connections", before, "--max-peer-connections (%d)" % PER_PEER)
+    finally:
+        for s in held:
+            s.close()
+
+
+def held_connections():
+    """PER_PEER connections that hold every place this peer has, admitted
+    before this returns: the I/O loops admit connections in no set order,
+    so one opened next might take a place and leave a held one refused."""
+    until("earlier cases' connections still open", lambda: metric("ampd_connections") == 0)
+    held = [socket.create_connection(("127.0.0.1", Ctx.plain_port)) for _ in range(PER_PEER)]
+    for s in held:
+        s.sendall(PREFACE + frame(H2_SETTINGS, 0, 0))
+        s.settimeout(READ_S)
+        expect(s.recv(9), "a held connection got nothing")   # the daemon's SETTINGS
+    until("the held connections not admitted", lambda: metric("ampd_connections") == PER_PEER)
+    return held
+
+
+def frames_until_goaway(s):
+    """The frames s gets up to its GOAWAY: [(type, flags)], GOAWAY's payload."""
+    s.settimeout(READ_S)
+    seen = []
+    while True:
+        f = read_frame(s)
+        expect(f, "the connection ended without a GOAWAY after %r" % seen)
+        if f[0] == H2_GOAWAY:
+            return seen, f[3]
+        seen.append(f[:2])
+
+
+def expect_refusal_goaway(payload):
+    code = int.from_bytes(payload[4:8], "big")
+    expect(code == ENHANCE_YOUR_CALM and b"--max-peer-connections" in payload[8:],
+           "GOAWAY %d %r is not the refusal" % (code, payload[8:]))
+
+
+def test_refusal_waits_for_the_settings_ack():
+    held = held_connections()
+    try:
+        with socket.create_connection(("127.0.0.1", Ctx.plain_port)) as s:
+            opened = time.monotonic()
+            s.sendall(PREFACE + frame(H2_SETTINGS, 0, 0))
+            s.settimeout(READ_S)
+            f = read_frame(s)
+            expect(f and f[0] == H2_SETTINGS and not f[1] & H2_ACK,
+                   "the daemon's SETTINGS did not come first: %r" % (f,))
+            # Until the ACK no GOAWAY comes, unless the wait for it ran out.
+            early = []
+            s.settimeout(REFUSAL_WAIT_S / 2)
+            try:
+                while True:
+                    early.append(read_frame(s))
+                    if early[-1] is None or early[-1][0] == H2_GOAWAY:
+                        break
+            except socket.timeout:
+                pass
+            waited = time.monotonic() - opened
+            goaway = any(f is None or f[0] == H2_GOAWAY for f in early)
+            expect(not goaway or waited >= REFUSAL_WAIT_S,
+                   "%r came before the SETTINGS ACK, %.3f s after connecting" % (early, waited))
+            if not goaway:
+                s.sendall(frame(H2_SETTINGS, H2_ACK, 0))
+                _, payload = frames_until_goaway(s)
+                expect_refusal_goaway(payload)
+            drain(s)
+        # A client that never acknowledges still hears why, and is closed.
+        with socket.create_connection(("127.0.0.1", Ctx.plain_port)) as s:
+            s.sendall(PREFACE + frame(H2_SETTINGS, 0, 0))
+            _, payload = frames_until_goaway(s)
+            expect_refusal_goaway(payload)
+            drain(s)
+    finally:
+        for s in held:
+            s.close()
+
+
+def test_refused_grpcio_call_fails_at_once():
+    import grpc
+    held = held_connections()
+    try:
+        before = refused("max_peer_connections")
+        for _ in range(GRPC_CALLS):
+            with grpc.insecure_channel("127.0.0.1:%d" % Ctx.plain_port) as ch:
+                try:
+                    ch.unary_unary("/amp.v1.Amp/Status")(b"", timeout=READ_S)
+                    code = grpc.StatusCode.OK
+                except grpc.RpcError as e:
+                    code = e.code()
+            expect(code == grpc.StatusCode.UNAVAILABLE, "a refused grpcio call: %s" % code)
+        made = refused("max_peer_connections") - before
+        expect(GRPC_CALLS <= made <= GRPC_CALLS * CONNECTIONS_PER_CALL,
+               "%d refused grpcio calls made %d connections" % (GRPC_CALLS, made))
     finally:
         for s in held:
             s.close()

@@ -30,3 +30,23 @@ def literal(name, value, first=0x00, prefix=4):
     (0x00, 4-bit prefix) or with incremental indexing (0x40, 6-bit)."""
     return (hpack_int(0, prefix, first) + hpack_int(len(name), 7) + name
             + hpack_int(len(value), 7) + value)
+
+
+def read_frame(sock):
+    """The next frame from sock as (type, flags, stream, payload), or None
+    when sock ends first; the socket's timeout applies."""
+    def exactly(n):
+        buf = b""
+        while len(buf) < n:
+            part = sock.recv(n - len(buf))
+            if not part:
+                return None
+            buf += part
+        return buf
+    hd = exactly(9)
+    if hd is None:
+        return None
+    payload = exactly(int.from_bytes(hd[:3], "big"))
+    if payload is None:
+        return None
+    return hd[3], hd[4], int.from_bytes(hd[5:9], "big") & 0x7FFFFFFF, payload
