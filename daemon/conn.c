@@ -27,6 +27,7 @@
 #include "conn_tls.h"
 #include "iov_send.h"
 #include "log.h"
+#include "sched.h"
 #include "traffic.h"
 
 /* A borrowed frame goes to the socket in one write. */
@@ -305,6 +306,8 @@ static void conn_sock_read(void *ctx, const uint8_t *data, size_t len)
         c->fatal = true;
         conn_leaving(c);
     }
+    if (c->set->env && c->set->env->sched)
+        sched_port_deliver(c->set->env->sched);   /* a small job run during the read */
     conn_flush(c);
 }
 

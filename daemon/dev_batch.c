@@ -16,7 +16,8 @@
  * device's batch queue (DEV_Q_BATCH), so a batch runs beside the bulk
  * pieces already queued, not after them; on a PoCL CPU device, on the
  * queue of its batch device (d->batch_dev: dev_discover.c), which runs
- * them on the lane's thread while it waits.
+ * them on the thread that waits for them: the lane's, or an I/O loop's
+ * (runner.c, runner_batch_here).
  */
 #include "dev_internal.h"
 
@@ -239,6 +240,11 @@ static void dev_batch_unpack(struct dev_batch_mem *m, struct task *t, size_t off
     for (size_t b = 0; b < JOB_HIST_BYTE_BINS; b++)
         slots[b] = counts[b];
     op_hist_result(&s->u.hist, slots, &r->hist, job);
+}
+
+bool dev_batch_here(const struct dev *d)
+{
+    return d->batch_dev != NULL;
 }
 
 bool dev_batch_run(struct dev *d, struct dev_batch *b)

@@ -93,6 +93,10 @@ void dev_batch_add(struct dev_batch *b, struct task *t);
  * caller runs them one by one. Uses only the batch queue and kernel, so
  * it may run beside the thread that runs d's other tasks. */
 bool dev_batch_run(struct dev *d, struct dev_batch *b);
+/* Whether d's batches run on the thread that waits for them, in
+ * microseconds (a PoCL CPU device's batch device, PoCL's basic driver):
+ * a submitter may run one itself rather than wake another thread. */
+bool dev_batch_here(const struct dev *d);
 
 /* A unary job's device buffers at their peak when run whole, counted
  * generously: the input and every step's output alive at once. */

@@ -472,6 +472,11 @@ static void sched_deliver(struct sched_port *p)
     }
 }
 
+void sched_port_deliver(struct sched_port *p)
+{
+    sched_deliver(p);
+}
+
 static void sched_on_wake(struct loop_wake *w)
 {
     sched_deliver(w->poll.data);

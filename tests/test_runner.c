@@ -10,7 +10,9 @@
  * copy holds the runner's thread, and such a copy lets a batch queued
  * before it go first; a job whose queue time ran out ends
  * UNAVAILABLE, one the loop expired first is skipped; where a device's
- * batch buffers cannot be made, tiny jobs run on the runner's thread. */
+ * batch buffers cannot be made, tiny jobs run on the runner's thread;
+ * where its batches run on the thread that waits for them (PoCL's basic
+ * device), one submitted to an idle lane runs on the submitter's. */
 #define _GNU_SOURCE   /* pthread_getname_np */
 #include <check.h>
 #include <pthread.h>
@@ -19,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "check_run.h"
 #include "dev_fixture.h"
@@ -49,6 +52,7 @@ struct completions {
     pthread_mutex_t lock;
     pthread_cond_t cond;
     struct job *order[NJOBS];
+    pthread_t threads[NJOBS]; /* the thread each completion ran on */
     size_t n;
     pthread_t thread;         /* the thread completions ran on */
     bool other_thread;        /* a completion came from a different thread */
@@ -65,8 +69,10 @@ static void on_complete(struct task *t, void *ctx)
         c->thread = pthread_self();
     else if (!pthread_equal(c->thread, pthread_self()))
         c->other_thread = true;
-    if (c->n < NJOBS)
+    if (c->n < NJOBS) {
         c->order[c->n] = job;
+        c->threads[c->n] = pthread_self();
+    }
     c->n++;
     pthread_cond_broadcast(&c->cond);
     while (c->block_first && c->n == 1 && !c->released)
@@ -540,6 +546,72 @@ START_TEST(batch_without_buffers_runs_on_the_runner)
 }
 END_TEST
 
+struct submit_from {
+    struct runner *r;
+    struct job *job;
+};
+
+static void *submit_from_main(void *arg)
+{
+    struct submit_from *f = arg;
+    runner_submit(f->r, &f->job->task);
+    return NULL;
+}
+
+/* Where the device's batches run on the thread that waits for them
+ * (PoCL's basic device: the ctest entry test_runner_basic), a tiny job
+ * submitted while the lane is idle runs on its submitter's thread, and
+ * one submitted while that runs goes to the lane, which takes it once the
+ * first is done; the load counts both in and out. Elsewhere both run on
+ * the lane. The first completion is held until the second is submitted. */
+START_TEST(small_job_runs_on_its_submitter_where_batches_do)
+{
+    struct dev *d = fixture_dev();
+    struct completions c;
+    completions_init(&c);
+    c.block_first = true;
+    struct runner *r = runner_start(d, spins_ns[_i], on_complete, &c);
+    ck_assert_ptr_nonnull(r);
+    struct job *first = reverse_job(1), *second = reverse_job(2);
+    struct submit_from f = {r, first};
+    pthread_t submitter;
+    ck_assert_int_eq(pthread_create(&submitter, NULL, submit_from_main, &f), 0);
+    completions_wait(&c, 1);
+    runner_submit(r, &second->task);
+    pthread_mutex_lock(&c.lock);
+    c.released = true;
+    pthread_cond_broadcast(&c.cond);
+    pthread_mutex_unlock(&c.lock);
+    completions_wait(&c, 2);
+    char lane[16] = "";
+    pthread_getname_np(c.threads[1], lane, sizeof lane);   /* the lane's: still running */
+    pthread_join(submitter, NULL);
+    /* Each counted in once and out once, wherever it ran: a job leaves the
+     * load just after its completion returns. */
+    size_t load = runner_load(r);
+    for (int i = 0; load != 0 && i < 10000; i++) {
+        usleep(1000);
+        load = runner_load(r);
+    }
+    runner_stop(r);
+    ck_assert_uint_eq(load, 0);
+    ck_assert_ptr_eq(c.order[0], first);
+    ck_assert_ptr_eq(c.order[1], second);
+    const char *basic = getenv("AMP_TEST_POCL_BASIC");
+    bool here = basic && strcmp(basic, "batches") == 0;   /* as dev_fixture.c reads it */
+    ck_assert_int_eq(dev_batch_here(d), here);
+    ck_assert_msg(pthread_equal(c.threads[0], submitter) == here,
+                  "the first ran %s its submitter's thread", here ? "off" : "on");
+    ck_assert_str_eq(lane, "ampd-batch");
+    ck_assert_int_eq(first->status, STATUS_OK);
+    ck_assert_int_eq(second->status, STATUS_OK);
+    ck_assert_uint_eq(first->results[0].data[2], 1);
+    ck_assert_uint_eq(second->results[0].data[2], 2);
+    job_free(first);
+    job_free(second);
+}
+END_TEST
+
 START_TEST(stop_idle_runner)
 {
     struct completions c;
@@ -568,6 +640,7 @@ int main(void)
         stepping_copy_waits_for_a_batch,
         queue_time_runs_out,
         batch_without_buffers_runs_on_the_runner,
+        small_job_runs_on_its_submitter_where_batches_do,
         NULL,
     };
     TCase *tc = check_run_loop_case(s, "runner", tests, 0, NSPINS);
