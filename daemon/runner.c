@@ -670,11 +670,11 @@ static bool runner_batch_here(struct runner *r, struct task *t)
     return true;
 }
 
-void runner_submit(struct runner *r, struct task *t)
+bool runner_submit(struct runner *r, struct task *t)
 {
     bool small = dev_batch_takes(t);
     if (small && runner_batch_here(r, t))
-        return;
+        return true;
     pthread_mutex_lock(&r->lock);
     fairq_push(small ? r->batches : r->queue, t, dev_task_cost(r->dev, t));
     if (runner_begins_job(t))
@@ -684,6 +684,7 @@ void runner_submit(struct runner *r, struct task *t)
     /* After the unlock: a thread woken under the lock would only wait for
      * it. The runner outlives this call (sched.c's `life` lock). */
     pthread_cond_signal(small ? &r->batch_wake : &r->wake);
+    return false;
 }
 
 size_t runner_load(struct runner *r)

@@ -31,8 +31,10 @@ typedef void (*runner_complete_cb)(struct task *t, void *ctx);
 struct runner *runner_start(struct dev *d, uint64_t spin_ns, runner_complete_cb complete,
                             void *ctx);
 
-/* Queues t; never blocks on the device. Thread-safe. */
-void runner_submit(struct runner *r, struct task *t);
+/* Queues t; never blocks on the device. Thread-safe. Returns true when t
+ * ran instead, on this thread, and completed (a small job on a device
+ * whose batches run here: runner.c, runner_batch_here). */
+bool runner_submit(struct runner *r, struct task *t);
 
 /* Jobs queued or running on the device (a stream counts from its OPEN to
  * its CLOSE, idle or not): the placement load metric. Thread-safe. */

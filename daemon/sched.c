@@ -70,6 +70,7 @@ struct sched_port {
     struct task *done_head, *done_tail; /* completed tasks not yet delivered */
     struct staging_port **staging; /* staging[i]: devs[i]'s pool as this loop sees it */
     uint64_t stirred_ns;       /* the loop's thread: a task last went out or came back */
+    bool ran_here;             /* the loop's thread: a job ran on it and awaits delivery */
 };
 
 /* --- placement ------------------------------------------------------------ */
@@ -327,8 +328,8 @@ enum status_code sched_submit(struct sched_port *p, struct job *job, char *msg, 
         if (host) {
             host_pool_submit(s->host, &job->task);
         } else {
-            if (!sched_split(p, job))
-                runner_submit(s->runners[index], &job->task);
+            if (!sched_split(p, job) && runner_submit(s->runners[index], &job->task))
+                p->ran_here = true;
             sched_placed(s, index);
         }
     }
@@ -474,6 +475,9 @@ static void sched_deliver(struct sched_port *p)
 
 void sched_port_deliver(struct sched_port *p)
 {
+    if (!p->ran_here)
+        return;   /* the others wait for the loop's turn: their replies leave together */
+    p->ran_here = false;
     sched_deliver(p);
 }
 

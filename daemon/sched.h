@@ -65,10 +65,11 @@ struct sched_port *sched_port_new(struct sched *s, uv_loop_t *loop);
  * window_ns before now_ns (io_loop.c's --busy-poll). */
 bool sched_port_busy(const struct sched_port *p, uint64_t now_ns, uint64_t window_ns);
 
-/* On p's loop: delivers the tasks that completed since its last turn now,
- * outside any call's handler (conn.c, after a read): a small job may have
- * run on this thread meanwhile (runner.c, runner_batch_here), and its
- * reply then leaves with that read's flush, not after the loop's turn. */
+/* On p's loop, outside any call's handler (conn.c, after a read): where a
+ * job ran on this thread meanwhile (runner.c, runner_batch_here), delivers
+ * the tasks completed so far now, so its reply leaves with that read's
+ * flush, not after the loop's turn; otherwise nothing (completions from
+ * other threads keep going out together at the turn's end). */
 void sched_port_deliver(struct sched_port *p);
 
 /* Stops every runner (the tasks in flight finish, queued ones complete
