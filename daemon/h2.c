@@ -1266,13 +1266,11 @@ void h2_session_refuse(struct h2_session *s, const char *reason)
                           (const uint8_t *)reason, strlen(reason));
 }
 
-int h2_session_refuse_acked(struct h2_session *s, const char *reason)
+void h2_session_refuse_acked(struct h2_session *s, const char *reason)
 {
     s->refusal = strdup(reason);
-    if (s->refusal)
-        return 0;
-    h2_session_refuse(s, reason);
-    return -1;
+    if (!s->refusal)
+        h2_session_refuse(s, reason);
 }
 
 size_t h2_session_calls(const struct h2_session *s)

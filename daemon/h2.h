@@ -236,8 +236,8 @@ void h2_session_refuse(struct h2_session *s, const char *reason);
  * grpcio takes a GOAWAY that comes with the SETTINGS as a failed attempt and
  * connects again at once, thousands of times a second until its call's
  * deadline; after the acknowledgement its call fails UNAVAILABLE at once.
- * Returns 0, or -1 out of memory (then the GOAWAY goes at once). */
-int h2_session_refuse_acked(struct h2_session *s, const char *reason);
+ * Out of memory for the copy, the GOAWAY goes at once. */
+void h2_session_refuse_acked(struct h2_session *s, const char *reason);
 
 /* Calls open on this session. */
 size_t h2_session_calls(const struct h2_session *s);

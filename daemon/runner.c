@@ -553,6 +553,16 @@ static void *runner_main(void *arg)
     return NULL;
 }
 
+/* A batch taken (batches_begun) ran, on the lane or a submitter's thread:
+ * a stepping copy waiting for it goes on (runner_yield). Called with the
+ * lock held. Returns whether small jobs are queued for the lane. */
+static bool runner_batch_ended(struct runner *r)
+{
+    r->batches_done++;
+    pthread_cond_broadcast(&r->batch_done);
+    return fairq_len(r->batches) > 0;
+}
+
 /* The batch lane's thread: a batch of what is queued, then the next;
  * on stop, what is still queued is cancelled. */
 static void *runner_batch_main(void *arg)
@@ -578,8 +588,7 @@ static void *runner_batch_main(void *arg)
         runner_batch(r, t, true);
         spin = true;
         pthread_mutex_lock(&r->lock);
-        r->batches_done++;
-        pthread_cond_broadcast(&r->batch_done);
+        runner_batch_ended(r);
     }
     for (struct task *t; (t = fairq_pop(r->batches));) {
         pthread_mutex_unlock(&r->lock);
@@ -661,9 +670,7 @@ static bool runner_batch_here(struct runner *r, struct task *t)
         return false;
     runner_batch(r, t, false);
     pthread_mutex_lock(&r->lock);
-    r->batches_done++;
-    pthread_cond_broadcast(&r->batch_done);
-    bool queued = fairq_len(r->batches) > 0;   /* while it ran: the lane's now */
+    bool queued = runner_batch_ended(r);   /* while it ran: the lane's now */
     pthread_mutex_unlock(&r->lock);
     if (queued)
         pthread_cond_signal(&r->batch_wake);
