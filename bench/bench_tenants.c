@@ -208,6 +208,11 @@ struct bt_lat {
      * and the longest bucket's upper edge, us */
     double turns, long_turns;
     uint64_t longest_turn_us;
+    /* --sched-stats: A's largest latency and when in the measure it came
+     * (s), its longest call from its send (us) and its own thread's wait
+     * for a CPU in it, and its longest stretch between a call's end and
+     * the next one's send while behind its schedule (us) */
+    double peak, peak_at, longest_call, longest_call_wait, longest_gap;
 };
 
 /* A's input and the results it must get back. */
@@ -375,6 +380,24 @@ static void bt_loop_turns_between(const uint64_t from[AMP_LATENCY_BUCKETS],
     r->long_turns = (double)lng / secs;
 }
 
+/* --sched-stats: where A's backlog came from, call k's part (bt_lat's
+ * peak to longest_gap): it ended at..s into the measure, its send came
+ * behind_us after it could have (the last call's end or its due time). */
+static void bt_backlog_note(struct bt_lat *b, const struct bt_calls *k, double behind_us,
+                            double at)
+{
+    if (k->lat > b->peak) {
+        b->peak = k->lat;
+        b->peak_at = at;
+    }
+    if (k->dur > b->longest_call) {
+        b->longest_call = k->dur;
+        b->longest_call_wait = k->wait;
+    }
+    if (behind_us > b->longest_gap)
+        b->longest_gap = behind_us;
+}
+
 /* A's measure m for --seconds: a call due every --period-us from the
  * first; one that is late starts at once, and its latency still counts
  * from when it was due. No call starts after --seconds: a call due by
@@ -407,6 +430,7 @@ static struct bt_lat bt_a_measure(const struct bt_target *t, const struct bt_opt
                     bench_sched_sampler_start(&loops, bt_ampd_pid, loop_names, BT_SAMPLE_US) == 0;
     if (call && bt_ampd_pid)
         bench_sched_process_kinds(bt_ampd_pid, &kinds0);
+    struct bt_lat backlog = {0};
     double start = bench_now(), stop = start + o->seconds, end = start;
     for (; made < due_n && rc == 0 && end < stop; made++) {
         double due = start + (double)made * period;
@@ -415,7 +439,7 @@ static struct bt_lat bt_a_measure(const struct bt_target *t, const struct bt_opt
         uint64_t r0 = 0, w0 = 0, r1, w1;
         if (call)
             bench_sched_thread_times(&self, &r0, &w0);
-        double sent = bench_now();
+        double sent = bench_now(), behind = (sent - (end > due ? end : due)) * 1e6;
         rc = bt_a_call(c, &ao, m, d);
         end = bench_now();
         lat[made] = (end - due) * 1e6;
@@ -427,12 +451,16 @@ static struct bt_lat bt_a_measure(const struct bt_target *t, const struct bt_opt
             k->run = (double)(r1 - r0) / 1e3;
             k->wait = (double)(w1 - w0) / 1e3;
             bt_server_timing(c, k->daemon);
+            bt_backlog_note(&backlog, k, made ? behind : 0, end - start);
         }
     }
     struct bench_sched_cpu cpu1 = bench_sched_cpu_now();
-    struct bt_lat r = {.done = true, .calls = made, .tries = 1,
-                       .cpu_busy = bench_sched_cpu_busy(cpu0, cpu1),
-                       .cpu_steal = bench_sched_cpu_steal(cpu0, cpu1)};
+    struct bt_lat r = backlog;
+    r.done = true;
+    r.calls = made;
+    r.tries = 1;
+    r.cpu_busy = bench_sched_cpu_busy(cpu0, cpu1);
+    r.cpu_steal = bench_sched_cpu_steal(cpu0, cpu1);
     if (call) {
         double secs = bench_now() - start;
         r.own_faults = (double)(bench_sched_minor_faults(0) - faults0[1]) / secs;
@@ -995,7 +1023,7 @@ static void bt_a_row(const char *beside, const struct bt_lat *r, const struct bt
 }
 
 /* The --sched-stats tables, each with a row per measure. */
-enum bt_sched_table { BT_SLOW, BT_ALL, BT_LOOPS };
+enum bt_sched_table { BT_SLOW, BT_ALL, BT_BACKLOG, BT_LOOPS };
 
 /* "total / request / queued / run / delivered" of k's daemon times. */
 static void bt_print_daemon(const struct bt_calls *k)
@@ -1013,6 +1041,11 @@ static void bt_sched_row(const char *call, const char *beside, const struct bt_l
     if (table == BT_LOOPS) {
         printf("| %s | %s | %.0f | %.1f | %" PRIu64 " | %s |\n", call, beside, r->turns,
                r->long_turns, r->longest_turn_us, bt_ampd_pid ? r->loops : "-");
+        return;
+    }
+    if (table == BT_BACKLOG) {
+        printf("| %s | %s | %.0f | %.2f | %.0f (%.0f) | %.0f |\n", call, beside, r->peak,
+               r->peak_at, r->longest_call, r->longest_call_wait, r->longest_gap);
         return;
     }
     if (table == BT_ALL) {
@@ -1074,6 +1107,13 @@ static void bt_print_sched(const struct bt_results *r, const char *const beside[
            "reply ready) / request / queued / run / delivered, mean us | A's thread on a CPU / "
            "waiting for one, mean us |\n|---|---|---:|---:|---:|---:|\n");
     bt_sched_rows(r, beside, BT_ALL);
+    printf("\n# A's largest latency beside its longest single call and its longest gap between "
+           "calls: a peak far above both is a backlog built over many calls, each a little "
+           "over the period, not one stall\n");
+    printf("| A's call | beside | largest latency, us | at, s into the measure | longest call "
+           "from its send, us (A's thread waiting for a CPU in it) | longest gap after a "
+           "call, us |\n|---|---|---:|---:|---:|---:|\n");
+    bt_sched_rows(r, beside, BT_BACKLOG);
     printf("\n# A's ampd's I/O loops during each measure: their turns (amp_status: a loop's run "
            "from one wait for events to the next, which a call arriving meanwhile waits "
            "behind), and the loops (ampd-io*; A's own ampd only) sampled every %d us\n",
