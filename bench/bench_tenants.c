@@ -210,8 +210,9 @@ struct bt_lat {
     uint64_t longest_turn_us;
     /* --sched-stats: A's largest latency and when in the measure it came
      * (s), its longest call from its send (us) and its own thread's wait
-     * for a CPU in it, and its longest stretch between a call's end and
-     * the next one's send while behind its schedule (us) */
+     * for a CPU in it, and its longest delay before a send: from when the
+     * call could have gone (its due time, or the last call's end when
+     * later) to when it went (us) */
     double peak, peak_at, longest_call, longest_call_wait, longest_gap;
 };
 
@@ -380,9 +381,8 @@ static void bt_loop_turns_between(const uint64_t from[AMP_LATENCY_BUCKETS],
     r->long_turns = (double)lng / secs;
 }
 
-/* --sched-stats: where A's backlog came from, call k's part (bt_lat's
- * peak to longest_gap): it ended at..s into the measure, its send came
- * behind_us after it could have (the last call's end or its due time). */
+/* --sched-stats: call k's part in b's peak .. longest_gap; k ended at
+ * s into the measure, and its send came behind_us after it could have. */
 static void bt_backlog_note(struct bt_lat *b, const struct bt_calls *k, double behind_us,
                             double at)
 {
