@@ -9,7 +9,10 @@
 #   scripts/tenants-local.sh OUT AMPD... [-- BENCH_TENANTS-OPTIONS]
 # e.g. scripts/tenants-local.sh /tmp/ab build/ampd /tmp/ampd-base
 # writes OUT/tenants-I-K.txt (daemon I's run K) and its .err. About
-# 2-4 minutes a run on 2 cores.
+# 2-4 minutes a run on 2 cores. With TRACE=1 each run is recorded with
+# `perf sched record -a` and OUT/tenants-I-K.sched.md gets the trace
+# window by window (scripts/sched-windows.py: how long A's ampd's loops
+# and A's thread waited for a CPU per wake-up, in each phase of the run).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 out=${1:?usage: $0 OUT AMPD... [-- BENCH_TENANTS-OPTIONS]}
@@ -25,9 +28,15 @@ for k in $(seq "${REPEAT:-3}"); do
   for i in "${!bins[@]}"; do
     f=$out/tenants-$((i + 1))-$k
     echo "== $(date -u +%H:%M:%S) ${bins[$i]}, run $k of ${REPEAT:-3}"
-    timeout 900 "$bench" --ampd "${bins[$i]}" --device 0 --bulk-bytes 256M --streams 4 \
+    trace=()
+    [ -n "${TRACE:-}" ] && trace=(perf sched record -a -q -o "$f.perf" --)
+    timeout 900 "${trace[@]}" "$bench" --ampd "${bins[$i]}" --device 0 --bulk-bytes 256M --streams 4 \
       --unary-bytes 32M --unary-calls 8 --seconds 3 --warmup 1 --sched-stats "$@" >"$f.txt" 2>"$f.err"
     r=$?
+    if [ -n "${TRACE:-}" ]; then
+      perf sched timehist -i "$f.perf" 2>/dev/null | /usr/bin/python3 "$here/sched-windows.py" >"$f.sched.md"
+      rm -f "$f.perf"
+    fi
     [ $rc = 0 ] && rc=$r
     grep '^# targets' "$f.txt" || tail -3 "$f.err"
   done
