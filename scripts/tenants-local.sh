@@ -10,7 +10,8 @@
 # e.g. scripts/tenants-local.sh /tmp/ab build/ampd /tmp/ampd-base
 # writes OUT/tenants-I-K.txt (daemon I's run K) and its .err. About
 # 2-4 minutes a run on 2 cores. With TRACE=1 each run is recorded with
-# `perf sched record -a` and OUT/tenants-I-K.sched.md gets the trace
+# `perf sched record -a`: OUT/tenants-I-K.timehist.gz keeps every
+# switch (`perf sched timehist`), and OUT/tenants-I-K.sched.md the trace
 # window by window (scripts/sched-windows.py: how long A's ampd's loops
 # and A's thread waited for a CPU per wake-up, in each phase of the run).
 set -u
@@ -34,7 +35,8 @@ for k in $(seq "${REPEAT:-3}"); do
       --unary-bytes 32M --unary-calls 8 --seconds 3 --warmup 1 --sched-stats "$@" >"$f.txt" 2>"$f.err"
     r=$?
     if [ -n "${TRACE:-}" ]; then
-      perf sched timehist -i "$f.perf" 2>/dev/null | /usr/bin/python3 "$here/sched-windows.py" >"$f.sched.md"
+      perf sched timehist -i "$f.perf" 2>/dev/null | gzip >"$f.timehist.gz"
+      zcat "$f.timehist.gz" | /usr/bin/python3 "$here/sched-windows.py" >"$f.sched.md"
       rm -f "$f.perf"
     fi
     [ $rc = 0 ] && rc=$r
