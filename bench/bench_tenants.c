@@ -1107,12 +1107,12 @@ static void bt_print_sched(const struct bt_results *r, const char *const beside[
            "reply ready) / request / queued / run / delivered, mean us | A's thread on a CPU / "
            "waiting for one, mean us |\n|---|---|---:|---:|---:|---:|\n");
     bt_sched_rows(r, beside, BT_ALL);
-    printf("\n# A's largest latency beside its longest single call and its longest gap between "
-           "calls: a peak far above both is a backlog built over many calls, each a little "
-           "over the period, not one stall\n");
+    printf("\n# A's largest latency beside its longest single call and its longest delay "
+           "before a send: a peak far above both is a backlog built over many calls, each a "
+           "little over the period, not one stall\n");
     printf("| A's call | beside | largest latency, us | at, s into the measure | longest call "
-           "from its send, us (A's thread waiting for a CPU in it) | longest gap after a "
-           "call, us |\n|---|---|---:|---:|---:|---:|\n");
+           "from its send, us (A's thread waiting for a CPU in it) | longest delay before a "
+           "send, us |\n|---|---|---:|---:|---:|---:|\n");
     bt_sched_rows(r, beside, BT_BACKLOG);
     printf("\n# A's ampd's I/O loops during each measure: their turns (amp_status: a loop's run "
            "from one wait for events to the next, which a call arriving meanwhile waits "

@@ -3,7 +3,7 @@
 """sched-windows.py: a bench_tenants run's scheduler trace, window by window.
 
 Reads `perf sched timehist` output (stdin or a file) of a run recorded by
-scripts/tenants-sched-trace.sh and prints, per window (--window seconds,
+`TRACE=1 scripts/tenants-local.sh` and prints, per window (--window seconds,
 default 0.5): how long A's ampd's I/O loops (its main thread and
 ampd-io*) waited runnable for a CPU per wake-up (perf's "sch delay"),
 their wake-ups and CPU time; the same wait for A's thread (the bench's
@@ -46,7 +46,7 @@ def main():
         sys.exit("sched-windows.py: no ampd-io or bench_tenants thread in the trace")
     a_ampd, floor = ampds[0], (ampds[1] if len(ampds) > 1 else None)
     a_thread = benches[0]
-    w = collections.defaultdict(lambda: collections.Counter())
+    w = collections.defaultdict(collections.Counter)
     t0 = rows[0][0]
     for t, name, tid, pid, delay, run in rows:
         c = w[int((t - t0) / o.window)]
