@@ -25,7 +25,6 @@
 
 #include <errno.h>
 #include <poll.h>
-#include <sched.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -45,6 +44,7 @@
 #include "heap.h"
 #include "iov_send.h"
 #include "monotonic.h"
+#include "spin.h"
 #include "sock_writer.h"
 #include "tls.h"
 
@@ -767,10 +767,10 @@ static int conn_call_polls(const amp_conn *c)
            c->call->body.len <= AMP_BUSY_POLL_MAX_REQUEST;
 }
 
-/* poll() without sleeping for up to busy_poll_ns, yielding the CPU each
- * round: what poll() returned, 0 when nothing came in that time or the
- * call does not poll (conn_call_polls); at most conn_pollers_limit()
- * threads at once. */
+/* poll() without sleeping for up to busy_poll_ns, or until another
+ * thread wants the CPU (spin.h): what poll() returned, 0 when nothing
+ * came in that time or the call does not poll (conn_call_polls); at most
+ * conn_pollers_limit() threads at once. */
 static int conn_busy_poll(amp_conn *c, struct pollfd *pfd, nfds_t n)
 {
     if (!c->busy_poll_ns || !conn_call_polls(c))
@@ -779,10 +779,11 @@ static int conn_busy_poll(amp_conn *c, struct pollfd *pfd, nfds_t n)
         atomic_fetch_sub(&conn_pollers, 1);
         return 0;
     }
-    uint64_t end = monotonic_ns() + c->busy_poll_ns;
+    struct spin s;
+    spin_start(&s, c->busy_poll_ns);
     int got;
-    while ((got = poll(pfd, n, 0)) == 0 && monotonic_ns() < end)
-        sched_yield();
+    while ((got = poll(pfd, n, 0)) == 0 && spin_on(&s)) {
+    }
     atomic_fetch_sub(&conn_pollers, 1);
     return got;
 }

@@ -17,7 +17,6 @@
 #include "host.h"
 
 #include <pthread.h>
-#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,6 +28,7 @@
 #include "host_step.h"
 #include "job.h"
 #include "monotonic.h"
+#include "spin.h"
 #include "sat.h"
 #include "stage_latency.h"
 #include "task.h"
@@ -41,6 +41,7 @@ struct host_pool {
     pthread_cond_t wake;
     struct fairq *queue;        /* queued TASK_JOBs */
     atomic_size_t queued;       /* tasks in that queue; read unlocked by a polling worker */
+    size_t running;             /* tasks taken and not yet complete, a submitter's too */
     size_t sleeping;            /* workers waiting on wake and not yet woken */
     size_t wakes;               /* woken by a submit and not yet up: each takes one */
     atomic_bool stopping;
@@ -129,18 +130,19 @@ static void host_run(struct dev *check, struct job *job)
     free(out_len);
 }
 
-/* Waits up to spin_ns for a queued job without sleeping: an awake worker
- * is not signalled, so the submit that queues it costs no wake-up. One
- * worker at a time, so that polling never takes more than a CPU from the
- * I/O loops, and it yields the CPU each round (io_loop_run says why). */
+/* Waits up to spin_ns for a queued job without sleeping (spin.h): an
+ * awake worker is not signalled, so the submit that queues it costs no
+ * wake-up. One worker at a time, so that polling never takes more than a
+ * CPU from the I/O loops. */
 static void host_pool_poll(struct host_pool *h)
 {
     if (atomic_exchange(&h->polling, true))
         return;
-    uint64_t end = monotonic_ns() + h->spin_ns;
+    struct spin s;
+    spin_start(&s, h->spin_ns);
     while (!atomic_load_explicit(&h->queued, memory_order_relaxed) &&
-           !atomic_load_explicit(&h->stopping, memory_order_relaxed) && monotonic_ns() < end)
-        sched_yield();
+           !atomic_load_explicit(&h->stopping, memory_order_relaxed) && spin_on(&s)) {
+    }
     atomic_store(&h->polling, false);
 }
 
@@ -163,10 +165,35 @@ static struct task *host_pool_next(struct host_pool *h, bool polled)
             h->sleeping--;   /* stopping, not woken by a submit */
     }
     struct task *t = fairq_pop(h->queue);
-    if (t)
+    if (t) {
         h->queued--;
+        h->running++;
+    }
     pthread_mutex_unlock(&h->lock);
     return t;
+}
+
+/* Runs t, taken from the queue or by its submitter, and completes it. */
+static void host_pool_run(struct host_pool *h, struct task *t)
+{
+    struct job *job = t->job;
+    t->out_len = 0;
+    char msg[STATUS_MSG_MAX];
+    if (job_queue_late(job, monotonic_ns(), msg, sizeof msg)) {
+        job_fail(job, STATUS_UNAVAILABLE, "%s", msg);
+    } else if (atomic_load(&job->cancelled) || !job_claim(job, JOB_STARTED)) {
+        job_fail(job, STATUS_CANCELLED, JOB_CANCELLED_MSG);
+    } else {
+        job->t_start = stage_latency_now_ns();
+        host_run(h->check, job);
+        job->t_done = stage_latency_now_ns();
+    }
+    t->status = job->status;
+    snprintf(t->msg, sizeof t->msg, "%s", job->msg);
+    pthread_mutex_lock(&h->lock);
+    h->running--;
+    pthread_mutex_unlock(&h->lock);
+    h->complete(t, h->ctx);
 }
 
 static void *host_pool_main(void *arg)
@@ -176,21 +203,7 @@ static void *host_pool_main(void *arg)
     bool polled = false;
     while ((t = host_pool_next(h, polled))) {
         polled = true;
-        struct job *job = t->job;
-        t->out_len = 0;
-        char msg[STATUS_MSG_MAX];
-        if (job_queue_late(job, monotonic_ns(), msg, sizeof msg)) {
-            job_fail(job, STATUS_UNAVAILABLE, "%s", msg);
-        } else if (atomic_load(&job->cancelled) || !job_claim(job, JOB_STARTED)) {
-            job_fail(job, STATUS_CANCELLED, JOB_CANCELLED_MSG);
-        } else {
-            job->t_start = stage_latency_now_ns();
-            host_run(h->check, job);
-            job->t_done = stage_latency_now_ns();
-        }
-        t->status = job->status;
-        snprintf(t->msg, sizeof t->msg, "%s", job->msg);
-        h->complete(t, h->ctx);
+        host_pool_run(h, t);
     }
     return NULL;
 }
@@ -241,6 +254,18 @@ void host_pool_submit(struct host_pool *h, struct task *t)
     /* After the unlock: a worker woken under the lock would only wait for
      * it. The pool outlives this call (sched.c's `life` lock). */
     pthread_cond_signal(&h->wake);
+}
+
+bool host_pool_run_here(struct host_pool *h, struct task *t)
+{
+    pthread_mutex_lock(&h->lock);
+    bool here = !h->stopping && !h->queued && !h->running;
+    if (here)
+        h->running++;
+    pthread_mutex_unlock(&h->lock);
+    if (here)
+        host_pool_run(h, t);
+    return here;
 }
 
 void host_pool_stop(struct host_pool *h)

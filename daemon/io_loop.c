@@ -16,7 +16,6 @@
 #include "io_loop.h"
 
 #include <pthread.h>
-#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +27,7 @@
 #include "listen.h"
 #include "log.h"
 #include "monotonic.h"
+#include "spin.h"
 #include "rpc.h"
 #include "sched.h"
 #include "stage_latency.h"
@@ -468,16 +468,16 @@ void io_loop_run(struct io_loop *l)
     /* Polling without sleeping for a while after a job went out saves the
      * wake-up its completion would cost (a tiny job is back within it; a
      * long one is waited for asleep), and after one came back the wake-up
-     * of the client's next call. Each round yields the CPU: where polling
-     * threads fill every CPU (2 here), a spinning loop otherwise held back
-     * the client it waited for (4 x 64 calls/s 80k -> 150k); with CPUs to
-     * spare the yield costs nothing measurable (bench/RESULTS-archive.md). */
+     * of the client's next call. It waits in the ordinary way instead as
+     * soon as another thread wanted its CPU (spin.h); otherwise the port's
+     * window says when polling ends. */
     uv_run_mode mode = UV_RUN_ONCE;
+    struct spin s;
     while (uv_run(l->loop, mode)) {
         bool busy = l->port && sched_port_busy(l->port, monotonic_ns(), window_ns);
-        mode = busy ? UV_RUN_NOWAIT : UV_RUN_ONCE;   /* no port until attached, nor once finishing */
-        if (busy)
-            sched_yield();
+        if (busy && mode == UV_RUN_ONCE)   /* no port until attached, nor once finishing */
+            spin_start(&s, UINT64_MAX);
+        mode = busy && spin_on(&s) ? UV_RUN_NOWAIT : UV_RUN_ONCE;
     }
 }
 

@@ -54,7 +54,6 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
-#include <sched.h>
 #include <stdatomic.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -65,6 +64,7 @@
 #include "dev_task.h"
 #include "fairq.h"
 #include "monotonic.h"
+#include "spin.h"
 
 /* What the runner keeps in flight, in full pieces' cost (a chunk copied
  * in, transformed and copied out: dev_task_piece_cost): it starts another
@@ -488,14 +488,14 @@ static bool runner_has_work(const struct runner *r)
 }
 
 /* Waits up to r->spin_ns for news after `seen` (read under the lock,
- * when there was no work) without sleeping, so that the next tiny job
- * costs no wake-up (--busy-poll; io_loop_run says why each round
- * yields). Called without the lock. */
+ * when there was no work) without sleeping (spin.h), so that the next
+ * tiny job costs no wake-up (--busy-poll). Called without the lock. */
 static void runner_poll(const struct runner *r, atomic_uint *news, unsigned seen)
 {
-    uint64_t end = monotonic_ns() + r->spin_ns;
-    while (atomic_load_explicit(news, memory_order_relaxed) == seen && monotonic_ns() < end)
-        sched_yield();
+    struct spin s;
+    spin_start(&s, r->spin_ns);
+    while (atomic_load_explicit(news, memory_order_relaxed) == seen && spin_on(&s)) {
+    }
 }
 
 /* Sleeps until signalled, or, with tasks in flight, at most

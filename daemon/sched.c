@@ -326,7 +326,10 @@ enum status_code sched_submit(struct sched_port *p, struct job *job, char *msg, 
         job->task = (struct task){ .kind = TASK_JOB, .job = job, .home = p };
         p->stirred_ns = monotonic_ns();
         if (host) {
-            host_pool_submit(s->host, &job->task);
+            if (host_pool_run_here(s->host, &job->task))
+                p->ran_here = true;
+            else
+                host_pool_submit(s->host, &job->task);
         } else {
             if (!sched_split(p, job) && runner_submit(s->runners[index], &job->task))
                 p->ran_here = true;

@@ -7,7 +7,8 @@
  * while every worker sleeps completes, thousands of times in a row (a lost
  * wake-up hangs the test); stopping runs what is queued. Each case runs
  * twice: workers that sleep as soon as the queue is empty, and workers
- * that first poll it (--busy-poll), which a submit does not wake. */
+ * that first poll it (--busy-poll), which a submit does not wake. And a
+ * submitter runs a job itself only where it overtakes none. */
 #include <check.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -34,6 +35,7 @@ struct done {
     pthread_mutex_t lock;
     pthread_cond_t cond;
     size_t n;
+    pthread_t last;               /* the thread that completed the last job */
     atomic_uint times[NUMBERS];   /* completions of job i */
 };
 
@@ -66,6 +68,7 @@ static void on_complete(struct task *t, void *ctx)
     }
     pthread_mutex_lock(&done.lock);
     done.n++;
+    done.last = pthread_self();
     pthread_cond_broadcast(&done.cond);
     pthread_mutex_unlock(&done.lock);
 }
@@ -205,6 +208,33 @@ START_TEST(stop_runs_what_is_queued)
 }
 END_TEST
 
+/* An idle pool lets the submitter run a job on its own thread, done
+ * when the call returns; a pool with a job queued (no workers here, so
+ * it stays) does not, and leaves the job to be submitted. */
+START_TEST(runs_here_only_when_idle)
+{
+    struct host_pool *pool = pool_start(_i);
+    struct job *job = numbered_job(0);
+    ck_assert(host_pool_run_here(pool, &job->task));
+    ck_assert_uint_eq(done.n, 1);
+    ck_assert_uint_eq(atomic_load(&done.times[0]), 1);
+    ck_assert(pthread_equal(done.last, pthread_self()));
+    host_pool_stop(pool);
+    job_free(job);
+
+    done_reset();
+    struct host_pool *busy = host_pool_start(0, spins_ns[_i], fixture_dev(), on_complete, NULL);
+    ck_assert_ptr_nonnull(busy);
+    struct job *queued = numbered_job(1), *next = numbered_job(2);
+    host_pool_submit(busy, &queued->task);
+    ck_assert(!host_pool_run_here(busy, &next->task));
+    ck_assert_uint_eq(done.n, 0);
+    host_pool_stop(busy);
+    job_free(queued);
+    job_free(next);
+}
+END_TEST
+
 int main(void)
 {
     pthread_mutex_init(&done.lock, NULL);
@@ -215,6 +245,7 @@ int main(void)
         lone_job_wakes_a_sleeping_worker,
         bursts_then_lone_jobs,
         stop_runs_what_is_queued,
+        runs_here_only_when_idle,
         NULL,
     };
     TCase *tc = check_run_loop_case(s, "host_pool", tests, 0, NSPINS);

@@ -143,8 +143,8 @@ typedef struct amp_connect_opts {
      * AMP_BUSY_POLL_MAX_REQUEST bytes) waiting for the daemon polls the
      * socket before it sleeps: a tiny call's reply comes back in tens of
      * microseconds, and waking a sleeping thread costs several. The
-     * calling thread's CPU is spent meanwhile, yielded to any other thread
-     * that wants it. Streams, larger calls and a connection with calls
+     * calling thread's CPU is spent meanwhile, until another thread wants
+     * it: then the call sleeps. Streams, larger calls and a connection with calls
      * started without waiting in flight do not poll, and at most one
      * thread per four CPUs of the process polls at once (the others sleep
      * at once).
