@@ -44,8 +44,8 @@
 #include "heap.h"
 #include "iov_send.h"
 #include "monotonic.h"
-#include "spin.h"
 #include "sock_writer.h"
+#include "spin.h"
 #include "tls.h"
 
 _Static_assert(CONN_OUT_IOV <= SOCK_WRITER_IOV, "a set of output fits one writer batch");

@@ -28,8 +28,8 @@
 #include "host_step.h"
 #include "job.h"
 #include "monotonic.h"
-#include "spin.h"
 #include "sat.h"
+#include "spin.h"
 #include "stage_latency.h"
 #include "task.h"
 

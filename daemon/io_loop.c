@@ -27,9 +27,9 @@
 #include "listen.h"
 #include "log.h"
 #include "monotonic.h"
-#include "spin.h"
 #include "rpc.h"
 #include "sched.h"
+#include "spin.h"
 #include "stage_latency.h"
 
 /* The sweep runs a few times per timeout, at least every second, so a
@@ -472,7 +472,7 @@ void io_loop_run(struct io_loop *l)
      * soon as another thread wanted its CPU (spin.h); otherwise the port's
      * window says when polling ends. */
     uv_run_mode mode = UV_RUN_ONCE;
-    struct spin s;
+    struct spin s = {0};
     while (uv_run(l->loop, mode)) {
         bool busy = l->port && sched_port_busy(l->port, monotonic_ns(), window_ns);
         if (busy && mode == UV_RUN_ONCE)   /* no port until attached, nor once finishing */
