@@ -41,7 +41,8 @@ struct host_pool {
     pthread_cond_t wake;
     struct fairq *queue;        /* queued TASK_JOBs */
     atomic_size_t queued;       /* tasks in that queue; read unlocked by a polling worker */
-    size_t running;             /* tasks taken and not yet complete, a submitter's too */
+    atomic_size_t running;      /* tasks taken and not yet complete, a submitter's too:
+                                 * raised under the lock, lowered without it */
     size_t sleeping;            /* workers waiting on wake and not yet woken */
     size_t wakes;               /* woken by a submit and not yet up: each takes one */
     atomic_bool stopping;
@@ -190,9 +191,7 @@ static void host_pool_run(struct host_pool *h, struct task *t)
     }
     t->status = job->status;
     snprintf(t->msg, sizeof t->msg, "%s", job->msg);
-    pthread_mutex_lock(&h->lock);
-    h->running--;
-    pthread_mutex_unlock(&h->lock);
+    atomic_fetch_sub(&h->running, 1);   /* a submitter that misses it only queues its job */
     h->complete(t, h->ctx);
 }
 

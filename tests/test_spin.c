@@ -52,13 +52,14 @@ static void *rival(void *arg)
 
 START_TEST(closes_once_another_thread_wants_the_cpu)
 {
-    cpu_set_t one;
+    cpu_set_t all, one;
+    ck_assert_int_eq(sched_getaffinity(0, sizeof all, &all), 0);
     CPU_ZERO(&one);
     CPU_SET(sched_getcpu(), &one);
     ck_assert_int_eq(sched_setaffinity(0, sizeof one, &one), 0);
     pthread_attr_t a;
     pthread_attr_init(&a);
-    pthread_attr_setaffinity_np(&a, sizeof one, &one);
+    ck_assert_int_eq(pthread_attr_setaffinity_np(&a, sizeof one, &one), 0);
     pthread_t t;
     atomic_store(&rival_stop, false);
     ck_assert_int_eq(pthread_create(&t, &a, rival, NULL), 0);
@@ -71,6 +72,7 @@ START_TEST(closes_once_another_thread_wants_the_cpu)
     uint64_t took = monotonic_ns() - t0;
     atomic_store(&rival_stop, true);
     pthread_join(t, NULL);
+    ck_assert_int_eq(sched_setaffinity(0, sizeof all, &all), 0);   /* for the cases after, unforked */
     ck_assert_msg(took < SPIN_TEST_LONG_NS, "spun the whole window beside a rival");
 }
 END_TEST
