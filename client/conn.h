@@ -72,6 +72,7 @@ struct amp_conn {
     int connect_timeout_ms; /* > 0 */
     int no_reconnect;      /* amp_connect_opts.no_reconnect */
     uint64_t busy_poll_ns; /* amp_connect_opts.busy_poll_us; 0: never */
+    uint64_t heard_ns;     /* monotonic_ns() when the daemon's bytes last came in */
     int fd;                /* non-blocking socket, owned */
     struct tls_client_opts tls_opts; /* amp_connect_opts.tls*, copied: each (re)open uses them */
     char *authorization;   /* "Bearer TOKEN" from amp_connect_opts.token, owned; NULL: none */

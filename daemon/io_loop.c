@@ -61,7 +61,7 @@ struct io_loop_fd {
 
 /* The loop's turns (STAGE_LOOP_TURN): how long it ran from one wait for
  * events ending to the next wait (its callbacks, timers, and with
- * --busy-poll its yields), the time a call arriving meanwhile waits
+ * --busy-poll its polling), the time a call arriving meanwhile waits
  * before the loop reads it. Measured before each wait (a prepare handle)
  * as the time since the last one less libuv's idle time in between. */
 struct io_loop_turns {

@@ -3,15 +3,19 @@
  * real Unix sockets: one that hangs up mid-call, one that never answers,
  * one that does not speak HTTP/2. Every case must end in an error code,
  * never a hang or a crash, and a broken connection must keep failing fast.
+ * A deaf peer also shows that a call to a daemon not heard from
+ * lately sleeps instead of polling (amp_connect_opts.busy_poll_us).
  *
  * The peer is a thread of this test playing a broken server; it is a
  * fixture for failure paths the real daemon does not produce on demand.
  */
+#define _GNU_SOURCE   /* RUSAGE_THREAD */
 #include <check.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -23,12 +27,14 @@
 #define PEER_SAFETY_MS 30000   /* any call that should fail fast gets this as a backstop */
 #define PEER_BIG_REQUEST (8u << 20)
 #define PEER_READ_BEFORE_HANGUP (64 * 1024)
+#define PEER_QUIET_CPU_MAX_US 3000 /* a call that polled its 10 ms window took ~10,000 */
 
 enum peer_mode {
     PEER_HANGUP_AFTER_READ, /* read PEER_READ_BEFORE_HANGUP bytes, then close */
     PEER_HANGUP_AT_ONCE,    /* read once (the preface), then close */
     PEER_SILENT,            /* read everything, answer nothing */
     PEER_NOT_HTTP2,         /* answer with HTTP/1.1 */
+    PEER_DEAF,              /* read nothing: a request wakes no thread of the peer */
 };
 
 struct peer {
@@ -37,6 +43,7 @@ struct peer {
     char dir[64];
     char path[100];
     char address[140];
+    int quit[2];            /* PEER_DEAF waits for a byte on quit[0] */
     pthread_t thread;
 };
 
@@ -70,6 +77,10 @@ static void *peer_main(void *arg)
             break;
         break;
     case PEER_SILENT: peer_drain(fd); break;
+    case PEER_DEAF:
+        if (read(p->quit[0], buf, 1) < 0)
+            break;
+        break;
     case PEER_NOT_HTTP2:
         if (write(fd, http1, sizeof http1 - 1) < 0)
             break;
@@ -94,13 +105,16 @@ static void peer_start(struct peer *p, enum peer_mode mode)
     ck_assert_int_ge(p->listen_fd, 0);
     ck_assert_int_eq(bind(p->listen_fd, (struct sockaddr *)&sa, sizeof sa), 0);
     ck_assert_int_eq(listen(p->listen_fd, 4), 0);
+    ck_assert_int_eq(pipe(p->quit), 0);
     ck_assert_int_eq(pthread_create(&p->thread, NULL, peer_main, p), 0);
 }
 
 /* Call after the client closed: the peer thread sees EOF and exits. */
 static void peer_stop(struct peer *p)
 {
+    close(p->quit[1]);
     pthread_join(p->thread, NULL);
+    close(p->quit[0]);
     close(p->listen_fd);
     unlink(p->path);
     rmdir(p->dir);
@@ -173,6 +187,41 @@ START_TEST(silent_peer_hits_deadline)
 }
 END_TEST
 
+/* CPU time this thread has used, us. */
+static long long peer_thread_cpu_us(void)
+{
+    struct rusage ru;
+    ck_assert_int_eq(getrusage(RUSAGE_THREAD, &ru), 0);
+    return (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000LL + ru.ru_utime.tv_usec +
+           ru.ru_stime.tv_usec;
+}
+
+/* The deaf peer never answers, so a call waits out its deadline; the
+ * longest poll window is allowed, but the daemon has not been heard from
+ * within it, so the call sleeps at once (a loop it woke may be waiting
+ * for this very CPU) and takes almost no CPU. Polling would take the
+ * window's 10 ms: the peer reads nothing, so no thread it wakes takes
+ * the CPU from the poll (which would end it). */
+START_TEST(quiet_peer_call_sleeps)
+{
+    struct peer p;
+    peer_start(&p, PEER_DEAF);
+    amp_conn *c;
+    amp_connect_opts co = { .size = sizeof co, .busy_poll_us = AMP_BUSY_POLL_MAX_US };
+    ck_assert_int_eq(amp_connect_with(p.address, &co, &c), 0);
+    amp_opts o = { .size = sizeof(amp_opts), .device = NULL, .timeout_ms = PEER_DEADLINE_MS };
+    void *out = NULL;
+    size_t n = 0;
+    long long before = peer_thread_cpu_us();
+    int rc = amp_reverse(c, &o, "abc", 3, &out, &n);
+    long long used = peer_thread_cpu_us() - before;
+    ck_assert_msg(rc == AMP_EDEADLINE, "rc %d (%s)", rc, amp_strerror(rc));
+    ck_assert_msg(used < PEER_QUIET_CPU_MAX_US, "the call took %lld us of CPU waiting", used);
+    amp_close(c);
+    peer_stop(&p);
+}
+END_TEST
+
 START_TEST(http1_peer_is_eproto)
 {
     struct peer p;
@@ -196,6 +245,7 @@ int main(void)
         hangup_mid_call_is_eio,
         hangup_before_reply_is_eio,
         silent_peer_hits_deadline,
+        quiet_peer_call_sleeps,
         http1_peer_is_eproto,
         NULL,
     };

@@ -144,7 +144,11 @@ typedef struct amp_connect_opts {
      * socket before it sleeps: a tiny call's reply comes back in tens of
      * microseconds, and waking a sleeping thread costs several. The
      * calling thread's CPU is spent meanwhile, until another thread wants
-     * it: then the call sleeps. Streams, larger calls and a connection with calls
+     * it: then the call sleeps. Only a call made within busy_poll_us of
+     * the connection's last bytes from the daemon polls (calls back to
+     * back): the daemon polls as long after a reply, and a call made later
+     * wakes it, which Linux may run on the caller's CPU, where a poll
+     * would hold it off. Streams, larger calls and a connection with calls
      * started without waiting in flight do not poll, and at most one
      * thread per four CPUs of the process polls at once (the others sleep
      * at once).
