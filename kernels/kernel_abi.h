@@ -58,4 +58,16 @@
      : (t) > 0.0f                                                ? (bins) - 1u  \
                                                                  : 0u)
 
+#ifdef __OPENCL_VERSION__
+/* Kernels only (transform.cl, batch.cl): the lanes of the word at byte
+ * start whose index start+j lies in [lo, hi), as a select() mask. */
+static inline char16 lane_mask(ulong start, ulong lo, ulong hi)
+{
+    const uchar16 lane = (uchar16)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    const uchar a = (uchar)(lo <= start ? 0 : min(lo - start, (ulong)KERNEL_WORD));
+    const uchar b = (uchar)(hi <= start ? 0 : min(hi - start, (ulong)KERNEL_WORD));
+    return (lane >= (uchar16)a) & (lane < (uchar16)b);
+}
+#endif
+
 #endif

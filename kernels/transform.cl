@@ -44,15 +44,6 @@
 #define OPS_SET(b) (val)
 #define OPS_MAP(b) TAB(b)
 
-/* Lanes whose byte index start+j lies in [lo, hi), as a select() mask. */
-static inline char16 lane_mask(ulong start, ulong lo, ulong hi)
-{
-    const uchar16 lane = (uchar16)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-    const uchar a = (uchar)(lo <= start ? 0 : min(lo - start, (ulong)KERNEL_WORD));
-    const uchar b = (uchar)(hi <= start ? 0 : min(hi - start, (ulong)KERNEL_WORD));
-    return (lane >= (uchar16)a) & (lane < (uchar16)b);
-}
-
 /* Byte-wise a + b modulo 256: the low 7 bits of each byte added without
  * carrying out of it, the top bit as the xor of the tops and that carry. */
 static inline uint4 swar_add(uint4 a, uint4 b)
