@@ -808,7 +808,7 @@ struct bt_results {
  * A's cost nor its gain. */
 static double bt_b_alone(const struct bt_results *r, int s)
 {
-    return r->b_again[s] > 0 ? (r->b[s][P_ALONE] + r->b_again[s]) / 2 : r->b[s][P_ALONE];
+    return (r->b[s][P_ALONE] + r->b_again[s]) / 2;
 }
 
 /* A's measures in the mask (bit m: measure m), one after another, on
