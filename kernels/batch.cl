@@ -31,22 +31,22 @@ __kernel void batch_run(__global const uchar *up, __global uchar *out)
          * a loop each, which compilers vectorise (a 64 KiB add on PoCL:
          * a byte and a branch at a time took ~115 us). */
         uint op = it[4], lo = it[6], hi = it[7], words = (n + KERNEL_WORD - 1) / KERNEL_WORD;
-        uchar16 v = (uchar16)((uchar)it[5]);
-#define BATCH_XFORM(EXPR)                                                      \
+        const uchar val = (uchar)it[5];   /* the operand, as kernel_abi.h's OPV_* name it */
+#define BATCH_XFORM(OPV)                                                       \
         for (uint w = lid; w < words; w += ls) {                               \
             uchar16 x = vload16(w, src);                                       \
-            vstore16(select(x, (EXPR), lane_mask((ulong)w * KERNEL_WORD, lo, hi)), w, dst); \
+            vstore16(select(x, OPV(x), lane_mask((ulong)w * KERNEL_WORD, lo, hi)), w, dst); \
         }
         if (op == XFORM_ADD)
-            BATCH_XFORM(x + v)
+            BATCH_XFORM(OPV_ADD)
         else if (op == XFORM_XOR)
-            BATCH_XFORM(x ^ v)
+            BATCH_XFORM(OPV_XOR)
         else if (op == XFORM_AND)
-            BATCH_XFORM(x & v)
+            BATCH_XFORM(OPV_AND)
         else if (op == XFORM_OR)
-            BATCH_XFORM(x | v)
+            BATCH_XFORM(OPV_OR)
         else
-            BATCH_XFORM(v)
+            BATCH_XFORM(OPV_SET)
 #undef BATCH_XFORM
     } else if (kind == STEP_TRANSFORM) {
         uint lo = it[6], hi = it[7];

@@ -59,7 +59,7 @@
                                                                  : 0u)
 
 #ifdef __OPENCL_VERSION__
-/* Kernels only (transform.cl, batch.cl): the lanes of the word at byte
+/* Kernels only (transform.cl, batch.cl). The lanes of the word at byte
  * start whose index start+j lies in [lo, hi), as a select() mask. */
 static inline char16 lane_mask(ulong start, ulong lo, ulong hi)
 {
@@ -68,6 +68,14 @@ static inline char16 lane_mask(ulong start, ulong lo, ulong hi)
     const uchar b = (uchar)(hi <= start ? 0 : min(hi - start, (ulong)KERNEL_WORD));
     return (lane >= (uchar16)a) & (lane < (uchar16)b);
 }
+
+/* The transform ops on a uchar16 word v, with val the operand (a uchar in
+ * scope), for CPU devices' transform kernels and the batch lane alike. */
+#define OPV_ADD(v) ((v) + val)
+#define OPV_XOR(v) ((v) ^ val)
+#define OPV_AND(v) ((v) & val)
+#define OPV_OR(v) ((v) | val)
+#define OPV_SET(v) ((uchar16)val)
 #endif
 
 #endif

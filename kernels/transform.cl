@@ -25,12 +25,8 @@
  */
 #define XFORM_UNROLL 4   /* words in flight per work-item on GPUs */
 
-#define OPV_ADD(v) ((v) + val)
-#define OPV_XOR(v) ((v) ^ val)
-#define OPV_AND(v) ((v) & val)
-#define OPV_OR(v) ((v) | val)
-#define OPV_SET(v) ((uchar16)val)
-/* The same on uint4 for GPUs (val4: the operand in every byte). */
+/* The ops on uint4 for GPUs (val4: the operand in every byte), as
+ * kernel_abi.h's OPV_* on uchar16. */
 #define OPW_ADD(v) swar_add((v), val4)
 #define OPW_XOR(v) ((v) ^ val4)
 #define OPW_AND(v) ((v) & val4)
