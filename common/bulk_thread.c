@@ -3,12 +3,12 @@
 #define _GNU_SOURCE   /* pthread_setname_np */
 #include "bulk_thread.h"
 
-#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <sys/eventfd.h>
-#include <sys/resource.h>
 #include <unistd.h>
+
+#include "thread_nice.h"
 
 int bulk_thread_start(struct bulk_thread *t, const char *name, int nice, void *(*main)(void *),
                       void *arg)
@@ -39,14 +39,11 @@ int bulk_thread_start(struct bulk_thread *t, const char *name, int nice, void *(
 void bulk_thread_enter(struct bulk_thread *t)
 {
     pthread_setname_np(pthread_self(), t->name);
-    if (!t->nice)
-        return;
-    /* Linux's niceness is a thread's own; raising it cannot fail for want
-     * of privilege, and at worst the thread runs as before. */
-    errno = 0;
-    int now = getpriority(PRIO_PROCESS, 0);
-    if (errno == 0)
-        (void)setpriority(PRIO_PROCESS, 0, now + t->nice);
+    /* From the process's nice, not its creator's (a daemon's loop runs
+     * ahead of it); going behind cannot fail for want of privilege, and
+     * at worst the thread runs as before. */
+    if (t->nice)
+        (void)thread_nice_set(t->nice);
 }
 
 void bulk_thread_tell(struct bulk_thread *t, void (*done)(void *ctx), void *ctx)

@@ -177,8 +177,8 @@ static const struct config_opt config_opts[] = {
       "                            device reserves that much; 0: such streams are refused" },
     { "io-threads", "N", CFG_U32, CFG_OFF(io_threads), 0, AMPD_MAX_IO_THREADS,
       "I/O loops (threads) that serve connections, each owning its\n"
-      "                            share end to end; 0: one per CPU, at most "
-      CONFIG_STR(AMPD_DEFAULT_IO_THREADS_MAX) },
+      "                            share end to end; 0: "
+      CONFIG_STR(AMPD_DEFAULT_IO_THREADS) },
     { "host-max-bytes", "N", CFG_U64, CFG_OFF(host_max_bytes), 0, UINT64_MAX,
       "jobs this small run on the daemon's CPU threads when the\n"
       "                            client names no device; 0: never" },
@@ -189,6 +189,10 @@ static const struct config_opt config_opts[] = {
       "I/O loops, host workers and runners poll for work for US\n"
       "                            microseconds after their last, instead of\n"
       "                            sleeping: fewer wake-ups, more CPU; 0: off" },
+    { "loop-boost", "N", CFG_U32, CFG_OFF(loop_boost), 0, AMPD_MAX_LOOP_BOOST,
+      "I/O loops run N nice levels ahead of the daemon's other\n"
+      "                            threads, where it may (CAP_SYS_NICE, LimitNICE=);\n"
+      "                            0: off (default " CONFIG_STR(AMPD_DEFAULT_LOOP_BOOST) ")" },
     { "drain-delay", "S", CFG_SECONDS, CFG_OFF(drain_delay_ms), 0,
       UINT32_MAX / TIME_MS_PER_S,
       "on SIGTERM, first say not ready at /ready for S seconds while\n"
@@ -557,11 +561,12 @@ static void config_defaults(struct config *cfg)
     cfg->max_regions = AMPD_DEFAULT_MAX_REGIONS;
     cfg->host_max_bytes = AMPD_DEFAULT_HOST_MAX_BYTES;
     cfg->busy_poll_us = AMPD_DEFAULT_BUSY_POLL_US;
+    cfg->loop_boost = AMPD_DEFAULT_LOOP_BOOST;
     cfg->log_level = LOG_INFO;
     snprintf(cfg->devices, sizeof(cfg->devices), "%s", AMPD_DEFAULT_DEVICES);
 }
 
-/* --io-threads and --host-threads 0: a thread per online CPU, up to max. */
+/* --host-threads 0: a thread per online CPU, up to max. */
 static uint32_t config_threads_auto(uint32_t max)
 {
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
@@ -619,7 +624,7 @@ static int config_check(struct config *cfg, char *err, size_t errlen)
     if (config_check_tls(cfg, err, errlen) != 0)
         return -1;
     if (!cfg->io_threads)
-        cfg->io_threads = config_threads_auto(AMPD_DEFAULT_IO_THREADS_MAX);
+        cfg->io_threads = AMPD_DEFAULT_IO_THREADS;
     if (!cfg->host_threads)
         cfg->host_threads = config_threads_auto(AMPD_DEFAULT_HOST_THREADS_MAX);
     if (!cfg->max_connection_memory) {

@@ -70,12 +70,17 @@
 /* Room in a reply message besides a chunk's bytes (protobuf framing). */
 #define AMPD_REPLY_OVERHEAD 256
 
-/* --io-threads 0 (the default): one I/O loop per online CPU, at most this
- * many; more loops than cores only add wake-ups. A loop moves one busy
- * stream at about the socket's speed, and a connection is placed when it is
- * accepted, before anyone knows whether it will be busy: loops are many so
- * that busy connections seldom share one. */
-#define AMPD_DEFAULT_IO_THREADS_MAX 16
+/* --io-threads 0 (the default): this many I/O loops, whatever the CPUs. A
+ * loop moves one busy stream at about the socket's speed, and a
+ * connection is placed when it is accepted, before anyone knows whether it
+ * will be busy: loops are many so that busy connections seldom share one,
+ * and a light client's connection seldom shares one with a busy client's.
+ * More loops than CPUs cost sleeping threads; on 2 cores beside a
+ * neighbour's bulk work, a small call's loop that also served the
+ * neighbour's connections waited for a CPU at each of its wake-ups, and
+ * with a loop of its own (and --loop-boost) it got one at once
+ * (bench/RESULTS.md, "Sharing a GPU between clients", session 22). */
+#define AMPD_DEFAULT_IO_THREADS 16
 #define AMPD_MAX_IO_THREADS 64
 
 /* The host path (host.h): jobs of at most this many bytes, when the daemon
@@ -92,6 +97,15 @@
  * (bench/RESULTS.md: p50 47 -> 26 us; 20 us gave 36). */
 #define AMPD_DEFAULT_BUSY_POLL_US 50
 #define AMPD_MAX_BUSY_POLL_US 10000
+/* --loop-boost: the I/O loops run this many nice levels ahead of the rest
+ * of the daemon. On 2 cores beside a neighbour's bulk work, a small call's
+ * loop otherwise waits its turn for a CPU behind every thread at the
+ * daemon's level, the neighbour's client threads among them, twice a call
+ * (bench/RESULTS.md, "Sharing a GPU between clients", session 22). 5 is
+ * weight 3.1x, enough to be first in that queue; the bulk threads stay 10
+ * behind the daemon (listen.c). */
+#define AMPD_DEFAULT_LOOP_BOOST 5
+#define AMPD_MAX_LOOP_BOOST 19
 
 /* gRPC's length prefix is 32 bits: no message can be larger. */
 #define AMPD_MAX_MESSAGE_BYTES_LIMIT 0xffffffffull
@@ -165,6 +179,7 @@ struct config {
     uint64_t host_max_bytes;           /* the host path's job size limit (host.h); 0: off */
     uint32_t host_threads;             /* its workers: >= 1 after config_load */
     uint32_t busy_poll_us;             /* loops, host workers, runners poll this long, then sleep */
+    uint32_t loop_boost;               /* I/O loops' nice levels ahead of the daemon's */
     char tls_cert[AMPD_PATH_MAX];      /* PEM certificate chain for tls: listeners; "": none */
     char tls_key[AMPD_PATH_MAX];       /* its PEM private key; set exactly when tls_cert is */
     char tls_client_ca[AMPD_PATH_MAX]; /* PEM CAs for client certificates; "": none asked */

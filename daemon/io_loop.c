@@ -15,6 +15,7 @@
 #define _GNU_SOURCE   /* pthread_setname_np */
 #include "io_loop.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -31,6 +32,7 @@
 #include "sched.h"
 #include "spin.h"
 #include "stage_latency.h"
+#include "thread_nice.h"
 
 /* The sweep runs a few times per timeout, at least every second, so a
  * timeout is enforced within a quarter of itself (or a second). */
@@ -458,8 +460,23 @@ int io_loop_new(const struct io_loop_shared *sh, unsigned index, uv_loop_t *main
     return 0;
 }
 
+/* Sets the loop's thread --loop-boost levels ahead of the daemon's nice
+ * (config.h says why). Loop 0's, the main thread's, is set before it
+ * starts the runners, batch lanes and host workers, which start with it;
+ * the opener and PoCL's workers were started before, and the bulk-byte
+ * threads set their own (listen.c). */
+static void io_loop_boost(const struct io_loop *l)
+{
+    if (!l->cfg->loop_boost || thread_nice_set(-(int)l->cfg->loop_boost) == 0 || l->index)
+        return;
+    log_msg(LOG_INFO, "I/O loops at the daemon's own priority: --loop-boost %u needs "
+            "CAP_SYS_NICE or LimitNICE=-%u (%s)", l->cfg->loop_boost, l->cfg->loop_boost,
+            strerror(errno));
+}
+
 void io_loop_run(struct io_loop *l)
 {
+    io_loop_boost(l);
     uint64_t window_ns = (uint64_t)l->cfg->busy_poll_us * 1000;
     if (!window_ns || (!l->port && !l->env.starting)) {
         uv_run(l->loop, UV_RUN_DEFAULT);

@@ -9,7 +9,8 @@ ampd copied to where the unit looks); that `systemd-analyze security`
 rates the service's exposure 2.1 or better, also with a TLS listener and
 its certificate and token file as credentials (docs/security.md's
 drop-in); that the unit reloads with SIGHUP and is Type=notify; and that
-it raises LimitNOFILE= above systemd's default soft 1024.
+it raises LimitNOFILE= above systemd's default soft 1024 and gives
+--loop-boost's default its room in LimitNICE=.
 """
 import os
 import re
@@ -54,6 +55,8 @@ def main():
         # descriptors beyond systemd's default soft 1024 (issue 33 item 3)
         nofile = re.search(r"^LimitNOFILE=(\d+)$", text, re.M)
         assert nofile and int(nofile.group(1)) >= MIN_NOFILE, text
+        # the I/O loops go --loop-boost (5) levels ahead with no capability
+        assert re.search(r"^LimitNICE=-5$", text, re.M), text
         os.makedirs(os.path.join(prefix, "sbin"))
         shutil.copy(AMPD, os.path.join(prefix, "sbin", "ampd"))
         run(["systemd-analyze", "verify", "--man=no", service, os.path.join(units, "ampd.socket")])
