@@ -13,7 +13,6 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <unistd.h>
 
 #include "config.h"
 #include "dev.h"
@@ -114,18 +113,13 @@ int main(int argc, char **argv)
      * it). What is live at once is bounded by the limits
      * (--max-job-memory, --staging-bytes, --max-device-memory).
      * Arenas: one per thread that allocates (I/O loops, host workers,
-     * runners and the main thread, with room to spare), but no more loops'
-     * than CPUs, which is as many as run at once: each arena keeps what
-     * it held at its peak. One arena for all
+     * runners and the main thread, with room to spare). One arena for all
      * made every call's small allocations queue on its lock: on the H100
      * host tiny jobs stopped at 106k calls/s with four connections x 64
      * calls in flight, and went to 218k with 16 arenas, while 32 MiB unary
      * calls did not slow down (bench/RESULTS-archive.md). */
     mallopt(M_MMAP_MAX, 0);
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    uint32_t loop_arenas = cpus > 0 && (unsigned long)cpus < cfg.io_threads ? (uint32_t)cpus
-                                                                            : cfg.io_threads;
-    mallopt(M_ARENA_MAX, (int)(loop_arenas + cfg.host_threads + MAIN_SPARE_ARENAS));
+    mallopt(M_ARENA_MAX, (int)(cfg.io_threads + cfg.host_threads + MAIN_SPARE_ARENAS));
     mallopt(M_TRIM_THRESHOLD, MAIN_TRIM_THRESHOLD);
     mallopt(M_TOP_PAD, MAIN_TOP_PAD);
 
