@@ -100,10 +100,12 @@
 /* --loop-boost: the I/O loops run this many nice levels ahead of the rest
  * of the daemon. On 2 cores beside a neighbour's bulk work, a small call's
  * loop otherwise waits its turn for a CPU behind every thread at the
- * daemon's level, the neighbour's client threads among them, twice a call
- * (bench/RESULTS.md, "Sharing a GPU between clients", session 22). 5 is
- * weight 3.1x, enough to be first in that queue; the bulk threads stay 10
- * behind the daemon (listen.c). */
+ * daemon's level, the neighbour's client threads among them, twice a call.
+ * 5 levels (weight 3.1x) put a loop that serves light connections first in
+ * that queue; a loop busy with bulk connections too stays behind all the
+ * same, so it pays where loops outnumber the busy connections
+ * (bench/RESULTS.md, "Sharing a GPU between clients", session 22). The
+ * bulk threads stay 10 behind the daemon (listen.c). */
 #define AMPD_DEFAULT_LOOP_BOOST 5
 #define AMPD_MAX_LOOP_BOOST 19
 
