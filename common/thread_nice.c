@@ -4,11 +4,10 @@
 #include "thread_nice.h"
 
 #include <errno.h>
-#include <limits.h>
 #include <pthread.h>
 #include <sys/resource.h>
 
-static int thread_nice_base = INT_MIN;
+static int thread_nice_base;   /* set once, by thread_nice_take */
 static pthread_once_t thread_nice_once = PTHREAD_ONCE_INIT;
 
 static void thread_nice_take(void)

@@ -467,11 +467,12 @@ int io_loop_new(const struct io_loop_shared *sh, unsigned index, uv_loop_t *main
  * threads set their own (listen.c). */
 static void io_loop_boost(const struct io_loop *l)
 {
-    if (!l->cfg->loop_boost || thread_nice_set(-(int)l->cfg->loop_boost) == 0 || l->index)
+    if (!l->cfg->loop_boost || thread_nice_set(-(int)l->cfg->loop_boost) == 0)
         return;
-    log_msg(LOG_INFO, "I/O loops at the daemon's own priority: --loop-boost %u needs "
-            "CAP_SYS_NICE or LimitNICE=-%u (%s)", l->cfg->loop_boost, l->cfg->loop_boost,
-            strerror(errno));
+    if (l->index == 0)   /* every loop fails alike: said once */
+        log_msg(LOG_INFO, "I/O loops at the daemon's own priority: --loop-boost %u needs "
+                "CAP_SYS_NICE or LimitNICE=-%u (%s)", l->cfg->loop_boost, l->cfg->loop_boost,
+                strerror(errno));
 }
 
 void io_loop_run(struct io_loop *l)

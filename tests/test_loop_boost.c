@@ -75,16 +75,22 @@ static int clamp(int nice)
     return nice < -20 ? -20 : nice > 19 ? 19 : nice;
 }
 
+/* Both loops (loop 0 is the main thread) and a runner the main loop
+ * started run at nice. */
+static void assert_loops_at(pid_t pid, int nice)
+{
+    ck_assert_int_eq(getpriority(PRIO_PROCESS, (id_t)pid), nice);
+    ck_assert_int_eq(nice_of(pid, "ampd-io1"), nice);
+    ck_assert_int_eq(nice_of(pid, "ampd-runner"), nice);
+}
+
 START_TEST(loops_run_ahead_of_the_daemon)
 {
     int base = test_base(), ahead = may_go_ahead() ? clamp(base - BOOST) : base;
     struct daemon_proc d;
     static const char *const args[] = { "--io-threads", "2", "--loop-boost", "4", NULL };
     ck_assert_int_eq(daemon_start(&d, args), 0);
-    errno = 0;
-    ck_assert_int_eq(getpriority(PRIO_PROCESS, (id_t)d.pid), ahead);   /* loop 0, the main thread */
-    ck_assert_int_eq(nice_of(d.pid, "ampd-io1"), ahead);
-    ck_assert_int_eq(nice_of(d.pid, "ampd-runner"), ahead);
+    assert_loops_at(d.pid, ahead);
     ck_assert_int_eq(nice_of(d.pid, "ampd-host0"), ahead);
     if (proc_thread_find(d.pid, "ampd-opener"))   /* PoCL's workers: the CPU device */
         ck_assert_int_eq(nice_of(d.pid, "ampd-opener"), base);
@@ -98,9 +104,7 @@ START_TEST(no_boost_leaves_loops_at_the_daemons)
     struct daemon_proc d;
     static const char *const args[] = { "--io-threads", "2", "--loop-boost", "0", NULL };
     ck_assert_int_eq(daemon_start(&d, args), 0);
-    ck_assert_int_eq(getpriority(PRIO_PROCESS, (id_t)d.pid), base);
-    ck_assert_int_eq(nice_of(d.pid, "ampd-io1"), base);
-    ck_assert_int_eq(nice_of(d.pid, "ampd-runner"), base);
+    assert_loops_at(d.pid, base);
     ck_assert_int_eq(daemon_stop(&d), 0);
 }
 END_TEST
