@@ -177,8 +177,8 @@ static const struct config_opt config_opts[] = {
       "                            device reserves that much; 0: such streams are refused" },
     { "io-threads", "N", CFG_U32, CFG_OFF(io_threads), 0, AMPD_MAX_IO_THREADS,
       "I/O loops (threads) that serve connections, each owning its\n"
-      "                            share end to end; 0: one per CPU, at most "
-      CONFIG_STR(AMPD_DEFAULT_IO_THREADS_MAX) },
+      "                            share end to end; 0: "
+      CONFIG_STR(AMPD_DEFAULT_IO_THREADS) },
     { "host-max-bytes", "N", CFG_U64, CFG_OFF(host_max_bytes), 0, UINT64_MAX,
       "jobs this small run on the daemon's CPU threads when the\n"
       "                            client names no device; 0: never" },
@@ -566,7 +566,7 @@ static void config_defaults(struct config *cfg)
     snprintf(cfg->devices, sizeof(cfg->devices), "%s", AMPD_DEFAULT_DEVICES);
 }
 
-/* --io-threads and --host-threads 0: a thread per online CPU, up to max. */
+/* --host-threads 0: a thread per online CPU, up to max. */
 static uint32_t config_threads_auto(uint32_t max)
 {
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
@@ -624,7 +624,7 @@ static int config_check(struct config *cfg, char *err, size_t errlen)
     if (config_check_tls(cfg, err, errlen) != 0)
         return -1;
     if (!cfg->io_threads)
-        cfg->io_threads = config_threads_auto(AMPD_DEFAULT_IO_THREADS_MAX);
+        cfg->io_threads = AMPD_DEFAULT_IO_THREADS;
     if (!cfg->host_threads)
         cfg->host_threads = config_threads_auto(AMPD_DEFAULT_HOST_THREADS_MAX);
     if (!cfg->max_connection_memory) {

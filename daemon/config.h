@@ -70,17 +70,18 @@
 /* Room in a reply message besides a chunk's bytes (protobuf framing). */
 #define AMPD_REPLY_OVERHEAD 256
 
-/* --io-threads 0 (the default): one I/O loop per online CPU, at most this
- * many. A loop moves one busy stream at about the socket's speed, and a
+/* --io-threads 0 (the default): this many I/O loops, whatever the CPUs. A
+ * loop moves one busy stream at about the socket's speed, and a
  * connection is placed when it is accepted, before anyone knows whether it
- * will be busy: loops are many so that busy connections seldom share one.
- * Where a few CPUs serve several clients, more loops than CPUs (16) keep a
- * light client's connection off the loops of a busy one's: with
- * --loop-boost, its calls then get a CPU at once (bench/RESULTS.md,
- * "Sharing a GPU between clients", session 22). Not the default yet: on 2
- * cores, 16 loops kept ~60 MB more resident after test_hostile_unread_share's
- * burst than 2 did. */
-#define AMPD_DEFAULT_IO_THREADS_MAX 16
+ * will be busy: loops are many so that busy connections seldom share one,
+ * and a light client's connection seldom shares one with a busy client's.
+ * More loops than CPUs cost sleeping threads (malloc's arenas go by the
+ * CPUs: main.c). On 2 cores beside a neighbour's bulk work, a small
+ * call's loop that also served the neighbour's connections waited for a
+ * CPU at each of its wake-ups, and with a loop of its own (and
+ * --loop-boost) it got one at once (bench/RESULTS.md, "Sharing a GPU
+ * between clients", session 22). */
+#define AMPD_DEFAULT_IO_THREADS 16
 #define AMPD_MAX_IO_THREADS 64
 
 /* The host path (host.h): jobs of at most this many bytes, when the daemon

@@ -11,7 +11,9 @@
  * next call fault its pages in again, so a timer on the main loop watches
  * for the daemon to go quiet (no byte held for clients, no call answered
  * for a whole period) and then trims every arena once, until the next
- * activity. Neighbours: budget.h (bytes held), status.h (calls answered).
+ * activity: glibc gives back the free pages inside each arena and the
+ * main arena's free top, not the top of a thread's arena (main.c caps
+ * their number). Neighbours: budget.h (bytes held), status.h (calls answered).
  */
 #ifndef AMPD_HEAP_TRIM_H
 #define AMPD_HEAP_TRIM_H

@@ -13,6 +13,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "config.h"
 #include "dev.h"
@@ -33,6 +34,17 @@
 #define MAIN_TOP_PAD (64 * 1024 * 1024)
 /* Arenas beyond the I/O loops and host workers: the main thread, device runners, spare. */
 #define MAIN_SPARE_ARENAS 8
+#define MAIN_ARENAS_PER_CPU 2
+
+/* malloc's arena cap: a thread each, at most MAIN_ARENAS_PER_CPU per CPU. */
+static int main_arenas(const struct config *cfg)
+{
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    uint64_t want = (uint64_t)cfg->io_threads + cfg->host_threads + MAIN_SPARE_ARENAS;
+    if (cpus > 0 && want > (uint64_t)cpus * MAIN_ARENAS_PER_CPU)
+        want = (uint64_t)cpus * MAIN_ARENAS_PER_CPU;
+    return (int)want;
+}
 
 static void main_print_devices(struct dev **devs, size_t n, size_t default_index)
 {
@@ -104,7 +116,9 @@ int main(int argc, char **argv)
      * ones ~4.5): no mmap() at all (glibc's largest mmap threshold, 32
      * MiB, would still map a 32 MiB result). The heap keeps what it held
      * at its peak, less a free top past MAIN_TRIM_THRESHOLD, until the
-     * daemon goes quiet: heap_trim.c then gives every free page back.
+     * daemon goes quiet: heap_trim.c then gives free pages back, all but
+     * the free tops of the threads' arenas (glibc trims only the main
+     * arena's top).
      * A thread's arena grows by heaps of at most 64 MiB: a second 32 MiB
      * message got one of its own, deleted (munmap) when freed and faulted
      * in anew by the next, 2-20 ms on an I/O loop each time, its TLB
@@ -113,13 +127,20 @@ int main(int argc, char **argv)
      * it). What is live at once is bounded by the limits
      * (--max-job-memory, --staging-bytes, --max-device-memory).
      * Arenas: one per thread that allocates (I/O loops, host workers,
-     * runners and the main thread, with room to spare). One arena for all
-     * made every call's small allocations queue on its lock: on the H100
-     * host tiny jobs stopped at 106k calls/s with four connections x 64
-     * calls in flight, and went to 218k with 16 arenas, while 32 MiB unary
-     * calls did not slow down (bench/RESULTS-archive.md). */
+     * runners and the main thread, with room to spare), but at most two
+     * per CPU: as many threads as CPUs run at once, and with twice the
+     * arenas two of them seldom meet on one. Each arena keeps its top at
+     * its peak, so more
+     * keep more for nothing: on 2 cores 16 loops kept 362-374 MB resident
+     * after `ampctl bench -k transform -s 32M -c 8`, 222 MB with 4 arenas,
+     * tiny jobs no slower (150-155k calls/s against 145k, 4 x 64). One
+     * arena for all made every call's small allocations queue on its
+     * lock: on the H100 host tiny jobs stopped at 106k calls/s with four
+     * connections x 64 calls in flight, and went to 218k with 16 arenas,
+     * while 32 MiB unary calls did not slow down
+     * (bench/RESULTS-archive.md). */
     mallopt(M_MMAP_MAX, 0);
-    mallopt(M_ARENA_MAX, (int)(cfg.io_threads + cfg.host_threads + MAIN_SPARE_ARENAS));
+    mallopt(M_ARENA_MAX, main_arenas(&cfg));
     mallopt(M_TRIM_THRESHOLD, MAIN_TRIM_THRESHOLD);
     mallopt(M_TOP_PAD, MAIN_TOP_PAD);
 
