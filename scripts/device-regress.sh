@@ -18,6 +18,7 @@ set -u
 dir=${DIR:-build-dev}
 rounds=${1:-2}
 : "${OUT:?set OUT to the folder for the results}"
+mkdir -p "$OUT" || exit 2
 scripts=$(cd "$(dirname "$0")" && pwd)
 . "$scripts/device-common.sh"
 device_setup "$dir" || exit 2

@@ -49,6 +49,7 @@ elif [ "${1:-}" = baseline ]; then
 fi
 
 : "${OUT:?set OUT to the folder for the results}"
+mkdir -p "$OUT" || exit 2
 [ -x "$dir/bin/bench_tenants" ] || { echo "no $dir/bin/bench_tenants: run '$0 prepare' first" >&2; exit 2; }
 step "unpacking the libraries, registering the NVIDIA OpenCL ICD"
 device_setup "$dir" || exit 2
