@@ -33,14 +33,6 @@
 #include "sock_writer.h"
 
 #define LISTEN_BACKLOG 511
-/* A connection's writer and reader threads (sock_writer.h, sock_reader.h)
- * run this much nicer than the daemon: they only carry a stream's or a
- * large call's bytes, while the I/O loops, runners and host workers serve
- * every call. On the 2-core machine, beside a neighbour's four streams
- * whose writers took a CPU share equal to theirs, a 16-byte job's calls/s
- * went from 61-211 to 227-597 (bench_tenants), the streams' own GB/s
- * unchanged: they still get every CPU the others leave. */
-#define LISTEN_BULK_NICE 10
 /* Out of descriptors (or memory) while accepting: stop polling the
  * listener this long, instead of spinning on a backlog it cannot take. */
 #define LISTEN_RETRY_MS 100
@@ -55,11 +47,6 @@ _Static_assert(LISTEN_READ_BUF <= LISTEN_TURN_BYTES, "a turn ends within one rea
  * faster with 128 KiB reads than with reads as large as the frame and the
  * socket's buffer allowed (bench/RESULTS-archive.md, session 11). */
 #define LISTEN_READ_DEST_MAX (128 * 1024)
-/* A read straight into a call's memory of this many bytes or more goes to
- * the socket's reader thread (common/sock_reader.h), in reads of
- * LISTEN_READ_DEST_MAX: a stream's 1 MiB DATA frames, a large unary
- * request's bulk field. */
-#define LISTEN_READER_MIN (256 * 1024)
 /* After the reader's read, the loop's own next read takes at most this
  * much: the next frame's header and a little of its payload, the rest left
  * to the reader, instead of a buffer's worth copied on the loop. */

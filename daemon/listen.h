@@ -20,6 +20,21 @@
 
 #include "address.h"
 
+/* A connection's writer and reader threads (sock_writer.h, sock_reader.h)
+ * run this much nicer than the daemon: they only carry a stream's or a
+ * large call's bytes, while the I/O loops, runners and host workers serve
+ * every call. On the 2-core machine, beside a neighbour's four streams
+ * whose writers took a CPU share equal to theirs, a 16-byte job's calls/s
+ * went from 61-211 to 227-597 (bench_tenants), the streams' own GB/s
+ * unchanged: they still get every CPU the others leave. */
+#define LISTEN_BULK_NICE 10
+
+/* A read straight into a call's memory of this many bytes or more goes to
+ * the socket's reader thread (common/sock_reader.h), in reads of
+ * LISTEN_READ_DEST_MAX (listen.c): a stream's 1 MiB DATA frames, a large unary
+ * request's bulk field. */
+#define LISTEN_READER_MIN (256 * 1024)
+
 struct listener;
 struct listen_sock;
 

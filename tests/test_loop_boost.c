@@ -21,11 +21,11 @@
 #include "amp.h"
 #include "check_run.h"
 #include "daemon_proc.h"
+#include "listen.h"
 #include "proc_thread.h"
 
 #define BOOST 4
-#define BULK_NICE 10                /* listen.c's LISTEN_BULK_NICE */
-#define BULK_LEN (4u * 1024 * 1024) /* past listen.c's LISTEN_READER_MIN */
+#define BULK_LEN (16u * LISTEN_READER_MIN) /* a request its reader thread reads */
 #define POLL_MS 20
 #define POLL_TRIES 250
 
@@ -132,7 +132,7 @@ START_TEST(bulk_readers_run_behind_the_daemon_not_the_loop)
     ck_assert_uint_eq(out_len, BULK_LEN);
     for (size_t i = 0; i < BULK_LEN; i += 4093)
         ck_assert_uint_eq(((uint8_t *)out)[i], (uint8_t)(in[i] ^ 0x5a));
-    ck_assert_int_eq(nice_of(d.pid, "ampd-reader"), clamp(base + BULK_NICE));
+    ck_assert_int_eq(nice_of(d.pid, "ampd-reader"), clamp(base + LISTEN_BULK_NICE));
     amp_free(out);
     free(in);
     amp_close(busy);
