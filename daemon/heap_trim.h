@@ -13,7 +13,8 @@
  * for a whole period) and then trims every arena once, until the next
  * activity: glibc gives back the free pages inside each arena and the
  * main arena's free top, not the top of a thread's arena (main.c caps
- * their number). Neighbours: budget.h (bytes held), status.h (calls answered).
+ * their number). Neighbours: budget.h (bytes held), status.h (calls
+ * answered).
  */
 #ifndef AMPD_HEAP_TRIM_H
 #define AMPD_HEAP_TRIM_H

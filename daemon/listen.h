@@ -31,8 +31,8 @@
 
 /* A read straight into a call's memory of this many bytes or more goes to
  * the socket's reader thread (common/sock_reader.h), in reads of
- * LISTEN_READ_DEST_MAX (listen.c): a stream's 1 MiB DATA frames, a large unary
- * request's bulk field. */
+ * LISTEN_READ_DEST_MAX (listen.c): a stream's 1 MiB DATA frames, a large
+ * unary request's bulk field. */
 #define LISTEN_READER_MIN (256 * 1024)
 
 struct listener;

@@ -130,14 +130,13 @@ int main(int argc, char **argv)
      * runners and the main thread, with room to spare), but at most two
      * per CPU: as many threads as CPUs run at once, and with twice the
      * arenas two of them seldom meet on one. Each arena keeps its top at
-     * its peak, so more
-     * keep more for nothing: on 2 cores 16 loops kept 362-374 MB resident
-     * after `ampctl bench -k transform -s 32M -c 8`, 222 MB with 4 arenas,
-     * tiny jobs no slower (150-155k calls/s against 145k, 4 x 64). One
-     * arena for all made every call's small allocations queue on its
-     * lock: on the H100 host tiny jobs stopped at 106k calls/s with four
-     * connections x 64 calls in flight, and went to 218k with 16 arenas,
-     * while 32 MiB unary calls did not slow down
+     * its peak, so more keep more for nothing: on 2 cores 16 loops kept
+     * 362-374 MB resident after `ampctl bench -k transform -s 32M -c 8`,
+     * 222 MB with 4 arenas, tiny jobs no slower (150-155k calls/s against
+     * 145k, 4 x 64). One arena for all made every call's small allocations
+     * queue on its lock: on the H100 host tiny jobs stopped at 106k
+     * calls/s with four connections x 64 calls in flight, and went to 218k
+     * with 16 arenas, while 32 MiB unary calls did not slow down
      * (bench/RESULTS-archive.md). */
     mallopt(M_MMAP_MAX, 0);
     mallopt(M_ARENA_MAX, main_arenas(&cfg));
