@@ -20,7 +20,8 @@
  *
  * Where the device's batches run on the thread that waits for them (a
  * PoCL CPU device's basic device), a small job that finds the lane idle
- * runs on its submitter's thread instead (runner_batch_here).
+ * runs on its submitter's thread instead (runner_batch_here), taking the
+ * lane with an atomic flag and not the mutex (struct runner's lock).
  *
  * The runner thread takes its queue's tasks in order and starts each on
  * the device without waiting (dev_task_step), a piece at a time: a task
@@ -101,13 +102,18 @@ struct runner {
     runner_complete_cb complete;
     void *ctx;
     pthread_t thread;
-    pthread_mutex_t lock;           /* guards the queues, stopping, kicked, callbacks,
-                                     * jobs_queued, jobs_running, mem_used */
+    /* Guards the queues, kicked, callbacks and mem_used. An I/O loop
+     * running a small job itself (runner_batch_here) takes it only when
+     * the lane is contended: on 2 cores a boosted loop woke, preempted a
+     * runner holding it, then slept on it until the runner got a CPU
+     * again, 1-8 ms ten times a second beside another client's 32 MiB
+     * unary calls (`perf sched`), none on an ampd of its own. */
+    pthread_mutex_t lock;
     pthread_cond_t wake;
     struct fairq *queue;            /* queued tasks, but small jobs */
-    uint32_t jobs_queued;           /* JOB and OPEN tasks submitted, not yet admitted */
-    uint32_t jobs_running;          /* jobs with job->dev_running set */
-    bool stopping;
+    atomic_uint jobs_queued;        /* JOB and OPEN tasks submitted, not yet admitted */
+    atomic_uint jobs_running;       /* jobs with job->dev_running set */
+    atomic_bool stopping;
     bool kicked;                    /* a device command finished since the last look */
     struct dev_notify yield;        /* runner_yield, for the device (dev_task_set_yield) */
     atomic_uint news;               /* submits and kicks: what a polling runner watches */
@@ -129,9 +135,12 @@ struct runner {
     pthread_t batcher;
     pthread_cond_t batch_wake;
     struct fairq *batches;          /* queued small jobs */
+    atomic_size_t batches_queued;   /* fairq_len(batches), read without the lock */
     atomic_uint batch_news;         /* their submits: what a polling lane watches */
-    uint64_t batches_begun, batches_done; /* batches taken (by the lane or a
-                                           * submitter: runner_batch_here), and run */
+    atomic_bool lane_busy;          /* a batch taken, by the lane or a submitter
+                                     * (runner_batch_here), not yet ended */
+    atomic_uint_fast64_t batches_done; /* batches ended */
+    atomic_uint yield_waiters;      /* runner_yield's, on batch_done */
     pthread_cond_t batch_done;      /* batches_done moved on */
 };
 
@@ -151,13 +160,11 @@ static bool runner_ends_job(const struct task *t)
  * (it failed before it could run). */
 static void runner_count_admitted(struct runner *r, struct task *t, bool admitted)
 {
-    pthread_mutex_lock(&r->lock);
-    r->jobs_queued--;
+    atomic_fetch_sub(&r->jobs_queued, 1);
     if (admitted) {
-        r->jobs_running++;
+        atomic_fetch_add(&r->jobs_running, 1);
         t->job->dev_running = true;
     }
-    pthread_mutex_unlock(&r->lock);
 }
 
 static void runner_hand_back(struct runner *r, struct task *t)
@@ -168,11 +175,8 @@ static void runner_hand_back(struct runner *r, struct task *t)
     if (ended)
         t->job->dev_running = false;
     r->complete(t, r->ctx);
-    if (ended) {
-        pthread_mutex_lock(&r->lock);
-        r->jobs_running--;
-        pthread_mutex_unlock(&r->lock);
-    }
+    if (ended)
+        atomic_fetch_sub(&r->jobs_running, 1);
 }
 
 static void runner_fail(struct task *t, enum status_code code, const char *fmt, ...)
@@ -335,6 +339,15 @@ static void runner_begin(struct runner *r, struct task *t, bool retried)
     pthread_mutex_unlock(&r->lock);
 }
 
+/* The next queued small job. Called with the lock held. */
+static struct task *runner_batch_pop(struct runner *r)
+{
+    struct task *t = fairq_pop(r->batches);
+    if (t)
+        atomic_fetch_sub(&r->batches_queued, 1);
+    return t;
+}
+
 /* Batch lane: t and, with more, the small jobs queued behind it that fit
  * run as one batch (dev_batch.c). Each is admitted without device memory
  * (it runs in the batch buffers), so past jobs parked for memory it does
@@ -358,7 +371,7 @@ static void runner_batch(struct runner *r, struct task *t, bool more)
             break;
         pthread_mutex_lock(&r->lock);
         struct task *next = fairq_peek(r->batches);
-        t = next && dev_batch_fits(&b, next) ? fairq_pop(r->batches) : NULL;
+        t = next && dev_batch_fits(&b, next) ? runner_batch_pop(r) : NULL;
         pthread_mutex_unlock(&r->lock);
     }
     if (b.n && !dev_batch_run(r->dev, &b)) {
@@ -453,10 +466,12 @@ static void runner_yield(void *arg)
     if (!pthread_equal(pthread_self(), r->thread))
         return;
     pthread_mutex_lock(&r->lock);
-    bool idle = r->batches_done == r->batches_begun;
-    uint64_t until = r->batches_begun + (idle && fairq_len(r->batches) ? 1 : 0);
-    while (r->batches_done < until && !r->stopping)
+    atomic_fetch_add(&r->yield_waiters, 1);   /* before reading batches_done: runner_batch_ended */
+    uint64_t until = atomic_load(&r->batches_done) +
+                     (atomic_load(&r->lane_busy) || fairq_len(r->batches) ? 1 : 0);
+    while (atomic_load(&r->batches_done) < until && !atomic_load(&r->stopping))
         pthread_cond_wait(&r->batch_done, &r->lock);
+    atomic_fetch_sub(&r->yield_waiters, 1);
     pthread_mutex_unlock(&r->lock);
 }
 
@@ -553,14 +568,27 @@ static void *runner_main(void *arg)
     return NULL;
 }
 
-/* A batch taken (batches_begun) ran, on the lane or a submitter's thread:
- * a stepping copy waiting for it goes on (runner_yield). Called with the
- * lock held. Returns whether small jobs are queued for the lane. */
+/* Takes the lane for one batch, unless a batch is running. */
+static bool runner_lane_take(struct runner *r)
+{
+    bool busy = false;
+    return atomic_compare_exchange_strong(&r->lane_busy, &busy, true);
+}
+
+/* The batch taken (runner_lane_take) ran, on the lane or a submitter's
+ * thread: the lane is free, and a stepping copy waiting for the batch
+ * goes on (runner_yield). Called without the lock, which it takes only
+ * for such a copy. Returns whether small jobs are queued for the lane. */
 static bool runner_batch_ended(struct runner *r)
 {
-    r->batches_done++;
-    pthread_cond_broadcast(&r->batch_done);
-    return fairq_len(r->batches) > 0;
+    atomic_fetch_add(&r->batches_done, 1);
+    atomic_store(&r->lane_busy, false);
+    if (atomic_load(&r->yield_waiters)) {
+        pthread_mutex_lock(&r->lock);
+        pthread_cond_broadcast(&r->batch_done);
+        pthread_mutex_unlock(&r->lock);
+    }
+    return atomic_load(&r->batches_queued) > 0;
 }
 
 /* The batch lane's thread: a batch of what is queued, then the next;
@@ -577,20 +605,20 @@ static void *runner_batch_main(void *arg)
             runner_poll(r, &r->batch_news, seen);
             pthread_mutex_lock(&r->lock);
         }
-        /* One batch at a time: a submitter may be running one (runner_batch_here). */
-        while (!r->stopping && (!fairq_len(r->batches) || r->batches_begun != r->batches_done))
+        /* One batch at a time: a submitter may be running one
+         * (runner_batch_here), and signals when it ends with jobs queued. */
+        while (!r->stopping && (!fairq_len(r->batches) || !runner_lane_take(r)))
             pthread_cond_wait(&r->batch_wake, &r->lock);
         if (r->stopping)
             break;
-        struct task *t = fairq_pop(r->batches);
-        r->batches_begun++;
+        struct task *t = runner_batch_pop(r);
         pthread_mutex_unlock(&r->lock);
         runner_batch(r, t, true);
         spin = true;
-        pthread_mutex_lock(&r->lock);
         runner_batch_ended(r);
+        pthread_mutex_lock(&r->lock);
     }
-    for (struct task *t; (t = fairq_pop(r->batches));) {
+    for (struct task *t; (t = runner_batch_pop(r));) {
         pthread_mutex_unlock(&r->lock);
         runner_cancel(r, t);
         pthread_mutex_lock(&r->lock);
@@ -657,23 +685,18 @@ struct runner *runner_start(struct dev *d, uint64_t spin_ns, runner_complete_cb 
  * Returns false, having done nothing, when t is to be queued. */
 static bool runner_batch_here(struct runner *r, struct task *t)
 {
-    if (!dev_batch_here(r->dev))
+    if (!dev_batch_here(r->dev) || atomic_load(&r->stopping) || atomic_load(&r->batches_queued) ||
+        !runner_lane_take(r))
         return false;
-    pthread_mutex_lock(&r->lock);
-    bool here = !r->stopping && !fairq_len(r->batches) && r->batches_begun == r->batches_done;
-    if (here) {
-        r->batches_begun++;
-        r->jobs_queued++;   /* as runner_submit counts it: admission counts it out */
-    }
-    pthread_mutex_unlock(&r->lock);
-    if (!here)
-        return false;
+    atomic_fetch_add(&r->jobs_queued, 1);   /* as runner_submit counts it: admission counts it out */
     runner_batch(r, t, false);
-    pthread_mutex_lock(&r->lock);
-    bool queued = runner_batch_ended(r);   /* while it ran: the lane's now */
-    pthread_mutex_unlock(&r->lock);
-    if (queued)
+    if (runner_batch_ended(r)) {
+        /* Queued while it ran: the lane's now. Under the lock, so that
+         * the lane is either waiting or yet to look (it looks under it). */
+        pthread_mutex_lock(&r->lock);
         pthread_cond_signal(&r->batch_wake);
+        pthread_mutex_unlock(&r->lock);
+    }
     return true;
 }
 
@@ -684,8 +707,10 @@ bool runner_submit(struct runner *r, struct task *t)
         return true;
     pthread_mutex_lock(&r->lock);
     fairq_push(small ? r->batches : r->queue, t, dev_task_cost(r->dev, t));
+    if (small)
+        atomic_fetch_add(&r->batches_queued, 1);
     if (runner_begins_job(t))
-        r->jobs_queued++;
+        atomic_fetch_add(&r->jobs_queued, 1);
     atomic_fetch_add(small ? &r->batch_news : &r->news, 1);
     pthread_mutex_unlock(&r->lock);
     /* After the unlock: a thread woken under the lock would only wait for
@@ -696,17 +721,14 @@ bool runner_submit(struct runner *r, struct task *t)
 
 size_t runner_load(struct runner *r)
 {
-    pthread_mutex_lock(&r->lock);
-    size_t n = (size_t)r->jobs_queued + r->jobs_running;
-    pthread_mutex_unlock(&r->lock);
-    return n;
+    return (size_t)atomic_load(&r->jobs_queued) + atomic_load(&r->jobs_running);
 }
 
 void runner_dev_load(struct runner *r, struct dev_load *out)
 {
     pthread_mutex_lock(&r->lock);
-    out->jobs_running = r->jobs_running;
-    out->jobs_queued = r->jobs_queued;
+    out->jobs_running = atomic_load(&r->jobs_running);
+    out->jobs_queued = atomic_load(&r->jobs_queued);
     out->memory_in_use = r->mem_used;
     pthread_mutex_unlock(&r->lock);
     out->memory_capacity = dev_memory_capacity(r->dev);
