@@ -14,6 +14,8 @@
 # switch (`perf sched timehist`), and OUT/tenants-I-K.sched.md the trace
 # window by window (scripts/sched-windows.py: how long A's ampd's loops
 # and A's thread waited for a CPU per wake-up, in each phase of the run).
+# SCHED_STATS=0 leaves out --sched-stats, whose sampler reads A's ampd's
+# loops' /proc files every millisecond on a CPU that A's thread needs.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 out=${1:?usage: $0 OUT AMPD... [-- BENCH_TENANTS-OPTIONS]}
@@ -23,6 +25,8 @@ while [ $# -gt 0 ] && [ "$1" != -- ]; do bins+=("$1"); shift; done
 [ $# -gt 0 ] && shift
 [ ${#bins[@]} -gt 0 ] || { echo "name at least one ampd" >&2; exit 2; }
 bench=${BENCH_TENANTS:-$here/../build/bench/bench_tenants}
+stats=(--sched-stats)
+[ "${SCHED_STATS:-1}" = 0 ] && stats=()
 mkdir -p "$out" || exit 2
 rc=0
 for k in $(seq "${REPEAT:-3}"); do
@@ -32,7 +36,7 @@ for k in $(seq "${REPEAT:-3}"); do
     trace=()
     [ -n "${TRACE:-}" ] && trace=(perf sched record -a -q -o "$f.perf" --)
     timeout 900 "${trace[@]}" "$bench" --ampd "${bins[$i]}" --device 0 --bulk-bytes 256M --streams 4 \
-      --unary-bytes 32M --unary-calls 8 --seconds 3 --warmup 1 --sched-stats "$@" >"$f.txt" 2>"$f.err"
+      --unary-bytes 32M --unary-calls 8 --seconds 3 --warmup 1 "${stats[@]}" "$@" >"$f.txt" 2>"$f.err"
     r=$?
     if [ -n "${TRACE:-}" ]; then
       perf sched timehist -i "$f.perf" 2>/dev/null | gzip >"$f.timehist.gz"
